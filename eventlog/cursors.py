@@ -1,0 +1,50 @@
+"""Opaque ``read_all`` cursors. Callers pass them back; only backends look inside.
+
+Single-writer backends (memory, file, SQLite) use ``p:<position>``. PostgreSQL uses
+``x:<transaction id>:<position>``, because its log order is (writer transaction, position).
+"""
+
+from __future__ import annotations
+
+from eventlog.errors import InvalidInput
+
+
+def encode_position(position: int) -> str:
+    """The cursor after ``position`` for a single-writer backend."""
+    return f"p:{position}"
+
+
+def decode_position(cursor: str | None) -> int:
+    """The position a single-writer cursor stands after (0 for the start)."""
+    if cursor is None:
+        return 0
+    kind, _, rest = cursor.partition(":")
+    if kind == "p" and rest.isdigit():
+        return int(rest)
+    if kind == "x":
+        parts = rest.split(":")
+        if len(parts) == 2 and all(part.isdigit() for part in parts):
+            return int(parts[1])
+    raise InvalidInput("after", f"{cursor!r} is not a cursor returned by read_all")
+
+
+def encode_xid(tx_id: int, position: int) -> str:
+    """The cursor after the event (``tx_id``, ``position``) on PostgreSQL."""
+    return f"x:{tx_id}:{position}"
+
+
+def decode_xid(cursor: str | None) -> tuple[int, int]:
+    """The (transaction id, position) a PostgreSQL cursor stands after ((0, 0) at start).
+
+    A single-writer cursor is accepted as (0, position) only at the start of the log, so a
+    cursor carried between backends never silently skips events.
+    """
+    if cursor is None:
+        return (0, 0)
+    kind, _, rest = cursor.partition(":")
+    parts = rest.split(":")
+    if kind == "x" and len(parts) == 2 and all(part.isdigit() for part in parts):
+        return (int(parts[0]), int(parts[1]))
+    if kind == "p" and rest == "0":
+        return (0, 0)
+    raise InvalidInput("after", f"{cursor!r} is not a cursor returned by read_all")

@@ -1,0 +1,135 @@
+"""The errors this library raises.
+
+    EventLogError
+    ├── InvalidInput (also a ValueError)      a caller's argument was wrong; nothing written
+    │   ├── InvalidId                          an id empty, too long, or with control characters
+    │   ├── PayloadTooLarge                    event or state bytes over the configured maximum
+    │   └── InvalidEvent                       not an instance of a registered event type
+    ├── InvalidURL (also a ValueError)         a malformed log URL or an unknown scheme
+    ├── UnknownEventType                       a stored tag that the registry does not know
+    ├── StateDecodeError                       a stored state that does not decode as asked
+    ├── VersionConflict                        the stream was not at the expected version
+    ├── SchemaError                            the database schema cannot be used
+    │   └── UnknownSchemaRevision              stamped with a revision this code does not know
+    ├── StoreLocked                            another process holds a file store's lock
+    └── StorageError                           the backend failed; the driver error is __cause__
+        └── CommitOutcomeUnknown               the connection dropped during commit
+
+Every error carries the facts that explain it as attributes. Driver errors are translated
+in one place per backend and keep the original as ``__cause__``: callers never import
+asyncpg or sqlite3 to catch ours.
+"""
+
+from __future__ import annotations
+
+
+class EventLogError(Exception):
+    """The base of every error raised by checkpoint-eventlog."""
+
+
+class InvalidInput(EventLogError, ValueError):
+    """A caller's argument was rejected before anything was written."""
+
+    def __init__(self, field: str, reason: str) -> None:
+        self.field = field
+        self.reason = reason
+        super().__init__(f"{field}: {reason}")
+
+
+class InvalidId(InvalidInput):
+    """An identifier is empty, over-long, not a string, or contains control characters."""
+
+
+class PayloadTooLarge(InvalidInput):
+    """An encoded event or state is larger than the configured maximum."""
+
+    def __init__(self, field: str, size: int, limit: int) -> None:
+        self.size = size
+        self.limit = limit
+        super().__init__(field, f"{size} bytes is over the maximum of {limit} bytes")
+
+
+class InvalidEvent(InvalidInput):
+    """An object given as an event is not an instance of a registered event type."""
+
+
+class InvalidURL(EventLogError, ValueError):
+    """A log URL is malformed or names a scheme no backend serves."""
+
+    def __init__(self, url: str, reason: str) -> None:
+        self.url = url
+        self.reason = reason
+        super().__init__(f"invalid log URL {url!r}: {reason}")
+
+
+class UnknownEventType(EventLogError):
+    """A stored event carries a type tag that the event registry does not know."""
+
+    def __init__(self, tag: str, *, stream_id: str | None = None, version: int | None = None):
+        self.tag = tag
+        self.stream_id = stream_id
+        self.version = version
+        where = f" (stream {stream_id!r} version {version})" if stream_id is not None else ""
+        super().__init__(
+            f"unknown event type {tag!r}{where}: register it with eventlog.register_event"
+        )
+
+
+class StateDecodeError(EventLogError):
+    """A checkpoint's stored state does not decode as the requested type."""
+
+    def __init__(self, checkpoint_id: str, target: str, detail: str) -> None:
+        self.checkpoint_id = checkpoint_id
+        self.target = target
+        self.detail = detail
+        super().__init__(f"checkpoint {checkpoint_id!r} state is not a {target}: {detail}")
+
+
+class VersionConflict(EventLogError):
+    """The stream was not at the version the append expected; nothing was written."""
+
+    def __init__(self, stream_id: str, expected: int | str, actual: int) -> None:
+        self.stream_id = stream_id
+        self.expected = expected
+        self.actual = actual
+        super().__init__(
+            f"stream {stream_id!r} is at version {actual}, the append expected {expected}"
+        )
+
+
+class SchemaError(EventLogError):
+    """The database's schema cannot be used by this version of the library."""
+
+
+class UnknownSchemaRevision(SchemaError):
+    """The database is stamped with a schema revision this code does not know."""
+
+    def __init__(self, found: str, known: str) -> None:
+        self.found = found
+        self.known = known
+        super().__init__(
+            f"database schema revision {found!r} is unknown to this version of "
+            f"checkpoint-eventlog (its newest revision is {known!r}); upgrade the library"
+        )
+
+
+class StoreLocked(EventLogError):
+    """Another process holds the lock of a file-system store."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        super().__init__(f"file store {path!r} is locked by another process")
+
+
+class StorageError(EventLogError):
+    """The storage backend failed. The driver's own exception is ``__cause__``."""
+
+    def __init__(self, backend: str, operation: str, detail: str) -> None:
+        self.backend = backend
+        self.operation = operation
+        self.detail = detail
+        super().__init__(f"{backend} {operation} failed: {detail}")
+
+
+class CommitOutcomeUnknown(StorageError):
+    """The connection was lost while committing: the append may or may not have happened."""

@@ -1,0 +1,95 @@
+"""Events: frozen msgspec Structs in a tagged union, and the registry that maps tags to types.
+
+Schema evolution rules (msgspec's): a tag is stored forever, so never rename one; a new
+field gets a default; a field never changes its type. The stored bytes are exactly
+``msgspec.json.encode(event)``, which carries the tag in its ``"type"`` field, and the
+hash chain covers those bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, TypeVar
+
+import msgspec
+
+from eventlog.errors import InvalidEvent, InvalidInput, UnknownEventType
+
+
+class Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
+    """Base class of every event. Subclass with an explicit, stable ``tag=``."""
+
+
+E = TypeVar("E", bound=type[Event])
+
+_encoder = msgspec.json.Encoder()
+
+
+class EventRegistry:
+    """Maps type tags to event classes, and encodes and decodes events by tag."""
+
+    def __init__(self, types: Iterable[type[Event]] = ()) -> None:
+        self._types: dict[str, type[Event]] = {}
+        self._decoders: dict[str, msgspec.json.Decoder[Any]] = {}
+        for event_type in types:
+            self.register(event_type)
+
+    def register(self, event_type: E) -> E:
+        """Register ``event_type`` under its tag; usable as a class decorator."""
+        tag = tag_of(event_type)
+        known = self._types.get(tag)
+        if known is not None and known is not event_type:
+            raise InvalidInput("event type", f"tag {tag!r} is already registered to {known!r}")
+        self._types[tag] = event_type
+        self._decoders[tag] = msgspec.json.Decoder(event_type)
+        return event_type
+
+    def copy(self) -> EventRegistry:
+        """A new registry holding the same types, to extend without touching this one."""
+        return EventRegistry(self._types.values())
+
+    def __contains__(self, tag: object) -> bool:
+        return tag in self._types
+
+    @property
+    def tags(self) -> frozenset[str]:
+        """Every registered tag."""
+        return frozenset(self._types)
+
+    def encode(self, event: object) -> tuple[str, bytes]:
+        """Return ``(tag, bytes)`` for a registered event; refuse anything else."""
+        event_type = type(event)
+        tag = getattr(getattr(event_type, "__struct_config__", None), "tag", None)
+        if not isinstance(event, Event) or not isinstance(tag, str):
+            raise InvalidEvent("events", f"{event_type.__name__} is not an Event subclass")
+        if self._types.get(tag) is not event_type:
+            raise InvalidEvent("events", f"event type {tag!r} is not registered")
+        return tag, _encoder.encode(event)
+
+    def decode(
+        self, tag: str, data: bytes, *, stream_id: str | None = None, version: int | None = None
+    ) -> Event:
+        """Decode stored bytes by their tag; an unknown tag raises `UnknownEventType`."""
+        decoder = self._decoders.get(tag)
+        if decoder is None:
+            raise UnknownEventType(tag, stream_id=stream_id, version=version)
+        event: Event = decoder.decode(data)
+        return event
+
+
+def tag_of(event_type: type[Event]) -> str:
+    """The tag of an event class; a class that is not an `Event` subclass is refused."""
+    if not isinstance(event_type, type) or not issubclass(event_type, Event):
+        raise InvalidEvent("event type", f"{event_type!r} is not an Event subclass")
+    tag = event_type.__struct_config__.tag
+    if not isinstance(tag, str):
+        raise InvalidEvent("event type", f"{event_type.__name__} has no tag=")
+    return tag
+
+
+default_registry = EventRegistry()
+
+
+def register_event(event_type: E) -> E:
+    """Register an event class in the default registry (a class decorator)."""
+    return default_registry.register(event_type)

@@ -1,0 +1,60 @@
+"""The per-stream SHA-256 hash chain.
+
+The hash of an event covers what the writer knows before the insert: tenant, stream,
+version, event id, type, recorded time, the exact event bytes and the previous event's
+hash. Never the global position, which the database assigns. Each part is length-prefixed
+so that no two different envelopes can produce the same input.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from datetime import UTC, datetime
+
+GENESIS_HASH = bytes(32)
+"""The ``prev_hash`` of every stream's first event."""
+
+_DOMAIN = b"checkpoint-eventlog/chain/v1"
+
+
+def event_hash(
+    *,
+    tenant_id: str,
+    stream_id: str,
+    version: int,
+    event_id: uuid.UUID,
+    type: str,
+    recorded_at: datetime,
+    data: bytes,
+    prev_hash: bytes,
+) -> bytes:
+    """The chain hash of one event."""
+    digest = hashlib.sha256()
+    for part in (
+        _DOMAIN,
+        tenant_id.encode(),
+        stream_id.encode(),
+        str(version).encode(),
+        event_id.bytes,
+        type.encode(),
+        str(to_micros(recorded_at)).encode(),
+        data,
+        prev_hash,
+    ):
+        digest.update(len(part).to_bytes(8, "big"))
+        digest.update(part)
+    return digest.digest()
+
+
+def to_micros(moment: datetime) -> int:
+    """Microseconds since the Unix epoch of an aware datetime (naive means UTC)."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    delta = moment - datetime(1970, 1, 1, tzinfo=UTC)
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def content_digest(payload: bytes) -> bytes:
+    """The SHA-256 digest that content-addresses a blob."""
+    return hashlib.sha256(payload).digest()

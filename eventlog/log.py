@@ -1,0 +1,427 @@
+"""The event log: append with optimistic concurrency, read, verify.
+
+The log decides everything about an append before it reaches storage: the versions, the
+recorded time, the hash chain, the view changes (by folding the inline projections) and
+the blob references. The backend then commits all of it in one transaction.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+import structlog
+
+from eventlog.clock import Clock, read_clock, system_clock
+from eventlog.errors import CommitOutcomeUnknown, InvalidInput, PayloadTooLarge, VersionConflict
+from eventlog.events import Event, EventRegistry, default_registry
+from eventlog.hashing import GENESIS_HASH, content_digest, event_hash
+from eventlog.records import (
+    AppendResult,
+    ExpectedVersion,
+    LogPage,
+    RecordedEvent,
+    StoredEvent,
+    StreamProblem,
+    VerifyReport,
+)
+from eventlog.storage.base import AppendRequest, PendingEvent, StorageBackend, StreamVersionTaken
+from eventlog.validation import check_id, check_positive_limit
+from projections.base import Projection
+from projections.changes import Change
+from projections.query import ViewQuery
+
+logger = structlog.get_logger(__name__)
+
+DEFAULT_MAX_PAYLOAD_BYTES = 16 * 1024 * 1024
+"""The default largest encoded event, and largest blob, accepted (16 MiB)."""
+
+_MAX_APPEND_ATTEMPTS = 64  # an ANY append retries this often under contention
+_HEAD_CACHE_SIZE = 10_000
+_PAGE = 500
+
+
+class EventLog:
+    """An append-only, hash-chained log of events, with inline projections.
+
+    Open one with `eventlog.open_log`. Everything is scoped by ``tenant_id``: no read
+    returns another tenant's events, blobs or view rows.
+    """
+
+    def __init__(
+        self,
+        storage: StorageBackend,
+        *,
+        registry: EventRegistry | None = None,
+        projections: Sequence[Projection] | None = None,
+        clock: Clock = system_clock,
+        max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
+    ) -> None:
+        from projections import INLINE_PROJECTIONS
+
+        self.storage = storage
+        self.registry = registry if registry is not None else default_registry
+        self.projections: tuple[Projection, ...] = tuple(
+            projections if projections is not None else INLINE_PROJECTIONS
+        )
+        self.clock = clock
+        self.max_payload_bytes = check_positive_limit("max_payload_bytes", max_payload_bytes)
+        self.schema_revision: str | None = None
+        self._heads: OrderedDict[tuple[str, str], tuple[int, bytes]] = OrderedDict()
+
+    async def append(
+        self,
+        tenant_id: str,
+        stream_id: str,
+        events: Sequence[Event],
+        *,
+        expected_version: int | ExpectedVersion = ExpectedVersion.ANY,
+        attach: Iterable[bytes] = (),
+        release: Mapping[bytes, int] | None = None,
+    ) -> AppendResult:
+        """Append ``events`` to a stream in one transaction.
+
+        ``expected_version`` is `ANY` (append at the end, retrying internally on a race),
+        `NO_STREAM`, or the exact version the stream must be at; on a mismatch
+        `VersionConflict` is raised and nothing is written. ``attach`` are blob payloads
+        stored content-addressed in the same transaction (each adds one reference);
+        ``release`` drops references by digest, deleting a blob at zero.
+        """
+        check_id("tenant_id", tenant_id)
+        check_id("stream_id", stream_id)
+        expected = _check_expected(expected_version)
+        encoded = self._encode(events)
+        blob_adds = self._blob_adds(attach)
+        releases = _check_releases(release)
+        event_ids = [uuid.uuid4() for _ in encoded]
+        recorded_at = read_clock(self.clock)
+        for attempt in range(_MAX_APPEND_ATTEMPTS):
+            head = await self._head(tenant_id, stream_id, fresh=attempt > 0)
+            if expected is not ExpectedVersion.ANY and _version(head) != expected:
+                head = await self._head(tenant_id, stream_id, fresh=True)
+                self._raise_if_unexpected(stream_id, expected, head)
+            request = self._prepare(
+                tenant_id, stream_id, head, encoded, event_ids, recorded_at, blob_adds, releases
+            )
+            try:
+                positions = await self._commit(request)
+            except StreamVersionTaken:
+                self._heads.pop((tenant_id, stream_id), None)
+                if expected is not ExpectedVersion.ANY:
+                    actual = await self._head(tenant_id, stream_id, fresh=True)
+                    self._raise_if_unexpected(stream_id, expected, actual)
+                continue
+            last = request.events[-1]
+            self._remember(tenant_id, stream_id, (last.version, last.hash))
+            logger.debug(
+                "appended", tenant=tenant_id, stream=stream_id, count=len(positions),
+                version=last.version, position=positions[-1],
+            )
+            return AppendResult(
+                stream_id=stream_id,
+                version=last.version,
+                positions=tuple(positions),
+                event_ids=tuple(event_ids),
+            )
+        actual_head = await self._head(tenant_id, stream_id, fresh=True)
+        raise VersionConflict(stream_id, "any", _version(actual_head))
+
+    async def read_stream(
+        self, tenant_id: str, stream_id: str, from_version: int = 1
+    ) -> AsyncIterator[RecordedEvent]:
+        """Every event of one stream from ``from_version`` on, in version order."""
+        check_id("tenant_id", tenant_id)
+        check_id("stream_id", stream_id)
+        if isinstance(from_version, bool) or not isinstance(from_version, int):
+            raise InvalidInput("from_version", f"must be a whole number, not {from_version!r}")
+        version = max(from_version, 1)
+        while True:
+            page = await self.storage.read_stream(tenant_id, stream_id, version, _PAGE)
+            for stored in page:
+                yield self.decode(stored)
+            if len(page) < _PAGE:
+                return
+            version = page[-1].version + 1
+
+    async def read_all(
+        self, after: str | None = None, limit: int = _PAGE, tenant_id: str | None = None
+    ) -> LogPage:
+        """A page of the log in log order after the cursor ``after``; gap-safe.
+
+        Log order is position order on single-writer backends. On PostgreSQL it is
+        (writer transaction, position): an event never appears before one that committed
+        ahead of it became visible, so following with the returned cursor never skips.
+        """
+        check_positive_limit("limit", limit, maximum=10_000)
+        if after is not None and not isinstance(after, str):
+            raise InvalidInput("after", f"must be a cursor string, not {after!r}")
+        if tenant_id is not None:
+            check_id("tenant_id", tenant_id)
+        rows, cursor = await self.storage.read_all(after, limit, tenant_id)
+        return LogPage(events=[self.decode(row) for row in rows], cursor=cursor)
+
+    async def get_blob(self, tenant_id: str, digest: bytes) -> bytes | None:
+        """A blob's bytes by digest within a tenant, or None."""
+        check_id("tenant_id", tenant_id)
+        return await self.storage.get_blob(tenant_id, digest)
+
+    async def verify(self, tenant_id: str | None = None) -> VerifyReport:
+        """Recompute every stream's hash chain from the stored bytes.
+
+        Reports, per stream, the first broken link, hash mismatch or missing version, and
+        a stream whose chain ends before the version its head row records (a truncated
+        tail, or a stream whose events are gone altogether).
+        """
+        if tenant_id is not None:
+            check_id("tenant_id", tenant_id)
+        where = {} if tenant_id is None else {"tenant_id": tenant_id}
+        heads = {
+            (row["tenant_id"], row["stream_id"]): row
+            for row in await self.storage.query(ViewQuery("stream_heads", where))
+        }
+        checker = _ChainChecker(heads)
+        async for stored in self.storage.scan_streams(tenant_id):
+            checker.feed(stored)
+        return checker.finish()
+
+    def decode(self, stored: StoredEvent) -> RecordedEvent:
+        """Decode a stored row into a `RecordedEvent` (unknown tags raise)."""
+        event = self.registry.decode(
+            stored.type, stored.data, stream_id=stored.stream_id, version=stored.version
+        )
+        return RecordedEvent(
+            position=stored.position,
+            event_id=stored.event_id,
+            tenant_id=stored.tenant_id,
+            stream_id=stored.stream_id,
+            version=stored.version,
+            recorded_at=stored.recorded_at,
+            type=stored.type,
+            data=stored.data,
+            prev_hash=stored.prev_hash,
+            hash=stored.hash,
+            event=event,
+        )
+
+    async def close(self) -> None:
+        """Release the backend's connections and locks."""
+        await self.storage.close()
+
+    # -- preparing an append ------------------------------------------------------------
+
+    def _encode(self, events: Sequence[Event]) -> list[tuple[str, bytes, Event]]:
+        if isinstance(events, Event) or not isinstance(events, Sequence) or not events:
+            raise InvalidInput("events", "must be a non-empty sequence of events")
+        encoded = []
+        for event in events:
+            tag, data = self.registry.encode(event)
+            if len(data) > self.max_payload_bytes:
+                raise PayloadTooLarge(f"event {tag!r}", len(data), self.max_payload_bytes)
+            encoded.append((tag, data, event))
+        return encoded
+
+    def _blob_adds(self, attach: Iterable[bytes]) -> dict[bytes, tuple[bytes, int]]:
+        adds: dict[bytes, tuple[bytes, int]] = {}
+        for payload in attach:
+            if not isinstance(payload, bytes):
+                raise InvalidInput("attach", "blobs must be bytes")
+            if len(payload) > self.max_payload_bytes:
+                raise PayloadTooLarge("blob", len(payload), self.max_payload_bytes)
+            digest = content_digest(payload)
+            adds[digest] = (payload, adds.get(digest, (payload, 0))[1] + 1)
+        return adds
+
+    def _prepare(
+        self,
+        tenant_id: str,
+        stream_id: str,
+        head: tuple[int, bytes] | None,
+        encoded: list[tuple[str, bytes, Event]],
+        event_ids: list[uuid.UUID],
+        recorded_at: datetime,
+        blob_adds: dict[bytes, tuple[bytes, int]],
+        releases: dict[bytes, int],
+    ) -> AppendRequest:
+        version, prev_hash = head if head is not None else (0, GENESIS_HASH)
+        pending: list[PendingEvent] = []
+        changes: list[tuple[int, Change]] = []
+        for index, ((tag, data, event), event_id) in enumerate(
+            zip(encoded, event_ids, strict=True)
+        ):
+            version += 1
+            digest = event_hash(
+                tenant_id=tenant_id, stream_id=stream_id, version=version, event_id=event_id,
+                type=tag, recorded_at=recorded_at, data=data, prev_hash=prev_hash,
+            )
+            pending.append(PendingEvent(
+                event_id=event_id, version=version, recorded_at=recorded_at, type=tag,
+                data=data, prev_hash=prev_hash, hash=digest,
+            ))
+            recorded = RecordedEvent(
+                position=0, event_id=event_id, tenant_id=tenant_id, stream_id=stream_id,
+                version=version, recorded_at=recorded_at, type=tag, data=data,
+                prev_hash=prev_hash, hash=digest, event=event,
+            )
+            for projection in self.projections:
+                changes.extend((index, change) for change in projection.fold(recorded))
+            prev_hash = digest
+        return AppendRequest(
+            tenant_id=tenant_id, stream_id=stream_id, events=pending, changes=changes,
+            blob_adds=blob_adds, blob_releases=releases,
+        )
+
+    async def _commit(self, request: AppendRequest) -> list[int]:
+        """Commit, resolving an unknown commit outcome by looking for our own event id."""
+        try:
+            return await self.storage.append(request)
+        except CommitOutcomeUnknown:
+            first = request.events[0]
+            found = await self.storage.find_event(request.tenant_id, first.event_id)
+            if found is None:
+                raise StreamVersionTaken(request.stream_id) from None
+            rows = await self.storage.read_stream(
+                request.tenant_id, request.stream_id, found.version, len(request.events)
+            )
+            logger.warning("commit_outcome_resolved", stream=request.stream_id, committed=True)
+            return [row.position for row in rows]
+
+    # -- stream heads -------------------------------------------------------------------
+
+    async def _head(self, tenant_id: str, stream_id: str, *, fresh: bool) -> tuple[int, bytes] | None:
+        key = (tenant_id, stream_id)
+        if not fresh and key in self._heads:
+            self._heads.move_to_end(key)
+            return self._heads[key]
+        head = await self.storage.stream_head(tenant_id, stream_id)
+        if head is None:
+            self._heads.pop(key, None)
+        else:
+            self._remember(tenant_id, stream_id, head)
+        return head
+
+    def _remember(self, tenant_id: str, stream_id: str, head: tuple[int, bytes]) -> None:
+        self._heads[(tenant_id, stream_id)] = head
+        self._heads.move_to_end((tenant_id, stream_id))
+        if len(self._heads) > _HEAD_CACHE_SIZE:
+            self._heads.popitem(last=False)
+
+    def _raise_if_unexpected(
+        self, stream_id: str, expected: int | ExpectedVersion, head: tuple[int, bytes] | None
+    ) -> None:
+        actual = _version(head)
+        if actual != expected:
+            shown: int | str = "no stream" if expected == 0 else expected  # type: ignore[assignment]
+            logger.info("conflicted", stream=stream_id, expected=shown, actual=actual)
+            raise VersionConflict(stream_id, shown, actual)
+
+
+class _ChainChecker:
+    """Checks streams one after another, fed in (tenant, stream, version) order."""
+
+    def __init__(self, heads: dict[tuple[str, str], dict[str, Any]]) -> None:
+        self.heads = heads
+        self.problems: list[StreamProblem] = []
+        self.streams = 0
+        self.events = 0
+        self.key: tuple[str, str] | None = None
+        self.next_version = 1
+        self.prev_hash = GENESIS_HASH
+        self.failed = False
+
+    def feed(self, stored: StoredEvent) -> None:
+        key = (stored.tenant_id, stored.stream_id)
+        if key != self.key:
+            self._close_stream()
+            self.key, self.next_version, self.prev_hash, self.failed = key, 1, GENESIS_HASH, False
+            self.streams += 1
+        self.events += 1
+        if self.failed:
+            return
+        problem = self._check(stored)
+        if problem is not None:
+            self.problems.append(problem)
+            self.failed = True
+            return
+        self.next_version += 1
+        self.prev_hash = stored.hash
+
+    def _check(self, stored: StoredEvent) -> StreamProblem | None:
+        def problem(kind: str, version: int, detail: str) -> StreamProblem:
+            return StreamProblem(tenant_id=stored.tenant_id, stream_id=stored.stream_id,
+                                 version=version, kind=kind, detail=detail)
+
+        if stored.version != self.next_version:
+            return problem("missing_version", self.next_version,
+                           f"version {self.next_version} is missing (next stored is "
+                           f"{stored.version})")
+        if stored.prev_hash != self.prev_hash:
+            return problem("broken_link", stored.version,
+                           "prev_hash does not match the previous event's hash")
+        recomputed = event_hash(
+            tenant_id=stored.tenant_id, stream_id=stored.stream_id, version=stored.version,
+            event_id=stored.event_id, type=stored.type, recorded_at=stored.recorded_at,
+            data=stored.data, prev_hash=stored.prev_hash,
+        )
+        if recomputed != stored.hash:
+            return problem("hash_mismatch", stored.version,
+                           "the stored bytes do not hash to the stored hash")
+        return None
+
+    def _close_stream(self) -> None:
+        if self.key is None:
+            return
+        head = self.heads.pop(self.key, None)
+        last = self.next_version - 1
+        if self.failed or head is None:
+            return
+        if head["version"] > last:
+            self.problems.append(StreamProblem(
+                tenant_id=self.key[0], stream_id=self.key[1], version=last + 1,
+                kind="truncated",
+                detail=f"the chain ends at version {last}, its head records {head['version']}",
+            ))
+        elif head["version"] != last or head["head_hash"] != self.prev_hash:
+            self.problems.append(StreamProblem(
+                tenant_id=self.key[0], stream_id=self.key[1], version=last,
+                kind="head_mismatch", detail="the stream head row does not match the chain",
+            ))
+
+    def finish(self) -> VerifyReport:
+        self._close_stream()
+        for (tenant_id, stream_id), head in sorted(self.heads.items()):
+            self.streams += 1
+            self.problems.append(StreamProblem(
+                tenant_id=tenant_id, stream_id=stream_id, version=1, kind="truncated",
+                detail=f"no events are stored, its head records version {head['version']}",
+            ))
+        return VerifyReport(streams=self.streams, events=self.events, problems=self.problems)
+
+
+def _version(head: tuple[int, bytes] | None) -> int:
+    return 0 if head is None else head[0]
+
+
+def _check_expected(expected: object) -> int | ExpectedVersion:
+    if expected is ExpectedVersion.ANY:
+        return expected
+    if expected is ExpectedVersion.NO_STREAM:
+        return 0
+    if isinstance(expected, bool) or not isinstance(expected, int):
+        raise InvalidInput(
+            "expected_version", f"must be ANY, NO_STREAM or a version ≥ 0, not {expected!r}"
+        )
+    if expected < 0:
+        raise InvalidInput("expected_version", f"must not be negative, not {expected}")
+    return expected
+
+
+def _check_releases(release: Mapping[bytes, int] | None) -> dict[bytes, int]:
+    releases = dict(release or {})
+    for digest, count in releases.items():
+        if not isinstance(digest, bytes) or len(digest) != 32:
+            raise InvalidInput("release", "keys must be 32-byte SHA-256 digests")
+        check_positive_limit("release count", count)
+    return releases

@@ -1,0 +1,148 @@
+"""`open_log`: turn a URL (or an application's engine) into an open `EventLog`."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote, urlsplit
+
+import structlog
+
+from eventlog.clock import Clock, system_clock
+from eventlog.errors import InvalidInput, InvalidURL
+from eventlog.events import EventRegistry
+from eventlog.log import DEFAULT_MAX_PAYLOAD_BYTES, EventLog
+from eventlog.storage.base import StorageBackend
+from eventlog.validation import check_id
+
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncEngine
+
+    from projections.base import Projection
+
+logger = structlog.get_logger(__name__)
+
+DEFAULT_URL = "sqlite:///eventlog.db"
+"""The embedded default: a SQLite file in the working directory."""
+
+DEFAULT_SCHEMA = "eventlog"
+"""The PostgreSQL schema every table goes in unless ``schema=`` says otherwise."""
+
+
+@asynccontextmanager
+async def open_log(
+    target: str | AsyncEngine | None = None,
+    /,
+    *,
+    schema: str = DEFAULT_SCHEMA,
+    upgrade: bool = True,
+    clock: Clock = system_clock,
+    registry: EventRegistry | None = None,
+    projections: Sequence[Projection] | None = None,
+    max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
+    **backend_options: Any,
+) -> AsyncIterator[EventLog]:
+    """Open the log at ``target`` and close it on exit.
+
+    ``target`` is a URL — ``sqlite:///path.db`` (the default, ``sqlite:///eventlog.db``),
+    ``postgresql://…``, ``memory://`` or ``file:///dir`` — or an application's own
+    SQLAlchemy ``AsyncEngine`` (SQLite or PostgreSQL), which the log uses but never
+    disposes. Opening brings the schema up to date unless ``upgrade=False``; a database
+    stamped with a revision this code does not know is refused. On PostgreSQL every table
+    lives in ``schema``. ``clock`` supplies the time recorded on events.
+    """
+    storage = backend_for(target, schema=schema, **backend_options)
+    log = EventLog(
+        storage, registry=registry, projections=projections, clock=clock,
+        max_payload_bytes=max_payload_bytes,
+    )
+    try:
+        log.schema_revision = await storage.open(upgrade=upgrade)
+    except BaseException:
+        await storage.close()
+        raise
+    try:
+        yield log
+    finally:
+        await log.close()
+
+
+def backend_for(
+    target: str | AsyncEngine | None, *, schema: str = DEFAULT_SCHEMA, **options: Any
+) -> StorageBackend:
+    """The storage backend a URL or engine names; backends are imported only when used."""
+    check_id("schema", schema)
+    if target is None:
+        target = DEFAULT_URL
+    if not isinstance(target, str):
+        return _backend_for_engine(target, schema, options)
+    scheme, _, rest = target.partition("://")
+    if not rest and scheme != "memory":
+        raise InvalidURL(target, "expected scheme://…, e.g. sqlite:///eventlog.db")
+    scheme = scheme.lower()
+    if scheme == "memory":
+        _no_options(options)
+        from eventlog.storage.memory import MemoryBackend
+
+        return MemoryBackend()
+    if scheme in ("sqlite", "sqlite+aiosqlite"):
+        from eventlog.storage.sqlite import SqliteBackend
+
+        return SqliteBackend(path=_local_path(target), **options)
+    if scheme in ("postgresql", "postgres", "postgresql+asyncpg"):
+        from eventlog.storage.postgres import PostgresBackend
+
+        return PostgresBackend(url=_postgres_url(target), schema=schema, **options)
+    if scheme == "file":
+        _no_options(options)
+        from eventlog.storage.files import FileBackend
+
+        return FileBackend(Path(_local_path(target)))
+    raise InvalidURL(target, f"unknown scheme {scheme!r}; use sqlite, postgresql, memory or file")
+
+
+def _backend_for_engine(engine: Any, schema: str, options: dict[str, Any]) -> StorageBackend:
+    from sqlalchemy.ext.asyncio import AsyncEngine
+
+    if not isinstance(engine, AsyncEngine):
+        raise InvalidInput("target", f"must be a URL or an AsyncEngine, not {engine!r}")
+    dialect = engine.dialect.name
+    if dialect == "sqlite":
+        from eventlog.storage.sqlite import SqliteBackend
+
+        return SqliteBackend(engine=engine, **options)
+    if dialect == "postgresql":
+        from eventlog.storage.postgres import PostgresBackend
+
+        return PostgresBackend(engine=engine, schema=schema, **options)
+    raise InvalidInput("target", f"engines of dialect {dialect!r} are not supported")
+
+
+def _local_path(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.netloc not in ("", "localhost"):
+        raise InvalidURL(url, "a local path needs three slashes, e.g. sqlite:///eventlog.db")
+    path = unquote(parts.path)
+    if parts.scheme.startswith("sqlite"):
+        path = path[1:] if path.startswith("/") else path  # sqlite:///rel.db, sqlite:////abs.db
+    if not path:
+        raise InvalidURL(url, "the path is empty")
+    return path
+
+
+def _postgres_url(url: str) -> str:
+    parts = urlsplit(url)
+    if not parts.hostname and "host=" not in parts.query:
+        raise InvalidURL(url, "a PostgreSQL URL needs a host, e.g. postgresql://user@host/db")
+    try:
+        _ = parts.port
+    except ValueError as error:
+        raise InvalidURL(url, f"bad port: {error}") from None
+    return "postgresql://" + url.split("://", 1)[1]
+
+
+def _no_options(options: dict[str, Any]) -> None:
+    if options:
+        raise InvalidInput(next(iter(options)), "is not an option of this backend")

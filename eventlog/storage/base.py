@@ -1,0 +1,136 @@
+"""The storage backend contract, written once. Every backend implements `StorageBackend`.
+
+A backend stores the log (events and blobs) and the views, and nothing else. It never
+decides: the log computes versions, hashes and view changes, and the backend makes them
+durable atomically or not at all.
+"""
+
+from __future__ import annotations
+
+import abc
+import uuid
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+import msgspec
+
+from eventlog.records import StoredEvent
+from projections.changes import Change
+from projections.query import ViewQuery
+
+
+class PendingEvent(msgspec.Struct, frozen=True, kw_only=True):
+    """An event the log has fully prepared (version, time, hashes), awaiting its position."""
+
+    event_id: uuid.UUID
+    version: int
+    recorded_at: Any  # datetime; typed loosely so the struct stays cheap to build
+    type: str
+    data: bytes
+    prev_hash: bytes
+    hash: bytes
+
+
+class AppendRequest(msgspec.Struct, frozen=True, kw_only=True):
+    """Everything one append commits together.
+
+    ``changes`` pairs each view change with the index (into ``events``) of the event that
+    produced it, so `AT_POSITION` can be resolved. ``blob_adds`` maps a digest to its bytes
+    and how many new references this append makes to it; ``blob_releases`` maps a digest to
+    how many references this append drops (a blob whose count reaches zero is deleted).
+    """
+
+    tenant_id: str
+    stream_id: str
+    events: list[PendingEvent]
+    changes: list[tuple[int, Change]]
+    blob_adds: dict[bytes, tuple[bytes, int]] = {}
+    blob_releases: dict[bytes, int] = {}
+
+
+class StreamVersionTaken(Exception):
+    """Raised by `StorageBackend.append` when a version it was asked to write exists.
+
+    Internal: the log catches it, re-reads the stream head and either retries or raises
+    `VersionConflict`. Nothing of the append was written.
+    """
+
+
+class StorageBackend(abc.ABC):
+    """The contract every backend fulfils. Methods are coroutines unless said otherwise."""
+
+    name: str
+    """A short name for messages and logs: ``memory``, ``sqlite``, ``postgresql``, ``file``."""
+
+    @abc.abstractmethod
+    async def open(self, *, upgrade: bool) -> str:
+        """Connect and bring the schema up to date (unless ``upgrade`` is false).
+
+        Returns the schema revision in use. Upgrades are serialized across processes. A
+        database stamped with a revision this code does not know raises
+        `UnknownSchemaRevision` naming both revisions; with ``upgrade=False`` a database
+        that is behind raises `SchemaError`.
+        """
+
+    @abc.abstractmethod
+    async def close(self) -> None:
+        """Release connections and locks. Never disposes an engine the caller passed in."""
+
+    @abc.abstractmethod
+    async def stream_head(self, tenant_id: str, stream_id: str) -> tuple[int, bytes] | None:
+        """The stream's last version and that event's hash, from the log; None if empty."""
+
+    @abc.abstractmethod
+    async def append(self, request: AppendRequest) -> list[int]:
+        """Commit the events, their view changes and blob references in ONE transaction.
+
+        Returns the positions assigned, in event order. Positions increase within the
+        append. If any version in the request already exists for the stream, raises
+        `StreamVersionTaken` and writes nothing. Any other failure raises a `StorageError`
+        (with the driver error as ``__cause__``) and writes nothing, except that a
+        connection lost during commit raises `CommitOutcomeUnknown`: the log then looks
+        for its own event ids to learn the outcome.
+        """
+
+    @abc.abstractmethod
+    async def read_stream(
+        self, tenant_id: str, stream_id: str, from_version: int, limit: int
+    ) -> list[StoredEvent]:
+        """Up to ``limit`` events of one stream with version ≥ ``from_version``, in order."""
+
+    @abc.abstractmethod
+    async def read_all(
+        self, after: str | None, limit: int, tenant_id: str | None
+    ) -> tuple[list[StoredEvent], str | None]:
+        """A page of the log in log order after the opaque ``after`` cursor, and the cursor
+        after that page (``after`` itself when the page is empty).
+
+        Gap-safe: once an event was returned, no event that commits later is ever placed
+        before it, so a reader resuming from a cursor never skips an event. Backends with
+        one writer at a time get this from position order; PostgreSQL from its
+        transaction-id horizon.
+        """
+
+    @abc.abstractmethod
+    def scan_streams(self, tenant_id: str | None) -> AsyncIterator[StoredEvent]:
+        """Every event, ordered by (tenant, stream, version): the order verify reads in."""
+
+    @abc.abstractmethod
+    async def find_event(self, tenant_id: str, event_id: uuid.UUID) -> StoredEvent | None:
+        """The event with this id in this tenant, if it was committed."""
+
+    @abc.abstractmethod
+    async def get_blob(self, tenant_id: str, digest: bytes) -> bytes | None:
+        """A blob's bytes by (tenant, digest), or None when absent or purged."""
+
+    @abc.abstractmethod
+    async def query(self, query: ViewQuery) -> list[dict[str, Any]]:
+        """Rows of one view table answering ``query``, as plain dicts."""
+
+    @abc.abstractmethod
+    async def dump_views(self) -> dict[str, list[dict[str, Any]]]:
+        """Every view table's rows, sorted by primary key (for comparison with a rebuild)."""
+
+    async def blob_refs(self, tenant_id: str) -> Mapping[bytes, int]:
+        """Reference counts of a tenant's blobs (diagnostics and tests)."""
+        raise NotImplementedError

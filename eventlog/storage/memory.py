@@ -1,0 +1,132 @@
+"""The in-memory backend (``memory://``): plain Python, for tests and notebooks.
+
+An append runs without awaiting, so within one event loop it is atomic by construction.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+from eventlog import cursors
+from eventlog.records import StoredEvent
+from eventlog.storage.base import AppendRequest, StorageBackend, StreamVersionTaken
+from projections.memory import ViewTables
+from projections.query import ViewQuery
+
+REVISION = "memory"
+
+
+class MemoryBackend(StorageBackend):
+    """Events, blobs and views in dictionaries; gone when the process ends."""
+
+    name = "memory"
+
+    def __init__(self) -> None:
+        self.events: list[StoredEvent] = []
+        self.streams: dict[tuple[str, str], list[StoredEvent]] = {}
+        self.by_id: dict[tuple[str, uuid.UUID], StoredEvent] = {}
+        self.blobs: dict[tuple[str, bytes], bytes] = {}
+        self.refs: dict[tuple[str, bytes], int] = {}
+        self.views = ViewTables()
+
+    async def open(self, *, upgrade: bool) -> str:
+        return REVISION
+
+    async def close(self) -> None:
+        return None
+
+    async def stream_head(self, tenant_id: str, stream_id: str) -> tuple[int, bytes] | None:
+        stream = self.streams.get((tenant_id, stream_id))
+        return (stream[-1].version, stream[-1].hash) if stream else None
+
+    async def append(self, request: AppendRequest) -> list[int]:
+        return self.commit(request)
+
+    def commit(self, request: AppendRequest) -> list[int]:
+        """Apply ``request`` synchronously (the file backend calls this after its fsync)."""
+        self.check(request)
+        stream = self.streams.setdefault((request.tenant_id, request.stream_id), [])
+        positions: list[int] = []
+        for pending in request.events:
+            stored = StoredEvent(
+                position=len(self.events) + 1,
+                event_id=pending.event_id,
+                tenant_id=request.tenant_id,
+                stream_id=request.stream_id,
+                version=pending.version,
+                recorded_at=pending.recorded_at,
+                type=pending.type,
+                data=pending.data,
+                prev_hash=pending.prev_hash,
+                hash=pending.hash,
+            )
+            self.events.append(stored)
+            stream.append(stored)
+            self.by_id[(request.tenant_id, stored.event_id)] = stored
+            positions.append(stored.position)
+        self.views.apply_all((change, positions[index]) for index, change in request.changes)
+        self._apply_blobs(request)
+        return positions
+
+    def check(self, request: AppendRequest) -> None:
+        """Raise `StreamVersionTaken` if ``request`` cannot commit; change nothing."""
+        stream = self.streams.get((request.tenant_id, request.stream_id), [])
+        head = stream[-1].version if stream else 0
+        if request.events and request.events[0].version != head + 1:
+            raise StreamVersionTaken(request.stream_id)
+
+    def _apply_blobs(self, request: AppendRequest) -> None:
+        for digest, (payload, count) in request.blob_adds.items():
+            key = (request.tenant_id, digest)
+            self.blobs.setdefault(key, payload)
+            self.refs[key] = self.refs.get(key, 0) + count
+        for digest, count in request.blob_releases.items():
+            key = (request.tenant_id, digest)
+            remaining = self.refs.get(key, 0) - count
+            if remaining > 0:
+                self.refs[key] = remaining
+            else:
+                self.refs.pop(key, None)
+                self.blobs.pop(key, None)
+
+    async def read_stream(
+        self, tenant_id: str, stream_id: str, from_version: int, limit: int
+    ) -> list[StoredEvent]:
+        stream = self.streams.get((tenant_id, stream_id), [])
+        start = max(from_version, 1) - 1
+        return stream[start : start + limit]
+
+    async def read_all(
+        self, after: str | None, limit: int, tenant_id: str | None
+    ) -> tuple[list[StoredEvent], str | None]:
+        last = cursors.decode_position(after)
+        page: list[StoredEvent] = []
+        for event in self.events[last:]:
+            if tenant_id is None or event.tenant_id == tenant_id:
+                page.append(event)
+                if len(page) == limit:
+                    break
+        return page, cursors.encode_position(page[-1].position) if page else after
+
+    async def scan_streams(self, tenant_id: str | None) -> AsyncIterator[StoredEvent]:
+        for key in sorted(self.streams):
+            if tenant_id is None or key[0] == tenant_id:
+                for event in list(self.streams[key]):
+                    yield event
+
+    async def find_event(self, tenant_id: str, event_id: uuid.UUID) -> StoredEvent | None:
+        return self.by_id.get((tenant_id, event_id))
+
+    async def get_blob(self, tenant_id: str, digest: bytes) -> bytes | None:
+        return self.blobs.get((tenant_id, digest))
+
+    async def query(self, query: ViewQuery) -> list[dict[str, Any]]:
+        return self.views.select(query)
+
+    async def dump_views(self) -> dict[str, list[dict[str, Any]]]:
+        return self.views.snapshot()
+
+    async def blob_refs(self, tenant_id: str) -> Mapping[bytes, int]:
+        return {digest: n for (tenant, digest), n in self.refs.items() if tenant == tenant_id}

@@ -1,0 +1,36 @@
+"""Pure folds from the log to the views the stores read, and the runner that applies them.
+
+A projection folds one recorded event into view changes (`projections.changes`), with no
+I/O. Backends apply the changes inline, in the append's transaction; `rebuild` applies the
+same folds to the whole log in memory, `rebuild(until_position=…)` replays the views as
+they stood at a past moment, and `compare_views` checks stored views against a rebuild.
+"""
+
+from projections.base import Projection
+from projections.changes import AT_POSITION, Change, Delete, InsertIfAbsent, Update, Upsert
+from projections.memory import ViewTables
+from projections.query import In, ViewQuery
+from projections.runner import ViewDifference, compare_views, fold_events, rebuild
+from projections.stream_heads import StreamHeads
+
+INLINE_PROJECTIONS: tuple[Projection, ...] = (StreamHeads(),)
+"""The projections every log applies inline, in order."""
+
+__all__ = [
+    "AT_POSITION",
+    "Change",
+    "Delete",
+    "INLINE_PROJECTIONS",
+    "In",
+    "InsertIfAbsent",
+    "Projection",
+    "StreamHeads",
+    "Update",
+    "Upsert",
+    "ViewDifference",
+    "ViewQuery",
+    "ViewTables",
+    "compare_views",
+    "fold_events",
+    "rebuild",
+]

@@ -1,0 +1,71 @@
+"""View changes: what a projection's fold returns, and what a backend applies inline.
+
+A fold never reads or writes a view itself. It returns changes, and the storage backend
+applies them in the same transaction as the events that caused them. A value may be
+`AT_POSITION`: the global position of the event that produced the change, which only the
+database knows once the event is inserted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+
+class _AtPosition:
+    """Stands for the position of the event that produced a change."""
+
+    _instance: _AtPosition | None = None
+
+    def __new__(cls) -> _AtPosition:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "AT_POSITION"
+
+
+AT_POSITION: Final = _AtPosition()
+
+
+@dataclass(frozen=True, slots=True)
+class Upsert:
+    """Insert ``row``, or if a row with its key exists, overwrite the columns ``row`` names."""
+
+    table: str
+    row: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class InsertIfAbsent:
+    """Insert ``row`` unless a row with its key exists (which is then left unchanged)."""
+
+    table: str
+    row: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Update:
+    """Overwrite ``values`` in the row whose primary key is ``key``; no row, no change."""
+
+    table: str
+    key: Mapping[str, Any]
+    values: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Delete:
+    """Delete every row whose columns equal ``where`` (a full or partial key)."""
+
+    table: str
+    where: Mapping[str, Any]
+
+
+Change = Upsert | InsertIfAbsent | Update | Delete
+
+
+def resolve(values: Mapping[str, Any], position: int) -> dict[str, Any]:
+    """``values`` with `AT_POSITION` replaced by ``position``."""
+    return {name: position if value is AT_POSITION else value for name, value in values.items()}
