@@ -1,0 +1,82 @@
+"""Bringing a SQL database's schema up to date with the Alembic scripts we ship."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import structlog
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from alembic.util.exc import CommandError
+from sqlalchemy import Connection, MetaData
+
+from eventlog.errors import SchemaError, UnknownSchemaRevision
+
+logger = structlog.get_logger(__name__)
+
+VERSION_TABLE = "alembic_version"
+
+
+def migrations_dir() -> Path:
+    """Where the Alembic scripts are: inside the installed package, or the repo's top."""
+    package = Path(__file__).resolve().parent.parent
+    shipped = package / "migrations"
+    return shipped if (shipped / "env.py").exists() else package.parent / "migrations"
+
+
+def alembic_config(connection: Connection, schema: str | None, metadata: MetaData) -> Config:
+    """An Alembic config bound to ``connection`` (no alembic.ini needed)."""
+    config = Config()
+    config.set_main_option("script_location", str(migrations_dir()))
+    config.attributes["connection"] = connection
+    config.attributes["schema"] = schema
+    config.attributes["target_metadata"] = metadata
+    return config
+
+
+def head_revision() -> str:
+    """The newest revision this code knows."""
+    script = ScriptDirectory(str(migrations_dir()))
+    head = script.get_current_head()
+    assert head is not None
+    return head
+
+
+def current_revision(connection: Connection, schema: str | None) -> str | None:
+    """The revision the database is stamped with, or None for an empty database."""
+    context = MigrationContext.configure(
+        connection, opts={"version_table_schema": schema, "version_table": VERSION_TABLE}
+    )
+    return context.get_current_revision()
+
+
+def upgrade_sync(
+    connection: Connection, schema: str | None, metadata: MetaData, *, upgrade: bool
+) -> str:
+    """Check the stamp and upgrade to head (the caller holds the migration lock).
+
+    Returns the revision now in use.
+    """
+    config = alembic_config(connection, schema, metadata)
+    script = ScriptDirectory.from_config(config)
+    head = head_revision()
+    found = current_revision(connection, schema)
+    if found is not None:
+        try:
+            known = script.get_revision(found)
+        except CommandError:
+            known = None
+        if known is None:
+            raise UnknownSchemaRevision(found, head)
+    if found == head:
+        return head
+    if not upgrade:
+        raise SchemaError(
+            f"database schema is at revision {found or 'none'}, this code needs {head}: "
+            "run `eventlog migrate` or open with upgrade=True"
+        )
+    command.upgrade(config, "head")
+    logger.info("schema_upgraded", schema=schema, from_revision=found, to_revision=head)
+    return head

@@ -1,0 +1,297 @@
+"""PostgreSQL (``postgresql://…``): SQLAlchemy for schema and reads, raw asyncpg where it pays.
+
+Two things here are not plain SQLAlchemy, and both are about the log's hot paths:
+
+* **One round trip per append.** The events, their view changes and blob references are
+  sent as ONE statement of data-modifying CTEs and run in autocommit: no BEGIN and COMMIT
+  round trips. A view change that needs the event's position reads it from the events
+  CTE. Requests a single statement cannot express (a blob release, two changes to one row,
+  a delete beside other changes to its table) take the ordinary transaction path.
+* **Gap-safe log reads.** A sequence hands out positions at insert, but rows become
+  visible at commit, so a reader resuming after the highest position it saw could skip,
+  forever, a lower position that commits later (the most reported defect of PostgreSQL
+  event stores). Each row records its writer's transaction id; `read_all` returns only
+  rows written by transactions older than every transaction still running
+  (``pg_snapshot_xmin(pg_current_snapshot())``), ordered by (transaction id, position).
+  A reader therefore waits behind an open writer instead of skipping past it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import insert as postgres_insert
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+
+from eventlog import cursors
+from eventlog.errors import CommitOutcomeUnknown, EventLogError, StorageError
+from eventlog.records import StoredEvent
+from eventlog.storage.base import AppendRequest, StreamVersionTaken
+from eventlog.storage.sql import SqlBackend, stored_event
+from projections.changes import AT_POSITION, Change, Delete, InsertIfAbsent, Update, Upsert
+
+_EVENT_COLUMNS = (
+    "tenant_id", "stream_id", "stream_version", "event_id", "type", "data", "recorded_at",
+    "prev_hash", "hash",
+)
+_CONNECTION_LOST = (
+    "ConnectionDoesNotExistError", "ConnectionResetError", "InterfaceError",
+    "ConnectionFailureError", "CannotConnectNowError",
+)
+
+
+class PostgresBackend(SqlBackend):
+    """Many processes on many hosts, one PostgreSQL database."""
+
+    name = "postgresql"
+    dialect = "postgresql"
+
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        engine: AsyncEngine | None = None,
+        schema: str = "eventlog",
+        pool_size: int = 10,
+    ) -> None:
+        if engine is None:
+            assert url is not None
+            engine = create_async_engine(
+                "postgresql+asyncpg://" + url.split("://", 1)[1],
+                pool_size=pool_size,
+                max_overflow=pool_size,
+            )
+            owned = True
+        else:
+            owned = False
+        super().__init__(engine, owned=owned, schema=schema)
+        quoted = _quote(schema)
+        self.qualified = {name: f"{quoted}.{_quote(name)}" for name in ("events", "blobs")}
+        self.qualified.update({name: f"{quoted}.{_quote(name)}" for name in self.views})
+        self.view_keys = {
+            name: [column.name for column in table.primary_key.columns]
+            for name, table in self.views.items()
+        }
+        self._read_all_sql = self._build_read_all_sql(tenant=False)
+        self._read_all_tenant_sql = self._build_read_all_sql(tenant=True)
+
+    async def open(self, *, upgrade: bool) -> str:
+        try:
+            async with self.engine.begin() as connection:
+                # Serialize schema creation across every process and host.
+                await connection.execute(
+                    sa.text("SELECT pg_advisory_xact_lock(hashtext(:key))"),
+                    {"key": f"checkpoint-eventlog:migrate:{self.schema}"},
+                )
+                if upgrade:
+                    await connection.execute(
+                        sa.text(f"CREATE SCHEMA IF NOT EXISTS {_quote(self.schema or '')}")
+                    )
+                return await self.migrate(connection, upgrade=upgrade)
+        except EventLogError:
+            raise
+        except Exception as error:
+            raise self.translate(error, "open") from error
+
+    @asynccontextmanager
+    async def write_transaction(self) -> AsyncIterator[AsyncConnection]:
+        async with self.engine.begin() as connection:
+            yield connection
+
+    @asynccontextmanager
+    async def read_connection(self) -> AsyncIterator[AsyncConnection]:
+        try:
+            async with self.engine.connect() as connection:
+                # Autocommit: a read is one round trip, with no BEGIN and ROLLBACK around it.
+                yield await connection.execution_options(isolation_level="AUTOCOMMIT")
+        except Exception as error:
+            raise self.translate(error, "read") from error
+
+    @asynccontextmanager
+    async def driver_connection(self) -> AsyncIterator[Any]:
+        """The raw asyncpg connection under a pooled SQLAlchemy connection."""
+        async with self.engine.connect() as connection:
+            fairy = await connection.get_raw_connection()
+            yield fairy.driver_connection
+
+    def dialect_insert(self, table: sa.Table) -> Any:
+        return postgres_insert(table)
+
+    # -- the append ----------------------------------------------------------------------
+
+    async def append(self, request: AppendRequest) -> list[int]:
+        statement = self.single_statement(request)
+        if statement is None:
+            return await super().append(request)
+        sql, params = statement
+        try:
+            async with self.driver_connection() as driver:
+                rows = await driver.fetch(sql, *params)
+        except Exception as error:
+            raise self.translate(error, "append") from error
+        return [int(row[0]) for row in rows]
+
+    def single_statement(self, request: AppendRequest) -> tuple[str, list[Any]] | None:
+        """The whole append as one statement and its parameters, or None if it cannot be."""
+        changes = _coalesce(request.changes, self.view_keys)
+        if changes is None or request.blob_releases:
+            return None
+        params: list[Any] = []
+
+        def param(value: Any) -> str:
+            params.append(value)
+            return f"${len(params)}"
+
+        rows = []
+        for pending in request.events:
+            values = (
+                request.tenant_id, request.stream_id, pending.version, pending.event_id,
+                pending.type, pending.data, pending.recorded_at, pending.prev_hash, pending.hash,
+            )
+            rows.append("(" + ", ".join(param(value) for value in values) + ")")
+        ctes = [
+            f"e AS (INSERT INTO {self.qualified['events']} ({', '.join(_EVENT_COLUMNS)}) "
+            f"VALUES {', '.join(rows)} RETURNING position, stream_version)"
+        ]
+        for number, (digest, (payload, count)) in enumerate(request.blob_adds.items()):
+            blobs = self.qualified["blobs"]
+            ctes.append(
+                f"b{number} AS (INSERT INTO {blobs} AS t (tenant_id, digest, size, refs, data) "
+                f"VALUES ({param(request.tenant_id)}, {param(digest)}, {param(len(payload))}, "
+                f"{param(count)}, {param(payload)}) ON CONFLICT (tenant_id, digest) "
+                f"DO UPDATE SET refs = t.refs + EXCLUDED.refs)"
+            )
+        for number, (index, change) in enumerate(changes):
+            version = request.events[index].version
+            ctes.append(f"c{number} AS ({self._change_sql(change, version, param)})")
+        sql = f"WITH {', '.join(ctes)} SELECT position FROM e ORDER BY stream_version"
+        return sql, params
+
+    def _change_sql(self, change: Change, version: int, param: Any) -> str:
+        table = self.qualified[change.table]
+        keys = self.view_keys[change.table]
+
+        def value(raw: Any) -> str:
+            if raw is AT_POSITION:
+                return f"(SELECT position FROM e WHERE stream_version = {param(version)})"
+            return str(param(raw))
+
+        if isinstance(change, Upsert | InsertIfAbsent):
+            names = list(change.row)
+            values = ", ".join(value(change.row[name]) for name in names)
+            sql = f"INSERT INTO {table} ({', '.join(map(_quote, names))}) VALUES ({values})"
+            updates = [f"{_quote(n)} = EXCLUDED.{_quote(n)}" for n in names if n not in keys]
+            conflict = f" ON CONFLICT ({', '.join(map(_quote, keys))}) DO "
+            if isinstance(change, InsertIfAbsent) or not updates:
+                return sql + conflict + "NOTHING"
+            return sql + conflict + "UPDATE SET " + ", ".join(updates)
+        if isinstance(change, Update):
+            sets = ", ".join(f"{_quote(n)} = {value(v)}" for n, v in change.values.items())
+            where = " AND ".join(f"{_quote(n)} = {value(v)}" for n, v in change.key.items())
+            return f"UPDATE {table} SET {sets} WHERE {where}"
+        assert isinstance(change, Delete)
+        where = " AND ".join(f"{_quote(n)} = {value(v)}" for n, v in change.where.items())
+        return f"DELETE FROM {table} WHERE {where}"
+
+    # -- gap-safe reads ------------------------------------------------------------------
+
+    def _build_read_all_sql(self, *, tenant: bool) -> str:
+        tenant_filter = "AND tenant_id = $4 " if tenant else ""
+        return (
+            "SELECT position, event_id, tenant_id, stream_id, stream_version, recorded_at, "
+            f"type, data, prev_hash, hash, tx_id::text FROM {self.qualified['events']} "
+            "WHERE tx_id < pg_snapshot_xmin(pg_current_snapshot()) "
+            f"AND (tx_id, position) > ($1::text::xid8, $2::bigint) {tenant_filter}"
+            "ORDER BY tx_id, position LIMIT $3"
+        )
+
+    async def read_all(
+        self, after: str | None, limit: int, tenant_id: str | None
+    ) -> tuple[list[StoredEvent], str | None]:
+        tx_id, position = cursors.decode_xid(after)
+        args: list[Any] = [str(tx_id), position, limit]
+        sql = self._read_all_sql
+        if tenant_id is not None:
+            args.append(tenant_id)
+            sql = self._read_all_tenant_sql
+        try:
+            async with self.driver_connection() as driver:
+                rows = await driver.fetch(sql, *args)
+        except Exception as error:
+            raise self.translate(error, "read") from error
+        events = [stored_event(row) for row in rows]
+        if not rows:
+            return events, after
+        return events, cursors.encode_xid(int(rows[-1][10]), int(rows[-1][0]))
+
+    # -- errors --------------------------------------------------------------------------
+
+    def translate(self, error: BaseException, operation: str) -> BaseException:
+        if isinstance(error, EventLogError | StreamVersionTaken):
+            return error
+        driver = _driver_error(error)
+        if getattr(driver, "constraint_name", None) == "events_stream_version_key":
+            return StreamVersionTaken()
+        name = type(driver).__name__
+        detail = f"{name}: {driver}"
+        if operation == "append" and (name in _CONNECTION_LOST or isinstance(driver, OSError)):
+            return CommitOutcomeUnknown("postgresql", operation, detail)
+        return StorageError("postgresql", operation, detail)
+
+
+def _driver_error(error: BaseException) -> BaseException:
+    """The asyncpg exception inside SQLAlchemy's wrappers (or ``error`` itself)."""
+    seen: BaseException = error
+    if isinstance(seen, DBAPIError) and seen.orig is not None:
+        seen = seen.orig
+    cause = seen.__cause__
+    if cause is not None and type(cause).__module__.startswith("asyncpg"):
+        return cause
+    return seen
+
+
+def _coalesce(
+    changes: Sequence[tuple[int, Change]], keys: dict[str, list[str]]
+) -> list[tuple[int, Change]] | None:
+    """Changes one statement can apply, dropping an upsert that a later upsert of the same
+    row with the same columns replaces; None when rows collide in a way only sequential
+    statements handle (the CTEs of one statement cannot see each other's writes)."""
+    slots: dict[tuple[str, tuple[Any, ...]], int] = {}
+    deleted: set[str] = set()
+    touched: set[str] = set()
+    result: list[tuple[int, Change] | None] = []
+    for index, change in changes:
+        if isinstance(change, Delete):
+            if change.table in touched | deleted:
+                return None
+            deleted.add(change.table)
+            result.append((index, change))
+            continue
+        if change.table in deleted:
+            return None
+        touched.add(change.table)
+        fields = change.key if isinstance(change, Update) else change.row
+        slot = (change.table, tuple(fields[name] for name in keys[change.table]))
+        previous = slots.get(slot)
+        if previous is not None:
+            earlier = result[previous]
+            assert earlier is not None
+            same_shape = (
+                isinstance(change, Upsert)
+                and isinstance(earlier[1], Upsert)
+                and set(change.row) == set(earlier[1].row)
+            )
+            if not same_shape:
+                return None
+            result[previous] = None
+        slots[slot] = len(result)
+        result.append((index, change))
+    return [item for item in result if item is not None]
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'

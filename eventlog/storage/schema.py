@@ -1,0 +1,83 @@
+"""The SQL schema: the log's tables plus the view tables, for one dialect and schema.
+
+Declared here once; the Alembic scripts in ``migrations/`` create exactly this, and a test
+checks that autogenerate finds no difference.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+import sqlalchemy as sa
+from sqlalchemy.types import UserDefinedType
+
+from projections.views import metadata as views_metadata
+
+ID = sa.String(255)
+
+
+class XID8(UserDefinedType[int]):
+    """PostgreSQL's 64-bit transaction id type."""
+
+    cache_ok = True
+
+    def get_col_spec(self, **_: object) -> str:
+        return "xid8"
+
+
+@cache
+def build_metadata(dialect: str, schema: str | None) -> sa.MetaData:
+    """All tables for ``dialect`` (``sqlite`` or ``postgresql``), in ``schema``."""
+    postgres = dialect == "postgresql"
+    metadata = sa.MetaData(schema=schema)
+    position = (
+        sa.Column("position", sa.BigInteger, sa.Identity(always=True), primary_key=True)
+        if postgres
+        else sa.Column("position", sa.Integer, primary_key=True, autoincrement=True)
+    )
+    events = sa.Table(
+        "events",
+        metadata,
+        position,
+        sa.Column("tenant_id", ID, nullable=False),
+        sa.Column("stream_id", ID, nullable=False),
+        sa.Column("stream_version", sa.BigInteger, nullable=False),
+        sa.Column("event_id", sa.Uuid, nullable=False),
+        sa.Column("type", ID, nullable=False),
+        sa.Column("data", sa.LargeBinary, nullable=False),
+        sa.Column("recorded_at", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("prev_hash", sa.LargeBinary, nullable=False),
+        sa.Column("hash", sa.LargeBinary, nullable=False),
+        sa.UniqueConstraint(
+            "tenant_id", "stream_id", "stream_version", name="events_stream_version_key"
+        ),
+        sa.UniqueConstraint("tenant_id", "event_id", name="events_event_id_key"),
+        sqlite_autoincrement=True,  # a bare rowid could be reused after deleting the last row
+    )
+    if postgres:
+        events.append_column(
+            sa.Column(
+                "tx_id", XID8(), nullable=False, server_default=sa.text("pg_current_xact_id()")
+            )
+        )
+        sa.Index("events_log_order", events.c.tx_id, events.c.position)
+        sa.Index("events_tenant_log_order", events.c.tenant_id, events.c.tx_id, events.c.position)
+    else:
+        sa.Index("events_tenant_position", events.c.tenant_id, events.c.position)
+    sa.Table(
+        "blobs",
+        metadata,
+        sa.Column("tenant_id", ID, primary_key=True),
+        sa.Column("digest", sa.LargeBinary, primary_key=True),
+        sa.Column("size", sa.BigInteger, nullable=False),
+        sa.Column("refs", sa.BigInteger, nullable=False),
+        sa.Column("data", sa.LargeBinary, nullable=False),
+    )
+    for table in views_metadata.sorted_tables:
+        table.to_metadata(metadata, schema=schema)
+    return metadata
+
+
+def view_table_names() -> tuple[str, ...]:
+    """The names of the view tables (everything but the log's own)."""
+    return tuple(table.name for table in views_metadata.sorted_tables)

@@ -1,0 +1,97 @@
+"""The embedded default (``sqlite:///path.db``): SQLAlchemy Core over aiosqlite, WAL.
+
+Writes take the database lock up front (``BEGIN IMMEDIATE``), so a write transaction
+never fails half-way on a read-to-write lock upgrade, and there is one writer at a time:
+positions become visible in the order they were assigned, which makes position order
+gap-safe. Readers never block writers in WAL mode.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.exc import DBAPIError, IntegrityError
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+
+from eventlog.errors import EventLogError, StorageError
+from eventlog.storage.base import StreamVersionTaken
+from eventlog.storage.sql import SqlBackend
+
+_WRITE = "eventlog_write"
+BUSY_TIMEOUT_MS = 60_000
+
+
+class SqliteBackend(SqlBackend):
+    """A SQLite file shared safely by any number of processes on one machine."""
+
+    name = "sqlite"
+    dialect = "sqlite"
+
+    def __init__(self, path: str | None = None, *, engine: AsyncEngine | None = None) -> None:
+        if engine is None:
+            assert path is not None
+            self.path: str | None = path
+            engine = create_async_engine(f"sqlite+aiosqlite:///{path}")
+            owned = True
+        else:
+            self.path, owned = engine.url.database, False
+        _install_connection_setup(engine)
+        super().__init__(engine, owned=owned, schema=None)
+
+    async def open(self, *, upgrade: bool) -> str:
+        if self.path and self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        try:
+            async with self.write_transaction() as connection:
+                return await self.migrate(connection, upgrade=upgrade)
+        except EventLogError:
+            raise
+        except Exception as error:
+            raise self.translate(error, "open") from error
+
+    @asynccontextmanager
+    async def write_transaction(self) -> AsyncIterator[AsyncConnection]:
+        async with self.engine.connect() as connection:
+            connection = await connection.execution_options(**{_WRITE: True})
+            async with connection.begin():
+                yield connection
+
+    def dialect_insert(self, table: sa.Table) -> Any:
+        return sqlite_insert(table)
+
+    def translate(self, error: BaseException, operation: str) -> BaseException:
+        if isinstance(error, EventLogError | StreamVersionTaken):
+            return error
+        if isinstance(error, IntegrityError) and "events.stream_version" in str(error.orig):
+            return StreamVersionTaken()
+        original = error.orig if isinstance(error, DBAPIError) else error
+        detail = f"{type(original).__name__}: {original}"
+        if isinstance(original, sqlite3.Error) or isinstance(error, DBAPIError):
+            return StorageError("sqlite", operation, detail)
+        return StorageError("sqlite", operation, detail)
+
+
+def _install_connection_setup(engine: AsyncEngine) -> None:
+    sync_engine = engine.sync_engine
+
+    @event.listens_for(sync_engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # Let SQLAlchemy's "begin" event emit BEGIN instead of the driver's implicit one.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        cursor.execute("PRAGMA journal_mode = WAL")
+        cursor.execute("PRAGMA synchronous = FULL")
+        cursor.close()
+
+    @event.listens_for(sync_engine, "begin")
+    def _on_begin(connection: sa.Connection) -> None:
+        immediate = connection.get_execution_options().get(_WRITE)
+        connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
