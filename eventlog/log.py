@@ -11,7 +11,7 @@ import uuid
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
@@ -33,6 +33,10 @@ from eventlog.validation import check_id, check_positive_limit
 from projections.base import Projection
 from projections.changes import Change
 from projections.query import ViewQuery
+
+if TYPE_CHECKING:
+    from eventlog.checkpoints import CheckpointStore
+    from eventlog.interrupts import InterruptStore
 
 logger = structlog.get_logger(__name__)
 
@@ -70,6 +74,8 @@ class EventLog:
         self.clock = clock
         self.max_payload_bytes = check_positive_limit("max_payload_bytes", max_payload_bytes)
         self.schema_revision: str | None = None
+        self._checkpoints: CheckpointStore | None = None
+        self._interrupts: InterruptStore | None = None
         self._heads: OrderedDict[tuple[str, str], tuple[int, bytes]] = OrderedDict()
 
     async def append(
@@ -206,6 +212,24 @@ class EventLog:
             event=event,
         )
 
+    @property
+    def checkpoints(self) -> CheckpointStore:
+        """The workflow checkpoint store over this log."""
+        from eventlog.checkpoints import CheckpointStore
+
+        if self._checkpoints is None:
+            self._checkpoints = CheckpointStore(self)
+        return self._checkpoints
+
+    @property
+    def interrupts(self) -> InterruptStore:
+        """The human-in-the-loop interrupt store over this log."""
+        from eventlog.interrupts import InterruptStore
+
+        if self._interrupts is None:
+            self._interrupts = InterruptStore(self)
+        return self._interrupts
+
     async def close(self) -> None:
         """Release the backend's connections and locks."""
         await self.storage.close()
@@ -290,7 +314,9 @@ class EventLog:
 
     # -- stream heads -------------------------------------------------------------------
 
-    async def _head(self, tenant_id: str, stream_id: str, *, fresh: bool) -> tuple[int, bytes] | None:
+    async def _head(
+        self, tenant_id: str, stream_id: str, *, fresh: bool
+    ) -> tuple[int, bytes] | None:
         key = (tenant_id, stream_id)
         if not fresh and key in self._heads:
             self._heads.move_to_end(key)

@@ -16,6 +16,7 @@ from eventlog.events import EventRegistry
 from eventlog.log import DEFAULT_MAX_PAYLOAD_BYTES, EventLog
 from eventlog.storage.base import StorageBackend
 from eventlog.validation import check_id
+from projections.runner import fold_events
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncEngine
@@ -60,6 +61,10 @@ async def open_log(
     )
     try:
         log.schema_revision = await storage.open(upgrade=upgrade)
+        if storage.rebuilds_views_on_open:
+            storage.install_views(
+                fold_events(log.projections, (log.decode(e) for e in storage.stored_events()))
+            )
     except BaseException:
         await storage.close()
         raise

@@ -87,7 +87,8 @@ class StreamProblem(msgspec.Struct, frozen=True, kw_only=True):
     stream_id: str
     version: int
     kind: str
-    """``broken_link`` | ``hash_mismatch`` | ``missing_version`` | ``truncated`` | ``head_mismatch``"""
+    """One of ``broken_link``, ``hash_mismatch``, ``missing_version``, ``truncated``,
+    ``head_mismatch``."""
     detail: str
 
 

@@ -13,7 +13,9 @@ from projections.query import In, ViewQuery
 from projections.runner import ViewDifference, compare_views, fold_events, rebuild
 from projections.stream_heads import StreamHeads
 
-INLINE_PROJECTIONS: tuple[Projection, ...] = (StreamHeads(),)
+INLINE_PROJECTIONS: tuple[Projection, ...] = (
+    StreamHeads(),
+)
 """The projections every log applies inline, in order."""
 
 __all__ = [

@@ -15,8 +15,8 @@ from projections.changes import AT_POSITION, Change, Upsert
 class StreamHeads:
     """Folds every event into its stream's head row."""
 
-    name = "stream_heads"
-    tables = ("stream_heads",)
+    name: str = "stream_heads"
+    tables: tuple[str, ...] = ("stream_heads",)
 
     def fold(self, event: RecordedEvent) -> Sequence[Change]:
         """One upsert of the stream's head."""

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import abc
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Any
 
 import msgspec
 
 from eventlog.records import StoredEvent
 from projections.changes import Change
+from projections.memory import ViewTables
 from projections.query import ViewQuery
 
 
@@ -58,6 +59,9 @@ class StreamVersionTaken(Exception):
 
 class StorageBackend(abc.ABC):
     """The contract every backend fulfils. Methods are coroutines unless said otherwise."""
+
+    rebuilds_views_on_open: bool = False
+    """True for backends that keep views in memory and rebuild them from the log on open."""
 
     name: str
     """A short name for messages and logs: ``memory``, ``sqlite``, ``postgresql``, ``file``."""
@@ -130,6 +134,14 @@ class StorageBackend(abc.ABC):
     @abc.abstractmethod
     async def dump_views(self) -> dict[str, list[dict[str, Any]]]:
         """Every view table's rows, sorted by primary key (for comparison with a rebuild)."""
+
+    def stored_events(self) -> Iterable[StoredEvent]:
+        """Every event in log order (only for backends that rebuild views on open)."""
+        raise NotImplementedError
+
+    def install_views(self, tables: ViewTables) -> None:
+        """Replace the in-memory views (only for backends that rebuild views on open)."""
+        raise NotImplementedError
 
     async def blob_refs(self, tenant_id: str) -> Mapping[bytes, int]:
         """Reference counts of a tenant's blobs (diagnostics and tests)."""

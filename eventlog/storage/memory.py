@@ -6,7 +6,7 @@ An append runs without awaiting, so within one event loop it is atomic by constr
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Any
 
 from eventlog import cursors
@@ -127,6 +127,12 @@ class MemoryBackend(StorageBackend):
 
     async def dump_views(self) -> dict[str, list[dict[str, Any]]]:
         return self.views.snapshot()
+
+    def stored_events(self) -> Iterable[StoredEvent]:
+        return list(self.events)
+
+    def install_views(self, tables: ViewTables) -> None:
+        self.views = tables
 
     async def blob_refs(self, tenant_id: str) -> Mapping[bytes, int]:
         return {digest: n for (tenant, digest), n in self.refs.items() if tenant == tenant_id}

@@ -74,7 +74,10 @@ def build_metadata(dialect: str, schema: str | None) -> sa.MetaData:
         sa.Column("data", sa.LargeBinary, nullable=False),
     )
     for table in views_metadata.sorted_tables:
-        table.to_metadata(metadata, schema=schema)
+        if schema is None:
+            table.to_metadata(metadata)
+        else:
+            table.to_metadata(metadata, schema=schema)
     return metadata
 
 

@@ -106,7 +106,7 @@ class SqlBackend(StorageBackend, abc.ABC):
         await self.apply_blobs(connection, request)
         return positions
 
-    def change_statement(self, change: Change, position: int) -> sa.Executable:
+    def change_statement(self, change: Change, position: int) -> Any:
         """The statement that applies one view change."""
         table = self.views[change.table]
         if isinstance(change, Upsert | InsertIfAbsent):
@@ -304,7 +304,7 @@ def _aware(moment: datetime) -> datetime:
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
-def _normalise(row: Mapping[str, Any]) -> dict[str, Any]:
+def _normalise(row: Mapping[Any, Any]) -> dict[str, Any]:
     return {
         name: _aware(value) if isinstance(value, datetime)
         else bytes(value) if isinstance(value, memoryview)

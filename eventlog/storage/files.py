@@ -1,0 +1,231 @@
+"""The file-system store (``file:///dir``): JSON files, one process at a time.
+
+Layout of ``dir``::
+
+    manifest.json         format name and version; an unknown version is refused
+    lock                  held with an exclusive flock while the store is open
+    events.jsonl          the log: one JSON line per append (all its events), fsynced
+    blobs/<tenant>/<sha>  content-addressed payloads (tenant directory = sha256 of its id)
+
+Crash safety: blobs are written (temp file, fsync, rename) before the log line that
+references them, and a released blob is deleted only after the line that released it is
+durable, so a crash leaves at worst an orphan blob, which the next open removes. A line
+cut short by a crash is the one append that did not happen: opening truncates it away.
+The views live in memory and are rebuilt from the log when the store opens.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import IO, Any
+
+from eventlog.errors import StorageError, StoreLocked, UnknownSchemaRevision
+from eventlog.hashing import to_micros
+from eventlog.storage.base import AppendRequest, PendingEvent
+from eventlog.storage.memory import MemoryBackend
+
+FORMAT = "checkpoint-eventlog/file"
+FORMAT_VERSION = 1
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+class FileBackend(MemoryBackend):
+    """The log as JSON Lines in a directory, held open by one process."""
+
+    name = "file"
+    rebuilds_views_on_open = True
+
+    def __init__(self, root: Path) -> None:
+        super().__init__()
+        self.root = root
+        self._lock: IO[bytes] | None = None
+        self._log: IO[bytes] | None = None
+
+    async def open(self, *, upgrade: bool) -> str:
+        self.root.mkdir(parents=True, exist_ok=True)
+        self._take_lock()
+        try:
+            self._check_manifest()
+            self._load()
+            self._log = open(self.root / "events.jsonl", "ab")  # noqa: SIM115 - held open
+        except BaseException:
+            self._release_lock()
+            raise
+        return f"file-v{FORMAT_VERSION}"
+
+    async def close(self) -> None:
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+        self._release_lock()
+
+    async def append(self, request: AppendRequest) -> list[int]:
+        if self._log is None:
+            raise StorageError("file", "append", "the store is closed")
+        self.check(request)
+        for digest, (payload, _count) in request.blob_adds.items():
+            self._write_blob(request.tenant_id, digest, payload)
+        try:
+            self._log.write(_encode_line(request))
+            self._log.flush()
+            os.fsync(self._log.fileno())
+        except OSError as error:
+            raise StorageError("file", "append", str(error)) from error
+        positions = self.commit(request)
+        for digest in request.blob_releases:
+            if (request.tenant_id, digest) not in self.refs:
+                with contextlib.suppress(FileNotFoundError):
+                    self._blob_path(request.tenant_id, digest).unlink()
+        return positions
+
+    # -- opening -------------------------------------------------------------------------
+
+    def _take_lock(self) -> None:
+        handle = open(self.root / "lock", "a+b")  # noqa: SIM115 - held until close
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.close()
+            raise StoreLocked(str(self.root)) from None
+        self._lock = handle
+
+    def _release_lock(self) -> None:
+        if self._lock is not None:
+            fcntl.flock(self._lock.fileno(), fcntl.LOCK_UN)
+            self._lock.close()
+            self._lock = None
+
+    def _check_manifest(self) -> None:
+        path = self.root / "manifest.json"
+        if not path.exists():
+            _write_atomically(path, json.dumps({"format": FORMAT, "version": FORMAT_VERSION}))
+            return
+        manifest = json.loads(path.read_text())
+        if manifest.get("format") != FORMAT or manifest.get("version") != FORMAT_VERSION:
+            found = f"{manifest.get('format')}@{manifest.get('version')}"
+            raise UnknownSchemaRevision(found, f"{FORMAT}@{FORMAT_VERSION}")
+
+    def _load(self) -> None:
+        path = self.root / "events.jsonl"
+        if not path.exists():
+            return
+        raw = path.read_bytes()
+        good = raw.rfind(b"\n") + 1
+        if good < len(raw):  # the last append was cut short by a crash: it never happened
+            with open(path, "r+b") as handle:
+                handle.truncate(good)
+                os.fsync(handle.fileno())
+        for number, line in enumerate(raw[:good].splitlines(), start=1):
+            try:
+                self.commit(_decode_line(line))
+            except (ValueError, KeyError) as error:
+                raise StorageError("file", "open", f"events.jsonl line {number}: {error}") from None
+        self._remove_orphan_blobs()
+
+    def _remove_orphan_blobs(self) -> None:
+        blobs = self.root / "blobs"
+        if not blobs.exists():
+            return
+        live = {(_tenant_dir(tenant), digest.hex()) for tenant, digest in self.refs}
+        for path in blobs.glob("*/*"):
+            if (path.parent.name, path.name) not in live:
+                path.unlink()
+
+    # -- blobs ---------------------------------------------------------------------------
+
+    async def get_blob(self, tenant_id: str, digest: bytes) -> bytes | None:
+        if (tenant_id, digest) not in self.refs:
+            return None
+        try:
+            return self._blob_path(tenant_id, digest).read_bytes()
+        except FileNotFoundError:
+            return None
+
+    def _write_blob(self, tenant_id: str, digest: bytes, payload: bytes) -> None:
+        path = self._blob_path(tenant_id, digest)
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            _write_atomically(path, payload)
+
+    def _blob_path(self, tenant_id: str, digest: bytes) -> Path:
+        return self.root / "blobs" / _tenant_dir(tenant_id) / digest.hex()
+
+    def _apply_blobs(self, request: AppendRequest) -> None:
+        # Counts only: payloads stay on disk, not in memory.
+        for digest, (_payload, count) in request.blob_adds.items():
+            key = (request.tenant_id, digest)
+            self.refs[key] = self.refs.get(key, 0) + count
+        for digest, count in request.blob_releases.items():
+            key = (request.tenant_id, digest)
+            remaining = self.refs.get(key, 0) - count
+            if remaining > 0:
+                self.refs[key] = remaining
+            else:
+                self.refs.pop(key, None)
+
+
+def _tenant_dir(tenant_id: str) -> str:
+    return hashlib.sha256(tenant_id.encode()).hexdigest()
+
+
+def _write_atomically(path: Path, payload: bytes | str) -> None:
+    data = payload.encode() if isinstance(payload, str) else payload
+    temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    with open(temporary, "wb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(temporary, path)
+
+
+def _encode_line(request: AppendRequest) -> bytes:
+    line = {
+        "tenant": request.tenant_id,
+        "stream": request.stream_id,
+        "events": [
+            {
+                "id": str(event.event_id),
+                "version": event.version,
+                "at": to_micros(event.recorded_at),
+                "type": event.type,
+                "data": base64.b64encode(event.data).decode(),
+                "prev": event.prev_hash.hex(),
+                "hash": event.hash.hex(),
+            }
+            for event in request.events
+        ],
+        "adds": {digest.hex(): count for digest, (_, count) in request.blob_adds.items()},
+        "releases": {digest.hex(): count for digest, count in request.blob_releases.items()},
+    }
+    return json.dumps(line, separators=(",", ":")).encode() + b"\n"
+
+
+def _decode_line(line: bytes) -> AppendRequest:
+    record: dict[str, Any] = json.loads(line)
+    return AppendRequest(
+        tenant_id=record["tenant"],
+        stream_id=record["stream"],
+        events=[
+            PendingEvent(
+                event_id=uuid.UUID(event["id"]),
+                version=event["version"],
+                recorded_at=_EPOCH + timedelta(microseconds=event["at"]),
+                type=event["type"],
+                data=base64.b64decode(event["data"]),
+                prev_hash=bytes.fromhex(event["prev"]),
+                hash=bytes.fromhex(event["hash"]),
+            )
+            for event in record["events"]
+        ],
+        changes=[],
+        blob_adds={bytes.fromhex(d): (b"", n) for d, n in record["adds"].items()},
+        blob_releases={bytes.fromhex(d): n for d, n in record["releases"].items()},
+    )

@@ -1,0 +1,123 @@
+"""Shared fixtures: every contract test runs once per backend, on real storage.
+
+PostgreSQL tests talk to the server at ``EVENTLOG_TEST_PG`` (default
+``postgresql://postgres@127.0.0.1:5432/test``), each test in a schema of its own that is
+dropped afterwards. Without a server they skip with the reason printed, except under
+``CI=true``, where an unreachable server fails the run instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import asyncpg
+import pytest
+from hypothesis import HealthCheck, settings
+
+from eventlog import EventLog, open_log
+
+PG_URL = os.environ.get("EVENTLOG_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
+IN_CI = os.environ.get("CI", "").lower() == "true"
+BACKENDS = ("memory", "sqlite", "file", "postgresql")
+
+settings.register_profile(
+    "ci",
+    max_examples=200,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+settings.register_profile(
+    "dev",
+    max_examples=30,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if IN_CI else "dev"))
+
+
+def _postgres_reachable() -> str | None:
+    async def probe() -> None:
+        connection = await asyncpg.connect(PG_URL, timeout=5)
+        await connection.close()
+
+    try:
+        asyncio.run(probe())
+    except Exception as error:
+        return f"{type(error).__name__}: {error}"
+    return None
+
+
+_PG_PROBLEM = _postgres_reachable()
+
+
+def require_postgres() -> None:
+    """Skip (or under CI fail) when the PostgreSQL server does not answer."""
+    if _PG_PROBLEM is None:
+        return
+    message = f"PostgreSQL at {PG_URL} is not reachable ({_PG_PROBLEM})"
+    if IN_CI:
+        pytest.fail(message + "; CI=true requires it")
+    pytest.skip(message)
+
+
+async def drop_schema(schema: str) -> None:
+    """Drop a test schema and everything in it."""
+    connection = await asyncpg.connect(PG_URL)
+    try:
+        await connection.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+    finally:
+        await connection.close()
+
+
+@pytest.fixture
+def pg_schema() -> Iterator[str]:
+    """A fresh PostgreSQL schema name, dropped after the test."""
+    require_postgres()
+    schema = f"t_{uuid.uuid4().hex[:12]}"
+    yield schema
+    asyncio.run(drop_schema(schema))
+
+
+class BackendTarget:
+    """How to open one backend's store, again and again (e.g. from another process)."""
+
+    def __init__(self, name: str, url: str, schema: str = "eventlog") -> None:
+        self.name = name
+        self.url = url
+        self.schema = schema
+
+    def options(self) -> dict[str, str]:
+        return {"schema": self.schema} if self.name == "postgresql" else {}
+
+
+@pytest.fixture(params=BACKENDS)
+def target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BackendTarget]:
+    """One backend's URL (and schema), fresh for this test."""
+    name = request.param
+    if name == "memory":
+        yield BackendTarget(name, "memory://")
+    elif name == "sqlite":
+        yield BackendTarget(name, f"sqlite:///{tmp_path / 'log.db'}")
+    elif name == "file":
+        yield BackendTarget(name, f"file://{tmp_path / 'store'}")
+    else:
+        require_postgres()
+        schema = f"t_{uuid.uuid4().hex[:12]}"
+        yield BackendTarget(name, PG_URL, schema)
+        asyncio.run(drop_schema(schema))
+
+
+@pytest.fixture
+async def log(target: BackendTarget) -> AsyncIterator[EventLog]:
+    """An open log on each backend in turn."""
+    async with open_log(target.url, **target.options()) as opened:
+        yield opened
+
+
+def fresh_id(prefix: str = "id") -> str:
+    """A new unique id, so examples never collide in a shared store."""
+    return f"{prefix}-{uuid.uuid4().hex[:10]}"
