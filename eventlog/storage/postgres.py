@@ -18,10 +18,11 @@ Two things here are not plain SQLAlchemy, and both are about the log's hot paths
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
+import asyncpg
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import insert as postgres_insert
 from sqlalchemy.exc import DBAPIError
@@ -58,6 +59,10 @@ class PostgresBackend(SqlBackend):
         schema: str = "eventlog",
         pool_size: int = 10,
     ) -> None:
+        self._dsn = url
+        self._pool_size = pool_size
+        self._pool: Any = None
+        self._statements: dict[tuple[Any, ...], str] = {}
         if engine is None:
             assert url is not None
             engine = create_async_engine(
@@ -91,11 +96,22 @@ class PostgresBackend(SqlBackend):
                     await connection.execute(
                         sa.text(f"CREATE SCHEMA IF NOT EXISTS {_quote(self.schema or '')}")
                     )
-                return await self.migrate(connection, upgrade=upgrade)
+                revision = await self.migrate(connection, upgrade=upgrade)
+            if self.owned and self._dsn is not None:
+                self._pool = await asyncpg.create_pool(
+                    self._dsn, min_size=1, max_size=self._pool_size, reset=_keep_session
+                )
+            return revision
         except EventLogError:
             raise
         except Exception as error:
             raise self.translate(error, "open") from error
+
+    async def close(self) -> None:
+        if self._pool is not None:
+            await self._pool.close()
+            self._pool = None
+        await super().close()
 
     @asynccontextmanager
     async def write_transaction(self) -> AsyncIterator[AsyncConnection]:
@@ -113,7 +129,12 @@ class PostgresBackend(SqlBackend):
 
     @asynccontextmanager
     async def driver_connection(self) -> AsyncIterator[Any]:
-        """The raw asyncpg connection under a pooled SQLAlchemy connection."""
+        """A raw asyncpg connection: from our own pool when we own the connections,
+        else the one under a pooled connection of the application's engine."""
+        if self._pool is not None:
+            async with self._pool.acquire() as driver:
+                yield driver
+            return
         async with self.engine.connect() as connection:
             fairy = await connection.get_raw_connection()
             yield fairy.driver_connection
@@ -136,49 +157,58 @@ class PostgresBackend(SqlBackend):
         return [int(row[0]) for row in rows]
 
     def single_statement(self, request: AppendRequest) -> tuple[str, list[Any]] | None:
-        """The whole append as one statement and its parameters, or None if it cannot be."""
+        """The whole append as one statement and its parameters, or None if it cannot be.
+
+        The SQL text depends only on the request's shape, so it is built once per shape
+        and cached; asyncpg then reuses its prepared statement for every such append.
+        """
         changes = _coalesce(request.changes, self.view_keys)
         if changes is None or request.blob_releases:
             return None
-        params: list[Any] = []
+        shape = (
+            len(request.events),
+            len(request.blob_adds),
+            tuple(_change_shape(change) for _, change in changes),
+        )
+        sql = self._statements.get(shape)
+        if sql is None:
+            sql = self._statements[shape] = self._build_statement(request, changes)
+        return sql, _statement_params(request, changes)
 
-        def param(value: Any) -> str:
-            params.append(value)
-            return f"${len(params)}"
+    def _build_statement(
+        self, request: AppendRequest, changes: list[tuple[int, Change]]
+    ) -> str:
+        numbers = iter(range(1, 1_000_000))
 
-        rows = []
-        for pending in request.events:
-            values = (
-                request.tenant_id, request.stream_id, pending.version, pending.event_id,
-                pending.type, pending.data, pending.recorded_at, pending.prev_hash, pending.hash,
-            )
-            rows.append("(" + ", ".join(param(value) for value in values) + ")")
+        def param() -> str:
+            return f"${next(numbers)}"
+
+        rows = ", ".join(
+            "(" + ", ".join(param() for _ in _EVENT_COLUMNS) + ")" for _ in request.events
+        )
         ctes = [
             f"e AS (INSERT INTO {self.qualified['events']} ({', '.join(_EVENT_COLUMNS)}) "
-            f"VALUES {', '.join(rows)} RETURNING position, stream_version)"
+            f"VALUES {rows} RETURNING position, stream_version)"
         ]
-        for number, (digest, (payload, count)) in enumerate(request.blob_adds.items()):
-            blobs = self.qualified["blobs"]
+        for number in range(len(request.blob_adds)):
             ctes.append(
-                f"b{number} AS (INSERT INTO {blobs} AS t (tenant_id, digest, size, refs, data) "
-                f"VALUES ({param(request.tenant_id)}, {param(digest)}, {param(len(payload))}, "
-                f"{param(count)}, {param(payload)}) ON CONFLICT (tenant_id, digest) "
+                f"b{number} AS (INSERT INTO {self.qualified['blobs']} AS t "
+                f"(tenant_id, digest, size, refs, data) VALUES ({param()}, {param()}, "
+                f"{param()}, {param()}, {param()}) ON CONFLICT (tenant_id, digest) "
                 f"DO UPDATE SET refs = t.refs + EXCLUDED.refs)"
             )
-        for number, (index, change) in enumerate(changes):
-            version = request.events[index].version
-            ctes.append(f"c{number} AS ({self._change_sql(change, version, param)})")
-        sql = f"WITH {', '.join(ctes)} SELECT position FROM e ORDER BY stream_version"
-        return sql, params
+        for number, (_, change) in enumerate(changes):
+            ctes.append(f"c{number} AS ({self._change_sql(change, param)})")
+        return f"WITH {', '.join(ctes)} SELECT position FROM e ORDER BY stream_version"
 
-    def _change_sql(self, change: Change, version: int, param: Any) -> str:
+    def _change_sql(self, change: Change, param: Callable[[], str]) -> str:
         table = self.qualified[change.table]
         keys = self.view_keys[change.table]
 
         def value(raw: Any) -> str:
             if raw is AT_POSITION:
-                return f"(SELECT position FROM e WHERE stream_version = {param(version)})"
-            return str(param(raw))
+                return f"(SELECT position FROM e WHERE stream_version = {param()})"
+            return param()
 
         if isinstance(change, Upsert | InsertIfAbsent):
             names = list(change.row)
@@ -243,6 +273,11 @@ class PostgresBackend(SqlBackend):
         return StorageError("postgresql", operation, detail)
 
 
+async def _keep_session(_connection: Any) -> None:
+    """No reset query on release: the hot paths leave no session state behind (no SET,
+    LISTEN, cursors or session locks), and a reset would cost a round trip per call."""
+
+
 def _driver_error(error: BaseException) -> BaseException:
     """The asyncpg exception inside SQLAlchemy's wrappers (or ``error`` itself)."""
     seen: BaseException = error
@@ -291,6 +326,39 @@ def _coalesce(
         slots[slot] = len(result)
         result.append((index, change))
     return [item for item in result if item is not None]
+
+
+def _change_values(change: Change) -> list[tuple[str, Any]]:
+    """A change's (column, value) pairs in the order its SQL places their parameters."""
+    if isinstance(change, Upsert | InsertIfAbsent):
+        return list(change.row.items())
+    if isinstance(change, Update):
+        return [*change.values.items(), *change.key.items()]
+    return list(change.where.items())
+
+
+def _change_shape(change: Change) -> tuple[Any, ...]:
+    columns = tuple((name, value is AT_POSITION) for name, value in _change_values(change))
+    extra = tuple(change.key) if isinstance(change, Update) else ()
+    return (type(change).__name__, change.table, columns, extra)
+
+
+def _statement_params(request: AppendRequest, changes: list[tuple[int, Change]]) -> list[Any]:
+    """The parameters of the single statement, in the order `_build_statement` numbers them."""
+    params: list[Any] = []
+    for pending in request.events:
+        params += (
+            request.tenant_id, request.stream_id, pending.version, pending.event_id,
+            pending.type, pending.data, pending.recorded_at, pending.prev_hash, pending.hash,
+        )
+    for digest, (payload, count) in request.blob_adds.items():
+        params += (request.tenant_id, digest, len(payload), count, payload)
+    for index, change in changes:
+        version = request.events[index].version
+        params += [
+            version if value is AT_POSITION else value for _, value in _change_values(change)
+        ]
+    return params
 
 
 def _quote(name: str) -> str:
