@@ -11,10 +11,12 @@ client on the same 2-core machine as the server, so client CPU competes with the
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 
 import asyncpg
 import sqlalchemy as sa
+import structlog
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from benchmarks.common import PG_URL, alternate, machine, report, scratch_schema
@@ -33,6 +35,7 @@ class BenchEvent(Event, tag="bench.event"):
 
 
 async def main() -> None:
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.INFO))
     print(f"append benchmark: {COUNT} calls × {ROUNDS} rounds · {machine()}")
     async with scratch_schema() as schema:
         raw = await asyncpg.connect(PG_URL)

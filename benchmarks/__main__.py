@@ -1,0 +1,8 @@
+"""Run every benchmark: ``python -m benchmarks``."""
+
+import asyncio
+
+from benchmarks import bench_append, bench_checkpoints
+
+asyncio.run(bench_append.main())
+asyncio.run(bench_checkpoints.main())
