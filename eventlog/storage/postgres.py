@@ -264,8 +264,13 @@ class PostgresBackend(SqlBackend):
         if isinstance(error, EventLogError | StreamVersionTaken):
             return error
         driver = _driver_error(error)
-        if getattr(driver, "constraint_name", None) == "events_stream_version_key":
+        constraint = getattr(driver, "constraint_name", None)
+        if constraint == "events_stream_version_key":
             return StreamVersionTaken()
+        if constraint == "events_event_id_key":
+            # Our own event ids are already stored: an earlier attempt whose outcome we
+            # never heard did commit. The log looks them up and reports that append.
+            return CommitOutcomeUnknown("postgresql", operation, "event ids already stored")
         name = type(driver).__name__
         detail = f"{name}: {driver}"
         if operation == "append" and (name in _CONNECTION_LOST or isinstance(driver, OSError)):

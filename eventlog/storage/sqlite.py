@@ -8,7 +8,6 @@ gap-safe. Readers never block writers in WAL mode.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -20,7 +19,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
-from eventlog.errors import EventLogError, StorageError
+from eventlog.errors import CommitOutcomeUnknown, EventLogError, StorageError
 from eventlog.storage.base import StreamVersionTaken
 from eventlog.storage.sql import SqlBackend
 
@@ -71,11 +70,10 @@ class SqliteBackend(SqlBackend):
             return error
         if isinstance(error, IntegrityError) and "events.stream_version" in str(error.orig):
             return StreamVersionTaken()
+        if isinstance(error, IntegrityError) and "events.event_id" in str(error.orig):
+            return CommitOutcomeUnknown("sqlite", operation, "event ids already stored")
         original = error.orig if isinstance(error, DBAPIError) else error
-        detail = f"{type(original).__name__}: {original}"
-        if isinstance(original, sqlite3.Error) or isinstance(error, DBAPIError):
-            return StorageError("sqlite", operation, detail)
-        return StorageError("sqlite", operation, detail)
+        return StorageError("sqlite", operation, f"{type(original).__name__}: {original}")
 
 
 def _install_connection_setup(engine: AsyncEngine) -> None:
