@@ -131,6 +131,7 @@ class EventLog:
                 version=last.version,
                 positions=tuple(positions),
                 event_ids=tuple(event_ids),
+                recorded_at=recorded_at,
             )
         actual_head = await self._head(tenant_id, stream_id, fresh=True)
         raise VersionConflict(stream_id, "any", _version(actual_head))

@@ -67,6 +67,8 @@ class AppendResult(msgspec.Struct, frozen=True, kw_only=True):
     version: int
     positions: tuple[int, ...]
     event_ids: tuple[uuid.UUID, ...]
+    recorded_at: datetime
+    """The time recorded on every event of the append."""
 
 
 class LogPage(msgspec.Struct, frozen=True, kw_only=True):
