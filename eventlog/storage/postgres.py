@@ -22,7 +22,6 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
-import asyncpg
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import insert as postgres_insert
 from sqlalchemy.exc import DBAPIError
@@ -32,6 +31,7 @@ from eventlog import cursors
 from eventlog.errors import CommitOutcomeUnknown, EventLogError, StorageError
 from eventlog.records import StoredEvent
 from eventlog.storage.base import AppendRequest, StreamVersionTaken
+from eventlog.storage.pgpool import ConnectionPool
 from eventlog.storage.sql import SqlBackend, stored_event
 from projections.changes import AT_POSITION, Change, Delete, InsertIfAbsent, Update, Upsert
 
@@ -61,7 +61,7 @@ class PostgresBackend(SqlBackend):
     ) -> None:
         self._dsn = url
         self._pool_size = pool_size
-        self._pool: Any = None
+        self._pool: ConnectionPool | None = None
         self._statements: dict[tuple[Any, ...], str] = {}
         if engine is None:
             assert url is not None
@@ -98,9 +98,7 @@ class PostgresBackend(SqlBackend):
                     )
                 revision = await self.migrate(connection, upgrade=upgrade)
             if self.owned and self._dsn is not None:
-                self._pool = await asyncpg.create_pool(
-                    self._dsn, min_size=1, max_size=self._pool_size, reset=_keep_session
-                )
+                self._pool = ConnectionPool(self._dsn, self._pool_size)
             return revision
         except EventLogError:
             raise
@@ -132,7 +130,7 @@ class PostgresBackend(SqlBackend):
         """A raw asyncpg connection: from our own pool when we own the connections,
         else the one under a pooled connection of the application's engine."""
         if self._pool is not None:
-            async with self._pool.acquire() as driver:
+            async with self._pool.connection() as driver:
                 yield driver
             return
         async with self.engine.connect() as connection:
@@ -276,11 +274,6 @@ class PostgresBackend(SqlBackend):
         if operation == "append" and (name in _CONNECTION_LOST or isinstance(driver, OSError)):
             return CommitOutcomeUnknown("postgresql", operation, detail)
         return StorageError("postgresql", operation, detail)
-
-
-async def _keep_session(_connection: Any) -> None:
-    """No reset query on release: the hot paths leave no session state behind (no SET,
-    LISTEN, cursors or session locks), and a reset would cost a round trip per call."""
 
 
 def _driver_error(error: BaseException) -> BaseException:

@@ -1,0 +1,90 @@
+"""A small asyncpg connection pool for the PostgreSQL hot paths.
+
+Why not ``asyncpg.Pool``: measured here, its acquire and release cost ~50 µs per call
+(asyncio timeouts, a release task), half a database round trip, on every append. The hot
+paths only need this: hand out an idle connection (last in, first out), open a new one
+while under the size limit, otherwise wait for a release. A connection that saw any
+error or cancellation is closed rather than reused, since it may be mid-protocol.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import asyncpg
+
+
+class ConnectionPool:
+    """At most ``max_size`` asyncpg connections to ``dsn``, opened on demand."""
+
+    def __init__(self, dsn: str, max_size: int) -> None:
+        self.dsn = dsn
+        self.max_size = max_size
+        self._idle: list[Any] = []
+        self._open = 0
+        self._waiters: deque[asyncio.Future[None]] = deque()
+        self._closed = False
+
+    @asynccontextmanager
+    async def connection(self) -> AsyncIterator[Any]:
+        """Borrow a connection for one or more statements outside any transaction."""
+        connection = await self._acquire()
+        try:
+            yield connection
+        except BaseException:
+            self._discard(connection)
+            raise
+        self._release(connection)
+
+    async def close(self) -> None:
+        """Close every idle connection; borrowed ones close when returned."""
+        self._closed = True
+        idle, self._idle = self._idle, []
+        for connection in idle:
+            self._open -= 1
+            await connection.close()
+
+    async def _acquire(self) -> Any:
+        while True:
+            if self._closed:
+                raise RuntimeError("the connection pool is closed")
+            if self._idle:
+                return self._idle.pop()
+            if self._open < self.max_size:
+                self._open += 1
+                try:
+                    return await asyncpg.connect(self.dsn)
+                except BaseException:
+                    self._open -= 1
+                    self._wake_one()
+                    raise
+            waiter = asyncio.get_running_loop().create_future()
+            self._waiters.append(waiter)
+            try:
+                await waiter
+            finally:
+                if waiter in self._waiters:
+                    self._waiters.remove(waiter)
+
+    def _release(self, connection: Any) -> None:
+        if self._closed or connection.is_closed() or connection.is_in_transaction():
+            self._discard(connection)
+            return
+        self._idle.append(connection)
+        self._wake_one()
+
+    def _discard(self, connection: Any) -> None:
+        self._open -= 1
+        connection.terminate()
+        self._wake_one()
+
+    def _wake_one(self) -> None:
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
