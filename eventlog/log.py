@@ -173,6 +173,7 @@ class EventLog:
     async def get_blob(self, tenant_id: str, digest: bytes) -> bytes | None:
         """A blob's bytes by digest within a tenant, or None."""
         check_id("tenant_id", tenant_id)
+        _check_digest("digest", digest)
         return await self.storage.get_blob(tenant_id, digest)
 
     async def verify(self, tenant_id: str | None = None) -> VerifyReport:
@@ -448,7 +449,12 @@ def _check_expected(expected: object) -> int | ExpectedVersion:
 def _check_releases(release: Mapping[bytes, int] | None) -> dict[bytes, int]:
     releases = dict(release or {})
     for digest, count in releases.items():
-        if not isinstance(digest, bytes) or len(digest) != 32:
-            raise InvalidInput("release", "keys must be 32-byte SHA-256 digests")
+        _check_digest("release", digest)
         check_positive_limit("release count", count)
     return releases
+
+
+def _check_digest(field: str, digest: object) -> bytes:
+    if not isinstance(digest, bytes) or len(digest) != 32:
+        raise InvalidInput(field, f"must be a 32-byte SHA-256 digest, not {digest!r}"[:200])
+    return digest
