@@ -34,6 +34,7 @@ from eventlog.storage.base import AppendRequest, StreamVersionTaken
 from eventlog.storage.pgpool import ConnectionPool
 from eventlog.storage.sql import SqlBackend, stored_event
 from projections.changes import AT_POSITION, Change, Delete, InsertIfAbsent, Update, Upsert
+from projections.query import In, ViewQuery
 
 _EVENT_COLUMNS = (
     "tenant_id", "stream_id", "stream_version", "event_id", "type", "data", "recorded_at",
@@ -63,6 +64,7 @@ class PostgresBackend(SqlBackend):
         self._pool_size = pool_size
         self._pool: ConnectionPool | None = None
         self._statements: dict[tuple[Any, ...], str] = {}
+        self._queries: dict[tuple[Any, ...], str] = {}
         if engine is None:
             assert url is not None
             engine = create_async_engine(
@@ -225,6 +227,77 @@ class PostgresBackend(SqlBackend):
         where = " AND ".join(f"{_quote(n)} = {value(v)}" for n, v in change.where.items())
         return f"DELETE FROM {table} WHERE {where}"
 
+    # -- reads the stores make on every call: raw asyncpg, one round trip each ----------
+
+    async def query(self, query: ViewQuery) -> list[dict[str, Any]]:
+        if query.table not in self.views:
+            raise KeyError(query.table)
+        shape = (
+            query.table,
+            tuple((name, isinstance(value, In)) for name, value in query.where.items()),
+            query.order_by, query.descending, query.after is not None, query.limit is not None,
+            query.columns,
+        )
+        sql = self._queries.get(shape)
+        if sql is None:
+            sql = self._queries[shape] = self._build_query(query)
+        params: list[Any] = [
+            list(value.values) if isinstance(value, In) else value
+            for value in query.where.values()
+        ]
+        params += list(query.after or ())
+        if query.limit is not None:
+            params.append(query.limit)
+        rows = await self._fetch("read", sql, params)
+        return [dict(row.items()) for row in rows]
+
+    def _build_query(self, query: ViewQuery) -> str:
+        numbers = iter(range(1, 10_000))
+        columns = ", ".join(map(_quote, query.columns)) if query.columns else "*"
+        conditions = [
+            f"{_quote(name)} = ANY(${next(numbers)})" if isinstance(value, In)
+            else f"{_quote(name)} = ${next(numbers)}"
+            for name, value in query.where.items()
+        ]
+        order = ", ".join(map(_quote, query.order_by))
+        if query.after is not None and query.order_by:
+            keyset = ", ".join(f"${next(numbers)}" for _ in query.order_by)
+            conditions.append(f"({order}) {'<' if query.descending else '>'} ({keyset})")
+        sql = f"SELECT {columns} FROM {self.qualified[query.table]}"
+        if conditions:
+            sql += " WHERE " + " AND ".join(conditions)
+        if query.order_by:
+            direction = " DESC" if query.descending else ""
+            sql += " ORDER BY " + ", ".join(f"{_quote(n)}{direction}" for n in query.order_by)
+        if query.limit is not None:
+            sql += f" LIMIT ${next(numbers)}"
+        return sql
+
+    async def get_blob(self, tenant_id: str, digest: bytes) -> bytes | None:
+        rows = await self._fetch(
+            "read",
+            f"SELECT data FROM {self.qualified['blobs']} WHERE tenant_id = $1 AND digest = $2",
+            [tenant_id, digest],
+        )
+        return bytes(rows[0][0]) if rows else None
+
+    async def stream_head(self, tenant_id: str, stream_id: str) -> tuple[int, bytes] | None:
+        rows = await self._fetch(
+            "read",
+            f"SELECT stream_version, hash FROM {self.qualified['events']} "
+            "WHERE tenant_id = $1 AND stream_id = $2 ORDER BY stream_version DESC LIMIT 1",
+            [tenant_id, stream_id],
+        )
+        return (int(rows[0][0]), bytes(rows[0][1])) if rows else None
+
+    async def _fetch(self, operation: str, sql: str, params: list[Any]) -> list[Any]:
+        try:
+            async with self.driver_connection() as driver:
+                rows: list[Any] = await driver.fetch(sql, *params)
+                return rows
+        except Exception as error:
+            raise self.translate(error, operation) from error
+
     # -- gap-safe reads ------------------------------------------------------------------
 
     def _build_read_all_sql(self, *, tenant: bool) -> str:
@@ -246,11 +319,7 @@ class PostgresBackend(SqlBackend):
         if tenant_id is not None:
             args.append(tenant_id)
             sql = self._read_all_tenant_sql
-        try:
-            async with self.driver_connection() as driver:
-                rows = await driver.fetch(sql, *args)
-        except Exception as error:
-            raise self.translate(error, "read") from error
+        rows = await self._fetch("read", sql, args)
         events = [stored_event(row) for row in rows]
         if not rows:
             return events, after
