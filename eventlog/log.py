@@ -36,7 +36,7 @@ from projections.query import ViewQuery
 
 if TYPE_CHECKING:
     from eventlog.checkpoints import CheckpointStore
-    from eventlog.interrupts import InterruptStore
+    from eventlog.interrupts import InterruptOptions, InterruptStore, Operation
 
 logger = structlog.get_logger(__name__)
 
@@ -63,6 +63,8 @@ class EventLog:
         projections: Sequence[Projection] | None = None,
         clock: Clock = system_clock,
         max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
+        interrupt_options: InterruptOptions | None = None,
+        operations: Iterable[Operation] | None = None,
     ) -> None:
         from projections import INLINE_PROJECTIONS
 
@@ -76,6 +78,8 @@ class EventLog:
         self.schema_revision: str | None = None
         self._checkpoints: CheckpointStore | None = None
         self._interrupts: InterruptStore | None = None
+        self.interrupt_options = interrupt_options
+        self.operations = operations
         self._heads: OrderedDict[tuple[str, str], tuple[int, bytes]] = OrderedDict()
 
     async def append(
@@ -229,7 +233,7 @@ class EventLog:
         from eventlog.interrupts import InterruptStore
 
         if self._interrupts is None:
-            self._interrupts = InterruptStore(self)
+            self._interrupts = InterruptStore(self, self.interrupt_options, self.operations)
         return self._interrupts
 
     async def close(self) -> None:

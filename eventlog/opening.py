@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,6 +21,7 @@ from projections.runner import fold_events
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncEngine
 
+    from eventlog.interrupts import InterruptOptions, Operation
     from projections.base import Projection
 
 logger = structlog.get_logger(__name__)
@@ -43,6 +44,8 @@ async def open_log(
     registry: EventRegistry | None = None,
     projections: Sequence[Projection] | None = None,
     max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
+    interrupt_options: InterruptOptions | None = None,
+    operations: Iterable[Operation] | None = None,
     **backend_options: Any,
 ) -> AsyncIterator[EventLog]:
     """Open the log at ``target`` and close it on exit.
@@ -53,11 +56,14 @@ async def open_log(
     disposes. Opening brings the schema up to date unless ``upgrade=False``; a database
     stamped with a revision this code does not know is refused. On PostgreSQL every table
     lives in ``schema``. ``clock`` supplies the time recorded on events.
+    ``interrupt_options`` and ``operations`` (the trusted workflow operations; None trusts
+    every one) configure ``log.interrupts``.
     """
     storage = backend_for(target, schema=schema, **backend_options)
     log = EventLog(
         storage, registry=registry, projections=projections, clock=clock,
-        max_payload_bytes=max_payload_bytes,
+        max_payload_bytes=max_payload_bytes, interrupt_options=interrupt_options,
+        operations=operations,
     )
     try:
         log.schema_revision = await storage.open(upgrade=upgrade)

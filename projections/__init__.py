@@ -8,6 +8,8 @@ they stood at a past moment, and `compare_views` checks stored views against a r
 
 from projections.base import Projection
 from projections.changes import AT_POSITION, Change, Delete, InsertIfAbsent, Update, Upsert
+from projections.checkpoints import CheckpointViews
+from projections.interrupts import InterruptBatches
 from projections.memory import ViewTables
 from projections.query import In, ViewQuery
 from projections.runner import ViewDifference, compare_views, fold_events, rebuild
@@ -15,6 +17,8 @@ from projections.stream_heads import StreamHeads
 
 INLINE_PROJECTIONS: tuple[Projection, ...] = (
     StreamHeads(),
+    CheckpointViews(),
+    InterruptBatches(),
 )
 """The projections every log applies inline, in order."""
 

@@ -1,0 +1,297 @@
+"""`InterruptStore`: the thin I/O around `eventlog.interrupts.decisions`.
+
+Every operation reads the batch's view row, asks a decision function what to do, and
+appends at most ONE event to the batch's stream with ``expected_version`` = the row's
+version. When another writer got there first (`VersionConflict`) it re-reads and decides
+again, a bounded number of times. A decision of "nothing" appends nothing: stale claims
+and captures are harmless and say so in their return value, never by raising.
+"""
+
+from __future__ import annotations
+
+import secrets
+import uuid
+from collections.abc import Callable, Iterable
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import structlog
+
+from eventlog.clock import read_clock
+from eventlog.errors import InvalidInput, VersionConflict
+from eventlog.events import Event
+from eventlog.interrupts import decisions, inputs
+from eventlog.interrupts import events as ev
+from eventlog.interrupts.admin import BatchAdmin
+from eventlog.interrupts.decisions import BatchView
+from eventlog.interrupts.models import (
+    OPEN_STATES,
+    BatchInspection,
+    BatchPage,
+    CaptureHandle,
+    ClaimRejection,
+    ClaimResult,
+    CleanupResult,
+    Finish,
+    Interrupt,
+    InterruptClaim,
+    InterruptOptions,
+    Operation,
+    OperationRegistry,
+    PendingBatch,
+    ReconcileResult,
+    Recovery,
+    ResumeInput,
+)
+from eventlog.records import NO_STREAM
+from eventlog.validation import check_id
+from projections.query import In, ViewQuery
+
+if TYPE_CHECKING:
+    from eventlog.log import EventLog
+
+logger = structlog.get_logger(__name__)
+
+MAX_ATTEMPTS = 16
+"""How often one operation re-decides after losing a version race before giving up."""
+
+R = TypeVar("R")
+Decide = Callable[[BatchView | None, datetime], tuple[Event | None, R]]
+
+
+class InterruptStore:
+    """Human-in-the-loop interrupt batches over an `EventLog` (``log.interrupts``).
+
+    ``options`` are `InterruptOptions` (defaults documented there). ``operations`` are
+    the operations this process trusts to resume (an `OperationRegistry` or any iterable
+    of `Operation`); None trusts every operation. Both are usually given to
+    ``open_log(url, interrupt_options=..., operations=...)``.
+    """
+
+    def __init__(
+        self,
+        log: EventLog,
+        options: InterruptOptions | None = None,
+        operations: OperationRegistry | Iterable[Operation] | None = None,
+    ) -> None:
+        self.log = log
+        self.options = options if options is not None else InterruptOptions()
+        if operations is not None and not isinstance(operations, OperationRegistry):
+            operations = OperationRegistry(operations)
+        self.operations: OperationRegistry | None = operations
+        self.admin = BatchAdmin(self)
+
+    # -- creating and claiming -------------------------------------------------------------
+
+    async def create(
+        self,
+        scope: str,
+        thread_id: str,
+        interrupts: list[Interrupt] | tuple[Interrupt, ...],
+        checkpoint_id: str,
+        *,
+        operation: Operation | tuple[str, str],
+    ) -> PendingBatch:
+        """Persist a new pending batch and return it; emit the batch only afterwards.
+
+        ``interrupts`` must be non-empty with distinct ids. The answer deadline is the
+        earliest ``expires_at`` (the approval TTL for interrupts without one). Raises
+        `CapacityExceeded` when the scope already has ``capacity`` open batches (counted
+        from the view, so concurrent creates in one scope may overshoot it by the number
+        of creators racing), and `InvalidInput` for an untrusted operation.
+        """
+        check_id("scope", scope)
+        check_id("thread_id", thread_id)
+        check_id("checkpoint_id", checkpoint_id)
+        checked_operation = inputs.check_operation(operation)
+        now = self.now()
+        checked = inputs.check_interrupts(interrupts, self.options, now)
+        if not self.trusts(checked_operation):
+            raise InvalidInput("operation", "is not in this store's trusted operations")
+        await self._check_capacity(scope)
+        batch_id = str(uuid.uuid4())
+        deadline = decisions.approval_deadline(checked, now, self.options.approval_ttl)
+        event = ev.BatchCreated(
+            batch_id=batch_id, thread_id=thread_id, checkpoint_id=checkpoint_id,
+            operation_name=checked_operation.name, operation_version=checked_operation.version,
+            interrupts=checked, approval_expires_at=deadline,
+        )
+        await self.log.append(scope, ev.batch_stream(batch_id), [event],
+                              expected_version=NO_STREAM)
+        logger.info("batch_created", scope=scope, batch_id=batch_id, count=len(checked))
+        return PendingBatch(
+            batch_id=batch_id, scope=scope, thread_id=thread_id, checkpoint_id=checkpoint_id,
+            operation=checked_operation, interrupts=checked, approval_expires_at=deadline,
+        )
+
+    async def try_claim(self, scope: str, resume_input: ResumeInput) -> ClaimResult:
+        """Claim a batch with a complete answer: a fresh token, a higher generation, a lease.
+
+        Returns ``ClaimResult(claim, None)`` or ``ClaimResult(None, reason)``. Another
+        scope's batch is ``not_found``. A replay while the claim is live is
+        ``already_claimed`` and mints nothing.
+        """
+        check_id("scope", scope)
+        resume = inputs.check_resume_input(resume_input, self.options)
+        token = secrets.token_urlsafe(32)
+
+        def decide(view: BatchView | None, now: datetime) -> tuple[Event | None, ClaimResult]:
+            trusted = view is not None and self.trusts(view.operation)
+            decided = decisions.decide_claim(view, resume, now, trusted=trusted, token=token,
+                                             lease=self.options.preparation_lease)
+            if isinstance(decided, ClaimRejection):
+                return None, ClaimResult(None, decided)
+            claim = InterruptClaim(scope=scope, batch_id=resume.batch_id,
+                                   generation=decided.generation,
+                                   expires_at=decided.lease_expires_at, token=token)
+            return decided, ClaimResult(claim, None)
+
+        result = await self.fenced(scope, resume.batch_id, decide)
+        logger.info("claim_decided", scope=scope, batch_id=resume.batch_id,
+                    claimed=result.claim is not None, reason=result.reason)
+        return result
+
+    # -- under a claim -----------------------------------------------------------------------
+
+    async def start_capture(self, claim: InterruptClaim) -> CaptureHandle | None:
+        """A capture handle for the current claim (one per claim), else None."""
+        claim = inputs.check_claim(claim)
+        capture_id = uuid.uuid4().hex
+
+        def decide(view: BatchView | None, now: datetime) -> tuple[Event | None, bool]:
+            event = decisions.decide_start_capture(view, claim.token, claim.generation, now,
+                                                   capture_id)
+            return event, event is not None
+
+        if not await self.fenced(claim.scope, claim.batch_id, decide):
+            return None
+        return CaptureHandle(scope=claim.scope, batch_id=claim.batch_id,
+                             generation=claim.generation, capture_id=capture_id,
+                             token=claim.token)
+
+    async def try_start_effect(self, claim: InterruptClaim) -> bool:
+        """Commit the irreversible dispatch marker; True only for the current, unexpired
+        claim of a batch whose effect never started. Dispatch only after True."""
+        claim = inputs.check_claim(claim)
+
+        def decide(view: BatchView | None, now: datetime) -> tuple[Event | None, bool]:
+            event = decisions.decide_effect(view, claim.token, claim.generation, now)
+            return event, event is not None
+
+        started = await self.fenced(claim.scope, claim.batch_id, decide)
+        logger.info("effect_decided", scope=claim.scope, batch_id=claim.batch_id,
+                    generation=claim.generation, started=started)
+        return started
+
+    async def complete_capture(
+        self, handle: CaptureHandle, outcome: str, snapshot: str | None = None
+    ) -> bool:
+        """Record a running capture's terminal ``outcome`` (``completed``, ``failed``,
+        ``cancelled``) and ``snapshot``; True only under the current claim and capture."""
+        handle = inputs.check_handle(handle)
+        checked_outcome = inputs.check_outcome(outcome)
+        checked_snapshot = inputs.check_snapshot(snapshot, self.options)
+
+        def decide(view: BatchView | None, now: datetime) -> tuple[Event | None, bool]:
+            event = decisions.decide_complete_capture(
+                view, handle.token, handle.generation, handle.capture_id, now,
+                checked_outcome.value, checked_snapshot,
+            )
+            return event, event is not None
+
+        return await self.fenced(handle.scope, handle.batch_id, decide)
+
+    async def finish(self, claim: InterruptClaim, finish: Finish) -> bool:
+        """`Finish.FINALIZE` ends the batch; `Finish.RELEASE` returns it to pending (only
+        when no effect started). True when done; False for a stale or expired claim."""
+        claim = inputs.check_claim(claim)
+        if not isinstance(finish, Finish):
+            raise InvalidInput("finish", "must be Finish.FINALIZE or Finish.RELEASE")
+        release = finish is Finish.RELEASE
+
+        def decide(view: BatchView | None, now: datetime) -> tuple[Event | None, bool]:
+            event = decisions.decide_finish(view, claim.token, claim.generation, now, release)
+            return event, event is not None
+
+        done = await self.fenced(claim.scope, claim.batch_id, decide)
+        logger.info("finish_decided", scope=claim.scope, batch_id=claim.batch_id,
+                    finish=finish.value, done=done)
+        return done
+
+    # -- maintenance, reading, operators (see admin.py) ---------------------------------------
+
+    async def cleanup(self, limit: int | None = None) -> CleanupResult:
+        """One bounded maintenance pass over every scope: at most ``limit`` batches per
+        category (default ``cleanup_batch_size``). Never resolves an unresolved effect."""
+        return await self.admin.cleanup(limit)
+
+    async def list(
+        self,
+        scopes: Iterable[str],
+        limit: int = 50,
+        cursor: str | None = None,
+        state: str | None = None,
+    ) -> BatchPage:
+        """A page of batches within ``scopes`` in creation order, optionally by state."""
+        return await self.admin.list(scopes, limit, cursor, state)
+
+    async def inspect(
+        self, scopes: Iterable[str], batch_id: str, limit: int = 50, cursor: str | None = None
+    ) -> BatchInspection | None:
+        """Safe metadata and a page of the audit trail; None outside ``scopes``."""
+        return await self.admin.inspect(scopes, batch_id, limit, cursor)
+
+    async def reconcile(
+        self, scopes: Iterable[str], batch_id: str, actor: str, reconciliation: Any
+    ) -> ReconcileResult:
+        """Record who (``actor``) decided what on which evidence; retire all authority."""
+        return await self.admin.reconcile(scopes, batch_id, actor, reconciliation)
+
+    async def recover(self, scope: str, thread_id: str) -> Recovery:
+        """The thread's latest checkpoint and its newest open batch, claiming nothing."""
+        return await self.admin.recover(scope, thread_id)
+
+    # -- plumbing --------------------------------------------------------------------------------
+
+    def now(self) -> datetime:
+        return read_clock(self.log.clock)
+
+    def trusts(self, operation: Operation) -> bool:
+        return self.operations is None or self.operations.trusts(operation.name,
+                                                                 operation.version)
+
+    async def read_batch(self, scope: str, batch_id: str) -> BatchView | None:
+        """The batch's view row, decoded, or None."""
+        rows = await self.log.storage.query(
+            ViewQuery(ev.BATCH_TABLE, where={"tenant_id": scope, "batch_id": batch_id}, limit=1)
+        )
+        return BatchView.from_row(rows[0]) if rows else None
+
+    async def fenced(self, scope: str, batch_id: str, decide: Decide[R]) -> R:
+        """Read, decide, append at most one event fenced on the row's version; retry races."""
+        version = 0
+        for _attempt in range(MAX_ATTEMPTS):
+            view = await self.read_batch(scope, batch_id)
+            event, result = decide(view, self.now())
+            if event is None:
+                return result
+            assert view is not None
+            version = view.version
+            try:
+                await self.log.append(scope, ev.batch_stream(batch_id), [event],
+                                      expected_version=version)
+            except VersionConflict:
+                logger.debug("batch_raced", scope=scope, batch_id=batch_id)
+                continue
+            return result
+        raise VersionConflict(ev.batch_stream(batch_id), version, version + 1)
+
+    async def _check_capacity(self, scope: str) -> None:
+        capacity = self.options.capacity
+        rows = await self.log.storage.query(ViewQuery(
+            ev.BATCH_TABLE,
+            where={"tenant_id": scope, "state": In(tuple(s.value for s in OPEN_STATES))},
+            columns=("batch_id",), limit=capacity,
+        ))
+        if len(rows) >= capacity:
+            raise inputs.CapacityExceeded(scope, capacity)

@@ -1,0 +1,165 @@
+"""The interrupt view: one row per batch, a pure fold of the batch's events.
+
+Each batch event changes exactly one row of ``interrupt_batches`` (an upsert on creation,
+an update afterwards, a delete on retirement), so every interrupt append stays on
+PostgreSQL's one-statement path. ``version`` is the batch stream's version after the
+event: the store decides against it and appends with it as ``expected_version``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import msgspec
+import sqlalchemy as sa
+
+from eventlog.events import Event
+from eventlog.interrupts import events as ev
+from eventlog.records import RecordedEvent
+from projections.changes import AT_POSITION, Change, Delete, Update, Upsert
+from projections.views import ID, metadata
+
+TABLE = ev.BATCH_TABLE
+
+interrupt_batches = sa.Table(
+    TABLE,
+    metadata,
+    sa.Column("tenant_id", ID, primary_key=True),
+    sa.Column("batch_id", ID, primary_key=True),
+    sa.Column("thread_id", ID, nullable=False),
+    sa.Column("checkpoint_id", ID, nullable=False),
+    sa.Column("operation_name", ID, nullable=False),
+    sa.Column("operation_version", ID, nullable=False),
+    sa.Column("state", sa.String(32), nullable=False),
+    sa.Column("version", sa.BigInteger, nullable=False),
+    sa.Column("generation", sa.BigInteger, nullable=False),
+    sa.Column("token_digest", sa.String(64), nullable=True),
+    sa.Column("lease_expires_at", sa.DateTime(timezone=True), nullable=True),
+    sa.Column("approval_expires_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("effect_started", sa.Boolean, nullable=False),
+    sa.Column("effect_generation", sa.BigInteger, nullable=True),
+    sa.Column("capture_id", sa.String(64), nullable=True),
+    sa.Column("capture_generation", sa.BigInteger, nullable=True),
+    sa.Column("capture_state", sa.String(32), nullable=True),
+    sa.Column("resolution", sa.String(32), nullable=True),
+    sa.Column("reconciled_by", ID, nullable=True),
+    sa.Column("descriptor", sa.LargeBinary, nullable=False),
+    sa.Column("created_position", sa.BigInteger, nullable=False),
+    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("updated_position", sa.BigInteger, nullable=False),
+    sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+)
+sa.Index("interrupt_batches_list", interrupt_batches.c.tenant_id,
+         interrupt_batches.c.created_position)
+sa.Index("interrupt_batches_state", interrupt_batches.c.tenant_id, interrupt_batches.c.state,
+         interrupt_batches.c.created_position)
+sa.Index("interrupt_batches_thread", interrupt_batches.c.tenant_id,
+         interrupt_batches.c.thread_id, interrupt_batches.c.created_position)
+sa.Index("interrupt_batches_lease", interrupt_batches.c.state,
+         interrupt_batches.c.lease_expires_at)
+sa.Index("interrupt_batches_approval", interrupt_batches.c.state,
+         interrupt_batches.c.approval_expires_at)
+sa.Index("interrupt_batches_updated", interrupt_batches.c.state,
+         interrupt_batches.c.updated_at)
+sa.Index("interrupt_batches_capture", interrupt_batches.c.capture_state,
+         interrupt_batches.c.updated_at)
+
+_encoder = msgspec.json.Encoder()
+
+
+def encode_descriptor(interrupts: Sequence[Any]) -> bytes:
+    """The bytes a row holds for its batch's interrupts."""
+    return _encoder.encode(tuple(interrupts))
+
+
+class InterruptBatches:
+    """Folds interrupt batch events into ``interrupt_batches``."""
+
+    name: str = "interrupt_batches"
+    tables: tuple[str, ...] = (TABLE,)
+
+    def fold(self, event: RecordedEvent) -> Sequence[Change]:
+        """The one change a batch event makes to its row (nothing for other events)."""
+        handler = _HANDLERS.get(type(event.event))
+        if handler is None:
+            return ()
+        key = {"tenant_id": event.tenant_id, "batch_id": event.event.batch_id}  # type: ignore[attr-defined]
+        values = handler(event.event)
+        if values is None:
+            return (Delete(TABLE, key),)
+        stamp = {"version": event.version, "updated_position": AT_POSITION,
+                 "updated_at": event.recorded_at}
+        if isinstance(event.event, ev.BatchCreated):
+            row = {**key, **values, **stamp, "created_position": AT_POSITION,
+                   "created_at": event.recorded_at}
+            return (Upsert(TABLE, row),)
+        return (Update(TABLE, key, {**values, **stamp}),)
+
+
+def _created(event: ev.BatchCreated) -> dict[str, Any]:
+    return {
+        "thread_id": event.thread_id, "checkpoint_id": event.checkpoint_id,
+        "operation_name": event.operation_name, "operation_version": event.operation_version,
+        "state": "pending", "generation": 0, "token_digest": None, "lease_expires_at": None,
+        "approval_expires_at": event.approval_expires_at, "effect_started": False,
+        "effect_generation": None, "capture_id": None, "capture_generation": None,
+        "capture_state": None, "resolution": None, "reconciled_by": None,
+        "descriptor": encode_descriptor(event.interrupts),
+    }
+
+
+def _claimed(event: ev.BatchClaimed) -> dict[str, Any]:
+    return {"state": "claimed", "generation": event.generation,
+            "token_digest": event.token_digest, "lease_expires_at": event.lease_expires_at}
+
+
+def _capture_started(event: ev.CaptureStarted) -> dict[str, Any]:
+    return {"capture_id": event.capture_id, "capture_generation": event.generation,
+            "capture_state": "running"}
+
+
+def _capture_completed(event: ev.CaptureCompleted) -> dict[str, Any]:
+    return {"capture_state": event.outcome}
+
+
+def _effect_started(event: ev.EffectStarted) -> dict[str, Any]:
+    return {"state": "effect_started", "effect_started": True,
+            "effect_generation": event.generation}
+
+
+def _claim_ended(state: str) -> Callable[[Event], dict[str, Any]]:
+    def values(_event: Event) -> dict[str, Any]:
+        return {"state": state, "token_digest": None, "lease_expires_at": None}
+
+    return values
+
+
+def _capture_abandoned(_event: ev.CaptureAbandoned) -> dict[str, Any]:
+    return {"capture_state": "abandoned"}
+
+
+def _reconciled(event: ev.BatchReconciled) -> dict[str, Any]:
+    return {"state": "reconciled", "token_digest": None, "lease_expires_at": None,
+            "resolution": event.resolution, "reconciled_by": event.actor}
+
+
+def _retired(_event: ev.BatchRetired) -> None:
+    return None
+
+
+_HANDLERS: dict[type[Event], Callable[[Any], dict[str, Any] | None]] = {
+    ev.BatchCreated: _created,
+    ev.BatchClaimed: _claimed,
+    ev.CaptureStarted: _capture_started,
+    ev.CaptureCompleted: _capture_completed,
+    ev.EffectStarted: _effect_started,
+    ev.BatchFinalized: _claim_ended("finalized"),
+    ev.BatchReleased: _claim_ended("pending"),
+    ev.ClaimExpired: _claim_ended("pending"),
+    ev.EffectUnresolved: _claim_ended("unresolved"),
+    ev.ApprovalExpired: _claim_ended("expired"),
+    ev.CaptureAbandoned: _capture_abandoned,
+    ev.BatchReconciled: _reconciled,
+    ev.BatchRetired: _retired,
+}
