@@ -30,13 +30,15 @@ from eventlog.records import (
 )
 from eventlog.storage.base import AppendRequest, PendingEvent, StorageBackend, StreamVersionTaken
 from eventlog.validation import check_id, check_positive_limit
-from projections.base import Projection
-from projections.changes import Change
 from projections.query import ViewQuery
 
+# Projection and Change are imported for types only: at run time they would close the
+# cycle projections.base -> eventlog.records -> eventlog -> eventlog.log -> projections.base.
 if TYPE_CHECKING:
     from eventlog.checkpoints import CheckpointStore
     from eventlog.interrupts import InterruptOptions, InterruptStore, Operation
+    from projections.base import Projection
+    from projections.changes import Change
 
 logger = structlog.get_logger(__name__)
 

@@ -12,12 +12,12 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from eventlog.records import RecordedEvent
-from projections.base import Projection
 from projections.memory import Row, ViewTables
 from projections.views import key_columns
 
 if TYPE_CHECKING:
     from eventlog.log import EventLog
+    from projections.base import Projection  # a run-time import would be circular
 
 
 @dataclass(frozen=True, slots=True)

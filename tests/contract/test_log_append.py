@@ -9,6 +9,7 @@ import pytest
 from eventlog import ANY, NO_STREAM, AppendResult, EventLog, VersionConflict
 from tests.conftest import fresh_id
 from tests.events import Noted
+from tests.procs.settle import settle
 
 
 async def versions(log: EventLog, tenant: str, stream: str) -> list[int]:
@@ -120,6 +121,7 @@ async def test_zero_expected_version_means_no_stream(log: EventLog) -> None:
 async def test_conflict_leaves_the_log_and_views_unchanged(log: EventLog) -> None:
     """After a conflict, read_all and the views hold exactly what they held before."""
     await log.append("t", "s", [Noted(text="a")])
+    await settle(log)
     before = (await log.read_all(), await log.storage.dump_views())
     with pytest.raises(VersionConflict):
         await log.append("t", "s", [Noted(text="b")], expected_version=NO_STREAM)

@@ -11,12 +11,14 @@ from eventlog import EventLog, EventRegistry, UnknownEventType, open_log
 from eventlog.hashing import GENESIS_HASH, event_hash
 from tests.conftest import BackendTarget
 from tests.events import Noted
+from tests.procs.settle import settle
 
 FIXED = datetime(2024, 5, 6, 7, 8, 9, 123456, tzinfo=UTC)
 
 
 async def read_everything(log: EventLog, limit: int, tenant_id: str | None = None) -> list[str]:
     """Follow read_all page by page with its cursor; the texts of every event seen."""
+    await settle(log)
     texts: list[str] = []
     cursor = None
     while True:
@@ -71,6 +73,7 @@ async def test_read_all_positions_increase(log: EventLog) -> None:
     """Positions in read_all order strictly increase on a single writer."""
     for n in range(5):
         await log.append("t", f"s{n % 2}", [Noted(text=str(n)), Noted(text="more")])
+    await settle(log)
     page = await log.read_all(limit=100)
     positions = [event.position for event in page.events]
     assert sorted(set(positions)) == positions
@@ -85,6 +88,7 @@ async def test_read_all_on_an_empty_log(log: EventLog) -> None:
 async def test_empty_page_returns_the_given_cursor(log: EventLog) -> None:
     """At the end of the log the page is empty and the cursor is the one passed in."""
     await log.append("t", "s", [Noted(text="a")])
+    await settle(log)
     cursor = (await log.read_all()).cursor
     page = await log.read_all(after=cursor)
     assert ([], cursor) == (page.events, page.cursor)
@@ -93,9 +97,11 @@ async def test_empty_page_returns_the_given_cursor(log: EventLog) -> None:
 async def test_cursor_resumes_after_new_appends(log: EventLog) -> None:
     """A cursor from the end of the log yields exactly the events appended later."""
     await log.append("t", "s", [Noted(text="a")])
+    await settle(log)
     cursor = (await log.read_all()).cursor
     await log.append("t", "s", [Noted(text="b")])
     await log.append("t", "other", [Noted(text="c")])
+    await settle(log)
     page = await log.read_all(after=cursor)
     assert ["b", "c"] == [event.event.text for event in page.events]  # type: ignore[attr-defined]
 
@@ -151,6 +157,7 @@ async def test_read_all_and_read_stream_agree(log: EventLog) -> None:
     """The same event read through read_all and read_stream is the same RecordedEvent."""
     await log.append("t", "s", [Noted(text="a"), Noted(text="b")])
     from_stream = [event async for event in log.read_stream("t", "s")]
+    await settle(log)
     assert from_stream == (await log.read_all()).events
 
 
@@ -158,6 +165,7 @@ async def test_unknown_tag_on_read_raises_naming_it(log: EventLog) -> None:
     """Reading a tag the registry lacks raises UnknownEventType naming the tag."""
     await log.append("t", "s", [Noted(text="a")])
     blind = EventLog(log.storage, registry=EventRegistry(), projections=log.projections)
+    await settle(log)
     with pytest.raises(UnknownEventType) as caught:
         await blind.read_all()
     assert ("test.noted", "s", 1) == (caught.value.tag, caught.value.stream_id,
@@ -184,6 +192,7 @@ async def test_reopening_with_a_registry_lacking_the_tag_refuses_it(
     """
     async with open_log(target.url, **target.options()) as log:
         await log.append("t", "s", [Noted(text="a")])
+        await settle(log)
     with pytest.raises(UnknownEventType, match=r"test\.noted"):
         async with open_log(target.url, registry=EventRegistry(), **target.options()) as log:
             await log.read_all()

@@ -8,6 +8,7 @@ from eventlog import EventLog, VerifyReport, content_digest, open_log
 from projections import ViewQuery, compare_views, rebuild
 from tests.conftest import BackendTarget
 from tests.events import Noted
+from tests.procs.settle import settle
 
 
 async def fill(log: EventLog) -> None:
@@ -49,6 +50,7 @@ async def test_stream_heads_view_tracks_each_stream(log: EventLog) -> None:
 async def test_views_equal_a_rebuild_from_the_log(log: EventLog) -> None:
     """compare_views finds no difference between stored views and a rebuild."""
     await fill(log)
+    await settle(log)
     assert [] == await compare_views(log)
 
 
@@ -56,6 +58,7 @@ async def test_rebuild_until_a_position_replays_the_past(log: EventLog) -> None:
     """rebuild(until_position=p) gives the views as they stood after position p."""
     first = await log.append("t", "s", [Noted(text="a")])
     await log.append("t", "s", [Noted(text="b")])
+    await settle(log)
     past = await rebuild(log, until_position=first.positions[-1])
     rows = past.select(ViewQuery("stream_heads", {"tenant_id": "t"}))
     assert [1] == [row["version"] for row in rows]
@@ -75,6 +78,7 @@ async def test_reopening_keeps_everything(target: BackendTarget) -> None:
     """Events, blobs and views survive closing; verify and compare_views stay clean."""
     async with open_log(target.url, **target.options()) as log:
         await fill(log)
+        await settle(log)
         events = (await log.read_all()).events
         views = await log.storage.dump_views()
     async with open_log(target.url, **target.options()) as log:

@@ -1,0 +1,1 @@
+"""Helpers for the log's tests: child-process scripts and PostgreSQL visibility waits."""
