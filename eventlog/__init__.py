@@ -1,5 +1,14 @@
 """checkpoint-eventlog: an event-sourced, hash-chained checkpoint log for workflow engines."""
 
+from eventlog.checkpoints import (
+    CheckpointCreated,
+    CheckpointRecord,
+    CheckpointStore,
+    RunInfo,
+    SessionDeleted,
+    SessionInfo,
+    TypedCheckpointStore,
+)
 from eventlog.clock import Clock, system_clock
 from eventlog.errors import (
     CommitOutcomeUnknown,
@@ -35,6 +44,9 @@ from eventlog.records import (
 __all__ = [
     "ANY",
     "AppendResult",
+    "CheckpointCreated",
+    "CheckpointRecord",
+    "CheckpointStore",
     "Clock",
     "CommitOutcomeUnknown",
     "DEFAULT_URL",
@@ -51,11 +63,15 @@ __all__ = [
     "NO_STREAM",
     "PayloadTooLarge",
     "RecordedEvent",
+    "RunInfo",
     "SchemaError",
+    "SessionDeleted",
+    "SessionInfo",
     "StateDecodeError",
     "StorageError",
     "StoreLocked",
     "StreamProblem",
+    "TypedCheckpointStore",
     "UnknownEventType",
     "UnknownSchemaRevision",
     "VerifyReport",

@@ -1,0 +1,192 @@
+"""The checkpoint store's decisions, as plain functions with no I/O.
+
+Validating a record, encoding its state, deciding what a delete releases: everything the
+store decides is here and tested without a database. `eventlog.checkpoints.store` only
+reads views, calls these, and appends.
+"""
+
+from __future__ import annotations
+
+import math
+import uuid
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+
+from eventlog.checkpoints.events import CheckpointCreated
+from eventlog.checkpoints.records import CheckpointRecord
+from eventlog.errors import InvalidId, InvalidInput, PayloadTooLarge
+from eventlog.hashing import content_digest
+from eventlog.validation import MAX_ID_LENGTH, check_id, check_optional_id, check_uuid
+
+STREAM_PREFIX = "session:"
+"""Each session is the stream ``session:<session_id>`` of its tenant."""
+
+MAX_SESSION_ID_LENGTH = MAX_ID_LENGTH - len(STREAM_PREFIX)
+"""The longest session id (247): its stream id must fit the log's 255-character limit."""
+
+MAX_STEP = 2**63 - 1
+
+_encoder = msgspec.json.Encoder()
+_decoder = msgspec.json.Decoder()
+
+
+@dataclass(frozen=True, slots=True)
+class EncodedState:
+    """A state as the blob that stores it."""
+
+    encoding: str  # "json" or "bytes"
+    data: bytes
+
+    @property
+    def digest(self) -> bytes:
+        """The blob's content address."""
+        return content_digest(self.data)
+
+
+@dataclass(frozen=True, slots=True)
+class CheckedRecord:
+    """A create request whose every field passed validation (state aside)."""
+
+    tenant_id: str
+    session_id: str
+    run_id: uuid.UUID
+    checkpoint_id: str | None
+    parent_id: str | None
+    step: int
+    metadata: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class DeletePlan:
+    """What deleting a session does: how many records go, which blob references drop."""
+
+    count: int
+    releases: dict[bytes, int]
+
+
+def session_stream(session_id: str) -> str:
+    """The stream a session's events are appended to."""
+    return STREAM_PREFIX + session_id
+
+
+def check_session_id(value: Any) -> str:
+    """A valid session id (at most 247 characters, so its stream id fits), else `InvalidId`."""
+    check_id("session_id", value)
+    if len(value) > MAX_SESSION_ID_LENGTH:
+        raise InvalidId(
+            "session_id", f"is {len(value)} characters, the maximum is {MAX_SESSION_ID_LENGTH}"
+        )
+    return str(value)
+
+
+def check_record(record: Any, max_bytes: int) -> CheckedRecord:
+    """Validate everything in a create request but its state; raise naming the field."""
+    if not isinstance(record, CheckpointRecord):
+        raise InvalidInput("record", f"must be a CheckpointRecord, not {type(record).__name__}")
+    return CheckedRecord(
+        tenant_id=check_id("tenant_id", record.tenant_id),
+        session_id=check_session_id(record.session_id),
+        run_id=check_uuid("run_id", record.run_id),
+        checkpoint_id=check_optional_id("checkpoint_id", record.checkpoint_id),
+        parent_id=check_optional_id("parent_id", record.parent_id),
+        step=check_step(record.step),
+        metadata=normalise_metadata(record.metadata, max_bytes),
+    )
+
+
+def check_step(value: Any) -> int:
+    """A step number: a whole number from 0 to 2^63 - 1."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_STEP:
+        raise InvalidInput("step", f"must be a whole number from 0 to {MAX_STEP}, not {value!r}")
+    return value
+
+
+def normalise_metadata(metadata: Any, max_bytes: int) -> dict[str, Any]:
+    """``metadata`` as the JSON object it is stored as (what every read returns)."""
+    if not isinstance(metadata, Mapping):
+        raise InvalidInput("metadata", f"must be a JSON object, not {type(metadata).__name__}")
+    data = encode_json("metadata", dict(metadata), max_bytes)
+    normalised: dict[str, Any] = _decoder.decode(data)
+    return normalised
+
+
+def encode_state(state: Any, max_bytes: int) -> EncodedState:
+    """Bytes are stored as they are; anything else as its JSON encoding."""
+    if isinstance(state, bytes | bytearray | memoryview):
+        data = bytes(state)
+        if len(data) > max_bytes:
+            raise PayloadTooLarge("state", len(data), max_bytes)
+        return EncodedState("bytes", data)
+    return EncodedState("json", encode_json("state", state, max_bytes))
+
+
+def encode_json(field: str, value: Any, max_bytes: int) -> bytes:
+    """``value`` as JSON, refusing what JSON cannot hold (NaN and ±Infinity included)."""
+    try:
+        data = _encoder.encode(value)
+    except (TypeError, ValueError, OverflowError, msgspec.EncodeError) as error:
+        raise InvalidInput(field, f"is not JSON-encodable: {error}") from None
+    # msgspec writes a non-finite float as null, so only an encoding with a null can hide one.
+    if b"null" in data:
+        where = non_finite_path(msgspec.to_builtins(value))
+        if where is not None:
+            raise InvalidInput(field, f"holds a non-finite number (NaN or Infinity) at {where}")
+    if len(data) > max_bytes:
+        raise PayloadTooLarge(field, len(data), max_bytes)
+    return data
+
+
+def non_finite_path(value: Any) -> str | None:
+    """The path (like ``$.a[2]``) of the first NaN or ±Infinity in a JSON-like value."""
+    stack: list[tuple[str, Any]] = [("$", value)]
+    while stack:
+        path, item = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            return path
+        if isinstance(item, dict):
+            stack.extend((f"{path}.{key}", child) for key, child in item.items())
+        elif isinstance(item, list | tuple):
+            stack.extend((f"{path}[{index}]", child) for index, child in enumerate(item))
+    return None
+
+
+def decode_state(encoding: str, data: bytes) -> Any:
+    """A stored state as the store returns it: raw bytes, or the decoded JSON value."""
+    return data if encoding == "bytes" else _decoder.decode(data)
+
+
+def check_parent(parent_id: str | None, matches: list[Any]) -> None:
+    """Refuse a parent that is not a checkpoint of this tenant's session.
+
+    ``matches`` are the session's view rows with that checkpoint id. The message is the
+    same whether the id is unknown, deleted, or another session's or tenant's.
+    """
+    if parent_id is not None and not matches:
+        raise InvalidInput("parent_id", "names no checkpoint of this session")
+
+
+def created_event(
+    checked: CheckedRecord, checkpoint_id: str, state: EncodedState
+) -> CheckpointCreated:
+    """The event a create appends."""
+    return CheckpointCreated(
+        session_id=checked.session_id,
+        run_id=checked.run_id,
+        checkpoint_id=checkpoint_id,
+        parent_id=checked.parent_id,
+        step=checked.step,
+        state_digest=state.digest.hex(),
+        state_encoding=state.encoding,
+        state_size=len(state.data),
+        metadata=checked.metadata,
+    )
+
+
+def plan_delete(digests: Iterable[bytes]) -> DeletePlan:
+    """Deleting rows with these state digests: one reference released per row."""
+    counts = Counter(bytes(digest) for digest in digests)
+    return DeletePlan(count=sum(counts.values()), releases=dict(counts))

@@ -1,0 +1,50 @@
+"""The checkpoint store's events. Their tags are stored forever: never rename one.
+
+Both are registered in `eventlog.default_registry` when this module is imported, which
+happens whenever `projections` is (every log does), so a log can always decode them.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Annotated, Any
+
+import msgspec
+
+from eventlog.events import Event, register_event
+
+HexDigest = Annotated[str, msgspec.Meta(pattern="^[0-9a-f]{64}$")]
+"""A SHA-256 digest as 64 lowercase hex characters (what ``sha256sum`` prints)."""
+
+
+@register_event
+class CheckpointCreated(Event, tag="checkpoint_created", frozen=True, kw_only=True):
+    """A checkpoint was written to a session (one per `CheckpointStore.create` call).
+
+    The state itself is a content-addressed blob attached in the same append; the event
+    carries its digest, so the hash chain covers the state even after the blob is purged.
+    """
+
+    session_id: str
+    run_id: uuid.UUID
+    checkpoint_id: str
+    parent_id: str | None = None
+    step: int = 0
+    state_digest: HexDigest
+    state_encoding: str
+    """``json`` (the blob is the state's JSON encoding) or ``bytes`` (the blob is the state)."""
+    state_size: int
+    metadata: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+@register_event
+class SessionDeleted(Event, tag="session_deleted", frozen=True, kw_only=True):
+    """A session's checkpoints were deleted: the tombstone.
+
+    The events before it stay in the log (the audit trail); the views forget the session's
+    checkpoints and the state blobs nothing else references are purged in the same append.
+    """
+
+    session_id: str
+    checkpoints: int
+    """How many checkpoint records the deletion removed from the views."""

@@ -1,0 +1,256 @@
+"""`CheckpointStore`: at-least-once workflow checkpoints over the event log.
+
+Decisions made here (where the contracts we implement were silent):
+
+- **A session is a stream** ``session:<session_id>`` per tenant, so session ids are at most
+  247 characters. ``create`` appends one `CheckpointCreated` at the end whatever the
+  stream's length (``expected_version=ANY``; the log retries a version race): the contract
+  is at-least-once, nothing is deduplicated, and two creates with the same checkpoint id
+  are two records (reads answer with the newer).
+- **State is a content-addressed blob** attached in the same append: identical states are
+  stored once per tenant, however many records carry them. JSON state is stored as its
+  msgspec JSON encoding and read back decoded (tuples come back as lists, non-string keys
+  as strings); ``bytes`` are stored and returned as they are. NaN and ±Infinity are
+  refused (JSON has no spelling for them). The size limit is ``log.max_payload_bytes``.
+- **A parent must be a checkpoint of the same tenant and session**, else `InvalidInput`
+  naming ``parent_id`` (same message whether it is unknown, deleted, or someone else's).
+  The check reads the view before the append, unfenced: a parent can only disappear by a
+  concurrent delete of the whole session, which leaves a child whose parent was erased in
+  the same breath; nothing reads through ``parent_id``, so this is harmless and not worth
+  a fenced append on the hot path.
+- **Order is log order**, never time: ``list`` and ``latest`` by version in the session,
+  ``list_by_run`` by position. ``latest`` is the Go ``Manager.latest_checkpoint``.
+- **Reads never distinguish absent, deleted and another tenant's**: each is the same
+  single view query coming back empty (``read`` then skips the blob read).
+- **Delete** reads the stream's version, then the session's rows, and appends a
+  `SessionDeleted` tombstone fenced on that version, releasing one blob reference per row
+  (so a blob that another session still uses survives). A race with a create is a
+  version conflict: it re-reads and decides again. Deleting a session with no
+  checkpoints appends nothing and returns 0. The events stay; the chain still verifies.
+"""
+
+from __future__ import annotations
+
+import builtins
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import structlog
+
+import projections.checkpoints as views  # module attributes: the two packages import each other
+from eventlog.checkpoints import decisions
+from eventlog.checkpoints.decisions import EncodedState
+from eventlog.checkpoints.events import SessionDeleted
+from eventlog.checkpoints.ids import uuid7
+from eventlog.checkpoints.records import (
+    RECORD_COLUMNS,
+    CheckpointRecord,
+    RunInfo,
+    SessionInfo,
+    record_from_row,
+    run_from_row,
+    session_from_row,
+)
+from eventlog.errors import VersionConflict
+from eventlog.validation import check_id, check_positive_limit, check_uuid
+from projections.query import ViewQuery
+
+if TYPE_CHECKING:
+    import uuid
+
+    from eventlog.checkpoints.typed import TypedCheckpointStore
+    from eventlog.log import EventLog
+
+logger = structlog.get_logger(__name__)
+
+T = TypeVar("T")
+
+DELETE_ATTEMPTS = 16
+"""How often ``delete`` re-decides after losing a race with a concurrent write."""
+
+
+class CheckpointStore:
+    """Tenant-scoped workflow checkpoints (``log.checkpoints``); see the module docstring."""
+
+    def __init__(self, log: EventLog) -> None:
+        self._log = log
+
+    @property
+    def max_state_bytes(self) -> int:
+        """The largest state accepted, in encoded bytes: the log's ``max_payload_bytes``."""
+        return self._log.max_payload_bytes
+
+    async def create(self, record: CheckpointRecord) -> CheckpointRecord:
+        """Append a checkpoint; return it with its id, ``position`` and ``recorded_at``.
+
+        Raises `InvalidInput` (naming the field) for a bad id, ``run_id``, step, metadata,
+        state or parent; nothing is written then.
+        """
+        checked = decisions.check_record(record, self.max_state_bytes)
+        state = decisions.encode_state(record.state, self.max_state_bytes)
+        return await self.create_encoded(checked, record.state, state)
+
+    async def create_encoded(
+        self, checked: decisions.CheckedRecord, state: Any, encoded: EncodedState
+    ) -> CheckpointRecord:
+        """Append a validated record whose state is already encoded (the typed layer's way in)."""
+        if checked.parent_id is not None:
+            matches = await self._rows_with_id(
+                checked.tenant_id, checked.session_id, checked.parent_id, limit=1
+            )
+            decisions.check_parent(checked.parent_id, matches)
+        checkpoint_id = checked.checkpoint_id or str(uuid7())
+        event = decisions.created_event(checked, checkpoint_id, encoded)
+        result = await self._log.append(
+            checked.tenant_id, decisions.session_stream(checked.session_id), [event],
+            attach=[encoded.data],
+        )
+        logger.debug("created", tenant=checked.tenant_id, session=checked.session_id,
+                     checkpoint=checkpoint_id, position=result.positions[0])
+        return CheckpointRecord(
+            tenant_id=checked.tenant_id, session_id=checked.session_id, run_id=checked.run_id,
+            checkpoint_id=checkpoint_id, parent_id=checked.parent_id, step=checked.step,
+            state=state, metadata=checked.metadata, position=result.positions[0],
+            recorded_at=result.recorded_at,
+        )
+
+    async def read(self, tenant_id: str, session_id: str, checkpoint_id: str) -> Any:
+        """The state of the newest record with this id, or None when there is none here."""
+        found = await self.read_encoded(tenant_id, session_id, checkpoint_id)
+        return None if found is None else decisions.decode_state(found.encoding, found.data)
+
+    async def read_encoded(
+        self, tenant_id: str, session_id: str, checkpoint_id: str
+    ) -> EncodedState | None:
+        """The stored blob of the newest record with this id: one view query, one blob read."""
+        _check_session(tenant_id, session_id)
+        check_id("checkpoint_id", checkpoint_id)
+        rows = await self._rows_with_id(tenant_id, session_id, checkpoint_id, limit=1)
+        if not rows:
+            return None
+        data = await self._log.get_blob(tenant_id, rows[0]["state_digest"])
+        return None if data is None else EncodedState(rows[0]["state_encoding"], data)
+
+    async def list(self, tenant_id: str, session_id: str) -> builtins.list[CheckpointRecord]:
+        """Every record of the session since its last delete, oldest first; state not read."""
+        _check_session(tenant_id, session_id)
+        return await self._records(tenant_id, {"session_id": session_id}, "version")
+
+    async def list_by_run(
+        self, tenant_id: str, run_id: uuid.UUID | str
+    ) -> builtins.list[CheckpointRecord]:
+        """Every record one run wrote, oldest first; state not read."""
+        check_id("tenant_id", tenant_id)
+        run = check_uuid("run_id", run_id)
+        return await self._records(tenant_id, {"run_id": run}, "position")
+
+    async def latest(self, tenant_id: str, session_id: str) -> CheckpointRecord | None:
+        """The session's most recently written record (by log order), or None."""
+        _check_session(tenant_id, session_id)
+        rows = await self._log.storage.query(ViewQuery(
+            views.CHECKPOINTS, {"tenant_id": tenant_id, "session_id": session_id},
+            order_by=("version",), descending=True, limit=1, columns=RECORD_COLUMNS,
+        ))
+        return record_from_row(tenant_id, rows[0]) if rows else None
+
+    async def index(
+        self, tenant_id: str, session_id: str, parent_id: str | None = None
+    ) -> builtins.list[CheckpointRecord]:
+        """The session's records in order; with ``parent_id``, only that checkpoint's children."""
+        _check_session(tenant_id, session_id)
+        if parent_id is None:
+            return await self.list(tenant_id, session_id)
+        check_id("parent_id", parent_id)
+        where = {"session_id": session_id, "parent_id": parent_id}
+        return await self._records(tenant_id, where, "version")
+
+    async def delete(self, tenant_id: str, session_id: str) -> int:
+        """Delete the session's checkpoints from the views and purge their unshared state.
+
+        Returns how many records were removed (0 when there were none; nothing is appended
+        then). Raises `VersionConflict` only after losing `DELETE_ATTEMPTS` races in a row.
+        """
+        _check_session(tenant_id, session_id)
+        stream = decisions.session_stream(session_id)
+        for attempt in range(DELETE_ATTEMPTS):
+            version = await self._stream_version(tenant_id, stream)
+            rows = await self._log.storage.query(ViewQuery(
+                views.CHECKPOINTS, {"tenant_id": tenant_id, "session_id": session_id},
+                columns=("state_digest",),
+            ))
+            plan = decisions.plan_delete(row["state_digest"] for row in rows)
+            if plan.count == 0:
+                return 0
+            tombstone = SessionDeleted(session_id=session_id, checkpoints=plan.count)
+            try:
+                await self._log.append(tenant_id, stream, [tombstone],
+                                       expected_version=version, release=plan.releases)
+            except VersionConflict:
+                if attempt == DELETE_ATTEMPTS - 1:
+                    raise
+                continue
+            logger.info("deleted", tenant=tenant_id, session=session_id, checkpoints=plan.count)
+            return plan.count
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def sessions(
+        self, tenant_id: str, *, after: str | None = None, limit: int = 100
+    ) -> builtins.list[SessionInfo]:
+        """A page of the tenant's sessions that have checkpoints, by session id after ``after``."""
+        check_id("tenant_id", tenant_id)
+        check_positive_limit("limit", limit, maximum=10_000)
+        if after is not None:
+            check_id("after", after)
+        rows = await self._log.storage.query(ViewQuery(
+            views.SESSIONS, {"tenant_id": tenant_id}, order_by=("session_id",),
+            after=None if after is None else (after,), limit=limit,
+        ))
+        return [session_from_row(row) for row in rows]
+
+    async def runs(self, tenant_id: str, session_id: str) -> builtins.list[RunInfo]:
+        """The session's runs in the order they started, each with its first checkpoint."""
+        _check_session(tenant_id, session_id)
+        rows = await self._log.storage.query(ViewQuery(
+            views.RUNS, {"tenant_id": tenant_id, "session_id": session_id},
+            order_by=("first_version",),
+        ))
+        return [run_from_row(row) for row in rows]
+
+    def typed(self, state_type: type[T]) -> TypedCheckpointStore[T]:
+        """This store with states of one type (the Go ``Store[T]``): create takes a ``T``,
+        read returns a decoded ``T``. ``state_type`` is anything msgspec can decode into."""
+        from eventlog.checkpoints.typed import TypedCheckpointStore
+
+        return TypedCheckpointStore(self, state_type)
+
+    # -- view reads ----------------------------------------------------------------------
+
+    async def _rows_with_id(
+        self, tenant_id: str, session_id: str, checkpoint_id: str, *, limit: int
+    ) -> builtins.list[dict[str, Any]]:
+        return await self._log.storage.query(ViewQuery(
+            views.CHECKPOINTS,
+            {"tenant_id": tenant_id, "session_id": session_id, "checkpoint_id": checkpoint_id},
+            order_by=("version",), descending=True, limit=limit,
+            columns=("state_digest", "state_encoding"),
+        ))
+
+    async def _records(
+        self, tenant_id: str, where: dict[str, Any], order: str
+    ) -> builtins.list[CheckpointRecord]:
+        rows = await self._log.storage.query(ViewQuery(
+            views.CHECKPOINTS, {"tenant_id": tenant_id, **where}, order_by=(order,),
+            columns=RECORD_COLUMNS,
+        ))
+        return [record_from_row(tenant_id, row) for row in rows]
+
+    async def _stream_version(self, tenant_id: str, stream_id: str) -> int:
+        rows = await self._log.storage.query(ViewQuery(
+            "stream_heads", {"tenant_id": tenant_id, "stream_id": stream_id},
+            columns=("version",),
+        ))
+        return int(rows[0]["version"]) if rows else 0
+
+
+def _check_session(tenant_id: str, session_id: str) -> None:
+    check_id("tenant_id", tenant_id)
+    decisions.check_session_id(session_id)
