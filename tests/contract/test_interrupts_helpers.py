@@ -1,0 +1,126 @@
+"""Helpers shared by the interrupt store's tests: a fake clock, batches, answers, opening."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterable
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from eventlog import EventLog, open_log
+from eventlog.interrupts import (
+    Interrupt,
+    InterruptOptions,
+    Operation,
+    PendingBatch,
+    Resume,
+    ResumeInput,
+)
+from tests.conftest import BackendTarget
+
+START = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
+PAY = Operation("payments", "1")
+OPTIONS = InterruptOptions(
+    preparation_lease=timedelta(minutes=5),
+    approval_ttl=timedelta(hours=1),
+    audit_retention=timedelta(days=1),
+)
+APPROVAL = {
+    "type": "object",
+    "properties": {"approved": {"type": "boolean"}, "note": {"type": "string"}},
+    "required": ["approved"],
+    "additionalProperties": False,
+}
+
+
+class FakeClock:
+    """A clock that only moves when told to."""
+
+    def __init__(self, now: datetime = START) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, **delta: float) -> None:
+        """Move the clock forward by ``timedelta(**delta)``."""
+        self.now += timedelta(**delta)
+
+
+@asynccontextmanager
+async def open_interrupt_log(
+    target: BackendTarget,
+    clock: FakeClock,
+    options: InterruptOptions = OPTIONS,
+    operations: Iterable[Operation] | None = None,
+) -> AsyncIterator[EventLog]:
+    """Open ``target``'s log with a fake clock and interrupt options."""
+    async with open_log(
+        target.url, clock=clock, interrupt_options=options, operations=operations,
+        **target.options(),
+    ) as log:
+        yield log
+
+
+def interrupts(*ids: str, schema: dict[str, Any] | None = APPROVAL) -> list[Interrupt]:
+    """Interrupts with the given ids (default one, ``approve``) and a response schema."""
+    return [
+        Interrupt(id=i, reason="confirmation", message=f"ok {i}?", response_schema=schema)
+        for i in (ids or ("approve",))
+    ]
+
+
+async def create(
+    log: EventLog, scope: str = "acme", thread: str = "thread-1", *ids: str
+) -> PendingBatch:
+    """A pending batch for ``ids`` on ``thread``."""
+    return await log.interrupts.create(scope, thread, interrupts(*ids), "cp-1", operation=PAY)
+
+
+def answer(batch: PendingBatch, **overrides: Any) -> ResumeInput:
+    """A complete approving answer to ``batch``."""
+    responses = [
+        Resume(interrupt_id=i.id, status="resolved", payload={"approved": True})
+        for i in batch.interrupts
+    ]
+    fields: dict[str, Any] = {
+        "thread_id": batch.thread_id, "batch_id": batch.batch_id, "responses": responses,
+    }
+    fields.update(overrides)
+    return ResumeInput(**fields)
+
+
+async def event_count(log: EventLog) -> int:
+    """How many events the whole log holds."""
+    count, cursor = 0, None
+    while True:
+        page = await log.read_all(after=cursor, limit=1000)
+        if not page.events:
+            return count
+        count += len(page.events)
+        cursor = page.cursor
+
+
+async def view_differences(log: EventLog) -> list[Any]:
+    """`compare_views`, waiting briefly while PostgreSQL's gap-safe reads hold back events
+    behind a transaction still open elsewhere on the server (another test's, say)."""
+    from projections import compare_views
+
+    differences = await compare_views(log)
+    for _ in range(50):
+        if not differences:
+            break
+        await asyncio.sleep(0.1)
+        differences = await compare_views(log)
+    return differences
+
+
+async def batch_row(log: EventLog, scope: str, batch_id: str) -> dict[str, Any] | None:
+    """The raw view row of a batch."""
+    from projections.query import ViewQuery
+
+    rows = await log.storage.query(
+        ViewQuery("interrupt_batches", where={"tenant_id": scope, "batch_id": batch_id})
+    )
+    return rows[0] if rows else None
