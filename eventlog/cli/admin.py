@@ -1,0 +1,145 @@
+"""``eventlog migrate``, ``eventlog stats`` and ``eventlog cleanup``: looking after a log."""
+
+from __future__ import annotations
+
+import argparse
+from collections import defaultdict
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from rich.table import Table
+
+from eventlog.cli.context import Context, add_command
+from eventlog.cli.errors import EXIT_OK
+from eventlog.cli.options import positive_int
+from eventlog.cli.render import pairs_table
+from eventlog.cli.scope import require_tenant
+from eventlog.interrupts.events import BATCH_TABLE
+from eventlog.interrupts.models import BatchState
+from eventlog.log import EventLog
+from projections.checkpoints import CHECKPOINTS, RUNS, SESSIONS
+from projections.query import ViewQuery
+
+OPEN_BATCH_STATES = frozenset({BatchState.PENDING, BatchState.CLAIMED, BatchState.EFFECT_STARTED})
+"""Batches waiting for an answer or being worked on (``unresolved`` is counted apart)."""
+
+
+def register(commands: Any, common: argparse.ArgumentParser) -> None:
+    """Add ``migrate``, ``stats`` and ``cleanup``."""
+    add_command(
+        commands, common, "migrate", "bring the database's schema up to date", run_migrate,
+        description="Create or upgrade the log's tables (serialized across processes) and "
+        "show the schema revision. A database stamped with a revision this version does not "
+        "know is refused.",
+    )
+    stats = add_command(
+        commands, common, "stats", "count events, streams, sessions, runs, batches, blob bytes",
+        run_stats,
+        description="Per tenant: events, streams, sessions with checkpoints, checkpoints, "
+        "runs, open and unresolved interrupt batches, and the bytes of live state blobs.",
+    )
+    stats.add_argument("--tenant", metavar="T", help="only this tenant")
+    cleanup = add_command(
+        commands, common, "cleanup", "run one bounded interrupt maintenance pass", run_cleanup,
+        description="One bounded pass of the interrupt store's maintenance: expire leases "
+        "(back to pending, or unresolved after an effect), expire unanswered batches, "
+        "abandon captures under dead claims, retire finished batches past the audit "
+        "retention from the views. Never resolves an unresolved effect. Prints the counts.",
+    )
+    cleanup.add_argument("--limit", type=positive_int, metavar="N",
+                         help="batches per category in this pass (default: the store's 100)")
+
+
+async def run_migrate(context: Context) -> int:
+    """Create or upgrade the schema, then print the revision it is at."""
+    async with context.open(upgrade=True, create=True) as log:
+        revision = log.schema_revision
+    if context.json:
+        context.print_json({"url": context.shown_url(), "revision": revision})
+    else:
+        context.out.print(f"{context.shown_url()}: schema at revision {revision} (up to date)")
+    return EXIT_OK
+
+
+@dataclass
+class TenantStats:
+    """The counts ``stats`` shows for one tenant."""
+
+    tenant_id: str
+    events: int = 0
+    streams: int = 0
+    sessions: int = 0
+    checkpoints: int = 0
+    runs: int = 0
+    open_batches: int = 0
+    unresolved_batches: int = 0
+    state_bytes: int = 0
+
+
+async def run_stats(context: Context) -> int:
+    """Count per tenant from the views (one query per view)."""
+    tenant: str | None = context.args.tenant
+    async with context.open() as log:
+        if tenant is not None:
+            await require_tenant(log, tenant)
+        stats = await tenant_stats(log, tenant)
+    if context.json:
+        context.print_json({"tenants": [asdict(row) for row in stats]})
+        return EXIT_OK
+    table = Table(title="Per tenant", title_justify="left")
+    names = [name for name in TenantStats.__dataclass_fields__]
+    for name in names:
+        table.add_column(name.replace("_", " "), justify="left" if name == "tenant_id" else "right")
+    for row in stats:
+        table.add_row(*(str(getattr(row, name)) for name in names))
+    context.out.print(table)
+    return EXIT_OK
+
+
+async def tenant_stats(log: EventLog, tenant: str | None) -> list[TenantStats]:
+    """The counts of every tenant (or one), sorted by tenant id."""
+    where = {} if tenant is None else {"tenant_id": tenant}
+    stats: dict[str, TenantStats] = {}
+
+    def of(row: dict[str, Any]) -> TenantStats:
+        key = row["tenant_id"]
+        return stats.setdefault(key, TenantStats(key))
+
+    for row in await _rows(log, "stream_heads", where, ("tenant_id", "version")):
+        of(row).events += int(row["version"])
+        of(row).streams += 1
+    for row in await _rows(log, SESSIONS, where, ("tenant_id",)):
+        of(row).sessions += 1
+    for row in await _rows(log, RUNS, where, ("tenant_id",)):
+        of(row).runs += 1
+    sizes: dict[str, dict[bytes, int]] = defaultdict(dict)
+    for row in await _rows(log, CHECKPOINTS, where, ("tenant_id", "state_digest", "state_size")):
+        of(row).checkpoints += 1
+        sizes[row["tenant_id"]][bytes(row["state_digest"])] = int(row["state_size"])
+    for key, blobs in sizes.items():
+        stats[key].state_bytes = sum(blobs.values())
+    for row in await _rows(log, BATCH_TABLE, where, ("tenant_id", "state")):
+        if row["state"] in OPEN_BATCH_STATES:
+            of(row).open_batches += 1
+        elif row["state"] == BatchState.UNRESOLVED:
+            of(row).unresolved_batches += 1
+    return [stats[key] for key in sorted(stats)]
+
+
+async def _rows(
+    log: EventLog, table: str, where: dict[str, Any], columns: tuple[str, ...]
+) -> list[dict[str, Any]]:
+    return await log.storage.query(ViewQuery(table, where, columns=columns))
+
+
+async def run_cleanup(context: Context) -> int:
+    """One maintenance pass; print what it did."""
+    async with context.open() as log:
+        result = await log.interrupts.cleanup(limit=context.args.limit)
+    counts = asdict(result)
+    if context.json:
+        context.print_json(counts)
+    else:
+        pairs = [(name.replace("_", " "), value) for name, value in counts.items()]
+        context.out.print(pairs_table("Cleanup pass", pairs))
+    return EXIT_OK

@@ -1,0 +1,156 @@
+"""What every command gets: its arguments, where to print, and how to open the log."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+from collections.abc import AsyncIterator, Callable, Coroutine
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+)
+
+from eventlog.cli.errors import EXIT_OPERATIONAL, EXIT_STATUSES_HELP, CommandError
+from eventlog.cli.render import jsonable
+from eventlog.clock import Clock, system_clock
+from eventlog.errors import SchemaError, StorageError, StoreLocked
+from eventlog.log import EventLog
+from eventlog.opening import DEFAULT_SCHEMA, DEFAULT_URL, backend_for, open_log
+
+Handler = Callable[["Context"], Coroutine[Any, Any, int]]
+"""A command: runs with its context and returns the exit status."""
+
+_LOCAL_SCHEMES = ("sqlite", "sqlite+aiosqlite", "file")
+_PIPE_WIDTH = 120  # tables written to a file or pipe get this width, not rich's 80
+
+
+@dataclass
+class Context:
+    """One command's invocation: parsed arguments, consoles and the log's address."""
+
+    args: argparse.Namespace
+    out: Console = field(init=False)
+    err: Console = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.out = _console(sys.stdout)
+        self.err = _console(sys.stderr)
+
+    @property
+    def url(self) -> str:
+        """The log URL: ``--url``, else ``$EVENTLOG_URL``, else the embedded default."""
+        given: str | None = self.args.url
+        return given or os.environ.get("EVENTLOG_URL") or DEFAULT_URL
+
+    @property
+    def schema(self) -> str:
+        """The PostgreSQL schema: ``--schema``, else ``$EVENTLOG_SCHEMA``, else the default."""
+        given: str | None = self.args.schema
+        return given or os.environ.get("EVENTLOG_SCHEMA") or DEFAULT_SCHEMA
+
+    @property
+    def json(self) -> bool:
+        """Whether to print JSON for scripts instead of tables for people."""
+        return bool(self.args.json)
+
+    def shown_url(self) -> str:
+        """The URL with any password masked, for messages."""
+        return mask_password(self.url)
+
+    @asynccontextmanager
+    async def open(
+        self, *, upgrade: bool = False, create: bool = False, clock: Clock = system_clock,
+        **options: Any,
+    ) -> AsyncIterator[EventLog]:
+        """Open the log; a missing or unreachable database is one clear error.
+
+        Reading commands pass neither flag: they never create a database or change its
+        schema, so a mistyped path is reported instead of becoming a new empty log.
+        ``options`` go to `open_log` as they are.
+        """
+        if not create:
+            self._require_existing()
+        opener = open_log(
+            self.url, schema=self.schema, upgrade=upgrade, clock=clock, **options
+        )
+        try:
+            log = await opener.__aenter__()
+        except (StorageError, StoreLocked, SchemaError, OSError) as error:
+            raise CommandError(
+                f"cannot open the log at {self.shown_url()}: {error}", EXIT_OPERATIONAL
+            ) from error
+        try:
+            yield log
+        except BaseException as error:
+            if not await opener.__aexit__(type(error), error, error.__traceback__):
+                raise
+        else:
+            await opener.__aexit__(None, None, None)
+
+    def _require_existing(self) -> None:
+        if self.url.partition("://")[0].lower() not in _LOCAL_SCHEMES:
+            return
+        storage = backend_for(self.url, schema=self.schema)
+        path = getattr(storage, "path", None) or getattr(storage, "root", None)
+        if path is not None and str(path) != ":memory:" and not Path(path).exists():
+            raise CommandError(
+                f"no log at {self.shown_url()}: {path} does not exist "
+                "(`eventlog migrate` creates an empty one, `eventlog demo` a sample)",
+                EXIT_OPERATIONAL,
+            )
+
+    def print_json(self, value: Any) -> None:
+        """Write ``value`` as one line of JSON to standard output."""
+        sys.stdout.write(json.dumps(jsonable(value), ensure_ascii=False) + "\n")
+        sys.stdout.flush()
+
+    def progress(self) -> Progress:
+        """A transient progress display on standard error, shown only on a terminal."""
+        return Progress(
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=self.err,
+            transient=True,
+            disable=not self.err.is_terminal,
+        )
+
+
+def _console(stream: Any) -> Console:
+    terminal = stream.isatty() if hasattr(stream, "isatty") else False
+    width = None if terminal else int(os.environ.get("COLUMNS", _PIPE_WIDTH))
+    # markup=False: ids and event data are printed as they are, never read as markup.
+    return Console(file=stream, width=width, highlight=False, markup=False, soft_wrap=False)
+
+
+def mask_password(url: str) -> str:
+    """``url`` with the password of its ``user:password@`` part replaced by ``***``."""
+    return re.sub(r"(://[^/:@]*):[^/@]*@", r"\1:***@", url)
+
+
+def add_command(
+    commands: Any, common: argparse.ArgumentParser, name: str, summary: str, handler: Handler,
+    description: str | None = None,
+) -> argparse.ArgumentParser:
+    """Add one command with the shared options, the exit statuses and its handler."""
+    parser: argparse.ArgumentParser = commands.add_parser(
+        name, parents=[common], help=summary, description=description or summary,
+        epilog=EXIT_STATUSES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.set_defaults(handler=handler)
+    return parser

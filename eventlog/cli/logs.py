@@ -1,0 +1,159 @@
+"""``eventlog log``: the events, like ``git log``, filtered, and ``--follow`` to tail them.
+
+Reading goes through `EventLog.read_all` and its opaque cursor, so following is gap-safe
+on every backend: an event that commits late (PostgreSQL) is shown when it becomes
+readable, never skipped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from eventlog.cli.context import Context, add_command
+from eventlog.cli.errors import EXIT_OK, CommandError
+from eventlog.cli.options import non_negative_float, positive_int, timestamp
+from eventlog.cli.render import event_json, event_line
+from eventlog.cli.scope import require_session, require_tenant
+from eventlog.log import EventLog
+from eventlog.records import RecordedEvent
+from eventlog.transfer import SessionMembership
+
+_PAGE = 1000
+
+
+def register(commands: Any, common: argparse.ArgumentParser) -> None:
+    """Add ``log``."""
+    parser = add_command(
+        commands, common, "log", "show events in log order, filtered; --follow tails them", run,
+        description="Show events in log order (like `git log`), oldest first. Filters "
+        "combine. With --follow, keep printing events as they commit (gap-safe).",
+    )
+    parser.add_argument("--tenant", metavar="T", help="only this tenant's events")
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--stream", metavar="S", help="only this stream (needs --tenant)")
+    which.add_argument(
+        "--session", metavar="S",
+        help="only this session: its checkpoints and its interrupt batches (needs --tenant)",
+    )
+    parser.add_argument(
+        "--type", metavar="TYPE", action="append", dest="types",
+        help="only events of this type (repeat for several)",
+    )
+    parser.add_argument("--from-position", type=positive_int, metavar="N",
+                        help="only events at position N or later")
+    parser.add_argument("--to-position", type=positive_int, metavar="N",
+                        help="only events at position N or earlier")
+    parser.add_argument("--since", type=timestamp, metavar="TIME",
+                        help="only events recorded at or after TIME (ISO 8601; no zone = UTC)")
+    parser.add_argument("--until", type=timestamp, metavar="TIME",
+                        help="only events recorded at or before TIME")
+    parser.add_argument("--limit", type=positive_int, metavar="N",
+                        help="stop after N events")
+    parser.add_argument("--follow", "-f", action="store_true",
+                        help="keep printing new events until interrupted")
+    parser.add_argument("--poll-interval", type=non_negative_float, default=0.5,
+                        metavar="SECONDS", help="with --follow: how often to look (0.5)")
+    parser.add_argument("--max-wait", type=non_negative_float, metavar="SECONDS",
+                        help="with --follow: stop after SECONDS without a new event")
+
+
+@dataclass(frozen=True)
+class EventFilter:
+    """Which events ``log`` shows; every condition given must hold."""
+
+    stream: str | None = None
+    session: SessionMembership | None = None
+    types: frozenset[str] | None = None
+    from_position: int | None = None
+    to_position: int | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+
+    def matches(self, event: RecordedEvent) -> bool:
+        """Whether ``event`` passes every condition."""
+        return (
+            (self.stream is None or event.stream_id == self.stream)
+            and (self.session is None or self.session.includes(event))
+            and (self.types is None or event.type in self.types)
+            and (self.from_position is None or event.position >= self.from_position)
+            and (self.to_position is None or event.position <= self.to_position)
+            and (self.since is None or event.recorded_at >= self.since)
+            and (self.until is None or event.recorded_at <= self.until)
+        )
+
+
+async def run(context: Context) -> int:
+    """Print the matching events, then (with --follow) the new ones as they commit."""
+    args = context.args
+    _check_arguments(args)
+    async with context.open() as log:
+        event_filter = await _build_filter(log, args)
+        shown = 0
+        async for event in follow(
+            log, args.tenant, follow=args.follow, poll_interval=args.poll_interval,
+            max_wait=args.max_wait,
+        ):
+            if not event_filter.matches(event):
+                continue
+            if context.json:
+                context.print_json(event_json(event))
+            else:
+                context.out.print(event_line(event), soft_wrap=True)
+            shown += 1
+            if args.limit is not None and shown >= args.limit:
+                break
+    return EXIT_OK
+
+
+async def follow(
+    log: EventLog, tenant_id: str | None, *, follow: bool, poll_interval: float = 0.5,
+    max_wait: float | None = None,
+) -> AsyncIterator[RecordedEvent]:
+    """Every event in log order; with ``follow``, then every new one as it commits.
+
+    Resumes from the cursor of the last page, so nothing is read twice or skipped.
+    Following stops after ``max_wait`` seconds without a new event (never when None).
+    """
+    cursor: str | None = None
+    idle_since = time.monotonic()
+    while True:
+        page = await log.read_all(after=cursor, limit=_PAGE, tenant_id=tenant_id)
+        cursor = page.cursor
+        for event in page.events:
+            yield event
+        if page.events:
+            idle_since = time.monotonic()
+            continue
+        if not follow or (max_wait is not None and time.monotonic() - idle_since >= max_wait):
+            return
+        await asyncio.sleep(poll_interval)
+
+
+def _check_arguments(args: argparse.Namespace) -> None:
+    if (args.stream or args.session) and not args.tenant:
+        raise CommandError("--stream and --session need --tenant (ids are per tenant)")
+    if not args.follow and (args.max_wait is not None):
+        raise CommandError("--max-wait only makes sense with --follow")
+
+
+async def _build_filter(log: EventLog, args: argparse.Namespace) -> EventFilter:
+    # A follower may wait for a tenant or session that has no events yet.
+    if args.session and not args.follow:
+        await require_session(log, args.tenant, args.session)
+    elif args.tenant and not args.follow:
+        await require_tenant(log, args.tenant)
+    return EventFilter(
+        stream=args.stream,
+        session=SessionMembership(args.session) if args.session else None,
+        types=frozenset(args.types) if args.types else None,
+        from_position=args.from_position,
+        to_position=args.to_position,
+        since=args.since,
+        until=args.until,
+    )

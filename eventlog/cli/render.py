@@ -1,0 +1,172 @@
+"""Turning library values into text for people and JSON for scripts.
+
+Nothing here reads the log: every function takes values and returns strings, rich
+renderables or plain JSON-ready data, so the commands stay thin and the formats stay in
+one place.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import msgspec
+from rich.table import Table
+from rich.text import Text
+
+from eventlog.records import RecordedEvent
+
+_SUMMARY_WIDTH = 90
+_VALUE_WIDTH = 40
+_HASH_WIDTH = 12
+EMPTY = "\N{EN DASH}"  # what an absent value shows as
+REDACTED = "(redacted)"
+TOKEN_FIELDS = frozenset({"token", "token_digest"})
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` as plain JSON data: times ISO 8601, bytes hex, UUIDs and enums as text."""
+    if isinstance(value, datetime):
+        return iso(value)
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value).hex()
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if isinstance(value, enum.Enum):
+        return jsonable(value.value)
+    if isinstance(value, msgspec.Struct):
+        return jsonable(msgspec.structs.asdict(value))
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return jsonable({f.name: getattr(value, f.name) for f in dataclasses.fields(value)})
+    if isinstance(value, Mapping):
+        return {str(key): jsonable(item) for key, item in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [jsonable(item) for item in value]
+    return value
+
+
+def iso(moment: datetime) -> str:
+    """An aware time in ISO 8601, UTC, to the microsecond (``…Z``)."""
+    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def when(moment: datetime | None) -> str:
+    """A time for people: UTC, to the millisecond."""
+    if moment is None:
+        return EMPTY
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + "Z"
+
+
+def short_hash(digest: bytes | None) -> str:
+    """The first hex digits of a hash: enough to tell hashes apart on screen."""
+    return EMPTY if digest is None else digest.hex()[:_HASH_WIDTH]
+
+
+def cell(value: Any, width: int = _VALUE_WIDTH) -> str:
+    """One value for a table cell: short, on one line."""
+    if value is None:
+        return EMPTY
+    if isinstance(value, datetime):
+        return when(value)
+    if isinstance(value, bytes | bytearray | memoryview):
+        return short_hash(bytes(value))
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, enum.Enum):
+        return str(value.value)
+    text = value if isinstance(value, str) else msgspec.json.encode(jsonable(value)).decode()
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def redact(row: Mapping[str, Any]) -> dict[str, Any]:
+    """``row`` with token material masked: the command never prints a claim's token or
+    its digest (as the interrupt store's own ``inspect`` never returns them)."""
+    return {
+        name: REDACTED if name in TOKEN_FIELDS and value is not None else value
+        for name, value in row.items()
+    }
+
+
+def event_fields(event: RecordedEvent) -> dict[str, Any]:
+    """The event's own fields, decoded from its stored bytes (without the type tag), with
+    token material masked."""
+    decoded = msgspec.json.decode(event.data)
+    if not isinstance(decoded, dict):
+        return {"value": decoded}
+    decoded.pop("type", None)
+    return redact(decoded)
+
+
+def summary(fields: Mapping[str, Any], skip: Iterable[str] = ()) -> str:
+    """``key=value`` pairs on one line, skipping ``skip``, cut to a readable length."""
+    hidden = set(skip)
+    parts = [
+        f"{key}={cell(value, 32)}" for key, value in fields.items()
+        if key not in hidden and value is not None
+    ]
+    text = " ".join(parts)
+    return text if len(text) <= _SUMMARY_WIDTH else text[: _SUMMARY_WIDTH - 1] + "…"
+
+
+def event_json(event: RecordedEvent) -> dict[str, Any]:
+    """One event for scripts: its envelope, its decoded fields and its hashes in hex."""
+    return {
+        "position": event.position,
+        "event_id": str(event.event_id),
+        "tenant_id": event.tenant_id,
+        "stream_id": event.stream_id,
+        "version": event.version,
+        "recorded_at": iso(event.recorded_at),
+        "type": event.type,
+        "data": jsonable(event_fields(event)),
+        "prev_hash": event.prev_hash.hex(),
+        "hash": event.hash.hex(),
+    }
+
+
+def event_line(event: RecordedEvent) -> Text:
+    """One event on one line, like ``git log --oneline``."""
+    line = Text()
+    line.append(f"{event.position:>8} ", style="yellow")
+    line.append(when(event.recorded_at) + " ", style="dim")
+    line.append(f"{event.tenant_id}/{event.stream_id}@{event.version} ", style="cyan")
+    line.append(event.type, style="bold")
+    details = summary(event_fields(event))
+    if details:
+        line.append("  " + details)
+    return line
+
+
+def rows_table(title: str, rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> Table:
+    """A table of ``rows`` showing ``columns`` in order."""
+    table = Table(title=title, title_justify="left", show_lines=False)
+    for name in columns:
+        table.add_column(name, overflow="fold")
+    for row in rows:
+        table.add_row(*(cell(row.get(name)) for name in columns))
+    return table
+
+
+def pairs_table(title: str | None, pairs: Iterable[tuple[str, Any]]) -> Table:
+    """A two-column table of labels and values."""
+    table = Table(title=title, title_justify="left", show_header=False, box=None)
+    table.add_column(style="bold")
+    table.add_column(overflow="fold")
+    for label, value in pairs:
+        table.add_row(label, cell(value, 80))
+    return table
+
+
+def verdict(label: str, ok: bool, problem: str) -> Text:
+    """``label: ok`` in green, or ``label: problem`` in red."""
+    return Text.assemble(f"{label}: ", ("ok", "green") if ok else (problem, "bold red"))
+
+
+def plural(count: int, noun: str, nouns: str | None = None) -> str:
+    """``1 batch``, ``2 batches``: a count with its noun."""
+    return f"{count} {noun if count == 1 else nouns or noun + 's'}"

@@ -1,0 +1,145 @@
+"""``eventlog replay --as-of``: the views as they stood at a past position or time.
+
+"What did the operator see at 14:02?" The views are rebuilt from the log alone, into
+memory, by `projections.rebuild(log, until_position=…)` or ``until_time=…``: the same
+folds the backends run inline, stopped at that moment. Nothing is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from rich.text import Text
+
+from eventlog.cli.context import Context, add_command
+from eventlog.cli.errors import EXIT_OK, CommandError
+from eventlog.cli.options import position_or_time
+from eventlog.cli.progress import CountingLog
+from eventlog.cli.render import redact, rows_table, when
+from eventlog.cli.scope import require_session, require_tenant
+from eventlog.transfer import count_events
+from projections.memory import Row, ViewTables
+from projections.runner import rebuild
+from projections.views import metadata
+
+DEFAULT_TABLES = ("checkpoint_sessions", "checkpoint_runs", "checkpoints", "interrupt_batches")
+"""The views shown unless --table says otherwise (the session, run and interrupt views)."""
+
+COLUMNS: Mapping[str, tuple[str, ...]] = {
+    "checkpoint_sessions": ("tenant_id", "session_id", "latest_checkpoint_id", "latest_step",
+                            "latest_run_id", "latest_position", "updated_at"),
+    "checkpoint_runs": ("tenant_id", "session_id", "run_id", "first_checkpoint_id",
+                        "first_parent_id", "first_step", "started_at"),
+    "checkpoints": ("tenant_id", "session_id", "version", "checkpoint_id", "step", "run_id",
+                    "parent_id", "state_size", "recorded_at"),
+    "interrupt_batches": ("tenant_id", "thread_id", "batch_id", "state", "generation",
+                          "lease_expires_at", "effect_started", "capture_state", "resolution",
+                          "reconciled_by", "updated_at"),
+    "stream_heads": ("tenant_id", "stream_id", "version", "head_hash", "last_position",
+                     "updated_at"),
+}
+"""The columns shown to people per view (``--json`` gives every column)."""
+
+
+def register(commands: Any, common: argparse.ArgumentParser) -> None:
+    """Add ``replay``."""
+    parser = add_command(
+        commands, common, "replay", "show the views as they stood at a past position or time",
+        run,
+        description="Rebuild the session, run and interrupt views from the log alone, into "
+        "memory, as they stood at a log position or a time, and show them. Nothing is "
+        "written.",
+    )
+    parser.add_argument(
+        "--as-of", required=True, type=position_or_time, metavar="POSITION|TIME",
+        help="a log position (e.g. 120) or an ISO 8601 time (e.g. 2026-11-29T14:02Z; "
+             "no zone = UTC)",
+    )
+    parser.add_argument("--tenant", metavar="T", help="only this tenant's rows")
+    parser.add_argument("--session", metavar="S",
+                        help="only this session's rows (needs --tenant)")
+    parser.add_argument("--table", action="append", dest="tables", metavar="NAME",
+                        help=f"views to show (repeatable; default: {', '.join(DEFAULT_TABLES)};"
+                             " also stream_heads)")
+
+
+async def run(context: Context) -> int:
+    """Rebuild as of the moment, then print the chosen views, filtered."""
+    args = context.args
+    as_of: int | datetime = args.as_of
+    tables = tuple(args.tables or DEFAULT_TABLES)
+    async with context.open() as log:
+        _check(args, tables)
+        if args.session:
+            await require_session(log, args.tenant, args.session)
+        elif args.tenant:
+            await require_tenant(log, args.tenant)
+        total = await count_events(log)
+        with context.progress() as progress:
+            task = progress.add_task("replaying the log", total=total)
+            counting = CountingLog(log, lambda n: progress.advance(task, n)).as_log()
+            if isinstance(as_of, int):
+                views = await rebuild(counting, until_position=as_of)
+            else:
+                views = await rebuild(counting, until_time=as_of)
+    snapshot = views.snapshot()
+    shown = {
+        name: [redact(row) for row in select_rows(snapshot[name], args.tenant, args.session)]
+        for name in tables
+    }
+    last = last_event(views)
+    if context.json:
+        context.print_json({
+            "as_of": as_of, "last_position": last[0], "last_recorded_at": last[1],
+            "views": shown,
+        })
+        return EXIT_OK
+    _print(context, as_of, last, shown)
+    return EXIT_OK
+
+
+def select_rows(rows: list[Row], tenant: str | None, session: str | None) -> list[Row]:
+    """The rows of one view that belong to the tenant and session (when given)."""
+    return [
+        row for row in rows
+        if (tenant is None or row.get("tenant_id") == tenant)
+        and (session is None or session in (row.get("session_id"), row.get("thread_id")))
+    ]
+
+
+def last_event(views: ViewTables) -> tuple[int | None, datetime | None]:
+    """The position and time of the last event folded into ``views`` (None: none was)."""
+    heads = views.snapshot().get("stream_heads", [])
+    if not heads:
+        return None, None
+    last = max(heads, key=lambda row: int(row["last_position"]))
+    return int(last["last_position"]), last["updated_at"]
+
+
+def _check(args: argparse.Namespace, tables: tuple[str, ...]) -> None:
+    if args.session and not args.tenant:
+        raise CommandError("--session needs --tenant (session ids are per tenant)")
+    unknown = [name for name in tables if name not in metadata.tables]
+    if unknown:
+        known = ", ".join(sorted(metadata.tables))
+        raise CommandError(f"unknown view {unknown[0]!r}; the views are: {known}")
+
+
+def _print(
+    context: Context, as_of: int | datetime, last: tuple[int | None, datetime | None],
+    shown: dict[str, list[Row]],
+) -> None:
+    moment = f"position {as_of}" if isinstance(as_of, int) else when(as_of)
+    if last[0] is None:
+        context.out.print(Text(f"As of {moment}: the log was empty.", style="bold"))
+    else:
+        context.out.print(Text(
+            f"As of {moment}: the views after event #{last[0]} (recorded {when(last[1])})",
+            style="bold",
+        ))
+    for name, rows in shown.items():
+        columns = COLUMNS.get(name) or (tuple(rows[0]) if rows else ())
+        context.out.print(rows_table(f"{name} ({len(rows)} rows)", rows, columns))

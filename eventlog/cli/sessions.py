@@ -1,0 +1,213 @@
+"""``eventlog timeline`` (one session's story) and ``eventlog inspect`` (one batch)."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import heapq
+from typing import Any
+
+import msgspec
+from rich.table import Table
+from rich.text import Text
+
+from eventlog.cli.context import Context, add_command
+from eventlog.cli.errors import EXIT_OK, CommandError
+from eventlog.cli.render import cell, pairs_table, plural, redact, summary, when
+from eventlog.cli.scope import require_session, require_tenant
+from eventlog.cli.story import Timeline, build_timeline
+from eventlog.interrupts.admin import audit_entry
+from eventlog.interrupts.events import batch_stream
+from eventlog.interrupts.models import AuditEntry, BatchInspection
+from eventlog.log import EventLog
+from eventlog.records import RecordedEvent
+
+_AUDIT_PAGE = 500
+
+
+def register(commands: Any, common: argparse.ArgumentParser) -> None:
+    """Add ``timeline`` and ``inspect``."""
+    timeline = add_command(
+        commands, common, "timeline", "one session's story in time order", run_timeline,
+        description="One session's story in log order: its runs and checkpoints "
+        "(duplicates marked), its interrupt batches with claims (by generation, never a "
+        "token), effects, captures, finishes, reconciliations, and tombstones.",
+    )
+    timeline.add_argument("tenant", metavar="TENANT")
+    timeline.add_argument("session", metavar="SESSION")
+    timeline.add_argument(
+        "--scan", action="store_true",
+        help="find the session's batches by reading the tenant's whole log (also finds "
+             "batches retired from the views)",
+    )
+    inspect = add_command(
+        commands, common, "inspect", "one interrupt batch and its whole audit trail",
+        run_inspect,
+        description="One interrupt batch: state, lease, effect, capture outcome, "
+        "reconciliation, its interrupts and its whole audit trail (never a token).",
+    )
+    inspect.add_argument("tenant", metavar="TENANT")
+    inspect.add_argument("batch", metavar="BATCH")
+
+
+# -- timeline --------------------------------------------------------------------------------
+
+
+async def run_timeline(context: Context) -> int:
+    """Read the session's streams, merge them in log order, print the story."""
+    args = context.args
+    async with context.open() as log:
+        streams = await require_session(log, args.tenant, args.session, scan=args.scan)
+        events = await read_merged(log, args.tenant, streams)
+    story = build_timeline(events)
+    if context.json:
+        context.print_json(timeline_json(args.tenant, args.session, story))
+    else:
+        print_timeline(context, args.tenant, args.session, story)
+    return EXIT_OK
+
+
+async def read_merged(log: EventLog, tenant: str, streams: list[str]) -> list[RecordedEvent]:
+    """Every event of ``streams``, merged by log position."""
+    per_stream = [[event async for event in log.read_stream(tenant, s)] for s in streams]
+    return list(heapq.merge(*per_stream, key=lambda event: event.position))
+
+
+def timeline_json(tenant: str, session: str, story: Timeline) -> dict[str, Any]:
+    """The timeline for scripts."""
+    return {
+        "tenant": tenant, "session": session,
+        "runs": [{"number": n, "run_id": run} for run, n in story.runs.items()],
+        "batches": [{"number": n, "batch_id": batch} for batch, n in story.batches.items()],
+        "checkpoints": story.checkpoints, "duplicates": story.duplicates,
+        "tombstones": story.tombstones,
+        "entries": [
+            {"position": e.position, "recorded_at": e.recorded_at, "stream_id": e.stream_id,
+             "version": e.version, "type": e.type, "lane": e.lane, "what": e.what,
+             "details": e.details, "duplicate_of": e.duplicate_of, "data": e.fields}
+            for e in story.entries
+        ],
+    }
+
+
+def print_timeline(context: Context, tenant: str, session: str, story: Timeline) -> None:
+    """The timeline for people: a headline and one table row per event."""
+    context.out.print(Text.assemble(
+        ("Session ", "bold"), (session, "bold cyan"), (" of tenant ", "bold"),
+        (tenant, "bold cyan"),
+        f": {plural(len(story.runs), 'run')}, {plural(story.checkpoints, 'checkpoint')} "
+        f"({plural(story.duplicates, 'duplicate')}), "
+        f"{plural(len(story.batches), 'interrupt batch', 'interrupt batches')}, "
+        f"{plural(story.tombstones, 'tombstone')}",
+    ))
+    table = Table("#", "time", "lane", "what", "details", title_justify="left")
+    for entry in story.entries:
+        style = "yellow" if entry.duplicate_of is not None else (
+            "magenta" if entry.lane.startswith("batch") else None)
+        table.add_row(str(entry.position), when(entry.recorded_at), entry.lane,
+                      Text(entry.what, style=style or ""), entry.details)
+    context.out.print(table)
+    for run, number in story.runs.items():
+        context.out.print(Text(f"run {number} = {run}", style="dim"))
+
+
+# -- inspect ---------------------------------------------------------------------------------
+
+
+async def run_inspect(context: Context) -> int:
+    """The batch's safe metadata and every page of its audit trail."""
+    args = context.args
+    async with context.open() as log:
+        await require_tenant(log, args.tenant)
+        inspection = await inspect_all(log, args.tenant, args.batch)
+        retired: list[AuditEntry] | None = None
+        if inspection is None:
+            retired = [audit_entry(event) async for event in
+                       log.read_stream(args.tenant, batch_stream(args.batch))]
+            if not retired:
+                raise CommandError(
+                    f"unknown interrupt batch {args.batch!r} in tenant {args.tenant!r}")
+    if retired is not None:
+        _print_retired(context, args.batch, retired)
+    elif context.json:
+        assert inspection is not None
+        context.print_json(redact_inspection(inspection))
+    else:
+        assert inspection is not None
+        print_inspection(context, inspection)
+    return EXIT_OK
+
+
+async def inspect_all(log: EventLog, tenant: str, batch_id: str) -> BatchInspection | None:
+    """`InterruptStore.inspect` with every page of the audit trail joined."""
+    first = await log.interrupts.inspect([tenant], batch_id, limit=_AUDIT_PAGE)
+    if first is None:
+        return None
+    audit, cursor = list(first.audit), first.cursor
+    while cursor is not None:
+        page = await log.interrupts.inspect([tenant], batch_id, limit=_AUDIT_PAGE,
+                                            cursor=cursor)
+        if page is None:
+            break
+        audit.extend(page.audit)
+        cursor = page.cursor
+    return BatchInspection(batch=first.batch, interrupts=first.interrupts, audit=audit,
+                           cursor=None)
+
+
+def redact_inspection(inspection: BatchInspection) -> dict[str, Any]:
+    """An inspection for scripts, with any token material masked."""
+    return {
+        "batch": redact(_fields(inspection.batch)),
+        "interrupts": [_fields(item) for item in inspection.interrupts],
+        "audit": [{**_fields(entry), "details": redact(entry.details)}
+                  for entry in inspection.audit],
+    }
+
+
+def print_inspection(context: Context, inspection: BatchInspection) -> None:
+    """The batch for people: its metadata, its questions, its audit trail."""
+    batch = inspection.batch
+    context.out.print(pairs_table(f"Interrupt batch {batch.batch_id}", [
+        ("tenant", batch.scope), ("thread (session)", batch.thread_id),
+        ("resumes from", batch.checkpoint_id),
+        ("operation", f"{batch.operation.name}@{batch.operation.version}"),
+        ("state", batch.state.value), ("version", batch.version),
+        ("generation", batch.generation), ("lease expires", batch.lease_expires_at),
+        ("answer deadline", batch.approval_expires_at),
+        ("effect started", batch.effect_started), ("capture", batch.capture_state),
+        ("resolution", batch.resolution), ("reconciled by", batch.reconciled_by),
+        ("created", batch.created_at), ("updated", batch.updated_at),
+    ]))
+    questions = Table("interrupt", "reason", "message", title="Interrupts",
+                      title_justify="left")
+    for item in inspection.interrupts:
+        questions.add_row(item.id, item.reason, cell(item.message, 80))
+    context.out.print(questions)
+    context.out.print(_audit_table(inspection.audit))
+
+
+def _audit_table(audit: list[AuditEntry]) -> Table:
+    table = Table("v", "#", "time", "type", "details", title="Audit trail",
+                  title_justify="left")
+    for entry in audit:
+        table.add_row(str(entry.version), str(entry.position), when(entry.recorded_at),
+                      entry.type, summary(redact(entry.details), skip=("batch_id",)))
+    return table
+
+
+def _print_retired(context: Context, batch_id: str, audit: list[AuditEntry]) -> None:
+    if context.json:
+        context.print_json({"batch_id": batch_id, "retired": True, "audit": [
+            {**_fields(entry), "details": redact(entry.details)} for entry in audit]})
+        return
+    context.out.print(Text(f"Interrupt batch {batch_id} was retired from the views after "
+                           "the audit retention; its events:", style="bold"))
+    context.out.print(_audit_table(audit))
+
+
+def _fields(value: Any) -> dict[str, Any]:
+    if isinstance(value, msgspec.Struct):
+        return msgspec.structs.asdict(value)
+    return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+

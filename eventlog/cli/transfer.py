@@ -1,0 +1,126 @@
+"""``eventlog export`` and ``eventlog import``: move a tenant's log between databases.
+
+The work is `eventlog.transfer` (the file format, the checks, the idempotent import);
+this module opens files, drives the progress bar and prints the summary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+from rich.console import Console
+
+from eventlog.cli.context import Context, add_command
+from eventlog.cli.errors import EXIT_FINDINGS, EXIT_OK, CommandError
+from eventlog.cli.render import pairs_table
+from eventlog.cli.scope import require_session, require_tenant
+from eventlog.transfer import ImportRefused, export_log, import_log
+
+
+def register(commands: Any, common: argparse.ArgumentParser) -> None:
+    """Add ``export`` and ``import``."""
+    export = add_command(
+        commands, common, "export", "write a tenant's (or one session's) log to a file",
+        run_export,
+        description="Write a tenant's events (or one session's: its checkpoints and its "
+        "interrupt batches) to FILE as JSON Lines: events byte-identical with their ids, "
+        "versions, times and hashes, and the state blobs they name unless --without-state. "
+        "FILE - writes to standard output.",
+    )
+    export.add_argument("--tenant", required=True, metavar="T", help="the tenant to export")
+    export.add_argument("--session", metavar="S", help="only this session")
+    export.add_argument("--without-state", action="store_true",
+                        help="leave the checkpoint state blobs out (events only)")
+    export.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
+    export.add_argument("file", metavar="FILE")
+    imported = add_command(
+        commands, common, "import", "append an exported file's events to this log",
+        run_import,
+        description="Append the events of an export FILE to the log at --url, as they are "
+        "(same ids, versions, times and hashes: the chains verify in the copy), folding "
+        "the views afresh. Streams the log already holds are skipped, so importing the "
+        "same file twice changes nothing; a stream whose history differs is refused "
+        "before anything is written (exit status 1).",
+    )
+    imported.add_argument("file", metavar="FILE")
+
+
+async def run_export(context: Context) -> int:
+    """Export to FILE (written whole, then renamed into place) or standard output."""
+    args = context.args
+    to_stdout = args.file == "-"
+    target = Path(args.file)
+    # The command is one process doing one thing: blocking file checks cost nothing here.
+    if not to_stdout and target.exists() and not args.force:  # noqa: ASYNC240
+        raise CommandError(f"{target} exists; choose another FILE or pass --force")
+    async with context.open() as log:
+        if args.session:
+            await require_session(log, args.tenant, args.session, scan=True)
+        else:
+            await require_tenant(log, args.tenant)
+        with context.progress() as progress, _sink(target, to_stdout) as sink:
+            task = progress.add_task("exporting", total=None)
+            summary = await export_log(
+                log, sink, tenant_id=args.tenant, session_id=args.session,
+                with_state=not args.without_state,
+                progress=lambda _phase, done, total: progress.update(
+                    task, completed=done, total=total),
+            )
+    out = Console(file=sys.stderr, markup=False) if to_stdout else context.out
+    if context.json and not to_stdout:
+        context.print_json({"file": str(target), **_fields(summary)})
+    else:
+        out.print(pairs_table(f"Exported to {'standard output' if to_stdout else target}",
+                              _fields(summary).items()))
+    return EXIT_OK
+
+
+async def run_import(context: Context) -> int:
+    """Import FILE; a conflicting history exits 1 with nothing written."""
+    source = Path(context.args.file)
+    if not source.is_file():  # noqa: ASYNC240 - one process, one job: nothing to block
+        raise CommandError(f"{source} is not a file")
+    async with context.open(upgrade=True, create=True) as log:
+        with context.progress() as progress, source.open("rb") as handle:  # noqa: ASYNC230
+            task = progress.add_task("importing", total=None)
+            try:
+                summary = await import_log(
+                    log, handle,
+                    progress=lambda _phase, done, total: progress.update(
+                        task, completed=done, total=total),
+                )
+            except ImportRefused as refused:
+                raise CommandError(f"import refused: {refused}", EXIT_FINDINGS) from refused
+    if context.json:
+        context.print_json({"file": str(source), **_fields(summary)})
+    else:
+        context.out.print(pairs_table(f"Imported {source}", _fields(summary).items()))
+    return EXIT_OK
+
+
+def _fields(summary: Any) -> dict[str, Any]:
+    return {name: getattr(summary, name) for name in summary.__dataclass_fields__}
+
+
+@contextlib.contextmanager
+def _sink(target: Path, to_stdout: bool) -> Iterator[IO[bytes]]:
+    if to_stdout:
+        yield sys.stdout.buffer
+        sys.stdout.buffer.flush()
+        return
+    partial = target.with_name(f".{target.name}.partial")
+    handle: IO[bytes]
+    try:
+        with partial.open("wb") as handle:
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(partial, target)
+    finally:
+        partial.unlink(missing_ok=True)

@@ -1,0 +1,128 @@
+"""``eventlog verify``: every hash chain, and every stored view against a rebuild.
+
+Two library calls do the work: `EventLog.verify` recomputes each stream's SHA-256 chain
+from the stored bytes, and `projections.compare_views` folds the whole log into memory
+and compares every view row with the stored one. Any finding exits with status 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from rich.table import Table
+
+from eventlog.cli.context import Context, add_command
+from eventlog.cli.errors import EXIT_FINDINGS, EXIT_OK
+from eventlog.cli.options import positive_int
+from eventlog.cli.progress import CountingLog
+from eventlog.cli.render import cell, verdict
+from eventlog.cli.scope import require_tenant
+from eventlog.records import StreamProblem, VerifyReport
+from eventlog.transfer import count_events
+from projections.runner import ViewDifference, compare_views
+
+
+def register(commands: Any, common: argparse.ArgumentParser) -> None:
+    """Add ``verify``."""
+    parser = add_command(
+        commands, common, "verify", "check every hash chain and every view against the log",
+        run,
+        description="Recompute every stream's SHA-256 hash chain from the stored bytes "
+        "(naming the first broken link of each stream) and compare every stored view row "
+        "with a rebuild from the log (naming each differing row). Exit status 1 on any "
+        "finding.",
+    )
+    parser.add_argument("--tenant", metavar="T", help="only this tenant's chains and rows")
+    parser.add_argument("--max-rows", type=positive_int, default=20, metavar="N",
+                        help="show at most N differing view rows (20); all are counted")
+
+
+async def run(context: Context) -> int:
+    """Verify, print the findings, and exit 1 if there are any."""
+    tenant: str | None = context.args.tenant
+    async with context.open() as log:
+        if tenant is not None:
+            await require_tenant(log, tenant)
+        total = await count_events(log)
+        with context.progress() as progress:
+            chains = progress.add_task("checking hash chains", total=None)
+            report = await log.verify(tenant)
+            progress.update(chains, visible=False)
+            views = progress.add_task("rebuilding views from the log", total=total)
+            counting = CountingLog(log, lambda n: progress.advance(views, n))
+            differences = [
+                difference for difference in await compare_views(counting.as_log())
+                if tenant is None or (difference.key and difference.key[0] == tenant)
+            ]
+    if context.json:
+        context.print_json(_as_json(report, differences))
+    else:
+        _print(context, report, differences)
+    return EXIT_OK if report.ok and not differences else EXIT_FINDINGS
+
+
+def changed_columns(difference: ViewDifference) -> list[str]:
+    """The columns whose stored value differs from the rebuilt one (all when a row is
+    missing on one side)."""
+    stored, rebuilt = difference.stored or {}, difference.rebuilt or {}
+    names = list(dict.fromkeys([*rebuilt, *stored]))
+    return [name for name in names if stored.get(name) != rebuilt.get(name)]
+
+
+def describe(difference: ViewDifference) -> str:
+    """One line saying how a stored view row differs from the rebuilt one."""
+    if difference.stored is None:
+        return "missing from the stored view (the log says it should exist)"
+    if difference.rebuilt is None:
+        return "in the stored view but not in a rebuild from the log"
+    parts = [
+        f"{name}: stored {cell(difference.stored.get(name), 24)}, "
+        f"log says {cell(difference.rebuilt.get(name), 24)}"
+        for name in changed_columns(difference)
+    ]
+    return "; ".join(parts)
+
+
+def _as_json(report: VerifyReport, differences: list[ViewDifference]) -> dict[str, Any]:
+    return {
+        "ok": report.ok and not differences,
+        "streams": report.streams,
+        "events": report.events,
+        "chain_problems": [_problem_json(problem) for problem in report.problems],
+        "view_differences": [
+            {"table": d.table, "key": list(d.key), "columns": changed_columns(d),
+             "stored": d.stored, "rebuilt": d.rebuilt}
+            for d in differences
+        ],
+    }
+
+
+def _problem_json(problem: StreamProblem) -> dict[str, Any]:
+    return {"tenant_id": problem.tenant_id, "stream_id": problem.stream_id,
+            "version": problem.version, "kind": problem.kind, "detail": problem.detail}
+
+
+def _print(context: Context, report: VerifyReport, differences: list[ViewDifference]) -> None:
+    out = context.out
+    out.print(verdict(f"Hash chains: {report.streams} streams, {report.events} events",
+                      report.ok, f"{len(report.problems)} broken"))
+    if report.problems:
+        table = Table("tenant", "stream", "version", "problem", "detail",
+                      title="First broken link of each stream", title_justify="left")
+        for problem in report.problems:
+            table.add_row(problem.tenant_id, problem.stream_id, str(problem.version),
+                          problem.kind, problem.detail)
+        out.print(table)
+    out.print(verdict("Views against a rebuild from the log", not differences,
+                      f"{len(differences)} rows differ"))
+    if differences:
+        shown = differences[: context.args.max_rows]
+        table = Table("table", "key", "difference", title="Differing view rows",
+                      title_justify="left")
+        for difference in shown:
+            key = ", ".join(cell(part, 40) for part in difference.key)
+            table.add_row(difference.table, key, describe(difference))
+        out.print(table)
+        if len(differences) > len(shown):
+            out.print(f"… and {len(differences) - len(shown)} more (--max-rows)")

@@ -1,0 +1,560 @@
+"""Moving a tenant's log between databases: export to JSON Lines, import into another log.
+
+The copy is exact: every event keeps its id, stream, version, recorded time, stored bytes
+and hashes, so its hash chains verify in the new database; only the global positions are
+new (the hash never covers them). The views are folded afresh by the importing log's
+projections in the same order as the source, and state blobs travel with the events.
+
+The file (format ``checkpoint-eventlog/export``, version 1) is JSON Lines:
+
+- a header ``{"format", "version", "tenant", "session", "with_state", "exported_at",
+  "source"}``;
+- ``{"kind": "event", "stream", "version", "id", "type", "recorded_at" (microseconds
+  since the Unix epoch, UTC), "data" (the stored bytes, base64), "prev_hash", "hash"
+  (hex), "position" (in the source; informational)}`` in the source's log order;
+- ``{"kind": "blob", "digest", "refs", "data" (base64)}`` right before the first event
+  that names the blob's digest (64 hex digits in its data), so an import commits each
+  blob together with that event; a blob no exported event names comes last;
+- a footer ``{"kind": "end", "events", "blobs"}``: a file without it is truncated and
+  refused.
+
+Importing is idempotent: a stream whose events the target already holds (same version,
+same hash) is skipped, and a target stream that is a prefix of the file's is extended,
+so importing a file twice, or a later export of the same tenant, never doubles anything.
+A target stream whose history differs from the file's is refused before anything is
+written (`ImportRefused`). Blob reference counts come from the source: a whole-tenant
+export carries each blob's count, a session export the number of that session's live
+checkpoints that reference it. Purged state (deleted sessions) is never exported.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+import uuid
+from collections import Counter
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import IO, Any
+
+import msgspec
+import structlog
+
+from eventlog.errors import EventLogError, InvalidInput, VersionConflict
+from eventlog.hashing import GENESIS_HASH, content_digest, event_hash, to_micros
+from eventlog.interrupts.events import BatchCreated
+from eventlog.log import EventLog
+from eventlog.records import RecordedEvent, StoredEvent
+from eventlog.storage.base import AppendRequest, PendingEvent, StreamVersionTaken
+from eventlog.validation import check_id, check_optional_id
+from projections.changes import Change
+from projections.query import ViewQuery
+
+logger = structlog.get_logger(__name__)
+
+FORMAT = "checkpoint-eventlog/export"
+FORMAT_VERSION = 1
+
+Progress = Callable[[str, int, int | None], None]
+"""Called as ``(phase, done, total)`` while exporting or importing (total may be None)."""
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_DIGEST_IN_DATA = re.compile(rb'"([0-9a-f]{64})"')
+_PAGE = 1000
+_MAX_GROUP = 256  # events of one stream committed in one append while importing
+_encoder = msgspec.json.Encoder()
+
+
+class ImportRefused(EventLogError):
+    """The target already holds a different history for a stream of the file.
+
+    Nothing was written for the refusal found before importing; ``stream_id`` and
+    ``version`` name where the histories part.
+    """
+
+    def __init__(self, stream_id: str, version: int, reason: str) -> None:
+        self.stream_id = stream_id
+        self.version = version
+        self.reason = reason
+        super().__init__(f"stream {stream_id!r} at version {version}: {reason}")
+
+
+@dataclass(frozen=True, slots=True)
+class ExportSummary:
+    """What `export_log` wrote."""
+
+    tenant_id: str
+    session_id: str | None
+    with_state: bool
+    events: int
+    streams: int
+    blobs: int
+    blob_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class ImportSummary:
+    """What `import_log` did: events written, events the target already held, blobs."""
+
+    tenant_id: str
+    session_id: str | None
+    events_imported: int
+    events_present: int
+    streams_imported: int
+    blobs_imported: int
+
+
+class SessionMembership:
+    """Which streams hold one session's history, learned while reading the log in order.
+
+    A session's checkpoints are on the stream whose events name the session; its interrupt
+    batches are the streams whose `BatchCreated` names it as the thread. A batch's
+    creation comes first in its stream and in log order, so reading the log in order
+    learns every batch stream before any of its other events.
+    """
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        self.streams: set[str] = set()
+        self.order: list[str] = []
+        """The session's streams in the order their first event was seen."""
+
+    def includes(self, event: RecordedEvent) -> bool:
+        """Whether ``event`` belongs to the session (learning new streams as it goes)."""
+        if event.stream_id in self.streams:
+            return True
+        payload = event.event
+        named: object = (
+            payload.thread_id if isinstance(payload, BatchCreated)
+            else getattr(payload, "session_id", None)
+        )
+        if named != self.session_id:
+            return False
+        self.streams.add(event.stream_id)
+        self.order.append(event.stream_id)
+        return True
+
+
+# -- export ----------------------------------------------------------------------------------
+
+
+async def export_log(
+    log: EventLog,
+    sink: IO[bytes],
+    *,
+    tenant_id: str,
+    session_id: str | None = None,
+    with_state: bool = True,
+    progress: Progress | None = None,
+) -> ExportSummary:
+    """Write one tenant's history (or one session's) to ``sink`` as JSON Lines.
+
+    Raises `InvalidInput` naming ``tenant_id`` when the tenant has no events.
+    """
+    check_id("tenant_id", tenant_id)
+    check_optional_id("session_id", session_id)
+    total = await count_events(log, tenant_id)
+    if total == 0:
+        raise InvalidInput("tenant_id", f"tenant {tenant_id!r} has no events in this log")
+    blobs = await _blob_refs(log, tenant_id, session_id) if with_state else {}
+    writer = _ExportWriter(log, sink, tenant_id, blobs)
+    writer.line({
+        "format": FORMAT, "version": FORMAT_VERSION, "tenant": tenant_id,
+        "session": session_id, "with_state": with_state,
+        "exported_at": datetime.now(UTC).isoformat(), "source": log.storage.name,
+    })
+    membership = SessionMembership(session_id) if session_id is not None else None
+    scanned = 0
+    async for event in _tenant_events(log, tenant_id):
+        scanned += 1
+        if membership is None or membership.includes(event):
+            await writer.event(event)
+        if progress is not None and scanned % _PAGE == 0:
+            progress("export", scanned, total)
+    await writer.remaining_blobs()
+    writer.line({"kind": "end", "events": writer.events, "blobs": writer.blobs})
+    if progress is not None:
+        progress("export", scanned, total)
+    logger.info("exported", tenant=tenant_id, session=session_id, events=writer.events,
+                blobs=writer.blobs)
+    return ExportSummary(
+        tenant_id=tenant_id, session_id=session_id, with_state=with_state,
+        events=writer.events, streams=len(writer.streams), blobs=writer.blobs,
+        blob_bytes=writer.blob_bytes,
+    )
+
+
+class _ExportWriter:
+    """Writes lines, placing each blob right before the first event naming its digest."""
+
+    def __init__(
+        self, log: EventLog, sink: IO[bytes], tenant_id: str, blobs: dict[bytes, int]
+    ) -> None:
+        self.log, self.sink, self.tenant_id = log, sink, tenant_id
+        self.pending = blobs
+        self.events = self.blobs = self.blob_bytes = 0
+        self.streams: set[str] = set()
+
+    def line(self, record: dict[str, Any]) -> None:
+        self.sink.write(_encoder.encode(record) + b"\n")
+
+    async def event(self, event: RecordedEvent) -> None:
+        for digest in named_digests(event.data):
+            await self.blob(digest)
+        self.line({
+            "kind": "event", "stream": event.stream_id, "version": event.version,
+            "id": str(event.event_id), "type": event.type,
+            "recorded_at": to_micros(event.recorded_at),
+            "data": base64.b64encode(event.data).decode(), "prev_hash": event.prev_hash.hex(),
+            "hash": event.hash.hex(), "position": event.position,
+        })
+        self.events += 1
+        self.streams.add(event.stream_id)
+
+    async def blob(self, digest: bytes) -> None:
+        refs = self.pending.pop(digest, None)
+        if refs is None:
+            return
+        payload = await self.log.get_blob(self.tenant_id, digest)
+        if payload is None:  # purged since we listed it
+            return
+        self.line({"kind": "blob", "digest": digest.hex(), "refs": refs,
+                   "data": base64.b64encode(payload).decode()})
+        self.blobs += 1
+        self.blob_bytes += len(payload)
+
+    async def remaining_blobs(self) -> None:
+        for digest in sorted(self.pending):
+            await self.blob(digest)
+
+
+def named_digests(data: bytes) -> list[bytes]:
+    """The SHA-256 digests an event's bytes name (64 lowercase hex digits in a string)."""
+    return [bytes.fromhex(match.decode()) for match in _DIGEST_IN_DATA.findall(data)]
+
+
+async def _blob_refs(log: EventLog, tenant_id: str, session_id: str | None) -> dict[bytes, int]:
+    if session_id is None:
+        return dict(await log.storage.blob_refs(tenant_id))
+    rows = await log.storage.query(ViewQuery(
+        "checkpoints", {"tenant_id": tenant_id, "session_id": session_id},
+        columns=("state_digest",),
+    ))
+    return dict(Counter(bytes(row["state_digest"]) for row in rows))
+
+
+async def count_events(log: EventLog, tenant_id: str | None = None) -> int:
+    """How many events the log holds (for one tenant), from the stream-heads view."""
+    where = {} if tenant_id is None else {"tenant_id": tenant_id}
+    rows = await log.storage.query(ViewQuery("stream_heads", where, columns=("version",)))
+    return sum(int(row["version"]) for row in rows)
+
+
+async def _tenant_events(log: EventLog, tenant_id: str) -> AsyncIterator[RecordedEvent]:
+    cursor: str | None = None
+    while True:
+        page = await log.read_all(after=cursor, limit=_PAGE, tenant_id=tenant_id)
+        for event in page.events:
+            yield event
+        if not page.events:
+            return
+        cursor = page.cursor
+
+
+# -- import ----------------------------------------------------------------------------------
+
+
+@dataclass
+class _FilePlan:
+    """What the first pass over a file learned: header, per-stream ends, what to skip."""
+
+    header: dict[str, Any]
+    events: int = 0
+    last: dict[str, tuple[int, bytes]] = field(default_factory=dict)
+    at_target_head: dict[str, bytes] = field(default_factory=dict)
+    skip: dict[str, int] = field(default_factory=dict)
+
+
+async def import_log(
+    log: EventLog, source: IO[bytes], *, progress: Progress | None = None
+) -> ImportSummary:
+    """Append the history in ``source`` (a seekable export file) to ``log``.
+
+    Reads the file twice: first to check it whole (format, every chain link and hash,
+    the footer) and against the target's streams, writing nothing if anything is wrong;
+    then to append, one stream's consecutive events per transaction, each blob with the
+    first event that names it. Raises `InvalidInput` naming ``file`` for a malformed,
+    altered or truncated file and `ImportRefused` for a conflicting history.
+    """
+    header = _read_header(source)
+    heads = await _target_heads(log, header["tenant"])
+    plan = _check_file(source, header, heads)
+    await _plan_skips(log, plan, heads)
+    tenant_id: str = plan.header["tenant"]
+    importer = _Importer(log, tenant_id, plan, progress)
+    source.seek(0)
+    for number, record in _records(source):
+        if number > 1:
+            await importer.feed(record)
+    await importer.flush(final=True)
+    logger.info("imported", tenant=tenant_id, events=importer.imported,
+                present=importer.present, blobs=importer.blobs)
+    return ImportSummary(
+        tenant_id=tenant_id, session_id=plan.header.get("session"),
+        events_imported=importer.imported, events_present=importer.present,
+        streams_imported=len(importer.streams), blobs_imported=importer.blobs,
+    )
+
+
+def _read_header(source: IO[bytes]) -> dict[str, Any]:
+    source.seek(0)
+    for _number, record in _records(source):
+        if record.get("format") != FORMAT:
+            raise InvalidInput("file", f"is not a {FORMAT} file (its first line says "
+                                       f"{str(record.get('format'))[:60]!r})")
+        if record.get("version") != FORMAT_VERSION:
+            raise InvalidInput("file", f"has format version {record.get('version')!r}; "
+                                       f"this code reads version {FORMAT_VERSION}")
+        check_id("file tenant", record.get("tenant"))
+        return record
+    raise InvalidInput("file", "is empty")
+
+
+async def _target_heads(log: EventLog, tenant_id: str) -> dict[str, dict[str, Any]]:
+    rows = await log.storage.query(ViewQuery("stream_heads", {"tenant_id": tenant_id}))
+    return {row["stream_id"]: row for row in rows}
+
+
+def _check_file(
+    source: IO[bytes], header: dict[str, Any], heads: dict[str, dict[str, Any]]
+) -> _FilePlan:
+    plan = _FilePlan(header=header)
+    counts = {"event": 0, "blob": 0}
+    ended: dict[str, Any] | None = None
+    source.seek(0)
+    for number, record in _records(source):
+        if number == 1:
+            continue
+        if ended is not None:
+            raise InvalidInput("file", f"line {number}: a record after the end record")
+        kind = record.get("kind")
+        if kind == "end":
+            ended = record
+        elif kind == "blob":
+            _blob_of(record, number)
+            counts["blob"] += 1
+        elif kind == "event":
+            _check_link(plan, _event_of(record, number, plan.header["tenant"]), heads, number)
+            counts["event"] += 1
+        else:
+            raise InvalidInput("file", f"line {number}: unknown record kind {kind!r}")
+    if ended is None:
+        raise InvalidInput("file", "has no end record: it is truncated")
+    if (ended.get("events"), ended.get("blobs")) != (counts["event"], counts["blob"]):
+        raise InvalidInput("file", "its end record does not match its contents: "
+                                   f"{counts['event']} events and {counts['blob']} blobs found")
+    plan.events = counts["event"]
+    return plan
+
+
+def _check_link(plan: _FilePlan, stored: StoredEvent, heads: dict[str, Any], number: int) -> None:
+    version, prev = plan.last.get(stored.stream_id, (0, GENESIS_HASH))
+    if stored.version != version + 1 or stored.prev_hash != prev:
+        raise InvalidInput("file", f"line {number}: stream {stored.stream_id!r} version "
+                                   f"{stored.version} does not follow version {version}")
+    if _hash_of(plan.header["tenant"], stored) != stored.hash:
+        raise InvalidInput("file", f"line {number}: stream {stored.stream_id!r} version "
+                                   f"{stored.version} does not hash to its recorded hash "
+                                   "(the file was altered)")
+    plan.last[stored.stream_id] = (stored.version, stored.hash)
+    head = heads.get(stored.stream_id)
+    if head is not None and int(head["version"]) == stored.version:
+        plan.at_target_head[stored.stream_id] = stored.hash
+
+
+async def _plan_skips(log: EventLog, plan: _FilePlan, heads: dict[str, dict[str, Any]]) -> None:
+    """Decide, per stream, how many leading events the target already holds."""
+    tenant_id: str = plan.header["tenant"]
+    for stream_id, (last_version, last_hash) in plan.last.items():
+        head = heads.get(stream_id)
+        if head is None:
+            continue
+        version, head_hash = int(head["version"]), bytes(head["head_hash"])
+        if version <= last_version:
+            if plan.at_target_head.get(stream_id) != head_hash:
+                raise ImportRefused(stream_id, version, "the target's event differs from the "
+                                    "file's (a different history); nothing was imported")
+            plan.skip[stream_id] = version
+            continue
+        ours = await log.storage.read_stream(tenant_id, stream_id, last_version, 1)
+        if not ours or ours[0].hash != last_hash:
+            raise ImportRefused(stream_id, last_version, "the target's event differs from "
+                                "the file's (a different history); nothing was imported")
+        plan.skip[stream_id] = last_version
+
+
+class _Importer:
+    """The second pass: groups a stream's consecutive new events into one append."""
+
+    def __init__(
+        self, log: EventLog, tenant_id: str, plan: _FilePlan, progress: Progress | None
+    ) -> None:
+        self.log, self.tenant_id, self.plan, self.progress = log, tenant_id, plan, progress
+        self.group: list[StoredEvent] = []
+        self.group_blobs: dict[bytes, tuple[bytes, int]] = {}
+        self.waiting: dict[bytes, tuple[bytes, int]] = {}
+        self.imported = self.present = self.blobs = 0
+        self.streams: set[str] = set()
+
+    async def feed(self, record: dict[str, Any]) -> None:
+        kind = record["kind"]
+        if kind == "blob":
+            digest, payload, refs = _blob_of(record, 0)
+            self.waiting[digest] = (payload, refs)
+        elif kind == "event":
+            await self.event(_event_of(record, 0, self.tenant_id))
+
+    async def event(self, stored: StoredEvent) -> None:
+        if stored.version <= self.plan.skip.get(stored.stream_id, 0):
+            self.present += 1
+            self.waiting.clear()  # they came with this event when it was first imported
+            self._report()
+            return
+        if self.group and (self.group[-1].stream_id != stored.stream_id
+                           or len(self.group) >= _MAX_GROUP):
+            await self.flush()
+        self.group.append(stored)
+        self.group_blobs.update(self.waiting)
+        self.waiting.clear()
+
+    async def flush(self, *, final: bool = False) -> None:
+        if final:
+            self.group_blobs.update(self.waiting)
+        if not self.group:
+            return
+        await append_recorded(self.log, self.tenant_id, self.group, self.group_blobs)
+        self.imported += len(self.group)
+        self.blobs += len(self.group_blobs)
+        self.streams.add(self.group[0].stream_id)
+        self.group, self.group_blobs = [], {}
+        self._report()
+
+    def _report(self) -> None:
+        if self.progress is not None:
+            self.progress("import", self.imported + self.present, self.plan.events)
+
+
+async def append_recorded(
+    log: EventLog,
+    tenant_id: str,
+    events: list[StoredEvent],
+    blobs: dict[bytes, tuple[bytes, int]],
+) -> list[int]:
+    """Append already-recorded events of ONE stream, as they are, in one transaction.
+
+    Each event keeps its id, version, recorded time, bytes and hashes; the log's inline
+    projections fold them as any append's; ``blobs`` maps a digest to its payload and the
+    references to add. The events must continue the stream exactly (the next version,
+    linked to its head hash) and must hash to their recorded hashes; otherwise nothing is
+    written and `InvalidInput` (bad events) or `VersionConflict` (the stream moved) is
+    raised.
+    """
+    stream_id = events[0].stream_id
+    head = await log.storage.stream_head(tenant_id, stream_id)
+    version, prev_hash = head if head is not None else (0, GENESIS_HASH)
+    pending: list[PendingEvent] = []
+    changes: list[tuple[int, Change]] = []
+    for index, stored in enumerate(events):
+        if stored.stream_id != stream_id or stored.version != version + 1 or (
+            stored.prev_hash != prev_hash
+        ):
+            raise VersionConflict(stream_id, version + 1, stored.version - 1)
+        if _hash_of(tenant_id, stored) != stored.hash:
+            raise InvalidInput("events", f"stream {stream_id!r} version {stored.version} "
+                                         "does not hash to its recorded hash")
+        pending.append(PendingEvent(
+            event_id=stored.event_id, version=stored.version, recorded_at=stored.recorded_at,
+            type=stored.type, data=stored.data, prev_hash=stored.prev_hash, hash=stored.hash,
+        ))
+        recorded = log.decode(stored)
+        for projection in log.projections:
+            changes.extend((index, change) for change in projection.fold(recorded))
+        version, prev_hash = stored.version, stored.hash
+    request = AppendRequest(tenant_id=tenant_id, stream_id=stream_id, events=pending,
+                            changes=changes, blob_adds=blobs)
+    try:
+        return await log.storage.append(request)
+    except StreamVersionTaken:
+        actual = await log.storage.stream_head(tenant_id, stream_id)
+        raise VersionConflict(stream_id, events[0].version - 1,
+                              0 if actual is None else actual[0]) from None
+
+
+# -- records ---------------------------------------------------------------------------------
+
+
+def _records(source: IO[bytes]) -> Iterator[tuple[int, dict[str, Any]]]:
+    for number, line in enumerate(source, start=1):
+        if not line.strip():
+            continue
+        try:
+            record = msgspec.json.decode(line)
+        except msgspec.DecodeError as error:
+            raise InvalidInput("file", f"line {number}: not JSON ({error})") from None
+        if not isinstance(record, dict):
+            raise InvalidInput("file", f"line {number}: not a JSON object")
+        yield number, record
+
+
+def _event_of(record: dict[str, Any], number: int, tenant_id: str) -> StoredEvent:
+    try:
+        return StoredEvent(
+            position=0,
+            event_id=uuid.UUID(record["id"]),
+            tenant_id=tenant_id,
+            stream_id=check_id("stream", record["stream"]),
+            version=_whole(record["version"]),
+            recorded_at=_EPOCH + timedelta(microseconds=_whole(record["recorded_at"])),
+            type=check_id("type", record["type"]),
+            data=base64.b64decode(record["data"], validate=True),
+            prev_hash=_digest(record["prev_hash"]),
+            hash=_digest(record["hash"]),
+        )
+    except (KeyError, TypeError, ValueError, binascii.Error) as error:
+        raise InvalidInput("file", f"line {number}: a malformed event ({error})") from None
+
+
+def _blob_of(record: dict[str, Any], number: int) -> tuple[bytes, bytes, int]:
+    try:
+        digest = _digest(record["digest"])
+        payload = base64.b64decode(record["data"], validate=True)
+        refs = _whole(record["refs"])
+    except (KeyError, TypeError, ValueError, binascii.Error) as error:
+        raise InvalidInput("file", f"line {number}: a malformed blob ({error})") from None
+    if refs < 1 or content_digest(payload) != digest:
+        raise InvalidInput("file", f"line {number}: blob {digest.hex()[:12]}… does not match "
+                                   "its digest or has no references")
+    return digest, payload, refs
+
+
+def _whole(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{value!r} is not a whole number")
+    return value
+
+
+def _digest(value: Any) -> bytes:
+    digest = bytes.fromhex(value)
+    if len(digest) != 32:
+        raise ValueError(f"{value!r} is not a SHA-256 digest")
+    return digest
+
+
+def _hash_of(tenant_id: str, stored: StoredEvent) -> bytes:
+    return event_hash(
+        tenant_id=tenant_id, stream_id=stored.stream_id, version=stored.version,
+        event_id=stored.event_id, type=stored.type, recorded_at=stored.recorded_at,
+        data=stored.data, prev_hash=stored.prev_hash,
+    )
