@@ -5,6 +5,7 @@ Layout of ``dir``::
     manifest.json         format name and version; an unknown version is refused
     lock                  held with an exclusive flock while the store is open
     events.jsonl          the log: one JSON line per append (all its events), fsynced
+    heads.json            the index: each stream's head as of the last clean close
     blobs/<tenant>/<sha>  content-addressed payloads (tenant directory = sha256 of its id)
 
 Crash safety: blobs are written (temp file, fsync, rename) before the log line that
@@ -12,6 +13,13 @@ references them, and a released blob is deleted only after the line that release
 durable, so a crash leaves at worst an orphan blob, which the next open removes. A line
 cut short by a crash is the one append that did not happen: opening truncates it away.
 The views live in memory and are rebuilt from the log when the store opens.
+
+Why an index: views rebuilt from the log alone cannot notice that the log lost its end (a
+stream's tail or a whole stream cut out of events.jsonl); the remaining prefix still
+chains. So the stream heads are also written to heads.json when the store closes, and on
+open a stream the log holds fewer events of than the index recorded keeps the index's
+head row, which `verify` then reports as truncated. After a crash the index is only
+behind the log, never ahead, so it raises no false alarm.
 """
 
 from __future__ import annotations
@@ -31,9 +39,12 @@ from eventlog.errors import StorageError, StoreLocked, UnknownSchemaRevision
 from eventlog.hashing import to_micros
 from eventlog.storage.base import AppendRequest, PendingEvent
 from eventlog.storage.memory import MemoryBackend
+from projections.changes import Upsert
+from projections.memory import ViewTables
 
 FORMAT = "checkpoint-eventlog/file"
 FORMAT_VERSION = 1
+_HEADS = "stream_heads"
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
@@ -48,6 +59,7 @@ class FileBackend(MemoryBackend):
         self.root = root
         self._lock: IO[bytes] | None = None
         self._log: IO[bytes] | None = None
+        self._indexed_heads: list[dict[str, Any]] = []
 
     async def open(self, *, upgrade: bool) -> str:
         self.root.mkdir(parents=True, exist_ok=True)
@@ -55,6 +67,7 @@ class FileBackend(MemoryBackend):
         try:
             self._check_manifest()
             self._load()
+            self._indexed_heads = self._read_index()
             self._log = open(self.root / "events.jsonl", "ab")  # noqa: SIM115 - held open
         except BaseException:
             self._release_lock()
@@ -65,7 +78,15 @@ class FileBackend(MemoryBackend):
         if self._log is not None:
             self._log.close()
             self._log = None
+            self._write_index()
         self._release_lock()
+
+    def install_views(self, tables: ViewTables) -> None:
+        for row in self._indexed_heads:
+            stream = self.streams.get((row["tenant_id"], row["stream_id"]))
+            if not stream or stream[-1].version < row["version"]:
+                tables.apply(Upsert(_HEADS, row), row["last_position"])
+        super().install_views(tables)
 
     async def append(self, request: AppendRequest) -> list[int]:
         if self._log is None:
@@ -125,10 +146,34 @@ class FileBackend(MemoryBackend):
                 os.fsync(handle.fileno())
         for number, line in enumerate(raw[:good].splitlines(), start=1):
             try:
-                self.commit(_decode_line(line))
+                self.store(_decode_line(line))
             except (ValueError, KeyError) as error:
                 raise StorageError("file", "open", f"events.jsonl line {number}: {error}") from None
         self._remove_orphan_blobs()
+
+    def _read_index(self) -> list[dict[str, Any]]:
+        path = self.root / "heads.json"
+        if not path.exists():
+            return []
+        try:
+            return [
+                {"tenant_id": tenant, "stream_id": stream, "version": version,
+                 "head_hash": bytes.fromhex(head), "last_position": position,
+                 "updated_at": _EPOCH + timedelta(microseconds=micros)}
+                for tenant, stream, version, head, position, micros in json.loads(
+                    path.read_bytes()
+                )["heads"]
+            ]
+        except (ValueError, KeyError, TypeError) as error:
+            raise StorageError("file", "open", f"heads.json: {error}") from None
+
+    def _write_index(self) -> None:
+        heads = [
+            [row["tenant_id"], row["stream_id"], row["version"], row["head_hash"].hex(),
+             row["last_position"], to_micros(row["updated_at"])]
+            for row in self.views.snapshot().get(_HEADS, [])
+        ]
+        _write_atomically(self.root / "heads.json", json.dumps({"heads": heads}))
 
     def _remove_orphan_blobs(self) -> None:
         blobs = self.root / "blobs"
