@@ -15,6 +15,7 @@ import asyncio
 import itertools
 import json
 import logging
+import os
 import sys
 
 import structlog
@@ -34,7 +35,7 @@ async def main(url: str, schema: str, tenant: str, streams: list[str], count: in
             stream = streams[number % len(streams)]
             attach, release = [], None
             if blob_every and number % blob_every == 0:
-                blob = f"{tenant}-{number}".encode() * 50
+                blob = f"{tenant}-{os.getpid()}-{number}".encode() * 50
                 attach = [blob]
                 release = {previous: 1} if previous is not None else None
                 previous = content_digest(blob)
