@@ -1,0 +1,93 @@
+"""Public-API usage of the log, checked by ``mypy --strict`` (never run).
+
+If a signature or result type changes in a way users would notice, this file stops
+type-checking.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any, assert_type
+
+import eventlog
+from eventlog import (
+    ANY,
+    NO_STREAM,
+    AppendResult,
+    Event,
+    EventLog,
+    EventRegistry,
+    LogPage,
+    RecordedEvent,
+    StreamProblem,
+    VerifyReport,
+    VersionConflict,
+    open_log,
+    register_event,
+)
+from projections import ViewDifference, ViewQuery, compare_views
+
+
+@register_event
+class Deposited(Event, tag="typing.deposited", frozen=True):
+    """An event declared the documented way (mypy needs ``frozen=True`` repeated)."""
+
+    account: str
+    cents: int
+    note: str | None = None
+
+
+async def append_and_read(url: str) -> None:
+    """Every log entry point, with the types callers rely on."""
+    async with open_log(url, max_payload_bytes=1024) as log:
+        assert_type(log, EventLog)
+        result = await log.append("tenant", "account-1", [Deposited(account="1", cents=5)])
+        assert_type(result, AppendResult)
+        assert_type(result.version, int)
+        assert_type(result.positions, tuple[int, ...])
+        assert_type(result.event_ids, tuple[uuid.UUID, ...])
+        await log.append("tenant", "account-2", [Deposited(account="2", cents=1)],
+                         expected_version=NO_STREAM, attach=[b"state"])
+        await log.append("tenant", "account-1", [Deposited(account="1", cents=2)],
+                         expected_version=result.version)
+        await log.append("tenant", "account-1", [Deposited(account="1", cents=3)],
+                         expected_version=ANY, release={eventlog.content_digest(b"state"): 1})
+        async for recorded in log.read_stream("tenant", "account-1", from_version=2):
+            assert_type(recorded, RecordedEvent)
+            assert_type(recorded.recorded_at, datetime)
+            assert_type(recorded.data, bytes)
+            if isinstance(recorded.event, Deposited):
+                assert_type(recorded.event.cents, int)
+        page = await log.read_all(after=None, limit=100, tenant_id="tenant")
+        assert_type(page, LogPage)
+        assert_type(page.cursor, str | None)
+        assert_type(page.events, list[RecordedEvent])
+        blob = await log.get_blob("tenant", eventlog.content_digest(b"state"))
+        assert_type(blob, bytes | None)
+        report = await log.verify(tenant_id="tenant")
+        assert_type(report, VerifyReport)
+        assert_type(report.ok, bool)
+        assert_type(report.problems, list[StreamProblem])
+        rows = await log.storage.query(ViewQuery("stream_heads", {"tenant_id": "tenant"}))
+        assert_type(rows, list[dict[str, Any]])
+        differences = await compare_views(log)
+        assert_type(differences, list[ViewDifference])
+
+
+async def handle_conflict(log: EventLog) -> int:
+    """A conflict carries the facts a caller needs to re-decide."""
+    try:
+        await log.append("tenant", "s", [Deposited(account="s", cents=1)], expected_version=3)
+    except VersionConflict as conflict:
+        assert_type(conflict.stream_id, str)
+        assert_type(conflict.expected, int | str)
+        return conflict.actual
+    return 3
+
+
+def own_registry() -> EventRegistry:
+    """A registry of one's own, extended without touching the default one."""
+    registry = eventlog.default_registry.copy()
+    registry.register(Deposited)
+    return registry
