@@ -135,7 +135,7 @@ def _console(stream: Any) -> Console:
     terminal = stream.isatty() if hasattr(stream, "isatty") else False
     width = None if terminal else int(os.environ.get("COLUMNS", _PIPE_WIDTH))
     # markup=False: ids and event data are printed as they are, never read as markup.
-    return Console(file=stream, width=width, highlight=False, markup=False, soft_wrap=False)
+    return Console(file=stream, width=width, highlight=False, markup=False, soft_wrap=True)
 
 
 def mask_password(url: str) -> str:

@@ -104,7 +104,7 @@ async def run(context: Context) -> int:
             if context.json:
                 context.print_json(event_json(event))
             else:
-                context.out.print(event_line(event), soft_wrap=True)
+                context.out.print(event_line(event))
             shown += 1
             if args.limit is not None and shown >= args.limit:
                 break

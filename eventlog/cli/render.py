@@ -78,6 +78,8 @@ def cell(value: Any, width: int = _VALUE_WIDTH) -> str:
         return "yes" if value else "no"
     if isinstance(value, enum.Enum):
         return str(value.value)
+    if isinstance(value, uuid.UUID):
+        return str(value)
     text = value if isinstance(value, str) else msgspec.json.encode(jsonable(value)).decode()
     text = " ".join(text.split())
     return text if len(text) <= width else text[: width - 1] + "…"

@@ -18,7 +18,7 @@ from eventlog.cli.context import Context, add_command
 from eventlog.cli.errors import EXIT_OK, CommandError
 from eventlog.cli.options import position_or_time
 from eventlog.cli.progress import CountingLog
-from eventlog.cli.render import redact, rows_table, when
+from eventlog.cli.render import plural, redact, rows_table, when
 from eventlog.cli.scope import require_session, require_tenant
 from eventlog.transfer import count_events
 from projections.memory import Row, ViewTables
@@ -71,8 +71,8 @@ async def run(context: Context) -> int:
     args = context.args
     as_of: int | datetime = args.as_of
     tables = tuple(args.tables or DEFAULT_TABLES)
+    _check(args, tables)
     async with context.open() as log:
-        _check(args, tables)
         if args.session:
             await require_session(log, args.tenant, args.session)
         elif args.tenant:
@@ -140,6 +140,11 @@ def _print(
             f"As of {moment}: the views after event #{last[0]} (recorded {when(last[1])})",
             style="bold",
         ))
+    # Columns every shown row has the same value in, because of a filter, say nothing.
+    filtered = {"tenant_id"} if context.args.tenant else set()
+    if context.args.session:
+        filtered |= {"session_id", "thread_id"}
     for name, rows in shown.items():
         columns = COLUMNS.get(name) or (tuple(rows[0]) if rows else ())
-        context.out.print(rows_table(f"{name} ({len(rows)} rows)", rows, columns))
+        columns = tuple(column for column in columns if column not in filtered)
+        context.out.print(rows_table(f"{name} ({plural(len(rows), 'row')})", rows, columns))

@@ -1,0 +1,106 @@
+"""``eventlog demo``: what it recorded, read back through the library (not its prose)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+
+from eventlog import open_log
+from eventlog.cli import EXIT_OK
+from eventlog.records import RecordedEvent
+from projections import compare_views
+from tests.cli.helpers import Run, tenant_events
+from tests.conftest import BackendTarget
+from tests.procs.settle import settle
+
+EVENTLOG = Path(sys.executable).with_name("eventlog")
+
+BATCH_EVENTS = [
+    ("interrupt.batch_created", None), ("interrupt.batch_claimed", 1),
+    ("interrupt.batch_claimed", 2), ("interrupt.capture_started", 2),
+    ("interrupt.effect_started", 2), ("interrupt.capture_completed", 2),
+    ("interrupt.batch_finalized", 2),
+]
+"""Two claims (the second tab's rejected answer appended none), one dispatch marker,
+one finish by the live generation (worker 1's stale finish appended nothing)."""
+
+
+def demo_process(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run the installed ``eventlog demo`` in ``cwd`` with no EVENTLOG_URL set."""
+    env = {k: v for k, v in os.environ.items() if k != "EVENTLOG_URL"}
+    return subprocess.run([str(EVENTLOG), "demo", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=120, check=False)
+
+
+def fields(event: RecordedEvent) -> dict[str, Any]:
+    """An event's stored fields."""
+    decoded: dict[str, Any] = msgspec.json.decode(event.data)
+    return decoded
+
+
+def assert_demo_recorded(target: BackendTarget, session: str, batch_id: str) -> None:
+    """The session's and the batch's events are exactly the story's, and all verifies."""
+    events = asyncio.run(tenant_events(target, "demo"))
+    checkpoints = [fields(e) for e in events if e.stream_id == f"session:{session}"]
+    assert ["checkpoint_created"] * 6 == [c["type"] for c in checkpoints]
+    assert ["plan", "search-flights", "pick-flight", "pick-flight", "request-approval"] == [
+        c["checkpoint_id"] for c in checkpoints[:5]]
+    runs = [c["run_id"] for c in checkpoints]
+    assert [runs[0]] * 3 + [runs[3]] * 3 == runs
+    assert runs[0] != runs[3]
+    assert ("search-flights", "search-flights") == (checkpoints[2]["parent_id"],
+                                                    checkpoints[3]["parent_id"])
+    batch = [(e.type, fields(e).get("generation")) for e in events
+             if e.stream_id == f"interrupt-batch:{batch_id}"]
+    assert BATCH_EVENTS == batch
+    assert asyncio.run(_verified(target))
+
+
+async def _verified(target: BackendTarget) -> bool:
+    async with open_log(target.url, upgrade=False, **target.options()) as log:
+        await settle(log)
+        return (await log.verify()).ok and not await compare_views(log)
+
+
+def test_demo_process_on_the_default_sqlite_file(tmp_path: Path) -> None:
+    """`eventlog demo` with no URL writes ./eventlog.db; run twice it plays two sessions,
+    each recorded exactly, and recorded times never go backwards in the log."""
+    first = demo_process(tmp_path, "--json")
+    second = demo_process(tmp_path, "--json")
+    assert (EXIT_OK, EXIT_OK) == (first.returncode, second.returncode), first.stderr
+    target = BackendTarget("sqlite", f"sqlite:///{tmp_path / 'eventlog.db'}")
+    runs = [json.loads(first.stdout), json.loads(second.stdout)]
+    assert runs[0]["session"] != runs[1]["session"]
+    for played in runs:
+        assert_demo_recorded(target, played["session"], played["batch_id"])
+        assert played["verify"]["ok"]
+    times = [e.recorded_at for e in asyncio.run(tenant_events(target, "demo"))]
+    assert times == sorted(times)
+
+
+def test_demo_for_people(tmp_path: Path) -> None:
+    """Without --json it prints the story and the timeline, exit 0, and names the
+    session it played (which is then in the log)."""
+    played = demo_process(tmp_path)
+    assert EXIT_OK == played.returncode, played.stderr
+    session = played.stdout.split("session ", 1)[1].split(",", 1)[0]
+    timeline = subprocess.run([str(EVENTLOG), "timeline", "demo", session, "--json"],
+                              cwd=tmp_path, capture_output=True, text=True, check=False)
+    assert (EXIT_OK, 6) == (timeline.returncode, json.loads(timeline.stdout)["checkpoints"])
+
+
+@pytest.mark.parametrize("target", ["postgresql"], indirect=True)
+def test_demo_on_postgresql(target: BackendTarget, own_run: Run) -> None:
+    """--url postgresql://…: the same story recorded on the server."""
+    ran = own_run("demo", "--json")
+    assert EXIT_OK == ran.status, ran.err
+    played = ran.json()
+    assert_demo_recorded(target, played["session"], played["batch_id"])

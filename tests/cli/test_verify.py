@@ -1,0 +1,105 @@
+"""``eventlog verify``: exit 0 on a sound log; 1, naming what, after a stored change."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from typing import Any
+
+import asyncpg
+import pytest
+
+from eventlog.cli import EXIT_FINDINGS, EXIT_OK
+from tests.cli.helpers import Run, Story
+from tests.conftest import PG_URL, BackendTarget
+
+mutating = pytest.mark.parametrize("target", ["sqlite", "postgresql"], indirect=True)
+
+
+def execute(target: BackendTarget, statement: str, *args: Any) -> Any:
+    """Run one statement behind the log's back ($1, $2 placeholders); return a value."""
+    if target.name == "sqlite":
+        connection = sqlite3.connect(target.url.removeprefix("sqlite:///"))
+        with connection:
+            row = connection.execute(statement.replace("$1", "?").replace("$2", "?"),
+                                     args).fetchone()
+        connection.close()
+        return None if row is None else row[0]
+
+    async def on_postgres() -> Any:
+        connection = await asyncpg.connect(PG_URL, server_settings={"search_path": target.schema})
+        try:
+            return await connection.fetchval(statement, *args)
+        finally:
+            await connection.close()
+
+    return asyncio.run(on_postgres())
+
+
+def test_a_sound_log_verifies(story: Story, run: Run) -> None:
+    """Every chain and every view checks out: exit 0, no findings."""
+    ran = run("verify", "--json")
+    report = ran.json()
+    assert (EXIT_OK, True, [], []) == (ran.status, report["ok"], report["chain_problems"],
+                                       report["view_differences"])
+    assert 13 == report["events"]
+
+
+@mutating
+def test_a_changed_byte_fails_and_names_the_link(own_story: Story, own_run: Run,
+                                                  target: BackendTarget) -> None:
+    """One byte of one stored event changed: exit 1 naming tenant, stream, version."""
+    stream = f"session:{own_story.session}"
+    where = "WHERE tenant_id = $1 AND stream_id = $2 AND stream_version = 2"
+    data = bytes(execute(target, f"SELECT data FROM events {where}", own_story.tenant, stream))
+    changed = data.replace(b'"step":1', b'"step":7')
+    assert changed != data
+    execute(target, f"UPDATE events SET data = {_blob(target, changed)} {where}",
+            own_story.tenant, stream)
+    ran = own_run("verify", "--json")
+    problems = ran.json()["chain_problems"]
+    assert EXIT_FINDINGS == ran.status
+    assert [(own_story.tenant, stream, 2, "hash_mismatch")] == [
+        (p["tenant_id"], p["stream_id"], p["version"], p["kind"]) for p in problems]
+
+
+@mutating
+def test_a_changed_view_row_fails_and_names_the_row(own_story: Story, own_run: Run,
+                                                     target: BackendTarget) -> None:
+    """A stored view row edited behind the log's back: exit 1 naming table, key, column."""
+    execute(target, "UPDATE checkpoint_sessions SET latest_step = 99 "
+                    "WHERE tenant_id = $1 AND session_id = $2", own_story.tenant, own_story.session)
+    ran = own_run("verify", "--json")
+    differences = ran.json()["view_differences"]
+    assert EXIT_FINDINGS == ran.status
+    key = [own_story.tenant, own_story.session]
+    assert [("checkpoint_sessions", key, ["latest_step"], 99, 3)] == [
+        (d["table"], d["key"], d["columns"], d["stored"]["latest_step"],
+         d["rebuilt"]["latest_step"]) for d in differences]
+
+
+@mutating
+def test_people_see_the_finding_named(
+    own_story: Story, own_run: Run, target: BackendTarget
+) -> None:
+    """Without --json the differing row and column are named in words."""
+    execute(target, "UPDATE checkpoint_sessions SET latest_step = 99 "
+                    "WHERE tenant_id = $1 AND session_id = $2", own_story.tenant, own_story.session)
+    ran = own_run("verify")
+    assert EXIT_FINDINGS == ran.status
+    assert "latest_step: stored 99, log says 3" in ran.out
+
+
+@mutating
+def test_verify_of_one_tenant_ignores_the_others(own_story: Story, own_run: Run,
+                                                  target: BackendTarget) -> None:
+    """--tenant checks only that tenant: a broken view row elsewhere is not its finding."""
+    execute(target, "UPDATE checkpoint_sessions SET latest_step = 99 "
+                    "WHERE tenant_id = $1", own_story.other_tenant)
+    assert EXIT_OK == own_run("verify", "--tenant", own_story.tenant).status
+    assert EXIT_FINDINGS == own_run("verify", "--tenant", own_story.other_tenant).status
+
+
+def _blob(target: BackendTarget, data: bytes) -> str:
+    literal = data.hex()
+    return f"X'{literal}'" if target.name == "sqlite" else f"'\\x{literal}'::bytea"
