@@ -16,7 +16,13 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from eventlog.clock import Clock, read_clock, system_clock
-from eventlog.errors import CommitOutcomeUnknown, InvalidInput, PayloadTooLarge, VersionConflict
+from eventlog.errors import (
+    CommitOutcomeUnknown,
+    InvalidInput,
+    PayloadTooLarge,
+    StorageError,
+    VersionConflict,
+)
 from eventlog.events import Event, EventRegistry, default_registry
 from eventlog.hashing import GENESIS_HASH, content_digest, event_hash
 from eventlog.records import (
@@ -83,6 +89,7 @@ class EventLog:
         self.interrupt_options = interrupt_options
         self.operations = operations
         self._heads: OrderedDict[tuple[str, str], tuple[int, bytes]] = OrderedDict()
+        self._closed = False
 
     async def append(
         self,
@@ -102,6 +109,7 @@ class EventLog:
         stored content-addressed in the same transaction (each adds one reference);
         ``release`` drops references by digest, deleting a blob at zero.
         """
+        self._check_open("append")
         check_id("tenant_id", tenant_id)
         check_id("stream_id", stream_id)
         expected = _check_expected(expected_version)
@@ -146,6 +154,7 @@ class EventLog:
         self, tenant_id: str, stream_id: str, from_version: int = 1
     ) -> AsyncIterator[RecordedEvent]:
         """Every event of one stream from ``from_version`` on, in version order."""
+        self._check_open("read")
         check_id("tenant_id", tenant_id)
         check_id("stream_id", stream_id)
         if isinstance(from_version, bool) or not isinstance(from_version, int):
@@ -168,6 +177,7 @@ class EventLog:
         (writer transaction, position): an event never appears before one that committed
         ahead of it became visible, so following with the returned cursor never skips.
         """
+        self._check_open("read")
         check_positive_limit("limit", limit, maximum=10_000)
         if after is not None and not isinstance(after, str):
             raise InvalidInput("after", f"must be a cursor string, not {after!r}")
@@ -178,6 +188,7 @@ class EventLog:
 
     async def get_blob(self, tenant_id: str, digest: bytes) -> bytes | None:
         """A blob's bytes by digest within a tenant, or None."""
+        self._check_open("read")
         check_id("tenant_id", tenant_id)
         _check_digest("digest", digest)
         return await self.storage.get_blob(tenant_id, digest)
@@ -189,6 +200,7 @@ class EventLog:
         a stream whose chain ends before the version its head row records (a truncated
         tail, or a stream whose events are gone altogether).
         """
+        self._check_open("verify")
         if tenant_id is not None:
             check_id("tenant_id", tenant_id)
         where = {} if tenant_id is None else {"tenant_id": tenant_id}
@@ -196,9 +208,15 @@ class EventLog:
             (row["tenant_id"], row["stream_id"]): row
             for row in await self.storage.query(ViewQuery("stream_heads", where))
         }
-        checker = _ChainChecker(heads)
+        keeps_heads = any("stream_heads" in projection.tables for projection in self.projections)
+        checker = _ChainChecker(heads, keeps_heads=keeps_heads)
         async for stored in self.storage.scan_streams(tenant_id):
             checker.feed(stored)
+        checker.end_scan()
+        for tenant, stream in list(checker.headless):
+            where = {"tenant_id": tenant, "stream_id": stream}
+            if not await self.storage.query(ViewQuery("stream_heads", where)):
+                checker.still_headless((tenant, stream))
         return checker.finish()
 
     def decode(self, stored: StoredEvent) -> RecordedEvent:
@@ -239,8 +257,14 @@ class EventLog:
         return self._interrupts
 
     async def close(self) -> None:
-        """Release the backend's connections and locks."""
-        await self.storage.close()
+        """Release the backend's connections and locks; the log refuses work afterwards."""
+        if not self._closed:
+            self._closed = True
+            await self.storage.close()
+
+    def _check_open(self, operation: str) -> None:
+        if self._closed:
+            raise StorageError(self.storage.name, operation, "the log is closed")
 
     # -- preparing an append ------------------------------------------------------------
 
@@ -353,16 +377,26 @@ class EventLog:
 
 
 class _ChainChecker:
-    """Checks streams one after another, fed in (tenant, stream, version) order."""
+    """Checks streams one after another, fed in (tenant, stream, version) order.
 
-    def __init__(self, heads: dict[tuple[str, str], dict[str, Any]]) -> None:
+    The head rows were read before the scan, and a live log only grows, so a stream may
+    have moved past its head row by the time it is scanned (or appeared after the heads
+    were read): its chain must then pass through the head's (version, hash), and a stream
+    without a head row is re-checked afterwards (`headless`) rather than reported.
+    """
+
+    def __init__(self, heads: dict[tuple[str, str], dict[str, Any]], *, keeps_heads: bool
+                 ) -> None:
         self.heads = heads
+        self.keeps_heads = keeps_heads
         self.problems: list[StreamProblem] = []
+        self.headless: dict[tuple[str, str], int] = {}
         self.streams = 0
         self.events = 0
         self.key: tuple[str, str] | None = None
         self.next_version = 1
         self.prev_hash = GENESIS_HASH
+        self.hash_at_head: bytes | None = None
         self.failed = False
 
     def feed(self, stored: StoredEvent) -> None:
@@ -370,6 +404,7 @@ class _ChainChecker:
         if key != self.key:
             self._close_stream()
             self.key, self.next_version, self.prev_hash, self.failed = key, 1, GENESIS_HASH, False
+            self.hash_at_head = None
             self.streams += 1
         self.events += 1
         if self.failed:
@@ -381,6 +416,9 @@ class _ChainChecker:
             return
         self.next_version += 1
         self.prev_hash = stored.hash
+        head = self.heads.get(key)
+        if head is not None and head["version"] == stored.version:
+            self.hash_at_head = stored.hash
 
     def _check(self, stored: StoredEvent) -> StreamProblem | None:
         def problem(kind: str, version: int, detail: str) -> StreamProblem:
@@ -409,28 +447,39 @@ class _ChainChecker:
             return
         head = self.heads.pop(self.key, None)
         last = self.next_version - 1
-        if self.failed or head is None:
+        if self.failed:
+            return
+        if head is None:
+            if self.keeps_heads:
+                self.headless[self.key] = last
             return
         if head["version"] > last:
-            self.problems.append(StreamProblem(
-                tenant_id=self.key[0], stream_id=self.key[1], version=last + 1,
-                kind="truncated",
-                detail=f"the chain ends at version {last}, its head records {head['version']}",
-            ))
-        elif head["version"] != last or head["head_hash"] != self.prev_hash:
-            self.problems.append(StreamProblem(
-                tenant_id=self.key[0], stream_id=self.key[1], version=last,
-                kind="head_mismatch", detail="the stream head row does not match the chain",
-            ))
+            self._problem(self.key, last + 1, "truncated",
+                          f"the chain ends at version {last}, its head records {head['version']}")
+        elif head["head_hash"] != self.hash_at_head:
+            self._problem(self.key, head["version"], "head_mismatch",
+                          "the stream head row does not match the chain")
+
+    def still_headless(self, key: tuple[str, str]) -> None:
+        """Report a stream that has events and, read again after the scan, no head row."""
+        self._problem(key, self.headless[key], "head_mismatch",
+                      "events are stored but the stream has no head row")
+
+    def _problem(self, key: tuple[str, str], version: int, kind: str, detail: str) -> None:
+        self.problems.append(StreamProblem(tenant_id=key[0], stream_id=key[1],
+                                           version=version, kind=kind, detail=detail))
+
+    def end_scan(self) -> None:
+        """The scan is over: close the last stream."""
+        self._close_stream()
+        self.key = None
 
     def finish(self) -> VerifyReport:
-        self._close_stream()
         for (tenant_id, stream_id), head in sorted(self.heads.items()):
             self.streams += 1
-            self.problems.append(StreamProblem(
-                tenant_id=tenant_id, stream_id=stream_id, version=1, kind="truncated",
-                detail=f"no events are stored, its head records version {head['version']}",
-            ))
+            self._problem((tenant_id, stream_id), 1, "truncated",
+                          f"no events are stored, its head records version {head['version']}")
+        self.problems.sort(key=lambda problem: (problem.tenant_id, problem.stream_id))
         return VerifyReport(streams=self.streams, events=self.events, problems=self.problems)
 
 

@@ -23,7 +23,7 @@ from tests.conftest import PG_URL, BackendTarget
 from tests.events import Noted
 from tests.procs.settle import settle
 
-pytestmark = pytest.mark.parametrize("target", ["sqlite", "file", "postgresql"], indirect=True)
+every_store = pytest.mark.parametrize("target", ["sqlite", "file", "postgresql"], indirect=True)
 
 LineFilter = Callable[[dict[str, Any]], bool]
 
@@ -85,6 +85,7 @@ def flip_text(data: bytes) -> bytes:
     return data[:at] + b"X" + data[at + 1 :]
 
 
+@every_store
 async def test_changed_byte_is_a_hash_mismatch(target: BackendTarget) -> None:
     """One changed byte of stored event data: hash_mismatch at that version."""
     await build(target)
@@ -102,6 +103,7 @@ async def test_changed_byte_is_a_hash_mismatch(target: BackendTarget) -> None:
     assert [("t", "a", 3, "hash_mismatch")] == await problems(target)
 
 
+@every_store
 async def test_deleted_middle_version_is_missing(target: BackendTarget) -> None:
     """A deleted middle event: missing_version naming the hole."""
     await build(target)
@@ -113,6 +115,7 @@ async def test_deleted_middle_version_is_missing(target: BackendTarget) -> None:
     assert [("t", "a", 3, "missing_version")] == await problems(target)
 
 
+@every_store
 async def test_truncated_tail_is_reported(target: BackendTarget) -> None:
     """The last events of a stream removed: truncated at the first missing version."""
     await build(target)
@@ -124,6 +127,7 @@ async def test_truncated_tail_is_reported(target: BackendTarget) -> None:
     assert [("t", "a", 4, "truncated")] == await problems(target)
 
 
+@every_store
 async def test_stream_deleted_whole_is_reported(target: BackendTarget) -> None:
     """Every event of a stream removed: truncated at version 1."""
     await build(target)
@@ -134,6 +138,7 @@ async def test_stream_deleted_whole_is_reported(target: BackendTarget) -> None:
     assert [("t", "b", 1, "truncated")] == await problems(target)
 
 
+@every_store
 async def test_changed_previous_hash_is_a_broken_link(target: BackendTarget) -> None:
     """A rewritten prev_hash: broken_link at that version."""
     await build(target)
@@ -149,6 +154,7 @@ async def test_changed_previous_hash_is_a_broken_link(target: BackendTarget) -> 
     assert [("t", "b", 2, "broken_link")] == await problems(target)
 
 
+@every_store
 async def test_several_tampered_streams_are_each_named(target: BackendTarget) -> None:
     """Problems in two streams are both reported, each at its first problem only."""
     await build(target)
@@ -163,6 +169,7 @@ async def test_several_tampered_streams_are_each_named(target: BackendTarget) ->
     )
 
 
+@every_store
 async def test_verify_reports_the_facts_of_a_problem(target: BackendTarget) -> None:
     """A problem carries tenant, stream, version, kind and a readable detail."""
     await build(target)
@@ -178,6 +185,7 @@ async def test_verify_reports_the_facts_of_a_problem(target: BackendTarget) -> N
     assert (2, 7) == (report.streams, report.events)
 
 
+@every_store
 async def test_edited_view_row_is_a_view_difference(target: BackendTarget) -> None:
     """A stream-heads row changed by hand differs from the rebuild, and nowhere else."""
     await build(target)
@@ -215,3 +223,13 @@ async def fetch_data(target: BackendTarget, stream: str, version: int) -> bytes:
         await pg.close()
 
 
+
+
+@pytest.mark.parametrize("target", ["sqlite", "postgresql"], indirect=True)
+async def test_stream_whose_head_row_is_gone_is_reported(target: BackendTarget) -> None:
+    """Events with no stream-heads row: the tail could be cut unseen, so verify says so."""
+    await build(target)
+    await sql(target, "DELETE FROM events WHERE tenant_id = 't' AND stream_id = 'b' AND "
+              "stream_version = 3")
+    await sql(target, "DELETE FROM stream_heads WHERE tenant_id = 't' AND stream_id = 'b'")
+    assert [("t", "b", 2, "head_mismatch")] == await problems(target)

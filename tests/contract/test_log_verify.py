@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any
+
 import pytest
 
 from eventlog import EventLog, VerifyReport, content_digest, open_log
@@ -114,3 +117,43 @@ async def test_two_logs_on_one_database_see_each_other(target: BackendTarget) ->
         await one.append("t", "s", [Noted(text="c")])
         assert [1, 2, 3] == [event.version async for event in two.read_stream("t", "s")]
         assert (await one.verify()).ok
+
+
+async def test_verify_while_appending_raises_no_false_alarm(log: EventLog) -> None:
+    """Streams that grow or appear between verify reading the heads and scanning the
+    events are a live log, not a problem."""
+    await fill(log)
+    real_query = log.storage.query
+
+    async def query_then_append(query: ViewQuery) -> list[dict[str, Any]]:
+        rows = await real_query(query)
+        await log.append("t1", "a", [Noted(text="grown")])
+        await log.append("t1", "appeared", [Noted(text="new")])
+        return rows
+
+    log.storage.query = query_then_append  # type: ignore[method-assign]
+    report = await log.verify()
+    assert ([], 4, 7) == (report.problems, report.streams, report.events)
+
+
+async def test_verify_on_a_busy_log_stays_quiet(log: EventLog) -> None:
+    """Repeated verifies racing a writer task report nothing."""
+    stop = asyncio.Event()
+
+    async def keep_appending() -> None:
+        number = 0
+        while not stop.is_set():
+            number += 1
+            await log.append("t", f"s{number % 7}", [Noted(text=str(number))])
+            await log.append("t", f"new-{number}", [Noted(text=str(number))])
+            await asyncio.sleep(0)  # the memory and file stores never suspend on their own
+
+    await fill(log)
+    writer = asyncio.create_task(keep_appending())
+    await asyncio.sleep(0.02)
+    try:
+        reports = [await log.verify() for _ in range(15)]
+    finally:
+        stop.set()
+        await writer
+    assert [[]] * 15 == [report.problems for report in reports]

@@ -1,0 +1,68 @@
+"""Contract: a closed log refuses work, and an unknown commit outcome is resolved."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from eventlog import CommitOutcomeUnknown, EventLog, StorageError, open_log
+from eventlog.storage.base import AppendRequest
+from tests.conftest import BackendTarget
+from tests.events import Noted
+
+
+async def test_closed_log_refuses_every_call(target: BackendTarget) -> None:
+    """After close, every entry point raises StorageError saying the log is closed."""
+    async with open_log(target.url, **target.options()) as log:
+        await log.append("t", "s", [Noted(text="a")])
+    calls: list[Any] = [
+        lambda: log.append("t", "s", [Noted(text="b")]),
+        lambda: log.read_all(),
+        lambda: log.verify(),
+        lambda: log.get_blob("t", bytes(32)),
+        lambda: anext(log.read_stream("t", "s")),
+    ]
+    for call in calls:
+        with pytest.raises(StorageError, match="closed"):
+            await call()
+
+
+def lose_the_connection(log: EventLog, *, after_commit: bool) -> list[int]:
+    """Make the next storage append raise CommitOutcomeUnknown, after or before committing.
+
+    Returns a list that counts the storage appends attempted.
+    """
+    real = log.storage.append
+    attempts: list[int] = []
+
+    async def append(request: AppendRequest) -> list[int]:
+        attempts.append(1)
+        if len(attempts) > 1:
+            return await real(request)
+        if after_commit:
+            await real(request)
+        raise CommitOutcomeUnknown(log.storage.name, "append", "connection lost")
+
+    log.storage.append = append  # type: ignore[method-assign]
+    return attempts
+
+
+async def test_commit_that_happened_is_found_not_repeated(log: EventLog) -> None:
+    """The connection drops after the commit: the log finds its own event ids and returns
+    the stored positions without appending again."""
+    await log.append("t", "s", [Noted(text="a")])
+    attempts = lose_the_connection(log, after_commit=True)
+    result = await log.append("t", "s", [Noted(text="b"), Noted(text="c")], expected_version=1)
+    stored = [event async for event in log.read_stream("t", "s")]
+    assert (1, 3, [1, 2, 3]) == (len(attempts), result.version, [e.version for e in stored])
+    assert list(result.positions) == [event.position for event in stored[1:]]
+    assert list(result.event_ids) == [event.event_id for event in stored[1:]]
+
+
+async def test_commit_that_did_not_happen_is_retried(log: EventLog) -> None:
+    """The connection drops before the commit: the append is tried again and lands once."""
+    attempts = lose_the_connection(log, after_commit=False)
+    result = await log.append("t", "s", [Noted(text="a")], expected_version=0)
+    stored = [event.event_id async for event in log.read_stream("t", "s")]
+    assert (2, 1, list(result.event_ids)) == (len(attempts), result.version, stored)
