@@ -24,9 +24,11 @@ from rich.progress import (
 )
 
 from eventlog.cli.errors import EXIT_OPERATIONAL, EXIT_STATUSES_HELP, CommandError
+from eventlog.cli.lenient import LenientRegistry
 from eventlog.cli.render import jsonable
 from eventlog.clock import Clock, system_clock
 from eventlog.errors import SchemaError, StorageError, StoreLocked
+from eventlog.events import default_registry
 from eventlog.log import EventLog
 from eventlog.opening import DEFAULT_SCHEMA, DEFAULT_URL, backend_for, open_log
 
@@ -79,12 +81,14 @@ class Context:
 
         Reading commands pass neither flag: they never create a database or change its
         schema, so a mistyped path is reported instead of becoming a new empty log.
-        ``options`` go to `open_log` as they are.
+        Events of types this process does not know are read as `OpaqueEvent`s (see
+        `eventlog.cli.lenient`). ``options`` go to `open_log` as they are.
         """
         if not create:
             self._require_existing()
         opener = open_log(
-            self.url, schema=self.schema, upgrade=upgrade, clock=clock, **options
+            self.url, schema=self.schema, upgrade=upgrade, clock=clock,
+            registry=LenientRegistry(default_registry), **options,
         )
         try:
             log = await opener.__aenter__()

@@ -50,14 +50,16 @@ def assert_demo_recorded(target: BackendTarget, session: str, batch_id: str) -> 
     """The session's and the batch's events are exactly the story's, and all verifies."""
     events = asyncio.run(tenant_events(target, "demo"))
     checkpoints = [fields(e) for e in events if e.stream_id == f"session:{session}"]
-    assert ["checkpoint_created"] * 6 == [c["type"] for c in checkpoints]
-    assert ["plan", "search-flights", "pick-flight", "pick-flight", "request-approval"] == [
-        c["checkpoint_id"] for c in checkpoints[:5]]
+    assert ["checkpoint_created"] * 7 == [c["type"] for c in checkpoints]
+    ids = [c["checkpoint_id"] for c in checkpoints]
+    minted = ids[3]
+    assert ["plan", "search-flights", "pick-flight", minted, "pick-flight",
+            "request-approval", "booked"] == ids
+    assert [0, 1, 2, 1, 2, 3, 4] == [c["step"] for c in checkpoints]
     runs = [c["run_id"] for c in checkpoints]
-    assert [runs[0]] * 3 + [runs[3]] * 3 == runs
+    assert [runs[0]] * 3 + [runs[3]] * 4 == runs
     assert runs[0] != runs[3]
-    assert ("search-flights", "search-flights") == (checkpoints[2]["parent_id"],
-                                                    checkpoints[3]["parent_id"])
+    assert ("plan", minted) == (checkpoints[3]["parent_id"], checkpoints[4]["parent_id"])
     batch = [(e.type, fields(e).get("generation")) for e in events
              if e.stream_id == f"interrupt-batch:{batch_id}"]
     assert BATCH_EVENTS == batch
@@ -94,7 +96,8 @@ def test_demo_for_people(tmp_path: Path) -> None:
     session = played.stdout.split("session ", 1)[1].split(",", 1)[0]
     timeline = subprocess.run([str(EVENTLOG), "timeline", "demo", session, "--json"],
                               cwd=tmp_path, capture_output=True, text=True, check=False)
-    assert (EXIT_OK, 6) == (timeline.returncode, json.loads(timeline.stdout)["checkpoints"])
+    story = json.loads(timeline.stdout)
+    assert (EXIT_OK, 7, 2) == (timeline.returncode, story["checkpoints"], story["duplicates"])
 
 
 @pytest.mark.parametrize("target", ["postgresql"], indirect=True)

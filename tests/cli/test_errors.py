@@ -138,3 +138,14 @@ class TestUnknownNames:
         ran = run("inspect", story.other_tenant, story.batch_id)
         assert EXIT_USAGE == ran.status
         assert "unknown interrupt batch" in one_line_error(ran)
+
+
+def test_eventlog_url_is_the_default_url(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without --url the command uses $EVENTLOG_URL (here: a file migrate creates)."""
+    path = tmp_path / "from-env.db"
+    monkeypatch.setenv("EVENTLOG_URL", f"sqlite:///{path}")
+    assert (EXIT_OK, True) == (run_bare(capsys, "migrate").status, path.exists())
+    assert (EXIT_OK, {"tenants": []}) == (run_bare(capsys, "stats", "--json").status,
+                                          run_bare(capsys, "stats", "--json").json())

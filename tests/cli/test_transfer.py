@@ -7,6 +7,8 @@ import base64
 import io
 import json
 import shutil
+import subprocess
+import sys
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -327,3 +329,29 @@ def test_export_refuses_to_overwrite(
     assert (EXIT_USAGE, "keep me") == (ran.status, path.read_text())
     assert EXIT_OK == run("export", "--tenant", tenant, "--force", str(path)).status
     assert path.read_text().startswith('{"format":"checkpoint-eventlog/export"')
+
+
+def test_export_to_standard_output_imports_the_same(
+    sqlite_pair: tuple[BackendTarget, BackendTarget], tmp_path: Path
+) -> None:
+    """`eventlog export … -` writes the file to standard output (the summary goes to
+    standard error), and that output imports like a file; the command's own process
+    never registered the test's event type, yet exports, imports and shows it."""
+    source, copy = sqlite_pair
+    tenant = fresh_id("t")
+    asyncio.run(build(source, tenant, [("checkpoint", 0, 0, 0, 0), ("note", 0, "x")]))
+    eventlog = Path(sys.executable).with_name("eventlog")
+    exported = subprocess.run(
+        [str(eventlog), "export", "--tenant", tenant, "-", "--url", source.url],
+        capture_output=True, check=False)
+    assert EXIT_OK == exported.returncode, exported.stderr
+    assert b"Exported to" in exported.stderr
+    path = tmp_path / "piped.jsonl"
+    path.write_bytes(exported.stdout)
+    imported = subprocess.run([str(eventlog), "import", str(path), "--url", copy.url],
+                              capture_output=True, check=False)
+    assert EXIT_OK == imported.returncode
+    assert asyncio.run(snapshot(source, tenant)) == asyncio.run(snapshot(copy, tenant))
+    shown = subprocess.run([str(eventlog), "log", "--json", "--type", "test.noted", "--url",
+                            copy.url], capture_output=True, text=True, check=False)
+    assert {"text": "x", "number": 0} == json.loads(shown.stdout)["data"]

@@ -1,0 +1,63 @@
+"""Reading logs that hold events of types this process never registered.
+
+An application registers its own event types (``@register_event``) in its own process;
+the ``eventlog`` command does not import the application, yet must still list, export,
+import, replay and verify its log. It opens logs with `LenientRegistry`, which decodes
+an unknown tag as an `OpaqueEvent` instead of raising. Nothing is lost: a recorded
+event keeps its stored type and exact bytes (which the hash chain covers and the command
+prints), and the library's projections fold only the types they know, so the views come
+out the same as in the application's process.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from eventlog.events import E, Event, EventRegistry
+
+
+class OpaqueEvent(Event, frozen=True, tag="eventlog.cli.opaque"):
+    """An event whose type this process does not know, with its stored fields.
+
+    Never appended (its tag is registered nowhere); it only stands in for a stored event.
+    """
+
+    fields: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+class LenientRegistry(EventRegistry):
+    """``base`` (the default registry unless given), but unknown tags decode as
+    `OpaqueEvent`. Encoding and registering go to ``base`` unchanged."""
+
+    def __init__(self, base: EventRegistry) -> None:
+        super().__init__()
+        self._base = base
+
+    def register(self, event_type: E) -> E:
+        return self._base.register(event_type)
+
+    def copy(self) -> EventRegistry:
+        return LenientRegistry(self._base.copy())
+
+    def __contains__(self, tag: object) -> bool:
+        return tag in self._base
+
+    @property
+    def tags(self) -> frozenset[str]:
+        return self._base.tags
+
+    def encode(self, event: object) -> tuple[str, bytes]:
+        return self._base.encode(event)
+
+    def decode(
+        self, tag: str, data: bytes, *, stream_id: str | None = None, version: int | None = None
+    ) -> Event:
+        if tag in self._base:
+            return self._base.decode(tag, data, stream_id=stream_id, version=version)
+        try:
+            decoded = msgspec.json.decode(data)
+        except msgspec.DecodeError:
+            decoded = None
+        return OpaqueEvent(fields=decoded if isinstance(decoded, dict) else {"value": decoded})
