@@ -49,10 +49,12 @@ async def test_read_stream_of_a_missing_stream_is_empty(log: EventLog) -> None:
 
 
 async def test_read_stream_pages_through_a_long_stream(log: EventLog) -> None:
-    """A stream longer than one storage page reads back whole, in order."""
-    await log.append("t", "s", [Noted(text="x", number=n) for n in range(1, 1202)])
+    """A stream longer than one storage page reads back whole, in order, and verifies
+    across verify's scan pages too."""
+    await log.append("t", "s", [Noted(text="x", number=n) for n in range(1, 1002)])
     numbers = [event.event.number async for event in log.read_stream("t", "s")]  # type: ignore[attr-defined]
-    assert list(range(1, 1202)) == numbers
+    report = await log.verify()
+    assert (list(range(1, 1002)), True, 1001) == (numbers, report.ok, report.events)
 
 
 async def test_read_all_returns_events_in_append_order(log: EventLog) -> None:
