@@ -8,6 +8,7 @@ import logging
 import sys
 import traceback
 from collections.abc import Sequence
+from importlib import metadata
 
 import structlog
 from rich.text import Text
@@ -54,10 +55,18 @@ def build_parser() -> argparse.ArgumentParser:
         prog="eventlog", description=_DESCRIPTION, epilog=EXIT_STATUSES_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for module in _COMMAND_MODULES:
         module.register(commands, common)
     return parser
+
+
+def _version() -> str:
+    try:
+        return metadata.version("checkpoint-eventlog")
+    except metadata.PackageNotFoundError:  # running from a checkout that was never installed
+        return "unknown"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -42,6 +43,13 @@ def test_every_command_documents_the_exit_statuses(capsys: pytest.CaptureFixture
                     "export", "import", "cleanup", "stats"):
         ran = run_bare(capsys, command, "--help")
         assert (EXIT_OK, True) == (ran.status, "exit statuses:" in ran.out), command
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    """--version names the installed distribution's version."""
+    ran = run_bare(capsys, "--version")
+    assert (EXIT_OK, f"eventlog {metadata.version('checkpoint-eventlog')}") == (
+        ran.status, ran.out.strip())
 
 
 def test_an_unknown_option_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:

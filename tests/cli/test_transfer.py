@@ -225,6 +225,26 @@ def test_a_later_export_extends_the_copy(
     assert asyncio.run(snapshot(source, tenant)) == asyncio.run(snapshot(copy, tenant))
 
 
+def test_an_older_export_into_a_newer_copy_changes_nothing(
+    capsys: pytest.CaptureFixture[str], sqlite_pair: tuple[BackendTarget, BackendTarget],
+    tmp_path: Path,
+) -> None:
+    """The copy already went further than the file: every event of the file is present,
+    nothing is appended."""
+    source, copy = sqlite_pair
+    tenant = fresh_id("t")
+    asyncio.run(build(source, tenant, [("note", 0, "a"), ("checkpoint", 0, 0, 0, 0)]))
+    old = tmp_path / "old.jsonl"
+    assert EXIT_OK == make_runner(capsys, source)("export", "--tenant", tenant,
+                                                  str(old)).status
+    asyncio.run(build(source, tenant, [("note", 0, "b"), ("checkpoint", 0, 0, 1, 1)]))
+    transfer(capsys, source, copy, tenant, tmp_path / "new.jsonl")
+    again = make_runner(capsys, copy)("import", "--json", str(old))
+    assert (EXIT_OK, 0, 2) == (again.status, again.json()["events_imported"],
+                               again.json()["events_present"])
+    assert asyncio.run(snapshot(source, tenant)) == asyncio.run(snapshot(copy, tenant))
+
+
 def test_a_conflicting_history_is_refused_and_nothing_written(
     capsys: pytest.CaptureFixture[str], sqlite_pair: tuple[BackendTarget, BackendTarget],
     tmp_path: Path,
