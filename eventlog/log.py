@@ -54,6 +54,7 @@ DEFAULT_MAX_PAYLOAD_BYTES = 16 * 1024 * 1024
 _MAX_APPEND_ATTEMPTS = 64  # an ANY append retries this often under contention
 _HEAD_CACHE_SIZE = 10_000
 _PAGE = 500
+_MAX_VERSION = 2**63 - 1
 
 
 class EventLog:
@@ -160,7 +161,7 @@ class EventLog:
         if isinstance(from_version, bool) or not isinstance(from_version, int):
             raise InvalidInput("from_version", f"must be a whole number, not {from_version!r}")
         version = max(from_version, 1)
-        while True:
+        while version <= _MAX_VERSION:  # beyond it no event can exist (SQL stores int64)
             page = await self.storage.read_stream(tenant_id, stream_id, version, _PAGE)
             for stored in page:
                 yield self.decode(stored)

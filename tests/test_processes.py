@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from eventlog import EventLog, StoreLocked, open_log
+from eventlog import EventLog, StorageError, StoreLocked, open_log
 from projections import ViewQuery, compare_views
 from tests.conftest import BackendTarget
 from tests.events import Noted
@@ -152,6 +152,29 @@ async def test_torn_last_line_of_the_file_store_is_dropped(tmp_path: Path) -> No
         await log.append("t", "s", [Noted(text="b again")], expected_version=1)
     assert events.read_bytes().startswith(lines[0])
     assert 2 == len(events.read_bytes().splitlines())
+
+
+async def test_failed_file_write_leaves_no_trace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write that fails (here: fsync raising, as on a full or failing disk) is reported
+    and leaves nothing behind: the next append takes the same version, reopening agrees."""
+    url = f"file://{tmp_path / 'store'}"
+    real_fsync = os.fsync
+
+    def failing_fsync(fd: int) -> None:
+        monkeypatch.setattr(os, "fsync", real_fsync)
+        raise OSError(28, "No space left on device")
+
+    async with open_log(url) as log:
+        await log.append("t", "s", [Noted(text="a")])
+        monkeypatch.setattr(os, "fsync", failing_fsync)
+        with pytest.raises(StorageError, match="No space left"):
+            await log.append("t", "s", [Noted(text="lost")])
+        result = await log.append("t", "s", [Noted(text="b")], expected_version=1)
+    async with open_log(url) as log:
+        texts = [event.event.text async for event in log.read_stream("t", "s")]  # type: ignore[attr-defined]
+        assert (2, ["a", "b"], True) == (result.version, texts, (await log.verify()).ok)
 
 
 # -- racing appenders ----------------------------------------------------------------------

@@ -94,11 +94,13 @@ class FileBackend(MemoryBackend):
         self.check(request)
         for digest, (payload, _count) in request.blob_adds.items():
             self._write_blob(request.tenant_id, digest, payload)
+        offset = self._log.tell()
         try:
             self._log.write(_encode_line(request))
             self._log.flush()
             os.fsync(self._log.fileno())
         except OSError as error:
+            self._cut_back(offset)
             raise StorageError("file", "append", str(error)) from error
         positions = self.commit(request)
         for digest in request.blob_releases:
@@ -106,6 +108,18 @@ class FileBackend(MemoryBackend):
                 with contextlib.suppress(FileNotFoundError):
                     self._blob_path(request.tenant_id, digest).unlink()
         return positions
+
+    def _cut_back(self, offset: int) -> None:
+        """Remove whatever a failed write left after ``offset``: an append reported as
+        failed must not reappear when the store is next opened."""
+        path = self.root / "events.jsonl"
+        with contextlib.suppress(OSError):
+            assert self._log is not None
+            self._log.close()  # its buffer may still hold the line; truncating drops it
+        with contextlib.suppress(OSError), open(path, "r+b") as handle:
+            handle.truncate(offset)
+            os.fsync(handle.fileno())
+        self._log = open(path, "ab")  # noqa: SIM115 - held open
 
     # -- opening -------------------------------------------------------------------------
 
