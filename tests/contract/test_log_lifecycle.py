@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import create_async_engine
 
 from eventlog import CommitOutcomeUnknown, EventLog, StorageError, open_log
 from eventlog.storage.base import AppendRequest
@@ -66,3 +69,36 @@ async def test_commit_that_did_not_happen_is_retried(log: EventLog) -> None:
     result = await log.append("t", "s", [Noted(text="a")], expected_version=0)
     stored = [event.event_id async for event in log.read_stream("t", "s")]
     assert (2, 1, list(result.event_ids)) == (len(attempts), result.version, stored)
+
+
+@pytest.mark.parametrize("target", ["sqlite", "postgresql"], indirect=True)
+async def test_log_over_an_application_engine_never_disposes_it(target: BackendTarget) -> None:
+    """open_log(engine) uses the application's engine and leaves it usable after close."""
+    if target.name == "sqlite":
+        engine = create_async_engine(target.url.replace("sqlite://", "sqlite+aiosqlite://"))
+        table = "events"
+    else:
+        engine = create_async_engine(target.url.replace("postgresql://", "postgresql+asyncpg://"))
+        table = f'"{target.schema}".events'
+    try:
+        async with open_log(engine, **target.options()) as log:
+            await log.append("t", "s", [Noted(text="a")])
+            assert [1] == [event.version async for event in log.read_stream("t", "s")]
+        async with engine.connect() as connection:
+            count = (await connection.execute(text(f"SELECT count(*) FROM {table}"))).scalar()
+        assert 1 == count
+    finally:
+        await engine.dispose()
+
+
+async def test_relative_and_default_sqlite_paths_are_in_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """sqlite:///name.db and no URL at all both mean a file in the working directory."""
+    monkeypatch.chdir(tmp_path)
+    async with open_log("sqlite:///relative.db") as log:
+        await log.append("t", "s", [Noted(text="a")])
+    async with open_log() as log:
+        await log.append("t", "s", [Noted(text="b")])
+    assert (True, True) == ((tmp_path / "eventlog.db").is_file(),  # noqa: ASYNC240
+                            (tmp_path / "relative.db").is_file())  # noqa: ASYNC240
