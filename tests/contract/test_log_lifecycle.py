@@ -100,5 +100,5 @@ async def test_relative_and_default_sqlite_paths_are_in_the_working_directory(
         await log.append("t", "s", [Noted(text="a")])
     async with open_log() as log:
         await log.append("t", "s", [Noted(text="b")])
-    assert (True, True) == ((tmp_path / "eventlog.db").is_file(),  # noqa: ASYNC240
-                            (tmp_path / "relative.db").is_file())  # noqa: ASYNC240
+    assert (True, True) == ((tmp_path / "eventlog.db").is_file(),
+                            (tmp_path / "relative.db").is_file())
