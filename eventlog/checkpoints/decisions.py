@@ -12,6 +12,7 @@ import uuid
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import msgspec
@@ -183,6 +184,17 @@ def created_event(
         state_encoding=state.encoding,
         state_size=len(state.data),
         metadata=checked.metadata,
+    )
+
+
+def written_record(
+    checked: CheckedRecord, checkpoint_id: str, state: Any, position: int, recorded_at: datetime
+) -> CheckpointRecord:
+    """The record a create returns: what was asked, as stored, with where and when."""
+    return CheckpointRecord(
+        tenant_id=checked.tenant_id, session_id=checked.session_id, run_id=checked.run_id,
+        checkpoint_id=checkpoint_id, parent_id=checked.parent_id, step=checked.step,
+        state=state, metadata=checked.metadata, position=position, recorded_at=recorded_at,
     )
 
 

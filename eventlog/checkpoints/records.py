@@ -80,7 +80,7 @@ def record_from_row(tenant_id: str, row: Mapping[str, Any]) -> CheckpointRecord:
     return CheckpointRecord(
         tenant_id=tenant_id,
         session_id=row["session_id"],
-        run_id=row["run_id"],
+        run_id=_uuid(row["run_id"]),
         checkpoint_id=row["checkpoint_id"],
         parent_id=row["parent_id"],
         step=row["step"],
@@ -97,7 +97,7 @@ def session_from_row(row: Mapping[str, Any]) -> SessionInfo:
         tenant_id=row["tenant_id"],
         session_id=row["session_id"],
         latest_checkpoint_id=row["latest_checkpoint_id"],
-        latest_run_id=row["latest_run_id"],
+        latest_run_id=_uuid(row["latest_run_id"]),
         latest_step=row["latest_step"],
         latest_position=row["latest_position"],
         updated_at=row["updated_at"],
@@ -109,10 +109,15 @@ def run_from_row(row: Mapping[str, Any]) -> RunInfo:
     return RunInfo(
         tenant_id=row["tenant_id"],
         session_id=row["session_id"],
-        run_id=row["run_id"],
+        run_id=_uuid(row["run_id"]),
         first_checkpoint_id=row["first_checkpoint_id"],
         first_parent_id=row["first_parent_id"],
         first_step=row["first_step"],
         first_position=row["first_position"],
         started_at=row["started_at"],
     )
+
+
+def _uuid(value: Any) -> uuid.UUID:
+    # asyncpg hands back its own UUID subclass; records carry the standard type.
+    return value if type(value) is uuid.UUID else uuid.UUID(bytes=value.bytes)

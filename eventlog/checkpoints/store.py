@@ -19,7 +19,14 @@ Decisions made here (where the contracts we implement were silent):
   the same breath; nothing reads through ``parent_id``, so this is harmless and not worth
   a fenced append on the hot path.
 - **Order is log order**, never time: ``list`` and ``latest`` by version in the session,
-  ``list_by_run`` by position. ``latest`` is the Go ``Manager.latest_checkpoint``.
+  ``list_by_run`` by position. Two records written in the same microsecond never tie.
+- **The Go package maps onto this store**: ``CreateCheckpoint`` is ``create`` with
+  ``parent_id``, ``RetrieveCheckpoint`` is ``read``, ``RetrieveIndex(withParent)`` is
+  ``index(parent_id=)``, ``Manager.latest_checkpoint`` is ``latest``, ``Store[T]`` is
+  ``typed(T)``; its in-memory manager and file-system JSON store are this store on the
+  ``memory://`` and ``file://`` backends. Tracon's five methods keep their names.
+- **Reads are unpaged**: ``list``, ``list_by_run`` and ``index`` return whole sessions
+  and runs (index scans over the views, state never loaded); ``sessions`` pages.
 - **Reads never distinguish absent, deleted and another tenant's**: each is the same
   single view query coming back empty (``read`` then skips the blob read).
 - **Delete** reads the stream's version, then the session's rows, and appends a
@@ -106,11 +113,8 @@ class CheckpointStore:
         )
         logger.debug("created", tenant=checked.tenant_id, session=checked.session_id,
                      checkpoint=checkpoint_id, position=result.positions[0])
-        return CheckpointRecord(
-            tenant_id=checked.tenant_id, session_id=checked.session_id, run_id=checked.run_id,
-            checkpoint_id=checkpoint_id, parent_id=checked.parent_id, step=checked.step,
-            state=state, metadata=checked.metadata, position=result.positions[0],
-            recorded_at=result.recorded_at,
+        return decisions.written_record(
+            checked, checkpoint_id, state, result.positions[0], result.recorded_at
         )
 
     async def read(self, tenant_id: str, session_id: str, checkpoint_id: str) -> Any:
@@ -170,27 +174,35 @@ class CheckpointStore:
         then). Raises `VersionConflict` only after losing `DELETE_ATTEMPTS` races in a row.
         """
         _check_session(tenant_id, session_id)
-        stream = decisions.session_stream(session_id)
         for attempt in range(DELETE_ATTEMPTS):
-            version = await self._stream_version(tenant_id, stream)
-            rows = await self._log.storage.query(ViewQuery(
-                views.CHECKPOINTS, {"tenant_id": tenant_id, "session_id": session_id},
-                columns=("state_digest",),
-            ))
-            plan = decisions.plan_delete(row["state_digest"] for row in rows)
-            if plan.count == 0:
-                return 0
-            tombstone = SessionDeleted(session_id=session_id, checkpoints=plan.count)
             try:
-                await self._log.append(tenant_id, stream, [tombstone],
-                                       expected_version=version, release=plan.releases)
+                return await self._delete_once(tenant_id, session_id)
             except VersionConflict:
                 if attempt == DELETE_ATTEMPTS - 1:
                     raise
-                continue
-            logger.info("deleted", tenant=tenant_id, session=session_id, checkpoints=plan.count)
-            return plan.count
         raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _delete_once(self, tenant_id: str, session_id: str) -> int:
+        """Decide against the views and append the tombstone fenced on what was read.
+
+        The stream version is read before the rows: a create committing in between shows
+        up in the rows, and then the fenced append fails and the caller decides again.
+        """
+        stream = decisions.session_stream(session_id)
+        version = await self._stream_version(tenant_id, stream)
+        rows = await self._log.storage.query(ViewQuery(
+            views.CHECKPOINTS, {"tenant_id": tenant_id, "session_id": session_id},
+            columns=("state_digest",),
+        ))
+        plan = decisions.plan_delete(row["state_digest"] for row in rows)
+        if plan.count == 0:
+            return 0
+        tombstone = SessionDeleted(session_id=session_id, checkpoints=plan.count)
+        await self._log.append(
+            tenant_id, stream, [tombstone], expected_version=version, release=plan.releases
+        )
+        logger.info("deleted", tenant=tenant_id, session=session_id, checkpoints=plan.count)
+        return plan.count
 
     async def sessions(
         self, tenant_id: str, *, after: str | None = None, limit: int = 100

@@ -7,11 +7,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from structlog.testing import capture_logs
 
 from eventlog import CheckpointRecord, EventLog, open_log
 from eventlog.checkpoints import CheckpointCreated, SessionDeleted
 from eventlog.hashing import content_digest
-from projections import compare_views
+from projections import ViewQuery, compare_views
 from tests.conftest import BackendTarget
 from tests.procs.settle import settle
 
@@ -34,7 +35,7 @@ async def test_create_returns_the_record_with_its_position_and_time(log: EventLo
     """The written record carries what was given, plus the log position and recorded time."""
     given = record(checkpoint_id="c1", step=3, metadata={"k": "v"}, state={"a": [1, 2]})
     created = await log.checkpoints.create(given)
-    event = (await log.read_all()).events[-1]
+    event = [e async for e in log.read_stream("t", "session:s")][-1]
     expected = CheckpointRecord(
         tenant_id="t", session_id="s", run_id=RUN, checkpoint_id="c1", step=3,
         state={"a": [1, 2]}, metadata={"k": "v"}, position=event.position,
@@ -55,6 +56,16 @@ async def test_a_run_id_given_as_a_string_is_stored_as_a_uuid(log: EventLog) -> 
     created = await log.checkpoints.create(record(run_id=str(RUN)))
     listed = await log.checkpoints.list("t", "s")
     assert (RUN, [RUN]) == (created.run_id, [r.run_id for r in listed])
+
+
+async def test_reads_carry_standard_python_types(log: EventLog) -> None:
+    """Run ids are uuid.UUID (not a driver's subclass) and times are aware UTC datetimes."""
+    await log.checkpoints.create(record())
+    listed = (await log.checkpoints.list("t", "s"))[0]
+    session = (await log.checkpoints.sessions("t"))[0]
+    run = (await log.checkpoints.runs("t", "s"))[0]
+    kinds = {type(listed.run_id), type(session.latest_run_id), type(run.run_id)}
+    assert ({uuid.UUID}, UTC) == (kinds, listed.recorded_at and listed.recorded_at.tzinfo)
 
 
 async def test_store_mints_time_ordered_uuid7_ids(log: EventLog) -> None:
@@ -229,9 +240,32 @@ async def test_delete_keeps_the_events_and_the_chain_verifies(log: EventLog) -> 
     assert (await log.verify()).ok
 
 
+async def test_a_create_racing_a_delete_is_counted_and_released(
+    log: EventLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A create that commits while delete is deciding makes delete decide again: it is
+    removed and counted too, and its blob reference released."""
+    await log.checkpoints.create(record(checkpoint_id="before", state={"v": 1}))
+    real_query = log.storage.query
+    raced: list[CheckpointRecord] = []
+
+    async def query(view_query: ViewQuery) -> list[dict[str, Any]]:
+        rows = await real_query(view_query)
+        if view_query.columns == ("state_digest",) and not raced:  # delete's row read
+            raced.append(await log.checkpoints.create(record(checkpoint_id="racer")))
+        return rows
+
+    monkeypatch.setattr(log.storage, "query", query)
+    removed = await log.checkpoints.delete("t", "s")
+    assert (2, [], {}) == (
+        removed, await log.checkpoints.list("t", "s"), dict(await log.storage.blob_refs("t"))
+    )
+
+
 async def test_delete_of_a_session_without_checkpoints_writes_nothing(log: EventLog) -> None:
     """Deleting an empty session returns 0 and appends no tombstone."""
     assert 0 == await log.checkpoints.delete("t", "never-written")
+    await settle(log)
     assert [] == (await log.read_all()).events
 
 
@@ -363,6 +397,20 @@ async def test_views_survive_reopening_the_store(target: BackendTarget) -> None:
         after = await log.checkpoints.list("t", "s")
         states = [await log.checkpoints.read("t", "s", c) for c in ("a", "b")]
     assert (before, [{"v": 1}, b"raw"]) == (after, states)
+
+
+async def test_create_and_delete_log_what_they_did(log: EventLog) -> None:
+    """create logs ``created`` (debug) and delete logs ``deleted`` (info) with their facts."""
+    with capture_logs() as logs:
+        created = await log.checkpoints.create(record(checkpoint_id="c"))
+        await log.checkpoints.delete("t", "s")
+    mine = [entry for entry in logs if entry["event"] in ("created", "deleted")]
+    assert [
+        {"event": "created", "log_level": "debug", "tenant": "t", "session": "s",
+         "checkpoint": "c", "position": created.position},
+        {"event": "deleted", "log_level": "info", "tenant": "t", "session": "s",
+         "checkpoints": 1},
+    ] == mine
 
 
 def _fields(value: CheckpointRecord) -> dict[str, Any]:

@@ -10,6 +10,7 @@ import pytest
 
 from eventlog import CheckpointRecord, EventLog, InvalidInput, PayloadTooLarge, open_log
 from tests.conftest import BackendTarget
+from tests.procs.settle import settle
 
 RUN = uuid.UUID("00000000-0000-4000-8000-000000000001")
 
@@ -28,7 +29,8 @@ def record(**fields: Any) -> CheckpointRecord:
 
 
 async def event_count(log: EventLog) -> int:
-    """How many events the whole log holds."""
+    """How many events the whole log holds (once PostgreSQL's read horizon has passed)."""
+    await settle(log)
     return len((await log.read_all(limit=10_000)).events)
 
 
