@@ -35,6 +35,7 @@ from eventlog.validation import check_id, check_positive_limit
 from projections.query import In, ViewQuery
 
 if TYPE_CHECKING:
+    from eventlog.checkpoints import CheckpointRecord
     from eventlog.interrupts.store import InterruptStore
 
 logger = structlog.get_logger(__name__)
@@ -208,9 +209,8 @@ class BatchAdmin:
                         batch=None if view is None else summarize(view),
                         disposition=disposition)
 
-    async def _latest_checkpoint(self, scope: str, thread_id: str) -> Any:
-        checkpoints: Any = self.log.checkpoints
-        return await checkpoints.latest(scope, thread_id)
+    async def _latest_checkpoint(self, scope: str, thread_id: str) -> CheckpointRecord | None:
+        return await self.log.checkpoints.latest(scope, thread_id)
 
 
 def summarize(view: BatchView) -> BatchSummary:

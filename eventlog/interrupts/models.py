@@ -12,9 +12,12 @@ import enum
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
+
+if TYPE_CHECKING:
+    from eventlog.checkpoints import CheckpointRecord
 
 # -- inputs (AG-UI shapes) ---------------------------------------------------------------
 
@@ -331,10 +334,12 @@ class BatchInspection:
 class Recovery:
     """A thread's latest checkpoint and the state of its newest open batch.
 
-    ``checkpoint`` is the checkpoint store's record (None when the thread has none, or
-    when the open batch belongs to an operation this process does not trust).
+    ``checkpoint`` is the thread's latest record in the checkpoint store (the thread is
+    the checkpoint session; the record carries no state: read it with
+    ``log.checkpoints.read``). None when the thread has none, or when the open batch
+    belongs to an operation this process does not trust.
     """
 
-    checkpoint: Any
+    checkpoint: CheckpointRecord | None
     batch: BatchSummary | None
     disposition: RecoveryDisposition

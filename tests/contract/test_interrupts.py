@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from datetime import timedelta
+from typing import Any
 
 import pytest
 
@@ -255,11 +256,12 @@ async def test_tokens_never_reach_events_or_views(ilog: EventLog) -> None:
     batch = await create(ilog)
     claim = (await ilog.interrupts.try_claim("acme", answer(batch))).claim
     assert claim is not None
-    page = await ilog.read_all()
-    stored = b"".join(event.data for event in page.events)
+    events = [e async for e in ilog.read_stream("acme", f"interrupt-batch:{batch.batch_id}")]
+    stored = b"".join(event.data for event in events)
     views = repr(await ilog.storage.dump_views())
-    assert (False, False, False) == (
-        claim.token.encode() in stored, claim.token in views, claim.token in repr(claim),
+    assert (2, False, False, False) == (
+        len(events), claim.token.encode() in stored, claim.token in views,
+        claim.token in repr(claim),
     )
 
 
@@ -408,3 +410,46 @@ async def test_views_equal_a_rebuild_after_a_whole_flow(ilog: EventLog) -> None:
     await ilog.interrupts.complete_capture(handle, "completed", "snapshot")
     await ilog.interrupts.finish(claim, Finish.FINALIZE)
     assert [] == await view_differences(ilog)
+
+
+async def test_every_interrupt_append_is_one_postgresql_statement(pg_schema: str) -> None:
+    """Each event changes one row, so every append takes PostgreSQL's one-statement path."""
+    from tests.conftest import PG_URL
+
+    clock = FakeClock()
+    target = BackendTarget("postgresql", PG_URL, pg_schema)
+    async with open_interrupt_log(target, clock) as log:
+        storage: Any = log.storage
+        shapes: list[bool] = []
+        single = storage.single_statement
+
+        def spy(request: Any) -> Any:
+            statement = single(request)
+            shapes.append(statement is not None)
+            return statement
+
+        storage.single_statement = spy
+        batch = await create(log)
+        claim = (await log.interrupts.try_claim("acme", answer(batch))).claim
+        assert claim is not None
+        handle = await log.interrupts.start_capture(claim)
+        assert handle is not None
+        await log.interrupts.try_start_effect(claim)
+        await log.interrupts.complete_capture(handle, "completed", "s")
+        await log.interrupts.finish(claim, Finish.FINALIZE)
+        clock.advance(days=2)
+        await log.interrupts.cleanup()
+    assert [True] * 7 == shapes
+
+
+async def test_logs_never_carry_a_token(ilog: EventLog) -> None:
+    """Every log entry of a claim's life is free of its token."""
+    from structlog.testing import capture_logs
+
+    batch = await create(ilog)
+    with capture_logs() as entries:
+        claim = (await ilog.interrupts.try_claim("acme", answer(batch))).claim
+        assert claim is not None
+        await ilog.interrupts.try_start_effect(claim)
+        await ilog.interrupts.finish(claim, Finish.FINALIZE)
+    assert (True, False) == (len(entries) >= 3, claim.token in repr(entries))

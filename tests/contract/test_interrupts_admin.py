@@ -5,12 +5,13 @@ Every test runs on all four backends, with a fake clock.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import AsyncIterator
 from datetime import timedelta
 
 import pytest
 
-from eventlog import EventLog, InvalidInput
+from eventlog import CheckpointRecord, EventLog, InvalidInput
 from eventlog.interrupts import (
     BatchState,
     ClaimRejection,
@@ -348,3 +349,21 @@ async def test_timeouts_use_the_configured_options(ilog: EventLog, clock: FakeCl
     late = await ilog.interrupts.cleanup()
     assert (0, 1, timedelta(0)) == (early.leases_expired, late.leases_expired,
                                     clock.now - claim.expires_at)
+
+
+async def test_recover_returns_the_threads_latest_checkpoint(ilog: EventLog) -> None:
+    """The thread is the checkpoint session: recover hands back its newest record."""
+    run = uuid.uuid4()
+    for step in (1, 2):
+        await ilog.checkpoints.create(CheckpointRecord(
+            tenant_id="acme", session_id="thread-9", run_id=run, checkpoint_id=f"cp-{step}",
+            step=step, state={"step": step},
+        ))
+    batch = await create(ilog, "acme", "thread-9")
+    recovery = await ilog.interrupts.recover("acme", "thread-9")
+    elsewhere = await ilog.interrupts.recover("beta", "thread-9")
+    assert ("cp-2", batch.batch_id, None, None) == (
+        recovery.checkpoint.checkpoint_id if recovery.checkpoint else None,
+        recovery.batch.batch_id if recovery.batch else None,
+        elsewhere.checkpoint, elsewhere.batch,
+    )

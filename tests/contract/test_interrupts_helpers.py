@@ -92,14 +92,12 @@ def answer(batch: PendingBatch, **overrides: Any) -> ResumeInput:
 
 
 async def event_count(log: EventLog) -> int:
-    """How many events the whole log holds."""
-    count, cursor = 0, None
-    while True:
-        page = await log.read_all(after=cursor, limit=1000)
-        if not page.events:
-            return count
-        count += len(page.events)
-        cursor = page.cursor
+    """How many events the whole log holds (from the stream heads: unlike ``read_all``,
+    not held back by a transaction still open elsewhere on a PostgreSQL server)."""
+    from projections.query import ViewQuery
+
+    heads = await log.storage.query(ViewQuery("stream_heads", columns=("version",)))
+    return sum(int(head["version"]) for head in heads)
 
 
 async def view_differences(log: EventLog) -> list[Any]:
