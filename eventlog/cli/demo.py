@@ -35,9 +35,11 @@ from rich.text import Text
 from eventlog.checkpoints import CheckpointRecord
 from eventlog.cli.context import Context, add_command
 from eventlog.cli.errors import EXIT_FINDINGS, EXIT_OK
+from eventlog.cli.horizon import settle_or_warn
 from eventlog.cli.render import verdict, when
 from eventlog.cli.sessions import print_timeline, read_merged, timeline_json
 from eventlog.cli.story import build_timeline
+from eventlog.cli.verify import view_findings
 from eventlog.interrupts import (
     ClaimResult,
     Finish,
@@ -50,7 +52,6 @@ from eventlog.interrupts import (
 )
 from eventlog.log import EventLog
 from projections.query import ViewQuery
-from projections.runner import compare_views
 
 TENANT = "demo"
 OPERATION = Operation("book-trip", "1")
@@ -294,8 +295,10 @@ async def finale(story: Story, batch: PendingBatch) -> bool:
     log, context = story.log, story.context
     streams = [f"session:{story.session}", f"interrupt-batch:{batch.batch_id}"]
     timeline = build_timeline(await read_merged(log, TENANT, streams))
+    await settle_or_warn(context, log)
     report = await log.verify()
-    differences = await compare_views(log)
+    with context.progress() as progress:
+        differences = await view_findings(log, None, progress)
     ok = report.ok and not differences
     if context.json:
         context.print_json({

@@ -17,6 +17,7 @@ from typing import Any
 
 from eventlog.cli.context import Context, add_command
 from eventlog.cli.errors import EXIT_OK, CommandError
+from eventlog.cli.horizon import settle_or_warn
 from eventlog.cli.options import non_negative_float, positive_int, timestamp
 from eventlog.cli.render import event_json, event_line
 from eventlog.cli.scope import require_session, require_tenant
@@ -94,6 +95,8 @@ async def run(context: Context) -> int:
     _check_arguments(args)
     async with context.open() as log:
         event_filter = await _build_filter(log, args)
+        if not args.follow:  # a follower waits for late commits anyway
+            await settle_or_warn(context, log)
         shown = 0
         async for event in follow(
             log, args.tenant, follow=args.follow, poll_interval=args.poll_interval,

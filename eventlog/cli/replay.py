@@ -16,6 +16,7 @@ from rich.text import Text
 
 from eventlog.cli.context import Context, add_command
 from eventlog.cli.errors import EXIT_OK, CommandError
+from eventlog.cli.horizon import settle_or_warn
 from eventlog.cli.options import position_or_time
 from eventlog.cli.progress import CountingLog
 from eventlog.cli.render import plural, redact, rows_table, when
@@ -77,6 +78,7 @@ async def run(context: Context) -> int:
             await require_session(log, args.tenant, args.session)
         elif args.tenant:
             await require_tenant(log, args.tenant)
+        await settle_or_warn(context, log)
         total = await count_events(log)
         with context.progress() as progress:
             task = progress.add_task("replaying the log", total=total)

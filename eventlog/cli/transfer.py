@@ -18,6 +18,7 @@ from rich.console import Console
 
 from eventlog.cli.context import Context, add_command
 from eventlog.cli.errors import EXIT_FINDINGS, EXIT_OK, CommandError
+from eventlog.cli.horizon import settle_or_warn
 from eventlog.cli.render import pairs_table
 from eventlog.cli.scope import require_session, require_tenant
 from eventlog.transfer import ImportRefused, export_log, import_log
@@ -64,6 +65,7 @@ async def run_export(context: Context) -> int:
             await require_session(log, args.tenant, args.session, scan=True)
         else:
             await require_tenant(log, args.tenant)
+        await settle_or_warn(context, log)
         with context.progress() as progress, _sink(target, to_stdout) as sink:
             task = progress.add_task("exporting", total=None)
             summary = await export_log(

@@ -10,14 +10,17 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from rich.progress import Progress
 from rich.table import Table
 
 from eventlog.cli.context import Context, add_command
 from eventlog.cli.errors import EXIT_FINDINGS, EXIT_OK
+from eventlog.cli.horizon import settle, settle_or_warn
 from eventlog.cli.options import positive_int
 from eventlog.cli.progress import CountingLog
 from eventlog.cli.render import cell, verdict
 from eventlog.cli.scope import require_tenant
+from eventlog.log import EventLog
 from eventlog.records import StreamProblem, VerifyReport
 from eventlog.transfer import count_events
 from projections.runner import ViewDifference, compare_views
@@ -44,22 +47,45 @@ async def run(context: Context) -> int:
     async with context.open() as log:
         if tenant is not None:
             await require_tenant(log, tenant)
-        total = await count_events(log)
+        await settle_or_warn(context, log)
         with context.progress() as progress:
             chains = progress.add_task("checking hash chains", total=None)
             report = await log.verify(tenant)
             progress.update(chains, visible=False)
-            views = progress.add_task("rebuilding views from the log", total=total)
-            counting = CountingLog(log, lambda n: progress.advance(views, n))
-            differences = [
-                difference for difference in await compare_views(counting.as_log())
-                if tenant is None or (difference.key and difference.key[0] == tenant)
-            ]
+            differences = await view_findings(log, tenant, progress)
     if context.json:
         context.print_json(_as_json(report, differences))
     else:
         _print(context, report, differences)
     return EXIT_OK if report.ok and not differences else EXIT_FINDINGS
+
+
+async def view_findings(
+    log: EventLog, tenant: str | None, progress: Progress
+) -> list[ViewDifference]:
+    """The view rows that differ from a rebuild, in two passes when the first finds any.
+
+    A write committing while the log is read can make its rows differ for a moment (the
+    rebuild read the log before it, the stored views are read after). Only rows that
+    differ again once every transaction running after the first pass has ended are
+    findings: a changed or corrupted row differs every time.
+    """
+    first = await _compare(log, tenant, progress)
+    if not first:
+        return first
+    await settle(log)
+    suspects = {(difference.table, difference.key) for difference in first}
+    return [d for d in await _compare(log, tenant, progress) if (d.table, d.key) in suspects]
+
+
+async def _compare(
+    log: EventLog, tenant: str | None, progress: Progress
+) -> list[ViewDifference]:
+    task = progress.add_task("rebuilding views from the log", total=await count_events(log))
+    counting = CountingLog(log, lambda n: progress.advance(task, n))
+    differences = await compare_views(counting.as_log())
+    progress.update(task, visible=False)
+    return [d for d in differences if tenant is None or (d.key and d.key[0] == tenant)]
 
 
 def changed_columns(difference: ViewDifference) -> list[str]:

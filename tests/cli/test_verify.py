@@ -3,14 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import sqlite3
+import sys
+import time
+import uuid
+from pathlib import Path
 from typing import Any
 
 import asyncpg
 import pytest
 
+from eventlog import open_log
+from eventlog.checkpoints import CheckpointRecord
 from eventlog.cli import EXIT_FINDINGS, EXIT_OK
-from tests.cli.helpers import Run, Story
+from tests.cli.helpers import Run, Story, url_args
 from tests.conftest import PG_URL, BackendTarget
 
 mutating = pytest.mark.parametrize("target", ["sqlite", "postgresql"], indirect=True)
@@ -103,3 +110,33 @@ def test_verify_of_one_tenant_ignores_the_others(own_story: Story, own_run: Run,
 def _blob(target: BackendTarget, data: bytes) -> str:
     literal = data.hex()
     return f"X'{literal}'" if target.name == "sqlite" else f"'\\x{literal}'::bytea"
+
+
+def test_verify_waits_for_the_read_horizon_on_postgresql(pg_schema: str) -> None:
+    """A transaction left open elsewhere hides later commits from read_all: a real
+    `eventlog verify` process waits for it to end instead of reporting the views (which
+    already show those commits) as differing."""
+    returncode, out, waited = asyncio.run(_verify_behind_an_open_transaction(pg_schema))
+    assert (EXIT_OK, True) == (returncode, json.loads(out)["ok"])
+    assert waited >= 0.5
+
+
+async def _verify_behind_an_open_transaction(schema: str) -> tuple[int, bytes, float]:
+    target = BackendTarget("postgresql", PG_URL, schema)
+    blocker = await asyncpg.connect(PG_URL)
+    transaction = blocker.transaction()
+    await transaction.start()
+    await blocker.fetchval("SELECT pg_current_xact_id()")
+    async with open_log(target.url, **target.options()) as log:
+        await log.checkpoints.create(CheckpointRecord(
+            tenant_id="t", session_id="s", run_id=uuid.uuid4(), state={"late": True}))
+    started = time.monotonic()
+    verify = await asyncio.create_subprocess_exec(
+        str(Path(sys.executable).with_name("eventlog")), "verify", "--json", *url_args(target),
+        stdout=asyncio.subprocess.PIPE)
+    await asyncio.sleep(1.0)
+    await transaction.rollback()
+    await blocker.close()
+    out, _ = await verify.communicate()
+    assert verify.returncode is not None
+    return verify.returncode, out, time.monotonic() - started

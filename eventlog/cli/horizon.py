@@ -1,0 +1,59 @@
+"""Waiting for PostgreSQL's read horizon before reading the whole log.
+
+On PostgreSQL `EventLog.read_all` (and so `projections.rebuild` and `compare_views`)
+returns an event only once every transaction older than its writer has ended: that is
+what makes following gap-safe. The flip side: while any transaction anywhere on the
+server is open, events committed after it began are not yet readable, although the views
+already show them. A command that reads the whole log to report on it ("everything up to
+now") first waits until every transaction running at its start has ended.
+
+This reads the backend's engine directly: the library has no public call for it yet.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import sqlalchemy as sa
+
+from eventlog.cli.context import Context
+from eventlog.log import EventLog
+
+DEFAULT_TIMEOUT_S = 30.0
+_POLL_S = 0.01
+
+_XMAX = sa.text("SELECT pg_snapshot_xmax(pg_current_snapshot())::text")
+_PASSED = sa.text(
+    "SELECT pg_snapshot_xmin(pg_current_snapshot()) >= CAST(CAST(:horizon AS text) AS xid8)"
+)
+
+
+async def settle(log: EventLog) -> bool:
+    """Wait until everything committed before the call is readable through ``read_all``.
+
+    True at once on single-writer backends; on PostgreSQL, True once every transaction
+    running at the call has ended, False if one is still open after `DEFAULT_TIMEOUT_S`
+    (or the server could not be asked: the reads that follow report that properly).
+    """
+    engine = getattr(log.storage, "engine", None)
+    if log.storage.name != "postgresql" or engine is None:
+        return True
+    try:
+        async with asyncio.timeout(DEFAULT_TIMEOUT_S), engine.connect() as connection:
+            connection = await connection.execution_options(isolation_level="AUTOCOMMIT")
+            horizon = (await connection.execute(_XMAX)).scalar_one()
+            # Polling the server is the only way to learn when other sessions end.
+            while not (await connection.execute(_PASSED, {"horizon": horizon})).scalar_one():  # noqa: ASYNC110
+                await asyncio.sleep(_POLL_S)
+    except (TimeoutError, OSError, sa.exc.SQLAlchemyError):
+        return False
+    return True
+
+
+async def settle_or_warn(context: Context, log: EventLog) -> None:
+    """`settle`, printing a warning on standard error when the horizon did not pass."""
+    if not await settle(log):
+        context.err.print(
+            "warning: a PostgreSQL transaction has stayed open for "
+            f"{DEFAULT_TIMEOUT_S:.0f} s; events committed after it began are not readable "
+            "yet, so what follows may lag behind the views", style="yellow")
