@@ -104,15 +104,18 @@ def event_fields(event: RecordedEvent) -> dict[str, Any]:
     return redact(decoded)
 
 
-def summary(fields: Mapping[str, Any], skip: Iterable[str] = ()) -> str:
-    """``key=value`` pairs on one line, skipping ``skip``, cut to a readable length."""
+def summary(
+    fields: Mapping[str, Any], skip: Iterable[str] = (), width: int = _SUMMARY_WIDTH
+) -> str:
+    """``key=value`` pairs on one line (absent values left out), skipping ``skip``, cut
+    to ``width`` characters."""
     hidden = set(skip)
     parts = [
         f"{key}={cell(value, 32)}" for key, value in fields.items()
         if key not in hidden and value is not None
     ]
     text = " ".join(parts)
-    return text if len(text) <= _SUMMARY_WIDTH else text[: _SUMMARY_WIDTH - 1] + "…"
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def event_json(event: RecordedEvent) -> dict[str, Any]:

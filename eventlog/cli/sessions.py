@@ -192,7 +192,7 @@ def _audit_table(audit: list[AuditEntry]) -> Table:
                   title_justify="left")
     for entry in audit:
         table.add_row(str(entry.version), str(entry.position), when(entry.recorded_at),
-                      entry.type, summary(redact(entry.details), skip=("batch_id",)))
+                      entry.type, summary(redact(entry.details), skip=("batch_id",), width=400))
     return table
 
 
