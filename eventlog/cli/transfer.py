@@ -14,8 +14,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from rich.console import Console
-
 from eventlog.cli.context import Context, add_command
 from eventlog.cli.errors import EXIT_FINDINGS, EXIT_OK, CommandError
 from eventlog.cli.horizon import settle_or_warn
@@ -74,7 +72,7 @@ async def run_export(context: Context) -> int:
                 progress=lambda _phase, done, total: progress.update(
                     task, completed=done, total=total),
             )
-    out = Console(file=sys.stderr, markup=False) if to_stdout else context.out
+    out = context.err if to_stdout else context.out  # standard output carries the file
     if context.json and not to_stdout:
         context.print_json({"file": str(target), **_fields(summary)})
     else:
