@@ -4,6 +4,7 @@ nothing is written."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Awaitable
 from typing import Any
 
 import pytest
@@ -66,14 +67,22 @@ BAD_RECORDS = [
 ]
 
 
-@pytest.mark.parametrize(("field", "fields"), BAD_RECORDS, ids=lambda v: str(v)[:30])
-async def test_bad_create_is_refused_naming_the_field(
-    log: EventLog, field: str, fields: dict[str, Any]
-) -> None:
-    """A create with one bad field raises InvalidInput for that field and writes nothing."""
-    with pytest.raises(InvalidInput) as raised:
-        await log.checkpoints.create(record(**fields))
-    assert field == raised.value.field
+async def refused_field(call: Awaitable[object]) -> str | None:
+    """The field an InvalidInput from ``call`` names (None if nothing was raised)."""
+    try:
+        await call
+    except InvalidInput as error:
+        return error.field
+    return None
+
+
+async def test_bad_creates_are_refused_naming_the_field(log: EventLog) -> None:
+    """Each create with one bad field raises InvalidInput for that field; nothing is
+    written by any of them. (One test per backend walks every case: a store per case
+    would cost a PostgreSQL schema each.)"""
+    refused = [await refused_field(log.checkpoints.create(record(**fields)))
+               for _, fields in BAD_RECORDS]
+    assert [field for field, _ in BAD_RECORDS] == refused
     assert 0 == await event_count(log)
 
 
@@ -154,14 +163,11 @@ BAD_READS: list[tuple[str, str, tuple[Any, ...]]] = [
 ]
 
 
-@pytest.mark.parametrize(("method", "field", "args"), BAD_READS, ids=lambda v: str(v)[:20])
-async def test_bad_arguments_to_reads_and_delete_are_refused(
-    log: EventLog, method: str, field: str, args: tuple[Any, ...]
-) -> None:
+async def test_bad_arguments_to_reads_and_delete_are_refused(log: EventLog) -> None:
     """Every other entry point refuses a bad id naming it."""
-    with pytest.raises(InvalidInput) as raised:
-        await getattr(log.checkpoints, method)(*args)
-    assert field == raised.value.field
+    refused = [await refused_field(getattr(log.checkpoints, method)(*args))
+               for method, _, args in BAD_READS]
+    assert [field for _, field, _ in BAD_READS] == refused
 
 
 @pytest.mark.parametrize("fields", [{"limit": 0}, {"limit": 10_001}, {"after": ""}])
