@@ -97,6 +97,8 @@ def _check_interrupt(
     check_id(f"{field}.id", item.id)
     check_id(f"{field}.reason", item.reason)
     _check_optional_str(f"{field}.message", item.message)
+    if item.message is not None:
+        check_json(f"{field}.message", item.message, options)
     if item.tool_call_id is not None:
         check_id(f"{field}.tool_call_id", item.tool_call_id)
     if item.response_schema is not None:

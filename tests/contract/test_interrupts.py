@@ -89,6 +89,7 @@ async def test_create_sets_the_deadline_from_the_earliest_expiry(
          "interrupts[0].response_schema"),
         ([Interrupt(id="a", reason="r", response_schema={"enum": ["x" * 70_000]})],
          "interrupts[0].response_schema"),
+        ([Interrupt(id="a", reason="r", message="m" * 70_000)], "interrupts[0].message"),
     ],
 )
 async def test_create_refuses_bad_batches_and_writes_nothing(

@@ -16,8 +16,8 @@ release, finish and reconcile run in between. After every step:
 One log per test (one `asyncio.Runner`), a fresh scope per example. Cleanup is global,
 so each example first settles what earlier examples left (moving the clock far ahead)
 and then checks cleanup's counts exactly. Examples per backend: the profile's count
-(200 under CI) on memory and the file store, a fifth of it on SQLite and PostgreSQL
-(see `examples_for`), to keep this test near a minute in CI.
+(200 under CI) on memory, half of it on the file store, a fifth on SQLite and
+PostgreSQL (see `examples_for`), to keep this test under a minute in CI.
 """
 
 from __future__ import annotations
@@ -441,10 +441,10 @@ def check_stream(events: list[Any]) -> None:
 
 
 def examples_for(backend: str) -> int:
-    """The profile's example count on memory and the file store; fewer where every append
-    waits for the disk (SQLite fsyncs every commit: 200 examples took 80 s) or a server."""
+    """The profile's example count on memory; fewer where every append waits for the disk
+    (SQLite fsyncs every commit: 200 examples took 80 s) or a server."""
     full = settings.default.max_examples
-    divisor = {"sqlite": 5, "postgresql": 5}.get(backend, 1)
+    divisor = {"file": 2, "sqlite": 5, "postgresql": 5}.get(backend, 1)
     return max(10, full // divisor)
 
 
