@@ -28,6 +28,7 @@ from eventlog.interrupts.models import (
     CleanupResult,
     ReconcileRejection,
     ReconcileResult,
+    Reconciliation,
     Recovery,
 )
 from eventlog.records import RecordedEvent
@@ -167,7 +168,7 @@ class BatchAdmin:
     # -- operators -----------------------------------------------------------------------
 
     async def reconcile(
-        self, scopes: Iterable[str], batch_id: str, actor: str, reconciliation: Any
+        self, scopes: Iterable[str], batch_id: str, actor: str, reconciliation: Reconciliation
     ) -> ReconcileResult:
         """Append the operator's ruling, fenced like every other batch change."""
         permitted = inputs.check_scopes(scopes)

@@ -13,7 +13,7 @@ import secrets
 import uuid
 from collections.abc import Callable, Iterable
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import structlog
 
@@ -40,6 +40,7 @@ from eventlog.interrupts.models import (
     OperationRegistry,
     PendingBatch,
     ReconcileResult,
+    Reconciliation,
     Recovery,
     ResumeInput,
 )
@@ -242,7 +243,7 @@ class InterruptStore:
         return await self.admin.inspect(scopes, batch_id, limit, cursor)
 
     async def reconcile(
-        self, scopes: Iterable[str], batch_id: str, actor: str, reconciliation: Any
+        self, scopes: Iterable[str], batch_id: str, actor: str, reconciliation: Reconciliation
     ) -> ReconcileResult:
         """Record who (``actor``) decided what on which evidence; retire all authority."""
         return await self.admin.reconcile(scopes, batch_id, actor, reconciliation)
