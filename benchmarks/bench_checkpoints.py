@@ -60,6 +60,11 @@ async def langgraph_contestants(schema: str) -> tuple[Any, dict[str, Any]] | Non
     except ImportError:
         print("  (LangGraph not installed: pip install -e '.[bench]' to compare)")
         return None
+    # Its own schema: LangGraph's tables are named like ours ("checkpoints").
+    schema = f"{schema}_langgraph"
+    connection = await asyncpg.connect(PG_URL)
+    await connection.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
+    await connection.close()
     conninfo = PG_URL + f"?options=-csearch_path%3D{schema}"
     manager = AsyncPostgresSaver.from_conn_string(conninfo)
     saver = await manager.__aenter__()
@@ -73,6 +78,22 @@ async def langgraph_contestants(schema: str) -> tuple[Any, dict[str, Any]] | Non
         await saver.aput(config, checkpoint, {"step": i}, {"state": i + 1})
 
     return manager, {"saver": saver, "aput": aput}
+
+
+async def aput_thread(saver: Any, thread_id: str, step: int) -> None:
+    """One LangGraph checkpoint of ~2 KB state in ``thread_id``."""
+    from langgraph.checkpoint.base import empty_checkpoint
+
+    config = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
+    checkpoint = empty_checkpoint()
+    checkpoint["channel_values"] = {"state": {**STATE, "step": step}}
+    checkpoint["channel_versions"] = {"state": step + 1}
+    await saver.aput(config, checkpoint, {"step": step}, {"state": step + 1})
+
+
+async def _drain(iterator: Any) -> None:
+    async for _ in iterator:
+        pass
 
 
 async def main() -> None:
@@ -118,23 +139,31 @@ async def main() -> None:
                 await timed(lambda: log.checkpoints.list("t", "big"), 20),
         }
         if langgraph is not None:
-            saver = langgraph[1]["saver"]
+            saver, aput = langgraph[1]["saver"], langgraph[1]["aput"]
             for i in range(1000):
-                await langgraph[1]["aput"](100_000 + i)  # thread lg-1000 … lg-1009: 100 each
-            config = {"configurable": {"thread_id": "lg-1000", "checkpoint_ns": ""}}
-
-            async def alist() -> None:
-                [item async for item in saver.alist(config)]
-
-            reads["LangGraph alist (100 checkpoints)"] = await timed(alist, 20)
+                await aput(10_000_000 + i)  # thread lg-100000 … lg-100009: 100 each
+            for i in range(1000):
+                await aput_thread(saver, "lg-big", i)
+            small = {"configurable": {"thread_id": "lg-100000", "checkpoint_ns": ""}}
+            big = {"configurable": {"thread_id": "lg-big", "checkpoint_ns": ""}}
+            reads["LangGraph alist (1,000 checkpoints)"] = await timed(
+                lambda: _drain(saver.alist(big)), 5
+            )
+            reads["LangGraph alist (100 checkpoints)"] = await timed(
+                lambda: _drain(saver.alist(small)), 20
+            )
             await fill_session(log, "t", "hundred", 100)
             reads["list (100 records)"] = await timed(
                 lambda: log.checkpoints.list("t", "hundred"), 20
             )
         report("reads", "latest (1,000-checkpoint session)", reads, unit="calls/s")
         if langgraph is not None:
-            ratio = reads["list (100 records)"] / reads["LangGraph alist (100 checkpoints)"]
-            print(f"  list vs LangGraph alist, same 100-checkpoint thread size: {ratio:.1f}×")
+            for size, ours, theirs in (
+                ("1,000", "list (1,000 records)", "LangGraph alist (1,000 checkpoints)"),
+                ("100", "list (100 records)", "LangGraph alist (100 checkpoints)"),
+            ):
+                ratio = reads[ours] / reads[theirs]
+                print(f"  list vs LangGraph alist, {size} checkpoints: {ratio:.1f}× faster")
 
         flat = {}
         for size in (10, 100, 1000):
@@ -147,6 +176,7 @@ async def main() -> None:
         report("latest as sessions grow", "latest, session of 10", flat, unit="calls/s")
         if langgraph is not None:
             await langgraph[0].__aexit__(None, None, None)
+            await raw.execute(f'DROP SCHEMA "{schema}_langgraph" CASCADE')
         await raw.close()
 
 
