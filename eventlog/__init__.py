@@ -12,6 +12,7 @@ from eventlog.checkpoints import (
 from eventlog.clock import Clock, system_clock
 from eventlog.errors import (
     CommitOutcomeUnknown,
+    CorruptEvent,
     EventLogError,
     InvalidEvent,
     InvalidId,
@@ -80,6 +81,7 @@ __all__ = [
     "CleanupResult",
     "Clock",
     "CommitOutcomeUnknown",
+    "CorruptEvent",
     "DEFAULT_URL",
     "Event",
     "EventLog",

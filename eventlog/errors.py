@@ -7,6 +7,7 @@
     │   └── InvalidEvent                       not an instance of a registered event type
     ├── InvalidURL (also a ValueError)         a malformed log URL or an unknown scheme
     ├── UnknownEventType                       a stored tag that the registry does not know
+    ├── CorruptEvent                           stored bytes that do not decode as their type
     ├── StateDecodeError                       a stored state that does not decode as asked
     ├── VersionConflict                        the stream was not at the expected version
     ├── SchemaError                            the database schema cannot be used
@@ -73,6 +74,20 @@ class UnknownEventType(EventLogError):
         super().__init__(
             f"unknown event type {tag!r}{where}: register it with eventlog.register_event"
         )
+
+
+class CorruptEvent(EventLogError):
+    """A stored event's bytes do not decode as the type its tag names."""
+
+    def __init__(
+        self, tag: str, detail: str, *, stream_id: str | None = None, version: int | None = None
+    ) -> None:
+        self.tag = tag
+        self.detail = detail
+        self.stream_id = stream_id
+        self.version = version
+        where = f" at stream {stream_id!r} version {version}" if stream_id is not None else ""
+        super().__init__(f"stored event {tag!r}{where} does not decode: {detail}")
 
 
 class StateDecodeError(EventLogError):

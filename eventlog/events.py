@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from eventlog.errors import InvalidEvent, InvalidInput, UnknownEventType
+from eventlog.errors import CorruptEvent, InvalidEvent, InvalidInput, UnknownEventType
 
 
 class Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
@@ -69,11 +69,15 @@ class EventRegistry:
     def decode(
         self, tag: str, data: bytes, *, stream_id: str | None = None, version: int | None = None
     ) -> Event:
-        """Decode stored bytes by their tag; an unknown tag raises `UnknownEventType`."""
+        """Decode stored bytes by their tag; an unknown tag raises `UnknownEventType`, bytes
+        that do not decode as their tag's type raise `CorruptEvent`."""
         decoder = self._decoders.get(tag)
         if decoder is None:
             raise UnknownEventType(tag, stream_id=stream_id, version=version)
-        event: Event = decoder.decode(data)
+        try:
+            event: Event = decoder.decode(data)
+        except (msgspec.DecodeError, msgspec.ValidationError) as error:
+            raise CorruptEvent(tag, str(error), stream_id=stream_id, version=version) from error
         return event
 
 

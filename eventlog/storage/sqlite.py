@@ -19,7 +19,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
-from eventlog.errors import CommitOutcomeUnknown, EventLogError, StorageError
+from eventlog.errors import CommitOutcomeUnknown, EventLogError, SchemaError, StorageError
 from eventlog.storage.base import StreamVersionTaken
 from eventlog.storage.sql import SqlBackend
 
@@ -45,9 +45,9 @@ class SqliteBackend(SqlBackend):
         super().__init__(engine, owned=owned, schema=None)
 
     async def open(self, *, upgrade: bool) -> str:
-        if self.path and self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         try:
+            if self.path and self.path != ":memory:":
+                _prepare_path(self.path, create=upgrade)
             async with self.write_transaction() as connection:
                 return await self.migrate(connection, upgrade=upgrade)
         except EventLogError:
@@ -74,6 +74,14 @@ class SqliteBackend(SqlBackend):
             return CommitOutcomeUnknown("sqlite", operation, "event ids already stored")
         original = error.orig if isinstance(error, DBAPIError) else error
         return StorageError("sqlite", operation, f"{type(original).__name__}: {original}")
+
+
+def _prepare_path(path: str, *, create: bool) -> None:
+    """Make the file's directory, or refuse a missing file we were told not to set up
+    (opening must not leave an empty database behind)."""
+    if not create and not Path(path).exists():
+        raise SchemaError(f"no database at {path!r}: open it with upgrade=True to create it")
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
 
 
 def _install_connection_setup(engine: AsyncEngine) -> None:
