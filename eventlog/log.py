@@ -187,6 +187,18 @@ class EventLog:
         rows, cursor = await self.storage.read_all(after, limit, tenant_id)
         return LogPage(events=[self.decode(row) for row in rows], cursor=cursor)
 
+    async def wait_readable(self, max_wait: float = 30.0) -> bool:
+        """Wait until every event committed before this call is readable by `read_all`.
+
+        Immediate on single-writer backends. On PostgreSQL `read_all` shows an event only
+        once every transaction older than its writer has ended (that is what makes
+        following gap-safe), so a whole-log read that must include everything committed
+        so far (verify, rebuild, export) waits here first. Returns False if a transaction
+        stayed open past ``max_wait`` seconds.
+        """
+        self._check_open("read")
+        return await self.storage.wait_readable(max_wait)
+
     async def get_blob(self, tenant_id: str, digest: bytes) -> bytes | None:
         """A blob's bytes by digest within a tenant, or None."""
         self._check_open("read")

@@ -6,26 +6,15 @@ what makes following gap-safe. The flip side: while any transaction anywhere on 
 server is open, events committed after it began are not yet readable, although the views
 already show them. A command that reads the whole log to report on it ("everything up to
 now") first waits until every transaction running at its start has ended.
-
-This reads the backend's engine directly: the library has no public call for it yet.
 """
 
 from __future__ import annotations
 
-import asyncio
-
-import sqlalchemy as sa
-
 from eventlog.cli.context import Context
+from eventlog.errors import EventLogError
 from eventlog.log import EventLog
 
 DEFAULT_TIMEOUT_S = 30.0
-_POLL_S = 0.01
-
-_XMAX = sa.text("SELECT pg_snapshot_xmax(pg_current_snapshot())::text")
-_PASSED = sa.text(
-    "SELECT pg_snapshot_xmin(pg_current_snapshot()) >= CAST(CAST(:horizon AS text) AS xid8)"
-)
 
 
 async def settle(log: EventLog) -> bool:
@@ -35,19 +24,10 @@ async def settle(log: EventLog) -> bool:
     running at the call has ended, False if one is still open after `DEFAULT_TIMEOUT_S`
     (or the server could not be asked: the reads that follow report that properly).
     """
-    engine = getattr(log.storage, "engine", None)
-    if log.storage.name != "postgresql" or engine is None:
-        return True
     try:
-        async with asyncio.timeout(DEFAULT_TIMEOUT_S), engine.connect() as connection:
-            connection = await connection.execution_options(isolation_level="AUTOCOMMIT")
-            horizon = (await connection.execute(_XMAX)).scalar_one()
-            # Polling the server is the only way to learn when other sessions end.
-            while not (await connection.execute(_PASSED, {"horizon": horizon})).scalar_one():  # noqa: ASYNC110
-                await asyncio.sleep(_POLL_S)
-    except (TimeoutError, OSError, sa.exc.SQLAlchemyError):
+        return await log.wait_readable(DEFAULT_TIMEOUT_S)
+    except EventLogError:
         return False
-    return True
 
 
 async def settle_or_warn(context: Context, log: EventLog) -> None:

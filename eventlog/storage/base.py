@@ -135,6 +135,15 @@ class StorageBackend(abc.ABC):
     async def dump_views(self) -> dict[str, list[dict[str, Any]]]:
         """Every view table's rows, sorted by primary key (for comparison with a rebuild)."""
 
+    async def wait_readable(self, max_wait: float) -> bool:
+        """Return once every event committed before the call is readable by `read_all`.
+
+        True at once on single-writer backends. On PostgreSQL, True once every transaction
+        running at the call has ended; False if one is still open after ``max_wait``
+        seconds.
+        """
+        return True
+
     def stored_events(self) -> Iterable[StoredEvent]:
         """Every event in log order (only for backends that rebuild views on open)."""
         raise NotImplementedError

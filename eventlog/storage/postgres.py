@@ -18,6 +18,7 @@ Two things here are not plain SQLAlchemy, and both are about the log's hot paths
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -40,6 +41,8 @@ _EVENT_COLUMNS = (
     "tenant_id", "stream_id", "stream_version", "event_id", "type", "data", "recorded_at",
     "prev_hash", "hash",
 )
+_HORIZON_NOW = "SELECT pg_snapshot_xmax(pg_current_snapshot())::text"
+_HORIZON_PASSED = "SELECT pg_snapshot_xmin(pg_current_snapshot()) >= $1::text::xid8"
 _CONNECTION_LOST = (
     "ConnectionDoesNotExistError", "ConnectionResetError", "InterfaceError",
     "ConnectionFailureError", "CannotConnectNowError",
@@ -297,6 +300,22 @@ class PostgresBackend(SqlBackend):
                 return rows
         except Exception as error:
             raise self.translate(error, operation) from error
+
+    async def wait_readable(self, max_wait: float) -> bool:
+        # read_all shows a commit only once every older transaction on the server ended;
+        # polling is the only way to learn when other sessions end.
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + max_wait
+        try:
+            async with self.driver_connection() as driver:
+                horizon = await driver.fetchval(_HORIZON_NOW)
+                while not await driver.fetchval(_HORIZON_PASSED, horizon):
+                    if loop.time() > deadline:
+                        return False
+                    await asyncio.sleep(0.005)
+        except Exception as error:
+            raise self.translate(error, "read") from error
+        return True
 
     # -- gap-safe reads ------------------------------------------------------------------
 
