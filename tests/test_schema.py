@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sqlite3
 import subprocess
 import sys
 import zipfile
@@ -131,6 +132,7 @@ async def test_refused_database_is_left_as_it_was(tmp_path: Path) -> None:
 async def test_sqlite_without_upgrade_on_an_empty_database_fails(tmp_path: Path) -> None:
     """upgrade=False on an empty SQLite file raises SchemaError and creates no tables."""
     path = tmp_path / "log.db"
+    sqlite3.connect(path).close()  # an empty database file (a missing one is refused earlier)
     with pytest.raises(SchemaError, match=head_revision()):
         async with open_log(f"sqlite:///{path}", upgrade=False):
             pass
