@@ -218,17 +218,7 @@ class FileBackend(MemoryBackend):
         return self.root / "blobs" / _tenant_dir(tenant_id) / digest.hex()
 
     def _apply_blobs(self, request: AppendRequest) -> None:
-        # Counts only: payloads stay on disk, not in memory.
-        for digest, (_payload, count) in request.blob_adds.items():
-            key = (request.tenant_id, digest)
-            self.refs[key] = self.refs.get(key, 0) + count
-        for digest, count in request.blob_releases.items():
-            key = (request.tenant_id, digest)
-            remaining = self.refs.get(key, 0) - count
-            if remaining > 0:
-                self.refs[key] = remaining
-            else:
-                self.refs.pop(key, None)
+        self._count_refs(request)  # counts only: payloads stay on disk, not in memory
 
 
 def _tenant_dir(tenant_id: str) -> str:

@@ -83,10 +83,17 @@ class MemoryBackend(StorageBackend):
             raise StreamVersionTaken(request.stream_id)
 
     def _apply_blobs(self, request: AppendRequest) -> None:
-        for digest, (payload, count) in request.blob_adds.items():
+        for digest, (payload, _count) in request.blob_adds.items():
+            self.blobs.setdefault((request.tenant_id, digest), payload)
+        for key in self._count_refs(request):
+            self.blobs.pop(key, None)
+
+    def _count_refs(self, request: AppendRequest) -> list[tuple[str, bytes]]:
+        """Apply the request's reference changes; return the blobs whose count reached 0."""
+        for digest, (_payload, count) in request.blob_adds.items():
             key = (request.tenant_id, digest)
-            self.blobs.setdefault(key, payload)
             self.refs[key] = self.refs.get(key, 0) + count
+        unreferenced = []
         for digest, count in request.blob_releases.items():
             key = (request.tenant_id, digest)
             remaining = self.refs.get(key, 0) - count
@@ -94,7 +101,8 @@ class MemoryBackend(StorageBackend):
                 self.refs[key] = remaining
             else:
                 self.refs.pop(key, None)
-                self.blobs.pop(key, None)
+                unreferenced.append(key)
+        return unreferenced
 
     async def read_stream(
         self, tenant_id: str, stream_id: str, from_version: int, limit: int
