@@ -119,35 +119,28 @@ class EventLog:
         releases = _check_releases(release)
         event_ids = [uuid.uuid4() for _ in encoded]
         recorded_at = read_clock(self.clock)
+        uncertain = False  # an earlier attempt may have committed without our hearing it
         for attempt in range(_MAX_APPEND_ATTEMPTS):
             head = await self._head(tenant_id, stream_id, fresh=attempt > 0)
             if expected is not ExpectedVersion.ANY and _version(head) != expected:
                 head = await self._head(tenant_id, stream_id, fresh=True)
-                self._raise_if_unexpected(stream_id, expected, head)
+                if _version(head) != expected:
+                    if uncertain and (own := await self._own_events(tenant_id, event_ids)):
+                        return self._appended(own, recorded_at)
+                    self._raise_if_unexpected(stream_id, expected, head)
             request = self._prepare(
                 tenant_id, stream_id, head, encoded, event_ids, recorded_at, blob_adds, releases
             )
             try:
-                positions = await self._commit(request)
-            except StreamVersionTaken:
+                positions = await self.storage.append(request)
+            except (StreamVersionTaken, CommitOutcomeUnknown) as error:
                 self._heads.pop((tenant_id, stream_id), None)
-                if expected is not ExpectedVersion.ANY:
-                    actual = await self._head(tenant_id, stream_id, fresh=True)
-                    self._raise_if_unexpected(stream_id, expected, actual)
+                uncertain = uncertain or isinstance(error, CommitOutcomeUnknown)
+                if uncertain and (own := await self._own_events(tenant_id, event_ids)):
+                    logger.warning("commit_outcome_resolved", stream=stream_id, committed=True)
+                    return self._appended(own, recorded_at)
                 continue
-            last = request.events[-1]
-            self._remember(tenant_id, stream_id, (last.version, last.hash))
-            logger.debug(
-                "appended", tenant=tenant_id, stream=stream_id, count=len(positions),
-                version=last.version, position=positions[-1],
-            )
-            return AppendResult(
-                stream_id=stream_id,
-                version=last.version,
-                positions=tuple(positions),
-                event_ids=tuple(event_ids),
-                recorded_at=recorded_at,
-            )
+            return self._appended(_stored(request, positions), recorded_at)
         actual_head = await self._head(tenant_id, stream_id, fresh=True)
         raise VersionConflict(stream_id, "any", _version(actual_head))
 
@@ -342,20 +335,33 @@ class EventLog:
             blob_adds=blob_adds, blob_releases=releases,
         )
 
-    async def _commit(self, request: AppendRequest) -> list[int]:
-        """Commit, resolving an unknown commit outcome by looking for our own event id."""
-        try:
-            return await self.storage.append(request)
-        except CommitOutcomeUnknown:
-            first = request.events[0]
-            found = await self.storage.find_event(request.tenant_id, first.event_id)
-            if found is None:
-                raise StreamVersionTaken(request.stream_id) from None
-            rows = await self.storage.read_stream(
-                request.tenant_id, request.stream_id, found.version, len(request.events)
-            )
-            logger.warning("commit_outcome_resolved", stream=request.stream_id, committed=True)
-            return [row.position for row in rows]
+    async def _own_events(
+        self, tenant_id: str, event_ids: list[uuid.UUID]
+    ) -> list[StoredEvent] | None:
+        """Our events if an earlier attempt committed them (found by their ids), else None."""
+        first = await self.storage.find_event(tenant_id, event_ids[0])
+        if first is None:
+            return None
+        rows = await self.storage.read_stream(
+            tenant_id, first.stream_id, first.version, len(event_ids)
+        )
+        return rows if [row.event_id for row in rows] == event_ids else None
+
+    def _appended(self, stored: list[StoredEvent], recorded_at: datetime) -> AppendResult:
+        """Remember the stream head the stored events end at, log, and report them."""
+        last = stored[-1]
+        self._remember(last.tenant_id, last.stream_id, (last.version, last.hash))
+        logger.debug(
+            "appended", tenant=last.tenant_id, stream=last.stream_id, count=len(stored),
+            version=last.version, position=last.position,
+        )
+        return AppendResult(
+            stream_id=last.stream_id,
+            version=last.version,
+            positions=tuple(row.position for row in stored),
+            event_ids=tuple(row.event_id for row in stored),
+            recorded_at=recorded_at,
+        )
 
     # -- stream heads -------------------------------------------------------------------
 
@@ -494,6 +500,19 @@ class _ChainChecker:
                           f"no events are stored, its head records version {head['version']}")
         self.problems.sort(key=lambda problem: (problem.tenant_id, problem.stream_id))
         return VerifyReport(streams=self.streams, events=self.events, problems=self.problems)
+
+
+def _stored(request: AppendRequest, positions: list[int]) -> list[StoredEvent]:
+    """The events of a committed request as the storage now holds them."""
+    return [
+        StoredEvent(
+            position=position, event_id=pending.event_id, tenant_id=request.tenant_id,
+            stream_id=request.stream_id, version=pending.version,
+            recorded_at=pending.recorded_at, type=pending.type, data=pending.data,
+            prev_hash=pending.prev_hash, hash=pending.hash,
+        )
+        for pending, position in zip(request.events, positions, strict=True)
+    ]
 
 
 def _version(head: tuple[int, bytes] | None) -> int:
