@@ -6,7 +6,15 @@ Single-writer backends (memory, file, SQLite) use ``p:<position>``. PostgreSQL u
 
 from __future__ import annotations
 
+import re
+
 from eventlog.errors import InvalidInput
+
+MAX_POSITION = 2**63 - 1
+"""The largest position a cursor may name (a signed 64-bit integer in SQL)."""
+MAX_XID = 2**64 - 1
+"""The largest PostgreSQL transaction id a cursor may name (xid8)."""
+_DIGITS = re.compile(r"[0-9]{1,20}")
 
 
 def encode_position(position: int) -> str:
@@ -19,13 +27,13 @@ def decode_position(cursor: str | None) -> int:
     if cursor is None:
         return 0
     kind, _, rest = cursor.partition(":")
-    if kind == "p" and rest.isdigit():
+    if kind == "p" and is_number(rest, MAX_POSITION):
         return int(rest)
     if kind == "x":
         parts = rest.split(":")
-        if len(parts) == 2 and all(part.isdigit() for part in parts):
+        if len(parts) == 2 and is_number(parts[0], MAX_XID) and is_number(parts[1], MAX_POSITION):
             return int(parts[1])
-    raise InvalidInput("after", f"{cursor!r} is not a cursor returned by read_all")
+    raise _not_a_cursor(cursor)
 
 
 def encode_xid(tx_id: int, position: int) -> str:
@@ -43,8 +51,22 @@ def decode_xid(cursor: str | None) -> tuple[int, int]:
         return (0, 0)
     kind, _, rest = cursor.partition(":")
     parts = rest.split(":")
-    if kind == "x" and len(parts) == 2 and all(part.isdigit() for part in parts):
+    if (
+        kind == "x" and len(parts) == 2
+        and is_number(parts[0], MAX_XID) and is_number(parts[1], MAX_POSITION)
+    ):
         return (int(parts[0]), int(parts[1]))
     if kind == "p" and rest == "0":
         return (0, 0)
-    raise InvalidInput("after", f"{cursor!r} is not a cursor returned by read_all")
+    raise _not_a_cursor(cursor)
+
+
+def is_number(text: str, maximum: int) -> bool:
+    """Whether ``text`` is plain ASCII digits naming a number in 0..``maximum``."""
+    return _DIGITS.fullmatch(text) is not None and int(text) <= maximum
+
+
+
+
+def _not_a_cursor(cursor: object) -> InvalidInput:
+    return InvalidInput("after", f"{cursor!r} is not a cursor returned by read_all"[:200])

@@ -196,7 +196,7 @@ class BatchAdmin:
         """The newest open batch of the thread and, unless its operation is untrusted, the
         thread's latest checkpoint. Reads only."""
         check_id("scope", scope)
-        check_id("thread_id", thread_id)
+        inputs.check_thread_id(thread_id)
         rows = await self.log.storage.query(ViewQuery(
             ev.BATCH_TABLE, where={"tenant_id": scope, "thread_id": thread_id,
                           "state": _values(OPEN_STATES)},

@@ -14,7 +14,9 @@ from typing import Any
 
 import msgspec
 
-from eventlog.errors import EventLogError, InvalidInput, PayloadTooLarge
+from eventlog.checkpoints.decisions import MAX_SESSION_ID_LENGTH
+from eventlog.cursors import MAX_POSITION, is_number
+from eventlog.errors import EventLogError, InvalidId, InvalidInput, PayloadTooLarge
 from eventlog.interrupts.models import (
     BatchState,
     CaptureHandle,
@@ -169,18 +171,40 @@ def _check_resume(field: str, response: Any, options: InterruptOptions) -> None:
         check_json_object(f"{field}.metadata", response.metadata, options)
 
 
+def check_thread_id(thread_id: Any) -> str:
+    """A thread id: the checkpoint session it resumes, so at most 247 characters."""
+    check_id("thread_id", thread_id)
+    if len(thread_id) > MAX_SESSION_ID_LENGTH:
+        raise InvalidId(
+            "thread_id", f"is {len(thread_id)} characters, the maximum is {MAX_SESSION_ID_LENGTH}"
+        )
+    return str(thread_id)
+
+
 def check_claim(claim: Any) -> InterruptClaim:
-    """An `InterruptClaim` handed out by this store."""
+    """An `InterruptClaim` handed out by this store (its fields checked too)."""
     if not isinstance(claim, InterruptClaim):
         raise InvalidInput("claim", f"must be an InterruptClaim, not {type(claim).__name__}")
+    _check_authority("claim", claim.scope, claim.batch_id, claim.generation, claim.token)
     return claim
 
 
 def check_handle(handle: Any) -> CaptureHandle:
-    """A `CaptureHandle` handed out by this store."""
+    """A `CaptureHandle` handed out by this store (its fields checked too)."""
     if not isinstance(handle, CaptureHandle):
         raise InvalidInput("handle", f"must be a CaptureHandle, not {type(handle).__name__}")
+    _check_authority("handle", handle.scope, handle.batch_id, handle.generation, handle.token)
+    check_id("handle.capture_id", handle.capture_id)
     return handle
+
+
+def _check_authority(field: str, scope: Any, batch_id: Any, generation: Any, token: Any) -> None:
+    check_id(f"{field}.scope", scope)
+    check_id(f"{field}.batch_id", batch_id)
+    if isinstance(generation, bool) or not isinstance(generation, int) or generation < 0:
+        raise InvalidInput(f"{field}.generation", f"must be a whole number ≥ 0, not {generation!r}")
+    if not isinstance(token, str) or not token:
+        raise InvalidInput(f"{field}.token", "must be the token string this store handed out")
 
 
 def check_outcome(outcome: Any) -> CaptureOutcome:
@@ -252,7 +276,7 @@ def decode_cursor(kind: str, cursor: Any) -> int | None:
     except (binascii.Error, UnicodeDecodeError, ValueError):
         raw = ""
     prefix, _, number = raw.partition(":")
-    if prefix != f"{kind}1" or not number.isdigit():
+    if prefix != f"{kind}1" or not is_number(number, MAX_POSITION):
         raise InvalidInput("cursor", "is not a cursor this call returned")
     return int(number)
 

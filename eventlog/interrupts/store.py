@@ -102,7 +102,7 @@ class InterruptStore:
         of creators racing), and `InvalidInput` for an untrusted operation.
         """
         check_id("scope", scope)
-        check_id("thread_id", thread_id)
+        inputs.check_thread_id(thread_id)
         check_id("checkpoint_id", checkpoint_id)
         checked_operation = inputs.check_operation(operation)
         now = self.now()

@@ -69,6 +69,7 @@ class FileBackend(MemoryBackend):
             self._load()
             self._indexed_heads = self._read_index()
             self._log = open(self.root / "events.jsonl", "ab")  # noqa: SIM115 - held open
+            fsync_directory(self.root)  # the log file's own directory entry is durable too
         except BaseException:
             self._release_lock()
             raise
@@ -211,7 +212,9 @@ class FileBackend(MemoryBackend):
     def _write_blob(self, tenant_id: str, digest: bytes, payload: bytes) -> None:
         path = self._blob_path(tenant_id, digest)
         if not path.exists():
-            path.parent.mkdir(parents=True, exist_ok=True)
+            if not path.parent.exists():
+                path.parent.mkdir(parents=True)
+                fsync_directory(path.parent.parent)
             _write_atomically(path, payload)
 
     def _blob_path(self, tenant_id: str, digest: bytes) -> Path:
@@ -233,6 +236,17 @@ def _write_atomically(path: Path, payload: bytes | str) -> None:
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(temporary, path)
+    fsync_directory(path.parent)
+
+
+def fsync_directory(directory: Path) -> None:
+    """Make a rename or a new file in ``directory`` survive a power loss, not only the
+    bytes already fsynced inside it."""
+    descriptor = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
 
 
 def _encode_line(request: AppendRequest) -> bytes:
