@@ -74,12 +74,13 @@ def session_stream(session_id: str) -> str:
     return STREAM_PREFIX + session_id
 
 
-def check_session_id(value: Any) -> str:
-    """A valid session id (at most 247 characters, so its stream id fits), else `InvalidId`."""
-    check_id("session_id", value)
+def check_session_id(value: Any, field: str = "session_id") -> str:
+    """A valid session id (at most 247 characters, so its stream id fits), else `InvalidId`
+    naming ``field``."""
+    check_id(field, value)
     if len(value) > MAX_SESSION_ID_LENGTH:
         raise InvalidId(
-            "session_id", f"is {len(value)} characters, the maximum is {MAX_SESSION_ID_LENGTH}"
+            field, f"is {len(value)} characters, the maximum is {MAX_SESSION_ID_LENGTH}"
         )
     return str(value)
 

@@ -14,9 +14,9 @@ from typing import Any
 
 import msgspec
 
-from eventlog.checkpoints.decisions import MAX_SESSION_ID_LENGTH
+from eventlog.checkpoints.decisions import check_session_id
 from eventlog.cursors import MAX_POSITION, is_number
-from eventlog.errors import EventLogError, InvalidId, InvalidInput, PayloadTooLarge
+from eventlog.errors import EventLogError, InvalidInput, PayloadTooLarge
 from eventlog.interrupts.models import (
     BatchState,
     CaptureHandle,
@@ -173,12 +173,7 @@ def _check_resume(field: str, response: Any, options: InterruptOptions) -> None:
 
 def check_thread_id(thread_id: Any) -> str:
     """A thread id: the checkpoint session it resumes, so at most 247 characters."""
-    check_id("thread_id", thread_id)
-    if len(thread_id) > MAX_SESSION_ID_LENGTH:
-        raise InvalidId(
-            "thread_id", f"is {len(thread_id)} characters, the maximum is {MAX_SESSION_ID_LENGTH}"
-        )
-    return str(thread_id)
+    return check_session_id(thread_id, "thread_id")
 
 
 def check_claim(claim: Any) -> InterruptClaim:
