@@ -327,13 +327,20 @@ class EventLog:
                 version=version, recorded_at=recorded_at, type=tag, data=data,
                 prev_hash=prev_hash, hash=digest, event=event,
             )
-            for projection in self.projections:
-                changes.extend((index, change) for change in projection.fold(recorded))
+            changes.extend(self.view_changes(index, recorded))
             prev_hash = digest
         return AppendRequest(
             tenant_id=tenant_id, stream_id=stream_id, events=pending, changes=changes,
             blob_adds=blob_adds, blob_releases=releases,
         )
+
+    def view_changes(self, index: int, recorded: RecordedEvent) -> list[tuple[int, Change]]:
+        """The inline projections' changes for the ``index``-th event of an append."""
+        return [
+            (index, change)
+            for projection in self.projections
+            for change in projection.fold(recorded)
+        ]
 
     async def _own_events(
         self, tenant_id: str, event_ids: list[uuid.UUID]

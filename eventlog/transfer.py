@@ -478,9 +478,7 @@ async def append_recorded(
             event_id=stored.event_id, version=stored.version, recorded_at=stored.recorded_at,
             type=stored.type, data=stored.data, prev_hash=stored.prev_hash, hash=stored.hash,
         ))
-        recorded = log.decode(stored)
-        for projection in log.projections:
-            changes.extend((index, change) for change in projection.fold(recorded))
+        changes.extend(log.view_changes(index, log.decode(stored)))
         version, prev_hash = stored.version, stored.hash
     request = AppendRequest(tenant_id=tenant_id, stream_id=stream_id, events=pending,
                             changes=changes, blob_adds=blobs)
