@@ -216,9 +216,11 @@ class EventLog:
         }
         keeps_heads = any("stream_heads" in projection.tables for projection in self.projections)
         checker = _ChainChecker(heads, keeps_heads=keeps_heads)
+        stored_before = await self.storage.count_events(tenant_id)
         async for stored in self.storage.scan_streams(tenant_id):
             checker.feed(stored)
         checker.end_scan()
+        checker.check_counts(stored_before)
         for tenant, stream in list(checker.headless):
             where = {"tenant_id": tenant, "stream_id": stream}
             if not await self.storage.query(ViewQuery("stream_heads", where)):
@@ -419,6 +421,7 @@ class _ChainChecker:
         self.headless: dict[tuple[str, str], int] = {}
         self.streams = 0
         self.events = 0
+        self.events_by_tenant: dict[str, int] = {}
         self.key: tuple[str, str] | None = None
         self.next_version = 1
         self.prev_hash = GENESIS_HASH
@@ -433,6 +436,7 @@ class _ChainChecker:
             self.hash_at_head = None
             self.streams += 1
         self.events += 1
+        self.events_by_tenant[stored.tenant_id] = self.events_by_tenant.get(stored.tenant_id, 0) + 1
         if self.failed:
             return
         problem = self._check(stored)
@@ -494,6 +498,16 @@ class _ChainChecker:
     def _problem(self, key: tuple[str, str], version: int, kind: str, detail: str) -> None:
         self.problems.append(StreamProblem(tenant_id=key[0], stream_id=key[1],
                                            version=version, kind=kind, detail=detail))
+
+    def check_counts(self, stored_before: dict[str, int]) -> None:
+        """Report each tenant whose scan read fewer events than were stored before it began
+        (a live log only grows), so a reader that drops events can never report ok."""
+        for tenant, stored in sorted(stored_before.items()):
+            read = self.events_by_tenant.get(tenant, 0)
+            if read < stored:
+                self._problem((tenant, ""), 0, "unread_events",
+                              f"the scan read {read} events of tenant {tenant!r}, "
+                              f"{stored} were stored before it began")
 
     def end_scan(self) -> None:
         """The scan is over: close the last stream."""
