@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from eventlog import EventLog, RecordedEvent, cursors, open_log
 from eventlog.checkpoints import CheckpointRecord
 from eventlog.cli import main
-from eventlog.storage.postgres import PostgresBackend
+from eventlog.storage.postgres import READ_HORIZON, PostgresBackend
 from eventlog.transfer import export_log
 from projections import compare_views, rebuild
 from tests.conftest import PG_URL, drop_schema, require_postgres
@@ -220,7 +220,7 @@ async def test_read_query_pages_in_numeric_order_at_any_width(
     production statement with only its horizon replaced by the largest xid8."""
     backend = PostgresBackend(PG_URL, schema=scratch_schema)
     sql = backend._build_read_all_sql(tenant=False).replace(
-        "pg_snapshot_xmin(pg_current_snapshot())", "'18446744073709551615'::xid8")
+        READ_HORIZON, "'18446744073709551615'::xid8")
     assert sql.count("18446744073709551615") == 1
     connection = await asyncpg.connect(PG_URL)
     try:

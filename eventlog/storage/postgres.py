@@ -11,9 +11,10 @@ Two things here are not plain SQLAlchemy, and both are about the log's hot paths
   visible at commit, so a reader resuming after the highest position it saw could skip,
   forever, a lower position that commits later (the most reported defect of PostgreSQL
   event stores). Each row records its writer's transaction id; `read_all` returns only
-  rows written by transactions older than every transaction still running
-  (``pg_snapshot_xmin(pg_current_snapshot())``), ordered by (transaction id, position).
-  A reader therefore waits behind an open writer instead of skipping past it.
+  rows written by transactions older than every transaction of this database still
+  running, ordered by (transaction id, position).
+  A reader therefore waits behind an open writer instead of skipping past it, but not
+  behind a transaction of another database on the same server, which cannot write here.
 """
 
 from __future__ import annotations
@@ -41,8 +42,19 @@ _EVENT_COLUMNS = (
     "tenant_id", "stream_id", "stream_version", "event_id", "type", "data", "recorded_at",
     "prev_hash", "hash",
 )
+# The read horizon: the oldest transaction still running in THIS database (or whose
+# database we cannot see), else the next transaction id to be assigned. Every transaction
+# id below it has ended, or belongs to a backend connected to another database, which can
+# never write our tables. See docs/decisions.md ("read horizon") for the argument.
+READ_HORIZON = (
+    "(WITH s AS (SELECT pg_current_snapshot() AS snap) SELECT COALESCE("
+    "(SELECT min(xip) FROM s, pg_snapshot_xip(s.snap) AS xip WHERE NOT EXISTS ("
+    "SELECT 1 FROM pg_catalog.pg_stat_activity a WHERE a.backend_xid = xid(xip) "
+    "AND a.datname <> current_database())), "
+    "(SELECT pg_snapshot_xmax(snap) FROM s)))"
+)
 _HORIZON_NOW = "SELECT pg_snapshot_xmax(pg_current_snapshot())::text"
-_HORIZON_PASSED = "SELECT pg_snapshot_xmin(pg_current_snapshot()) >= $1::text::xid8"
+_HORIZON_PASSED = f"SELECT {READ_HORIZON} >= $1::text::xid8"
 _CONNECTION_LOST = (
     "ConnectionDoesNotExistError", "ConnectionResetError", "InterfaceError",
     "ConnectionFailureError", "CannotConnectNowError",
@@ -329,7 +341,7 @@ class PostgresBackend(SqlBackend):
             "SELECT e.position, e.event_id, e.tenant_id, e.stream_id, e.stream_version, "
             "e.recorded_at, e.type, e.data, e.prev_hash, e.hash, e.tx_id::text AS cursor_tx "
             f"FROM {self.qualified['events']} AS e "
-            "WHERE e.tx_id < pg_snapshot_xmin(pg_current_snapshot()) "
+            f"WHERE e.tx_id < {READ_HORIZON} "
             f"AND (e.tx_id, e.position) > ($1::text::xid8, $2::bigint) {tenant_filter}"
             "ORDER BY e.tx_id, e.position LIMIT $3"
         )
