@@ -57,7 +57,8 @@ _HORIZON_NOW = "SELECT pg_snapshot_xmax(pg_current_snapshot())::text"
 _HORIZON_PASSED = f"SELECT {READ_HORIZON} >= $1::text::xid8"
 _CONNECTION_LOST = (
     "ConnectionDoesNotExistError", "ConnectionResetError", "InterfaceError",
-    "ConnectionFailureError", "CannotConnectNowError",
+    "ConnectionFailureError", "CannotConnectNowError", "AdminShutdownError",
+    "CrashShutdownError", "BrokenPipeError", "InternalClientError",
 )
 
 
@@ -306,12 +307,20 @@ class PostgresBackend(SqlBackend):
         return (int(rows[0][0]), bytes(rows[0][1])) if rows else None
 
     async def _fetch(self, operation: str, sql: str, params: list[Any]) -> list[Any]:
-        try:
-            async with self.driver_connection() as driver:
-                rows: list[Any] = await driver.fetch(sql, *params)
-                return rows
-        except Exception as error:
-            raise self.translate(error, operation) from error
+        # A read is safe to repeat: one whose connection the server had ended (a restart,
+        # pg_terminate_backend) is tried again on another; each dead one is dropped, so
+        # a pool full of them costs at most its size in retries.
+        attempts = self._pool_size + 1
+        for attempt in range(attempts):
+            try:
+                async with self.driver_connection() as driver:
+                    rows: list[Any] = await driver.fetch(sql, *params)
+                    return rows
+            except Exception as error:
+                if attempt + 1 < attempts and _connection_lost(error):
+                    continue
+                raise self.translate(error, operation) from error
+        raise AssertionError("unreachable")
 
     async def wait_readable(self, max_wait: float) -> bool:
         # read_all shows a commit only once every older transaction on the server ended;
@@ -374,11 +383,16 @@ class PostgresBackend(SqlBackend):
             # Our own event ids are already stored: an earlier attempt whose outcome we
             # never heard did commit. The log looks them up and reports that append.
             return CommitOutcomeUnknown("postgresql", operation, "event ids already stored")
-        name = type(driver).__name__
-        detail = f"{name}: {driver}"
-        if operation == "append" and (name in _CONNECTION_LOST or isinstance(driver, OSError)):
+        detail = f"{type(driver).__name__}: {driver}"
+        if operation == "append" and _connection_lost(error):
             return CommitOutcomeUnknown("postgresql", operation, detail)
         return StorageError("postgresql", operation, detail)
+
+
+def _connection_lost(error: BaseException) -> bool:
+    """Whether ``error`` means the connection itself is gone (not the statement's fault)."""
+    driver = _driver_error(error)
+    return type(driver).__name__ in _CONNECTION_LOST or isinstance(driver, OSError)
 
 
 def _driver_error(error: BaseException) -> BaseException:
