@@ -80,11 +80,26 @@ async def open_log(
         await log.close()
 
 
+MAX_SCHEMA_BYTES = 63
+"""PostgreSQL cuts longer identifiers silently, so two long names could share a schema."""
+
+
+def check_schema(schema: Any) -> str:
+    """``schema`` if it can name a PostgreSQL schema exactly, else `InvalidInput`."""
+    name = check_id("schema", schema)
+    if '"' in name:
+        raise InvalidInput("schema", f"{name!r} contains a double quote")
+    if len(name.encode()) > MAX_SCHEMA_BYTES:
+        raise InvalidInput("schema", f"{name!r} is longer than {MAX_SCHEMA_BYTES} bytes, "
+                                     "which PostgreSQL would cut short")
+    return name
+
+
 def backend_for(
     target: str | AsyncEngine | None, *, schema: str = DEFAULT_SCHEMA, **options: Any
 ) -> StorageBackend:
     """The storage backend a URL or engine names; backends are imported only when used."""
-    check_id("schema", schema)
+    check_schema(schema)
     if target is None:
         target = DEFAULT_URL
     if not isinstance(target, str):

@@ -26,6 +26,7 @@ from eventlog.storage.sql import SqlBackend
 from eventlog.storage.sqlite_writer import SqliteWriter
 
 _WRITE = "eventlog_write"
+_SET_UP = "eventlog_set_up"
 BUSY_TIMEOUT_MS = 60_000
 CONNECTION_PRAGMAS = [
     f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}",
@@ -116,14 +117,22 @@ def _prepare_path(path: str, *, create: bool) -> None:
 def _install_connection_setup(engine: AsyncEngine) -> None:
     sync_engine = engine.sync_engine
 
-    @event.listens_for(sync_engine, "connect")
-    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+    def set_up(dbapi_connection: Any, record: Any) -> None:
+        if record.info.get(_SET_UP):
+            return
         # Let SQLAlchemy's "begin" event emit BEGIN instead of the driver's implicit one.
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
         for pragma in CONNECTION_PRAGMAS:
             cursor.execute(pragma)
         cursor.close()
+        record.info[_SET_UP] = True
+
+    # New connections are set up when made; an application's engine may already pool
+    # connections made before we were given it, which are set up on their next checkout.
+    event.listen(sync_engine, "connect", set_up)
+    event.listen(sync_engine, "checkout", lambda connection, record, _proxy: set_up(
+        connection, record))
 
     @event.listens_for(sync_engine, "begin")
     def _on_begin(connection: sa.Connection) -> None:
