@@ -11,7 +11,7 @@ import uuid
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import structlog
 
@@ -37,6 +37,8 @@ from eventlog.records import (
 from eventlog.storage.base import AppendRequest, PendingEvent, StorageBackend, StreamVersionTaken
 from eventlog.validation import check_id, check_positive_limit
 from projections.query import ViewQuery
+from projections.views import STREAM_HEADS
+from projections.views import metadata as view_metadata
 
 # Projection and Change are imported for types only: at run time they would close the
 # cycle projections.base -> eventlog.records -> eventlog -> eventlog.log -> projections.base.
@@ -114,11 +116,62 @@ class EventLog:
         check_id("tenant_id", tenant_id)
         check_id("stream_id", stream_id)
         expected = _check_expected(expected_version)
-        encoded = self._encode(events)
-        blob_adds = self._blob_adds(attach)
-        releases = _check_releases(release)
-        event_ids = [uuid.uuid4() for _ in encoded]
         recorded_at = read_clock(self.clock)
+        drafts = [
+            _Draft(uuid.uuid4(), tag, data, event, recorded_at)
+            for tag, data, event in self._encode(events)
+        ]
+        return await self._commit(
+            tenant_id, stream_id, drafts, expected, self._blob_adds(attach),
+            _check_releases(release),
+        )
+
+    async def append_recorded(
+        self,
+        tenant_id: str,
+        events: Sequence[StoredEvent],
+        *,
+        blobs: Mapping[bytes, tuple[bytes, int]] | None = None,
+    ) -> AppendResult:
+        """Append already-recorded events of ONE stream exactly as they are (an import).
+
+        Each event keeps its id, version, recorded time, bytes and hashes; the inline
+        projections fold them as any append's. ``blobs`` maps a digest to its payload and
+        the references to add. The events must continue the stream (the next version,
+        linked to its head hash), else `VersionConflict`; each must hash to its recorded
+        hash, else `InvalidInput`. Nothing is written in either case.
+        """
+        self._check_open("append")
+        check_id("tenant_id", tenant_id)
+        if isinstance(events, StoredEvent) or not isinstance(events, Sequence) or not events:
+            raise InvalidInput("events", "must be a non-empty sequence of stored events")
+        stream_id = check_id("stream_id", events[0].stream_id)
+        if any(stored.stream_id != stream_id for stored in events):
+            raise InvalidInput("events", "must all belong to one stream")
+        drafts = [
+            _Draft(stored.event_id, stored.type, stored.data, self.decode(stored).event,
+                   stored.recorded_at)
+            for stored in events
+        ]
+        return await self._commit(
+            tenant_id, stream_id, drafts, events[0].version - 1, dict(blobs or {}), {},
+            recorded=events,
+        )
+
+    async def _commit(
+        self,
+        tenant_id: str,
+        stream_id: str,
+        drafts: list[_Draft],
+        expected: int | ExpectedVersion,
+        blob_adds: dict[bytes, tuple[bytes, int]],
+        releases: dict[bytes, int],
+        *,
+        recorded: Sequence[StoredEvent] | None = None,
+    ) -> AppendResult:
+        """Chain ``drafts`` onto the stream's head and commit them, retrying as allowed."""
+        event_ids = [draft.event_id for draft in drafts]
+        recorded_at = drafts[-1].recorded_at
         uncertain = False  # an earlier attempt may have committed without our hearing it
         for attempt in range(_MAX_APPEND_ATTEMPTS):
             head = await self._head(tenant_id, stream_id, fresh=attempt > 0)
@@ -128,9 +181,9 @@ class EventLog:
                     if uncertain and (own := await self._own_events(tenant_id, event_ids)):
                         return self._appended(own, recorded_at)
                     self._raise_if_unexpected(stream_id, expected, head)
-            request = self._prepare(
-                tenant_id, stream_id, head, encoded, event_ids, recorded_at, blob_adds, releases
-            )
+            request = self._prepare(tenant_id, stream_id, head, drafts, blob_adds, releases)
+            if recorded is not None:
+                _check_recorded(request, recorded)
             try:
                 positions = await self.storage.append(request)
             except (StreamVersionTaken, CommitOutcomeUnknown) as error:
@@ -145,21 +198,25 @@ class EventLog:
         raise VersionConflict(stream_id, "any", _version(actual_head))
 
     async def read_stream(
-        self, tenant_id: str, stream_id: str, from_version: int = 1
+        self, tenant_id: str, stream_id: str, from_version: int = 1, *, limit: int | None = None
     ) -> AsyncIterator[RecordedEvent]:
-        """Every event of one stream from ``from_version`` on, in version order."""
+        """Every event of one stream from ``from_version`` on (at most ``limit``), in order."""
         self._check_open("read")
         check_id("tenant_id", tenant_id)
         check_id("stream_id", stream_id)
         if isinstance(from_version, bool) or not isinstance(from_version, int):
             raise InvalidInput("from_version", f"must be a whole number, not {from_version!r}")
+        left = _MAX_VERSION if limit is None else check_positive_limit("limit", limit)
         version = max(from_version, 1)
-        while version <= _MAX_VERSION:  # beyond it no event can exist (SQL stores int64)
-            page = await self.storage.read_stream(tenant_id, stream_id, version, _PAGE)
+        while version <= _MAX_VERSION and left > 0:  # beyond it no event can exist (int64)
+            page = await self.storage.read_stream(
+                tenant_id, stream_id, version, min(_PAGE, left)
+            )
             for stored in page:
                 yield self.decode(stored)
-            if len(page) < _PAGE:
+            if len(page) < min(_PAGE, left):
                 return
+            left -= len(page)
             version = page[-1].version + 1
 
     async def read_all(
@@ -212,18 +269,63 @@ class EventLog:
         where = {} if tenant_id is None else {"tenant_id": tenant_id}
         heads = {
             (row["tenant_id"], row["stream_id"]): row
-            for row in await self.storage.query(ViewQuery("stream_heads", where))
+            for row in await self.storage.query(ViewQuery(STREAM_HEADS, where))
         }
-        keeps_heads = any("stream_heads" in projection.tables for projection in self.projections)
+        keeps_heads = any(STREAM_HEADS in projection.tables for projection in self.projections)
         checker = _ChainChecker(heads, keeps_heads=keeps_heads)
         async for stored in self.storage.scan_streams(tenant_id):
             checker.feed(stored)
         checker.end_scan()
         for tenant, stream in list(checker.headless):
             where = {"tenant_id": tenant, "stream_id": stream}
-            if not await self.storage.query(ViewQuery("stream_heads", where)):
+            if not await self.storage.query(ViewQuery(STREAM_HEADS, where)):
                 checker.still_headless((tenant, stream))
         return checker.finish()
+
+    # -- the read side: what stores, the CLI and export/import read through ---------------
+
+    @property
+    def backend_name(self) -> str:
+        """The backend's short name: ``memory``, ``sqlite``, ``postgresql`` or ``file``."""
+        return self.storage.name
+
+    async def query(self, query: ViewQuery) -> list[dict[str, Any]]:
+        """Rows of one view table answering ``query``, as plain dicts.
+
+        The table must be one of the views (`projections.views.metadata`), and a
+        ``tenant_id`` condition must be a valid id: no read crosses into another tenant by
+        accident of a malformed id.
+        """
+        self._check_open("query")
+        _check_query(query)
+        return await self.storage.query(query)
+
+    async def stream_head(self, tenant_id: str, stream_id: str) -> tuple[int, bytes] | None:
+        """The stream's last version and that event's hash, read afresh; None if empty."""
+        self._check_open("read")
+        check_id("tenant_id", tenant_id)
+        check_id("stream_id", stream_id)
+        return await self._head(tenant_id, stream_id, fresh=True)
+
+    async def find_event(self, tenant_id: str, event_id: uuid.UUID) -> RecordedEvent | None:
+        """The committed event with this id in this tenant, or None."""
+        self._check_open("read")
+        check_id("tenant_id", tenant_id)
+        if not isinstance(event_id, uuid.UUID):
+            raise InvalidInput("event_id", f"must be a UUID, not {event_id!r}"[:200])
+        stored = await self.storage.find_event(tenant_id, event_id)
+        return None if stored is None else self.decode(stored)
+
+    async def blob_refs(self, tenant_id: str) -> dict[bytes, int]:
+        """Reference counts of a tenant's stored blobs, by digest."""
+        self._check_open("read")
+        check_id("tenant_id", tenant_id)
+        return dict(await self.storage.blob_refs(tenant_id))
+
+    async def dump_views(self) -> dict[str, list[dict[str, Any]]]:
+        """Every view table's rows, sorted by primary key (to compare with a rebuild)."""
+        self._check_open("read")
+        return await self.storage.dump_views()
 
     def decode(self, stored: StoredEvent) -> RecordedEvent:
         """Decode a stored row into a `RecordedEvent` (unknown tags raise)."""
@@ -301,40 +403,38 @@ class EventLog:
         tenant_id: str,
         stream_id: str,
         head: tuple[int, bytes] | None,
-        encoded: list[tuple[str, bytes, Event]],
-        event_ids: list[uuid.UUID],
-        recorded_at: datetime,
+        drafts: list[_Draft],
         blob_adds: dict[bytes, tuple[bytes, int]],
         releases: dict[bytes, int],
     ) -> AppendRequest:
+        """The one place an append is chained: versions, hashes and view changes."""
         version, prev_hash = head if head is not None else (0, GENESIS_HASH)
         pending: list[PendingEvent] = []
         changes: list[tuple[int, Change]] = []
-        for index, ((tag, data, event), event_id) in enumerate(
-            zip(encoded, event_ids, strict=True)
-        ):
+        for index, draft in enumerate(drafts):
             version += 1
             digest = event_hash(
-                tenant_id=tenant_id, stream_id=stream_id, version=version, event_id=event_id,
-                type=tag, recorded_at=recorded_at, data=data, prev_hash=prev_hash,
+                tenant_id=tenant_id, stream_id=stream_id, version=version,
+                event_id=draft.event_id, type=draft.type, recorded_at=draft.recorded_at,
+                data=draft.data, prev_hash=prev_hash,
             )
             pending.append(PendingEvent(
-                event_id=event_id, version=version, recorded_at=recorded_at, type=tag,
-                data=data, prev_hash=prev_hash, hash=digest,
+                event_id=draft.event_id, version=version, recorded_at=draft.recorded_at,
+                type=draft.type, data=draft.data, prev_hash=prev_hash, hash=digest,
             ))
             recorded = RecordedEvent(
-                position=0, event_id=event_id, tenant_id=tenant_id, stream_id=stream_id,
-                version=version, recorded_at=recorded_at, type=tag, data=data,
-                prev_hash=prev_hash, hash=digest, event=event,
+                position=0, event_id=draft.event_id, tenant_id=tenant_id, stream_id=stream_id,
+                version=version, recorded_at=draft.recorded_at, type=draft.type,
+                data=draft.data, prev_hash=prev_hash, hash=digest, event=draft.event,
             )
-            changes.extend(self.view_changes(index, recorded))
+            changes.extend(self._view_changes(index, recorded))
             prev_hash = digest
         return AppendRequest(
             tenant_id=tenant_id, stream_id=stream_id, events=pending, changes=changes,
             blob_adds=blob_adds, blob_releases=releases,
         )
 
-    def view_changes(self, index: int, recorded: RecordedEvent) -> list[tuple[int, Change]]:
+    def _view_changes(self, index: int, recorded: RecordedEvent) -> list[tuple[int, Change]]:
         """The inline projections' changes for the ``index``-th event of an append."""
         return [
             (index, change)
@@ -400,6 +500,27 @@ class EventLog:
             shown: int | str = "no stream" if expected == 0 else expected  # type: ignore[assignment]
             logger.info("conflicted", stream=stream_id, expected=shown, actual=actual)
             raise VersionConflict(stream_id, shown, actual)
+
+
+class _Draft(NamedTuple):
+    """One event of an append before it is chained onto the stream."""
+
+    event_id: uuid.UUID
+    type: str
+    data: bytes
+    event: Event
+    recorded_at: datetime
+
+
+def _check_recorded(request: AppendRequest, recorded: Sequence[StoredEvent]) -> None:
+    """An import's events must chain exactly as recorded onto the stream's head."""
+    for pending, stored in zip(request.events, recorded, strict=True):
+        if (pending.version, pending.prev_hash) != (stored.version, stored.prev_hash):
+            raise VersionConflict(request.stream_id, recorded[0].version - 1,
+                                  request.events[0].version - 1)
+        if pending.hash != stored.hash:
+            raise InvalidInput("events", f"stream {request.stream_id!r} version "
+                                         f"{stored.version} does not hash to its recorded hash")
 
 
 class _ChainChecker:
@@ -546,6 +667,16 @@ def _check_releases(release: Mapping[bytes, int] | None) -> dict[bytes, int]:
         _check_digest("release", digest)
         check_positive_limit("release count", count)
     return releases
+
+
+def _check_query(query: object) -> None:
+    if not isinstance(query, ViewQuery):
+        raise InvalidInput("query", f"must be a ViewQuery, not {query!r}"[:200])
+    if query.table not in view_metadata.tables:
+        raise InvalidInput("query", f"names no view table: {query.table!r}"[:200])
+    tenant_id = query.where.get("tenant_id")
+    if isinstance(tenant_id, str):
+        check_id("tenant_id", tenant_id)
 
 
 def _check_digest(field: str, digest: object) -> bytes:

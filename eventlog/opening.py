@@ -114,6 +114,13 @@ def backend_for(
     raise InvalidURL(target, f"unknown scheme {scheme!r}; use sqlite, postgresql, memory or file")
 
 
+def local_path(url: str) -> str | None:
+    """The file or directory a local URL (``sqlite://``, ``file://``) names, else None."""
+    if url.partition("://")[0].lower() in ("sqlite", "sqlite+aiosqlite", "file"):
+        return _local_path(url)
+    return None
+
+
 def _backend_for_engine(engine: Any, schema: str, options: dict[str, Any]) -> StorageBackend:
     from sqlalchemy.ext.asyncio import AsyncEngine
 

@@ -42,15 +42,15 @@ from typing import IO, Any
 import msgspec
 import structlog
 
-from eventlog.errors import EventLogError, InvalidInput, VersionConflict
+from eventlog.errors import EventLogError, InvalidInput
+from eventlog.events.interrupts import BatchCreated
 from eventlog.hashing import GENESIS_HASH, content_digest, event_hash, to_micros
-from eventlog.interrupts.events import BatchCreated
 from eventlog.log import EventLog
 from eventlog.records import RecordedEvent, StoredEvent
-from eventlog.storage.base import AppendRequest, PendingEvent, StreamVersionTaken
 from eventlog.validation import check_id, check_optional_id
-from projections.changes import Change
+from projections.checkpoints import CHECKPOINTS
 from projections.query import ViewQuery
+from projections.views import STREAM_HEADS
 
 logger = structlog.get_logger(__name__)
 
@@ -163,7 +163,7 @@ async def export_log(
     writer.line({
         "format": FORMAT, "version": FORMAT_VERSION, "tenant": tenant_id,
         "session": session_id, "with_state": with_state,
-        "exported_at": datetime.now(UTC).isoformat(), "source": log.storage.name,
+        "exported_at": datetime.now(UTC).isoformat(), "source": log.backend_name,
     })
     membership = SessionMembership(session_id) if session_id is not None else None
     scanned = 0
@@ -237,9 +237,9 @@ def named_digests(data: bytes) -> list[bytes]:
 
 async def _blob_refs(log: EventLog, tenant_id: str, session_id: str | None) -> dict[bytes, int]:
     if session_id is None:
-        return dict(await log.storage.blob_refs(tenant_id))
-    rows = await log.storage.query(ViewQuery(
-        "checkpoints", {"tenant_id": tenant_id, "session_id": session_id},
+        return await log.blob_refs(tenant_id)
+    rows = await log.query(ViewQuery(
+        CHECKPOINTS, {"tenant_id": tenant_id, "session_id": session_id},
         columns=("state_digest",),
     ))
     return dict(Counter(bytes(row["state_digest"]) for row in rows))
@@ -248,7 +248,7 @@ async def _blob_refs(log: EventLog, tenant_id: str, session_id: str | None) -> d
 async def count_events(log: EventLog, tenant_id: str | None = None) -> int:
     """How many events the log holds (for one tenant), from the stream-heads view."""
     where = {} if tenant_id is None else {"tenant_id": tenant_id}
-    rows = await log.storage.query(ViewQuery("stream_heads", where, columns=("version",)))
+    rows = await log.query(ViewQuery(STREAM_HEADS, where, columns=("version",)))
     return sum(int(row["version"]) for row in rows)
 
 
@@ -323,7 +323,7 @@ def _read_header(source: IO[bytes]) -> dict[str, Any]:
 
 
 async def _target_heads(log: EventLog, tenant_id: str) -> dict[str, dict[str, Any]]:
-    rows = await log.storage.query(ViewQuery("stream_heads", {"tenant_id": tenant_id}))
+    rows = await log.query(ViewQuery(STREAM_HEADS, {"tenant_id": tenant_id}))
     return {row["stream_id"]: row for row in rows}
 
 
@@ -388,7 +388,9 @@ async def _plan_skips(log: EventLog, plan: _FilePlan, heads: dict[str, dict[str,
                                     "file's (a different history); nothing was imported")
             plan.skip[stream_id] = version
             continue
-        ours = await log.storage.read_stream(tenant_id, stream_id, last_version, 1)
+        ours = [event async for event in log.read_stream(
+            tenant_id, stream_id, last_version, limit=1
+        )]
         if not ours or ours[0].hash != last_hash:
             raise ImportRefused(stream_id, last_version, "the target's event differs from "
                                 "the file's (a different history); nothing was imported")
@@ -434,7 +436,7 @@ class _Importer:
             self.group_blobs.update(self.waiting)
         if not self.group:
             return
-        await append_recorded(self.log, self.tenant_id, self.group, self.group_blobs)
+        await self.log.append_recorded(self.tenant_id, self.group, blobs=self.group_blobs)
         self.imported += len(self.group)
         self.blobs += len(self.group_blobs)
         self.streams.add(self.group[0].stream_id)
@@ -444,50 +446,6 @@ class _Importer:
     def _report(self) -> None:
         if self.progress is not None:
             self.progress("import", self.imported + self.present, self.plan.events)
-
-
-async def append_recorded(
-    log: EventLog,
-    tenant_id: str,
-    events: list[StoredEvent],
-    blobs: dict[bytes, tuple[bytes, int]],
-) -> list[int]:
-    """Append already-recorded events of ONE stream, as they are, in one transaction.
-
-    Each event keeps its id, version, recorded time, bytes and hashes; the log's inline
-    projections fold them as any append's; ``blobs`` maps a digest to its payload and the
-    references to add. The events must continue the stream exactly (the next version,
-    linked to its head hash) and must hash to their recorded hashes; otherwise nothing is
-    written and `InvalidInput` (bad events) or `VersionConflict` (the stream moved) is
-    raised.
-    """
-    stream_id = events[0].stream_id
-    head = await log.storage.stream_head(tenant_id, stream_id)
-    version, prev_hash = head if head is not None else (0, GENESIS_HASH)
-    pending: list[PendingEvent] = []
-    changes: list[tuple[int, Change]] = []
-    for index, stored in enumerate(events):
-        if stored.stream_id != stream_id or stored.version != version + 1 or (
-            stored.prev_hash != prev_hash
-        ):
-            raise VersionConflict(stream_id, version + 1, stored.version - 1)
-        if _hash_of(tenant_id, stored) != stored.hash:
-            raise InvalidInput("events", f"stream {stream_id!r} version {stored.version} "
-                                         "does not hash to its recorded hash")
-        pending.append(PendingEvent(
-            event_id=stored.event_id, version=stored.version, recorded_at=stored.recorded_at,
-            type=stored.type, data=stored.data, prev_hash=stored.prev_hash, hash=stored.hash,
-        ))
-        changes.extend(log.view_changes(index, log.decode(stored)))
-        version, prev_hash = stored.version, stored.hash
-    request = AppendRequest(tenant_id=tenant_id, stream_id=stream_id, events=pending,
-                            changes=changes, blob_adds=blobs)
-    try:
-        return await log.storage.append(request)
-    except StreamVersionTaken:
-        actual = await log.storage.stream_head(tenant_id, stream_id)
-        raise VersionConflict(stream_id, events[0].version - 1,
-                              0 if actual is None else actual[0]) from None
 
 
 # -- records ---------------------------------------------------------------------------------

@@ -71,7 +71,7 @@ async def rebuild(
 async def compare_views(log: EventLog) -> list[ViewDifference]:
     """Every row where the stored views differ from a rebuild from the log."""
     rebuilt = (await rebuild(log)).snapshot()
-    stored = await log.storage.dump_views()
+    stored = await log.dump_views()
     return diff_snapshots(rebuilt, stored)
 
 

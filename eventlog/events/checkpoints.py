@@ -1,4 +1,5 @@
-"""The checkpoint store's events. Their tags are stored forever: never rename one.
+"""The checkpoint store's events (no store is loaded to import them). Their tags are
+stored forever: never rename one.
 
 Both are registered in `eventlog.default_registry` when this module is imported, which
 happens whenever `projections` is (every log does), so a log can always decode them.
