@@ -36,17 +36,17 @@ from eventlog.records import (
 )
 from eventlog.storage.base import AppendRequest, PendingEvent, StorageBackend, StreamVersionTaken
 from eventlog.validation import check_id, check_positive_limit
+from projections.base import Projection
+from projections.changes import Change
 from projections.query import ViewQuery
 from projections.views import STREAM_HEADS
 from projections.views import metadata as view_metadata
 
-# Projection and Change are imported for types only: at run time they would close the
-# cycle projections.base -> eventlog.records -> eventlog -> eventlog.log -> projections.base.
+# The stores are named for type checkers only: `open_log` builds them and hands them to
+# the log (`attach_stores`); at run time the log never imports a store.
 if TYPE_CHECKING:
-    from eventlog.checkpoints import CheckpointStore
-    from eventlog.interrupts import InterruptOptions, InterruptStore, Operation
-    from projections.base import Projection
-    from projections.changes import Change
+    from eventlog.checkpoints.store import CheckpointStore
+    from eventlog.interrupts.store import InterruptStore
 
 logger = structlog.get_logger(__name__)
 
@@ -62,35 +62,30 @@ _MAX_VERSION = 2**63 - 1
 class EventLog:
     """An append-only, hash-chained log of events, with inline projections.
 
-    Open one with `eventlog.open_log`. Everything is scoped by ``tenant_id``: no read
-    returns another tenant's events, blobs or view rows.
+    Open one with `eventlog.open_log`, which also builds the stores over it
+    (``log.checkpoints``, ``log.interrupts``). Everything is scoped by ``tenant_id``: no
+    read returns another tenant's events, blobs or view rows. ``projections`` are the
+    inline projections folded into every append (``projections.INLINE_PROJECTIONS`` for
+    the stores' views).
     """
 
     def __init__(
         self,
         storage: StorageBackend,
         *,
+        projections: Sequence[Projection],
         registry: EventRegistry | None = None,
-        projections: Sequence[Projection] | None = None,
         clock: Clock = system_clock,
         max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
-        interrupt_options: InterruptOptions | None = None,
-        operations: Iterable[Operation] | None = None,
     ) -> None:
-        from projections import INLINE_PROJECTIONS
-
         self.storage = storage
         self.registry = registry if registry is not None else default_registry
-        self.projections: tuple[Projection, ...] = tuple(
-            projections if projections is not None else INLINE_PROJECTIONS
-        )
+        self.projections: tuple[Projection, ...] = tuple(projections)
         self.clock = clock
         self.max_payload_bytes = check_positive_limit("max_payload_bytes", max_payload_bytes)
         self.schema_revision: str | None = None
         self._checkpoints: CheckpointStore | None = None
         self._interrupts: InterruptStore | None = None
-        self.interrupt_options = interrupt_options
-        self.operations = operations
         self._heads: OrderedDict[tuple[str, str], tuple[int, bytes]] = OrderedDict()
         self._closed = False
 
@@ -346,22 +341,23 @@ class EventLog:
             event=event,
         )
 
+    def attach_stores(self, *, checkpoints: CheckpointStore, interrupts: InterruptStore) -> None:
+        """Hand the log the stores built over it (`open_log` does), as ``log.checkpoints``
+        and ``log.interrupts``."""
+        self._checkpoints, self._interrupts = checkpoints, interrupts
+
     @property
     def checkpoints(self) -> CheckpointStore:
         """The workflow checkpoint store over this log."""
-        from eventlog.checkpoints import CheckpointStore
-
         if self._checkpoints is None:
-            self._checkpoints = CheckpointStore(self)
+            raise InvalidInput("checkpoints", "this log has no stores: open it with open_log")
         return self._checkpoints
 
     @property
     def interrupts(self) -> InterruptStore:
         """The human-in-the-loop interrupt store over this log."""
-        from eventlog.interrupts import InterruptStore
-
         if self._interrupts is None:
-            self._interrupts = InterruptStore(self, self.interrupt_options, self.operations)
+            raise InvalidInput("interrupts", "this log has no stores: open it with open_log")
         return self._interrupts
 
     async def close(self) -> None:

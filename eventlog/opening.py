@@ -10,19 +10,21 @@ from urllib.parse import unquote, urlsplit
 
 import structlog
 
+from eventlog.checkpoints.store import CheckpointStore
 from eventlog.clock import Clock, system_clock
 from eventlog.errors import InvalidInput, InvalidURL
 from eventlog.events import EventRegistry
+from eventlog.interrupts.models import InterruptOptions, Operation
+from eventlog.interrupts.store import InterruptStore
 from eventlog.log import DEFAULT_MAX_PAYLOAD_BYTES, EventLog
 from eventlog.storage.base import StorageBackend
 from eventlog.validation import check_id
+from projections import INLINE_PROJECTIONS
+from projections.base import Projection
 from projections.runner import fold_events
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncEngine
-
-    from eventlog.interrupts import InterruptOptions, Operation
-    from projections.base import Projection
 
 logger = structlog.get_logger(__name__)
 
@@ -61,9 +63,12 @@ async def open_log(
     """
     storage = backend_for(target, schema=schema, **backend_options)
     log = EventLog(
-        storage, registry=registry, projections=projections, clock=clock,
-        max_payload_bytes=max_payload_bytes, interrupt_options=interrupt_options,
-        operations=operations,
+        storage, registry=registry, clock=clock, max_payload_bytes=max_payload_bytes,
+        projections=INLINE_PROJECTIONS if projections is None else projections,
+    )
+    log.attach_stores(
+        checkpoints=CheckpointStore(log),
+        interrupts=InterruptStore(log, interrupt_options, operations),
     )
     try:
         log.schema_revision = await storage.open(upgrade=upgrade)

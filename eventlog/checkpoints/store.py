@@ -55,8 +55,10 @@ from eventlog.checkpoints.records import (
     run_from_row,
     session_from_row,
 )
+from eventlog.checkpoints.typed import TypedCheckpointStore
 from eventlog.errors import VersionConflict
 from eventlog.events.checkpoints import SessionDeleted
+from eventlog.log import EventLog
 from eventlog.validation import check_id, check_positive_limit, check_uuid
 from projections.checkpoints import CHECKPOINTS, RUNS, SESSIONS
 from projections.query import ViewQuery
@@ -64,9 +66,6 @@ from projections.views import STREAM_HEADS
 
 if TYPE_CHECKING:
     import uuid
-
-    from eventlog.checkpoints.typed import TypedCheckpointStore
-    from eventlog.log import EventLog
 
 logger = structlog.get_logger(__name__)
 
@@ -231,8 +230,6 @@ class CheckpointStore:
     def typed(self, state_type: type[T]) -> TypedCheckpointStore[T]:
         """This store with states of one type (the Go ``Store[T]``): create takes a ``T``,
         read returns a decoded ``T``. ``state_type`` is anything msgspec can decode into."""
-        from eventlog.checkpoints.typed import TypedCheckpointStore
-
         return TypedCheckpointStore(self, state_type)
 
     # -- view reads ----------------------------------------------------------------------

@@ -13,7 +13,7 @@ import secrets
 import uuid
 from collections.abc import Callable, Iterable
 from datetime import datetime
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
 import structlog
 
@@ -44,13 +44,11 @@ from eventlog.interrupts.models import (
     Recovery,
     ResumeInput,
 )
+from eventlog.log import EventLog
 from eventlog.records import NO_STREAM
 from eventlog.validation import check_id
 from projections.interrupts import BATCHES
 from projections.query import In, ViewQuery
-
-if TYPE_CHECKING:
-    from eventlog.log import EventLog
 
 logger = structlog.get_logger(__name__)
 
