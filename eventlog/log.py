@@ -24,7 +24,7 @@ from eventlog.errors import (
     VersionConflict,
 )
 from eventlog.events import Event, EventRegistry, default_registry
-from eventlog.hashing import GENESIS_HASH, content_digest, event_hash
+from eventlog.hashing import GENESIS_HASH, content_digest, event_hash, recompute_hash
 from eventlog.records import (
     AppendResult,
     ExpectedVersion,
@@ -575,12 +575,7 @@ class _ChainChecker:
         if stored.prev_hash != self.prev_hash:
             return problem("broken_link", stored.version,
                            "prev_hash does not match the previous event's hash")
-        recomputed = event_hash(
-            tenant_id=stored.tenant_id, stream_id=stored.stream_id, version=stored.version,
-            event_id=stored.event_id, type=stored.type, recorded_at=stored.recorded_at,
-            data=stored.data, prev_hash=stored.prev_hash,
-        )
-        if recomputed != stored.hash:
+        if recompute_hash(stored) != stored.hash:
             return problem("hash_mismatch", stored.version,
                            "the stored bytes do not hash to the stored hash")
         return None

@@ -13,8 +13,8 @@ The file (format ``checkpoint-eventlog/export``, version 1) is JSON Lines:
   since the Unix epoch, UTC), "data" (the stored bytes, base64), "prev_hash", "hash"
   (hex), "position" (in the source; informational)}`` in the source's log order;
 - ``{"kind": "blob", "digest", "refs", "data" (base64)}`` right before the first event
-  that names the blob's digest (64 hex digits in its data), so an import commits each
-  blob together with that event; a blob no exported event names comes last;
+  that references the blob (`Event.blob_digests`), so an import commits each blob
+  together with that event; a blob no exported event references comes last;
 - a footer ``{"kind": "end", "events", "blobs"}``: a file without it is truncated and
   refused.
 
@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import re
 import uuid
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -42,9 +41,10 @@ from typing import IO, Any
 import msgspec
 import structlog
 
+from eventlog.clock import read_clock
 from eventlog.errors import EventLogError, InvalidInput
 from eventlog.events.interrupts import BatchCreated
-from eventlog.hashing import GENESIS_HASH, content_digest, event_hash, to_micros
+from eventlog.hashing import GENESIS_HASH, content_digest, recompute_hash, to_micros
 from eventlog.log import EventLog
 from eventlog.records import RecordedEvent, StoredEvent
 from eventlog.validation import check_id, check_optional_id
@@ -61,7 +61,6 @@ Progress = Callable[[str, int, int | None], None]
 """Called as ``(phase, done, total)`` while exporting or importing (total may be None)."""
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_DIGEST_IN_DATA = re.compile(rb'"([0-9a-f]{64})"')
 _PAGE = 1000
 _MAX_GROUP = 256  # events of one stream committed in one append while importing
 _encoder = msgspec.json.Encoder()
@@ -163,7 +162,7 @@ async def export_log(
     writer.line({
         "format": FORMAT, "version": FORMAT_VERSION, "tenant": tenant_id,
         "session": session_id, "with_state": with_state,
-        "exported_at": datetime.now(UTC).isoformat(), "source": log.backend_name,
+        "exported_at": read_clock(log.clock).isoformat(), "source": log.backend_name,
     })
     membership = SessionMembership(session_id) if session_id is not None else None
     scanned = 0
@@ -201,7 +200,7 @@ class _ExportWriter:
         self.sink.write(_encoder.encode(record) + b"\n")
 
     async def event(self, event: RecordedEvent) -> None:
-        for digest in named_digests(event.data):
+        for digest in event.event.blob_digests():
             await self.blob(digest)
         self.line({
             "kind": "event", "stream": event.stream_id, "version": event.version,
@@ -228,11 +227,6 @@ class _ExportWriter:
     async def remaining_blobs(self) -> None:
         for digest in sorted(self.pending):
             await self.blob(digest)
-
-
-def named_digests(data: bytes) -> list[bytes]:
-    """The SHA-256 digests an event's bytes name (64 lowercase hex digits in a string)."""
-    return [bytes.fromhex(match.decode()) for match in _DIGEST_IN_DATA.findall(data)]
 
 
 async def _blob_refs(log: EventLog, tenant_id: str, session_id: str | None) -> dict[bytes, int]:
@@ -364,7 +358,7 @@ def _check_link(plan: _FilePlan, stored: StoredEvent, heads: dict[str, Any], num
     if stored.version != version + 1 or stored.prev_hash != prev:
         raise InvalidInput("file", f"line {number}: stream {stored.stream_id!r} version "
                                    f"{stored.version} does not follow version {version}")
-    if _hash_of(plan.header["tenant"], stored) != stored.hash:
+    if recompute_hash(stored) != stored.hash:
         raise InvalidInput("file", f"line {number}: stream {stored.stream_id!r} version "
                                    f"{stored.version} does not hash to its recorded hash "
                                    "(the file was altered)")
@@ -507,10 +501,3 @@ def _digest(value: Any) -> bytes:
         raise ValueError(f"{value!r} is not a SHA-256 digest")
     return digest
 
-
-def _hash_of(tenant_id: str, stored: StoredEvent) -> bytes:
-    return event_hash(
-        tenant_id=tenant_id, stream_id=stored.stream_id, version=stored.version,
-        event_id=stored.event_id, type=stored.type, recorded_at=stored.recorded_at,
-        data=stored.data, prev_hash=stored.prev_hash,
-    )

@@ -19,6 +19,14 @@ from eventlog.errors import CorruptEvent, InvalidEvent, InvalidInput, UnknownEve
 class Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
     """Base class of every event. Subclass with an explicit, stable ``tag=``."""
 
+    def blob_digests(self) -> tuple[bytes, ...]:
+        """The SHA-256 digests of the blobs this event references (none by default).
+
+        An event type that carries a blob's digest (as `CheckpointCreated` carries its
+        state's) declares it here, so an export moves the blob together with the event.
+        """
+        return ()
+
 
 E = TypeVar("E", bound=type[Event])
 

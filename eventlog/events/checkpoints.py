@@ -37,6 +37,10 @@ class CheckpointCreated(Event, tag="checkpoint_created", frozen=True, kw_only=Tr
     state_size: int
     metadata: dict[str, Any] = msgspec.field(default_factory=dict)
 
+    def blob_digests(self) -> tuple[bytes, ...]:
+        """The state blob."""
+        return (bytes.fromhex(self.state_digest),)
+
 
 @register_event
 class SessionDeleted(Event, tag="session_deleted", frozen=True, kw_only=True):
