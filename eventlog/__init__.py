@@ -63,7 +63,7 @@ if TYPE_CHECKING:
         ResumeInput,
     )
     from eventlog.log import EventLog
-    from eventlog.opening import DEFAULT_URL, open_log
+    from eventlog.opening import DEFAULT_URL, open_log, register_backend
     from eventlog.records import (
         ANY,
         NO_STREAM,
@@ -136,6 +136,7 @@ __all__ = [
     "content_digest",
     "default_registry",
     "open_log",
+    "register_backend",
     "register_event",
     "system_clock",
 ]
@@ -175,7 +176,7 @@ _HOMES: dict[str, tuple[str, ...]] = {
         "EventLog",
     ),
     "eventlog.opening": (
-        "DEFAULT_URL", "open_log",
+        "DEFAULT_URL", "open_log", "register_backend",
     ),
     "eventlog.records": (
         "ANY", "NO_STREAM", "AppendResult", "ExpectedVersion", "LogPage", "RecordedEvent",

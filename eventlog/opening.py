@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -85,6 +85,28 @@ async def open_log(
         await log.close()
 
 
+BackendFactory = Callable[..., StorageBackend]
+"""Builds an unopened backend for a URL: ``factory(url, schema=schema, **options)``."""
+
+_SCHEMES: dict[str, BackendFactory] = {}
+
+
+def register_backend(scheme: str, factory: BackendFactory) -> None:
+    """Let `open_log` open ``scheme://…`` URLs with ``factory(url, schema=…, **options)``.
+
+    ``factory`` returns an unopened `eventlog.storage.base.StorageBackend` (a backend that
+    lives outside this package registers itself this way). A scheme is case-insensitive
+    and names one factory: registering a different one for a taken scheme is refused.
+    """
+    if not isinstance(scheme, str) or not scheme.isascii() or not scheme.strip():
+        raise InvalidInput("scheme", f"must be a URL scheme, not {scheme!r}"[:200])
+    scheme = scheme.lower()
+    known = _SCHEMES.get(scheme)
+    if known is not None and known is not factory:
+        raise InvalidInput("scheme", f"{scheme!r} is already registered to {known!r}")
+    _SCHEMES[scheme] = factory
+
+
 def backend_for(
     target: str | AsyncEngine | None, *, schema: str = DEFAULT_SCHEMA, **options: Any
 ) -> StorageBackend:
@@ -97,26 +119,48 @@ def backend_for(
     scheme, _, rest = target.partition("://")
     if not rest and scheme != "memory":
         raise InvalidURL(target, "expected scheme://…, e.g. sqlite:///eventlog.db")
-    scheme = scheme.lower()
-    if scheme == "memory":
-        _no_options(options)
-        from eventlog.storage.memory import MemoryBackend
+    factory = _SCHEMES.get(scheme.lower())
+    if factory is None:
+        raise InvalidURL(target, f"unknown scheme {scheme.lower()!r}; use one of "
+                                 f"{', '.join(sorted(_SCHEMES))}")
+    return factory(target, schema=schema, **options)
 
-        return MemoryBackend()
-    if scheme in ("sqlite", "sqlite+aiosqlite"):
-        from eventlog.storage.sqlite import SqliteBackend
 
-        return SqliteBackend(path=_local_path(target), **options)
-    if scheme in ("postgresql", "postgres", "postgresql+asyncpg"):
-        from eventlog.storage.postgres import PostgresBackend
+# -- the built-in backends, each imported only when its scheme is opened ---------------------
 
-        return PostgresBackend(url=_postgres_url(target), schema=schema, **options)
-    if scheme == "file":
-        _no_options(options)
-        from eventlog.storage.files import FileBackend
 
-        return FileBackend(Path(_local_path(target)))
-    raise InvalidURL(target, f"unknown scheme {scheme!r}; use sqlite, postgresql, memory or file")
+def _memory(url: str, *, schema: str, **options: Any) -> StorageBackend:
+    _no_options(options)
+    from eventlog.storage.memory import MemoryBackend
+
+    return MemoryBackend()
+
+
+def _sqlite(url: str, *, schema: str, **options: Any) -> StorageBackend:
+    from eventlog.storage.sqlite import SqliteBackend
+
+    return SqliteBackend(path=_local_path(url), **options)
+
+
+def _postgres(url: str, *, schema: str, **options: Any) -> StorageBackend:
+    from eventlog.storage.postgres import PostgresBackend
+
+    return PostgresBackend(url=_postgres_url(url), schema=schema, **options)
+
+
+def _file(url: str, *, schema: str, **options: Any) -> StorageBackend:
+    _no_options(options)
+    from eventlog.storage.files import FileBackend
+
+    return FileBackend(Path(_local_path(url)))
+
+
+for _scheme, _factory in (
+    ("memory", _memory), ("sqlite", _sqlite), ("sqlite+aiosqlite", _sqlite),
+    ("postgresql", _postgres), ("postgres", _postgres), ("postgresql+asyncpg", _postgres),
+    ("file", _file),
+):
+    register_backend(_scheme, _factory)
 
 
 def local_path(url: str) -> str | None:
