@@ -79,7 +79,7 @@ class EventLog:
         self.schema_revision: str | None = None
         self._checkpoints: CheckpointStore | None = None
         self._interrupts: InterruptStore | None = None
-        self._heads = HeadCache(storage.stream_head)
+        self._heads = HeadCache(lambda tenant, stream: self.storage.stream_head(tenant, stream))
         self._appender = Appender(storage, self._heads, self.projections)
         self._closed = False
 
