@@ -24,9 +24,11 @@ async def verify_chains(
     }
     keeps_heads = any(STREAM_HEADS in projection.tables for projection in projections)
     checker = ChainChecker(heads, keeps_heads=keeps_heads)
+    stored_before = await storage.count_events(tenant_id)
     async for stored in storage.scan_streams(tenant_id):
         checker.feed(stored)
     checker.end_scan()
+    checker.check_counts(stored_before)
     for tenant, stream in list(checker.headless):
         where = {"tenant_id": tenant, "stream_id": stream}
         if not await storage.query(ViewQuery(STREAM_HEADS, where)):
@@ -51,6 +53,7 @@ class ChainChecker:
         self.headless: dict[tuple[str, str], int] = {}
         self.streams = 0
         self.events = 0
+        self.events_by_tenant: dict[str, int] = {}
         self.key: tuple[str, str] | None = None
         self.next_version = 1
         self.prev_hash = GENESIS_HASH
@@ -65,6 +68,7 @@ class ChainChecker:
             self.hash_at_head = None
             self.streams += 1
         self.events += 1
+        self.events_by_tenant[stored.tenant_id] = self.events_by_tenant.get(stored.tenant_id, 0) + 1
         if self.failed:
             return
         problem = self._check(stored)
@@ -121,6 +125,16 @@ class ChainChecker:
     def _problem(self, key: tuple[str, str], version: int, kind: str, detail: str) -> None:
         self.problems.append(StreamProblem(tenant_id=key[0], stream_id=key[1],
                                            version=version, kind=kind, detail=detail))
+
+    def check_counts(self, stored_before: dict[str, int]) -> None:
+        """Report each tenant whose scan read fewer events than were stored before it began
+        (a live log only grows), so a reader that drops events can never report ok."""
+        for tenant, stored in sorted(stored_before.items()):
+            read = self.events_by_tenant.get(tenant, 0)
+            if read < stored:
+                self._problem((tenant, ""), 0, "unread_events",
+                              f"the scan read {read} events of tenant {tenant!r}, "
+                              f"{stored} were stored before it began")
 
     def end_scan(self) -> None:
         """The scan is over: close the last stream."""

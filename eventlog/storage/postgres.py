@@ -320,13 +320,18 @@ class PostgresBackend(SqlBackend):
     # -- gap-safe reads ------------------------------------------------------------------
 
     def _build_read_all_sql(self, *, tenant: bool) -> str:
-        tenant_filter = "AND tenant_id = $4 " if tenant else ""
+        tenant_filter = "AND e.tenant_id = $4 " if tenant else ""
+        # The transaction id goes out as text (asyncpg has no xid8 codec) under a name of
+        # its own, and ORDER BY names the table's columns: an output column named `tx_id`
+        # would shadow the column in ORDER BY and sort the page as text ('100000' <
+        # '29169'), so the cursor would jump past every shorter id for good.
         return (
-            "SELECT position, event_id, tenant_id, stream_id, stream_version, recorded_at, "
-            f"type, data, prev_hash, hash, tx_id::text FROM {self.qualified['events']} "
-            "WHERE tx_id < pg_snapshot_xmin(pg_current_snapshot()) "
-            f"AND (tx_id, position) > ($1::text::xid8, $2::bigint) {tenant_filter}"
-            "ORDER BY tx_id, position LIMIT $3"
+            "SELECT e.position, e.event_id, e.tenant_id, e.stream_id, e.stream_version, "
+            "e.recorded_at, e.type, e.data, e.prev_hash, e.hash, e.tx_id::text AS cursor_tx "
+            f"FROM {self.qualified['events']} AS e "
+            "WHERE e.tx_id < pg_snapshot_xmin(pg_current_snapshot()) "
+            f"AND (e.tx_id, e.position) > ($1::text::xid8, $2::bigint) {tenant_filter}"
+            "ORDER BY e.tx_id, e.position LIMIT $3"
         )
 
     async def read_all(
