@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -10,6 +14,8 @@ from eventlog import InvalidInput, InvalidURL, open_log, register_backend
 from eventlog.storage.base import StorageBackend
 from eventlog.storage.memory import MemoryBackend
 from tests.events import Noted
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 class OutsideBackend(MemoryBackend):
@@ -50,3 +56,20 @@ async def test_an_unknown_scheme_names_the_known_ones() -> None:
     with pytest.raises(InvalidURL, match="outside-test"):
         async with open_log("nosuch://x"):
             pass
+
+
+def test_the_contract_suite_runs_against_a_backend_from_outside() -> None:
+    """EVENTLOG_TEST_BACKEND_PLUGIN and _URL add an outside backend to every contract test."""
+    environment = {
+        **os.environ,
+        "EVENTLOG_TEST_BACKEND_PLUGIN": "tests.outside.backend",
+        "EVENTLOG_TEST_BACKEND_URL": "outside-file://{tmp}/store-{unique}",
+    }
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-k", "extra",
+         "tests/contract/test_log_append.py", "tests/contract/test_checkpoints.py"],
+        cwd=ROOT, env=environment, capture_output=True, text=True, timeout=300,
+    )
+    assert 0 == result.returncode, result.stdout[-2000:]
+    assert " passed" in result.stdout.splitlines()[-1]
+    assert "failed" not in result.stdout.splitlines()[-1]
