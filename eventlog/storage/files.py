@@ -41,10 +41,11 @@ from eventlog.storage.base import AppendRequest, PendingEvent
 from eventlog.storage.memory import MemoryBackend
 from projections.changes import Upsert
 from projections.memory import ViewTables
+from projections.views import STREAM_HEADS
 
 FORMAT = "checkpoint-eventlog/file"
 FORMAT_VERSION = 1
-_HEADS = "stream_heads"
+_HEADS = STREAM_HEADS
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
