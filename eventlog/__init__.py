@@ -71,6 +71,7 @@ if TYPE_CHECKING:
         ExpectedVersion,
         LogPage,
         RecordedEvent,
+        StreamAppend,
         StreamProblem,
         VerifyReport,
     )
@@ -127,6 +128,7 @@ __all__ = [
     "StateDecodeError",
     "StorageError",
     "StoreLocked",
+    "StreamAppend",
     "StreamProblem",
     "TypedCheckpointStore",
     "UnknownEventType",
@@ -180,7 +182,7 @@ _HOMES: dict[str, tuple[str, ...]] = {
     ),
     "eventlog.records": (
         "ANY", "NO_STREAM", "AppendResult", "ExpectedVersion", "LogPage", "RecordedEvent",
-        "StreamProblem", "VerifyReport",
+        "StreamAppend", "StreamProblem", "VerifyReport",
     ),
 }
 """Where each public name lives: loaded from there on first use."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 import uuid
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Final
 
@@ -69,6 +70,22 @@ class AppendResult(msgspec.Struct, frozen=True, kw_only=True):
     event_ids: tuple[uuid.UUID, ...]
     recorded_at: datetime
     """The time recorded on every event of the append."""
+
+
+class StreamAppend(msgspec.Struct, frozen=True, kw_only=True):
+    """One stream's part of a batched append (`EventLog.append_batch`).
+
+    The same arguments as `EventLog.append` takes for one stream: the events, the version
+    the stream must be at (`ANY` appends at the end), blob payloads to attach and blob
+    references to release.
+    """
+
+    tenant_id: str
+    stream_id: str
+    events: Sequence[Event]
+    expected_version: int | ExpectedVersion = ExpectedVersion.ANY
+    attach: Sequence[bytes] = ()
+    release: Mapping[bytes, int] | None = None
 
 
 class LogPage(msgspec.Struct, frozen=True, kw_only=True):

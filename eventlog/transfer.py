@@ -62,7 +62,7 @@ Progress = Callable[[str, int, int | None], None]
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _PAGE = 1000
-_MAX_GROUP = 256  # events of one stream committed in one append while importing
+_MAX_GROUP = 256  # events (of one or many streams) committed in one batch while importing
 _encoder = msgspec.json.Encoder()
 
 
@@ -278,8 +278,8 @@ async def import_log(
 
     Reads the file twice: first to check it whole (format, every chain link and hash,
     the footer) and against the target's streams, writing nothing if anything is wrong;
-    then to append, one stream's consecutive events per transaction, each blob with the
-    first event that names it. Raises `InvalidInput` naming ``file`` for a malformed,
+    then to append, in batches of many streams' events per transaction, each blob with
+    the first event that names it. Raises `InvalidInput` naming ``file`` for a malformed,
     altered or truncated file and `ImportRefused` for a conflicting history.
     """
     header = _read_header(source)
@@ -392,7 +392,8 @@ async def _plan_skips(log: EventLog, plan: _FilePlan, heads: dict[str, dict[str,
 
 
 class _Importer:
-    """The second pass: groups a stream's consecutive new events into one append."""
+    """The second pass: appends the new events in batches (`EventLog.append_recorded`),
+    one transaction per batch of up to ``_MAX_GROUP`` events of any number of streams."""
 
     def __init__(
         self, log: EventLog, tenant_id: str, plan: _FilePlan, progress: Progress | None
@@ -400,6 +401,7 @@ class _Importer:
         self.log, self.tenant_id, self.plan, self.progress = log, tenant_id, plan, progress
         self.group: list[StoredEvent] = []
         self.group_blobs: dict[bytes, tuple[bytes, int]] = {}
+        self.group_streams: set[str] = set()
         self.waiting: dict[bytes, tuple[bytes, int]] = {}
         self.imported = self.present = self.blobs = 0
         self.streams: set[str] = set()
@@ -418,9 +420,11 @@ class _Importer:
             self.waiting.clear()  # they came with this event when it was first imported
             self._report()
             return
-        if self.group and (self.group[-1].stream_id != stored.stream_id
-                           or len(self.group) >= _MAX_GROUP):
+        if self.group and (len(self.group) >= _MAX_GROUP or (
+                stored.stream_id in self.group_streams
+                and self.group[-1].stream_id != stored.stream_id)):
             await self.flush()
+        self.group_streams.add(stored.stream_id)
         self.group.append(stored)
         self.group_blobs.update(self.waiting)
         self.waiting.clear()
@@ -433,8 +437,8 @@ class _Importer:
         await self.log.append_recorded(self.tenant_id, self.group, blobs=self.group_blobs)
         self.imported += len(self.group)
         self.blobs += len(self.group_blobs)
-        self.streams.add(self.group[0].stream_id)
-        self.group, self.group_blobs = [], {}
+        self.streams.update(self.group_streams)
+        self.group, self.group_blobs, self.group_streams = [], {}, set()
         self._report()
 
     def _report(self) -> None:

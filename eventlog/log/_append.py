@@ -40,6 +40,18 @@ class Draft(NamedTuple):
     recorded_at: datetime
 
 
+class Part(NamedTuple):
+    """One stream's part of a batched append, checked and encoded."""
+
+    tenant_id: str
+    stream_id: str
+    drafts: list[Draft]
+    expected: int | ExpectedVersion
+    blob_adds: dict[bytes, tuple[bytes, int]]
+    releases: dict[bytes, int]
+    recorded: Sequence[StoredEvent] | None = None
+
+
 class Appender:
     """Commits prepared appends: the retry loop and commit-outcome resolution."""
 
@@ -94,6 +106,67 @@ class Appender:
             return self._appended(stored_events(request, positions), recorded_at)
         actual_head = await self.heads.get(tenant_id, stream_id, fresh=True)
         raise VersionConflict(stream_id, "any", version(actual_head))
+
+    async def commit_batch(self, parts: list[Part]) -> list[AppendResult]:
+        """Chain every part onto its stream's head and commit them all in ONE transaction.
+
+        The same rules as `commit`, for many streams at once: a part whose stream is not
+        at its expected version raises `VersionConflict` and nothing of the batch is
+        written; a version race re-reads the heads and retries (parts expecting `ANY`
+        move to the new end, the others then conflict).
+        """
+        keys = [(part.tenant_id, part.stream_id) for part in parts]
+        uncertain = False
+        for attempt in range(MAX_APPEND_ATTEMPTS):
+            heads = await self.heads.get_many(keys, fresh=attempt > 0)
+            stale = [key for key, part in zip(keys, parts, strict=True)
+                     if part.expected is not ExpectedVersion.ANY
+                     and version(heads[key]) != part.expected]
+            if stale:
+                heads.update(await self.heads.get_many(stale, fresh=True))
+            requests = []
+            for key, part in zip(keys, parts, strict=True):
+                head = heads[key]
+                if part.expected is not ExpectedVersion.ANY and version(head) != part.expected:
+                    if uncertain and (own := await self._own_batch(parts)):
+                        return own
+                    _raise_conflict(part.stream_id, part.expected, head)
+                request = prepare(part.tenant_id, part.stream_id, head, part.drafts,
+                                  part.blob_adds, part.releases, self.projections)
+                if part.recorded is not None:
+                    check_recorded(request, part.recorded)
+                requests.append(request)
+            try:
+                positions = await self.storage.append_batch(requests)
+            except (StreamVersionTaken, CommitOutcomeUnknown) as error:
+                for tenant_id, stream_id in keys:
+                    self.heads.forget(tenant_id, stream_id)
+                uncertain = uncertain or isinstance(error, CommitOutcomeUnknown)
+                if uncertain and (own := await self._own_batch(parts)):
+                    logger.warning("commit_outcome_resolved", streams=len(parts),
+                                   committed=True)
+                    return own
+                continue
+            return [
+                self._appended(stored_events(request, stream_positions),
+                               part.drafts[-1].recorded_at)
+                for request, stream_positions, part in zip(requests, positions, parts,
+                                                           strict=True)
+            ]
+        first = parts[0]
+        actual_head = await self.heads.get(first.tenant_id, first.stream_id, fresh=True)
+        raise VersionConflict(first.stream_id, "any", version(actual_head))
+
+    async def _own_batch(self, parts: list[Part]) -> list[AppendResult] | None:
+        """The batch's results if an earlier attempt committed it (all or nothing: its
+        first event's id decides), else None."""
+        results = []
+        for part in parts:
+            own = await self._own_events(part.tenant_id, [d.event_id for d in part.drafts])
+            if own is None:
+                return None
+            results.append(self._appended(own, part.drafts[-1].recorded_at))
+        return results
 
     async def _own_events(
         self, tenant_id: str, event_ids: list[uuid.UUID]

@@ -19,9 +19,13 @@ class HeadCache:
     """
 
     def __init__(
-        self, read: Callable[[str, str], Awaitable[Head | None]], size: int = DEFAULT_SIZE
+        self,
+        read: Callable[[str, str], Awaitable[Head | None]],
+        read_many: Callable[[list[tuple[str, str]]], Awaitable[dict[tuple[str, str], Head]]],
+        size: int = DEFAULT_SIZE,
     ) -> None:
         self._read = read
+        self._read_many = read_many
         self._size = size
         self._heads: OrderedDict[tuple[str, str], Head] = OrderedDict()
 
@@ -37,6 +41,28 @@ class HeadCache:
         else:
             self.remember(tenant_id, stream_id, head)
         return head
+
+    async def get_many(
+        self, keys: list[tuple[str, str]], *, fresh: bool
+    ) -> dict[tuple[str, str], Head | None]:
+        """The heads of many streams: cached ones unless ``fresh``, the rest in one read."""
+        found: dict[tuple[str, str], Head | None] = {}
+        missing = []
+        for key in keys:
+            if not fresh and key in self._heads:
+                self._heads.move_to_end(key)
+                found[key] = self._heads[key]
+            else:
+                missing.append(key)
+        if missing:
+            read = await self._read_many(missing)
+            for key in missing:
+                head = found[key] = read.get(key)
+                if head is None:
+                    self._heads.pop(key, None)
+                else:
+                    self.remember(*key, head)
+        return found
 
     def remember(self, tenant_id: str, stream_id: str, head: Head) -> None:
         """Record the head an append of ours ended at."""

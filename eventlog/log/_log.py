@@ -19,6 +19,7 @@ from eventlog.hashing import content_digest
 from eventlog.log._append import (
     Appender,
     Draft,
+    Part,
     check_digest,
     check_expected,
     check_releases,
@@ -31,6 +32,7 @@ from eventlog.records import (
     LogPage,
     RecordedEvent,
     StoredEvent,
+    StreamAppend,
     VerifyReport,
 )
 from eventlog.storage.base import StorageBackend
@@ -79,7 +81,10 @@ class EventLog:
         self.schema_revision: str | None = None
         self._checkpoints: CheckpointStore | None = None
         self._interrupts: InterruptStore | None = None
-        self._heads = HeadCache(lambda tenant, stream: self.storage.stream_head(tenant, stream))
+        self._heads = HeadCache(
+            lambda tenant, stream: self.storage.stream_head(tenant, stream),
+            lambda keys: self.storage.stream_heads(keys),
+        )
         self._appender = Appender(storage, self._heads, self.projections)
         self._closed = False
 
@@ -115,37 +120,78 @@ class EventLog:
             check_releases(release),
         )
 
+    async def append_batch(self, appends: Sequence[StreamAppend]) -> list[AppendResult]:
+        """Append to many streams in ONE transaction: all of it, or nothing.
+
+        Each `StreamAppend` is what one `append` call would take, and is checked the same
+        way (its ``expected_version``, its own hash chain, its blobs); the inline views
+        change as they would after those appends one by one. A stream may appear once per
+        batch. If any stream is not at its expected version, `VersionConflict` names it
+        and nothing is written. Returns one `AppendResult` per stream, in order.
+        """
+        self._check_open("append")
+        if isinstance(appends, StreamAppend) or not isinstance(appends, Sequence) or not appends:
+            raise InvalidInput("appends", "must be a non-empty sequence of StreamAppend")
+        recorded_at = read_clock(self.clock)
+        parts = []
+        seen: set[tuple[str, str]] = set()
+        for item in appends:
+            if not isinstance(item, StreamAppend):
+                raise InvalidInput("appends", f"must hold StreamAppend, not {item!r}"[:200])
+            key = (check_id("tenant_id", item.tenant_id), check_id("stream_id", item.stream_id))
+            if key in seen:
+                raise InvalidInput("appends", f"stream {item.stream_id!r} appears twice")
+            seen.add(key)
+            drafts = [
+                Draft(uuid.uuid4(), tag, data, event, recorded_at)
+                for tag, data, event in self._encode(item.events)
+            ]
+            parts.append(Part(
+                item.tenant_id, item.stream_id, drafts, check_expected(item.expected_version),
+                self._blob_adds(item.attach), check_releases(item.release),
+            ))
+        return await self._appender.commit_batch(parts)
+
     async def append_recorded(
         self,
         tenant_id: str,
         events: Sequence[StoredEvent],
         *,
         blobs: Mapping[bytes, tuple[bytes, int]] | None = None,
-    ) -> AppendResult:
-        """Append already-recorded events of ONE stream exactly as they are (an import).
+    ) -> list[AppendResult]:
+        """Append already-recorded events exactly as they are (an import), in ONE
+        transaction.
 
-        Each event keeps its id, version, recorded time, bytes and hashes; the inline
-        projections fold them as any append's. ``blobs`` maps a digest to its payload and
-        the references to add. The events must continue the stream (the next version,
-        linked to its head hash), else `VersionConflict`; each must hash to its recorded
-        hash, else `InvalidInput`. Nothing is written in either case.
+        The events may belong to several streams, each stream's events consecutive in
+        ``events``; each event keeps its id, version, recorded time, bytes and hashes, and
+        the inline projections fold them as any append's. ``blobs`` maps a digest to its
+        payload and the references to add. Each stream's events must continue it (the
+        next version, linked to its head hash), else `VersionConflict`; each must hash to
+        its recorded hash, else `InvalidInput`. Nothing is written in either case.
+        Returns one `AppendResult` per stream, in order.
         """
         self._check_open("append")
         check_id("tenant_id", tenant_id)
         if isinstance(events, StoredEvent) or not isinstance(events, Sequence) or not events:
             raise InvalidInput("events", "must be a non-empty sequence of stored events")
-        stream_id = check_id("stream_id", events[0].stream_id)
-        if any(stored.stream_id != stream_id for stored in events):
-            raise InvalidInput("events", "must all belong to one stream")
-        drafts = [
-            Draft(stored.event_id, stored.type, stored.data, self.decode(stored).event,
-                   stored.recorded_at)
-            for stored in events
+        groups: dict[str, list[StoredEvent]] = {}
+        previous: str | None = None
+        for stored in events:
+            stream_id = check_id("stream_id", stored.stream_id)
+            if stream_id != previous and stream_id in groups:
+                raise InvalidInput("events", f"stream {stream_id!r} is not consecutive")
+            groups.setdefault(stream_id, []).append(stored)
+            previous = stream_id
+        parts = [
+            Part(tenant_id, stream_id, [
+                Draft(stored.event_id, stored.type, stored.data, self.decode(stored).event,
+                      stored.recorded_at)
+                for stored in group
+            ], group[0].version - 1, {}, {}, recorded=group)
+            for stream_id, group in groups.items()
         ]
-        return await self._appender.commit(
-            tenant_id, stream_id, drafts, events[0].version - 1, dict(blobs or {}), {},
-            recorded=events,
-        )
+        parts[0] = parts[0]._replace(blob_adds=dict(blobs or {}))
+        return await self._appender.commit_batch(parts)
 
     async def read_stream(
         self, tenant_id: str, stream_id: str, from_version: int = 1, *, limit: int | None = None

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import abc
 import uuid
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -95,6 +95,34 @@ class StorageBackend(abc.ABC):
         connection lost during commit raises `CommitOutcomeUnknown`: the log then looks
         for its own event ids to learn the outcome.
         """
+
+    async def append_batch(self, requests: Sequence[AppendRequest]) -> list[list[int]]:
+        """Commit several appends, each to a different stream, in ONE transaction.
+
+        Returns each request's positions, in request order. The same guarantees as
+        `append`, for the batch as a whole: if any version in any request already exists,
+        raises `StreamVersionTaken` and writes nothing; any other failure writes nothing
+        (or, for a connection lost during commit, raises `CommitOutcomeUnknown`). View
+        changes apply in request order, as if the requests were appended one by one.
+        The default handles a batch of one; every built-in backend overrides it.
+        """
+        if len(requests) != 1:
+            raise NotImplementedError(f"{type(self).__name__} has no batched append")
+        return [await self.append(requests[0])]
+
+    async def stream_heads(
+        self, keys: Sequence[tuple[str, str]]
+    ) -> dict[tuple[str, str], tuple[int, bytes]]:
+        """`stream_head` of many (tenant, stream) pairs; streams without events are left out.
+
+        The default asks one stream at a time; a backend may answer in one read.
+        """
+        heads = {}
+        for tenant_id, stream_id in keys:
+            head = await self.stream_head(tenant_id, stream_id)
+            if head is not None:
+                heads[(tenant_id, stream_id)] = head
+        return heads
 
     @abc.abstractmethod
     async def read_stream(

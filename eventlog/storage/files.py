@@ -31,6 +31,7 @@ import hashlib
 import json
 import os
 import uuid
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import IO, Any
@@ -118,25 +119,32 @@ class FileBackend(MemoryBackend):
         super().install_views(tables)
 
     async def append(self, request: AppendRequest) -> list[int]:
+        return (await self.append_batch([request]))[0]
+
+    async def append_batch(self, requests: Sequence[AppendRequest]) -> list[list[int]]:
+        # A batch is ONE line: a crash that tears it loses the whole batch, never a part.
         if self._log is None:
             reason = "opened read-only (upgrade=False)" if self._lock else "closed"
             raise StorageError("file", "append", f"the store is {reason}")
-        self.check(request)
-        for digest, (payload, _count) in request.blob_adds.items():
-            self._write_blob(request.tenant_id, digest, payload)
+        for request in requests:
+            self.check(request)
+        for request in requests:
+            for digest, (payload, _count) in request.blob_adds.items():
+                self._write_blob(request.tenant_id, digest, payload)
         offset = self._log.tell()
         try:
-            self._log.write(_encode_line(request))
+            self._log.write(_encode_line(requests))
             self._log.flush()
             os.fsync(self._log.fileno())
         except OSError as error:
             self._cut_back(offset)
             raise StorageError("file", "append", str(error)) from error
-        positions = self.commit(request)
-        for digest in request.blob_releases:
-            if (request.tenant_id, digest) not in self.refs:
-                with contextlib.suppress(FileNotFoundError):
-                    self._blob_path(request.tenant_id, digest).unlink()
+        positions = self.commit_batch(requests)
+        for request in requests:
+            for digest in request.blob_releases:
+                if (request.tenant_id, digest) not in self.refs:
+                    with contextlib.suppress(FileNotFoundError):
+                        self._blob_path(request.tenant_id, digest).unlink()
         return positions
 
     def _cut_back(self, offset: int) -> None:
@@ -194,7 +202,8 @@ class FileBackend(MemoryBackend):
         good = raw.rfind(b"\n") + 1
         for number, line in enumerate(raw[:good].splitlines(), start=1):
             try:
-                self.store(_decode_line(line))
+                for request in _decode_line(line):
+                    self.store(request)
             except (ValueError, KeyError) as error:
                 raise StorageError("file", "open", f"events.jsonl line {number}: {error}") from None
         return good if good < len(raw) else None
@@ -282,8 +291,15 @@ def fsync_directory(directory: Path) -> None:
         os.close(descriptor)
 
 
-def _encode_line(request: AppendRequest) -> bytes:
-    line = {
+def _encode_line(requests: Sequence[AppendRequest]) -> bytes:
+    """One append as one line; a batch of several as one line ``{"batch": [...]}``."""
+    records = [_encode_request(request) for request in requests]
+    line = records[0] if len(records) == 1 else {"batch": records}
+    return json.dumps(line, separators=(",", ":")).encode() + b"\n"
+
+
+def _encode_request(request: AppendRequest) -> dict[str, Any]:
+    return {
         "tenant": request.tenant_id,
         "stream": request.stream_id,
         "events": [
@@ -301,11 +317,16 @@ def _encode_line(request: AppendRequest) -> bytes:
         "adds": {digest.hex(): count for digest, (_, count) in request.blob_adds.items()},
         "releases": {digest.hex(): count for digest, count in request.blob_releases.items()},
     }
-    return json.dumps(line, separators=(",", ":")).encode() + b"\n"
 
 
-def _decode_line(line: bytes) -> AppendRequest:
+def _decode_line(line: bytes) -> list[AppendRequest]:
     record: dict[str, Any] = json.loads(line)
+    if "batch" in record:
+        return [_decode_request(part) for part in record["batch"]]
+    return [_decode_request(record)]
+
+
+def _decode_request(record: dict[str, Any]) -> AppendRequest:
     return AppendRequest(
         tenant_id=record["tenant"],
         stream_id=record["stream"],

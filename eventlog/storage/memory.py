@@ -6,7 +6,7 @@ An append runs without awaiting, so within one event loop it is atomic by constr
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from typing import Any
 
 from eventlog import cursors
@@ -43,6 +43,15 @@ class MemoryBackend(StorageBackend):
 
     async def append(self, request: AppendRequest) -> list[int]:
         return self.commit(request)
+
+    async def append_batch(self, requests: Sequence[AppendRequest]) -> list[list[int]]:
+        return self.commit_batch(requests)
+
+    def commit_batch(self, requests: Sequence[AppendRequest]) -> list[list[int]]:
+        """Apply every request or none: all are checked before any is stored."""
+        for request in requests:
+            self.check(request)
+        return [self.store(request) for request in requests]
 
     def commit(self, request: AppendRequest) -> list[int]:
         """Apply ``request`` synchronously (the file backend calls this after its fsync)."""

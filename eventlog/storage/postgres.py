@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import insert as postgres_insert
@@ -33,11 +33,13 @@ from eventlog import cursors
 from eventlog.errors import CommitOutcomeUnknown, EventLogError, StorageError
 from eventlog.records import StoredEvent
 from eventlog.storage.base import AppendRequest, StreamVersionTaken
+from eventlog.storage.pgbatch import BatchStatements, change_values
 from eventlog.storage.pgpool import ConnectionPool
 from eventlog.storage.sql import SqlBackend, stored_event
 from projections.changes import AT_POSITION, Change, Delete, InsertIfAbsent, Update, Upsert
 from projections.query import In, ViewQuery
 
+R = TypeVar("R")
 _EVENT_COLUMNS = (
     "tenant_id", "stream_id", "stream_version", "event_id", "type", "data", "recorded_at",
     "prev_hash", "hash",
@@ -99,6 +101,8 @@ class PostgresBackend(SqlBackend):
             name: [column.name for column in table.primary_key.columns]
             for name, table in self.views.items()
         }
+        tables = {**self.views, "events": self.events, "blobs": self.blobs}
+        self._batches = BatchStatements(self.qualified, tables, self.view_keys)
         self._read_all_sql = self._build_read_all_sql(tenant=False)
         self._read_all_tenant_sql = self._build_read_all_sql(tenant=True)
 
@@ -171,6 +175,36 @@ class PostgresBackend(SqlBackend):
         except Exception as error:
             raise self.translate(error, "append") from error
         return [int(row[0]) for row in rows]
+
+    async def append_batch(self, requests: Sequence[AppendRequest]) -> list[list[int]]:
+        statement = self._batches.build(requests, lambda c: _coalesce(c, self.view_keys))
+        if statement is None:
+            return await super().append_batch(requests)
+        sql, params = statement
+        try:
+            async with self.driver_connection() as driver:
+                rows = await driver.fetch(sql, *params)
+        except Exception as error:
+            raise self.translate(error, "append") from error
+        by_event = {(row[1], row[2], int(row[3])): int(row[0]) for row in rows}
+        return [
+            [by_event[(r.tenant_id, r.stream_id, pending.version)] for pending in r.events]
+            for r in requests
+        ]
+
+    async def stream_heads(
+        self, keys: Sequence[tuple[str, str]]
+    ) -> dict[tuple[str, str], tuple[int, bytes]]:
+        rows = await self._fetch(
+            "read",
+            "SELECT u.t, u.s, h.stream_version, h.hash "
+            "FROM unnest($1::text[], $2::text[]) AS u(t, s) CROSS JOIN LATERAL ("
+            f"SELECT stream_version, hash FROM {self.qualified['events']} "
+            "WHERE tenant_id = u.t AND stream_id = u.s "
+            "ORDER BY stream_version DESC LIMIT 1) AS h",
+            [[key[0] for key in keys], [key[1] for key in keys]],
+        )
+        return {(row[0], row[1]): (int(row[2]), bytes(row[3])) for row in rows}
 
     def single_statement(self, request: AppendRequest) -> tuple[str, list[Any]] | None:
         """The whole append as one statement and its parameters, or None if it cannot be.
@@ -407,15 +441,16 @@ def _driver_error(error: BaseException) -> BaseException:
 
 
 def _coalesce(
-    changes: Sequence[tuple[int, Change]], keys: dict[str, list[str]]
-) -> list[tuple[int, Change]] | None:
+    changes: Sequence[tuple[R, Change]], keys: dict[str, list[str]]
+) -> list[tuple[R, Change]] | None:
     """Changes one statement can apply, dropping an upsert that a later upsert of the same
-    row with the same columns replaces; None when rows collide in a way only sequential
-    statements handle (the CTEs of one statement cannot see each other's writes)."""
+    row with the same columns replaces, and an insert-if-absent of a row an earlier one
+    already inserts; None when rows collide in a way only sequential statements handle
+    (the CTEs of one statement cannot see each other's writes)."""
     slots: dict[tuple[str, tuple[Any, ...]], int] = {}
     deleted: set[str] = set()
     touched: set[str] = set()
-    result: list[tuple[int, Change] | None] = []
+    result: list[tuple[R, Change] | None] = []
     for index, change in changes:
         if isinstance(change, Delete):
             if change.table in touched | deleted:
@@ -432,6 +467,8 @@ def _coalesce(
         if previous is not None:
             earlier = result[previous]
             assert earlier is not None
+            if isinstance(change, InsertIfAbsent) and isinstance(earlier[1], InsertIfAbsent):
+                continue  # the earlier one inserts the row (or finds it): this one is a no-op
             same_shape = (
                 isinstance(change, Upsert)
                 and isinstance(earlier[1], Upsert)
@@ -445,17 +482,8 @@ def _coalesce(
     return [item for item in result if item is not None]
 
 
-def _change_values(change: Change) -> list[tuple[str, Any]]:
-    """A change's (column, value) pairs in the order its SQL places their parameters."""
-    if isinstance(change, Upsert | InsertIfAbsent):
-        return list(change.row.items())
-    if isinstance(change, Update):
-        return [*change.values.items(), *change.key.items()]
-    return list(change.where.items())
-
-
 def _change_shape(change: Change) -> tuple[Any, ...]:
-    columns = tuple((name, value is AT_POSITION) for name, value in _change_values(change))
+    columns = tuple((name, value is AT_POSITION) for name, value in change_values(change))
     extra = tuple(change.key) if isinstance(change, Update) else ()
     return (type(change).__name__, change.table, columns, extra)
 
@@ -473,7 +501,7 @@ def _statement_params(request: AppendRequest, changes: list[tuple[int, Change]])
     for index, change in changes:
         version = request.events[index].version
         params += [
-            version if value is AT_POSITION else value for _, value in _change_values(change)
+            version if value is AT_POSITION else value for _, value in change_values(change)
         ]
     return params
 

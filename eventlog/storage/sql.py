@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import abc
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from typing import Any
@@ -78,6 +78,13 @@ class SqlBackend(StorageBackend, abc.ABC):
         try:
             async with self.write_transaction() as connection:
                 return await self.append_in(connection, request)
+        except Exception as error:
+            raise self.translate(error, "append") from error
+
+    async def append_batch(self, requests: Sequence[AppendRequest]) -> list[list[int]]:
+        try:
+            async with self.write_transaction() as connection:
+                return [await self.append_in(connection, request) for request in requests]
         except Exception as error:
             raise self.translate(error, "append") from error
 

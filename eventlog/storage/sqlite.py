@@ -9,7 +9,7 @@ gap-safe. Readers never block writers in WAL mode.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -65,6 +65,14 @@ class SqliteBackend(SqlBackend):
             return await super().append(request)
         try:
             return await self._writer.append(request)
+        except Exception as error:
+            raise self.translate(error, "append") from error
+
+    async def append_batch(self, requests: Sequence[AppendRequest]) -> list[list[int]]:
+        if self._writer is None:
+            return await super().append_batch(requests)
+        try:
+            return await self._writer.append_batch(requests)
         except Exception as error:
             raise self.translate(error, "append") from error
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -52,6 +52,11 @@ class SqliteWriter:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._thread, self._append, request)
 
+    async def append_batch(self, requests: Sequence[AppendRequest]) -> list[list[int]]:
+        """Commit every request in one transaction; each one's positions, in order."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._thread, self._append_batch, requests)
+
     async def close(self) -> None:
         """Close the connection (on its own thread) and stop the thread; again, nothing."""
         if self._closed:
@@ -78,10 +83,13 @@ class SqliteWriter:
             self._connection = None
 
     def _append(self, request: AppendRequest) -> list[int]:
+        return self._append_batch([request])[0]
+
+    def _append_batch(self, requests: Sequence[AppendRequest]) -> list[list[int]]:
         connection = self._connect()
         connection.execute("BEGIN IMMEDIATE")
         try:
-            positions = self._write(connection, request)
+            positions = [self._write(connection, request) for request in requests]
             connection.execute("COMMIT")
         except BaseException:
             # A failed COMMIT (disk full, I/O error) can leave the transaction open; the
