@@ -1,8 +1,48 @@
-"""Run every benchmark: ``python -m benchmarks``."""
+"""Run the benchmarks: ``python -m benchmarks [--quick] [--json FILE] [--only NAME,…]``.
 
+Each section prints its figures next to baselines measured in the same run, as ratios;
+a summary of every ratio (with its goal) closes the run, and ``--json`` writes them as a
+list of objects (name, baseline, ratio, medians, rounds, unit, goal, met).
+"""
+
+from __future__ import annotations
+
+import argparse
 import asyncio
+import json
+import os
+import time
+from pathlib import Path
 
-from benchmarks import bench_append, bench_checkpoints
+SECTIONS = ("append", "checkpoints", "sqlite", "concurrency", "reads", "large")
 
-asyncio.run(bench_append.main())
-asyncio.run(bench_checkpoints.main())
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks")
+    parser.add_argument("--json", type=Path, help="write every ratio to this file")
+    parser.add_argument("--quick", action="store_true",
+                        help="tiny sizes: proves the harness runs, measures nothing")
+    parser.add_argument("--only", default=",".join(SECTIONS),
+                        help=f"comma-separated sections ({', '.join(SECTIONS)})")
+    arguments = parser.parse_args()
+    if arguments.quick:
+        os.environ["EVENTLOG_BENCH_QUICK"] = "1"
+    from benchmarks import common
+
+    common.quiet_logs()
+    results = common.Results()
+    print(f"benchmarks · {common.machine()} · {common.rounds()} interleaved rounds"
+          + (" · QUICK (sizes too small to mean anything)" if common.quick() else ""))
+    started = time.perf_counter()
+    for name in arguments.only.split(","):
+        if name not in SECTIONS:
+            parser.error(f"unknown section {name!r}")
+        module = __import__(f"benchmarks.bench_{name}", fromlist=["run"])
+        asyncio.run(module.run(results))
+    results.summary()
+    print(f"  ({time.perf_counter() - started:.0f} s in all)")
+    if arguments.json is not None:
+        arguments.json.write_text(json.dumps(results.as_json(), indent=2))
+
+
+main()

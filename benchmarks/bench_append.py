@@ -1,30 +1,24 @@
-"""Append throughput on PostgreSQL: one event (~2 KB) per transaction, next to raw asyncpg.
+"""Appends on PostgreSQL, one event (~2 KB) per call and 100 events per batch.
 
 Baselines, measured in the same run on the same server:
-- raw asyncpg single-row autocommit INSERT of the same bytes (the one-connection ceiling);
-- raw asyncpg with an explicit BEGIN … COMMIT (three round trips);
-- SQLAlchemy Core inside ``engine.begin()``.
+- raw asyncpg single-row autocommit INSERT of the same bytes (the one-connection ceiling),
+  and for information raw BEGIN … COMMIT (three round trips);
+- raw asyncpg ``executemany`` of 100 rows of the same bytes (one pipelined, atomic call)
+  for the batched append of 100 events over 20 streams.
 Caveats first: one connection, one client process, fsync on (the server's settings), the
 client on the same 2-core machine as the server, so client CPU competes with the server.
 """
 
 from __future__ import annotations
 
-import asyncio
-import logging
-import os
-
 import asyncpg
-import sqlalchemy as sa
-import structlog
-from sqlalchemy.ext.asyncio import create_async_engine
 
-from benchmarks.common import PG_URL, alternate, machine, report, scratch_schema
-from eventlog import Event, open_log, register_event
+from benchmarks.common import PG_URL, Results, interleave, scratch_schema, section, size
+from eventlog import Event, StreamAppend, open_log, register_event
 
 PAYLOAD = "x" * 2000
-COUNT = int(os.environ.get("BENCH_COUNT", "1000"))
-ROUNDS = int(os.environ.get("BENCH_ROUNDS", "3"))
+BATCH = 100
+STREAMS_PER_BATCH = 20
 
 
 @register_event
@@ -34,26 +28,24 @@ class BenchEvent(Event, tag="bench.event"):
     text: str
 
 
-async def main() -> None:
-    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.INFO))
-    print(f"append benchmark: {COUNT} calls × {ROUNDS} rounds · {machine()}")
+async def raw_table(connection: asyncpg.Connection, schema: str) -> str:
+    """A bare table for the raw baselines; its INSERT statement."""
+    table = f'"{schema}".raw_events'
+    await connection.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
+    await connection.execute(
+        f"CREATE TABLE {table} (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, "
+        "tenant_id text NOT NULL, stream_id text NOT NULL, data bytea NOT NULL)"
+    )
+    return f"INSERT INTO {table} (tenant_id, stream_id, data) VALUES ($1, $2, $3)"
+
+
+async def run(results: Results) -> None:
+    count = size(1000, 20)
+    section(f"PostgreSQL append: {count} calls per round")
     async with scratch_schema() as schema:
         raw = await asyncpg.connect(PG_URL)
-        await raw.execute(f'CREATE SCHEMA "{schema}"')
-        table = f'"{schema}".raw_events'
-        await raw.execute(
-            f"CREATE TABLE {table} (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, "
-            "tenant_id text NOT NULL, stream_id text NOT NULL, data bytea NOT NULL)"
-        )
+        insert = await raw_table(raw, schema)
         payload = PAYLOAD.encode()
-        insert = f"INSERT INTO {table} (tenant_id, stream_id, data) VALUES ($1, $2, $3)"
-        engine = create_async_engine("postgresql+asyncpg://" + PG_URL.split("://", 1)[1])
-        metadata = sa.MetaData(schema=schema)
-        core_table = sa.Table(
-            "raw_events", metadata, sa.Column("id", sa.BigInteger, primary_key=True),
-            sa.Column("tenant_id", sa.Text), sa.Column("stream_id", sa.Text),
-            sa.Column("data", sa.LargeBinary),
-        )
 
         async def raw_autocommit(i: int) -> None:
             await raw.execute(insert, "t", f"s{i // 100}", payload)
@@ -62,32 +54,36 @@ async def main() -> None:
             async with raw.transaction():
                 await raw.execute(insert, "t", f"s{i // 100}", payload)
 
-        async def core_begin(i: int) -> None:
-            async with engine.begin() as connection:
-                await connection.execute(
-                    core_table.insert().values(tenant_id="t", stream_id=f"s{i // 100}",
-                                               data=payload)
-                )
+        async def raw_batch(i: int) -> None:
+            await raw.executemany(insert, [("t", f"b{i}-{n % STREAMS_PER_BATCH}", payload)
+                                           for n in range(BATCH)])
 
         async with open_log(PG_URL, schema=schema) as log:
             async def log_append(i: int) -> None:
                 await log.append("t", f"s{i // 100}", [BenchEvent(text=PAYLOAD)])
 
-            figures = await alternate(
-                ROUNDS, COUNT,
-                **{
-                    "raw asyncpg autocommit INSERT": raw_autocommit,
-                    "raw asyncpg BEGIN/INSERT/COMMIT": raw_begin_commit,
-                    "SQLAlchemy Core engine.begin()": core_begin,
-                    "EventLog.append (1 event, hash, view)": log_append,
-                },
+            async def log_batch(i: int) -> None:
+                per = BATCH // STREAMS_PER_BATCH
+                await log.append_batch([
+                    StreamAppend(tenant_id="t", stream_id=f"b{i}-{n}",
+                                 events=[BenchEvent(text=PAYLOAD)] * per)
+                    for n in range(STREAMS_PER_BATCH)
+                ])
+
+            figures = await interleave(
+                count, raw_autocommit=raw_autocommit, raw_begin_commit=raw_begin_commit,
+                log_append=log_append,
             )
-            report("one event per transaction", "raw asyncpg autocommit INSERT", figures)
-            report_verify = await log.verify()
-            print(f"  (verify after the run: {report_verify.events} events, ok={report_verify.ok})")
-        await engine.dispose()
+            results.compare("PostgreSQL append, 1 event (~2 KB)", "log_append",
+                            "raw_autocommit", figures, goal="≥ 0.9", at_least=0.9)
+            results.compare("(info) raw BEGIN/INSERT/COMMIT", "raw_begin_commit",
+                            "raw_autocommit", figures)
+            batches = await interleave(size(100, 3), raw_executemany=raw_batch,
+                                       append_batch=log_batch)
+            results.compare(f"PostgreSQL append_batch, {BATCH} events / "
+                            f"{STREAMS_PER_BATCH} streams", "append_batch",
+                            "raw_executemany", batches, unit="batches/s", goal="≥ 0.7",
+                            at_least=0.7)
+            report = await log.verify()
+            print(f"  (verify after the run: {report.events} events, ok={report.ok})")
         await raw.close()
-
-
-if __name__ == "__main__":
-    asyncio.run(main())

@@ -1,0 +1,37 @@
+"""Run one whole-log job in a fresh process and report its time and peak memory as JSON.
+
+``python -m benchmarks.child verify|rebuild SCHEMA``: a process of its own, so the peak
+resident set size (``ru_maxrss``) is this job's alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import resource
+import sys
+import time
+
+from benchmarks.common import PG_URL, quiet_logs
+from eventlog import open_log
+from projections import rebuild
+
+
+async def job(kind: str, schema: str) -> dict[str, float]:
+    async with open_log(PG_URL, schema=schema, upgrade=False) as log:
+        await log.wait_readable()
+        started = time.perf_counter()
+        if kind == "verify":
+            report = await log.verify()
+            events, ok = report.events, report.ok
+        else:
+            await rebuild(log)
+            events, ok = -1, True  # the caller knows the count from verify
+        seconds = time.perf_counter() - started
+    peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return {"events": events, "seconds": seconds, "peak_rss_kb": peak_kb, "ok": ok}
+
+
+if __name__ == "__main__":
+    quiet_logs()
+    print(json.dumps(asyncio.run(job(sys.argv[1], sys.argv[2]))))

@@ -1,0 +1,35 @@
+"""The benchmark harness runs end to end on tiny sizes and writes every ratio as JSON."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import PG_URL, require_postgres
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_quick_run_writes_every_ratio(tmp_path: Path) -> None:
+    """`python -m benchmarks --quick --json FILE`: one object per ratio of the goal table."""
+    require_postgres()
+    out = tmp_path / "ratios.json"
+    subprocess.run(
+        [sys.executable, "-m", "benchmarks", "--quick", "--json", str(out)],
+        cwd=ROOT, check=True, capture_output=True, timeout=600,
+        env={**os.environ, "EVENTLOG_BENCH_PG": PG_URL},
+    )
+    ratios = json.loads(out.read_text())
+    names = " | ".join(ratio["name"] for ratio in ratios)
+    for expected in ("append, 1 event", "append_batch", "checkpoint create (~2 KB",
+                     "create vs LangGraph", "SQLite checkpoint create, synchronous",
+                     "LangGraph SQLite", "tasks on one log", "processes", "read_all",
+                     "verify: events/s", "verify: peak RSS", "rebuild: peak RSS",
+                     "growth: create", "latest p99", "read p50", "list p99"):
+        assert expected in names
+    for ratio in ratios:
+        assert {"name", "baseline", "ratio", "medians", "rounds"} <= set(ratio)
+        assert all(len(values) >= 3 for values in ratio["rounds"].values())
