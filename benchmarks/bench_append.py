@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncpg
 
 from benchmarks.common import PG_URL, Results, interleave, scratch_schema, section, size
-from eventlog import Event, StreamAppend, open_log, register_event
+from eventlog import NO_STREAM, Event, StreamAppend, open_log, register_event
 
 PAYLOAD = "x" * 2000
 BATCH = 100
@@ -66,7 +66,8 @@ async def run(results: Results) -> None:
                 per = BATCH // STREAMS_PER_BATCH
                 await log.append_batch([
                     StreamAppend(tenant_id="t", stream_id=f"b{i}-{n}",
-                                 events=[BenchEvent(text=PAYLOAD)] * per)
+                                 events=[BenchEvent(text=PAYLOAD)] * per,
+                                 expected_version=NO_STREAM)
                     for n in range(STREAMS_PER_BATCH)
                 ])
 

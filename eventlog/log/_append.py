@@ -82,7 +82,8 @@ class Appender:
         recorded_at = drafts[-1].recorded_at
         uncertain = False  # an earlier attempt may have committed without our hearing it
         for attempt in range(MAX_APPEND_ATTEMPTS):
-            head = await self.heads.get(tenant_id, stream_id, fresh=attempt > 0)
+            head = await self.heads.get(tenant_id, stream_id, fresh=attempt > 0,
+                                        new=expected == 0)
             if expected is not ExpectedVersion.ANY and version(head) != expected:
                 head = await self.heads.get(tenant_id, stream_id, fresh=True)
                 if version(head) != expected:
@@ -116,9 +117,10 @@ class Appender:
         move to the new end, the others then conflict).
         """
         keys = [(part.tenant_id, part.stream_id) for part in parts]
+        new = frozenset(key for key, part in zip(keys, parts, strict=True) if part.expected == 0)
         uncertain = False
         for attempt in range(MAX_APPEND_ATTEMPTS):
-            heads = await self.heads.get_many(keys, fresh=attempt > 0)
+            heads = await self.heads.get_many(keys, fresh=attempt > 0, new=new)
             stale = [key for key, part in zip(keys, parts, strict=True)
                      if part.expected is not ExpectedVersion.ANY
                      and version(heads[key]) != part.expected]

@@ -29,12 +29,21 @@ class HeadCache:
         self._size = size
         self._heads: OrderedDict[tuple[str, str], Head] = OrderedDict()
 
-    async def get(self, tenant_id: str, stream_id: str, *, fresh: bool) -> Head | None:
-        """The stream's head, from the cache unless ``fresh`` or unknown; None if empty."""
+    async def get(
+        self, tenant_id: str, stream_id: str, *, fresh: bool, new: bool = False
+    ) -> Head | None:
+        """The stream's head, from the cache unless ``fresh`` or unknown; None if empty.
+
+        A ``new`` stream (the caller expects it empty: ``NO_STREAM``) that is not cached is
+        taken to be empty without a read; if it is not, the append meets a version race,
+        which re-reads it ``fresh`` and reports the conflict.
+        """
         key = (tenant_id, stream_id)
         if not fresh and key in self._heads:
             self._heads.move_to_end(key)
             return self._heads[key]
+        if new and not fresh:
+            return None
         head = await self._read(tenant_id, stream_id)
         if head is None:
             self._heads.pop(key, None)
@@ -43,13 +52,17 @@ class HeadCache:
         return head
 
     async def get_many(
-        self, keys: list[tuple[str, str]], *, fresh: bool
+        self, keys: list[tuple[str, str]], *, fresh: bool,
+        new: frozenset[tuple[str, str]] = frozenset(),
     ) -> dict[tuple[str, str], Head | None]:
-        """The heads of many streams: cached ones unless ``fresh``, the rest in one read."""
+        """The heads of many streams: cached ones unless ``fresh``, the rest in one read
+        (those in ``new`` not cached are taken to be empty, as `get` does)."""
         found: dict[tuple[str, str], Head | None] = {}
         missing = []
         for key in keys:
-            if not fresh and key in self._heads:
+            if not fresh and key not in self._heads and key in new:
+                found[key] = None
+            elif not fresh and key in self._heads:
                 self._heads.move_to_end(key)
                 found[key] = self._heads[key]
             else:

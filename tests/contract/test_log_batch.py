@@ -152,3 +152,22 @@ async def test_batch_survives_reopening(target: BackendTarget) -> None:
         if target.name != "memory":
             assert (True, 6) == (report.ok, report.events)
             assert [] == await compare_views(log)
+
+
+async def test_no_stream_on_a_stream_unknown_to_the_cache_still_conflicts(log: EventLog
+                                                                          ) -> None:
+    """NO_STREAM skips the head read; a stream another writer created is still a conflict
+    (single append and batch), and nothing is written."""
+    await log.append("t", "taken", [Noted(text="x")])
+    other = EventLog(log.storage, projections=log.projections)  # a cold head cache
+    with pytest.raises(VersionConflict):
+        await other.append("t", "taken", [Noted(text="y")], expected_version=NO_STREAM)
+    cold = EventLog(log.storage, projections=log.projections)
+    with pytest.raises(VersionConflict):
+        await cold.append_batch([
+            StreamAppend(tenant_id="t", stream_id="fresh", events=[Noted(text="z")],
+                         expected_version=NO_STREAM),
+            StreamAppend(tenant_id="t", stream_id="taken", events=[Noted(text="z")],
+                         expected_version=NO_STREAM),
+        ])
+    assert ([1], []) == (await versions(log, "taken"), await versions(log, "fresh"))
