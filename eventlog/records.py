@@ -26,7 +26,7 @@ ANY: Final = ExpectedVersion.ANY
 NO_STREAM: Final = ExpectedVersion.NO_STREAM
 
 
-class StoredEvent(msgspec.Struct, frozen=True, kw_only=True):
+class StoredEvent(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """One row of the log exactly as stored, before its data is decoded."""
 
     position: int

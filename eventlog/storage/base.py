@@ -20,7 +20,7 @@ from projections.memory import ViewTables
 from projections.query import ViewQuery
 
 
-class PendingEvent(msgspec.Struct, frozen=True, kw_only=True):
+class PendingEvent(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """An event the log has fully prepared (version, time, hashes), awaiting its position."""
 
     event_id: uuid.UUID

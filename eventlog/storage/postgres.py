@@ -35,7 +35,7 @@ from eventlog.records import StoredEvent
 from eventlog.storage.base import AppendRequest, StreamVersionTaken
 from eventlog.storage.pgbatch import BatchStatements, change_values
 from eventlog.storage.pgpool import ConnectionPool
-from eventlog.storage.sql import SqlBackend, stored_event
+from eventlog.storage.sql import SqlBackend
 from projections.changes import AT_POSITION, Change, Delete, InsertIfAbsent, Update, Upsert
 from projections.query import In, ViewQuery
 
@@ -399,7 +399,7 @@ class PostgresBackend(SqlBackend):
             args.append(tenant_id)
             sql = self._read_all_tenant_sql
         rows = await self._fetch("read", sql, args)
-        events = [stored_event(row) for row in rows]
+        events = [_stored(row) for row in rows]
         if not rows:
             return events, after
         return events, cursors.encode_xid(int(rows[-1][10]), int(rows[-1][0]))
@@ -421,6 +421,16 @@ class PostgresBackend(SqlBackend):
         if operation == "append" and _connection_lost(error):
             return CommitOutcomeUnknown("postgresql", operation, detail)
         return StorageError("postgresql", operation, detail)
+
+
+def _stored(row: Any) -> StoredEvent:
+    """`stored_event` for an asyncpg row, whose values already have our types (bytea is
+    bytes, timestamptz an aware UTC datetime, uuid a `uuid.UUID`): no conversions."""
+    return StoredEvent(
+        position=row[0], event_id=row[1], tenant_id=row[2], stream_id=row[3],
+        version=row[4], recorded_at=row[5], type=row[6], data=row[7], prev_hash=row[8],
+        hash=row[9],
+    )
 
 
 def _connection_lost(error: BaseException) -> bool:
