@@ -20,6 +20,7 @@ from eventlog import (
     EventRegistry,
     LogPage,
     RecordedEvent,
+    StreamAppend,
     StreamProblem,
     VerifyReport,
     VersionConflict,
@@ -54,6 +55,14 @@ async def append_and_read(url: str) -> None:
                          expected_version=result.version)
         await log.append("tenant", "account-1", [Deposited(account="1", cents=3)],
                          expected_version=ANY, release={eventlog.content_digest(b"state"): 1})
+        batch = await log.append_batch([
+            StreamAppend(tenant_id="tenant", stream_id="account-3",
+                         events=[Deposited(account="3", cents=1)], expected_version=NO_STREAM,
+                         attach=[b"state"]),
+            StreamAppend(tenant_id="tenant", stream_id="account-1",
+                         events=[Deposited(account="1", cents=4)]),
+        ])
+        assert_type(batch, list[AppendResult])
         async for recorded in log.read_stream("tenant", "account-1", from_version=2):
             assert_type(recorded, RecordedEvent)
             assert_type(recorded.recorded_at, datetime)
