@@ -1,22 +1,30 @@
-"""Print a ``--json`` file of ratios as the README's markdown table:
-``python -m benchmarks.table ratios.json``."""
+"""Print ``--json`` files of ratios as the README's markdown table, one ratio column per
+run (the last run decides the verdict): ``python -m benchmarks.table run1.json run2.json``."""
 
 from __future__ import annotations
 
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 
-def rows(ratios: list[dict[str, object]]) -> list[str]:
-    lines = ["| figure | baseline (same run) | ratio | goal | |", "|---|---|---:|---|---|"]
-    for ratio in ratios:
+def rows(runs: list[list[dict[str, Any]]]) -> list[str]:
+    by_name = [{ratio["name"]: ratio for ratio in run} for run in runs]
+    heads = " | ".join(f"run {n + 1}" for n in range(len(runs)))
+    lines = [f"| figure | baseline (same run) | {heads} | goal | last run |",
+             "|---|---|" + "---:|" * len(runs) + "---|---|"]
+    for ratio in runs[-1]:
+        cells = " | ".join(
+            f"{run[ratio['name']]['ratio']:.2f}×" if ratio["name"] in run else "–"
+            for run in by_name
+        )
         met = ratio.get("met")
         verdict = "" if met is None else ("met" if met else "missed")
-        lines.append(f"| {ratio['name']} | {ratio['baseline']} | {ratio['ratio']:.2f}× | "
-                     f"{ratio['goal']} | {verdict} |")
+        lines.append(f"| {ratio['name']} | {ratio['baseline']} | {cells} | {ratio['goal']} | "
+                     f"{verdict} |")
     return lines
 
 
 if __name__ == "__main__":
-    print("\n".join(rows(json.loads(Path(sys.argv[1]).read_text()))))
+    print("\n".join(rows([json.loads(Path(name).read_text()) for name in sys.argv[1:]])))
