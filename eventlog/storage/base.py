@@ -14,6 +14,7 @@ from typing import Any
 
 import msgspec
 
+from eventlog.errors import StorageError
 from eventlog.records import StoredEvent
 from projections.changes import Change
 from projections.memory import ViewTables
@@ -104,10 +105,12 @@ class StorageBackend(abc.ABC):
         raises `StreamVersionTaken` and writes nothing; any other failure writes nothing
         (or, for a connection lost during commit, raises `CommitOutcomeUnknown`). View
         changes apply in request order, as if the requests were appended one by one.
-        The default handles a batch of one; every built-in backend overrides it.
+        The default handles a batch of one and refuses more (`StorageError`); every
+        built-in backend overrides it.
         """
         if len(requests) != 1:
-            raise NotImplementedError(f"{type(self).__name__} has no batched append")
+            raise StorageError(self.name, "append", "this backend has no batched append "
+                               "(StorageBackend.append_batch)")
         return [await self.append(requests[0])]
 
     async def stream_heads(
