@@ -199,6 +199,19 @@ class EventLog:
         _check_digest("digest", digest)
         return await self.storage.get_blob(tenant_id, digest)
 
+    async def get_blobs(self, tenant_id: str, digests: Iterable[bytes]) -> dict[bytes, bytes]:
+        """The blobs of ``digests`` that exist within the tenant, by digest (one read on SQL
+        backends); a purged or unknown digest is simply absent from the result."""
+        self._check_open("read")
+        check_id("tenant_id", tenant_id)
+        wanted = [_check_digest("digests", digest) for digest in dict.fromkeys(digests)]
+        return await self.storage.get_blobs(tenant_id, wanted) if wanted else {}
+
+    async def query(self, query: ViewQuery) -> list[dict[str, Any]]:
+        """Rows of one view table answering ``query``: the read side stores build on."""
+        self._check_open("query")
+        return await self.storage.query(query)
+
     async def verify(self, tenant_id: str | None = None) -> VerifyReport:
         """Recompute every stream's hash chain from the stored bytes.
 

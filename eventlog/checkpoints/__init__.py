@@ -9,15 +9,33 @@ from eventlog.checkpoints.events import CheckpointCreated, SessionDeleted
 from eventlog.checkpoints.ids import uuid7
 from eventlog.checkpoints.records import CheckpointRecord, RunInfo, SessionInfo
 from eventlog.checkpoints.store import CheckpointStore
+from eventlog.checkpoints.thread_events import (
+    ThreadCheckpointPut,
+    ThreadCheckpointsRemoved,
+    ThreadCopied,
+    ThreadDeleted,
+    ThreadWritesPut,
+)
+from eventlog.checkpoints.thread_records import Payload, ThreadCheckpoint, ThreadWrite
+from eventlog.checkpoints.threads import ThreadCheckpoints
 from eventlog.checkpoints.typed import TypedCheckpointStore
 
 __all__ = [
     "CheckpointCreated",
     "CheckpointRecord",
     "CheckpointStore",
+    "Payload",
     "RunInfo",
     "SessionDeleted",
     "SessionInfo",
+    "ThreadCheckpoint",
+    "ThreadCheckpointPut",
+    "ThreadCheckpoints",
+    "ThreadCheckpointsRemoved",
+    "ThreadCopied",
+    "ThreadDeleted",
+    "ThreadWrite",
+    "ThreadWritesPut",
     "TypedCheckpointStore",
     "uuid7",
 ]

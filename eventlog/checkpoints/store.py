@@ -64,6 +64,7 @@ from projections.query import ViewQuery
 if TYPE_CHECKING:
     import uuid
 
+    from eventlog.checkpoints.threads import ThreadCheckpoints
     from eventlog.checkpoints.typed import TypedCheckpointStore
     from eventlog.log import EventLog
 
@@ -80,6 +81,7 @@ class CheckpointStore:
 
     def __init__(self, log: EventLog) -> None:
         self._log = log
+        self._threads: ThreadCheckpoints | None = None
 
     @property
     def max_state_bytes(self) -> int:
@@ -226,6 +228,15 @@ class CheckpointStore:
             order_by=("first_version",),
         ))
         return [run_from_row(row) for row in rows]
+
+    @property
+    def threads(self) -> ThreadCheckpoints:
+        """Checkpoints addressed by id in threads and namespaces (what LangGraph needs)."""
+        from eventlog.checkpoints.threads import ThreadCheckpoints
+
+        if self._threads is None:
+            self._threads = ThreadCheckpoints(self._log)
+        return self._threads
 
     def typed(self, state_type: type[T]) -> TypedCheckpointStore[T]:
         """This store with states of one type (the Go ``Store[T]``): create takes a ``T``,

@@ -1,0 +1,122 @@
+"""The events of thread checkpoints (`ThreadCheckpoints`). Tags are stored forever.
+
+A *thread* is the stream ``thread:<thread_id>`` of one tenant. It holds checkpoints in any
+number of namespaces (LangGraph's ``checkpoint_ns``: a subgraph's checkpoints live in the
+parent's thread under their own namespace), the pending writes attached to each
+checkpoint, and the tombstones that remove them. Unlike a session (`CheckpointCreated`),
+a thread checkpoint is addressed by its id: a second put of the same id *is* that
+checkpoint again, and the views keep one row per id (the log still keeps every put).
+
+Every payload (the checkpoint's own state, each channel value, each write's value) is a
+content-addressed blob attached in the same append; events carry only digests, so the
+hash chain covers the payloads and a tombstone can purge them without breaking it.
+All are registered in `eventlog.default_registry` when this module is imported (which
+`projections` does, so every log can decode them).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from eventlog.checkpoints.events import HexDigest
+from eventlog.events import Event, register_event
+
+
+class BlobRef(msgspec.Struct, frozen=True, kw_only=True):
+    """A named, typed payload stored as a blob: a channel value of a checkpoint."""
+
+    name: str
+    encoding: str
+    """The caller's label for how ``digest``'s bytes decode (LangGraph: the serde type)."""
+    digest: HexDigest
+
+
+class WriteRef(msgspec.Struct, frozen=True, kw_only=True):
+    """One pending write: the value of ``channel`` at index ``idx`` of a task's writes."""
+
+    idx: int
+    channel: str
+    encoding: str
+    digest: HexDigest
+
+
+class CheckpointKey(msgspec.Struct, frozen=True, kw_only=True):
+    """A checkpoint of a thread: its namespace and id."""
+
+    namespace: str = ""
+    checkpoint_id: str
+
+
+@register_event
+class ThreadCheckpointPut(Event, tag="thread_checkpoint_put", frozen=True, kw_only=True):
+    """A checkpoint was put to a thread (a put of an existing id replaces it in the views)."""
+
+    thread_id: str
+    namespace: str = ""
+    checkpoint_id: str
+    parent_id: str | None = None
+    run_key: str | None = None
+    """The free-form run this checkpoint belongs to (LangGraph: ``metadata["run_id"]``)."""
+    step: int | None = None
+    state_encoding: str
+    state_digest: HexDigest
+    state_size: int
+    channels: list[BlobRef] = msgspec.field(default_factory=list)
+    metadata: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+@register_event
+class ThreadWritesPut(Event, tag="thread_writes_put", frozen=True, kw_only=True):
+    """Pending writes of one task were attached to a checkpoint.
+
+    Only writes that change the view are appended: a first write per (task, idx ≥ 0), or
+    any write with a negative (special) index, which replaces the earlier one.
+    """
+
+    thread_id: str
+    namespace: str = ""
+    checkpoint_id: str
+    task_id: str
+    task_path: str = ""
+    writes: list[WriteRef]
+
+
+@register_event
+class ThreadDeleted(Event, tag="thread_deleted", frozen=True, kw_only=True):
+    """Every checkpoint and write of the thread, in every namespace, was deleted."""
+
+    thread_id: str
+    checkpoints: int
+    writes: int = 0
+
+
+@register_event
+class ThreadCheckpointsRemoved(
+    Event, tag="thread_checkpoints_removed", frozen=True, kw_only=True
+):
+    """Some checkpoints of the thread (and their writes) were removed.
+
+    ``reason`` is ``runs`` (a delete of runs, listed in ``run_keys``) or ``prune`` (keeping
+    the latest ``keep`` per namespace).
+    """
+
+    thread_id: str
+    reason: str
+    removed: list[CheckpointKey]
+    run_keys: list[str] = msgspec.field(default_factory=list)
+    keep: int | None = None
+
+
+@register_event
+class ThreadCopied(Event, tag="thread_copied", frozen=True, kw_only=True):
+    """The thread received a copy of another thread of the tenant.
+
+    The copied checkpoints and writes follow in the same append as ordinary puts.
+    """
+
+    thread_id: str
+    source_thread_id: str
+    checkpoints: int
+    writes: int = 0
