@@ -180,13 +180,14 @@ class ThreadCheckpoints:
         thread_id: str | None = None,
         *,
         namespace: str | None = None,
+        checkpoint_id: str | None = None,
         before: str | None = None,
         limit: int | None = None,
         metadata: Mapping[str, Any] | None = None,
         payloads: bool = True,
     ) -> builtins.list[ThreadCheckpoint]:
-        """Checkpoints newest first (by id): of one thread (and namespace) or of the whole
-        tenant, with ids below ``before``, whose metadata contains ``metadata``. With
+        """Checkpoints newest first (by id): of one thread (and namespace, and id) or of the
+        whole tenant, with ids below ``before``, whose metadata contains ``metadata``. With
         ``payloads=False`` state, channels and writes are not read."""
         check_id("tenant_id", tenant_id)
         where: dict[str, Any] = {"tenant_id": tenant_id}
@@ -194,6 +195,8 @@ class ThreadCheckpoints:
             where["thread_id"] = decide.check_thread_id(thread_id)
         if namespace is not None:
             where["namespace"] = decide.check_path("namespace", namespace)
+        if checkpoint_id is not None:
+            where["checkpoint_id"] = check_id("checkpoint_id", checkpoint_id)
         if metadata:
             where["metadata"] = JsonContains(
                 normalise_metadata(metadata, self._log.max_payload_bytes)
