@@ -289,7 +289,7 @@ class EventlogSaver(AsyncEventlogSaver):
 
     @classmethod
     @contextmanager
-    def from_conn_string(  # type: ignore[override]
+    def from_conn_string(  # type: ignore[override]  # sync, where the parent is async
         cls, url: str, *, tenant_id: str = "default", serde: SerializerProtocol | None = None,
         **open_log_options: Any,
     ) -> Iterator[EventlogSaver]:
