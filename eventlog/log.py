@@ -13,8 +13,7 @@ from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-import structlog
-
+from eventlog._logging import get_logger
 from eventlog.clock import Clock, read_clock, system_clock
 from eventlog.errors import (
     CommitOutcomeUnknown,
@@ -46,7 +45,7 @@ if TYPE_CHECKING:
     from projections.base import Projection
     from projections.changes import Change
 
-logger = structlog.get_logger(__name__)
+logger = get_logger(__name__)
 
 DEFAULT_MAX_PAYLOAD_BYTES = 16 * 1024 * 1024
 """The default largest encoded event, and largest blob, accepted (16 MiB)."""

@@ -8,8 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
-import structlog
-
+from eventlog._logging import get_logger
 from eventlog.clock import Clock, system_clock
 from eventlog.errors import InvalidInput, InvalidURL
 from eventlog.events import EventRegistry
@@ -24,7 +23,7 @@ if TYPE_CHECKING:
     from eventlog.interrupts import InterruptOptions, Operation
     from projections.base import Projection
 
-logger = structlog.get_logger(__name__)
+logger = get_logger(__name__)
 
 DEFAULT_URL = "sqlite:///eventlog.db"
 """The embedded default: a SQLite file in the working directory."""

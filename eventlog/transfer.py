@@ -40,8 +40,8 @@ from datetime import UTC, datetime, timedelta
 from typing import IO, Any
 
 import msgspec
-import structlog
 
+from eventlog._logging import get_logger
 from eventlog.errors import EventLogError, InvalidInput, VersionConflict
 from eventlog.hashing import GENESIS_HASH, content_digest, event_hash, to_micros
 from eventlog.interrupts.events import BatchCreated
@@ -52,7 +52,7 @@ from eventlog.validation import check_id, check_optional_id
 from projections.changes import Change
 from projections.query import ViewQuery
 
-logger = structlog.get_logger(__name__)
+logger = get_logger(__name__)
 
 FORMAT = "checkpoint-eventlog/export"
 FORMAT_VERSION = 1

@@ -41,9 +41,8 @@ from __future__ import annotations
 import builtins
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import structlog
-
 import projections.checkpoints as views  # module attributes: the two packages import each other
+from eventlog._logging import get_logger
 from eventlog.checkpoints import decisions
 from eventlog.checkpoints.decisions import EncodedState
 from eventlog.checkpoints.events import SessionDeleted
@@ -68,7 +67,7 @@ if TYPE_CHECKING:
     from eventlog.checkpoints.typed import TypedCheckpointStore
     from eventlog.log import EventLog
 
-logger = structlog.get_logger(__name__)
+logger = get_logger(__name__)
 
 T = TypeVar("T")
 

@@ -31,8 +31,8 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import msgspec
-import structlog
 
+from eventlog._logging import get_logger
 from eventlog.checkpoints import thread_decisions as decide
 from eventlog.checkpoints.decisions import normalise_metadata
 from eventlog.checkpoints.thread_events import (
@@ -55,7 +55,7 @@ from projections.threads import THREAD_CHECKPOINTS, THREAD_RECORDS, THREAD_WRITE
 if TYPE_CHECKING:
     from eventlog.log import EventLog
 
-logger = structlog.get_logger(__name__)
+logger = get_logger(__name__)
 
 ATTEMPTS = 16
 """How often a fenced write re-decides after losing a race with a concurrent write."""
