@@ -3,7 +3,8 @@
 An async saver is bound to the loop its log's connections live on. Blocking callers on
 other threads hand it their coroutines (`run_blocking`); coroutines from another loop are
 forwarded the same way (`on_loop`). A blocking call from the loop's own thread would wait
-for itself forever, so it is refused with `WrongThread`. `BackgroundLoop` is a private
+for itself forever, so it is refused with `WrongThread`; one while the loop is not running
+would wait forever too (`NotRunning`). `BackgroundLoop` is a private
 loop in a daemon thread, for programs that have no loop of their own.
 """
 
@@ -32,6 +33,18 @@ class WrongThread(EventLogError, RuntimeError):
         )
 
 
+class NotRunning(EventLogError, RuntimeError):
+    """A blocking method was called while the saver's event loop is not running."""
+
+    def __init__(self, method: str) -> None:
+        self.method = method
+        super().__init__(
+            f"{method}() waits for the saver's event loop, which is not running (not started "
+            "yet, or finished); in a program without a loop use "
+            "EventlogSaver.from_conn_string(...)"
+        )
+
+
 def running_loop() -> asyncio.AbstractEventLoop | None:
     """The loop running in this thread, or None."""
     try:
@@ -45,15 +58,12 @@ def run_blocking(
     alternative: str,
 ) -> R:
     """Run ``coroutine`` on ``loop`` from a thread that does not run it, and wait."""
-    if loop is None or loop.is_closed():
+    current = running_loop()
+    if loop is None or current is loop or not loop.is_running():
         coroutine.close()
-        raise WrongThread(method, alternative) if running_loop() is not None else RuntimeError(
-            f"{method}() needs the saver's event loop, which has not run it yet or has "
-            "closed; use EventlogSaver.from_conn_string(...) in a program without a loop"
-        )
-    if running_loop() is loop:
-        coroutine.close()
-        raise WrongThread(method, alternative)
+        if current is not None and (current is loop or loop is None):
+            raise WrongThread(method, alternative)
+        raise NotRunning(method)
     return asyncio.run_coroutine_threadsafe(coroutine, loop).result()
 
 
@@ -61,7 +71,7 @@ async def on_loop(
     loop: asyncio.AbstractEventLoop | None, coroutine: Coroutine[Any, Any, R]
 ) -> R:
     """Await ``coroutine`` on ``loop``: here if it is this loop, else forwarded to it."""
-    if loop is None or loop is running_loop() or loop.is_closed():
+    if loop is None or loop is running_loop() or not loop.is_running():
         return await coroutine
     return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coroutine, loop))
 

@@ -49,14 +49,20 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from eventlog.adapters._loops import BackgroundLoop, WrongThread, on_loop, run_blocking
+from eventlog.adapters._loops import (
+    BackgroundLoop,
+    NotRunning,
+    WrongThread,
+    on_loop,
+    run_blocking,
+)
 from eventlog.checkpoints.thread_records import Payload, ThreadCheckpoint
 from eventlog.checkpoints.threads import ThreadCheckpoints
 from eventlog.log import EventLog
 from eventlog.opening import open_log
 from eventlog.validation import check_id
 
-__all__ = ["AsyncEventlogSaver", "EventlogSaver", "WrongThread"]
+__all__ = ["AsyncEventlogSaver", "EventlogSaver", "NotRunning", "WrongThread"]
 
 R = TypeVar("R")
 

@@ -16,7 +16,12 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command, interrupt
 
 from eventlog import open_log
-from eventlog.adapters.langgraph import AsyncEventlogSaver, EventlogSaver, WrongThread
+from eventlog.adapters.langgraph import (
+    AsyncEventlogSaver,
+    EventlogSaver,
+    NotRunning,
+    WrongThread,
+)
 from projections import compare_views
 from tests.conftest import BackendTarget, fresh_id
 from tests.procs.settle import settle
@@ -218,3 +223,17 @@ def test_sync_saver_runs_a_graph_from_a_plain_program(tmp_path: Path) -> None:
         assert 1 == len(list(graph.get_state_history(config, filter={"source": "input"})))
         saver.delete_thread(config["configurable"]["thread_id"])
         assert saver.get_tuple(config) is None
+
+
+def test_sync_methods_refuse_when_the_loop_is_not_running(tmp_path: Path) -> None:
+    """A blocking call on a saver whose loop has finished says so instead of hanging."""
+    url = f"sqlite:///{tmp_path / 'l.db'}"
+
+    async def make() -> AsyncEventlogSaver:
+        async with AsyncEventlogSaver.from_conn_string(url) as saver:
+            await saver.aget_tuple(thread("t"))
+            return saver
+
+    saver = asyncio.run(make())
+    with pytest.raises(NotRunning, match="get_tuple"):
+        saver.get_tuple(thread("t"))
