@@ -142,6 +142,40 @@ def plan_writes(
     return plan
 
 
+class MergedWrites:
+    """A copy's writes for the target: grouped per (namespace, checkpoint, task, path)."""
+
+    def __init__(self) -> None:
+        self.writes: dict[tuple[str, str, str, str], list[WriteRef]] = {}
+        self.attach: list[bytes] = []
+        self.releases: Counter[bytes] = Counter()
+
+
+def merge_writes(
+    source: Iterable[Mapping[str, Any]], target: Iterable[Mapping[str, Any]]
+) -> MergedWrites:
+    """The source's write rows as the target would take them from `put_writes`: an
+    idx ≥ 0 the target has is skipped, a negative idx replaces (releasing the old payload)."""
+    held = {
+        (row["namespace"], row["checkpoint_id"], row["task_id"], row["idx"]): row["digest"]
+        for row in target
+    }
+    merged = MergedWrites()
+    for row in source:
+        slot = (row["namespace"], row["checkpoint_id"], row["task_id"], row["idx"])
+        if slot in held:
+            if row["idx"] >= 0:
+                continue
+            merged.releases[held[slot]] += 1
+        group = (row["namespace"], row["checkpoint_id"], row["task_id"], row["task_path"])
+        merged.writes.setdefault(group, []).append(WriteRef(
+            idx=row["idx"], channel=row["channel"], encoding=row["encoding"],
+            digest=row["digest"].hex(),
+        ))
+        merged.attach.append(row["digest"])
+    return merged
+
+
 def releases_of(records: Iterable[str], writes: Iterable[bytes]) -> dict[bytes, int]:
     """The references held by put records (their space-separated hex digests) and writes."""
     counts: Counter[bytes] = Counter(writes)

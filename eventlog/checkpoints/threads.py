@@ -43,7 +43,6 @@ from eventlog.checkpoints.thread_events import (
     ThreadCopied,
     ThreadDeleted,
     ThreadWritesPut,
-    WriteRef,
 )
 from eventlog.checkpoints.thread_records import Payload, ThreadCheckpoint, ThreadWrite
 from eventlog.errors import InvalidInput, VersionConflict
@@ -332,24 +331,23 @@ class ThreadCheckpoints:
     async def copy_thread(self, tenant_id: str, source_thread_id: str,
                           target_thread_id: str) -> int:
         """Copy every checkpoint and write of one thread to another, in one append that
-        records the source; return how many checkpoints were copied (0: nothing appended)."""
+        records the source; return how many checkpoints were copied (0: nothing appended).
+
+        Checkpoints the target already has by id are replaced (like a put); writes merge as
+        `put_writes` would (the target's first write per idx ≥ 0 stays). Fenced on the
+        target's version, and re-read if a source payload vanishes under it.
+        """
         check_id("tenant_id", tenant_id)
         decide.check_thread_id(source_thread_id, "source_thread_id")
         decide.check_thread_id(target_thread_id, "target_thread_id")
         if source_thread_id == target_thread_id:
             raise InvalidInput("target_thread_id", "must differ from source_thread_id")
-        for attempt in range(ATTEMPTS):
-            copied = await self._copy_once(tenant_id, source_thread_id, target_thread_id)
-            if copied is not None:
-                return copied
-            if attempt == ATTEMPTS - 1:
-                break
-        stream = decide.thread_stream(source_thread_id)
-        raise VersionConflict(stream, "a source that stays put",
-                              await self._stream_version(tenant_id, stream))
+        return await self._fenced(self._copy_once, tenant_id, source_thread_id,
+                                  target_thread_id)
 
-    async def _copy_once(self, tenant_id: str, source: str, target: str) -> int | None:
-        """The copy, or None when a payload vanished under it (a concurrent removal)."""
+    async def _copy_once(self, tenant_id: str, source: str, target: str) -> int:
+        target_stream = decide.thread_stream(target)
+        version = await self._stream_version(tenant_id, target_stream)
         thread = {"tenant_id": tenant_id, "thread_id": source}
         rows = await self._log.query(ViewQuery(
             THREAD_CHECKPOINTS, thread, order_by=("version",),
@@ -359,21 +357,32 @@ class ThreadCheckpoints:
         writes = await self._log.query(ViewQuery(
             THREAD_WRITES, thread, order_by=("version", "task_id", "idx"),
         ))
+        existing = await self._log.query(ViewQuery(
+            THREAD_WRITES, {**thread, "thread_id": target},
+            columns=("namespace", "checkpoint_id", "task_id", "idx", "digest"),
+        ))
+        merged = decide.merge_writes(writes, existing)
         wanted = [row["state_digest"] for row in rows]
         wanted += [bytes.fromhex(ref.digest) for row in rows
                    for ref in _blob_refs.decode(row["channels"])]
-        wanted += [row["digest"] for row in writes]
+        wanted += merged.attach
         blobs = await self._blobs(tenant_id, wanted)
         if any(digest not in blobs for digest in wanted):
-            return None
+            # A concurrent removal purged a source payload: decide again from fresh reads.
+            raise VersionConflict(decide.thread_stream(source), "unchanged", -1)
         events: list[Event] = [ThreadCopied(
             thread_id=target, source_thread_id=source, checkpoints=len(rows),
-            writes=len(writes),
+            writes=sum(len(refs) for refs in merged.writes.values()),
         )]
         events += [_copied_put(target, row, len(blobs[row["state_digest"]])) for row in rows]
-        events += _copied_writes(target, writes)
-        await self._log.append(tenant_id, decide.thread_stream(target), events,
-                               attach=[blobs[digest] for digest in wanted])
+        events += [
+            ThreadWritesPut(thread_id=target, namespace=namespace, checkpoint_id=checkpoint_id,
+                            task_id=task_id, task_path=task_path, writes=refs)
+            for (namespace, checkpoint_id, task_id, task_path), refs in merged.writes.items()
+        ]
+        await self._log.append(tenant_id, target_stream, events, expected_version=version,
+                               attach=[blobs[digest] for digest in wanted],
+                               release=dict(merged.releases))
         logger.info("thread_copied", tenant=tenant_id, source=source, thread=target,
                     checkpoints=len(rows))
         return len(rows)
@@ -490,18 +499,3 @@ def _copied_put(target: str, row: Mapping[str, Any], size: int) -> ThreadCheckpo
         state_size=size, channels=_blob_refs.decode(row["channels"]),
         metadata=_metadata.decode(row["metadata"]),
     )
-
-
-def _copied_writes(target: str, writes: Sequence[Mapping[str, Any]]) -> list[Event]:
-    grouped: dict[tuple[str, str, str, str], list[WriteRef]] = {}
-    for write in writes:
-        key = (write["namespace"], write["checkpoint_id"], write["task_id"], write["task_path"])
-        grouped.setdefault(key, []).append(WriteRef(
-            idx=write["idx"], channel=write["channel"], encoding=write["encoding"],
-            digest=write["digest"].hex(),
-        ))
-    return [
-        ThreadWritesPut(thread_id=target, namespace=namespace, checkpoint_id=checkpoint_id,
-                        task_id=task_id, task_path=task_path, writes=refs)
-        for (namespace, checkpoint_id, task_id, task_path), refs in grouped.items()
-    ]

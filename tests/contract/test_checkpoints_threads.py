@@ -8,6 +8,7 @@ from eventlog import EventLog, InvalidInput
 from eventlog.checkpoints import Payload, ThreadCheckpoints
 from projections import compare_views
 from tests.conftest import fresh_id
+from tests.procs.settle import settle
 
 T = "tenant"
 
@@ -123,6 +124,7 @@ async def test_delete_thread_removes_every_namespace_and_purges_blobs(log: Event
     assert {} == dict(await log.storage.blob_refs(T))
     assert 0 == await threads(log).delete_thread(T, thread)
     assert (await log.verify()).ok
+    await settle(log)
     assert [] == await compare_views(log)
 
 
@@ -136,6 +138,7 @@ async def test_delete_runs_and_prune_release_what_they_remove(log: EventLog) -> 
     assert 1 == await threads(log).prune(T, thread, keep_latest=1)
     assert ["c4"] == [c.checkpoint_id for c in await threads(log).page(T, thread)]
     assert {1} == set((await log.storage.blob_refs(T)).values())
+    await settle(log)
     assert [] == await compare_views(log)
 
 
@@ -154,6 +157,7 @@ async def test_copy_thread_records_source_and_copies_everything(log: EventLog) -
         for c in copied]
     await threads(log).delete_thread(T, source)
     assert copied == await threads(log).page(T, target)
+    await settle(log)
     assert [] == await compare_views(log)
 
 
@@ -167,3 +171,24 @@ async def test_invalid_input_writes_nothing(log: EventLog) -> None:
     with pytest.raises(InvalidInput, match="state"):
         await store.put(T, "th", "c1", state=b"raw")  # type: ignore[arg-type]
     assert [] == await store.page(T)
+
+
+async def test_copy_merges_writes_like_put_writes(log: EventLog) -> None:
+    """A copy keeps the target's first writes, replaces special ones, and leaks nothing."""
+    source, target = fresh_id("src"), fresh_id("dst")
+    store = threads(log)
+    for thread, value in ((source, "from source"), (target, "target's own")):
+        await put(log, thread, "c1")
+        await store.put_writes(T, thread, "c1", "t", [(0, "a", state(value)),
+                                                      (-1, "__error__", state(value))])
+    await store.copy_thread(T, source, target)
+    found = await store.get(T, target, "c1")
+    assert found is not None
+    assert {0: state("target's own"), -1: state("from source")} == {
+        w.idx: w.value for w in found.writes or []
+    }
+    await store.delete_thread(T, source)
+    await store.delete_thread(T, target)
+    assert {} == dict(await log.storage.blob_refs(T))
+    await settle(log)
+    assert [] == await compare_views(log)
