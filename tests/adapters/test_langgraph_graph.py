@@ -237,3 +237,25 @@ def test_sync_methods_refuse_when_the_loop_is_not_running(tmp_path: Path) -> Non
     saver = asyncio.run(make())
     with pytest.raises(NotRunning, match="get_tuple"):
         saver.get_tuple(thread("t"))
+
+
+def test_timeline_and_verify_show_a_langgraph_thread(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``eventlog timeline TENANT THREAD`` tells the thread's story; verify passes."""
+    from eventlog.cli import EXIT_OK, main
+
+    url = f"sqlite:///{tmp_path / 'l.db'}"
+    config = thread("trip-9")
+    with EventlogSaver.from_conn_string(url, tenant_id=TENANT) as saver:
+        graph = build(saver)
+        graph.invoke({"items": []}, config)
+        graph.invoke(Command(resume="yes"), config)
+        saver.prune(["trip-9"])
+    capsys.readouterr()
+    assert EXIT_OK == main(["timeline", "--url", url, "--json", TENANT, "trip-9"])
+    story = capsys.readouterr().out
+    assert '"checkpoint"' in story
+    assert '"pending writes"' in story
+    assert "pruned to the latest 1 per namespace" in story
+    assert EXIT_OK == main(["verify", "--url", url])
