@@ -11,10 +11,8 @@ from langgraph.checkpoint.conformance.capabilities import ALL_CAPABILITIES
 from eventlog.adapters.langgraph import AsyncEventlogSaver
 from tests.conftest import BackendTarget
 
-pytestmark = pytest.mark.parametrize("target", ["sqlite", "postgresql", "memory"],
-                                     indirect=True)
 
-
+@pytest.mark.parametrize("target", ["sqlite", "postgresql", "memory"], indirect=True)
 async def test_every_capability_passes(target: BackendTarget) -> None:
     """Every capability, base and extended, is detected and passes every test."""
 
@@ -34,3 +32,11 @@ async def test_every_capability_passes(target: BackendTarget) -> None:
     assert {cap.value for cap in ALL_CAPABILITIES} == {
         name for name, result in report.results.items() if result.detected
     }
+
+
+def test_adapter_exports_resolve() -> None:
+    """The adapter's public names are sorted and importable."""
+    from eventlog.adapters import langgraph
+
+    assert sorted(langgraph.__all__) == langgraph.__all__
+    assert [] == [name for name in langgraph.__all__ if not hasattr(langgraph, name)]
