@@ -1,6 +1,6 @@
 """The thread views: each checkpoint of a thread by id, the records holding blobs, writes.
 
-Three tables, keyed from ``tenant_id``, folded from the events of
+Four tables, keyed from ``tenant_id``, folded from the events of
 `eventlog.checkpoints.thread_events`:
 
 - ``thread_checkpoints``: one row per (tenant, thread, namespace, checkpoint id), the
@@ -15,8 +15,12 @@ Three tables, keyed from ``tenant_id``, folded from the events of
 - ``thread_writes``: one row per (tenant, thread, namespace, checkpoint id, task, idx).
   A write with idx ≥ 0 is inserted if absent (the first write wins); a negative (special)
   index overwrites.
+- ``thread_write_records``: one row per write of each `ThreadWritesPut` (tenant, thread,
+  version, slot) with its payload's digest: like the put records, what holds the blob
+  references, so a write that lost to an earlier one (or was overwritten) still has its
+  reference released when its checkpoint goes. No decision is ever read from a view.
 
-`ThreadDeleted` deletes the thread's rows from all three; `ThreadCheckpointsRemoved`
+`ThreadDeleted` deletes the thread's rows from all four; `ThreadCheckpointsRemoved`
 deletes the listed checkpoints' rows. Re-delivery is harmless: every change is keyed.
 """
 
@@ -40,6 +44,7 @@ from projections.views import ID, metadata
 THREAD_CHECKPOINTS = "thread_checkpoints"
 THREAD_RECORDS = "thread_checkpoint_records"
 THREAD_WRITES = "thread_writes"
+THREAD_WRITE_RECORDS = "thread_write_records"
 
 thread_checkpoints = sa.Table(
     THREAD_CHECKPOINTS,
@@ -94,6 +99,21 @@ thread_writes = sa.Table(
     sa.Column("version", sa.BigInteger, nullable=False),
 )
 
+thread_write_records = sa.Table(
+    THREAD_WRITE_RECORDS,
+    metadata,
+    sa.Column("tenant_id", ID, primary_key=True),
+    sa.Column("thread_id", ID, primary_key=True),
+    sa.Column("version", sa.BigInteger, primary_key=True),
+    sa.Column("slot", sa.BigInteger, primary_key=True),
+    sa.Column("namespace", sa.Text, nullable=False),
+    sa.Column("checkpoint_id", ID, nullable=False),
+    sa.Column("digest", sa.LargeBinary, nullable=False),
+)
+sa.Index("thread_write_records_by_checkpoint", thread_write_records.c.tenant_id,
+         thread_write_records.c.thread_id, thread_write_records.c.namespace,
+         thread_write_records.c.checkpoint_id)
+
 _channels_encoder = msgspec.json.Encoder()
 
 
@@ -101,7 +121,9 @@ class ThreadViews:
     """Folds thread events into the thread checkpoints, records and writes views."""
 
     name: str = "threads"
-    tables: tuple[str, ...] = (THREAD_CHECKPOINTS, THREAD_RECORDS, THREAD_WRITES)
+    tables: tuple[str, ...] = (
+        THREAD_CHECKPOINTS, THREAD_RECORDS, THREAD_WRITES, THREAD_WRITE_RECORDS,
+    )
 
     def fold(self, event: RecordedEvent) -> Sequence[Change]:
         """The view changes of one thread event; nothing for any other event."""
@@ -155,7 +177,7 @@ def _put(recorded: RecordedEvent, put: ThreadCheckpointPut) -> tuple[Change, ...
 
 def _writes(recorded: RecordedEvent, put: ThreadWritesPut) -> tuple[Change, ...]:
     changes: list[Change] = []
-    for write in put.writes:
+    for slot, write in enumerate(put.writes):
         row = {
             "tenant_id": recorded.tenant_id,
             "thread_id": put.thread_id,
@@ -171,4 +193,9 @@ def _writes(recorded: RecordedEvent, put: ThreadWritesPut) -> tuple[Change, ...]
         }
         changes.append(Upsert(THREAD_WRITES, row) if write.idx < 0
                        else InsertIfAbsent(THREAD_WRITES, row))
+        changes.append(Upsert(THREAD_WRITE_RECORDS, {
+            "tenant_id": recorded.tenant_id, "thread_id": put.thread_id,
+            "version": recorded.version, "slot": slot, "namespace": put.namespace,
+            "checkpoint_id": put.checkpoint_id, "digest": bytes.fromhex(write.digest),
+        }))
     return tuple(changes)

@@ -111,73 +111,35 @@ def put_event(
 
 
 class WritesPlan:
-    """What a put of writes appends: the new writes, their payloads, what they replace."""
+    """What a put of writes appends: the writes and their payloads (one reference each)."""
 
     def __init__(self) -> None:
         self.writes: list[WriteRef] = []
         self.attach: list[bytes] = []
-        self.releases: Counter[bytes] = Counter()
 
 
-def plan_writes(
-    existing: Mapping[int, bytes], writes: Sequence[tuple[int, str, Payload]]
-) -> WritesPlan:
-    """Keep the first write per index ≥ 0 (already stored, or earlier in ``writes``); a
-    negative (special) index replaces what it finds, releasing that payload's reference."""
+def plan_writes(writes: Sequence[tuple[int, str, Payload]]) -> WritesPlan:
+    """The writes of one call, validated; within the call the first write per index ≥ 0
+    and the last per negative (special) index count, as the views will keep them."""
     chosen: dict[int, tuple[str, Payload]] = {}
     for idx, channel, payload in writes:
-        if isinstance(idx, bool) or not isinstance(idx, int):
+        if isinstance(idx, bool) or not isinstance(idx, int) or abs(idx) >= 2**63:
             raise InvalidInput("idx", f"must be a whole number, not {idx!r}")
         check_path("channel", channel, empty=False)
         check_payload("value", payload)
-        if idx < 0 or (idx not in chosen and idx not in existing):
+        if idx < 0 or idx not in chosen:
             chosen[idx] = (channel, payload)
     plan = WritesPlan()
     for idx, (channel, payload) in chosen.items():
         plan.writes.append(WriteRef(idx=idx, channel=channel, encoding=payload.encoding,
                                     digest=content_digest(payload.data).hex()))
         plan.attach.append(payload.data)
-        if idx in existing:
-            plan.releases[existing[idx]] += 1
     return plan
 
 
-class MergedWrites:
-    """A copy's writes for the target: grouped per (namespace, checkpoint, task, path)."""
-
-    def __init__(self) -> None:
-        self.writes: dict[tuple[str, str, str, str], list[WriteRef]] = {}
-        self.attach: list[bytes] = []
-        self.releases: Counter[bytes] = Counter()
-
-
-def merge_writes(
-    source: Iterable[Mapping[str, Any]], target: Iterable[Mapping[str, Any]]
-) -> MergedWrites:
-    """The source's write rows as the target would take them from `put_writes`: an
-    idx ≥ 0 the target has is skipped, a negative idx replaces (releasing the old payload)."""
-    held = {
-        (row["namespace"], row["checkpoint_id"], row["task_id"], row["idx"]): row["digest"]
-        for row in target
-    }
-    merged = MergedWrites()
-    for row in source:
-        slot = (row["namespace"], row["checkpoint_id"], row["task_id"], row["idx"])
-        if slot in held:
-            if row["idx"] >= 0:
-                continue
-            merged.releases[held[slot]] += 1
-        group = (row["namespace"], row["checkpoint_id"], row["task_id"], row["task_path"])
-        merged.writes.setdefault(group, []).append(WriteRef(
-            idx=row["idx"], channel=row["channel"], encoding=row["encoding"],
-            digest=row["digest"].hex(),
-        ))
-        merged.attach.append(row["digest"])
-    return merged
-
-
 def releases_of(records: Iterable[str], writes: Iterable[bytes]) -> dict[bytes, int]:
-    """The references held by put records (their space-separated hex digests) and writes."""
+    """The references held by put records (their space-separated hex digests) and write
+    records (one digest each)."""
     counts: Counter[bytes] = Counter(writes)
     for digests in records:
         counts.update(bytes.fromhex(digest) for digest in digests.split())

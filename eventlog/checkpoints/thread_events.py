@@ -71,8 +71,9 @@ class ThreadCheckpointPut(Event, tag="thread_checkpoint_put", frozen=True, kw_on
 class ThreadWritesPut(Event, tag="thread_writes_put", frozen=True, kw_only=True):
     """Pending writes of one task were attached to a checkpoint.
 
-    Only writes that change the view are appended: a first write per (task, idx ≥ 0), or
-    any write with a negative (special) index, which replaces the earlier one.
+    The views keep the first write per (task, idx ≥ 0) and let a negative (special) index
+    replace the earlier one; every write holds its payload's blob reference until its
+    checkpoint or thread is removed.
     """
 
     thread_id: str

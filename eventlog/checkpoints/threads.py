@@ -11,11 +11,14 @@ writes hang off a checkpoint. Decisions made here:
   (LangGraph builds them from nested ``node:task_id`` parts).
 - **Payloads are content-addressed blobs**: the checkpoint's own state and each channel
   value separately, so a channel that did not change is stored once however many
-  checkpoints carry it. Each put adds one reference per payload it lists; the
-  ``thread_checkpoint_records`` view remembers them, and a removal releases exactly those.
-- **Puts append without a fence** (``ANY``): nothing is decided from the views.
-  **Writes, deletes, removals** decide from the views, so they read the stream version
-  first and append fenced on it, re-deciding up to `ATTEMPTS` times after a race.
+  checkpoints carry it. Each put (and each write) adds one reference per payload it
+  lists; the ``thread_checkpoint_records`` and ``thread_write_records`` views remember
+  them, and a removal releases exactly those.
+- **Puts and writes append without a fence** (``ANY``) and read nothing: every put and
+  every write holds its own blob references (the record views), so what the views keep
+  (one row per id, the first write per index) needs no decision. **Deletes, removals**
+  decide from the views, so they read the stream version first and append fenced on it,
+  re-deciding up to `ATTEMPTS` times after a race.
 - **One tombstone per thread**: deleting a thread (every namespace), deleting runs and
   pruning each append one event per affected thread that releases the blobs it orphans.
 - **A copy** appends `ThreadCopied` and then every checkpoint and write of the source as
@@ -43,13 +46,19 @@ from eventlog.checkpoints.thread_events import (
     ThreadCopied,
     ThreadDeleted,
     ThreadWritesPut,
+    WriteRef,
 )
 from eventlog.checkpoints.thread_records import Payload, ThreadCheckpoint, ThreadWrite
 from eventlog.errors import InvalidInput, VersionConflict
 from eventlog.events import Event
 from eventlog.validation import check_id, check_positive_limit
 from projections.query import In, JsonContains, ViewQuery
-from projections.threads import THREAD_CHECKPOINTS, THREAD_RECORDS, THREAD_WRITES
+from projections.threads import (
+    THREAD_CHECKPOINTS,
+    THREAD_RECORDS,
+    THREAD_WRITE_RECORDS,
+    THREAD_WRITES,
+)
 
 if TYPE_CHECKING:
     from eventlog.log import EventLog
@@ -114,42 +123,24 @@ class ThreadCheckpoints:
         task_path: str = "",
     ) -> int:
         """Attach a task's ``(idx, channel, value)`` writes to a checkpoint; return how many
-        changed the view (the first write per idx ≥ 0 is kept, negative indexes replace)."""
+        were appended. The views keep the first write per (task, idx ≥ 0) and the last per
+        negative (special) idx; every appended write holds its payload until its checkpoint
+        or thread is removed, so nothing needs deciding here and nothing is read."""
         check_id("tenant_id", tenant_id)
         decide.check_thread_id(thread_id)
         check_id("checkpoint_id", checkpoint_id)
         check_id("task_id", task_id)
         decide.check_path("namespace", namespace)
         decide.check_path("task_path", task_path)
-        for attempt in range(ATTEMPTS):
-            try:
-                return await self._put_writes_once(
-                    tenant_id, thread_id, namespace, checkpoint_id, task_id, task_path, writes
-                )
-            except VersionConflict:
-                if attempt == ATTEMPTS - 1:
-                    raise
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    async def _put_writes_once(
-        self, tenant_id: str, thread_id: str, namespace: str, checkpoint_id: str,
-        task_id: str, task_path: str, writes: Sequence[tuple[int, str, Payload]],
-    ) -> int:
-        stream = decide.thread_stream(thread_id)
-        version = await self._stream_version(tenant_id, stream)
-        rows = await self._log.query(ViewQuery(THREAD_WRITES, {
-            "tenant_id": tenant_id, "thread_id": thread_id, "namespace": namespace,
-            "checkpoint_id": checkpoint_id, "task_id": task_id,
-        }, columns=("idx", "digest")))
-        plan = decide.plan_writes({row["idx"]: row["digest"] for row in rows}, writes)
+        plan = decide.plan_writes(writes)
         if not plan.writes:
             return 0
         event = ThreadWritesPut(
             thread_id=thread_id, namespace=namespace, checkpoint_id=checkpoint_id,
             task_id=task_id, task_path=task_path, writes=plan.writes,
         )
-        await self._log.append(tenant_id, stream, [event], expected_version=version,
-                               attach=plan.attach, release=dict(plan.releases))
+        await self._log.append(tenant_id, decide.thread_stream(thread_id), [event],
+                               attach=plan.attach)
         return len(plan.writes)
 
     async def get(
@@ -243,16 +234,21 @@ class ThreadCheckpoints:
         version = await self._stream_version(tenant_id, stream)
         thread = {"tenant_id": tenant_id, "thread_id": thread_id}
         records = await self._log.query(ViewQuery(THREAD_RECORDS, thread, columns=("digests",)))
-        writes = await self._log.query(ViewQuery(THREAD_WRITES, thread, columns=("digest",)))
-        if not records and not writes:
+        held = await self._log.query(
+            ViewQuery(THREAD_WRITE_RECORDS, thread, columns=("digest",))
+        )
+        if not records and not held:
             return 0
         count = len(await self._log.query(
             ViewQuery(THREAD_CHECKPOINTS, thread, columns=("checkpoint_id",))
         ))
+        writes = len(await self._log.query(
+            ViewQuery(THREAD_WRITES, thread, columns=("idx",))
+        ))
         releases = decide.releases_of(
-            (row["digests"] for row in records), (row["digest"] for row in writes)
+            (row["digests"] for row in records), (row["digest"] for row in held)
         )
-        tombstone = ThreadDeleted(thread_id=thread_id, checkpoints=count, writes=len(writes))
+        tombstone = ThreadDeleted(thread_id=thread_id, checkpoints=count, writes=writes)
         await self._log.append(tenant_id, stream, [tombstone], expected_version=version,
                                release=releases)
         logger.info("thread_deleted", tenant=tenant_id, thread=thread_id, checkpoints=count)
@@ -310,7 +306,7 @@ class ThreadCheckpoints:
             THREAD_RECORDS, thread, columns=("namespace", "checkpoint_id", "digests"),
         ))
         writes = await self._log.query(ViewQuery(
-            THREAD_WRITES, thread, columns=("namespace", "checkpoint_id", "digest"),
+            THREAD_WRITE_RECORDS, thread, columns=("namespace", "checkpoint_id", "digest"),
         ))
         releases = decide.releases_of(
             (row["digests"] for row in records
@@ -333,9 +329,8 @@ class ThreadCheckpoints:
         """Copy every checkpoint and write of one thread to another, in one append that
         records the source; return how many checkpoints were copied (0: nothing appended).
 
-        Checkpoints the target already has by id are replaced (like a put); writes merge as
-        `put_writes` would (the target's first write per idx ≥ 0 stays). Fenced on the
-        target's version, and re-read if a source payload vanishes under it.
+        Checkpoints the target already has by id are replaced (like a put); writes land as
+        `put_writes` would put them (the target's first write per idx ≥ 0 stays).
         """
         check_id("tenant_id", tenant_id)
         decide.check_thread_id(source_thread_id, "source_thread_id")
@@ -346,8 +341,6 @@ class ThreadCheckpoints:
                                   target_thread_id)
 
     async def _copy_once(self, tenant_id: str, source: str, target: str) -> int:
-        target_stream = decide.thread_stream(target)
-        version = await self._stream_version(tenant_id, target_stream)
         thread = {"tenant_id": tenant_id, "thread_id": source}
         rows = await self._log.query(ViewQuery(
             THREAD_CHECKPOINTS, thread, order_by=("version",),
@@ -357,32 +350,22 @@ class ThreadCheckpoints:
         writes = await self._log.query(ViewQuery(
             THREAD_WRITES, thread, order_by=("version", "task_id", "idx"),
         ))
-        existing = await self._log.query(ViewQuery(
-            THREAD_WRITES, {**thread, "thread_id": target},
-            columns=("namespace", "checkpoint_id", "task_id", "idx", "digest"),
-        ))
-        merged = decide.merge_writes(writes, existing)
         wanted = [row["state_digest"] for row in rows]
         wanted += [bytes.fromhex(ref.digest) for row in rows
                    for ref in _blob_refs.decode(row["channels"])]
-        wanted += merged.attach
+        wanted += [row["digest"] for row in writes]
         blobs = await self._blobs(tenant_id, wanted)
         if any(digest not in blobs for digest in wanted):
             # A concurrent removal purged a source payload: decide again from fresh reads.
             raise VersionConflict(decide.thread_stream(source), "unchanged", -1)
         events: list[Event] = [ThreadCopied(
             thread_id=target, source_thread_id=source, checkpoints=len(rows),
-            writes=sum(len(refs) for refs in merged.writes.values()),
+            writes=len(writes),
         )]
         events += [_copied_put(target, row, len(blobs[row["state_digest"]])) for row in rows]
-        events += [
-            ThreadWritesPut(thread_id=target, namespace=namespace, checkpoint_id=checkpoint_id,
-                            task_id=task_id, task_path=task_path, writes=refs)
-            for (namespace, checkpoint_id, task_id, task_path), refs in merged.writes.items()
-        ]
-        await self._log.append(tenant_id, target_stream, events, expected_version=version,
-                               attach=[blobs[digest] for digest in wanted],
-                               release=dict(merged.releases))
+        events += _copied_writes(target, writes)
+        await self._log.append(tenant_id, decide.thread_stream(target), events,
+                               attach=[blobs[digest] for digest in wanted])
         logger.info("thread_copied", tenant=tenant_id, source=source, thread=target,
                     checkpoints=len(rows))
         return len(rows)
@@ -499,3 +482,18 @@ def _copied_put(target: str, row: Mapping[str, Any], size: int) -> ThreadCheckpo
         state_size=size, channels=_blob_refs.decode(row["channels"]),
         metadata=_metadata.decode(row["metadata"]),
     )
+
+
+def _copied_writes(target: str, writes: Sequence[Mapping[str, Any]]) -> list[Event]:
+    grouped: dict[tuple[str, str, str, str], list[WriteRef]] = {}
+    for write in writes:
+        key = (write["namespace"], write["checkpoint_id"], write["task_id"], write["task_path"])
+        grouped.setdefault(key, []).append(WriteRef(
+            idx=write["idx"], channel=write["channel"], encoding=write["encoding"],
+            digest=write["digest"].hex(),
+        ))
+    return [
+        ThreadWritesPut(thread_id=target, namespace=namespace, checkpoint_id=checkpoint_id,
+                        task_id=task_id, task_path=task_path, writes=refs)
+        for (namespace, checkpoint_id, task_id, task_path), refs in grouped.items()
+    ]

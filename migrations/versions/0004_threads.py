@@ -1,4 +1,4 @@
-"""The thread views: checkpoints by id, the records holding blobs, pending writes.
+"""The thread views: checkpoints by id, pending writes, and the records holding blobs.
 
 Revision ID: 0004_threads
 Revises: 0003_interrupts
@@ -66,6 +66,19 @@ def upgrade() -> None:
         sa.Column("version", sa.BigInteger, nullable=False),
         schema=schema,
     )
+    op.create_table(
+        "thread_write_records",
+        sa.Column("tenant_id", ID, primary_key=True),
+        sa.Column("thread_id", ID, primary_key=True),
+        sa.Column("version", sa.BigInteger, primary_key=True),
+        sa.Column("slot", sa.BigInteger, primary_key=True),
+        sa.Column("namespace", sa.Text, nullable=False),
+        sa.Column("checkpoint_id", ID, nullable=False),
+        sa.Column("digest", sa.LargeBinary, nullable=False),
+        schema=schema,
+    )
+    op.create_index("thread_write_records_by_checkpoint", "thread_write_records",
+                    ["tenant_id", "thread_id", "namespace", "checkpoint_id"], schema=schema)
 
 
 def downgrade() -> None:

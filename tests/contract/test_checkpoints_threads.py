@@ -70,12 +70,14 @@ async def test_first_write_per_index_wins_special_indexes_overwrite(log: EventLo
     store = threads(log)
     await store.put_writes(T, thread, "c1", "t", [(0, "a", state("first")),
                                                   (-1, "__error__", state("e1"))])
-    assert 1 == await store.put_writes(T, thread, "c1", "t", [
-        (0, "a", state("second")), (-1, "__error__", state("e2")),
+    await store.put_writes(T, thread, "c1", "t", [
+        (0, "a", state("second")), (-1, "__error__", state("e2")), (-1, "__error__", state("e3")),
     ])
     found = await store.get(T, thread, "c1")
     assert found is not None
-    assert {0: state("first"), -1: state("e2")} == {w.idx: w.value for w in found.writes or []}
+    assert {0: state("first"), -1: state("e3")} == {w.idx: w.value for w in found.writes or []}
+    await store.delete_thread(T, thread)
+    assert {} == dict(await log.storage.blob_refs(T))
 
 
 async def test_namespaces_are_kept_apart(log: EventLog) -> None:
@@ -174,7 +176,7 @@ async def test_invalid_input_writes_nothing(log: EventLog) -> None:
 
 
 async def test_copy_merges_writes_like_put_writes(log: EventLog) -> None:
-    """A copy keeps the target's first writes, replaces special ones, and leaks nothing."""
+    """A copy keeps the target's first writes, replaces special ones, and orphans nothing."""
     source, target = fresh_id("src"), fresh_id("dst")
     store = threads(log)
     for thread, value in ((source, "from source"), (target, "target's own")):

@@ -61,6 +61,7 @@ class ThreadMachine(RuleBasedStateMachine):
         self.checkpoints: dict[Key, dict[str, Any]] = {}
         self.records: list[tuple[Key, list[bytes]]] = []
         self.writes: dict[tuple[str, str, str, str, int], tuple[str, bytes]] = {}
+        self.write_refs: list[tuple[Key, bytes]] = []
 
     def run(self, coroutine: Coroutine[Any, Any, R]) -> R:
         return self.runner.run(coroutine)
@@ -99,12 +100,15 @@ class ThreadMachine(RuleBasedStateMachine):
             [(idx, channel, Payload("b", value)) for idx, channel, value in writes],
             namespace=namespace,
         ))
-        seen: set[int] = set()
+        chosen: dict[int, tuple[str, bytes]] = {}
         for idx, channel, value in writes:
+            if idx < 0 or idx not in chosen:
+                chosen[idx] = (channel, value)
+        for idx, (channel, value) in chosen.items():
             slot = (thread, namespace, checkpoint, task, idx)
-            if idx < 0 or (slot not in self.writes and idx not in seen):
+            if idx < 0 or slot not in self.writes:
                 self.writes[slot] = (channel, value)
-            seen.add(idx)
+            self.write_refs.append(((thread, namespace, checkpoint), content_digest(value)))
 
     @rule(thread=threads)
     def delete_thread(self, thread: str) -> None:
@@ -143,7 +147,10 @@ class ThreadMachine(RuleBasedStateMachine):
                 content_digest(v) for v in row["channels"].values())]))
         for (thread, namespace, checkpoint, task, idx), write in list(self.writes.items()):
             slot = (target, namespace, checkpoint, task, idx)
-            if thread == source and (idx < 0 or slot not in self.writes):
+            if thread != source:
+                continue
+            self.write_refs.append(((target, namespace, checkpoint), content_digest(write[1])))
+            if idx < 0 or slot not in self.writes:
                 self.writes[slot] = write
 
     def _remove_where(self, gone: Any, *, writes_too: bool = False) -> None:
@@ -156,6 +163,10 @@ class ThreadMachine(RuleBasedStateMachine):
             slot: write for slot, write in self.writes.items()
             if slot[:3] not in keys and not (writes_too and gone(slot[:3]))
         }
+        self.write_refs = [
+            (key, digest) for key, digest in self.write_refs
+            if key not in keys and not (writes_too and gone(key))
+        ]
 
     # -- what must hold ------------------------------------------------------------------
 
@@ -185,7 +196,7 @@ class ThreadMachine(RuleBasedStateMachine):
         expected: Counter[bytes] = Counter()
         for _, digests in self.records:
             expected.update(digests)
-        expected.update(content_digest(value) for _, value in self.writes.values())
+        expected.update(digest for _, digest in self.write_refs)
         assert dict(expected) == dict(self.run(self.log.storage.blob_refs(T)))
 
 
