@@ -29,7 +29,9 @@ writes hang off a checkpoint. Decisions made here:
 
 from __future__ import annotations
 
+import asyncio
 import builtins
+import weakref
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -81,6 +83,9 @@ class ThreadCheckpoints:
 
     def __init__(self, log: EventLog) -> None:
         self._log = log
+        self._locks: weakref.WeakValueDictionary[tuple[str, str], asyncio.Lock] = (
+            weakref.WeakValueDictionary()
+        )
 
     async def put(
         self,
@@ -104,9 +109,10 @@ class ThreadCheckpoints:
             channels=channels or {}, metadata=metadata or {},
             max_bytes=self._log.max_payload_bytes,
         )
-        result = await self._log.append(
-            tenant_id, decide.thread_stream(thread_id), [event], attach=attach
-        )
+        async with self._lock(tenant_id, thread_id):
+            result = await self._log.append(
+                tenant_id, decide.thread_stream(thread_id), [event], attach=attach
+            )
         logger.debug("put", tenant=tenant_id, thread=thread_id, checkpoint=checkpoint_id,
                      position=result.positions[0])
         return result.positions[0]
@@ -139,8 +145,9 @@ class ThreadCheckpoints:
             thread_id=thread_id, namespace=namespace, checkpoint_id=checkpoint_id,
             task_id=task_id, task_path=task_path, writes=plan.writes,
         )
-        await self._log.append(tenant_id, decide.thread_stream(thread_id), [event],
-                               attach=plan.attach)
+        async with self._lock(tenant_id, thread_id):
+            await self._log.append(tenant_id, decide.thread_stream(thread_id), [event],
+                                   attach=plan.attach)
         return len(plan.writes)
 
     async def get(
@@ -338,7 +345,7 @@ class ThreadCheckpoints:
         if source_thread_id == target_thread_id:
             raise InvalidInput("target_thread_id", "must differ from source_thread_id")
         return await self._fenced(self._copy_once, tenant_id, source_thread_id,
-                                  target_thread_id)
+                                  target_thread_id, lock=False)
 
     async def _copy_once(self, tenant_id: str, source: str, target: str) -> int:
         thread = {"tenant_id": tenant_id, "thread_id": source}
@@ -364,8 +371,9 @@ class ThreadCheckpoints:
         )]
         events += [_copied_put(target, row, len(blobs[row["state_digest"]])) for row in rows]
         events += _copied_writes(target, writes)
-        await self._log.append(tenant_id, decide.thread_stream(target), events,
-                               attach=[blobs[digest] for digest in wanted])
+        async with self._lock(tenant_id, target):
+            await self._log.append(tenant_id, decide.thread_stream(target), events,
+                                   attach=[blobs[digest] for digest in wanted])
         logger.info("thread_copied", tenant=tenant_id, source=source, thread=target,
                     checkpoints=len(rows))
         return len(rows)
@@ -437,11 +445,31 @@ class ThreadCheckpoints:
         ))
         return int(rows[0]["version"]) if rows else 0
 
-    async def _fenced(self, once: Any, *args: Any) -> int:
+    def _lock(self, tenant_id: str, thread_id: str) -> asyncio.Lock:
+        """This process's lock on one thread's stream.
+
+        Appends to one stream from one process take turns here instead of racing for the
+        next version: LangGraph writes a super-step's checkpoint and every parallel task's
+        writes to one thread at once, and hundreds of racing appends would exhaust the
+        log's retries. Other processes still race, and the log still settles that.
+        """
+        key = (tenant_id, thread_id)
+        lock = self._locks.get(key)
+        if lock is None:
+            lock = self._locks[key] = asyncio.Lock()
+        return lock
+
+    async def _fenced(
+        self, once: Any, tenant_id: str, thread_id: str, *rest: Any, lock: bool = True
+    ) -> int:
+        """``once(tenant_id, thread_id, *rest)``, decided again after each lost race; under
+        the thread's lock unless ``lock`` is false (a copy locks only its target)."""
         for attempt in range(ATTEMPTS):
             try:
-                result: int = await once(*args)
-                return result
+                if not lock:
+                    return int(await once(tenant_id, thread_id, *rest))
+                async with self._lock(tenant_id, thread_id):
+                    return int(await once(tenant_id, thread_id, *rest))
             except VersionConflict:
                 if attempt == ATTEMPTS - 1:
                     raise

@@ -13,7 +13,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
-from langgraph.types import Command, interrupt
+from langgraph.types import Command, Send, interrupt
 
 from eventlog import open_log
 from eventlog.adapters.langgraph import (
@@ -259,3 +259,29 @@ def test_timeline_and_verify_show_a_langgraph_thread(
     assert '"pending writes"' in story
     assert "pruned to the latest 1 per namespace" in story
     assert EXIT_OK == main(["verify", "--url", url])
+
+
+class Fan(TypedDict):
+    results: Annotated[list[int], operator.add]
+
+
+def test_a_wide_fan_out_writes_every_task(tmp_path: Path) -> None:
+    """150 parallel tasks writing to one thread at once all land (no exhausted retries)."""
+
+    def spread(state: Fan) -> list[Send]:
+        return [Send("work", {"results": [i]}) for i in range(150)]
+
+    def work(state: Fan) -> dict[str, Any]:
+        return {"results": state["results"]}
+
+    async def run() -> list[int]:
+        async with AsyncEventlogSaver.from_conn_string(f"sqlite:///{tmp_path / 'l.db'}") as saver:
+            builder = StateGraph(Fan)
+            builder.add_node("work", work)
+            builder.add_conditional_edges(START, spread, ["work"])
+            builder.add_edge("work", END)
+            out = await builder.compile(checkpointer=saver).ainvoke({"results": []}, thread("f"))
+            assert (await saver.log.verify()).ok
+            return sorted(out["results"])
+
+    assert list(range(150)) == asyncio.run(run())
