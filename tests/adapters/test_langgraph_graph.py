@@ -285,3 +285,27 @@ def test_a_wide_fan_out_writes_every_task(tmp_path: Path) -> None:
             return sorted(out["results"])
 
     assert list(range(150)) == asyncio.run(run())
+
+
+async def test_export_and_import_carry_a_thread(tmp_path: Path) -> None:
+    """A tenant export of a graph's thread imports into a new log that resumes it."""
+    import io
+
+    from eventlog.transfer import export_log, import_log
+
+    config = thread("moved")
+    async with AsyncEventlogSaver.from_conn_string(
+        f"sqlite:///{tmp_path / 'a.db'}", tenant_id=TENANT
+    ) as saver:
+        await build(saver).ainvoke({"items": []}, config)
+        exported = io.BytesIO()
+        await export_log(saver.log, exported, tenant_id=TENANT)
+    exported.seek(0)
+    async with AsyncEventlogSaver.from_conn_string(
+        f"sqlite:///{tmp_path / 'b.db'}", tenant_id=TENANT
+    ) as saver:
+        await import_log(saver.log, exported)
+        done = await build(saver).ainvoke(Command(resume="after the move"), config)
+        assert ["planned", "approved:after the move", "done"] == done["items"]
+        assert (await saver.log.verify()).ok
+        assert [] == await compare_views(saver.log)
