@@ -117,6 +117,8 @@ class AsyncEventlogSaver(BaseCheckpointSaver[str]):
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
         """Checkpoints newest first; ``config=None`` lists every thread of the tenant."""
+        if limit is not None and limit < 1:
+            return
         thread_id = namespace = checkpoint_id = None
         if config is not None:
             thread_id = str(config["configurable"]["thread_id"])

@@ -309,3 +309,10 @@ async def test_export_and_import_carry_a_thread(tmp_path: Path) -> None:
         assert ["planned", "approved:after the move", "done"] == done["items"]
         assert (await saver.log.verify()).ok
         assert [] == await compare_views(saver.log)
+
+
+async def test_list_with_a_limit_below_one_lists_nothing(tmp_path: Path) -> None:
+    """limit=0 is an empty page, as in LangGraph's SQL savers."""
+    async with AsyncEventlogSaver.from_conn_string(f"sqlite:///{tmp_path / 'l.db'}") as saver:
+        await build(saver).ainvoke({"items": []}, thread("t"))
+        assert [] == [t async for t in saver.alist(thread("t"), limit=0)]
