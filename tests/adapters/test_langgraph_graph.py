@@ -221,6 +221,8 @@ def test_sync_saver_runs_a_graph_from_a_plain_program(tmp_path: Path) -> None:
         done = graph.invoke(Command(resume="sync"), config)
         assert ["planned", "approved:sync", "done"] == done["items"]
         assert 1 == len(list(graph.get_state_history(config, filter={"source": "input"})))
+        forwarded = asyncio.run(graph.aget_state(config))      # from another loop: forwarded
+        assert ["planned", "approved:sync", "done"] == forwarded.values["items"]
         saver.delete_thread(config["configurable"]["thread_id"])
         assert saver.get_tuple(config) is None
 
