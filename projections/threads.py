@@ -1,7 +1,7 @@
 """The thread views: each checkpoint of a thread by id, the records holding blobs, writes.
 
 Four tables, keyed from ``tenant_id``, folded from the events of
-`eventlog.checkpoints.thread_events`:
+`eventlog.events.threads`:
 
 - ``thread_checkpoints``: one row per (tenant, thread, namespace, checkpoint id), the
   latest put of that id (a put of an existing id overwrites the row, so a retried put
@@ -31,7 +31,7 @@ from collections.abc import Sequence
 import msgspec
 import sqlalchemy as sa
 
-from eventlog.checkpoints.thread_events import (
+from eventlog.events.threads import (
     ThreadCheckpointPut,
     ThreadCheckpointsRemoved,
     ThreadDeleted,

@@ -9,14 +9,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from eventlog.checkpoints.decisions import normalise_metadata
-from eventlog.checkpoints.thread_events import (
+from eventlog.checkpoints.thread_records import Payload
+from eventlog.errors import InvalidId, InvalidInput
+from eventlog.events.threads import (
     BlobRef,
     CheckpointKey,
     ThreadCheckpointPut,
     WriteRef,
 )
-from eventlog.checkpoints.thread_records import Payload
-from eventlog.errors import InvalidId, InvalidInput
 from eventlog.hashing import content_digest
 from eventlog.validation import MAX_ID_LENGTH, check_id
 

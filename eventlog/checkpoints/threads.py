@@ -40,7 +40,10 @@ import msgspec
 from eventlog._logging import get_logger
 from eventlog.checkpoints import thread_decisions as decide
 from eventlog.checkpoints.decisions import normalise_metadata
-from eventlog.checkpoints.thread_events import (
+from eventlog.checkpoints.thread_records import Payload, ThreadCheckpoint, ThreadWrite
+from eventlog.errors import InvalidInput, VersionConflict
+from eventlog.events import Event
+from eventlog.events.threads import (
     BlobRef,
     CheckpointKey,
     ThreadCheckpointPut,
@@ -50,9 +53,6 @@ from eventlog.checkpoints.thread_events import (
     ThreadWritesPut,
     WriteRef,
 )
-from eventlog.checkpoints.thread_records import Payload, ThreadCheckpoint, ThreadWrite
-from eventlog.errors import InvalidInput, VersionConflict
-from eventlog.events import Event
 from eventlog.validation import check_id, check_positive_limit
 from projections.query import In, JsonContains, ViewQuery
 from projections.threads import (

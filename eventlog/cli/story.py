@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from eventlog.checkpoints import thread_events as th
-from eventlog.checkpoints.events import CheckpointCreated, SessionDeleted
 from eventlog.cli.render import event_fields, summary, when
 from eventlog.events import Event
-from eventlog.interrupts import events as ev
+from eventlog.events import interrupts as ev
+from eventlog.events import threads as th
+from eventlog.events.checkpoints import CheckpointCreated, SessionDeleted
 from eventlog.records import RecordedEvent
 
 

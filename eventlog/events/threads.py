@@ -1,4 +1,5 @@
-"""The events of thread checkpoints (`ThreadCheckpoints`). Tags are stored forever.
+"""The events of thread checkpoints (`ThreadCheckpoints`; no store is loaded to import
+them). Tags are stored forever: never rename one.
 
 A *thread* is the stream ``thread:<thread_id>`` of one tenant. It holds checkpoints in any
 number of namespaces (LangGraph's ``checkpoint_ns``: a subgraph's checkpoints live in the
@@ -20,8 +21,8 @@ from typing import Any
 
 import msgspec
 
-from eventlog.checkpoints.events import HexDigest
 from eventlog.events import Event, register_event
+from eventlog.events.checkpoints import HexDigest
 
 
 class BlobRef(msgspec.Struct, frozen=True, kw_only=True):
@@ -66,6 +67,11 @@ class ThreadCheckpointPut(Event, tag="thread_checkpoint_put", frozen=True, kw_on
     channels: list[BlobRef] = msgspec.field(default_factory=list)
     metadata: dict[str, Any] = msgspec.field(default_factory=dict)
 
+    def blob_digests(self) -> tuple[bytes, ...]:
+        """The checkpoint's state blob and each channel value's blob."""
+        return (bytes.fromhex(self.state_digest),
+                *(bytes.fromhex(channel.digest) for channel in self.channels))
+
 
 @register_event
 class ThreadWritesPut(Event, tag="thread_writes_put", frozen=True, kw_only=True):
@@ -82,6 +88,10 @@ class ThreadWritesPut(Event, tag="thread_writes_put", frozen=True, kw_only=True)
     task_id: str
     task_path: str = ""
     writes: list[WriteRef]
+
+    def blob_digests(self) -> tuple[bytes, ...]:
+        """Each write's value blob."""
+        return tuple(bytes.fromhex(write.digest) for write in self.writes)
 
 
 @register_event
