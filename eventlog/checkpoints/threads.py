@@ -439,11 +439,8 @@ class ThreadCheckpoints:
         return blobs
 
     async def _stream_version(self, tenant_id: str, stream_id: str) -> int:
-        rows = await self._log.query(ViewQuery(
-            "stream_heads", {"tenant_id": tenant_id, "stream_id": stream_id},
-            columns=("version",),
-        ))
-        return int(rows[0]["version"]) if rows else 0
+        head = await self._log.stream_head(tenant_id, stream_id)
+        return 0 if head is None else head[0]
 
     def _lock(self, tenant_id: str, thread_id: str) -> asyncio.Lock:
         """This process's lock on one thread's stream.

@@ -58,7 +58,7 @@ async def test_unchanged_channel_is_stored_once(log: EventLog) -> None:
     thread = fresh_id("th")
     for checkpoint in ("c1", "c2"):
         await put(log, thread, checkpoint, channels={"big": state("same value")})
-    refs = await log.storage.blob_refs(T)
+    refs = await log.blob_refs(T)
     assert 3 == len(refs)
     assert 2 == max(refs.values())
 
@@ -77,7 +77,7 @@ async def test_first_write_per_index_wins_special_indexes_overwrite(log: EventLo
     assert found is not None
     assert {0: state("first"), -1: state("e3")} == {w.idx: w.value for w in found.writes or []}
     await store.delete_thread(T, thread)
-    assert {} == dict(await log.storage.blob_refs(T))
+    assert {} == dict(await log.blob_refs(T))
 
 
 async def test_namespaces_are_kept_apart(log: EventLog) -> None:
@@ -123,7 +123,7 @@ async def test_delete_thread_removes_every_namespace_and_purges_blobs(log: Event
     await threads(log).put_writes(T, thread, "c1", "t", [(0, "a", state("w"))])
     assert 2 == await threads(log).delete_thread(T, thread)
     assert [] == await threads(log).page(T, thread)
-    assert {} == dict(await log.storage.blob_refs(T))
+    assert {} == dict(await log.blob_refs(T))
     assert 0 == await threads(log).delete_thread(T, thread)
     assert (await log.verify()).ok
     await settle(log)
@@ -139,7 +139,7 @@ async def test_delete_runs_and_prune_release_what_they_remove(log: EventLog) -> 
     assert 2 == await threads(log).delete_runs(T, ["r1", "unknown"])
     assert 1 == await threads(log).prune(T, thread, keep_latest=1)
     assert ["c4"] == [c.checkpoint_id for c in await threads(log).page(T, thread)]
-    assert {1} == set((await log.storage.blob_refs(T)).values())
+    assert {1} == set((await log.blob_refs(T)).values())
     await settle(log)
     assert [] == await compare_views(log)
 
@@ -191,6 +191,6 @@ async def test_copy_merges_writes_like_put_writes(log: EventLog) -> None:
     }
     await store.delete_thread(T, source)
     await store.delete_thread(T, target)
-    assert {} == dict(await log.storage.blob_refs(T))
+    assert {} == dict(await log.blob_refs(T))
     await settle(log)
     assert [] == await compare_views(log)

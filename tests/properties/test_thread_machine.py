@@ -197,7 +197,7 @@ class ThreadMachine(RuleBasedStateMachine):
         for _, digests in self.records:
             expected.update(digests)
         expected.update(digest for _, digest in self.write_refs)
-        assert dict(expected) == dict(self.run(self.log.storage.blob_refs(T)))
+        assert dict(expected) == dict(self.run(self.log.blob_refs(T)))
 
 
 class SqliteThreadMachine(ThreadMachine):
