@@ -12,7 +12,7 @@ from eventlog.adapters.langgraph import AsyncEventlogSaver
 from tests.conftest import BackendTarget
 
 
-@pytest.mark.parametrize("target", ["sqlite", "postgresql", "memory"], indirect=True)
+@pytest.mark.parametrize("target", ["sqlite", "postgresql", "memory", "file"], indirect=True)
 async def test_every_capability_passes(target: BackendTarget) -> None:
     """Every capability, base and extended, is detected and passes every test."""
 
