@@ -1,27 +1,30 @@
-"""The thread views: each checkpoint of a thread by id, the records holding blobs, writes.
+"""The thread views: each checkpoint of a thread by id, its channel values, its writes, and
+the records that hold their blobs.
 
-Four tables, keyed from ``tenant_id``, folded from the events of
+Six tables, keyed from ``tenant_id``, folded from the events of
 `eventlog.events.threads`:
 
 - ``thread_checkpoints``: one row per (tenant, thread, namespace, checkpoint id), the
   latest put of that id (a put of an existing id overwrites the row, so a retried put
-  never adds a row). Reads: newest first by checkpoint id within a thread and namespace
-  (the primary key), across the tenant by checkpoint id (``thread_checkpoints_by_id``),
-  by run (``thread_checkpoints_by_run``).
-- ``thread_checkpoint_records``: one row per put event (tenant, thread, version) with the
-  digests of every blob that put referenced. Each put adds one reference per digest, so
-  these rows are exactly what a tombstone must release: a retried put holds its own
-  references until its checkpoint is removed.
+  never adds a row), with the version of each channel value it carries. Reads: newest
+  first by checkpoint id within a thread and namespace (the primary key), across the
+  tenant by checkpoint id (``thread_checkpoints_by_id``), by run
+  (``thread_checkpoints_by_run``).
+- ``thread_channel_values``: one row per (tenant, thread, namespace, channel, channel
+  version): the value's blob, stored by the first put that carried it (later puts of the
+  same version change nothing), so an unchanged channel is stored once.
 - ``thread_writes``: one row per (tenant, thread, namespace, checkpoint id, task, idx).
   A write with idx ≥ 0 is inserted if absent (the first write wins); a negative (special)
   index overwrites.
-- ``thread_write_records``: one row per write of each `ThreadWritesPut` (tenant, thread,
-  version, slot) with its payload's digest: like the put records, what holds the blob
-  references, so a write that lost to an earlier one (or was overwritten) still has its
-  reference released when its checkpoint goes. No decision is ever read from a view.
+- ``thread_checkpoint_records``, ``thread_value_records``, ``thread_write_records``: one
+  row per put event (its state blob), per stored value and per write of each event, with
+  the digests they hold a blob reference for. They are exactly what a tombstone releases,
+  so a retried put, a value stored twice or a write that lost to an earlier one never
+  orphans a reference, and no put or write needs to decide anything from a view.
 
-`ThreadDeleted` deletes the thread's rows from all four; `ThreadCheckpointsRemoved`
-deletes the listed checkpoints' rows. Re-delivery is harmless: every change is keyed.
+`ThreadDeleted` deletes the thread's rows from all six; `ThreadCheckpointsRemoved`
+deletes the listed checkpoints' rows (with their writes) and the listed values'.
+Re-delivery is harmless: every change is keyed.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ import msgspec
 import sqlalchemy as sa
 
 from eventlog.events.threads import (
+    BlobRef,
     ThreadCheckpointPut,
     ThreadCheckpointsRemoved,
     ThreadDeleted,
@@ -45,6 +49,8 @@ THREAD_CHECKPOINTS = "thread_checkpoints"
 THREAD_RECORDS = "thread_checkpoint_records"
 THREAD_WRITES = "thread_writes"
 THREAD_WRITE_RECORDS = "thread_write_records"
+THREAD_VALUES = "thread_channel_values"
+THREAD_VALUE_RECORDS = "thread_value_records"
 
 thread_checkpoints = sa.Table(
     THREAD_CHECKPOINTS,
@@ -79,9 +85,6 @@ thread_checkpoint_records = sa.Table(
     sa.Column("checkpoint_id", ID, nullable=False),
     sa.Column("digests", sa.Text, nullable=False),
 )
-sa.Index("thread_checkpoint_records_by_checkpoint", thread_checkpoint_records.c.tenant_id,
-         thread_checkpoint_records.c.thread_id, thread_checkpoint_records.c.namespace,
-         thread_checkpoint_records.c.checkpoint_id)
 
 thread_writes = sa.Table(
     THREAD_WRITES,
@@ -110,20 +113,45 @@ thread_write_records = sa.Table(
     sa.Column("checkpoint_id", ID, nullable=False),
     sa.Column("digest", sa.LargeBinary, nullable=False),
 )
-sa.Index("thread_write_records_by_checkpoint", thread_write_records.c.tenant_id,
-         thread_write_records.c.thread_id, thread_write_records.c.namespace,
-         thread_write_records.c.checkpoint_id)
 
-_channels_encoder = msgspec.json.Encoder()
+thread_channel_values = sa.Table(
+    THREAD_VALUES,
+    metadata,
+    sa.Column("tenant_id", ID, primary_key=True),
+    sa.Column("thread_id", ID, primary_key=True),
+    sa.Column("namespace", sa.Text, primary_key=True),
+    sa.Column("channel", sa.Text, primary_key=True),
+    sa.Column("channel_version", sa.Text, primary_key=True),
+    sa.Column("encoding", ID, nullable=False),
+    sa.Column("digest", sa.LargeBinary, nullable=False),
+)
+
+thread_value_records = sa.Table(
+    THREAD_VALUE_RECORDS,
+    metadata,
+    sa.Column("tenant_id", ID, primary_key=True),
+    sa.Column("thread_id", ID, primary_key=True),
+    sa.Column("version", sa.BigInteger, primary_key=True),
+    sa.Column("slot", sa.BigInteger, primary_key=True),
+    sa.Column("namespace", sa.Text, nullable=False),
+    sa.Column("channel", sa.Text, nullable=False),
+    sa.Column("channel_version", sa.Text, nullable=False),
+    sa.Column("digest", sa.LargeBinary, nullable=False),
+)
+
+_versions_encoder = msgspec.json.Encoder()
+
+CHECKPOINT_TABLES = (THREAD_CHECKPOINTS, THREAD_RECORDS, THREAD_WRITES, THREAD_WRITE_RECORDS)
+"""The tables whose rows belong to one checkpoint (namespace, checkpoint id)."""
+VALUE_TABLES = (THREAD_VALUES, THREAD_VALUE_RECORDS)
+"""The tables whose rows belong to one stored value (namespace, channel, version)."""
 
 
 class ThreadViews:
     """Folds thread events into the thread checkpoints, records and writes views."""
 
     name: str = "threads"
-    tables: tuple[str, ...] = (
-        THREAD_CHECKPOINTS, THREAD_RECORDS, THREAD_WRITES, THREAD_WRITE_RECORDS,
-    )
+    tables: tuple[str, ...] = CHECKPOINT_TABLES + VALUE_TABLES
 
     def fold(self, event: RecordedEvent) -> Sequence[Change]:
         """The view changes of one thread event; nothing for any other event."""
@@ -138,12 +166,17 @@ class ThreadViews:
             return tuple(Delete(table, thread) for table in self.tables)
         if isinstance(value, ThreadCheckpointsRemoved):
             thread["thread_id"] = value.thread_id
-            return tuple(
+            return (*(
                 Delete(table, {**thread, "namespace": key.namespace,
                                "checkpoint_id": key.checkpoint_id})
                 for key in value.removed
-                for table in self.tables
-            )
+                for table in CHECKPOINT_TABLES
+            ), *(
+                Delete(table, {**thread, "namespace": key.namespace, "channel": key.channel,
+                               "channel_version": key.version})
+                for key in value.values
+                for table in VALUE_TABLES
+            ))
         return ()
 
 
@@ -160,19 +193,36 @@ def _put(recorded: RecordedEvent, put: ThreadCheckpointPut) -> tuple[Change, ...
         "step": put.step,
         "state_encoding": put.state_encoding,
         "state_digest": bytes.fromhex(put.state_digest),
-        "channels": _channels_encoder.encode(put.channels).decode(),
+        "channels": _versions_encoder.encode(put.versions).decode(),
         "metadata": msgspec.json.encode(put.metadata).decode(),
         "recorded_at": recorded.recorded_at,
     }
-    digests = [put.state_digest, *(channel.digest for channel in put.channels)]
     record = {
         **thread,
         "version": recorded.version,
         "namespace": put.namespace,
         "checkpoint_id": put.checkpoint_id,
-        "digests": " ".join(digests),
+        "digests": put.state_digest,
     }
-    return (Upsert(THREAD_CHECKPOINTS, row), Upsert(THREAD_RECORDS, record))
+    return (Upsert(THREAD_CHECKPOINTS, row), Upsert(THREAD_RECORDS, record),
+            *_values(recorded, put.thread_id, put.namespace, put.channels))
+
+
+def _values(
+    recorded: RecordedEvent, thread_id: str, namespace: str, stored: list[BlobRef]
+) -> tuple[Change, ...]:
+    changes: list[Change] = []
+    for slot, ref in enumerate(stored):
+        key = {"tenant_id": recorded.tenant_id, "thread_id": thread_id,
+               "namespace": namespace, "channel": ref.name,
+               "channel_version": ref.channel_version}
+        digest = bytes.fromhex(ref.digest)
+        changes.append(InsertIfAbsent(THREAD_VALUES,
+                                      {**key, "encoding": ref.encoding, "digest": digest}))
+        changes.append(Upsert(THREAD_VALUE_RECORDS, {
+            **key, "version": recorded.version, "slot": slot, "digest": digest,
+        }))
+    return tuple(changes)
 
 
 def _writes(recorded: RecordedEvent, put: ThreadWritesPut) -> tuple[Change, ...]:

@@ -13,8 +13,10 @@ How LangGraph's model maps onto `ThreadCheckpoints` (``log.checkpoints.threads``
   checkpoint id is LangGraph's (uuid6, so "latest" is the highest id). A put of an existing
   id replaces it; the parent is the config's ``checkpoint_id``.
 - The checkpoint without its channel values is serialized with the saver's ``serde`` as
-  the checkpoint's state; each channel value is its own content-addressed blob, so an
-  unchanged channel is stored once. Metadata is stored as JSON (LangGraph's own keys and
+  the checkpoint's state; each channel value is stored once per (namespace, channel,
+  version) as a content-addressed blob, written by the put whose ``new_versions`` name it:
+  an unchanged channel is never serialized or stored again (LangGraph's own savers split
+  channels by version for the same reason). Metadata is stored as JSON (LangGraph's own keys and
   the config's, as the built-in savers merge them); ``metadata["run_id"]`` is the run key
   `adelete_for_runs` matches and ``metadata["step"]`` the step.
 - Pending writes get LangGraph's indexes (``WRITES_IDX_MAP`` for special channels); the
@@ -56,7 +58,7 @@ from eventlog.adapters._loops import (
     on_loop,
     run_blocking,
 )
-from eventlog.checkpoints.thread_records import Payload, ThreadCheckpoint
+from eventlog.checkpoints.thread_records import ChannelValue, Payload, ThreadCheckpoint
 from eventlog.checkpoints.threads import ThreadCheckpoints
 from eventlog.log import EventLog
 from eventlog.opening import open_log
@@ -149,7 +151,7 @@ class AsyncEventlogSaver(BaseCheckpointSaver[str]):
         await self._on_loop(self._threads.put(
             self.tenant_id, thread_id, checkpoint["id"], namespace=namespace,
             state=self._dump(state),
-            channels={name: self._dump(value) for name, value in values.items()},
+            channels=self._channels(checkpoint["channel_versions"], new_versions, values),
             parent_id=get_checkpoint_id(config),
             run_key=None if run is None else str(run),
             step=step if isinstance(step, int) and not isinstance(step, bool) else None,
@@ -259,6 +261,20 @@ class AsyncEventlogSaver(BaseCheckpointSaver[str]):
         if self.loop is None:
             self.loop = asyncio.get_running_loop()
         return await on_loop(self.loop, coroutine)
+
+    def _channels(
+        self, versions: ChannelVersions, new_versions: ChannelVersions, values: dict[str, Any]
+    ) -> dict[str, ChannelValue]:
+        """Each channel at its version, with its value only where the version is new: an
+        unchanged channel names the value an earlier checkpoint stored. Like LangGraph's
+        own savers, a new version without a value (an emptied channel) carries nothing."""
+        channels: dict[str, ChannelValue] = {}
+        for name, version in versions.items():
+            if name not in new_versions:
+                channels[name] = ChannelValue(str(version))
+            elif name in values:
+                channels[name] = ChannelValue(str(new_versions[name]), self._dump(values[name]))
+        return channels
 
     def _dump(self, value: Any) -> Payload:
         encoding, data = self.serde.dumps_typed(value)

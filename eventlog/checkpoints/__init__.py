@@ -8,7 +8,12 @@ Its events live in `eventlog.events.checkpoints` (importable without this store)
 from eventlog.checkpoints.ids import uuid7
 from eventlog.checkpoints.records import CheckpointRecord, RunInfo, SessionInfo
 from eventlog.checkpoints.store import CheckpointStore
-from eventlog.checkpoints.thread_records import Payload, ThreadCheckpoint, ThreadWrite
+from eventlog.checkpoints.thread_records import (
+    ChannelValue,
+    Payload,
+    ThreadCheckpoint,
+    ThreadWrite,
+)
 from eventlog.checkpoints.threads import ThreadCheckpoints
 from eventlog.checkpoints.typed import TypedCheckpointStore
 from eventlog.events.checkpoints import CheckpointCreated, SessionDeleted
@@ -21,6 +26,7 @@ from eventlog.events.threads import (
 )
 
 __all__ = [
+    "ChannelValue",
     "CheckpointCreated",
     "CheckpointRecord",
     "CheckpointStore",

@@ -9,12 +9,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from eventlog.checkpoints.decisions import normalise_metadata
-from eventlog.checkpoints.thread_records import Payload
+from eventlog.checkpoints.thread_records import ChannelValue, Payload
 from eventlog.errors import InvalidId, InvalidInput
 from eventlog.events.threads import (
     BlobRef,
     CheckpointKey,
     ThreadCheckpointPut,
+    ValueKey,
     WriteRef,
 )
 from eventlog.hashing import content_digest
@@ -82,18 +83,27 @@ def put_event(
     run_key: str | None,
     step: int | None,
     state: Payload,
-    channels: Mapping[str, Payload],
+    channels: Mapping[str, Payload | ChannelValue],
     metadata: Mapping[str, Any],
     max_bytes: int,
 ) -> tuple[ThreadCheckpointPut, list[bytes]]:
-    """The put event and the payloads it attaches (one reference each), all validated."""
+    """The put event and the payloads it attaches (one reference each), all validated.
+
+    A channel given as a bare `Payload` is stored under its digest as version (content
+    addressed); a `ChannelValue` names its version and carries the value only when this
+    put stores it.
+    """
     state = check_payload("state", state)
     refs = []
-    for name, payload in channels.items():
+    versions: dict[str, str] = {}
+    for name, given in channels.items():
         check_path("channel", name, empty=False)
-        payload = check_payload(f"channels[{name!r}]", payload)
-        refs.append((BlobRef(name=name, encoding=payload.encoding,
-                             digest=content_digest(payload.data).hex()), payload.data))
+        channel = _channel_value(name, given)
+        versions[name] = channel.version
+        if channel.value is not None:
+            refs.append((BlobRef(name=name, encoding=channel.value.encoding,
+                                 digest=content_digest(channel.value.data).hex(),
+                                 version=channel.version), channel.value.data))
     event = ThreadCheckpointPut(
         thread_id=check_thread_id(thread_id),
         namespace=check_path("namespace", namespace),
@@ -106,8 +116,39 @@ def put_event(
         state_size=len(state.data),
         channels=[ref for ref, _ in refs],
         metadata=normalise_metadata(metadata, max_bytes),
+        versions=versions,
     )
     return event, [state.data, *(data for _, data in refs)]
+
+
+def _channel_value(name: str, given: Any) -> ChannelValue:
+    if isinstance(given, Payload):
+        payload = check_payload(f"channels[{name!r}]", given)
+        return ChannelValue(content_digest(payload.data).hex(), payload)
+    if not isinstance(given, ChannelValue):
+        raise InvalidInput(f"channels[{name!r}]", "must be a Payload or a ChannelValue")
+    check_path(f"channels[{name!r}].version", given.version, empty=False)
+    if given.value is not None:
+        check_payload(f"channels[{name!r}].value", given.value)
+    return given
+
+
+def values_to_release(
+    remaining: Iterable[Mapping[str, Any]], values: Iterable[Mapping[str, Any]]
+) -> list[ValueKey]:
+    """The stored values (rows of namespace, channel, channel_version) that no remaining
+    checkpoint (rows of namespace and its channel → version map) carries."""
+    carried = {
+        (row["namespace"], channel, version)
+        for row in remaining
+        for channel, version in row["versions"].items()
+    }
+    return [
+        ValueKey(namespace=row["namespace"], channel=row["channel"],
+                 version=row["channel_version"])
+        for row in values
+        if (row["namespace"], row["channel"], row["channel_version"]) not in carried
+    ]
 
 
 class WritesPlan:

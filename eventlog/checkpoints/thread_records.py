@@ -15,6 +15,14 @@ class Payload(msgspec.Struct, frozen=True):
     data: bytes
 
 
+class ChannelValue(msgspec.Struct, frozen=True):
+    """A channel of a checkpoint at ``version``: with ``value`` when this put stores it,
+    without when an earlier put of the thread (and namespace) stored that version."""
+
+    version: str
+    value: Payload | None = None
+
+
 class ThreadWrite(msgspec.Struct, frozen=True, kw_only=True):
     """One pending write of a checkpoint. ``value`` is None when reads skip payloads."""
 

@@ -40,7 +40,12 @@ import msgspec
 from eventlog._logging import get_logger
 from eventlog.checkpoints import thread_decisions as decide
 from eventlog.checkpoints.decisions import normalise_metadata
-from eventlog.checkpoints.thread_records import Payload, ThreadCheckpoint, ThreadWrite
+from eventlog.checkpoints.thread_records import (
+    ChannelValue,
+    Payload,
+    ThreadCheckpoint,
+    ThreadWrite,
+)
 from eventlog.errors import InvalidInput, VersionConflict
 from eventlog.events import Event
 from eventlog.events.threads import (
@@ -58,6 +63,8 @@ from projections.query import In, JsonContains, ViewQuery
 from projections.threads import (
     THREAD_CHECKPOINTS,
     THREAD_RECORDS,
+    THREAD_VALUE_RECORDS,
+    THREAD_VALUES,
     THREAD_WRITE_RECORDS,
     THREAD_WRITES,
 )
@@ -70,7 +77,7 @@ logger = get_logger(__name__)
 ATTEMPTS = 16
 """How often a fenced write re-decides after losing a race with a concurrent write."""
 _CHUNK = 500
-_blob_refs = msgspec.json.Decoder(list[BlobRef])
+_versions = msgspec.json.Decoder(dict[str, str])
 _metadata = msgspec.json.Decoder(dict[str, Any])
 _ROW_COLUMNS = (
     "thread_id", "namespace", "checkpoint_id", "parent_id", "run_key", "step", "metadata",
@@ -95,7 +102,7 @@ class ThreadCheckpoints:
         *,
         state: Payload,
         namespace: str = "",
-        channels: Mapping[str, Payload] | None = None,
+        channels: Mapping[str, Payload | ChannelValue] | None = None,
         parent_id: str | None = None,
         run_key: str | None = None,
         step: int | None = None,
@@ -241,9 +248,10 @@ class ThreadCheckpoints:
         version = await self._stream_version(tenant_id, stream)
         thread = {"tenant_id": tenant_id, "thread_id": thread_id}
         records = await self._log.query(ViewQuery(THREAD_RECORDS, thread, columns=("digests",)))
-        held = await self._log.query(
-            ViewQuery(THREAD_WRITE_RECORDS, thread, columns=("digest",))
-        )
+        held = [
+            row for table in (THREAD_WRITE_RECORDS, THREAD_VALUE_RECORDS)
+            for row in await self._log.query(ViewQuery(table, thread, columns=("digest",)))
+        ]
         if not records and not held:
             return 0
         count = len(await self._log.query(
@@ -303,27 +311,42 @@ class ThreadCheckpoints:
         version = await self._stream_version(tenant_id, stream)
         thread = {"tenant_id": tenant_id, "thread_id": thread_id}
         rows = await self._log.query(ViewQuery(
-            THREAD_CHECKPOINTS, thread, columns=("namespace", "checkpoint_id", "run_key"),
+            THREAD_CHECKPOINTS, thread,
+            columns=("namespace", "checkpoint_id", "run_key", "channels"),
         ))
         keys: list[CheckpointKey] = select(rows)
         if not keys:
             return 0
         gone = {(key.namespace, key.checkpoint_id) for key in keys}
+        remaining = [
+            {"namespace": row["namespace"], "versions": _versions.decode(row["channels"])}
+            for row in rows if (row["namespace"], row["checkpoint_id"]) not in gone
+        ]
+        values = decide.values_to_release(remaining, await self._log.query(ViewQuery(
+            THREAD_VALUES, thread, columns=("namespace", "channel", "channel_version"),
+        )))
+        released = {(key.namespace, key.channel, key.version) for key in values}
         records = await self._log.query(ViewQuery(
             THREAD_RECORDS, thread, columns=("namespace", "checkpoint_id", "digests"),
         ))
         writes = await self._log.query(ViewQuery(
             THREAD_WRITE_RECORDS, thread, columns=("namespace", "checkpoint_id", "digest"),
         ))
+        held = await self._log.query(ViewQuery(
+            THREAD_VALUE_RECORDS, thread,
+            columns=("namespace", "channel", "channel_version", "digest"),
+        ))
         releases = decide.releases_of(
             (row["digests"] for row in records
              if (row["namespace"], row["checkpoint_id"]) in gone),
-            (row["digest"] for row in writes
-             if (row["namespace"], row["checkpoint_id"]) in gone),
+            [*(row["digest"] for row in writes
+               if (row["namespace"], row["checkpoint_id"]) in gone),
+             *(row["digest"] for row in held
+               if (row["namespace"], row["channel"], row["channel_version"]) in released)],
         )
         tombstone = ThreadCheckpointsRemoved(
             thread_id=thread_id, reason=removal.reason, removed=keys,
-            run_keys=removal.run_keys, keep=removal.keep,
+            run_keys=removal.run_keys, keep=removal.keep, values=values,
         )
         await self._log.append(tenant_id, stream, [tombstone], expected_version=version,
                                release=releases)
@@ -357,9 +380,16 @@ class ThreadCheckpoints:
         writes = await self._log.query(ViewQuery(
             THREAD_WRITES, thread, order_by=("version", "task_id", "idx"),
         ))
+        namespaces = {row["namespace"] for row in rows}
+        values: dict[str, list[BlobRef]] = {}
+        for value in await self._log.query(ViewQuery(THREAD_VALUES, thread)):
+            if value["namespace"] in namespaces:
+                values.setdefault(value["namespace"], []).append(BlobRef(
+                    name=value["channel"], encoding=value["encoding"],
+                    digest=value["digest"].hex(), version=value["channel_version"],
+                ))
         wanted = [row["state_digest"] for row in rows]
-        wanted += [bytes.fromhex(ref.digest) for row in rows
-                   for ref in _blob_refs.decode(row["channels"])]
+        wanted += [bytes.fromhex(ref.digest) for refs in values.values() for ref in refs]
         wanted += [row["digest"] for row in writes]
         blobs = await self._blobs(tenant_id, wanted)
         if any(digest not in blobs for digest in wanted):
@@ -369,7 +399,9 @@ class ThreadCheckpoints:
             thread_id=target, source_thread_id=source, checkpoints=len(rows),
             writes=len(writes),
         )]
-        events += [_copied_put(target, row, len(blobs[row["state_digest"]])) for row in rows]
+        for row in rows:  # each namespace's stored values travel with its first checkpoint
+            stored = values.pop(row["namespace"], [])
+            events.append(_copied_put(target, row, len(blobs[row["state_digest"]]), stored))
         events += _copied_writes(target, writes)
         async with self._lock(tenant_id, target):
             await self._log.append(tenant_id, decide.thread_stream(target), events,
@@ -387,21 +419,25 @@ class ThreadCheckpoints:
         if not rows:
             return []
         writes = await self._writes_of(tenant_id, rows)
-        refs = {id(row): _blob_refs.decode(row["channels"]) for row in rows}
+        versions = {id(row): _versions.decode(row["channels"]) for row in rows}
+        values = await self._values_of(tenant_id, rows, versions)
         wanted = [row["state_digest"] for row in rows]
-        wanted += [bytes.fromhex(ref.digest) for found in refs.values() for ref in found]
+        wanted += [digest for _, digest in values.values()]
         wanted += [write["digest"] for found in writes.values() for write in found]
         blobs = await self._blobs(tenant_id, wanted)
         completed = []
         for row in rows:
             key = (row["thread_id"], row["namespace"], row["checkpoint_id"])
+            stored = {
+                name: values[value] for name, version in versions[id(row)].items()
+                if (value := (row["thread_id"], row["namespace"], name, version)) in values
+            }
             completed.append(msgspec.structs.replace(
                 _checkpoint(tenant_id, row),
                 state=_payload(row["state_encoding"], blobs.get(row["state_digest"])),
                 channels={
-                    ref.name: payload for ref in refs[id(row)]
-                    if (payload := _payload(ref.encoding, blobs.get(bytes.fromhex(ref.digest))))
-                    is not None
+                    name: payload for name, (encoding, digest) in stored.items()
+                    if (payload := _payload(encoding, blobs.get(digest))) is not None
                 },
                 writes=[
                     ThreadWrite(task_id=write["task_id"], idx=write["idx"],
@@ -416,19 +452,46 @@ class ThreadCheckpoints:
         self, tenant_id: str, rows: builtins.list[dict[str, Any]]
     ) -> dict[tuple[str, str, str], builtins.list[dict[str, Any]]]:
         threads = tuple(sorted({row["thread_id"] for row in rows}))
+        namespaces = tuple(sorted({row["namespace"] for row in rows}))
         ids = sorted({row["checkpoint_id"] for row in rows})
         keys = {(row["thread_id"], row["namespace"], row["checkpoint_id"]) for row in rows}
         found: dict[tuple[str, str, str], builtins.list[dict[str, Any]]] = {}
         for start in range(0, len(ids), _CHUNK):
             where: dict[str, Any] = {
                 "tenant_id": tenant_id,
-                "thread_id": threads[0] if len(threads) == 1 else In(threads),
+                **_one_or_any("thread_id", threads),
+                **_one_or_any("namespace", namespaces),
                 "checkpoint_id": In(tuple(ids[start:start + _CHUNK])),
             }
             for write in await self._log.query(ViewQuery(THREAD_WRITES, where)):
                 key = (write["thread_id"], write["namespace"], write["checkpoint_id"])
                 if key in keys:
                     found.setdefault(key, []).append(write)
+        return found
+
+    async def _values_of(
+        self, tenant_id: str, rows: builtins.list[dict[str, Any]],
+        versions: dict[int, dict[str, str]],
+    ) -> dict[tuple[str, str, str, str], tuple[str, bytes]]:
+        """The stored values the rows carry: (thread, namespace, channel, version) →
+        (encoding, digest). One query per 500 distinct versions."""
+        names = tuple(sorted({name for found in versions.values() for name in found}))
+        wanted = sorted({version for found in versions.values() for version in found.values()})
+        threads = tuple(sorted({row["thread_id"] for row in rows}))
+        namespaces = tuple(sorted({row["namespace"] for row in rows}))
+        found: dict[tuple[str, str, str, str], tuple[str, bytes]] = {}
+        for start in range(0, len(wanted), _CHUNK):
+            where: dict[str, Any] = {
+                "tenant_id": tenant_id,
+                **_one_or_any("thread_id", threads),
+                **_one_or_any("namespace", namespaces),
+                "channel": In(names),
+                "channel_version": In(tuple(wanted[start:start + _CHUNK])),
+            }
+            for value in await self._log.query(ViewQuery(THREAD_VALUES, where)):
+                key = (value["thread_id"], value["namespace"], value["channel"],
+                       value["channel_version"])
+                found[key] = (value["encoding"], value["digest"])
         return found
 
     async def _blobs(self, tenant_id: str, digests: builtins.list[bytes]) -> dict[bytes, bytes]:
@@ -490,6 +553,14 @@ def _checkpoint(tenant_id: str, row: Mapping[str, Any]) -> ThreadCheckpoint:
     )
 
 
+def _one_or_any(column: str, values: tuple[str, ...]) -> dict[str, Any]:
+    """An equality when there is one value (the primary key's prefix then seeks), else
+    an `In` (the rows' own keys filter what comes back)."""
+    if len(values) == 1:
+        return {column: values[0]}
+    return {column: In(values)}
+
+
 def _payload(encoding: str, data: bytes | None) -> Payload | None:
     return None if data is None else Payload(encoding, data)
 
@@ -499,12 +570,14 @@ def _write_order(write: Mapping[str, Any]) -> tuple[str, str, int]:
     return (write["task_path"], write["task_id"], write["idx"])
 
 
-def _copied_put(target: str, row: Mapping[str, Any], size: int) -> ThreadCheckpointPut:
+def _copied_put(
+    target: str, row: Mapping[str, Any], size: int, stored: builtins.list[BlobRef]
+) -> ThreadCheckpointPut:
     return ThreadCheckpointPut(
         thread_id=target, namespace=row["namespace"], checkpoint_id=row["checkpoint_id"],
         parent_id=row["parent_id"], run_key=row["run_key"], step=row["step"],
         state_encoding=row["state_encoding"], state_digest=row["state_digest"].hex(),
-        state_size=size, channels=_blob_refs.decode(row["channels"]),
+        state_size=size, channels=stored, versions=_versions.decode(row["channels"]),
         metadata=_metadata.decode(row["metadata"]),
     )
 

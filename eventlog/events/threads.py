@@ -26,12 +26,20 @@ from eventlog.events.checkpoints import HexDigest
 
 
 class BlobRef(msgspec.Struct, frozen=True, kw_only=True):
-    """A named, typed payload stored as a blob: a channel value of a checkpoint."""
+    """A channel's value at one version, stored as a blob by the put that carries it."""
 
     name: str
     encoding: str
     """The caller's label for how ``digest``'s bytes decode (LangGraph: the serde type)."""
     digest: HexDigest
+    version: str = ""
+    """The channel version this value is (LangGraph's); empty means the digest is the
+    version (content-addressed channels)."""
+
+    @property
+    def channel_version(self) -> str:
+        """The version this value is stored under."""
+        return self.version or self.digest
 
 
 class WriteRef(msgspec.Struct, frozen=True, kw_only=True):
@@ -50,9 +58,23 @@ class CheckpointKey(msgspec.Struct, frozen=True, kw_only=True):
     checkpoint_id: str
 
 
+class ValueKey(msgspec.Struct, frozen=True, kw_only=True):
+    """A stored channel value of a thread: its namespace, channel and version."""
+
+    namespace: str = ""
+    channel: str
+    version: str
+
+
 @register_event
 class ThreadCheckpointPut(Event, tag="thread_checkpoint_put", frozen=True, kw_only=True):
-    """A checkpoint was put to a thread (a put of an existing id replaces it in the views)."""
+    """A checkpoint was put to a thread (a put of an existing id replaces it in the views).
+
+    ``versions`` names the version of every channel value the checkpoint carries; the
+    values themselves are stored once per (namespace, channel, version): ``channels`` are
+    the ones this put stores (LangGraph: the channels in ``new_versions``), the others were
+    stored by an earlier put of the thread. An unchanged channel is never stored again.
+    """
 
     thread_id: str
     namespace: str = ""
@@ -66,9 +88,10 @@ class ThreadCheckpointPut(Event, tag="thread_checkpoint_put", frozen=True, kw_on
     state_size: int
     channels: list[BlobRef] = msgspec.field(default_factory=list)
     metadata: dict[str, Any] = msgspec.field(default_factory=dict)
+    versions: dict[str, str] = msgspec.field(default_factory=dict)
 
     def blob_digests(self) -> tuple[bytes, ...]:
-        """The checkpoint's state blob and each channel value's blob."""
+        """The checkpoint's state blob and the blob of each channel value it stores."""
         return (bytes.fromhex(self.state_digest),
                 *(bytes.fromhex(channel.digest) for channel in self.channels))
 
@@ -118,6 +141,8 @@ class ThreadCheckpointsRemoved(
     removed: list[CheckpointKey]
     run_keys: list[str] = msgspec.field(default_factory=list)
     keep: int | None = None
+    values: list[ValueKey] = msgspec.field(default_factory=list)
+    """The stored channel values no remaining checkpoint of the thread carries."""
 
 
 @register_event

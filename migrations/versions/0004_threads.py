@@ -49,8 +49,6 @@ def upgrade() -> None:
         sa.Column("digests", sa.Text, nullable=False),
         schema=schema,
     )
-    op.create_index("thread_checkpoint_records_by_checkpoint", "thread_checkpoint_records",
-                    ["tenant_id", "thread_id", "namespace", "checkpoint_id"], schema=schema)
     op.create_table(
         "thread_writes",
         sa.Column("tenant_id", ID, primary_key=True),
@@ -77,8 +75,29 @@ def upgrade() -> None:
         sa.Column("digest", sa.LargeBinary, nullable=False),
         schema=schema,
     )
-    op.create_index("thread_write_records_by_checkpoint", "thread_write_records",
-                    ["tenant_id", "thread_id", "namespace", "checkpoint_id"], schema=schema)
+    op.create_table(
+        "thread_channel_values",
+        sa.Column("tenant_id", ID, primary_key=True),
+        sa.Column("thread_id", ID, primary_key=True),
+        sa.Column("namespace", sa.Text, primary_key=True),
+        sa.Column("channel", sa.Text, primary_key=True),
+        sa.Column("channel_version", sa.Text, primary_key=True),
+        sa.Column("encoding", ID, nullable=False),
+        sa.Column("digest", sa.LargeBinary, nullable=False),
+        schema=schema,
+    )
+    op.create_table(
+        "thread_value_records",
+        sa.Column("tenant_id", ID, primary_key=True),
+        sa.Column("thread_id", ID, primary_key=True),
+        sa.Column("version", sa.BigInteger, primary_key=True),
+        sa.Column("slot", sa.BigInteger, primary_key=True),
+        sa.Column("namespace", sa.Text, nullable=False),
+        sa.Column("channel", sa.Text, nullable=False),
+        sa.Column("channel_version", sa.Text, nullable=False),
+        sa.Column("digest", sa.LargeBinary, nullable=False),
+        schema=schema,
+    )
 
 
 def downgrade() -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from eventlog import EventLog, InvalidInput
-from eventlog.checkpoints import Payload, ThreadCheckpoints
+from eventlog import EventLog, InvalidInput, content_digest
+from eventlog.checkpoints import ChannelValue, Payload, ThreadCheckpoints
 from projections import compare_views
 from tests.conftest import fresh_id
 from tests.procs.settle import settle
@@ -192,5 +192,28 @@ async def test_copy_merges_writes_like_put_writes(log: EventLog) -> None:
     await store.delete_thread(T, source)
     await store.delete_thread(T, target)
     assert {} == dict(await log.blob_refs(T))
+    await settle(log)
+    assert [] == await compare_views(log)
+
+
+async def test_a_channel_version_is_stored_once_and_goes_with_its_last_carrier(
+    log: EventLog,
+) -> None:
+    """Later checkpoints name an unchanged version without storing it; a prune releases
+    a version no remaining checkpoint carries."""
+    thread = fresh_id("th")
+    big, newer = state("big value"), state("newer value")
+    await put(log, thread, "c1", channels={"ch": ChannelValue("1", big)})
+    await put(log, thread, "c2", channels={"ch": ChannelValue("1")})
+    found = await threads(log).get(T, thread, "c2")
+    assert found is not None
+    assert {"ch": big} == found.channels
+    assert 1 == (await log.blob_refs(T))[content_digest(big.data)]
+    await put(log, thread, "c3", channels={"ch": ChannelValue("2", newer)})
+    assert 2 == await threads(log).prune(T, thread, keep_latest=1)
+    assert content_digest(big.data) not in await log.blob_refs(T)
+    latest = await threads(log).get(T, thread)
+    assert latest is not None
+    assert {"ch": newer} == latest.channels
     await settle(log)
     assert [] == await compare_views(log)

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 
 from eventlog import EventLog, content_digest, open_log
-from eventlog.checkpoints import Payload
+from eventlog.checkpoints import ChannelValue, Payload
 from projections import compare_views
 
 R = TypeVar("R")
@@ -37,13 +37,18 @@ threads = st.sampled_from(THREADS)
 namespaces = st.sampled_from(NAMESPACES)
 ids = st.sampled_from(IDS)
 values = st.sampled_from([b"x", b"y", b"same"])
-channel_maps = st.dictionaries(st.sampled_from(["m", "n"]), values, max_size=2)
+channel_maps = st.dictionaries(  # name -> (version, value or None: stored by an earlier put)
+    st.sampled_from(["m", "n"]),
+    st.tuples(st.sampled_from(["v1", "v2"]), st.none() | values),
+    max_size=2,
+)
 write_lists = st.lists(
     st.tuples(st.sampled_from([-1, 0, 1]), st.sampled_from(["m", "__error__"]), values),
     min_size=1, max_size=3,
 )
 
 Key = tuple[str, str, str]
+ValueKey = tuple[str, str, str, str]  # thread, namespace, channel, version
 
 
 class ThreadMachine(RuleBasedStateMachine):
@@ -62,6 +67,8 @@ class ThreadMachine(RuleBasedStateMachine):
         self.records: list[tuple[Key, list[bytes]]] = []
         self.writes: dict[tuple[str, str, str, str, int], tuple[str, bytes]] = {}
         self.write_refs: list[tuple[Key, bytes]] = []
+        self.values: dict[ValueKey, bytes] = {}
+        self.value_refs: list[tuple[ValueKey, bytes]] = []
 
     def run(self, coroutine: Coroutine[Any, Any, R]) -> R:
         return self.runner.run(coroutine)
@@ -80,16 +87,26 @@ class ThreadMachine(RuleBasedStateMachine):
     @rule(thread=threads, namespace=namespaces, checkpoint=ids, state=values,
           channels=channel_maps, run=st.sampled_from(RUNS))
     def put(self, thread: str, namespace: str, checkpoint: str, state: bytes,
-            channels: dict[str, bytes], run: str) -> None:
+            channels: dict[str, tuple[str, bytes | None]], run: str) -> None:
         self.run(self.log.checkpoints.threads.put(
             T, thread, checkpoint, namespace=namespace, state=Payload("b", state),
-            channels={name: Payload("b", value) for name, value in channels.items()},
+            channels={
+                name: ChannelValue(version, None if value is None else Payload("b", value))
+                for name, (version, value) in channels.items()
+            },
             run_key=run,
         ))
         key = (thread, namespace, checkpoint)
-        self.checkpoints[key] = {"state": state, "channels": channels, "run": run}
-        self.records.append((key, [content_digest(state),
-                                   *(content_digest(v) for v in channels.values())]))
+        versions = {name: version for name, (version, _) in channels.items()}
+        self.checkpoints[key] = {"state": state, "versions": versions, "run": run}
+        self.records.append((key, [content_digest(state)]))
+        for name, (version, value) in channels.items():
+            if value is not None:
+                self._store_value((thread, namespace, name, version), value)
+
+    def _store_value(self, key: ValueKey, value: bytes) -> None:
+        self.values.setdefault(key, value)
+        self.value_refs.append((key, content_digest(value)))
 
     @rule(thread=threads, namespace=namespaces, checkpoint=ids,
           task=st.sampled_from(["t1", "t2"]), writes=write_lists)
@@ -143,8 +160,11 @@ class ThreadMachine(RuleBasedStateMachine):
         for (_, namespace, checkpoint), row in copied:
             key = (target, namespace, checkpoint)
             self.checkpoints[key] = dict(row)
-            self.records.append((key, [content_digest(row["state"]), *(
-                content_digest(v) for v in row["channels"].values())]))
+            self.records.append((key, [content_digest(row["state"])]))
+        namespaces = {key[1] for key, _ in copied}
+        for (thread, namespace, channel, version), value in list(self.values.items()):
+            if thread == source and namespace in namespaces:
+                self._store_value((target, namespace, channel, version), value)
         for (thread, namespace, checkpoint, task, idx), write in list(self.writes.items()):
             slot = (target, namespace, checkpoint, task, idx)
             if thread != source:
@@ -155,6 +175,7 @@ class ThreadMachine(RuleBasedStateMachine):
 
     def _remove_where(self, gone: Any, *, writes_too: bool = False) -> None:
         keys = {key for key in self.checkpoints if gone(key)}
+        acted_on = {key[0] for key in keys}
         for key in keys:
             del self.checkpoints[key]
         self.records = [(key, digests) for key, digests in self.records
@@ -167,6 +188,16 @@ class ThreadMachine(RuleBasedStateMachine):
             (key, digest) for key, digest in self.write_refs
             if key not in keys and not (writes_too and gone(key))
         ]
+        carried = {(key[0], key[1], name, version) for key, row in self.checkpoints.items()
+                   for name, version in row["versions"].items()}
+
+        def released(value: ValueKey) -> bool:
+            if writes_too and gone((value[0], "", "")):
+                return True  # the whole thread went
+            return value[0] in acted_on and value not in carried
+
+        self.values = {k: v for k, v in self.values.items() if not released(k)}
+        self.value_refs = [(k, d) for k, d in self.value_refs if not released(k)]
 
     # -- what must hold ------------------------------------------------------------------
 
@@ -182,8 +213,11 @@ class ThreadMachine(RuleBasedStateMachine):
                 for found in page:
                     row = self.checkpoints[(thread, namespace, found.checkpoint_id)]
                     assert Payload("b", row["state"]) == found.state
-                    assert {n: Payload("b", v) for n, v in row["channels"].items()} == (
-                        found.channels)
+                    assert {
+                        name: Payload("b", self.values[value])
+                        for name, version in row["versions"].items()
+                        if (value := (thread, namespace, name, version)) in self.values
+                    } == found.channels
                     assert {
                         (slot[3], slot[4]): (channel, value)
                         for slot, (channel, value) in self.writes.items()
@@ -197,6 +231,7 @@ class ThreadMachine(RuleBasedStateMachine):
         for _, digests in self.records:
             expected.update(digests)
         expected.update(digest for _, digest in self.write_refs)
+        expected.update(digest for _, digest in self.value_refs)
         assert dict(expected) == dict(self.run(self.log.blob_refs(T)))
 
 
