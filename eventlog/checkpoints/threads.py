@@ -415,12 +415,14 @@ class ThreadCheckpoints:
     async def _complete(
         self, tenant_id: str, rows: builtins.list[dict[str, Any]]
     ) -> builtins.list[ThreadCheckpoint]:
-        """Checkpoints from view rows with their payloads and writes: two more reads."""
+        """Checkpoints from view rows with their payloads and writes: the writes and the
+        values read side by side, then their blobs."""
         if not rows:
             return []
-        writes = await self._writes_of(tenant_id, rows)
         versions = {id(row): _versions.decode(row["channels"]) for row in rows}
-        values = await self._values_of(tenant_id, rows, versions)
+        writes, values = await asyncio.gather(  # independent reads: one round trip's wait
+            self._writes_of(tenant_id, rows), self._values_of(tenant_id, rows, versions)
+        )
         wanted = [row["state_digest"] for row in rows]
         wanted += [digest for _, digest in values.values()]
         wanted += [write["digest"] for found in writes.values() for write in found]
