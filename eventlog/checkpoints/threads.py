@@ -9,11 +9,14 @@ writes hang off a checkpoint. Decisions made here:
 - **A thread is the stream** ``thread:<thread_id>``, so thread ids are at most 248
   characters; namespaces, run keys and task paths are free text up to 16,384 characters
   (LangGraph builds them from nested ``node:task_id`` parts).
-- **Payloads are content-addressed blobs**: the checkpoint's own state and each channel
-  value separately, so a channel that did not change is stored once however many
-  checkpoints carry it. Each put (and each write) adds one reference per payload it
-  lists; the ``thread_checkpoint_records`` and ``thread_write_records`` views remember
-  them, and a removal releases exactly those.
+- **Payloads are content-addressed blobs**: the checkpoint's own state (one per put) and
+  each channel value, stored once per (namespace, channel, version) by the put that
+  carries it; later checkpoints name the version (`ChannelValue` without a value), so an
+  unchanged channel is never stored again. Each put, stored value and write holds one
+  reference per payload in a record view (``thread_checkpoint_records``,
+  ``thread_value_records``, ``thread_write_records``), and a removal releases exactly
+  those of what it removes: the checkpoints, their writes, and the values no remaining
+  checkpoint carries.
 - **Puts and writes append without a fence** (``ANY``) and read nothing: every put and
   every write holds its own blob references (the record views), so what the views keep
   (one row per id, the first write per index) needs no decision. **Deletes, removals**
@@ -23,8 +26,9 @@ writes hang off a checkpoint. Decisions made here:
   pruning each append one event per affected thread that releases the blobs it orphans.
 - **A copy** appends `ThreadCopied` and then every checkpoint and write of the source as
   ordinary puts, in one append to the target thread.
-- **Reads are a fixed number of queries**: a page is one view query, one writes query and
-  one blob read, however many rows it has.
+- **Reads are a fixed number of queries**: a page is one view query, then its writes and
+  its channel values side by side, then one blob read, however many rows it has (in
+  chunks of 500 keys).
 """
 
 from __future__ import annotations
