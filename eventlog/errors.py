@@ -8,6 +8,7 @@
     ├── InvalidURL (also a ValueError)         a malformed log URL or an unknown scheme
     ├── UnknownEventType                       a stored tag that the registry does not know
     ├── CorruptEvent                           stored bytes that do not decode as their type
+    ├── CorruptBlob                            stored blob bytes that do not hash to their digest
     ├── StateDecodeError                       a stored state that does not decode as asked
     ├── VersionConflict                        the stream was not at the expected version
     ├── SchemaError                            the database schema cannot be used
@@ -88,6 +89,16 @@ class CorruptEvent(EventLogError):
         self.version = version
         where = f" at stream {stream_id!r} version {version}" if stream_id is not None else ""
         super().__init__(f"stored event {tag!r}{where} does not decode: {detail}")
+
+
+class CorruptBlob(EventLogError):
+    """A stored blob's bytes do not hash to the digest it is stored (and referenced) under:
+    it was changed behind the log's back, and is never served as if it were the state."""
+
+    def __init__(self, digest: bytes) -> None:
+        self.digest = digest
+        super().__init__(f"stored blob {digest.hex()} does not hash to its digest: it was "
+                         "changed after it was written (run `eventlog verify`)")
 
 
 class StateDecodeError(EventLogError):
