@@ -13,7 +13,7 @@ from importlib import metadata
 import structlog
 from rich.text import Text
 
-from eventlog.cli import admin, demo, logs, replay, sessions, transfer, verify
+from eventlog.cli import admin, demo, logs, replay, report, sessions, transfer, verify
 from eventlog.cli.context import Context, Handler
 from eventlog.cli.errors import (
     EXIT_FINDINGS,
@@ -31,7 +31,7 @@ checkpoint-eventlog: an event-sourced, hash-chained checkpoint log for agent and
 engines. Start with `eventlog demo`, then look at what it recorded with `eventlog log`,
 `eventlog timeline` and `eventlog verify`."""
 
-_COMMAND_MODULES = (demo, admin, logs, sessions, replay, verify, transfer)
+_COMMAND_MODULES = (demo, admin, logs, sessions, replay, report, verify, transfer)
 
 
 def build_parser() -> argparse.ArgumentParser:

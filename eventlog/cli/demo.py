@@ -14,7 +14,8 @@ session every run):
    generation); worker 1 wakes and tries its stale handle: refused, nothing appended;
 6. worker 2 commits the effect's dispatch marker (once), sends the payment, completes
    its capture and finalizes the batch; run 2 writes its last checkpoint;
-7. the session's timeline, then every hash chain and view verified.
+7. the session's timeline, then every hash chain and view verified;
+8. the incident report of the session written as one HTML file, and its path printed.
 
 Time is a `DemoClock` (the log's injected clock) starting at the later of now and the
 log's last recorded time: the story's minutes pass instantly, and recorded times never go
@@ -37,6 +38,7 @@ from eventlog.cli.context import Context, add_command
 from eventlog.cli.errors import EXIT_FINDINGS, EXIT_OK
 from eventlog.cli.horizon import settle_or_warn
 from eventlog.cli.render import verdict, when
+from eventlog.cli.report import write_report
 from eventlog.cli.sessions import print_timeline, read_merged, timeline_json
 from eventlog.cli.story import build_timeline
 from eventlog.cli.verify import view_findings
@@ -300,10 +302,11 @@ async def finale(story: Story, batch: PendingBatch) -> bool:
     with context.progress() as progress:
         differences = await view_findings(log, None, progress)
     ok = report.ok and not differences
+    written = await write_report(context, log, TENANT, story.session)
     if context.json:
         context.print_json({
             "url": context.shown_url(), "tenant": TENANT, "session": story.session,
-            "batch_id": batch.batch_id, "steps": story.steps,
+            "batch_id": batch.batch_id, "steps": story.steps, "report": written.path,
             "timeline": timeline_json(TENANT, story.session, timeline),
             "verify": {"ok": ok, "streams": report.streams, "events": report.events,
                        "chain_problems": len(report.problems),
@@ -319,6 +322,8 @@ async def finale(story: Story, batch: PendingBatch) -> bool:
                               f"{len(differences)} rows differ"))
     claims = [entry.position for entry in timeline.entries if entry.what == "claimed"]
     _next_steps(context, story.session, batch.batch_id, claims[0] if claims else 1)
+    context.out.print(Text.assemble(("\nIncident report: ", "bold"), written.path,
+                                    " (open it in a browser)"))
     return ok
 
 

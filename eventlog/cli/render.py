@@ -96,8 +96,12 @@ def redact(row: Mapping[str, Any]) -> dict[str, Any]:
 
 def event_fields(event: RecordedEvent) -> dict[str, Any]:
     """The event's own fields, decoded from its stored bytes (without the type tag), with
-    token material masked."""
-    decoded = msgspec.json.decode(event.data)
+    token material masked. Bytes that are not JSON at all (a corrupted event) come back as
+    ``{"stored_bytes": "<the bytes as text>"}``."""
+    try:
+        decoded = msgspec.json.decode(event.data)
+    except msgspec.DecodeError:
+        return {"stored_bytes": event.data.decode("utf-8", "replace")}
     if not isinstance(decoded, dict):
         return {"value": decoded}
     decoded.pop("type", None)

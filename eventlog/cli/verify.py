@@ -16,12 +16,13 @@ from rich.table import Table
 from eventlog.cli.context import Context, add_command
 from eventlog.cli.errors import EXIT_FINDINGS, EXIT_OK
 from eventlog.cli.horizon import settle, settle_or_warn
+from eventlog.cli.lenient import UndecodableEvent
 from eventlog.cli.options import positive_int
 from eventlog.cli.progress import CountingLog
 from eventlog.cli.render import cell, verdict
 from eventlog.cli.scope import require_tenant
 from eventlog.log import EventLog
-from eventlog.records import StreamProblem, VerifyReport
+from eventlog.records import RecordedEvent, StreamProblem, VerifyReport
 from eventlog.transfer import count_events
 from projections.runner import ViewDifference, compare_views
 
@@ -61,16 +62,19 @@ async def run(context: Context) -> int:
 
 
 async def view_findings(
-    log: EventLog, tenant: str | None, progress: Progress
+    log: EventLog, tenant: str | None, progress: Progress,
+    undecodable: list[RecordedEvent] | None = None,
 ) -> list[ViewDifference]:
     """The view rows that differ from a rebuild, in two passes when the first finds any.
 
     A write committing while the log is read can make its rows differ for a moment (the
     rebuild read the log before it, the stored views are read after). Only rows that
     differ again once every transaction running after the first pass has ended are
-    findings: a changed or corrupted row differs every time.
+    findings: a changed or corrupted row differs every time. Events of the scope that do
+    not decode as their type are appended to ``undecodable`` (when given) as the log is
+    read.
     """
-    first = await _compare(log, tenant, progress)
+    first = await _compare(log, tenant, progress, undecodable)
     if not first:
         return first
     await settle(log)
@@ -79,10 +83,18 @@ async def view_findings(
 
 
 async def _compare(
-    log: EventLog, tenant: str | None, progress: Progress
+    log: EventLog, tenant: str | None, progress: Progress,
+    undecodable: list[RecordedEvent] | None = None,
 ) -> list[ViewDifference]:
     task = progress.add_task("rebuilding views from the log", total=await count_events(log))
-    counting = CountingLog(log, lambda n: progress.advance(task, n))
+
+    def seen(events: list[RecordedEvent]) -> None:
+        if undecodable is not None:
+            undecodable.extend(event for event in events if isinstance(
+                event.event, UndecodableEvent) and tenant in (None, event.tenant_id)
+                and all(event.position != e.position for e in undecodable))
+
+    counting = CountingLog(log, lambda n: progress.advance(task, n), seen)
     differences = await compare_views(counting.as_log())
     progress.update(task, visible=False)
     return [d for d in differences if tenant is None or (d.key and d.key[0] == tenant)]
