@@ -21,7 +21,7 @@ COLUMN = 26
 """Pixels per event while every event has its own column."""
 WIDE_LIMIT = 160
 MAX_COLUMNS = 600
-PLOT_WIDTH = 1200
+PLOT_WIDTH = 1000
 """Pixels the events share once there are more than `WIDE_LIMIT`."""
 MAX_LANES = 60
 """Lanes drawn one by one; the rest share one last lane."""
