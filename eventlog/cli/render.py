@@ -18,6 +18,7 @@ import msgspec
 from rich.table import Table
 from rich.text import Text
 
+from eventlog.cli.lenient import UndecodableEvent
 from eventlog.records import RecordedEvent
 
 _SUMMARY_WIDTH = 90
@@ -135,7 +136,13 @@ def event_json(event: RecordedEvent) -> dict[str, Any]:
         "data": jsonable(event_fields(event)),
         "prev_hash": event.prev_hash.hex(),
         "hash": event.hash.hex(),
+        **({"undecodable": error} if (error := decode_error(event)) is not None else {}),
     }
+
+
+def decode_error(event: RecordedEvent) -> str | None:
+    """Why the event's stored bytes do not decode as its type (None: they do)."""
+    return event.event.error if isinstance(event.event, UndecodableEvent) else None
 
 
 def event_line(event: RecordedEvent) -> Text:
@@ -145,6 +152,10 @@ def event_line(event: RecordedEvent) -> Text:
     line.append(when(event.recorded_at) + " ", style="dim")
     line.append(f"{event.tenant_id}/{event.stream_id}@{event.version} ", style="cyan")
     line.append(event.type, style="bold")
+    error = decode_error(event)
+    if error is not None:
+        line.append(f"  does not decode: {error}", style="bold red")
+        return line
     details = summary(event_fields(event))
     if details:
         line.append("  " + details)

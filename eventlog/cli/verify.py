@@ -53,12 +53,13 @@ async def run(context: Context) -> int:
             chains = progress.add_task("checking hash chains", total=None)
             report = await log.verify(tenant)
             progress.update(chains, visible=False)
-            differences = await view_findings(log, tenant, progress)
+            undecodable: list[RecordedEvent] = []
+            differences = await view_findings(log, tenant, progress, undecodable)
     if context.json:
-        context.print_json(_as_json(report, differences))
+        context.print_json(_as_json(report, differences, undecodable))
     else:
-        _print(context, report, differences)
-    return EXIT_OK if report.ok and not differences else EXIT_FINDINGS
+        _print(context, report, differences, undecodable)
+    return EXIT_OK if report.ok and not differences and not undecodable else EXIT_FINDINGS
 
 
 async def view_findings(
@@ -122,9 +123,19 @@ def describe(difference: ViewDifference) -> str:
     return "; ".join(parts)
 
 
-def _as_json(report: VerifyReport, differences: list[ViewDifference]) -> dict[str, Any]:
+def undecodable_json(event: RecordedEvent) -> dict[str, Any]:
+    """An event whose stored bytes do not decode as its type, for scripts."""
+    error = event.event.error if isinstance(event.event, UndecodableEvent) else ""
+    return {"tenant_id": event.tenant_id, "stream_id": event.stream_id,
+            "version": event.version, "position": event.position, "type": event.type,
+            "error": error}
+
+
+def _as_json(
+    report: VerifyReport, differences: list[ViewDifference], undecodable: list[RecordedEvent]
+) -> dict[str, Any]:
     return {
-        "ok": report.ok and not differences,
+        "ok": report.ok and not differences and not undecodable,
         "streams": report.streams,
         "events": report.events,
         "chain_problems": [_problem_json(problem) for problem in report.problems],
@@ -133,6 +144,7 @@ def _as_json(report: VerifyReport, differences: list[ViewDifference]) -> dict[st
              "stored": d.stored, "rebuilt": d.rebuilt}
             for d in differences
         ],
+        "undecodable_events": [undecodable_json(event) for event in undecodable],
     }
 
 
@@ -141,7 +153,10 @@ def _problem_json(problem: StreamProblem) -> dict[str, Any]:
             "version": problem.version, "kind": problem.kind, "detail": problem.detail}
 
 
-def _print(context: Context, report: VerifyReport, differences: list[ViewDifference]) -> None:
+def _print(
+    context: Context, report: VerifyReport, differences: list[ViewDifference],
+    undecodable: list[RecordedEvent],
+) -> None:
     out = context.out
     out.print(verdict(f"Hash chains: {report.streams} streams, {report.events} events",
                       report.ok, f"{len(report.problems)} broken"))
@@ -151,6 +166,16 @@ def _print(context: Context, report: VerifyReport, differences: list[ViewDiffere
         for problem in report.problems:
             table.add_row(problem.tenant_id, problem.stream_id, str(problem.version),
                           problem.kind, problem.detail)
+        out.print(table)
+    out.print(verdict("Every event decodes as its type", not undecodable,
+                      f"{len(undecodable)} do not"))
+    if undecodable:
+        table = Table("#", "tenant", "stream", "version", "type", "error",
+                      title="Events that do not decode", title_justify="left")
+        for event in undecodable:
+            found = undecodable_json(event)
+            table.add_row(str(event.position), event.tenant_id, event.stream_id,
+                          str(event.version), event.type, found["error"])
         out.print(table)
     out.print(verdict("Views against a rebuild from the log", not differences,
                       f"{len(differences)} rows differ"))
