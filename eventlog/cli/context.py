@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import re
+import shlex
 import sys
 from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
@@ -27,7 +28,7 @@ from eventlog.cli.errors import EXIT_OPERATIONAL, EXIT_STATUSES_HELP, CommandErr
 from eventlog.cli.lenient import LenientRegistry
 from eventlog.cli.render import jsonable
 from eventlog.clock import Clock, system_clock
-from eventlog.errors import SchemaError, StorageError, StoreLocked
+from eventlog.errors import SchemaError, SchemaNotCurrent, StorageError, StoreLocked
 from eventlog.events import default_registry
 from eventlog.log import EventLog
 from eventlog.opening import DEFAULT_SCHEMA, DEFAULT_URL, backend_for, open_log
@@ -72,6 +73,27 @@ class Context:
         """The URL with any password masked, for messages."""
         return mask_password(self.url)
 
+    @property
+    def is_postgres(self) -> bool:
+        """Whether the log is on PostgreSQL (where ``--schema`` applies)."""
+        return self.url.partition("://")[0].lower().startswith("postgres")
+
+    def where(self) -> str:
+        """The log's address for messages: the URL, and the schema on PostgreSQL."""
+        shown = self.shown_url()
+        return f"schema {self.schema!r} of {shown}" if self.is_postgres else shown
+
+    def connection_args(self) -> str:
+        """The options that reach this same log from another command (``""`` when the
+        defaults and the environment already do): ``--url`` as given, ``--schema`` on
+        PostgreSQL whenever it is not the default. A password is masked, never printed."""
+        parts = []
+        if self.args.url is not None:
+            parts += ["--url", self.shown_url()]
+        if self.is_postgres and self.schema != DEFAULT_SCHEMA:
+            parts += ["--schema", self.schema]
+        return "".join(f" {shlex.quote(part)}" for part in parts)
+
     @asynccontextmanager
     async def open(
         self, *, upgrade: bool = False, create: bool = False, clock: Clock = system_clock,
@@ -92,7 +114,13 @@ class Context:
         )
         try:
             log = await opener.__aenter__()
-        except (StorageError, StoreLocked, SchemaError, OSError) as error:
+        except SchemaNotCurrent as error:
+            raise CommandError(self._not_current(error), EXIT_OPERATIONAL) from error
+        except SchemaError as error:
+            raise CommandError(
+                f"cannot open the log at {self.where()}: {error}", EXIT_OPERATIONAL
+            ) from error
+        except (StorageError, StoreLocked, OSError) as error:
             raise CommandError(
                 f"cannot open the log at {self.shown_url()}: {error}", EXIT_OPERATIONAL
             ) from error
@@ -103,6 +131,19 @@ class Context:
                 raise
         else:
             await opener.__aexit__(None, None, None)
+
+    def _not_current(self, error: SchemaNotCurrent) -> str:
+        command = self.args.command
+        if error.found is None:
+            check = (" Is --schema right (or $EVENTLOG_SCHEMA)? `eventlog demo` prints the "
+                     "options that reach the log it wrote." if self.is_postgres else "")
+            return (f"no event log at {self.where()}: it holds no eventlog tables.{check} "
+                    f"(`eventlog migrate{self.connection_args()}` would create an empty one "
+                    "there.)")
+        return (f"the log at {self.where()} is at schema revision {error.found}, this "
+                f"version of eventlog needs {error.needed}: run `eventlog migrate"
+                f"{self.connection_args()}` to upgrade it (`eventlog {command}` never changes "
+                "a schema)")
 
     def _require_existing(self) -> None:
         if self.url.partition("://")[0].lower() not in _LOCAL_SCHEMES:

@@ -328,7 +328,7 @@ async def finale(story: Story, batch: PendingBatch) -> bool:
 
 
 def _next_steps(context: Context, session: str, batch_id: str, claimed_at: int) -> None:
-    url = "" if context.args.url is None else f" --url {context.args.url}"
+    url = context.connection_args()
     context.out.print(Text("\nLook closer:", style="bold"))
     for command in (
         f"eventlog timeline {TENANT} {session}{url}",
