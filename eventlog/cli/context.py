@@ -31,7 +31,7 @@ from eventlog.clock import Clock, system_clock
 from eventlog.errors import SchemaError, SchemaNotCurrent, StorageError, StoreLocked
 from eventlog.events import default_registry
 from eventlog.log import EventLog
-from eventlog.opening import DEFAULT_SCHEMA, DEFAULT_URL, backend_for, open_log
+from eventlog.opening import DEFAULT_SCHEMA, DEFAULT_URL, backend_for, open_log, url_schema
 
 Handler = Callable[["Context"], Coroutine[Any, Any, int]]
 """A command: runs with its context and returns the exit status."""
@@ -60,9 +60,11 @@ class Context:
 
     @property
     def schema(self) -> str:
-        """The PostgreSQL schema: ``--schema``, else ``$EVENTLOG_SCHEMA``, else the default."""
+        """The PostgreSQL schema: ``--schema``, else the URL's ``?schema=``, else
+        ``$EVENTLOG_SCHEMA``, else the default."""
         given: str | None = self.args.schema
-        return given or os.environ.get("EVENTLOG_SCHEMA") or DEFAULT_SCHEMA
+        in_url = url_schema(self.url) if self.is_postgres else None
+        return given or in_url or os.environ.get("EVENTLOG_SCHEMA") or DEFAULT_SCHEMA
 
     @property
     def json(self) -> bool:
@@ -90,7 +92,7 @@ class Context:
         parts = []
         if self.args.url is not None:
             parts += ["--url", self.shown_url()]
-        if self.is_postgres and self.schema != DEFAULT_SCHEMA:
+        if self.is_postgres and self.schema not in (DEFAULT_SCHEMA, url_schema(self.url)):
             parts += ["--schema", self.schema]
         return "".join(f" {shlex.quote(part)}" for part in parts)
 

@@ -9,10 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from eventlog.cli import EXIT_OK, EXIT_OPERATIONAL, main
-from tests.cli.helpers import Run
+from eventlog import open_log
+from eventlog.cli import EXIT_OK, EXIT_OPERATIONAL, EXIT_USAGE, main
+from tests.cli.helpers import Run, Story
 from tests.cli.test_errors import one_line_error, run_bare
-from tests.conftest import PG_URL, BackendTarget, require_postgres
+from tests.conftest import PG_URL, BackendTarget, drop_schema, require_postgres
+from tests.events import Noted
 
 on_postgres = pytest.mark.parametrize("target", ["postgresql"], indirect=True)
 
@@ -65,3 +67,37 @@ def test_a_schema_without_a_log_is_named_with_reading_advice(
     assert "Is --schema right" in line
     assert f"`eventlog migrate --url {PG_URL} --schema {schema}`" in line
     assert "upgrade=True" not in line
+
+
+@on_postgres
+def test_schema_in_the_url_is_the_schema(
+    target: BackendTarget, own_story: Story, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``postgresql://…?schema=NAME`` (as the README's table shows) reads that schema."""
+    url = f"{PG_URL}?schema={target.schema}"
+    ran = run_bare(capsys, "timeline", own_story.tenant, own_story.session, "--url", url,
+                   "--json")
+    assert (EXIT_OK, own_story.session) == (ran.status, ran.json()["session"])
+
+
+def test_schema_in_the_url_and_another_schema_option_is_refused(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """?schema=a with --schema b: exit 2 naming both, before connecting."""
+    ran = run_bare(capsys, "log", "--url", f"{PG_URL}?schema=a", "--schema", "b")
+    line = one_line_error(ran)
+    assert EXIT_USAGE == ran.status
+    assert "names schema 'a' but schema='b' was also given" in line
+
+
+async def test_open_log_takes_the_schema_from_the_url() -> None:
+    """The library accepts ?schema= too, and keeps it out of the driver's options."""
+    require_postgres()
+    schema = f"t_{uuid.uuid4().hex[:12]}"
+    try:
+        async with open_log(f"{PG_URL}?schema={schema}") as log:
+            await log.append("t", "s", [Noted(text="x", number=1)])
+        async with open_log(PG_URL, schema=schema, upgrade=False) as log:
+            assert 1 == len((await log.read_all(tenant_id="t")).events)
+    finally:
+        await drop_schema(schema)
