@@ -18,7 +18,7 @@ from typing import Any
 from eventlog.cli.context import Context, add_command
 from eventlog.cli.errors import EXIT_OK, CommandError
 from eventlog.cli.horizon import settle_or_warn
-from eventlog.cli.options import non_negative_float, positive_int, timestamp
+from eventlog.cli.options import TIME_HELP, non_negative_float, positive_int, time_moment
 from eventlog.cli.render import event_json, event_line
 from eventlog.cli.scope import require_session, require_tenant
 from eventlog.log import EventLog
@@ -50,10 +50,10 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
                         help="only events at position N or later")
     parser.add_argument("--to-position", type=positive_int, metavar="N",
                         help="only events at position N or earlier")
-    parser.add_argument("--since", type=timestamp, metavar="TIME",
-                        help="only events recorded at or after TIME (ISO 8601; no zone = UTC)")
-    parser.add_argument("--until", type=timestamp, metavar="TIME",
-                        help="only events recorded at or before TIME")
+    parser.add_argument("--since", type=time_moment, metavar="TIME",
+                        help=f"only events recorded at or after TIME: {TIME_HELP}")
+    parser.add_argument("--until", type=time_moment, metavar="TIME",
+                        help="only events recorded at or before TIME (as --since)")
     parser.add_argument("--limit", type=positive_int, metavar="N",
                         help="stop after N events")
     parser.add_argument("--follow", "-f", action="store_true",
@@ -93,6 +93,10 @@ async def run(context: Context) -> int:
     """Print the matching events, then (with --follow) the new ones as they commit."""
     args = context.args
     _check_arguments(args)
+    for name in ("since", "until"):
+        given = getattr(args, name)
+        if given is not None and given.said is not None:
+            context.err.print(f"--{name} {given.describe()}", style="dim")
     async with context.open() as log:
         event_filter = await _build_filter(log, args)
         if not args.follow:  # a follower waits for late commits anyway
@@ -157,6 +161,6 @@ async def _build_filter(log: EventLog, args: argparse.Namespace) -> EventFilter:
         types=frozenset(args.types) if args.types else None,
         from_position=args.from_position,
         to_position=args.to_position,
-        since=args.since,
-        until=args.until,
+        since=args.since.value if args.since else None,
+        until=args.until.value if args.until else None,
     )

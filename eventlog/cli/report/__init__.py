@@ -19,7 +19,7 @@ from rich.text import Text
 from eventlog.cli.context import Context, add_command
 from eventlog.cli.errors import EXIT_FINDINGS, EXIT_OK, CommandError
 from eventlog.cli.horizon import settle_or_warn
-from eventlog.cli.options import position_or_time, positive_int
+from eventlog.cli.options import Moment, positive_int, when_moment
 from eventlog.cli.report import collect
 from eventlog.cli.report.page import ReportData, render_page
 from eventlog.cli.scope import require_session, require_tenant
@@ -46,7 +46,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     parser.add_argument("tenant", metavar="TENANT", nargs="?")
     parser.add_argument("session", metavar="SESSION", nargs="?")
     parser.add_argument(
-        "--as-of", type=position_or_time, metavar="WHEN",
+        "--as-of", type=when_moment, metavar="WHEN",
         help="show the log as it stood then: a position or a time (see `replay --help`)",
     )
     parser.add_argument("-o", "--output", metavar="FILE",
@@ -86,7 +86,7 @@ async def run(context: Context) -> int:
 
 async def write_report(
     context: Context, log: EventLog, tenant: str | None, session: str | None, *,
-    as_of: int | datetime | None = None, output: str | None = None,
+    as_of: Moment | None = None, output: str | None = None,
     max_sessions: int = DEFAULT_SESSIONS,
 ) -> Written:
     """Read the scope, verify, render the page and write it; what was written."""
@@ -119,9 +119,10 @@ class _Page:
 
 async def build_page(
     context: Context, log: EventLog, tenant: str | None, session: str | None,
-    as_of: int | datetime | None, max_sessions: int,
+    as_of_moment: Moment | None, max_sessions: int,
 ) -> _Page:
     """The page's HTML for the scope."""
+    as_of = as_of_moment.value if as_of_moment is not None else None
     if session is not None and tenant is None:
         raise CommandError("SESSION needs TENANT (session ids are per tenant)")
     if session is not None:
@@ -145,7 +146,7 @@ async def build_page(
         title=_title(tenant, session), source=context.shown_url(),
         generated_at=datetime.now(UTC), verify=verify, sessions=reports,
         index=collect.index_lines(scan, set(keys)),
-        as_of=collect.moment_text(as_of, last), left_after=scan.after_moment,
+        as_of=collect.moment_text(as_of_moment, last), left_after=scan.after_moment,
         states=await collect.states(log, reports, as_of),
     )
     return _Page(render_page(data), verify.ok, len(reports))

@@ -17,6 +17,7 @@ from rich.progress import Progress
 
 from eventlog.checkpoints.events import CheckpointCreated
 from eventlog.cli.lenient import UndecodableEvent
+from eventlog.cli.options import Moment
 from eventlog.cli.render import cell, when
 from eventlog.cli.report.model import SessionReport, build_session_report
 from eventlog.cli.report.page import SessionLine, Undecodable, VerifySummary
@@ -195,11 +196,11 @@ def session_reports(
                                  verify.problems) for tenant, session in keys]
 
 
-def moment_text(as_of: int | datetime | None, last: RecordedEvent | None) -> str | None:
+def moment_text(as_of: Moment | None, last: RecordedEvent | None) -> str | None:
     """How the page says what it is "as of"."""
     if as_of is None:
         return None
-    moment = f"position {as_of}" if isinstance(as_of, int) else when(as_of)
+    moment = as_of.describe()
     if last is None:
         return f"{moment} (nothing recorded yet)"
     return f"{moment} (last event shown: #{last.position}, recorded {when(last.recorded_at)})"
