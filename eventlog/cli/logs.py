@@ -10,9 +10,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import time
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
 from datetime import datetime
+from difflib import get_close_matches
 from typing import Any
 
 from eventlog.cli.context import Context, add_command
@@ -21,6 +22,7 @@ from eventlog.cli.horizon import settle_or_warn
 from eventlog.cli.options import TIME_HELP, non_negative_float, positive_int, time_moment
 from eventlog.cli.render import event_json, event_line
 from eventlog.cli.scope import require_session, require_tenant
+from eventlog.events import default_registry
 from eventlog.log import EventLog
 from eventlog.records import RecordedEvent
 from eventlog.transfer import SessionMembership
@@ -102,10 +104,12 @@ async def run(context: Context) -> int:
         if not args.follow:  # a follower waits for late commits anyway
             await settle_or_warn(context, log)
         shown = 0
+        types = TypeCheck(set(args.types or ()))
         async for event in follow(
             log, args.tenant, follow=args.follow, poll_interval=args.poll_interval,
-            max_wait=args.max_wait,
+            max_wait=args.max_wait, caught_up=lambda: types.caught_up(context, args.tenant),
         ):
+            types.seen.add(event.type)
             if not event_filter.matches(event):
                 continue
             if context.json:
@@ -118,14 +122,42 @@ async def run(context: Context) -> int:
     return EXIT_OK
 
 
+@dataclass
+class TypeCheck:
+    """Tells, once the log has been read to its end, about ``--type`` values that no
+    event read so far has: a type the library does not know either is a usage error
+    (with the nearest names), a known one is said never to have been written yet."""
+
+    wanted: set[str]
+    seen: set[str] = field(default_factory=set)
+    done: bool = False
+
+    def caught_up(self, context: Context, tenant: str | None) -> None:
+        """Called when the log has been read to its end (once is enough)."""
+        if self.done:
+            return
+        self.done = True
+        where = "this log" if tenant is None else f"tenant {tenant!r}"
+        for name in sorted(self.wanted - self.seen):
+            if name in default_registry:
+                context.err.print(f"note: no event of type {name!r} has been written to "
+                                  f"{where} yet", style="yellow")
+                continue
+            near = get_close_matches(name, sorted(self.seen | default_registry.tags), n=3)
+            hint = f"; did you mean {', '.join(near)}?" if near else ""
+            raise CommandError(f"no event of type {name!r} was ever written to {where}, and "
+                               f"it is not a type eventlog knows{hint}")
+
+
 async def follow(
     log: EventLog, tenant_id: str | None, *, follow: bool, poll_interval: float = 0.5,
-    max_wait: float | None = None,
+    max_wait: float | None = None, caught_up: Callable[[], None] | None = None,
 ) -> AsyncIterator[RecordedEvent]:
     """Every event in log order; with ``follow``, then every new one as it commits.
 
     Resumes from the cursor of the last page, so nothing is read twice or skipped.
     Following stops after ``max_wait`` seconds without a new event (never when None).
+    ``caught_up`` is called each time a read reaches the end of the log.
     """
     cursor: str | None = None
     idle_since = time.monotonic()
@@ -137,6 +169,8 @@ async def follow(
         if page.events:
             idle_since = time.monotonic()
             continue
+        if caught_up is not None:
+            caught_up()
         if not follow or (max_wait is not None and time.monotonic() - idle_since >= max_wait):
             return
         await asyncio.sleep(poll_interval)
