@@ -20,7 +20,7 @@ from eventlog.cli.context import Context, add_command
 from eventlog.cli.errors import EXIT_OK, CommandError
 from eventlog.cli.horizon import settle_or_warn
 from eventlog.cli.options import TIME_HELP, non_negative_float, positive_int, time_moment
-from eventlog.cli.render import event_json, event_line
+from eventlog.cli.render import event_json, event_line, when
 from eventlog.cli.scope import require_session, require_tenant
 from eventlog.events import default_registry
 from eventlog.log import EventLog
@@ -56,6 +56,10 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
                         help=f"only events recorded at or after TIME: {TIME_HELP}")
     parser.add_argument("--until", type=time_moment, metavar="TIME",
                         help="only events recorded at or before TIME (as --since)")
+    parser.add_argument("--full", action="store_true",
+                        help="show every field of every event whole (lines may wrap); by "
+                             "default lines fit the terminal and say how many fields they "
+                             "leave out")
     parser.add_argument("--limit", type=positive_int, metavar="N",
                         help="stop after N events")
     parser.add_argument("--follow", "-f", action="store_true",
@@ -104,6 +108,7 @@ async def run(context: Context) -> int:
         if not args.follow:  # a follower waits for late commits anyway
             await settle_or_warn(context, log)
         shown = 0
+        last_day = ""
         types = TypeCheck(set(args.types or ()))
         async for event in follow(
             log, args.tenant, follow=args.follow, poll_interval=args.poll_interval,
@@ -115,7 +120,12 @@ async def run(context: Context) -> int:
             if context.json:
                 context.print_json(event_json(event))
             else:
-                context.out.print(event_line(event))
+                day = when(event.recorded_at)[:10]
+                if day != last_day:
+                    context.out.print(f"── {day} (UTC) ──", style="dim")
+                    last_day = day
+                context.out.print(event_line(event, context.out.width, full=args.full,
+                                             date=False))
             shown += 1
             if args.limit is not None and shown >= args.limit:
                 break

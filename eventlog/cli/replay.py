@@ -19,7 +19,7 @@ from eventlog.cli.errors import EXIT_OK, CommandError
 from eventlog.cli.horizon import settle_or_warn
 from eventlog.cli.options import TIME_HELP, Moment, when_moment
 from eventlog.cli.progress import CountingLog
-from eventlog.cli.render import plural, redact, rows_table, when
+from eventlog.cli.render import plural, redact, rows_or_records, when
 from eventlog.cli.scope import require_session, require_tenant
 from eventlog.transfer import count_events
 from projections.memory import Row, ViewTables
@@ -150,4 +150,5 @@ def _print(
     for name, rows in shown.items():
         columns = COLUMNS.get(name) or (tuple(rows[0]) if rows else ())
         columns = tuple(column for column in columns if column not in filtered)
-        context.out.print(rows_table(f"{name} ({plural(len(rows), 'row')})", rows, columns))
+        context.out.print(rows_or_records(f"{name} ({plural(len(rows), 'row')})", rows,
+                                          columns, context.out.width))

@@ -104,9 +104,11 @@ def test_time_range(seeded: Seeded, story: Story, run: Run) -> None:
 
 
 def test_people_get_one_line_per_event(story: Story, run: Run) -> None:
-    """Without --json each event is one line: position, time, stream@version, type."""
+    """Without --json each event is one line: position, time, stream@version, type (under
+    a line naming the date)."""
     ran = run("log", "--tenant", story.tenant, "--stream", f"session:{story.session}")
-    lines = ran.out.splitlines()
+    date, *lines = ran.out.splitlines()
+    assert "── 2030-01-01 (UTC) ──" == date
     assert 5 == len(lines)
     assert f"session:{story.session}@1 checkpoint_created" in lines[0]
 
