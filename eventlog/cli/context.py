@@ -25,6 +25,7 @@ from rich.progress import (
 )
 
 from eventlog.cli.errors import EXIT_OPERATIONAL, EXIT_STATUSES_HELP, CommandError
+from eventlog.cli.examples import examples_help
 from eventlog.cli.lenient import LenientRegistry
 from eventlog.cli.render import jsonable
 from eventlog.clock import Clock, system_clock
@@ -194,10 +195,12 @@ def add_command(
     commands: Any, common: argparse.ArgumentParser, name: str, summary: str, handler: Handler,
     description: str | None = None,
 ) -> argparse.ArgumentParser:
-    """Add one command with the shared options, the exit statuses and its handler."""
+    """Add one command with the shared options, its examples (`eventlog.cli.examples`),
+    the exit statuses and its handler."""
     parser: argparse.ArgumentParser = commands.add_parser(
         name, parents=[common], help=summary, description=description or summary,
-        epilog=EXIT_STATUSES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=examples_help(name) + EXIT_STATUSES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.set_defaults(handler=handler)
     return parser
