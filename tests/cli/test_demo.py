@@ -84,6 +84,8 @@ def test_demo_process_on_the_default_sqlite_file(tmp_path: Path) -> None:
     for played in runs:
         assert_demo_recorded(target, played["session"], played["batch_id"])
         assert played["verify"]["ok"]
+        assert played["clock"]["simulated"]
+        assert played["clock"]["started"] < played["clock"]["ended"]
         assert Path(played["report"]).parent == tmp_path
         assert played["session"] in Path(played["report"]).read_text()
     times = [e.recorded_at for e in asyncio.run(tenant_events(target, "demo"))]
@@ -100,6 +102,8 @@ def test_demo_for_people(tmp_path: Path) -> None:
     report = tmp_path / f"eventlog-report-demo-{session}.html"
     assert f"Incident report: {report} (open it in a browser)" == last
     assert report.exists()
+    assert "The clock is simulated" in played.stdout
+    assert "on the simulated clock; the wall clock says" in played.stdout
     timeline = subprocess.run([str(EVENTLOG), "timeline", "demo", session, "--json"],
                               cwd=tmp_path, capture_output=True, text=True, check=False)
     story = json.loads(timeline.stdout)
