@@ -16,7 +16,17 @@ from typing import NoReturn
 import structlog
 from rich.text import Text
 
-from eventlog.cli import admin, demo, logs, replay, report, sessions, transfer, verify
+from eventlog.cli import (
+    admin,
+    completion,
+    demo,
+    logs,
+    replay,
+    report,
+    sessions,
+    transfer,
+    verify,
+)
 from eventlog.cli.context import Context, Handler
 from eventlog.cli.errors import (
     EXIT_FINDINGS,
@@ -34,7 +44,7 @@ checkpoint-eventlog: an event-sourced, hash-chained checkpoint log for agent and
 engines. Start with `eventlog demo`, then look at what it recorded with `eventlog log`,
 `eventlog timeline` and `eventlog verify`."""
 
-_COMMAND_MODULES = (demo, admin, logs, sessions, replay, report, verify, transfer)
+_COMMAND_MODULES = (demo, admin, logs, sessions, replay, report, verify, transfer, completion)
 
 
 class _JsonErrorParser(argparse.ArgumentParser):

@@ -42,6 +42,8 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
                ("eventlog export --tenant acme --session trip-1 -", "one session to stdout")),
     "import": (("eventlog import --url sqlite:///incident.db acme.jsonl",
                 "into a local file (created when new)"),),
+    "completion": (("eventlog completion bash", "print the bash script (eval it in ~/.bashrc)"),
+                   ("eventlog completion fish", "the fish script")),
 }
 """Per command: (command line, what it does)."""
 
