@@ -3,6 +3,8 @@ lists it as a finding, and the reading commands carry on past it."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from eventlog.cli import EXIT_FINDINGS, EXIT_OK
@@ -63,3 +65,23 @@ def test_log_and_timeline_carry_on_past_it(own_story: Story, own_run: Run,
     timeline = own_run("timeline", own_story.tenant, own_story.session, "--json")
     whats = [entry["what"] for entry in timeline.json()["entries"]]
     assert (EXIT_OK, "undecodable", "finalized") == (timeline.status, whats[6], whats[-1])
+
+
+@mutating
+def test_inspect_and_report_carry_on_past_it(
+    own_story: Story, own_run: Run, target: BackendTarget, tmp_path: Path
+) -> None:
+    """inspect lists the bad event in the audit trail as undecodable; report draws it as
+    an undecodable mark and lists it under verify (exit 1, the page written)."""
+    spoil_first_claim(own_story, target)
+    inspected = own_run("inspect", own_story.tenant, own_story.batch_id, "--json")
+    audit = inspected.json()["audit"]
+    assert EXIT_OK == inspected.status
+    assert "undecodable" in audit[1]["details"]
+    out = tmp_path / "r.html"
+    reported = own_run("report", own_story.tenant, own_story.session, "-o", str(out))
+    html = out.read_text()
+    assert EXIT_FINDINGS == reported.status
+    assert f'class="mark k-undecodable broken" data-pos="{own_story.positions["claim 1"]}"' \
+        in html
+    assert "<b>undecodable</b>" in html
