@@ -295,8 +295,8 @@ def _events(rows: list[Row], table_id: str) -> str:
         parts.append(
             f'<tr class="{classes}" id="ev-{row.position}" data-pos="{row.position}">'
             f"<td class=num>{row.position}</td><td class='mono time'>"
-            f"{escape(when(row.recorded_at))}</td><td>{escape(row.lane)}</td>"
-            f"<td class=mono>{escape(row.type)}</td><td>{escape(row.actor)}</td>"
+            f"{escape(when(row.recorded_at))}</td><td class=time>{escape(row.lane)}</td>"
+            f"<td class=mono>{escape(row.type)}</td><td class=time>{escape(row.actor)}</td>"
             f"<td class=mono>{escape(row.hash_prefix)}</td><td class=what>"
             f"{escape(row.what)}</td><td>{escape(row.details[:240])}</td></tr>")
     parts.append("</table></div>")
