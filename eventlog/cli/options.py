@@ -44,7 +44,8 @@ def timestamp(text: str) -> datetime:
 
 
 TIME_HELP = ("an ISO 8601 time (2026-11-29T14:02Z; no zone = UTC), a time of day (14:02: "
-             "the last 14:02 in UTC, the zone the log records), or a relative time (10m ago)")
+             "today's, in UTC, the zone the log records), or a relative time (10m ago)")
+_AHEAD = timedelta(hours=12)
 
 _TIME_OF_DAY = re.compile(r"^(\d{1,2}):(\d{2})(?::(\d{2})(?:\.(\d{1,6}))?)?$")
 _AGO = re.compile(r"^(\d+(?:\.\d+)?)\s*([a-z]+)\s+ago$")
@@ -74,8 +75,10 @@ class Moment:
 
 
 def parse_time(text: str, now: datetime) -> Moment:
-    """``text`` as a time: ISO 8601 (no zone = UTC), a time of day (the latest such
-    moment not after ``now``, in UTC) or ``N units ago``; ValueError otherwise."""
+    """``text`` as a time: ISO 8601 (no zone = UTC), a time of day (today in UTC, or
+    yesterday when today's is more than 12 hours ahead of ``now``) or ``N units ago``;
+    ValueError otherwise. (A time of day a little ahead stays today: a log written with a
+    simulated clock, like the demo's, runs ahead of the wall clock.)"""
     cleaned = text.strip().lower()
     day_time = _TIME_OF_DAY.match(cleaned)
     if day_time:
@@ -84,7 +87,7 @@ def parse_time(text: str, now: datetime) -> Moment:
             hour=int(hour), minute=int(minute), second=int(second or 0),
             microsecond=int((fraction or "0").ljust(6, "0")))
         day = "today"
-        if moment > now:
+        if moment - now > _AHEAD:  # 23:50 typed at 00:10 means last night
             moment, day = moment - timedelta(days=1), "yesterday"
         return Moment(moment, f"{text.strip()} {day}, UTC: the zone the log records")
     ago = _AGO.match(cleaned)

@@ -23,10 +23,17 @@ def test_a_time_of_day_is_today_in_utc_and_says_so() -> None:
     assert "14:02 today, UTC" in moment.describe()
 
 
-def test_a_time_of_day_still_ahead_is_yesterday() -> None:
-    """23:10 at 21:30 has not come yet today: it is yesterday's 23:10."""
-    assert datetime(2026, 11, 29, 23, 10, tzinfo=UTC) == parse_time("23:10", NOW).value
-    assert "yesterday" in parse_time("23:10", NOW).describe()
+def test_a_time_of_day_far_ahead_is_yesterday() -> None:
+    """23:50 typed at 00:10 means last night: more than 12 hours ahead is yesterday's."""
+    just_after_midnight = datetime(2026, 12, 1, 0, 10, tzinfo=UTC)
+    moment = parse_time("23:50", just_after_midnight)
+    assert datetime(2026, 11, 30, 23, 50, tzinfo=UTC) == moment.value
+    assert "yesterday" in moment.describe()
+
+
+def test_a_time_of_day_a_little_ahead_is_today() -> None:
+    """23:10 at 21:30 is still today's (a simulated clock, like the demo's, runs ahead)."""
+    assert datetime(2026, 11, 30, 23, 10, tzinfo=UTC) == parse_time("23:10", NOW).value
 
 
 def test_seconds_and_fractions_of_a_time_of_day() -> None:
