@@ -108,7 +108,7 @@ async def run(context: Context) -> int:
         if not args.follow:  # a follower waits for late commits anyway
             await settle_or_warn(context, log)
         shown = 0
-        last_day = ""
+        printer = Printer(context)
         types = TypeCheck(set(args.types or ()))
         async for event in follow(
             log, args.tenant, follow=args.follow, poll_interval=args.poll_interval,
@@ -117,19 +117,33 @@ async def run(context: Context) -> int:
             types.seen.add(event.type)
             if not event_filter.matches(event):
                 continue
-            if context.json:
-                context.print_json(event_json(event))
-            else:
-                day = when(event.recorded_at)[:10]
-                if day != last_day:
-                    context.out.print(f"── {day} (UTC) ──", style="dim")
-                    last_day = day
-                context.out.print(event_line(event, context.out.width, full=args.full,
-                                             date=False))
+            printer.print(event)
             shown += 1
             if args.limit is not None and shown >= args.limit:
                 break
     return EXIT_OK
+
+
+@dataclass
+class Printer:
+    """Prints events: JSON lines, or lines fitted to the terminal under a line naming
+    the date whenever it changes."""
+
+    context: Context
+    day: str = ""
+
+    def print(self, event: RecordedEvent) -> None:
+        """Print one event."""
+        context = self.context
+        if context.json:
+            context.print_json(event_json(event))
+            return
+        day = when(event.recorded_at)[:10]
+        if day != self.day:
+            context.out.print(f"── {day} (UTC) ──", style="dim")
+            self.day = day
+        context.out.print(event_line(event, context.out.width, full=context.args.full,
+                                     date=False))
 
 
 @dataclass

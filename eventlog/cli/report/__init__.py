@@ -21,7 +21,7 @@ from eventlog.cli.errors import EXIT_FINDINGS, EXIT_OK, CommandError
 from eventlog.cli.horizon import settle_or_warn
 from eventlog.cli.options import Moment, positive_int, when_moment
 from eventlog.cli.report import collect
-from eventlog.cli.report.page import ReportData, render_page
+from eventlog.cli.report.page import ReportData, VerifySummary, render_page
 from eventlog.cli.scope import require_session, require_tenant
 from eventlog.log import EventLog
 
@@ -123,21 +123,7 @@ async def build_page(
 ) -> _Page:
     """The page's HTML for the scope."""
     as_of = as_of_moment.value if as_of_moment is not None else None
-    if session is not None and tenant is None:
-        raise CommandError("SESSION needs TENANT (session ids are per tenant)")
-    if session is not None:
-        assert tenant is not None
-        streams = await require_session(log, tenant, session)
-    elif tenant is not None:
-        await require_tenant(log, tenant)
-    await settle_or_warn(context, log)
-    with context.progress() as progress:
-        if session is not None:
-            assert tenant is not None
-            scan = await collect.one_session(log, tenant, session, streams, as_of)
-        else:
-            scan = await collect.scan_sessions(log, tenant, as_of)
-        verify = await collect.verify_summary(log, tenant, progress)
+    scan, verify = await _read(context, log, tenant, session, as_of)
     keys = collect.latest_sessions(scan, max_sessions)
     reports = collect.session_reports(scan, keys, verify)
     last = max((e for events in scan.sessions.values() for e in events[-1:]),
@@ -150,6 +136,26 @@ async def build_page(
         states=await collect.states(log, reports, as_of),
     )
     return _Page(render_page(data), verify.ok, len(reports))
+
+
+async def _read(
+    context: Context, log: EventLog, tenant: str | None, session: str | None,
+    as_of: int | datetime | None,
+) -> tuple[collect.Scan, VerifySummary]:
+    """The scope's events (cut at ``as_of``) and the verify result; unknown names refused."""
+    if session is not None:
+        if tenant is None:
+            raise CommandError("SESSION needs TENANT (session ids are per tenant)")
+        streams = await require_session(log, tenant, session)
+    elif tenant is not None:
+        await require_tenant(log, tenant)
+    await settle_or_warn(context, log)
+    with context.progress() as progress:
+        if session is not None and tenant is not None:
+            scan = await collect.one_session(log, tenant, session, streams, as_of)
+        else:
+            scan = await collect.scan_sessions(log, tenant, as_of)
+        return scan, await collect.verify_summary(log, tenant, progress)
 
 
 def _title(tenant: str | None, session: str | None) -> str:

@@ -268,11 +268,33 @@ def actor(event: RecordedEvent, entry: Entry) -> str:
     return ""
 
 
+_Node = tuple[int, CheckpointCreated, Entry]
+
+
 def checkpoint_tree(events: Sequence[RecordedEvent], entries: list[Entry]) -> list[TreeRow]:
     """The checkpoint records as a tree (a child under the latest earlier record of its
     parent id), depth first; straight stretches longer than ``2 * CHAIN_EDGE + 1`` are
     folded into one line (which counts as one level of depth)."""
-    nodes: list[tuple[int, CheckpointCreated, Entry]] = []
+    nodes, children, roots = _forest(events, entries)
+    rows: list[TreeRow] = []
+    stack = [(root, 0) for root in reversed(roots)]
+    while stack:  # iterative: a straight chain of 10,000 must not recurse 10,000 deep
+        node, depth = stack.pop()
+        chain = [node]
+        while len(children.get(chain[-1], ())) == 1:
+            chain.append(children[chain[-1]][0])
+        shown = _chain_rows([nodes[i] for i in chain], depth)
+        rows.extend(shown)
+        below = shown[-1].depth + 1
+        stack.extend((child, below) for child in reversed(children.get(chain[-1], [])))
+    return rows
+
+
+def _forest(
+    events: Sequence[RecordedEvent], entries: list[Entry]
+) -> tuple[list[_Node], dict[int, list[int]], list[int]]:
+    """The checkpoint nodes, each node's children and the roots (indexes into nodes)."""
+    nodes: list[_Node] = []
     children: dict[int, list[int]] = {}
     roots: list[int] = []
     latest_by_id: dict[str, int] = {}
@@ -285,24 +307,11 @@ def checkpoint_tree(events: Sequence[RecordedEvent], entries: list[Entry]) -> li
         parent = latest_by_id.get(payload.parent_id or "")
         (children.setdefault(parent, []) if parent is not None else roots).append(node)
         latest_by_id[payload.checkpoint_id] = node
-    rows: list[TreeRow] = []
-    stack = [(root, 0) for root in reversed(roots)]
-    while stack:
-        node, depth = stack.pop()
-        chain = [node]
-        while len(children.get(chain[-1], ())) == 1:
-            chain.append(children[chain[-1]][0])
-        shown = _chain_rows([nodes[i] for i in chain], depth)
-        rows.extend(shown)
-        below = shown[-1].depth + 1
-        stack.extend((child, below) for child in reversed(children.get(chain[-1], [])))
-    return rows
+    return nodes, children, roots
 
 
-def _chain_rows(
-    chain: list[tuple[int, CheckpointCreated, Entry]], depth: int
-) -> list[TreeRow]:
-    def row(item: tuple[int, CheckpointCreated, Entry], level: int) -> TreeRow:
+def _chain_rows(chain: list[_Node], depth: int) -> list[TreeRow]:
+    def row(item: _Node, level: int) -> TreeRow:
         position, created, entry = item
         why = entry.details.split("; ", 1)[1] if entry.duplicate_of is not None else None
         return TreeRow(level, position, created.checkpoint_id, created.step, entry.lane, why)

@@ -134,36 +134,48 @@ def _as_of(report: ReportData) -> str:
 
 def verify_section(verify: VerifySummary, sessions: Sequence[SessionReport]) -> str:
     """The verify badge, its counts and every finding (the first broken link first)."""
-    where = {(s.tenant, row.full.get("stream_id"), row.full.get("version")): row.position
-             for s in sessions for row in s.rows}
     badge = ('<span class="badge ok" id="verify-badge" data-ok="true">verified: every chain '
              "intact, every view matches the log</span>" if verify.ok else
              '<span class="badge bad" id="verify-badge" data-ok="false">verify found '
              f"{plural(_findings(verify), 'problem')}</span>")
-    parts = [f'<section class="card" id="verify"><h2>Verify {badge}</h2>',
-             f'<div class="facts"><span>checked <b>{escape(verify.scope)}</b></span>'
-             f"<span><b>{verify.streams}</b> streams</span><span><b>{verify.events}</b> "
-             "events hash-chained</span></div>"]
-    if verify.problems or verify.undecodable:
-        parts.append("<h3>Hash chains: first broken link of each stream</h3><table>"
-                     "<tr><th>tenant</th><th>stream</th><th class=num>version</th><th>problem"
-                     "</th><th>detail</th></tr>")
-        for problem in verify.problems:
-            position = where.get((problem.tenant_id, problem.stream_id, problem.version))
-            parts.append(_problem_row(problem.tenant_id, problem.stream_id, problem.version,
-                                      problem.kind, problem.detail, position))
-        for bad in verify.undecodable:
-            parts.append(_problem_row(bad.tenant_id, bad.stream_id, bad.version,
-                                      "undecodable", f"{bad.type}: {bad.error}", bad.position))
-        parts.append("</table>")
-    if verify.view_differences:
-        parts.append("<h3>View rows that differ from a rebuild from the log</h3><ul>")
-        parts.extend(f"<li>{escape(line)}</li>" for line in verify.view_differences[:50])
-        if len(verify.view_differences) > 50:
-            parts.append(f"<li>… and {len(verify.view_differences) - 50} more "
-                         "(<code>eventlog verify</code> lists them)</li>")
-        parts.append("</ul>")
-    parts.append("</section>")
+    return "".join([
+        f'<section class="card" id="verify"><h2>Verify {badge}</h2>',
+        f'<div class="facts"><span>checked <b>{escape(verify.scope)}</b></span>'
+        f"<span><b>{verify.streams}</b> streams</span><span><b>{verify.events}</b> "
+        "events hash-chained</span></div>",
+        _chain_findings(verify, sessions), _view_findings(verify.view_differences),
+        "</section>",
+    ])
+
+
+def _chain_findings(verify: VerifySummary, sessions: Sequence[SessionReport]) -> str:
+    if not (verify.problems or verify.undecodable):
+        return ""
+    where = {(s.tenant, row.full.get("stream_id"), row.full.get("version")): row.position
+             for s in sessions for row in s.rows}
+    parts = ["<h3>Hash chains: first broken link of each stream</h3><table><tr><th>tenant"
+             "</th><th>stream</th><th class=num>version</th><th>problem</th><th>detail</th>"
+             "</tr>"]
+    for problem in verify.problems:
+        position = where.get((problem.tenant_id, problem.stream_id, problem.version))
+        parts.append(_problem_row(problem.tenant_id, problem.stream_id, problem.version,
+                                  problem.kind, problem.detail, position))
+    for bad in verify.undecodable:
+        parts.append(_problem_row(bad.tenant_id, bad.stream_id, bad.version,
+                                  "undecodable", f"{bad.type}: {bad.error}", bad.position))
+    parts.append("</table>")
+    return "".join(parts)
+
+
+def _view_findings(differences: list[str]) -> str:
+    if not differences:
+        return ""
+    parts = ["<h3>View rows that differ from a rebuild from the log</h3><ul>"]
+    parts.extend(f"<li>{escape(line)}</li>" for line in differences[:50])
+    if len(differences) > 50:
+        parts.append(f"<li>… and {len(differences) - 50} more "
+                     "(<code>eventlog verify</code> lists them)</li>")
+    parts.append("</ul>")
     return "".join(parts)
 
 
