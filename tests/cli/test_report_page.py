@@ -185,3 +185,10 @@ def test_ten_thousand_checkpoints_are_summarized_under_ten_megabytes() -> None:
     assert len(report.tree) < 20
     assert len(html.encode()) < 10 * 1024 * 1024
     assert html.count('class="bin ') + html.count('class="mark ') <= 700
+
+
+def test_a_session_without_events_yet_renders() -> None:
+    """As of a moment before the session's first event: a note, no lanes, no error."""
+    html = page([], as_of="position 1", left_after=11)
+    assert "No events of this session yet at this moment." in html
+    assert 'class="lane ' not in html

@@ -76,7 +76,10 @@ def layout(report: SessionReport) -> Layout:
 
 
 def swimlanes(report: SessionReport) -> str:
-    """The session's lanes, marks and links as one ``<svg>`` element."""
+    """The session's lanes, marks and links as one ``<svg>`` element (a note when the
+    session had no events yet at the moment shown)."""
+    if not report.marks:
+        return '<p class="note">No events of this session yet at this moment.</p>'
     shape = layout(report)
     parts = [
         f'<svg class="lanes" xmlns="http://www.w3.org/2000/svg" width="{shape.width:.0f}" '
