@@ -259,7 +259,9 @@ _LEGEND = (("checkpoint", "checkpoint"), ("duplicate", "duplicate (replayed step
            ("stale", "superseded claim (its later attempts refused)"),
            ("capture", "capture"), ("effect", "dispatch marker (effect)"),
            ("finish", "finish / release"), ("expired", "expired"),
-           ("reconcile", "reconciliation"), ("undecodable", "undecodable event"))
+           ("unresolved", "effect unresolved (needs a reconcile)"),
+           ("reconcile", "reconciliation"), ("tombstone", "session deleted"),
+           ("undecodable", "undecodable event"))
 
 
 def _legend() -> str:
