@@ -352,6 +352,8 @@ def _next_steps(context: Context, session: str, batch_id: str, claimed_at: int) 
         f"eventlog log --tenant {TENANT} --session {session}{url}",
         f"eventlog replay --as-of {claimed_at} --tenant {TENANT} --session {session}{url}"
         "   # the views while worker 1 held its claim",
+        f"eventlog report {TENANT} {session} --as-of {claimed_at} -o as-of-claim.html{url}"
+        "   # the same moment, drawn",
         f"eventlog verify{url}",
     ):
         context.out.print(f"  {command}")

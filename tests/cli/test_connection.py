@@ -35,7 +35,7 @@ def test_demo_hints_on_postgresql_name_the_schema(
     played = own_run("demo")
     assert EXIT_OK == played.status, played.err
     commands = hints(played.out)
-    assert 5 == len(commands)
+    assert 6 == len(commands)
     for command in commands:
         assert f"--url {PG_URL} --schema {target.schema}" in command
         capsys.readouterr()
