@@ -23,16 +23,19 @@ def encode_position(position: int) -> str:
 
 
 def decode_position(cursor: str | None) -> int:
-    """The position a single-writer cursor stands after (0 for the start)."""
+    """The position a single-writer cursor stands after (0 for the start).
+
+    A PostgreSQL cursor is refused: its position is not an order on this backend, so
+    resuming from it could skip events (log order there is by transaction first).
+    """
     if cursor is None:
         return 0
     kind, _, rest = cursor.partition(":")
     if kind == "p" and is_number(rest, MAX_POSITION):
         return int(rest)
     if kind == "x":
-        parts = rest.split(":")
-        if len(parts) == 2 and is_number(parts[0], MAX_XID) and is_number(parts[1], MAX_POSITION):
-            return int(parts[1])
+        raise InvalidInput("after", f"{cursor[:80]!r} is a PostgreSQL cursor; this log is "
+                                    "not on PostgreSQL: pass a cursor it returned")
     raise _not_a_cursor(cursor)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import uuid
 from datetime import UTC, datetime
+from typing import Protocol
 
 GENESIS_HASH = bytes(32)
 """The ``prev_hash`` of every stream's first event."""
@@ -45,6 +46,36 @@ def event_hash(
         digest.update(len(part).to_bytes(8, "big"))
         digest.update(part)
     return digest.digest()
+
+
+class Envelope(Protocol):
+    """A stored event's hashed fields (a `StoredEvent` or `RecordedEvent` is one)."""
+
+    @property
+    def tenant_id(self) -> str: ...
+    @property
+    def stream_id(self) -> str: ...
+    @property
+    def version(self) -> int: ...
+    @property
+    def event_id(self) -> uuid.UUID: ...
+    @property
+    def type(self) -> str: ...
+    @property
+    def recorded_at(self) -> datetime: ...
+    @property
+    def data(self) -> bytes: ...
+    @property
+    def prev_hash(self) -> bytes: ...
+
+
+def recompute_hash(stored: Envelope) -> bytes:
+    """The chain hash a stored event should carry, recomputed from its stored fields."""
+    return event_hash(
+        tenant_id=stored.tenant_id, stream_id=stored.stream_id, version=stored.version,
+        event_id=stored.event_id, type=stored.type, recorded_at=stored.recorded_at,
+        data=stored.data, prev_hash=stored.prev_hash,
+    )
 
 
 def to_micros(moment: datetime) -> int:

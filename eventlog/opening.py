@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -10,19 +10,21 @@ from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 import structlog
 
+from eventlog.checkpoints.store import CheckpointStore
 from eventlog.clock import Clock, system_clock
 from eventlog.errors import InvalidInput, InvalidURL
 from eventlog.events import EventRegistry
+from eventlog.interrupts.models import InterruptOptions, Operation
+from eventlog.interrupts.store import InterruptStore
 from eventlog.log import DEFAULT_MAX_PAYLOAD_BYTES, EventLog
 from eventlog.storage.base import StorageBackend
 from eventlog.validation import check_id
+from projections import INLINE_PROJECTIONS
+from projections.base import Projection
 from projections.runner import fold_events
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncEngine
-
-    from eventlog.interrupts import InterruptOptions, Operation
-    from projections.base import Projection
 
 logger = structlog.get_logger(__name__)
 
@@ -61,9 +63,12 @@ async def open_log(
     """
     storage = backend_for(target, schema=schema, **backend_options)
     log = EventLog(
-        storage, registry=registry, projections=projections, clock=clock,
-        max_payload_bytes=max_payload_bytes, interrupt_options=interrupt_options,
-        operations=operations,
+        storage, registry=registry, clock=clock, max_payload_bytes=max_payload_bytes,
+        projections=INLINE_PROJECTIONS if projections is None else projections,
+    )
+    log.attach_stores(
+        checkpoints=CheckpointStore(log),
+        interrupts=InterruptStore(log, interrupt_options, operations),
     )
     try:
         log.schema_revision = await storage.open(upgrade=upgrade)
@@ -80,11 +85,48 @@ async def open_log(
         await log.close()
 
 
+MAX_SCHEMA_BYTES = 63
+"""PostgreSQL cuts longer identifiers silently, so two long names could share a schema."""
+
+
+def check_schema(schema: Any) -> str:
+    """``schema`` if it can name a PostgreSQL schema exactly, else `InvalidInput`."""
+    name = check_id("schema", schema)
+    if '"' in name:
+        raise InvalidInput("schema", f"{name!r} contains a double quote")
+    if len(name.encode()) > MAX_SCHEMA_BYTES:
+        raise InvalidInput("schema", f"{name!r} is longer than {MAX_SCHEMA_BYTES} bytes, "
+                                     "which PostgreSQL would cut short")
+    return name
+
+
+BackendFactory = Callable[..., StorageBackend]
+"""Builds an unopened backend for a URL: ``factory(url, schema=schema, **options)``."""
+
+_SCHEMES: dict[str, BackendFactory] = {}
+
+
+def register_backend(scheme: str, factory: BackendFactory) -> None:
+    """Let `open_log` open ``scheme://…`` URLs with ``factory(url, schema=…, **options)``.
+
+    ``factory`` returns an unopened `eventlog.storage.base.StorageBackend` (a backend that
+    lives outside this package registers itself this way). A scheme is case-insensitive
+    and names one factory: registering a different one for a taken scheme is refused.
+    """
+    if not isinstance(scheme, str) or not scheme.isascii() or not scheme.strip():
+        raise InvalidInput("scheme", f"must be a URL scheme, not {scheme!r}"[:200])
+    scheme = scheme.lower()
+    known = _SCHEMES.get(scheme)
+    if known is not None and known is not factory:
+        raise InvalidInput("scheme", f"{scheme!r} is already registered to {known!r}")
+    _SCHEMES[scheme] = factory
+
+
 def backend_for(
     target: str | AsyncEngine | None, *, schema: str = DEFAULT_SCHEMA, **options: Any
 ) -> StorageBackend:
     """The storage backend a URL or engine names; backends are imported only when used."""
-    check_id("schema", schema)
+    check_schema(schema)
     if target is None:
         target = DEFAULT_URL
     if not isinstance(target, str):
@@ -92,27 +134,56 @@ def backend_for(
     scheme, _, rest = target.partition("://")
     if not rest and scheme != "memory":
         raise InvalidURL(target, "expected scheme://…, e.g. sqlite:///eventlog.db")
-    scheme = scheme.lower()
-    if scheme == "memory":
-        _no_options(options)
-        from eventlog.storage.memory import MemoryBackend
+    factory = _SCHEMES.get(scheme.lower())
+    if factory is None:
+        raise InvalidURL(target, f"unknown scheme {scheme.lower()!r}; use one of "
+                                 f"{', '.join(sorted(_SCHEMES))}")
+    return factory(target, schema=schema, **options)
 
-        return MemoryBackend()
-    if scheme in ("sqlite", "sqlite+aiosqlite"):
-        from eventlog.storage.sqlite import SqliteBackend
 
-        return SqliteBackend(path=_local_path(target), **options)
-    if scheme in ("postgresql", "postgres", "postgresql+asyncpg"):
-        from eventlog.storage.postgres import PostgresBackend
+# -- the built-in backends, each imported only when its scheme is opened ---------------------
 
-        url, schema = _schema_from_url(_postgres_url(target), schema)
-        return PostgresBackend(url=url, schema=schema, **options)
-    if scheme == "file":
-        _no_options(options)
-        from eventlog.storage.files import FileBackend
 
-        return FileBackend(Path(_local_path(target)))
-    raise InvalidURL(target, f"unknown scheme {scheme!r}; use sqlite, postgresql, memory or file")
+def _memory(url: str, *, schema: str, **options: Any) -> StorageBackend:
+    _no_options(options)
+    from eventlog.storage.memory import MemoryBackend
+
+    return MemoryBackend()
+
+
+def _sqlite(url: str, *, schema: str, **options: Any) -> StorageBackend:
+    from eventlog.storage.sqlite import SqliteBackend
+
+    return SqliteBackend(path=_local_path(url), **options)
+
+
+def _postgres(url: str, *, schema: str, **options: Any) -> StorageBackend:
+    from eventlog.storage.postgres import PostgresBackend
+
+    url, schema = _schema_from_url(_postgres_url(url), schema)
+    return PostgresBackend(url=url, schema=schema, **options)
+
+
+def _file(url: str, *, schema: str, **options: Any) -> StorageBackend:
+    _no_options(options)
+    from eventlog.storage.files import FileBackend
+
+    return FileBackend(Path(_local_path(url)))
+
+
+for _scheme, _factory in (
+    ("memory", _memory), ("sqlite", _sqlite), ("sqlite+aiosqlite", _sqlite),
+    ("postgresql", _postgres), ("postgres", _postgres), ("postgresql+asyncpg", _postgres),
+    ("file", _file),
+):
+    register_backend(_scheme, _factory)
+
+
+def local_path(url: str) -> str | None:
+    """The file or directory a local URL (``sqlite://``, ``file://``) names, else None."""
+    if url.partition("://")[0].lower() in ("sqlite", "sqlite+aiosqlite", "file"):
+        return _local_path(url)
+    return None
 
 
 def _backend_for_engine(engine: Any, schema: str, options: dict[str, Any]) -> StorageBackend:
@@ -170,7 +241,7 @@ def _schema_from_url(url: str, schema: str) -> tuple[str, str]:
         return url, schema
     if schema not in (DEFAULT_SCHEMA, named):
         raise InvalidURL(url, f"names schema {named!r} but schema={schema!r} was also given")
-    check_id("schema", named)
+    check_schema(named)
     parts = urlsplit(url)
     query = urlencode([(key, value) for key, value in parse_qsl(parts.query,
                        keep_blank_values=True) if key != "schema"])

@@ -90,7 +90,8 @@ class StreamProblem(msgspec.Struct, frozen=True, kw_only=True):
     version: int
     kind: str
     """One of ``broken_link``, ``hash_mismatch``, ``missing_version``, ``truncated``,
-    ``head_mismatch``."""
+    ``head_mismatch``, ``unread_events`` (the scan read fewer of a tenant's events than the
+    storage counted before it began; ``stream_id`` is empty and ``version`` 0)."""
     detail: str
 
 

@@ -13,8 +13,8 @@ The file (format ``checkpoint-eventlog/export``, version 1) is JSON Lines:
   since the Unix epoch, UTC), "data" (the stored bytes, base64), "prev_hash", "hash"
   (hex), "position" (in the source; informational)}`` in the source's log order;
 - ``{"kind": "blob", "digest", "refs", "data" (base64)}`` right before the first event
-  that names the blob's digest (64 hex digits in its data), so an import commits each
-  blob together with that event; a blob no exported event names comes last;
+  that references the blob (`Event.blob_digests`), so an import commits each blob
+  together with that event; a blob no exported event references comes last;
 - a footer ``{"kind": "end", "events", "blobs"}``: a file without it is truncated and
   refused.
 
@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import re
 import uuid
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -42,15 +41,16 @@ from typing import IO, Any
 import msgspec
 import structlog
 
-from eventlog.errors import EventLogError, InvalidInput, VersionConflict
-from eventlog.hashing import GENESIS_HASH, content_digest, event_hash, to_micros
-from eventlog.interrupts.events import BatchCreated
+from eventlog.clock import read_clock
+from eventlog.errors import EventLogError, InvalidInput
+from eventlog.events.interrupts import BatchCreated
+from eventlog.hashing import GENESIS_HASH, content_digest, recompute_hash, to_micros
 from eventlog.log import EventLog
 from eventlog.records import RecordedEvent, StoredEvent
-from eventlog.storage.base import AppendRequest, PendingEvent, StreamVersionTaken
 from eventlog.validation import check_id, check_optional_id
-from projections.changes import Change
+from projections.checkpoints import CHECKPOINTS
 from projections.query import ViewQuery
+from projections.views import STREAM_HEADS
 
 logger = structlog.get_logger(__name__)
 
@@ -61,7 +61,6 @@ Progress = Callable[[str, int, int | None], None]
 """Called as ``(phase, done, total)`` while exporting or importing (total may be None)."""
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_DIGEST_IN_DATA = re.compile(rb'"([0-9a-f]{64})"')
 _PAGE = 1000
 _MAX_GROUP = 256  # events of one stream committed in one append while importing
 _encoder = msgspec.json.Encoder()
@@ -163,7 +162,7 @@ async def export_log(
     writer.line({
         "format": FORMAT, "version": FORMAT_VERSION, "tenant": tenant_id,
         "session": session_id, "with_state": with_state,
-        "exported_at": datetime.now(UTC).isoformat(), "source": log.storage.name,
+        "exported_at": read_clock(log.clock).isoformat(), "source": log.backend_name,
     })
     membership = SessionMembership(session_id) if session_id is not None else None
     scanned = 0
@@ -201,7 +200,7 @@ class _ExportWriter:
         self.sink.write(_encoder.encode(record) + b"\n")
 
     async def event(self, event: RecordedEvent) -> None:
-        for digest in named_digests(event.data):
+        for digest in event.event.blob_digests():
             await self.blob(digest)
         self.line({
             "kind": "event", "stream": event.stream_id, "version": event.version,
@@ -230,16 +229,11 @@ class _ExportWriter:
             await self.blob(digest)
 
 
-def named_digests(data: bytes) -> list[bytes]:
-    """The SHA-256 digests an event's bytes name (64 lowercase hex digits in a string)."""
-    return [bytes.fromhex(match.decode()) for match in _DIGEST_IN_DATA.findall(data)]
-
-
 async def _blob_refs(log: EventLog, tenant_id: str, session_id: str | None) -> dict[bytes, int]:
     if session_id is None:
-        return dict(await log.storage.blob_refs(tenant_id))
-    rows = await log.storage.query(ViewQuery(
-        "checkpoints", {"tenant_id": tenant_id, "session_id": session_id},
+        return await log.blob_refs(tenant_id)
+    rows = await log.query(ViewQuery(
+        CHECKPOINTS, {"tenant_id": tenant_id, "session_id": session_id},
         columns=("state_digest",),
     ))
     return dict(Counter(bytes(row["state_digest"]) for row in rows))
@@ -248,7 +242,7 @@ async def _blob_refs(log: EventLog, tenant_id: str, session_id: str | None) -> d
 async def count_events(log: EventLog, tenant_id: str | None = None) -> int:
     """How many events the log holds (for one tenant), from the stream-heads view."""
     where = {} if tenant_id is None else {"tenant_id": tenant_id}
-    rows = await log.storage.query(ViewQuery("stream_heads", where, columns=("version",)))
+    rows = await log.query(ViewQuery(STREAM_HEADS, where, columns=("version",)))
     return sum(int(row["version"]) for row in rows)
 
 
@@ -333,7 +327,7 @@ def _read_header(source: IO[bytes]) -> dict[str, Any]:
 
 
 async def _target_heads(log: EventLog, tenant_id: str) -> dict[str, dict[str, Any]]:
-    rows = await log.storage.query(ViewQuery("stream_heads", {"tenant_id": tenant_id}))
+    rows = await log.query(ViewQuery(STREAM_HEADS, {"tenant_id": tenant_id}))
     return {row["stream_id"]: row for row in rows}
 
 
@@ -374,7 +368,7 @@ def _check_link(plan: _FilePlan, stored: StoredEvent, heads: dict[str, Any], num
     if stored.version != version + 1 or stored.prev_hash != prev:
         raise InvalidInput("file", f"line {number}: stream {stored.stream_id!r} version "
                                    f"{stored.version} does not follow version {version}")
-    if _hash_of(plan.header["tenant"], stored) != stored.hash:
+    if recompute_hash(stored) != stored.hash:
         raise InvalidInput("file", f"line {number}: stream {stored.stream_id!r} version "
                                    f"{stored.version} does not hash to its recorded hash "
                                    "(the file was altered)")
@@ -398,7 +392,9 @@ async def _plan_skips(log: EventLog, plan: _FilePlan, heads: dict[str, dict[str,
                                     "file's (a different history); nothing was imported")
             plan.skip[stream_id] = version
             continue
-        ours = await log.storage.read_stream(tenant_id, stream_id, last_version, 1)
+        ours = [event async for event in log.read_stream(
+            tenant_id, stream_id, last_version, limit=1
+        )]
         if not ours or ours[0].hash != last_hash:
             raise ImportRefused(stream_id, last_version, "the target's event differs from "
                                 "the file's (a different history); nothing was imported")
@@ -444,7 +440,7 @@ class _Importer:
             self.group_blobs.update(self.waiting)
         if not self.group:
             return
-        await append_recorded(self.log, self.tenant_id, self.group, self.group_blobs)
+        await self.log.append_recorded(self.tenant_id, self.group, blobs=self.group_blobs)
         self.imported += len(self.group)
         self.blobs += len(self.group_blobs)
         self.streams.add(self.group[0].stream_id)
@@ -454,50 +450,6 @@ class _Importer:
     def _report(self) -> None:
         if self.progress is not None:
             self.progress("import", self.imported + self.present, self.plan.events)
-
-
-async def append_recorded(
-    log: EventLog,
-    tenant_id: str,
-    events: list[StoredEvent],
-    blobs: dict[bytes, tuple[bytes, int]],
-) -> list[int]:
-    """Append already-recorded events of ONE stream, as they are, in one transaction.
-
-    Each event keeps its id, version, recorded time, bytes and hashes; the log's inline
-    projections fold them as any append's; ``blobs`` maps a digest to its payload and the
-    references to add. The events must continue the stream exactly (the next version,
-    linked to its head hash) and must hash to their recorded hashes; otherwise nothing is
-    written and `InvalidInput` (bad events) or `VersionConflict` (the stream moved) is
-    raised.
-    """
-    stream_id = events[0].stream_id
-    head = await log.storage.stream_head(tenant_id, stream_id)
-    version, prev_hash = head if head is not None else (0, GENESIS_HASH)
-    pending: list[PendingEvent] = []
-    changes: list[tuple[int, Change]] = []
-    for index, stored in enumerate(events):
-        if stored.stream_id != stream_id or stored.version != version + 1 or (
-            stored.prev_hash != prev_hash
-        ):
-            raise VersionConflict(stream_id, version + 1, stored.version - 1)
-        if _hash_of(tenant_id, stored) != stored.hash:
-            raise InvalidInput("events", f"stream {stream_id!r} version {stored.version} "
-                                         "does not hash to its recorded hash")
-        pending.append(PendingEvent(
-            event_id=stored.event_id, version=stored.version, recorded_at=stored.recorded_at,
-            type=stored.type, data=stored.data, prev_hash=stored.prev_hash, hash=stored.hash,
-        ))
-        changes.extend(log.view_changes(index, log.decode(stored)))
-        version, prev_hash = stored.version, stored.hash
-    request = AppendRequest(tenant_id=tenant_id, stream_id=stream_id, events=pending,
-                            changes=changes, blob_adds=blobs)
-    try:
-        return await log.storage.append(request)
-    except StreamVersionTaken:
-        actual = await log.storage.stream_head(tenant_id, stream_id)
-        raise VersionConflict(stream_id, events[0].version - 1,
-                              0 if actual is None else actual[0]) from None
 
 
 # -- records ---------------------------------------------------------------------------------
@@ -559,10 +511,3 @@ def _digest(value: Any) -> bytes:
         raise ValueError(f"{value!r} is not a SHA-256 digest")
     return digest
 
-
-def _hash_of(tenant_id: str, stored: StoredEvent) -> bytes:
-    return event_hash(
-        tenant_id=tenant_id, stream_id=stored.stream_id, version=stored.version,
-        event_id=stored.event_id, type=stored.type, recorded_at=stored.recorded_at,
-        data=stored.data, prev_hash=stored.prev_hash,
-    )

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 import msgspec
 import sqlalchemy as sa
 
-from eventlog.checkpoints.events import CheckpointCreated, SessionDeleted
+from eventlog.events.checkpoints import CheckpointCreated, SessionDeleted
 from eventlog.records import RecordedEvent
 from projections.changes import AT_POSITION, Change, Delete, InsertIfAbsent, Upsert
 from projections.views import ID, metadata

@@ -15,12 +15,15 @@ import msgspec
 import sqlalchemy as sa
 
 from eventlog.events import Event
-from eventlog.interrupts import events as ev
+from eventlog.events import interrupts as ev
 from eventlog.records import RecordedEvent
 from projections.changes import AT_POSITION, Change, Delete, Update, Upsert
 from projections.views import ID, metadata
 
-TABLE = ev.BATCH_TABLE
+BATCHES = "interrupt_batches"
+"""One row per interrupt batch."""
+
+TABLE = BATCHES
 
 interrupt_batches = sa.Table(
     TABLE,
@@ -76,7 +79,7 @@ def encode_descriptor(interrupts: Sequence[Any]) -> bytes:
 class InterruptBatches:
     """Folds interrupt batch events into ``interrupt_batches``."""
 
-    name: str = "interrupt_batches"
+    name: str = BATCHES
     tables: tuple[str, ...] = (TABLE,)
 
     def fold(self, event: RecordedEvent) -> Sequence[Change]:

@@ -10,19 +10,20 @@ from collections.abc import Sequence
 
 from eventlog.records import RecordedEvent
 from projections.changes import AT_POSITION, Change, Upsert
+from projections.views import STREAM_HEADS
 
 
 class StreamHeads:
     """Folds every event into its stream's head row."""
 
-    name: str = "stream_heads"
-    tables: tuple[str, ...] = ("stream_heads",)
+    name: str = STREAM_HEADS
+    tables: tuple[str, ...] = (STREAM_HEADS,)
 
     def fold(self, event: RecordedEvent) -> Sequence[Change]:
         """One upsert of the stream's head."""
         return (
             Upsert(
-                "stream_heads",
+                STREAM_HEADS,
                 {
                     "tenant_id": event.tenant_id,
                     "stream_id": event.stream_id,

@@ -12,8 +12,11 @@ metadata = sa.MetaData()
 
 ID = sa.String(255)
 
+STREAM_HEADS = "stream_heads"
+"""Each stream's last version, head hash and position: the log's own view."""
+
 stream_heads = sa.Table(
-    "stream_heads",
+    STREAM_HEADS,
     metadata,
     sa.Column("tenant_id", ID, primary_key=True),
     sa.Column("stream_id", ID, primary_key=True),

@@ -4,11 +4,18 @@ PostgreSQL tests talk to the server at ``EVENTLOG_TEST_PG`` (default
 ``postgresql://postgres@127.0.0.1:5432/test``), each test in a schema of its own that is
 dropped afterwards. Without a server they skip with the reason printed, except under
 ``CI=true``, where an unreachable server fails the run instead.
+
+A backend that lives outside this repo runs the same contract suite as a fifth backend,
+``extra``: ``EVENTLOG_TEST_BACKEND_PLUGIN`` names a module to import first (it calls
+`eventlog.register_backend` for its scheme) and ``EVENTLOG_TEST_BACKEND_URL`` is the URL
+to open, in which ``{unique}`` becomes a fresh id per test (each test needs a store of
+its own) and ``{tmp}`` the test's temporary directory.
 """
 
 from __future__ import annotations
 
 import asyncio
+import importlib
 import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -22,7 +29,10 @@ from eventlog import EventLog, open_log
 
 PG_URL = os.environ.get("EVENTLOG_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
 IN_CI = os.environ.get("CI", "").lower() == "true"
-BACKENDS = ("memory", "sqlite", "file", "postgresql")
+EXTRA_URL = os.environ.get("EVENTLOG_TEST_BACKEND_URL")
+if os.environ.get("EVENTLOG_TEST_BACKEND_PLUGIN"):
+    importlib.import_module(os.environ["EVENTLOG_TEST_BACKEND_PLUGIN"])
+BACKENDS = ("memory", "sqlite", "file", "postgresql") + (("extra",) if EXTRA_URL else ())
 
 settings.register_profile(
     "ci",
@@ -104,6 +114,9 @@ def target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BackendTa
         yield BackendTarget(name, f"sqlite:///{tmp_path / 'log.db'}")
     elif name == "file":
         yield BackendTarget(name, f"file://{tmp_path / 'store'}")
+    elif name == "extra":
+        assert EXTRA_URL is not None
+        yield BackendTarget(name, EXTRA_URL.format(unique=uuid.uuid4().hex[:12], tmp=tmp_path))
     else:
         require_postgres()
         schema = f"t_{uuid.uuid4().hex[:12]}"

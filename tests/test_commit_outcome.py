@@ -15,6 +15,7 @@ from eventlog.records import StoredEvent
 from eventlog.storage.base import AppendRequest, StorageBackend
 from eventlog.storage.postgres import PostgresBackend
 from eventlog.storage.sqlite import SqliteBackend
+from projections import INLINE_PROJECTIONS
 from tests.conftest import PG_URL
 from tests.events import Noted
 
@@ -53,7 +54,7 @@ async def flaky(request: pytest.FixtureRequest, tmp_path: Path, pg_schema_or_non
     else:
         storage = lost_commit(PostgresBackend)(PG_URL, schema=pg_schema_or_none)
     await storage.open(upgrade=True)
-    log = EventLog(storage)
+    log = EventLog(storage, projections=INLINE_PROJECTIONS)
     yield log
     await log.close()
 

@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 
 from eventlog import open_log
+from eventlog.events import interrupts as ev
 from eventlog.interrupts import ClaimRejection, Finish, InterruptClaim, batch_stream
-from eventlog.interrupts import events as ev
 from tests.conftest import PG_URL, BackendTarget, drop_schema, fresh_id, require_postgres
 from tests.contract.test_interrupts_helpers import PAY, answer, interrupts
 

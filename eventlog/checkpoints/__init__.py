@@ -1,15 +1,15 @@
 """The workflow checkpoint store (``log.checkpoints``): at-least-once checkpoints per session.
 
-Modules: `events` (what is appended), `records` (what goes in and comes out),
-`decisions` (validation and encoding, no I/O), `store` (`CheckpointStore`), `typed` (the
-Go-style ``Store[T]``), `ids` (UUIDv7).
+Its events live in `eventlog.events.checkpoints` (importable without this store). Modules:
+`records` (what goes in and comes out), `decisions` (validation and encoding, no I/O),
+`store` (`CheckpointStore`), `typed` (the Go-style ``Store[T]``), `ids` (UUIDv7).
 """
 
-from eventlog.checkpoints.events import CheckpointCreated, SessionDeleted
 from eventlog.checkpoints.ids import uuid7
 from eventlog.checkpoints.records import CheckpointRecord, RunInfo, SessionInfo
 from eventlog.checkpoints.store import CheckpointStore
 from eventlog.checkpoints.typed import TypedCheckpointStore
+from eventlog.events.checkpoints import CheckpointCreated, SessionDeleted
 
 __all__ = [
     "CheckpointCreated",

@@ -17,9 +17,9 @@ from typing import Any
 
 import msgspec
 
-from eventlog.checkpoints.events import CheckpointCreated
 from eventlog.checkpoints.records import CheckpointRecord
 from eventlog.errors import InvalidId, InvalidInput, PayloadTooLarge
+from eventlog.events.checkpoints import CheckpointCreated
 from eventlog.hashing import content_digest
 from eventlog.validation import MAX_ID_LENGTH, check_id, check_optional_id, check_uuid
 

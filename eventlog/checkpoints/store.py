@@ -43,10 +43,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import structlog
 
-import projections.checkpoints as views  # module attributes: the two packages import each other
 from eventlog.checkpoints import decisions
 from eventlog.checkpoints.decisions import EncodedState
-from eventlog.checkpoints.events import SessionDeleted
 from eventlog.checkpoints.ids import uuid7
 from eventlog.checkpoints.records import (
     RECORD_COLUMNS,
@@ -57,15 +55,17 @@ from eventlog.checkpoints.records import (
     run_from_row,
     session_from_row,
 )
+from eventlog.checkpoints.typed import TypedCheckpointStore
 from eventlog.errors import VersionConflict
+from eventlog.events.checkpoints import SessionDeleted
+from eventlog.log import EventLog
 from eventlog.validation import check_id, check_positive_limit, check_uuid
+from projections.checkpoints import CHECKPOINTS, RUNS, SESSIONS
 from projections.query import ViewQuery
+from projections.views import STREAM_HEADS
 
 if TYPE_CHECKING:
     import uuid
-
-    from eventlog.checkpoints.typed import TypedCheckpointStore
-    from eventlog.log import EventLog
 
 logger = structlog.get_logger(__name__)
 
@@ -150,8 +150,8 @@ class CheckpointStore:
     async def latest(self, tenant_id: str, session_id: str) -> CheckpointRecord | None:
         """The session's most recently written record (by log order), or None."""
         _check_session(tenant_id, session_id)
-        rows = await self._log.storage.query(ViewQuery(
-            views.CHECKPOINTS, {"tenant_id": tenant_id, "session_id": session_id},
+        rows = await self._log.query(ViewQuery(
+            CHECKPOINTS, {"tenant_id": tenant_id, "session_id": session_id},
             order_by=("version",), descending=True, limit=1, columns=RECORD_COLUMNS,
         ))
         return record_from_row(tenant_id, rows[0]) if rows else None
@@ -190,8 +190,8 @@ class CheckpointStore:
         """
         stream = decisions.session_stream(session_id)
         version = await self._stream_version(tenant_id, stream)
-        rows = await self._log.storage.query(ViewQuery(
-            views.CHECKPOINTS, {"tenant_id": tenant_id, "session_id": session_id},
+        rows = await self._log.query(ViewQuery(
+            CHECKPOINTS, {"tenant_id": tenant_id, "session_id": session_id},
             columns=("state_digest",),
         ))
         plan = decisions.plan_delete(row["state_digest"] for row in rows)
@@ -212,8 +212,8 @@ class CheckpointStore:
         check_positive_limit("limit", limit, maximum=10_000)
         if after is not None:
             check_id("after", after)
-        rows = await self._log.storage.query(ViewQuery(
-            views.SESSIONS, {"tenant_id": tenant_id}, order_by=("session_id",),
+        rows = await self._log.query(ViewQuery(
+            SESSIONS, {"tenant_id": tenant_id}, order_by=("session_id",),
             after=None if after is None else (after,), limit=limit,
         ))
         return [session_from_row(row) for row in rows]
@@ -221,8 +221,8 @@ class CheckpointStore:
     async def runs(self, tenant_id: str, session_id: str) -> builtins.list[RunInfo]:
         """The session's runs in the order they started, each with its first checkpoint."""
         _check_session(tenant_id, session_id)
-        rows = await self._log.storage.query(ViewQuery(
-            views.RUNS, {"tenant_id": tenant_id, "session_id": session_id},
+        rows = await self._log.query(ViewQuery(
+            RUNS, {"tenant_id": tenant_id, "session_id": session_id},
             order_by=("first_version",),
         ))
         return [run_from_row(row) for row in rows]
@@ -230,8 +230,6 @@ class CheckpointStore:
     def typed(self, state_type: type[T]) -> TypedCheckpointStore[T]:
         """This store with states of one type (the Go ``Store[T]``): create takes a ``T``,
         read returns a decoded ``T``. ``state_type`` is anything msgspec can decode into."""
-        from eventlog.checkpoints.typed import TypedCheckpointStore
-
         return TypedCheckpointStore(self, state_type)
 
     # -- view reads ----------------------------------------------------------------------
@@ -239,8 +237,8 @@ class CheckpointStore:
     async def _rows_with_id(
         self, tenant_id: str, session_id: str, checkpoint_id: str, *, limit: int
     ) -> builtins.list[dict[str, Any]]:
-        return await self._log.storage.query(ViewQuery(
-            views.CHECKPOINTS,
+        return await self._log.query(ViewQuery(
+            CHECKPOINTS,
             {"tenant_id": tenant_id, "session_id": session_id, "checkpoint_id": checkpoint_id},
             order_by=("version",), descending=True, limit=limit,
             columns=("state_digest", "state_encoding"),
@@ -249,15 +247,15 @@ class CheckpointStore:
     async def _records(
         self, tenant_id: str, where: dict[str, Any], order: str
     ) -> builtins.list[CheckpointRecord]:
-        rows = await self._log.storage.query(ViewQuery(
-            views.CHECKPOINTS, {"tenant_id": tenant_id, **where}, order_by=(order,),
+        rows = await self._log.query(ViewQuery(
+            CHECKPOINTS, {"tenant_id": tenant_id, **where}, order_by=(order,),
             columns=RECORD_COLUMNS,
         ))
         return [record_from_row(tenant_id, row) for row in rows]
 
     async def _stream_version(self, tenant_id: str, stream_id: str) -> int:
-        rows = await self._log.storage.query(ViewQuery(
-            "stream_heads", {"tenant_id": tenant_id, "stream_id": stream_id},
+        rows = await self._log.query(ViewQuery(
+            STREAM_HEADS, {"tenant_id": tenant_id, "stream_id": stream_id},
             columns=("version",),
         ))
         return int(rows[0]["version"]) if rows else 0

@@ -14,11 +14,12 @@ from eventlog.cli.errors import EXIT_OK
 from eventlog.cli.options import positive_int
 from eventlog.cli.render import pairs_table
 from eventlog.cli.scope import require_tenant
-from eventlog.interrupts.events import BATCH_TABLE
 from eventlog.interrupts.models import BatchState
 from eventlog.log import EventLog
 from projections.checkpoints import CHECKPOINTS, RUNS, SESSIONS
+from projections.interrupts import BATCHES
 from projections.query import ViewQuery
+from projections.views import STREAM_HEADS
 
 OPEN_BATCH_STATES = frozenset({BatchState.PENDING, BatchState.CLAIMED, BatchState.EFFECT_STARTED})
 """Batches waiting for an answer or being worked on (``unresolved`` is counted apart)."""
@@ -105,7 +106,7 @@ async def tenant_stats(log: EventLog, tenant: str | None) -> list[TenantStats]:
         key = row["tenant_id"]
         return stats.setdefault(key, TenantStats(key))
 
-    for row in await _rows(log, "stream_heads", where, ("tenant_id", "version")):
+    for row in await _rows(log, STREAM_HEADS, where, ("tenant_id", "version")):
         of(row).events += int(row["version"])
         of(row).streams += 1
     for row in await _rows(log, SESSIONS, where, ("tenant_id",)):
@@ -118,7 +119,7 @@ async def tenant_stats(log: EventLog, tenant: str | None) -> list[TenantStats]:
         sizes[row["tenant_id"]][bytes(row["state_digest"])] = int(row["state_size"])
     for key, blobs in sizes.items():
         stats[key].state_bytes = sum(blobs.values())
-    for row in await _rows(log, BATCH_TABLE, where, ("tenant_id", "state")):
+    for row in await _rows(log, BATCHES, where, ("tenant_id", "state")):
         if row["state"] in OPEN_BATCH_STATES:
             of(row).open_batches += 1
         elif row["state"] == BatchState.UNRESOLVED:
@@ -129,7 +130,7 @@ async def tenant_stats(log: EventLog, tenant: str | None) -> list[TenantStats]:
 async def _rows(
     log: EventLog, table: str, where: dict[str, Any], columns: tuple[str, ...]
 ) -> list[dict[str, Any]]:
-    return await log.storage.query(ViewQuery(table, where, columns=columns))
+    return await log.query(ViewQuery(table, where, columns=columns))
 
 
 async def run_cleanup(context: Context) -> int:

@@ -20,6 +20,7 @@ from eventlog.cli import (
     admin,
     completion,
     demo,
+    digest,
     logs,
     replay,
     report,
@@ -44,7 +45,9 @@ checkpoint-eventlog: an event-sourced, hash-chained checkpoint log for agent and
 engines. Start with `eventlog demo`, then look at what it recorded with `eventlog log`,
 `eventlog timeline` and `eventlog verify`."""
 
-_COMMAND_MODULES = (demo, admin, logs, sessions, replay, report, verify, transfer, completion)
+_COMMAND_MODULES = (
+    demo, admin, logs, sessions, replay, report, verify, digest, transfer, completion,
+)
 
 
 class _JsonErrorParser(argparse.ArgumentParser):
@@ -65,7 +68,8 @@ def build_parser(*, json_errors: bool = False) -> argparse.ArgumentParser:
     )
     shared.add_argument(
         "--schema", metavar="NAME",
-        help="the PostgreSQL schema (default: $EVENTLOG_SCHEMA, else eventlog)",
+        help="the PostgreSQL schema (default: the URL's ?schema=, else $EVENTLOG_SCHEMA, else "
+             "eventlog)",
     )
     shared.add_argument("--json", action="store_true", help="print JSON for scripts")
     shared.add_argument(

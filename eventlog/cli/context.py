@@ -32,12 +32,11 @@ from eventlog.clock import Clock, system_clock
 from eventlog.errors import SchemaError, SchemaNotCurrent, StorageError, StoreLocked
 from eventlog.events import default_registry
 from eventlog.log import EventLog
-from eventlog.opening import DEFAULT_SCHEMA, DEFAULT_URL, backend_for, open_log, url_schema
+from eventlog.opening import DEFAULT_SCHEMA, DEFAULT_URL, local_path, open_log, url_schema
 
 Handler = Callable[["Context"], Coroutine[Any, Any, int]]
 """A command: runs with its context and returns the exit status."""
 
-_LOCAL_SCHEMES = ("sqlite", "sqlite+aiosqlite", "file")
 _PIPE_WIDTH = 120  # tables written to a file or pipe get this width, not rich's 80
 
 
@@ -149,10 +148,7 @@ class Context:
                 "a schema)")
 
     def _require_existing(self) -> None:
-        if self.url.partition("://")[0].lower() not in _LOCAL_SCHEMES:
-            return
-        storage = backend_for(self.url, schema=self.schema)
-        path = getattr(storage, "path", None) or getattr(storage, "root", None)
+        path = local_path(self.url)
         if path is not None and str(path) != ":memory:" and not Path(path).exists():
             raise CommandError(
                 f"no log at {self.shown_url()}: {path} does not exist "

@@ -55,6 +55,7 @@ from eventlog.interrupts import (
 )
 from eventlog.log import EventLog
 from projections.query import ViewQuery
+from projections.views import STREAM_HEADS
 
 TENANT = "demo"
 OPERATION = Operation("book-trip", "1")
@@ -377,8 +378,8 @@ def _generation(result: ClaimResult) -> int | None:
 
 
 async def _last_recorded(log: EventLog) -> datetime:
-    rows = await log.storage.query(ViewQuery(
-        "stream_heads", {}, order_by=("updated_at",), descending=True, limit=1,
+    rows = await log.query(ViewQuery(
+        STREAM_HEADS, {}, order_by=("updated_at",), descending=True, limit=1,
         columns=("updated_at",),
     ))
     return rows[0]["updated_at"] if rows else datetime.min.replace(tzinfo=UTC)

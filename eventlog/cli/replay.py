@@ -22,25 +22,26 @@ from eventlog.cli.progress import CountingLog
 from eventlog.cli.render import plural, redact, rows_or_records, when
 from eventlog.cli.scope import require_session, require_tenant
 from eventlog.transfer import count_events
+from projections.checkpoints import CHECKPOINTS, RUNS, SESSIONS
+from projections.interrupts import BATCHES
 from projections.memory import Row, ViewTables
 from projections.runner import rebuild
-from projections.views import metadata
+from projections.views import STREAM_HEADS, metadata
 
-DEFAULT_TABLES = ("checkpoint_sessions", "checkpoint_runs", "checkpoints", "interrupt_batches")
+DEFAULT_TABLES = (SESSIONS, RUNS, CHECKPOINTS, BATCHES)
 """The views shown unless --table says otherwise (the session, run and interrupt views)."""
 
 COLUMNS: Mapping[str, tuple[str, ...]] = {
-    "checkpoint_sessions": ("tenant_id", "session_id", "latest_checkpoint_id", "latest_step",
-                            "latest_run_id", "latest_position", "updated_at"),
-    "checkpoint_runs": ("tenant_id", "session_id", "run_id", "first_checkpoint_id",
-                        "first_parent_id", "first_step", "started_at"),
-    "checkpoints": ("tenant_id", "session_id", "version", "checkpoint_id", "step", "run_id",
-                    "parent_id", "state_size", "recorded_at"),
-    "interrupt_batches": ("tenant_id", "thread_id", "batch_id", "state", "generation",
-                          "lease_expires_at", "effect_started", "capture_state", "resolution",
-                          "reconciled_by", "updated_at"),
-    "stream_heads": ("tenant_id", "stream_id", "version", "head_hash", "last_position",
-                     "updated_at"),
+    SESSIONS: ("tenant_id", "session_id", "latest_checkpoint_id", "latest_step",
+               "latest_run_id", "latest_position", "updated_at"),
+    RUNS: ("tenant_id", "session_id", "run_id", "first_checkpoint_id", "first_parent_id",
+           "first_step", "started_at"),
+    CHECKPOINTS: ("tenant_id", "session_id", "version", "checkpoint_id", "step", "run_id",
+                  "parent_id", "state_size", "recorded_at"),
+    BATCHES: ("tenant_id", "thread_id", "batch_id", "state", "generation", "lease_expires_at",
+              "effect_started", "capture_state", "resolution", "reconciled_by", "updated_at"),
+    STREAM_HEADS: ("tenant_id", "stream_id", "version", "head_hash", "last_position",
+                   "updated_at"),
 }
 """The columns shown to people per view (``--json`` gives every column)."""
 
@@ -115,7 +116,7 @@ def select_rows(rows: list[Row], tenant: str | None, session: str | None) -> lis
 
 def last_event(views: ViewTables) -> tuple[int | None, datetime | None]:
     """The position and time of the last event folded into ``views`` (None: none was)."""
-    heads = views.snapshot().get("stream_heads", [])
+    heads = views.snapshot().get(STREAM_HEADS, [])
     if not heads:
         return None, None
     last = max(heads, key=lambda row: int(row["last_position"]))

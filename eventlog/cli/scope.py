@@ -10,18 +10,20 @@ from __future__ import annotations
 
 from eventlog.checkpoints.decisions import session_stream
 from eventlog.cli.errors import CommandError
-from eventlog.interrupts.events import BATCH_TABLE, batch_stream
+from eventlog.events.interrupts import batch_stream
 from eventlog.log import EventLog
 from eventlog.transfer import SessionMembership
+from projections.interrupts import BATCHES
 from projections.query import ViewQuery
+from projections.views import STREAM_HEADS
 
 _PAGE = 1000
 
 
 async def require_tenant(log: EventLog, tenant_id: str) -> None:
     """Raise a one-line `CommandError` when the tenant has no events in this log."""
-    rows = await log.storage.query(
-        ViewQuery("stream_heads", {"tenant_id": tenant_id}, limit=1, columns=("stream_id",))
+    rows = await log.query(
+        ViewQuery(STREAM_HEADS, {"tenant_id": tenant_id}, limit=1, columns=("stream_id",))
     )
     if not rows:
         raise CommandError(f"unknown tenant {tenant_id!r}: it has no events in this log")
@@ -38,8 +40,8 @@ async def session_streams(
     if scan:
         batches = await _scanned_batch_streams(log, tenant_id, session_id)
     else:
-        rows = await log.storage.query(ViewQuery(
-            BATCH_TABLE, {"tenant_id": tenant_id, "thread_id": session_id},
+        rows = await log.query(ViewQuery(
+            BATCHES, {"tenant_id": tenant_id, "thread_id": session_id},
             order_by=("created_position",), columns=("batch_id",),
         ))
         batches = [batch_stream(row["batch_id"]) for row in rows]
@@ -61,8 +63,8 @@ async def require_session(
 
 
 async def _stream_exists(log: EventLog, tenant_id: str, stream_id: str) -> bool:
-    rows = await log.storage.query(ViewQuery(
-        "stream_heads", {"tenant_id": tenant_id, "stream_id": stream_id}, limit=1,
+    rows = await log.query(ViewQuery(
+        STREAM_HEADS, {"tenant_id": tenant_id, "stream_id": stream_id}, limit=1,
         columns=("version",),
     ))
     return bool(rows)

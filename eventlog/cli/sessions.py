@@ -16,8 +16,8 @@ from eventlog.cli.errors import EXIT_OK, CommandError
 from eventlog.cli.render import cell, pairs_table, plural, redact, summary, when
 from eventlog.cli.scope import require_session, require_tenant
 from eventlog.cli.story import Timeline, build_timeline
+from eventlog.events.interrupts import batch_stream
 from eventlog.interrupts.admin import audit_entry
-from eventlog.interrupts.events import batch_stream
 from eventlog.interrupts.models import AuditEntry, BatchInspection
 from eventlog.log import EventLog
 from eventlog.records import RecordedEvent

@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from eventlog.checkpoints.events import CheckpointCreated, SessionDeleted
 from eventlog.cli.lenient import UndecodableEvent
 from eventlog.cli.render import event_fields, summary, when
 from eventlog.events import Event
-from eventlog.interrupts import events as ev
+from eventlog.events import interrupts as ev
+from eventlog.events.checkpoints import CheckpointCreated, SessionDeleted
 from eventlog.records import RecordedEvent
 
 

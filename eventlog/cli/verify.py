@@ -14,6 +14,7 @@ from rich.progress import Progress
 from rich.table import Table
 
 from eventlog.cli.context import Context, add_command
+from eventlog.cli.digest import read_digest_file
 from eventlog.cli.errors import EXIT_FINDINGS, EXIT_OK
 from eventlog.cli.horizon import settle, settle_or_warn
 from eventlog.cli.lenient import UndecodableEvent
@@ -21,6 +22,7 @@ from eventlog.cli.options import positive_int
 from eventlog.cli.progress import CountingLog
 from eventlog.cli.render import cell, verdict
 from eventlog.cli.scope import require_tenant
+from eventlog.digest import LogDigest, check_digest
 from eventlog.log import EventLog
 from eventlog.records import RecordedEvent, StreamProblem, VerifyReport
 from eventlog.transfer import count_events
@@ -40,11 +42,15 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     parser.add_argument("--tenant", metavar="T", help="only this tenant's chains and rows")
     parser.add_argument("--max-rows", type=positive_int, default=20, metavar="N",
                         help="show at most N differing view rows (20); all are counted")
+    parser.add_argument("--digest", metavar="FILE",
+                        help="also prove the log still holds every stream up to the heads "
+                             "of a digest written earlier by `eventlog digest`")
 
 
 async def run(context: Context) -> int:
     """Verify, print the findings, and exit 1 if there are any."""
     tenant: str | None = context.args.tenant
+    digest = read_digest_file(context.args.digest) if context.args.digest else None
     async with context.open() as log:
         if tenant is not None:
             await require_tenant(log, tenant)
@@ -52,6 +58,8 @@ async def run(context: Context) -> int:
         with context.progress() as progress:
             chains = progress.add_task("checking hash chains", total=None)
             report = await log.verify(tenant)
+            if digest is not None:
+                report = await _with_digest(log, report, digest, tenant)
             progress.update(chains, visible=False)
             undecodable: list[RecordedEvent] = []
             differences = await view_findings(log, tenant, progress, undecodable)
@@ -60,6 +68,19 @@ async def run(context: Context) -> int:
     else:
         _print(context, report, differences, undecodable)
     return EXIT_OK if report.ok and not differences and not undecodable else EXIT_FINDINGS
+
+
+async def _with_digest(
+    log: EventLog, report: VerifyReport, digest: LogDigest, tenant: str | None
+) -> VerifyReport:
+    """``report`` with the streams the digest proves were cut, dropped or rewritten."""
+    if tenant is not None:
+        heads = tuple(head for head in digest.streams if head.tenant_id == tenant)
+        digest = LogDigest(taken_at=digest.taken_at, tenant_id=tenant, streams=heads)
+    found = await check_digest(log, digest)
+    problems = sorted([*report.problems, *found],
+                      key=lambda problem: (problem.tenant_id, problem.stream_id))
+    return VerifyReport(streams=report.streams, events=report.events, problems=problems)
 
 
 async def view_findings(

@@ -22,7 +22,7 @@ A worker that dies after ``try_start_effect`` leaves the batch ``unresolved`` on
 lease runs out: it is never claimable again, and an operator ends it with ``reconcile``.
 """
 
-from eventlog.interrupts.events import BATCH_EVENTS, batch_stream
+from eventlog.events.interrupts import BATCH_EVENTS, batch_stream
 from eventlog.interrupts.inputs import CapacityExceeded
 from eventlog.interrupts.models import (
     AuditEntry,

@@ -13,8 +13,8 @@ import msgspec
 import structlog
 
 from eventlog.events import Event
+from eventlog.events import interrupts as ev
 from eventlog.interrupts import decisions, inputs
-from eventlog.interrupts import events as ev
 from eventlog.interrupts.decisions import BatchView
 from eventlog.interrupts.models import (
     CLAIM_STATES,
@@ -33,6 +33,7 @@ from eventlog.interrupts.models import (
 )
 from eventlog.records import RecordedEvent
 from eventlog.validation import check_id, check_positive_limit
+from projections.interrupts import BATCHES
 from projections.query import In, ViewQuery
 
 if TYPE_CHECKING:
@@ -105,8 +106,8 @@ class BatchAdmin:
         ]
         due: dict[tuple[str, str], None] = {}
         for where, column, is_due in categories:
-            rows = await self.log.storage.query(ViewQuery(
-                ev.BATCH_TABLE, where=where, order_by=(column, "tenant_id", "batch_id"),
+            rows = await self.log.query(ViewQuery(
+                BATCHES, where=where, order_by=(column, "tenant_id", "batch_id"),
                 limit=limit,
             ))
             for row in rows:
@@ -128,8 +129,8 @@ class BatchAdmin:
         where: dict[str, Any] = {"tenant_id": In(permitted)}
         if wanted is not None:
             where["state"] = wanted.value
-        rows = await self.log.storage.query(ViewQuery(
-            ev.BATCH_TABLE, where=where, order_by=("created_position",),
+        rows = await self.log.query(ViewQuery(
+            BATCHES, where=where, order_by=("created_position",),
             after=None if after is None else (after,), limit=limit + 1,
         ))
         views = [BatchView.from_row(row) for row in rows[:limit]]
@@ -148,19 +149,19 @@ class BatchAdmin:
         view = await self._find(permitted, batch_id)
         if view is None:
             return None
-        stored = await self.log.storage.read_stream(
-            view.tenant_id, ev.batch_stream(batch_id), after + 1, limit + 1
-        )
-        entries = [audit_entry(self.log.decode(row)) for row in stored[:limit]]
-        more = len(stored) > limit
+        events = [event async for event in self.log.read_stream(
+            view.tenant_id, ev.batch_stream(batch_id), after + 1, limit=limit + 1
+        )]
+        entries = [audit_entry(event) for event in events[:limit]]
+        more = len(events) > limit
         return BatchInspection(
             batch=summarize(view), interrupts=view.interrupts, audit=entries,
             cursor=inputs.encode_cursor("a", entries[-1].version) if more else None,
         )
 
     async def _find(self, scopes: tuple[str, ...], batch_id: str) -> BatchView | None:
-        rows = await self.log.storage.query(ViewQuery(
-            ev.BATCH_TABLE, where={"tenant_id": In(scopes), "batch_id": batch_id},
+        rows = await self.log.query(ViewQuery(
+            BATCHES, where={"tenant_id": In(scopes), "batch_id": batch_id},
             order_by=("tenant_id",), limit=1,
         ))
         return BatchView.from_row(rows[0]) if rows else None
@@ -197,8 +198,8 @@ class BatchAdmin:
         thread's latest checkpoint. Reads only."""
         check_id("scope", scope)
         inputs.check_thread_id(thread_id)
-        rows = await self.log.storage.query(ViewQuery(
-            ev.BATCH_TABLE, where={"tenant_id": scope, "thread_id": thread_id,
+        rows = await self.log.query(ViewQuery(
+            BATCHES, where={"tenant_id": scope, "thread_id": thread_id,
                           "state": _values(OPEN_STATES)},
             order_by=("created_position",), descending=True, limit=1,
         ))

@@ -23,7 +23,7 @@ from typing import Any
 import msgspec
 
 from eventlog.events import Event
-from eventlog.interrupts import events as ev
+from eventlog.events import interrupts as ev
 from eventlog.interrupts.models import (
     CLAIM_STATES,
     OPEN_STATES,

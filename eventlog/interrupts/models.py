@@ -1,9 +1,10 @@
 """The interrupt store's vocabulary: what callers pass in and what they get back.
 
 Inputs that are also recorded in events (`Interrupt`, `Resume`, `Reconciliation`) are
-msgspec Structs in the AG-UI shape. Handles that carry authority (`InterruptClaim`,
-`CaptureHandle`) are server-local dataclasses whose ``repr`` never shows the token:
-never serialize them, never log them.
+msgspec Structs in the AG-UI shape; `Interrupt` and `Resume` are declared with the events
+that carry them (`eventlog.events.interrupts`) and re-exported here. Handles that carry
+authority (`InterruptClaim`, `CaptureHandle`) are server-local dataclasses whose ``repr``
+never shows the token: never serialize them, never log them.
 """
 
 from __future__ import annotations
@@ -16,42 +17,13 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 
+from eventlog.events.interrupts import Interrupt as Interrupt
+from eventlog.events.interrupts import Resume as Resume
+
 if TYPE_CHECKING:
     from eventlog.checkpoints import CheckpointRecord
 
 # -- inputs (AG-UI shapes) ---------------------------------------------------------------
-
-
-class Interrupt(msgspec.Struct, frozen=True, kw_only=True):
-    """One question of a batch (AG-UI's ``Interrupt``).
-
-    ``id`` is unique within the batch and is the key a `Resume` answers. ``reason`` is an
-    open string (``tool_call``, ``input_required``, ``confirmation`` or
-    ``framework:name``). ``response_schema`` is a JSON Schema the answer's payload must
-    satisfy (the subset `eventlog.interrupts.schema` understands). ``expires_at`` is the
-    last moment an answer is admitted; without it the store's approval TTL applies.
-    """
-
-    id: str
-    reason: str
-    message: str | None = None
-    tool_call_id: str | None = None
-    response_schema: dict[str, Any] | None = None
-    expires_at: datetime | None = None
-    metadata: dict[str, Any] | None = None
-
-
-class Resume(msgspec.Struct, frozen=True, kw_only=True):
-    """A person's answer to one interrupt (AG-UI's resume entry).
-
-    A denial goes in ``payload`` (e.g. ``{"approved": false}``); ``status`` is
-    ``"resolved"`` or ``"cancelled"``. ``metadata`` is the envelope, e.g. a signature.
-    """
-
-    interrupt_id: str
-    status: Literal["resolved", "cancelled"]
-    payload: Any = None
-    metadata: dict[str, Any] | None = None
 
 
 class ResumeInput(msgspec.Struct, frozen=True, kw_only=True):

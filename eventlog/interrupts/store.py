@@ -13,15 +13,15 @@ import secrets
 import uuid
 from collections.abc import Callable, Iterable
 from datetime import datetime
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
 import structlog
 
 from eventlog.clock import read_clock
 from eventlog.errors import InvalidInput, VersionConflict
 from eventlog.events import Event
+from eventlog.events import interrupts as ev
 from eventlog.interrupts import decisions, inputs
-from eventlog.interrupts import events as ev
 from eventlog.interrupts.admin import BatchAdmin
 from eventlog.interrupts.decisions import BatchView
 from eventlog.interrupts.models import (
@@ -44,12 +44,11 @@ from eventlog.interrupts.models import (
     Recovery,
     ResumeInput,
 )
+from eventlog.log import EventLog
 from eventlog.records import NO_STREAM
 from eventlog.validation import check_id
+from projections.interrupts import BATCHES
 from projections.query import In, ViewQuery
-
-if TYPE_CHECKING:
-    from eventlog.log import EventLog
 
 logger = structlog.get_logger(__name__)
 
@@ -267,8 +266,8 @@ class InterruptStore:
 
     async def read_batch(self, scope: str, batch_id: str) -> BatchView | None:
         """The batch's view row, decoded, or None."""
-        rows = await self.log.storage.query(
-            ViewQuery(ev.BATCH_TABLE, where={"tenant_id": scope, "batch_id": batch_id}, limit=1)
+        rows = await self.log.query(
+            ViewQuery(BATCHES, where={"tenant_id": scope, "batch_id": batch_id}, limit=1)
         )
         return BatchView.from_row(rows[0]) if rows else None
 
@@ -293,8 +292,8 @@ class InterruptStore:
 
     async def _check_capacity(self, scope: str) -> None:
         capacity = self.options.capacity
-        rows = await self.log.storage.query(ViewQuery(
-            ev.BATCH_TABLE,
+        rows = await self.log.query(ViewQuery(
+            BATCHES,
             where={"tenant_id": scope, "state": In(tuple(s.value for s in OPEN_STATES))},
             columns=("batch_id",), limit=capacity,
         ))

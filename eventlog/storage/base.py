@@ -120,6 +120,15 @@ class StorageBackend(abc.ABC):
         """Every event, ordered by (tenant, stream, version): the order verify reads in."""
 
     @abc.abstractmethod
+    async def count_events(self, tenant_id: str | None) -> dict[str, int]:
+        """How many events are stored, per tenant (only ``tenant_id``'s when given).
+
+        Counted from the events themselves in one statement, never from a view, so `verify`
+        can check that its scan read every event: a live log only grows, so a count taken
+        before a scan is never more than the scan reads.
+        """
+
+    @abc.abstractmethod
     async def find_event(self, tenant_id: str, event_id: uuid.UUID) -> StoredEvent | None:
         """The event with this id in this tenant, if it was committed."""
 

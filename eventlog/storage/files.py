@@ -35,16 +35,17 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import IO, Any
 
-from eventlog.errors import StorageError, StoreLocked, UnknownSchemaRevision
+from eventlog.errors import SchemaError, StorageError, StoreLocked, UnknownSchemaRevision
 from eventlog.hashing import to_micros
 from eventlog.storage.base import AppendRequest, PendingEvent
 from eventlog.storage.memory import MemoryBackend
 from projections.changes import Upsert
 from projections.memory import ViewTables
+from projections.views import STREAM_HEADS
 
 FORMAT = "checkpoint-eventlog/file"
 FORMAT_VERSION = 1
-_HEADS = "stream_heads"
+_HEADS = STREAM_HEADS
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
@@ -62,18 +63,45 @@ class FileBackend(MemoryBackend):
         self._indexed_heads: list[dict[str, Any]] = []
 
     async def open(self, *, upgrade: bool) -> str:
-        self.root.mkdir(parents=True, exist_ok=True)
+        """Open the store; with ``upgrade=False`` (forensic reads) nothing on disk changes
+        and appends are refused."""
+        if upgrade:
+            self.root.mkdir(parents=True, exist_ok=True)
+        elif not (self.root / "manifest.json").exists():
+            raise SchemaError(f"no file store at {str(self.root)!r}: open it with "
+                              "upgrade=True to create it")
         self._take_lock()
         try:
-            self._check_manifest()
-            self._load()
+            self._check_manifest(create=upgrade)
+            torn = self._load()
             self._indexed_heads = self._read_index()
-            self._log = open(self.root / "events.jsonl", "ab")  # noqa: SIM115 - held open
-            fsync_directory(self.root)  # the log file's own directory entry is durable too
+            if upgrade:
+                self._repair(torn)
+                self._log = open(self.root / "events.jsonl", "ab")  # noqa: SIM115 - held open
+                fsync_directory(self.root)  # the log file's own directory entry is durable too
         except BaseException:
             self._release_lock()
             raise
         return f"file-v{FORMAT_VERSION}"
+
+    def _repair(self, torn: int | None) -> None:
+        """After a crash: cut the torn last line and remove orphan blobs, unless the index
+        proves events were acknowledged that the log no longer holds (then the damage is
+        evidence, and a torn line must not be cut nor a new line written after it)."""
+        indexed = max((row["last_position"] for row in self._indexed_heads), default=0)
+        if indexed > len(self.events):
+            if torn is not None:
+                raise StorageError(
+                    "file", "open", "events.jsonl ends in a damaged line although heads.json "
+                    f"records {indexed} events and {len(self.events)} are readable; open it "
+                    "with upgrade=False (the eventlog command's reading commands do) to "
+                    "inspect it without changing anything")
+            return
+        if torn is not None:
+            with open(self.root / "events.jsonl", "r+b") as handle:
+                handle.truncate(torn)
+                os.fsync(handle.fileno())
+        self._remove_orphan_blobs()
 
     async def close(self) -> None:
         if self._log is not None:
@@ -91,7 +119,8 @@ class FileBackend(MemoryBackend):
 
     async def append(self, request: AppendRequest) -> list[int]:
         if self._log is None:
-            raise StorageError("file", "append", "the store is closed")
+            reason = "opened read-only (upgrade=False)" if self._lock else "closed"
+            raise StorageError("file", "append", f"the store is {reason}")
         self.check(request)
         for digest, (payload, _count) in request.blob_adds.items():
             self._write_blob(request.tenant_id, digest, payload)
@@ -139,32 +168,36 @@ class FileBackend(MemoryBackend):
             self._lock.close()
             self._lock = None
 
-    def _check_manifest(self) -> None:
+    def _check_manifest(self, *, create: bool) -> None:
         path = self.root / "manifest.json"
-        if not path.exists():
+        if not path.exists() and create:
             _write_atomically(path, json.dumps({"format": FORMAT, "version": FORMAT_VERSION}))
             return
-        manifest = json.loads(path.read_text())
+        try:
+            manifest = json.loads(path.read_bytes())
+        except (OSError, ValueError) as error:
+            raise StorageError("file", "open", f"manifest.json is unreadable ({error}); "
+                               "this is not an intact file store") from None
+        if not isinstance(manifest, dict):
+            raise StorageError("file", "open", "manifest.json is not a JSON object")
         if manifest.get("format") != FORMAT or manifest.get("version") != FORMAT_VERSION:
             found = f"{manifest.get('format')}@{manifest.get('version')}"
             raise UnknownSchemaRevision(found, f"{FORMAT}@{FORMAT_VERSION}")
 
-    def _load(self) -> None:
+    def _load(self) -> int | None:
+        """Read the log into memory; the offset a torn last line starts at, if there is one
+        (an append cut short by a crash: it never happened)."""
         path = self.root / "events.jsonl"
         if not path.exists():
-            return
+            return None
         raw = path.read_bytes()
         good = raw.rfind(b"\n") + 1
-        if good < len(raw):  # the last append was cut short by a crash: it never happened
-            with open(path, "r+b") as handle:
-                handle.truncate(good)
-                os.fsync(handle.fileno())
         for number, line in enumerate(raw[:good].splitlines(), start=1):
             try:
                 self.store(_decode_line(line))
             except (ValueError, KeyError) as error:
                 raise StorageError("file", "open", f"events.jsonl line {number}: {error}") from None
-        self._remove_orphan_blobs()
+        return good if good < len(raw) else None
 
     def _read_index(self) -> list[dict[str, Any]]:
         path = self.root / "heads.json"

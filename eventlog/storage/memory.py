@@ -129,6 +129,13 @@ class MemoryBackend(StorageBackend):
                 for event in list(self.streams[key]):
                     yield event
 
+    async def count_events(self, tenant_id: str | None) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for (tenant, _), stream in self.streams.items():
+            if tenant_id is None or tenant == tenant_id:
+                counts[tenant] = counts.get(tenant, 0) + len(stream)
+        return counts
+
     async def find_event(self, tenant_id: str, event_id: uuid.UUID) -> StoredEvent | None:
         return self.by_id.get((tenant_id, event_id))
 

@@ -4,7 +4,8 @@ Why not ``asyncpg.Pool``: measured here, its acquire and release cost ~50 µs pe
 (asyncio timeouts, a release task), half a database round trip, on every append. The hot
 paths only need this: hand out an idle connection (last in, first out), open a new one
 while under the size limit, otherwise wait for a release. A connection that saw any
-error or cancellation is closed rather than reused, since it may be mid-protocol.
+error or cancellation is closed rather than reused, since it may be mid-protocol, and
+one the server closed while it sat idle is dropped when it would be handed out.
 """
 
 from __future__ import annotations
@@ -52,8 +53,13 @@ class ConnectionPool:
         while True:
             if self._closed:
                 raise RuntimeError("the connection pool is closed")
-            if self._idle:
-                return self._idle.pop()
+            while self._idle:
+                connection = self._idle.pop()
+                if not connection.is_closed():
+                    return connection
+                # The server ended it while it sat idle (a restart, pg_terminate_backend,
+                # an idle timeout): drop it instead of failing the caller's statement.
+                self._discard(connection)
             if self._open < self.max_size:
                 self._open += 1
                 try:

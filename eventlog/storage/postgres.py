@@ -11,9 +11,10 @@ Two things here are not plain SQLAlchemy, and both are about the log's hot paths
   visible at commit, so a reader resuming after the highest position it saw could skip,
   forever, a lower position that commits later (the most reported defect of PostgreSQL
   event stores). Each row records its writer's transaction id; `read_all` returns only
-  rows written by transactions older than every transaction still running
-  (``pg_snapshot_xmin(pg_current_snapshot())``), ordered by (transaction id, position).
-  A reader therefore waits behind an open writer instead of skipping past it.
+  rows written by transactions older than every transaction of this database still
+  running, ordered by (transaction id, position).
+  A reader therefore waits behind an open writer instead of skipping past it, but not
+  behind a transaction of another database on the same server, which cannot write here.
 """
 
 from __future__ import annotations
@@ -41,11 +42,23 @@ _EVENT_COLUMNS = (
     "tenant_id", "stream_id", "stream_version", "event_id", "type", "data", "recorded_at",
     "prev_hash", "hash",
 )
+# The read horizon: the oldest transaction still running in THIS database (or whose
+# database we cannot see), else the next transaction id to be assigned. Every transaction
+# id below it has ended, or belongs to a backend connected to another database, which can
+# never write our tables. See docs/decisions.md ("read horizon") for the argument.
+READ_HORIZON = (
+    "(WITH s AS (SELECT pg_current_snapshot() AS snap) SELECT COALESCE("
+    "(SELECT min(xip) FROM s, pg_snapshot_xip(s.snap) AS xip WHERE NOT EXISTS ("
+    "SELECT 1 FROM pg_catalog.pg_stat_activity a WHERE a.backend_xid = xid(xip) "
+    "AND a.datname <> current_database())), "
+    "(SELECT pg_snapshot_xmax(snap) FROM s)))"
+)
 _HORIZON_NOW = "SELECT pg_snapshot_xmax(pg_current_snapshot())::text"
-_HORIZON_PASSED = "SELECT pg_snapshot_xmin(pg_current_snapshot()) >= $1::text::xid8"
+_HORIZON_PASSED = f"SELECT {READ_HORIZON} >= $1::text::xid8"
 _CONNECTION_LOST = (
     "ConnectionDoesNotExistError", "ConnectionResetError", "InterfaceError",
-    "ConnectionFailureError", "CannotConnectNowError",
+    "ConnectionFailureError", "CannotConnectNowError", "AdminShutdownError",
+    "CrashShutdownError", "BrokenPipeError", "InternalClientError",
 )
 
 
@@ -294,12 +307,20 @@ class PostgresBackend(SqlBackend):
         return (int(rows[0][0]), bytes(rows[0][1])) if rows else None
 
     async def _fetch(self, operation: str, sql: str, params: list[Any]) -> list[Any]:
-        try:
-            async with self.driver_connection() as driver:
-                rows: list[Any] = await driver.fetch(sql, *params)
-                return rows
-        except Exception as error:
-            raise self.translate(error, operation) from error
+        # A read is safe to repeat: one whose connection the server had ended (a restart,
+        # pg_terminate_backend) is tried again on another; each dead one is dropped, so
+        # a pool full of them costs at most its size in retries.
+        attempts = self._pool_size + 1
+        for attempt in range(attempts):
+            try:
+                async with self.driver_connection() as driver:
+                    rows: list[Any] = await driver.fetch(sql, *params)
+                    return rows
+            except Exception as error:
+                if attempt + 1 < attempts and _connection_lost(error):
+                    continue
+                raise self.translate(error, operation) from error
+        raise AssertionError("unreachable")
 
     async def wait_readable(self, max_wait: float) -> bool:
         # read_all shows a commit only once every older transaction on the server ended;
@@ -320,13 +341,18 @@ class PostgresBackend(SqlBackend):
     # -- gap-safe reads ------------------------------------------------------------------
 
     def _build_read_all_sql(self, *, tenant: bool) -> str:
-        tenant_filter = "AND tenant_id = $4 " if tenant else ""
+        tenant_filter = "AND e.tenant_id = $4 " if tenant else ""
+        # The transaction id goes out as text (asyncpg has no xid8 codec) under a name of
+        # its own, and ORDER BY names the table's columns: an output column named `tx_id`
+        # would shadow the column in ORDER BY and sort the page as text ('100000' <
+        # '29169'), so the cursor would jump past every shorter id for good.
         return (
-            "SELECT position, event_id, tenant_id, stream_id, stream_version, recorded_at, "
-            f"type, data, prev_hash, hash, tx_id::text FROM {self.qualified['events']} "
-            "WHERE tx_id < pg_snapshot_xmin(pg_current_snapshot()) "
-            f"AND (tx_id, position) > ($1::text::xid8, $2::bigint) {tenant_filter}"
-            "ORDER BY tx_id, position LIMIT $3"
+            "SELECT e.position, e.event_id, e.tenant_id, e.stream_id, e.stream_version, "
+            "e.recorded_at, e.type, e.data, e.prev_hash, e.hash, e.tx_id::text AS cursor_tx "
+            f"FROM {self.qualified['events']} AS e "
+            f"WHERE e.tx_id < {READ_HORIZON} "
+            f"AND (e.tx_id, e.position) > ($1::text::xid8, $2::bigint) {tenant_filter}"
+            "ORDER BY e.tx_id, e.position LIMIT $3"
         )
 
     async def read_all(
@@ -357,11 +383,16 @@ class PostgresBackend(SqlBackend):
             # Our own event ids are already stored: an earlier attempt whose outcome we
             # never heard did commit. The log looks them up and reports that append.
             return CommitOutcomeUnknown("postgresql", operation, "event ids already stored")
-        name = type(driver).__name__
-        detail = f"{name}: {driver}"
-        if operation == "append" and (name in _CONNECTION_LOST or isinstance(driver, OSError)):
+        detail = f"{type(driver).__name__}: {driver}"
+        if operation == "append" and _connection_lost(error):
             return CommitOutcomeUnknown("postgresql", operation, detail)
         return StorageError("postgresql", operation, detail)
+
+
+def _connection_lost(error: BaseException) -> bool:
+    """Whether ``error`` means the connection itself is gone (not the statement's fault)."""
+    driver = _driver_error(error)
+    return type(driver).__name__ in _CONNECTION_LOST or isinstance(driver, OSError)
 
 
 def _driver_error(error: BaseException) -> BaseException:

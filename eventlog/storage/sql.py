@@ -210,6 +210,15 @@ class SqlBackend(StorageBackend, abc.ABC):
                 return
             last = (page[-1].tenant_id, page[-1].stream_id, page[-1].version)
 
+    async def count_events(self, tenant_id: str | None) -> dict[str, int]:
+        events = self.events
+        statement = sa.select(events.c.tenant_id, sa.func.count()).group_by(events.c.tenant_id)
+        if tenant_id is not None:
+            statement = statement.where(events.c.tenant_id == tenant_id)
+        async with self.read_connection() as connection:
+            rows = await connection.execute(statement)
+            return {str(tenant): int(count) for tenant, count in rows}
+
     async def find_event(self, tenant_id: str, event_id: uuid.UUID) -> StoredEvent | None:
         events = self.events
         rows = await self._fetch_events(

@@ -11,8 +11,8 @@ from eventlog import Event, default_registry
 from eventlog.checkpoints import CheckpointCreated
 from eventlog.cli.report.model import MAX_ROWS, build_session_report
 from eventlog.cli.report.page import ReportData, VerifySummary, render_page
+from eventlog.events import interrupts as ev
 from eventlog.interrupts import Interrupt, Resume
-from eventlog.interrupts import events as ev
 from eventlog.records import RecordedEvent, StreamProblem
 from tests.cli.helpers import START
 

@@ -8,8 +8,8 @@ from datetime import timedelta
 from eventlog import Event, default_registry
 from eventlog.checkpoints import CheckpointCreated, SessionDeleted
 from eventlog.cli.story import build_timeline
+from eventlog.events import interrupts as ev
 from eventlog.interrupts import Resume
-from eventlog.interrupts import events as ev
 from eventlog.records import RecordedEvent
 from tests.cli.helpers import START
 from tests.events import Noted

@@ -13,6 +13,7 @@ import tempfile
 import uuid
 from collections.abc import Iterator
 from contextlib import AsyncExitStack
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -395,3 +396,26 @@ def test_export_to_standard_output_imports_the_same(
     shown = subprocess.run([str(eventlog), "log", "--json", "--type", "test.noted", "--url",
                             copy.url], capture_output=True, text=True, check=False)
     assert {"text": "x", "number": 0} == json.loads(shown.stdout)["data"]
+
+
+async def test_export_places_declared_blobs_and_stamps_the_injected_clock() -> None:
+    """The header's time comes from the log's clock; a blob travels right before the event
+    that declares it (`blob_digests`), and a claim's token digest is never taken for one."""
+    moment = datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)
+    async with open_log("memory://", clock=lambda: moment) as log:
+        created = await log.checkpoints.create(CheckpointRecord(
+            tenant_id="t", session_id="s", run_id=uuid.uuid4(), state={"n": 1}))
+        assert created.checkpoint_id is not None
+        batch = await log.interrupts.create(
+            "t", "s", [Interrupt(id="i", reason="confirmation")], created.checkpoint_id,
+            operation=OPERATION)
+        await log.interrupts.try_claim("t", ResumeInput(
+            thread_id="s", batch_id=batch.batch_id,
+            responses=[Resume(interrupt_id="i", status="resolved", payload={})]))
+        sink = io.BytesIO()
+        await export_log(log, sink, tenant_id="t")
+    records = [json.loads(line) for line in sink.getvalue().splitlines()]
+    kinds = [record.get("kind", "header") for record in records]
+    assert moment.isoformat() == records[0]["exported_at"]
+    assert ["header", "blob", "event", "event", "event", "end"] == kinds
+    assert "checkpoint_created" == records[2]["type"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -9,7 +10,18 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from eventlog import CommitOutcomeUnknown, EventLog, StorageError, open_log
+from eventlog import (
+    CheckpointRecord,
+    CommitOutcomeUnknown,
+    EventLog,
+    Interrupt,
+    Operation,
+    Reconciliation,
+    Resume,
+    ResumeInput,
+    StorageError,
+    open_log,
+)
 from eventlog.storage.base import AppendRequest
 from tests.conftest import BackendTarget
 from tests.events import Noted
@@ -102,3 +114,48 @@ async def test_relative_and_default_sqlite_paths_are_in_the_working_directory(
         await log.append("t", "s", [Noted(text="b")])
     assert (True, True) == ((tmp_path / "eventlog.db").is_file(),
                             (tmp_path / "relative.db").is_file())
+
+
+async def test_closed_log_stores_refuse_every_call(target: BackendTarget) -> None:
+    """After close, the checkpoint, typed, interrupt and interrupt-admin stores refuse work
+    (they read and write through the log, so none answers from a backend left behind)."""
+    run = uuid.UUID("00000000-0000-4000-8000-000000000001")
+    async with open_log(target.url, **target.options()) as log:
+        created = await log.checkpoints.create(
+            CheckpointRecord(tenant_id="t", session_id="s", run_id=run, state={"n": 1})
+        )
+    checkpoint_id = created.checkpoint_id
+    assert checkpoint_id is not None
+    typed = log.checkpoints.typed(dict)
+    answer = ResumeInput(thread_id="s", batch_id="b", responses=[
+        Resume(interrupt_id="i", status="resolved", payload={}),
+    ])
+    calls: list[Any] = [
+        lambda: log.checkpoints.create(CheckpointRecord(
+            tenant_id="t", session_id="s", run_id=run, state={"n": 2})),
+        lambda: log.checkpoints.latest("t", "s"),
+        lambda: log.checkpoints.list("t", "s"),
+        lambda: log.checkpoints.list_by_run("t", run),
+        lambda: log.checkpoints.read("t", "s", checkpoint_id),
+        lambda: log.checkpoints.index("t", "s"),
+        lambda: log.checkpoints.sessions("t"),
+        lambda: log.checkpoints.runs("t", "s"),
+        lambda: log.checkpoints.delete("t", "s"),
+        lambda: typed.latest("t", "s"),
+        lambda: typed.read("t", "s", checkpoint_id),
+        lambda: log.interrupts.create(
+            "t", "s", [Interrupt(id="i", reason="confirmation")], checkpoint_id,
+            operation=Operation("payments", "1"),
+        ),
+        lambda: log.interrupts.try_claim("t", answer),
+        lambda: log.interrupts.recover("t", "s"),
+        lambda: log.interrupts.list(["t"]),
+        lambda: log.interrupts.inspect(["t"], "b"),
+        lambda: log.interrupts.reconcile(
+            ["t"], "b", "operator", Reconciliation(resolution="abandoned", evidence={})
+        ),
+        lambda: log.interrupts.cleanup(),
+    ]
+    for call in calls:
+        with pytest.raises(StorageError, match="closed"):
+            await call()

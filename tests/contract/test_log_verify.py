@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
 from eventlog import EventLog, VerifyReport, content_digest, open_log
+from eventlog.records import StoredEvent
 from projections import ViewQuery, compare_views, rebuild
 from tests.conftest import BackendTarget
 from tests.events import Noted
@@ -38,6 +40,34 @@ async def test_verify_for_one_tenant_checks_only_its_streams(log: EventLog) -> N
     """verify(tenant_id=...) counts that tenant's streams and events only."""
     await fill(log)
     assert VerifyReport(streams=1, events=1, problems=[]) == await log.verify(tenant_id="t2")
+
+
+async def test_verify_reports_a_scan_that_reads_fewer_events_than_are_stored(
+    log: EventLog, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A reader that drops events (here: the scan skips stream t1/b) can never report ok:
+    verify counts each tenant's stored events before its scan and compares."""
+    await fill(log)
+    scan = log.storage.scan_streams
+
+    async def dropping(tenant_id: str | None) -> AsyncIterator[StoredEvent]:
+        async for stored in scan(tenant_id):
+            if stored.stream_id != "b":
+                yield stored
+
+    monkeypatch.setattr(log.storage, "scan_streams", dropping)
+    report = await log.verify()
+    unread = [problem for problem in report.problems if problem.kind == "unread_events"]
+    assert [("t1", "", "the scan read 3 events of tenant 't1', 4 were stored before it began")
+            ] == [(problem.tenant_id, problem.stream_id, problem.detail) for problem in unread]
+
+
+async def test_storage_counts_events_per_tenant(log: EventLog) -> None:
+    """count_events counts the stored events of every tenant, or of one."""
+    await fill(log)
+    assert {"t1": 4, "t2": 1} == await log.storage.count_events(None)
+    assert {"t2": 1} == await log.storage.count_events("t2")
+    assert {} == await log.storage.count_events("nobody")
 
 
 async def test_stream_heads_view_tracks_each_stream(log: EventLog) -> None:

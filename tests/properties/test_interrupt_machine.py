@@ -42,6 +42,7 @@ from hypothesis.stateful import (
 )
 
 from eventlog import EventLog
+from eventlog.events import interrupts as ev
 from eventlog.interrupts import (
     CaptureHandle,
     ClaimRejection,
@@ -55,7 +56,6 @@ from eventlog.interrupts import (
     Resume,
     ResumeInput,
 )
-from eventlog.interrupts import events as ev
 from eventlog.interrupts.decisions import BatchView, claim_is_current
 from projections import fold_events
 from projections.interrupts import InterruptBatches

@@ -27,6 +27,7 @@ from eventlog import (
     register_event,
 )
 from projections import ViewDifference, ViewQuery, compare_views
+from projections.views import STREAM_HEADS
 
 
 @register_event
@@ -69,8 +70,10 @@ async def append_and_read(url: str) -> None:
         assert_type(report, VerifyReport)
         assert_type(report.ok, bool)
         assert_type(report.problems, list[StreamProblem])
-        rows = await log.storage.query(ViewQuery("stream_heads", {"tenant_id": "tenant"}))
+        rows = await log.query(ViewQuery(STREAM_HEADS, {"tenant_id": "tenant"}))
         assert_type(rows, list[dict[str, Any]])
+        head = await log.stream_head("tenant", "account-1")
+        assert_type(head, tuple[int, bytes] | None)
         differences = await compare_views(log)
         assert_type(differences, list[ViewDifference])
 

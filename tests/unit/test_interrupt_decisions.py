@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from eventlog.interrupts import events as ev
+from eventlog.events import interrupts as ev
 from eventlog.interrupts.decisions import (
     BatchView,
     approval_deadline,

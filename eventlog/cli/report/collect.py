@@ -15,7 +15,6 @@ from datetime import datetime
 
 from rich.progress import Progress
 
-from eventlog.checkpoints.events import CheckpointCreated
 from eventlog.cli.lenient import UndecodableEvent
 from eventlog.cli.options import Moment
 from eventlog.cli.render import cell, when
@@ -23,7 +22,8 @@ from eventlog.cli.report.model import SessionReport, build_session_report
 from eventlog.cli.report.page import SessionLine, Undecodable, VerifySummary
 from eventlog.cli.sessions import read_merged
 from eventlog.cli.verify import describe, view_findings
-from eventlog.interrupts.events import BatchCreated
+from eventlog.events.checkpoints import CheckpointCreated
+from eventlog.events.interrupts import BatchCreated
 from eventlog.log import EventLog
 from eventlog.records import RecordedEvent
 from projections.memory import Row

@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from eventlog.checkpoints.events import CheckpointCreated
 from eventlog.cli.lenient import UndecodableEvent
 from eventlog.cli.render import event_json, short_hash
 from eventlog.cli.story import Entry, build_timeline
-from eventlog.interrupts import events as ev
+from eventlog.events import interrupts as ev
+from eventlog.events.checkpoints import CheckpointCreated
 from eventlog.records import RecordedEvent, StreamProblem
 
 MAX_ROWS = 400

@@ -1,4 +1,5 @@
-"""The checkpoint store's events. Their tags are stored forever: never rename one.
+"""The checkpoint store's events (no store is loaded to import them). Their tags are
+stored forever: never rename one.
 
 Both are registered in `eventlog.default_registry` when this module is imported, which
 happens whenever `projections` is (every log does), so a log can always decode them.
@@ -35,6 +36,10 @@ class CheckpointCreated(Event, tag="checkpoint_created", frozen=True, kw_only=Tr
     """``json`` (the blob is the state's JSON encoding) or ``bytes`` (the blob is the state)."""
     state_size: int
     metadata: dict[str, Any] = msgspec.field(default_factory=dict)
+
+    def blob_digests(self) -> tuple[bytes, ...]:
+        """The state blob."""
+        return (bytes.fromhex(self.state_digest),)
 
 
 @register_event

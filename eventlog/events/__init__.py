@@ -1,5 +1,8 @@
 """Events: frozen msgspec Structs in a tagged union, and the registry that maps tags to types.
 
+Each store's event types live in a module here (`checkpoints`, `interrupts`) that imports
+no store, so projections and tools can know them without loading one.
+
 Schema evolution rules (msgspec's): a tag is stored forever, so never rename one; a new
 field gets a default; a field never changes its type. The stored bytes are exactly
 ``msgspec.json.encode(event)``, which carries the tag in its ``"type"`` field, and the
@@ -18,6 +21,14 @@ from eventlog.errors import CorruptEvent, InvalidEvent, InvalidInput, UnknownEve
 
 class Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
     """Base class of every event. Subclass with an explicit, stable ``tag=``."""
+
+    def blob_digests(self) -> tuple[bytes, ...]:
+        """The SHA-256 digests of the blobs this event references (none by default).
+
+        An event type that carries a blob's digest (as `CheckpointCreated` carries its
+        state's) declares it here, so an export moves the blob together with the event.
+        """
+        return ()
 
 
 E = TypeVar("E", bound=type[Event])

@@ -1,4 +1,5 @@
-"""The events of an interrupt batch's stream (``interrupt-batch:<batch_id>``).
+"""The events of an interrupt batch's stream (``interrupt-batch:<batch_id>``), and the
+AG-UI shapes they carry (`Interrupt`, `Resume`). No store is loaded to import them.
 
 Every change to a batch is one of these, appended with the stream version it was decided
 against. Tags are stored forever: never rename one; new fields get defaults. No event
@@ -9,10 +10,48 @@ and every later event written under that claim records the generation it acted u
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
+
+import msgspec
 
 from eventlog.events import Event, register_event
-from eventlog.interrupts.models import Interrupt, Resume
+
+# -- what the events carry: AG-UI's shapes, also the store's inputs ----------------------
+
+
+class Interrupt(msgspec.Struct, frozen=True, kw_only=True):
+    """One question of a batch (AG-UI's ``Interrupt``).
+
+    ``id`` is unique within the batch and is the key a `Resume` answers. ``reason`` is an
+    open string (``tool_call``, ``input_required``, ``confirmation`` or
+    ``framework:name``). ``response_schema`` is a JSON Schema the answer's payload must
+    satisfy (the subset `eventlog.interrupts.schema` understands). ``expires_at`` is the
+    last moment an answer is admitted; without it the store's approval TTL applies.
+    """
+
+    id: str
+    reason: str
+    message: str | None = None
+    tool_call_id: str | None = None
+    response_schema: dict[str, Any] | None = None
+    expires_at: datetime | None = None
+    metadata: dict[str, Any] | None = None
+
+
+class Resume(msgspec.Struct, frozen=True, kw_only=True):
+    """A person's answer to one interrupt (AG-UI's resume entry).
+
+    A denial goes in ``payload`` (e.g. ``{"approved": false}``); ``status`` is
+    ``"resolved"`` or ``"cancelled"``. ``metadata`` is the envelope, e.g. a signature.
+    """
+
+    interrupt_id: str
+    status: Literal["resolved", "cancelled"]
+    payload: Any = None
+    metadata: dict[str, Any] | None = None
+
+
+# -- the events -------------------------------------------------------------------------
 
 
 @register_event
@@ -141,10 +180,6 @@ BATCH_EVENTS: tuple[type[Event], ...] = (
     CaptureAbandoned, BatchReconciled, BatchRetired,
 )
 """Every event type of a batch stream."""
-
-
-BATCH_TABLE = "interrupt_batches"
-"""The view table of batches (declared in `projections.interrupts`)."""
 
 
 def batch_stream(batch_id: str) -> str:

@@ -1,0 +1,97 @@
+"""``eventlog digest``: the head of every stream, for an auditor to keep elsewhere.
+
+The work is `eventlog.digest`; `eventlog verify --digest FILE` checks a kept digest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from eventlog.cli.context import Context, add_command
+from eventlog.cli.errors import EXIT_FINDINGS, EXIT_OK, CommandError
+from eventlog.cli.horizon import settle_or_warn
+from eventlog.cli.render import pairs_table
+from eventlog.cli.scope import require_tenant
+from eventlog.digest import LogDigest, decode_digest, encode_digest, take_digest
+
+
+def register(commands: Any, common: argparse.ArgumentParser) -> None:
+    """Add ``digest``."""
+    parser = add_command(
+        commands, common, "digest", "write every stream's head and one digest over them",
+        run,
+        description="Verify the log, then write the current head (version and hash) of "
+        "every stream, and one SHA-256 digest over them, as a small JSON document. Keep it "
+        "outside the database (append-only storage, a ticket, a signed email): later, "
+        "`eventlog verify --digest FILE` proves the log still holds every stream up to "
+        "those heads and names each stream that was cut, dropped or rewritten, even by "
+        "someone who rewrote the events and the head rows together.",
+    )
+    parser.add_argument("--tenant", metavar="T", help="only this tenant's streams")
+    parser.add_argument("-o", "--output", metavar="FILE", default="-",
+                        help="write the digest to FILE (default: standard output)")
+
+
+async def run(context: Context) -> int:
+    """Verify, then write the digest; a log that does not verify gets no digest."""
+    args = context.args
+    async with context.open() as log:
+        if args.tenant is not None:
+            await require_tenant(log, args.tenant)
+        await settle_or_warn(context, log)
+        report = await log.verify(args.tenant)
+        if not report.ok:
+            for problem in report.problems:
+                context.err.print(f"{problem.tenant_id} {problem.stream_id} "
+                                  f"v{problem.version}: {problem.kind}: {problem.detail}")
+            context.err.print("the log does not verify: no digest written "
+                              "(see `eventlog verify`)")
+            return EXIT_FINDINGS
+        digest = await take_digest(log, args.tenant)
+    document = encode_digest(digest)
+    if args.output == "-":
+        sys.stdout.buffer.write(document)
+        sys.stdout.flush()
+        context.err.print(_summary(digest, "standard output"))
+        return EXIT_OK
+    _write_whole(Path(args.output), document)
+    if context.json:
+        context.print_json({"file": args.output, "streams": len(digest.streams),
+                            "digest": digest.digest})
+    else:
+        context.out.print(_summary(digest, args.output))
+    return EXIT_OK
+
+
+def read_digest_file(name: str) -> LogDigest:
+    """A digest file read and checked, or one clear error naming the file."""
+    try:
+        data = Path(name).read_bytes()
+    except OSError as error:
+        raise CommandError(f"cannot read digest {name}: {error.strerror or error}") from error
+    try:
+        return decode_digest(data)
+    except Exception as error:
+        raise CommandError(f"{name}: {error}") from error
+
+
+def _summary(digest: LogDigest, where: str) -> Any:
+    return pairs_table(f"Digest written to {where}", [
+        ("streams", str(len(digest.streams))),
+        ("events covered", str(sum(head.version for head in digest.streams))),
+        ("tenant", digest.tenant_id or "every tenant"),
+        ("digest", digest.digest),
+    ])
+
+
+def _write_whole(target: Path, document: bytes) -> None:
+    """Write to a temporary file beside ``target``, then rename it into place."""
+    partial = target.with_name(target.name + ".partial")
+    try:
+        partial.write_bytes(document)
+        partial.replace(target)
+    except OSError as error:
+        raise CommandError(f"cannot write {target}: {error.strerror or error}") from error

@@ -1,0 +1,11 @@
+"""The event log: append with optimistic concurrency, read, query views, verify.
+
+`EventLog` (`_log`) is what stores, the CLI and applications hold. Behind it, one module
+per seam: `_append` chains and commits appends (the retry loop and commit-outcome
+resolution), `_heads` caches stream heads, `_chain` verifies hash chains. Only this
+package and `eventlog.opening` touch a storage backend.
+"""
+
+from eventlog.log._log import DEFAULT_MAX_PAYLOAD_BYTES, EventLog
+
+__all__ = ["DEFAULT_MAX_PAYLOAD_BYTES", "EventLog"]

@@ -1,0 +1,229 @@
+"""The append path: chain drafts onto a stream's head, commit, retry, resolve lost commits.
+
+The log decides everything about an append before it reaches storage: the versions, the
+recorded time, the hash chain, the view changes (by folding the inline projections) and
+the blob references. The backend then commits all of it in one transaction. `prepare` is
+the one place an event is chained and hashed, for new events and imported ones alike.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import NamedTuple
+
+import structlog
+
+from eventlog.errors import CommitOutcomeUnknown, InvalidInput, VersionConflict
+from eventlog.events import Event
+from eventlog.hashing import GENESIS_HASH, event_hash
+from eventlog.log._heads import Head, HeadCache, version
+from eventlog.records import AppendResult, ExpectedVersion, RecordedEvent, StoredEvent
+from eventlog.storage.base import AppendRequest, PendingEvent, StorageBackend, StreamVersionTaken
+from eventlog.validation import check_positive_limit
+from projections.base import Projection
+from projections.changes import Change
+
+logger = structlog.get_logger("eventlog.log")
+
+MAX_APPEND_ATTEMPTS = 64  # an ANY append retries this often under contention
+
+
+class Draft(NamedTuple):
+    """One event of an append before it is chained onto the stream."""
+
+    event_id: uuid.UUID
+    type: str
+    data: bytes
+    event: Event
+    recorded_at: datetime
+
+
+class Appender:
+    """Commits prepared appends: the retry loop and commit-outcome resolution."""
+
+    def __init__(
+        self, storage: StorageBackend, heads: HeadCache, projections: Sequence[Projection]
+    ) -> None:
+        self.storage = storage
+        self.heads = heads
+        self.projections = projections
+
+    async def commit(
+        self,
+        tenant_id: str,
+        stream_id: str,
+        drafts: list[Draft],
+        expected: int | ExpectedVersion,
+        blob_adds: dict[bytes, tuple[bytes, int]],
+        releases: dict[bytes, int],
+        *,
+        recorded: Sequence[StoredEvent] | None = None,
+    ) -> AppendResult:
+        """Chain ``drafts`` onto the stream's head and commit them, retrying as allowed.
+
+        ``recorded`` (an import) are the events as a source log stored them: each prepared
+        event must equal its recorded one.
+        """
+        event_ids = [draft.event_id for draft in drafts]
+        recorded_at = drafts[-1].recorded_at
+        uncertain = False  # an earlier attempt may have committed without our hearing it
+        for attempt in range(MAX_APPEND_ATTEMPTS):
+            head = await self.heads.get(tenant_id, stream_id, fresh=attempt > 0)
+            if expected is not ExpectedVersion.ANY and version(head) != expected:
+                head = await self.heads.get(tenant_id, stream_id, fresh=True)
+                if version(head) != expected:
+                    if uncertain and (own := await self._own_events(tenant_id, event_ids)):
+                        return self._appended(own, recorded_at)
+                    _raise_conflict(stream_id, expected, head)
+            request = prepare(
+                tenant_id, stream_id, head, drafts, blob_adds, releases, self.projections
+            )
+            if recorded is not None:
+                check_recorded(request, recorded)
+            try:
+                positions = await self.storage.append(request)
+            except (StreamVersionTaken, CommitOutcomeUnknown) as error:
+                self.heads.forget(tenant_id, stream_id)
+                uncertain = uncertain or isinstance(error, CommitOutcomeUnknown)
+                if uncertain and (own := await self._own_events(tenant_id, event_ids)):
+                    logger.warning("commit_outcome_resolved", stream=stream_id, committed=True)
+                    return self._appended(own, recorded_at)
+                continue
+            return self._appended(stored_events(request, positions), recorded_at)
+        actual_head = await self.heads.get(tenant_id, stream_id, fresh=True)
+        raise VersionConflict(stream_id, "any", version(actual_head))
+
+    async def _own_events(
+        self, tenant_id: str, event_ids: list[uuid.UUID]
+    ) -> list[StoredEvent] | None:
+        """Our events if an earlier attempt committed them (found by their ids), else None."""
+        first = await self.storage.find_event(tenant_id, event_ids[0])
+        if first is None:
+            return None
+        rows = await self.storage.read_stream(
+            tenant_id, first.stream_id, first.version, len(event_ids)
+        )
+        return rows if [row.event_id for row in rows] == event_ids else None
+
+    def _appended(self, stored: list[StoredEvent], recorded_at: datetime) -> AppendResult:
+        """Remember the stream head the stored events end at, log, and report them."""
+        last = stored[-1]
+        self.heads.remember(last.tenant_id, last.stream_id, (last.version, last.hash))
+        logger.debug(
+            "appended", tenant=last.tenant_id, stream=last.stream_id, count=len(stored),
+            version=last.version, position=last.position,
+        )
+        return AppendResult(
+            stream_id=last.stream_id,
+            version=last.version,
+            positions=tuple(row.position for row in stored),
+            event_ids=tuple(row.event_id for row in stored),
+            recorded_at=recorded_at,
+        )
+
+
+def prepare(
+    tenant_id: str,
+    stream_id: str,
+    head: Head | None,
+    drafts: list[Draft],
+    blob_adds: dict[bytes, tuple[bytes, int]],
+    releases: dict[bytes, int],
+    projections: Sequence[Projection],
+) -> AppendRequest:
+    """The one place an append is chained: versions, hashes and view changes."""
+    at, prev_hash = head if head is not None else (0, GENESIS_HASH)
+    pending: list[PendingEvent] = []
+    changes: list[tuple[int, Change]] = []
+    for index, draft in enumerate(drafts):
+        at += 1
+        digest = event_hash(
+            tenant_id=tenant_id, stream_id=stream_id, version=at, event_id=draft.event_id,
+            type=draft.type, recorded_at=draft.recorded_at, data=draft.data,
+            prev_hash=prev_hash,
+        )
+        pending.append(PendingEvent(
+            event_id=draft.event_id, version=at, recorded_at=draft.recorded_at,
+            type=draft.type, data=draft.data, prev_hash=prev_hash, hash=digest,
+        ))
+        recorded = RecordedEvent(
+            position=0, event_id=draft.event_id, tenant_id=tenant_id, stream_id=stream_id,
+            version=at, recorded_at=draft.recorded_at, type=draft.type, data=draft.data,
+            prev_hash=prev_hash, hash=digest, event=draft.event,
+        )
+        changes.extend(
+            (index, change) for projection in projections for change in projection.fold(recorded)
+        )
+        prev_hash = digest
+    return AppendRequest(
+        tenant_id=tenant_id, stream_id=stream_id, events=pending, changes=changes,
+        blob_adds=blob_adds, blob_releases=releases,
+    )
+
+
+def check_recorded(request: AppendRequest, recorded: Sequence[StoredEvent]) -> None:
+    """An import's events must chain exactly as recorded onto the stream's head."""
+    for pending, stored in zip(request.events, recorded, strict=True):
+        if (pending.version, pending.prev_hash) != (stored.version, stored.prev_hash):
+            raise VersionConflict(request.stream_id, recorded[0].version - 1,
+                                  request.events[0].version - 1)
+        if pending.hash != stored.hash:
+            raise InvalidInput("events", f"stream {request.stream_id!r} version "
+                                         f"{stored.version} does not hash to its recorded hash")
+
+
+def stored_events(request: AppendRequest, positions: list[int]) -> list[StoredEvent]:
+    """The events of a committed request as the storage now holds them."""
+    return [
+        StoredEvent(
+            position=position, event_id=pending.event_id, tenant_id=request.tenant_id,
+            stream_id=request.stream_id, version=pending.version,
+            recorded_at=pending.recorded_at, type=pending.type, data=pending.data,
+            prev_hash=pending.prev_hash, hash=pending.hash,
+        )
+        for pending, position in zip(request.events, positions, strict=True)
+    ]
+
+
+def _raise_conflict(stream_id: str, expected: int | ExpectedVersion, head: Head | None) -> None:
+    actual = version(head)
+    if actual != expected:
+        shown: int | str = "no stream" if expected == 0 else expected  # type: ignore[assignment]
+        logger.info("conflicted", stream=stream_id, expected=shown, actual=actual)
+        raise VersionConflict(stream_id, shown, actual)
+
+
+# -- checking what callers pass ---------------------------------------------------------------
+
+
+def check_expected(expected: object) -> int | ExpectedVersion:
+    """``ANY``, or the exact version (``NO_STREAM`` is 0) an append expects."""
+    if expected is ExpectedVersion.ANY:
+        return expected
+    if expected is ExpectedVersion.NO_STREAM:
+        return 0
+    if isinstance(expected, bool) or not isinstance(expected, int):
+        raise InvalidInput(
+            "expected_version", f"must be ANY, NO_STREAM or a version ≥ 0, not {expected!r}"
+        )
+    if expected < 0:
+        raise InvalidInput("expected_version", f"must not be negative, not {expected}")
+    return expected
+
+
+def check_releases(release: Mapping[bytes, int] | None) -> dict[bytes, int]:
+    """Blob references to drop, by digest."""
+    releases = dict(release or {})
+    for digest, count in releases.items():
+        check_digest("release", digest)
+        check_positive_limit("release count", count)
+    return releases
+
+
+def check_digest(field: str, digest: object) -> bytes:
+    """A 32-byte SHA-256 digest."""
+    if not isinstance(digest, bytes) or len(digest) != 32:
+        raise InvalidInput(field, f"must be a 32-byte SHA-256 digest, not {digest!r}"[:200])
+    return digest

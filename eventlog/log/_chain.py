@@ -1,0 +1,150 @@
+"""Verify: recompute every stream's hash chain from the stored bytes, and check the heads."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from eventlog.hashing import GENESIS_HASH, recompute_hash
+from eventlog.records import StoredEvent, StreamProblem, VerifyReport
+from eventlog.storage.base import StorageBackend
+from projections.base import Projection
+from projections.query import ViewQuery
+from projections.views import STREAM_HEADS
+
+
+async def verify_chains(
+    storage: StorageBackend, projections: Sequence[Projection], tenant_id: str | None
+) -> VerifyReport:
+    """Check every stream of ``tenant_id`` (all tenants when None) against its head row."""
+    where = {} if tenant_id is None else {"tenant_id": tenant_id}
+    heads = {
+        (row["tenant_id"], row["stream_id"]): row
+        for row in await storage.query(ViewQuery(STREAM_HEADS, where))
+    }
+    keeps_heads = any(STREAM_HEADS in projection.tables for projection in projections)
+    checker = ChainChecker(heads, keeps_heads=keeps_heads)
+    stored_before = await storage.count_events(tenant_id)
+    async for stored in storage.scan_streams(tenant_id):
+        checker.feed(stored)
+    checker.end_scan()
+    checker.check_counts(stored_before)
+    for tenant, stream in list(checker.headless):
+        where = {"tenant_id": tenant, "stream_id": stream}
+        if not await storage.query(ViewQuery(STREAM_HEADS, where)):
+            checker.still_headless((tenant, stream))
+    return checker.finish()
+
+
+class ChainChecker:
+    """Checks streams one after another, fed in (tenant, stream, version) order.
+
+    The head rows were read before the scan, and a live log only grows, so a stream may
+    have moved past its head row by the time it is scanned (or appeared after the heads
+    were read): its chain must then pass through the head's (version, hash), and a stream
+    without a head row is re-checked afterwards (`headless`) rather than reported.
+    """
+
+    def __init__(self, heads: dict[tuple[str, str], dict[str, Any]], *, keeps_heads: bool
+                 ) -> None:
+        self.heads = heads
+        self.keeps_heads = keeps_heads
+        self.problems: list[StreamProblem] = []
+        self.headless: dict[tuple[str, str], int] = {}
+        self.streams = 0
+        self.events = 0
+        self.events_by_tenant: dict[str, int] = {}
+        self.key: tuple[str, str] | None = None
+        self.next_version = 1
+        self.prev_hash = GENESIS_HASH
+        self.hash_at_head: bytes | None = None
+        self.failed = False
+
+    def feed(self, stored: StoredEvent) -> None:
+        key = (stored.tenant_id, stored.stream_id)
+        if key != self.key:
+            self._close_stream()
+            self.key, self.next_version, self.prev_hash, self.failed = key, 1, GENESIS_HASH, False
+            self.hash_at_head = None
+            self.streams += 1
+        self.events += 1
+        self.events_by_tenant[stored.tenant_id] = self.events_by_tenant.get(stored.tenant_id, 0) + 1
+        if self.failed:
+            return
+        problem = self._check(stored)
+        if problem is not None:
+            self.problems.append(problem)
+            self.failed = True
+            return
+        self.next_version += 1
+        self.prev_hash = stored.hash
+        head = self.heads.get(key)
+        if head is not None and head["version"] == stored.version:
+            self.hash_at_head = stored.hash
+
+    def _check(self, stored: StoredEvent) -> StreamProblem | None:
+        def problem(kind: str, version: int, detail: str) -> StreamProblem:
+            return StreamProblem(tenant_id=stored.tenant_id, stream_id=stored.stream_id,
+                                 version=version, kind=kind, detail=detail)
+
+        if stored.version != self.next_version:
+            return problem("missing_version", self.next_version,
+                           f"version {self.next_version} is missing (next stored is "
+                           f"{stored.version})")
+        if stored.prev_hash != self.prev_hash:
+            return problem("broken_link", stored.version,
+                           "prev_hash does not match the previous event's hash")
+        if recompute_hash(stored) != stored.hash:
+            return problem("hash_mismatch", stored.version,
+                           "the stored bytes do not hash to the stored hash")
+        return None
+
+    def _close_stream(self) -> None:
+        if self.key is None:
+            return
+        head = self.heads.pop(self.key, None)
+        last = self.next_version - 1
+        if self.failed:
+            return
+        if head is None:
+            if self.keeps_heads:
+                self.headless[self.key] = last
+            return
+        if head["version"] > last:
+            self._problem(self.key, last + 1, "truncated",
+                          f"the chain ends at version {last}, its head records {head['version']}")
+        elif head["head_hash"] != self.hash_at_head:
+            self._problem(self.key, head["version"], "head_mismatch",
+                          "the stream head row does not match the chain")
+
+    def still_headless(self, key: tuple[str, str]) -> None:
+        """Report a stream that has events and, read again after the scan, no head row."""
+        self._problem(key, self.headless[key], "head_mismatch",
+                      "events are stored but the stream has no head row")
+
+    def _problem(self, key: tuple[str, str], version: int, kind: str, detail: str) -> None:
+        self.problems.append(StreamProblem(tenant_id=key[0], stream_id=key[1],
+                                           version=version, kind=kind, detail=detail))
+
+    def check_counts(self, stored_before: dict[str, int]) -> None:
+        """Report each tenant whose scan read fewer events than were stored before it began
+        (a live log only grows), so a reader that drops events can never report ok."""
+        for tenant, stored in sorted(stored_before.items()):
+            read = self.events_by_tenant.get(tenant, 0)
+            if read < stored:
+                self._problem((tenant, ""), 0, "unread_events",
+                              f"the scan read {read} events of tenant {tenant!r}, "
+                              f"{stored} were stored before it began")
+
+    def end_scan(self) -> None:
+        """The scan is over: close the last stream."""
+        self._close_stream()
+        self.key = None
+
+    def finish(self) -> VerifyReport:
+        for (tenant_id, stream_id), head in sorted(self.heads.items()):
+            self.streams += 1
+            self._problem((tenant_id, stream_id), 1, "truncated",
+                          f"no events are stored, its head records version {head['version']}")
+        self.problems.sort(key=lambda problem: (problem.tenant_id, problem.stream_id))
+        return VerifyReport(streams=self.streams, events=self.events, problems=self.problems)

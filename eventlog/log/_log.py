@@ -1,0 +1,346 @@
+"""`EventLog`: the log's face to stores, the CLI and applications.
+
+Appends (new events, and imported ones as they were recorded) go through one path
+(`eventlog.log._append`); reads — streams, the log in order, views, stream heads, blobs —
+check the log is open and validate ids before they reach the backend; `verify` lives in
+`eventlog.log._chain`.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from eventlog.clock import Clock, read_clock, system_clock
+from eventlog.errors import InvalidInput, PayloadTooLarge, StorageError
+from eventlog.events import Event, EventRegistry, default_registry
+from eventlog.hashing import content_digest
+from eventlog.log._append import (
+    Appender,
+    Draft,
+    check_digest,
+    check_expected,
+    check_releases,
+)
+from eventlog.log._chain import verify_chains
+from eventlog.log._heads import HeadCache
+from eventlog.records import (
+    AppendResult,
+    ExpectedVersion,
+    LogPage,
+    RecordedEvent,
+    StoredEvent,
+    VerifyReport,
+)
+from eventlog.storage.base import StorageBackend
+from eventlog.validation import check_id, check_positive_limit
+from projections.base import Projection
+from projections.query import ViewQuery
+from projections.views import metadata as view_metadata
+
+# The stores are named for type checkers only: `open_log` builds them and hands them to
+# the log (`attach_stores`); at run time the log never imports a store.
+if TYPE_CHECKING:
+    from eventlog.checkpoints.store import CheckpointStore
+    from eventlog.interrupts.store import InterruptStore
+
+DEFAULT_MAX_PAYLOAD_BYTES = 16 * 1024 * 1024
+"""The default largest encoded event, and largest blob, accepted (16 MiB)."""
+
+_PAGE = 500
+_MAX_VERSION = 2**63 - 1
+
+
+class EventLog:
+    """An append-only, hash-chained log of events, with inline projections.
+
+    Open one with `eventlog.open_log`, which also builds the stores over it
+    (``log.checkpoints``, ``log.interrupts``). Everything is scoped by ``tenant_id``: no
+    read returns another tenant's events, blobs or view rows. ``projections`` are the
+    inline projections folded into every append (``projections.INLINE_PROJECTIONS`` for
+    the stores' views).
+    """
+
+    def __init__(
+        self,
+        storage: StorageBackend,
+        *,
+        projections: Sequence[Projection],
+        registry: EventRegistry | None = None,
+        clock: Clock = system_clock,
+        max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
+    ) -> None:
+        self.storage = storage
+        self.registry = registry if registry is not None else default_registry
+        self.projections: tuple[Projection, ...] = tuple(projections)
+        self.clock = clock
+        self.max_payload_bytes = check_positive_limit("max_payload_bytes", max_payload_bytes)
+        self.schema_revision: str | None = None
+        self._checkpoints: CheckpointStore | None = None
+        self._interrupts: InterruptStore | None = None
+        self._heads = HeadCache(lambda tenant, stream: self.storage.stream_head(tenant, stream))
+        self._appender = Appender(storage, self._heads, self.projections)
+        self._closed = False
+
+    async def append(
+        self,
+        tenant_id: str,
+        stream_id: str,
+        events: Sequence[Event],
+        *,
+        expected_version: int | ExpectedVersion = ExpectedVersion.ANY,
+        attach: Iterable[bytes] = (),
+        release: Mapping[bytes, int] | None = None,
+    ) -> AppendResult:
+        """Append ``events`` to a stream in one transaction.
+
+        ``expected_version`` is `ANY` (append at the end, retrying internally on a race),
+        `NO_STREAM`, or the exact version the stream must be at; on a mismatch
+        `VersionConflict` is raised and nothing is written. ``attach`` are blob payloads
+        stored content-addressed in the same transaction (each adds one reference);
+        ``release`` drops references by digest, deleting a blob at zero.
+        """
+        self._check_open("append")
+        check_id("tenant_id", tenant_id)
+        check_id("stream_id", stream_id)
+        expected = check_expected(expected_version)
+        recorded_at = read_clock(self.clock)
+        drafts = [
+            Draft(uuid.uuid4(), tag, data, event, recorded_at)
+            for tag, data, event in self._encode(events)
+        ]
+        return await self._appender.commit(
+            tenant_id, stream_id, drafts, expected, self._blob_adds(attach),
+            check_releases(release),
+        )
+
+    async def append_recorded(
+        self,
+        tenant_id: str,
+        events: Sequence[StoredEvent],
+        *,
+        blobs: Mapping[bytes, tuple[bytes, int]] | None = None,
+    ) -> AppendResult:
+        """Append already-recorded events of ONE stream exactly as they are (an import).
+
+        Each event keeps its id, version, recorded time, bytes and hashes; the inline
+        projections fold them as any append's. ``blobs`` maps a digest to its payload and
+        the references to add. The events must continue the stream (the next version,
+        linked to its head hash), else `VersionConflict`; each must hash to its recorded
+        hash, else `InvalidInput`. Nothing is written in either case.
+        """
+        self._check_open("append")
+        check_id("tenant_id", tenant_id)
+        if isinstance(events, StoredEvent) or not isinstance(events, Sequence) or not events:
+            raise InvalidInput("events", "must be a non-empty sequence of stored events")
+        stream_id = check_id("stream_id", events[0].stream_id)
+        if any(stored.stream_id != stream_id for stored in events):
+            raise InvalidInput("events", "must all belong to one stream")
+        drafts = [
+            Draft(stored.event_id, stored.type, stored.data, self.decode(stored).event,
+                   stored.recorded_at)
+            for stored in events
+        ]
+        return await self._appender.commit(
+            tenant_id, stream_id, drafts, events[0].version - 1, dict(blobs or {}), {},
+            recorded=events,
+        )
+
+    async def read_stream(
+        self, tenant_id: str, stream_id: str, from_version: int = 1, *, limit: int | None = None
+    ) -> AsyncIterator[RecordedEvent]:
+        """Every event of one stream from ``from_version`` on (at most ``limit``), in order."""
+        self._check_open("read")
+        check_id("tenant_id", tenant_id)
+        check_id("stream_id", stream_id)
+        if isinstance(from_version, bool) or not isinstance(from_version, int):
+            raise InvalidInput("from_version", f"must be a whole number, not {from_version!r}")
+        left = _MAX_VERSION if limit is None else check_positive_limit("limit", limit)
+        version = max(from_version, 1)
+        while version <= _MAX_VERSION and left > 0:  # beyond it no event can exist (int64)
+            page = await self.storage.read_stream(
+                tenant_id, stream_id, version, min(_PAGE, left)
+            )
+            for stored in page:
+                yield self.decode(stored)
+            if len(page) < min(_PAGE, left):
+                return
+            left -= len(page)
+            version = page[-1].version + 1
+
+    async def read_all(
+        self, after: str | None = None, limit: int = _PAGE, tenant_id: str | None = None
+    ) -> LogPage:
+        """A page of the log in log order after the cursor ``after``; gap-safe.
+
+        Log order is position order on single-writer backends. On PostgreSQL it is
+        (writer transaction, position): an event never appears before one that committed
+        ahead of it became visible, so following with the returned cursor never skips.
+        """
+        self._check_open("read")
+        check_positive_limit("limit", limit, maximum=10_000)
+        if after is not None and not isinstance(after, str):
+            raise InvalidInput("after", f"must be a cursor string, not {after!r}")
+        if tenant_id is not None:
+            check_id("tenant_id", tenant_id)
+        rows, cursor = await self.storage.read_all(after, limit, tenant_id)
+        return LogPage(events=[self.decode(row) for row in rows], cursor=cursor)
+
+    async def wait_readable(self, max_wait: float = 30.0) -> bool:
+        """Wait until every event committed before this call is readable by `read_all`.
+
+        Immediate on single-writer backends. On PostgreSQL `read_all` shows an event only
+        once every transaction older than its writer has ended (that is what makes
+        following gap-safe), so a whole-log read that must include everything committed
+        so far (verify, rebuild, export) waits here first. Returns False if a transaction
+        stayed open past ``max_wait`` seconds.
+        """
+        self._check_open("read")
+        return await self.storage.wait_readable(max_wait)
+
+    async def get_blob(self, tenant_id: str, digest: bytes) -> bytes | None:
+        """A blob's bytes by digest within a tenant, or None."""
+        self._check_open("read")
+        check_id("tenant_id", tenant_id)
+        check_digest("digest", digest)
+        return await self.storage.get_blob(tenant_id, digest)
+
+    async def verify(self, tenant_id: str | None = None) -> VerifyReport:
+        """Recompute every stream's hash chain from the stored bytes.
+
+        Reports, per stream, the first broken link, hash mismatch or missing version, and
+        a stream whose chain ends before the version its head row records (a truncated
+        tail, or a stream whose events are gone altogether).
+        """
+        self._check_open("verify")
+        if tenant_id is not None:
+            check_id("tenant_id", tenant_id)
+        return await verify_chains(self.storage, self.projections, tenant_id)
+
+    # -- the read side: what stores, the CLI and export/import read through ---------------
+
+    @property
+    def backend_name(self) -> str:
+        """The backend's short name: ``memory``, ``sqlite``, ``postgresql`` or ``file``."""
+        return self.storage.name
+
+    async def query(self, query: ViewQuery) -> list[dict[str, Any]]:
+        """Rows of one view table answering ``query``, as plain dicts.
+
+        The table must be one of the views (`projections.views.metadata`), and a
+        ``tenant_id`` condition must be a valid id: no read crosses into another tenant by
+        accident of a malformed id.
+        """
+        self._check_open("query")
+        _check_query(query)
+        return await self.storage.query(query)
+
+    async def stream_head(self, tenant_id: str, stream_id: str) -> tuple[int, bytes] | None:
+        """The stream's last version and that event's hash, read afresh; None if empty."""
+        self._check_open("read")
+        check_id("tenant_id", tenant_id)
+        check_id("stream_id", stream_id)
+        return await self._heads.get(tenant_id, stream_id, fresh=True)
+
+    async def find_event(self, tenant_id: str, event_id: uuid.UUID) -> RecordedEvent | None:
+        """The committed event with this id in this tenant, or None."""
+        self._check_open("read")
+        check_id("tenant_id", tenant_id)
+        if not isinstance(event_id, uuid.UUID):
+            raise InvalidInput("event_id", f"must be a UUID, not {event_id!r}"[:200])
+        stored = await self.storage.find_event(tenant_id, event_id)
+        return None if stored is None else self.decode(stored)
+
+    async def blob_refs(self, tenant_id: str) -> dict[bytes, int]:
+        """Reference counts of a tenant's stored blobs, by digest."""
+        self._check_open("read")
+        check_id("tenant_id", tenant_id)
+        return dict(await self.storage.blob_refs(tenant_id))
+
+    async def dump_views(self) -> dict[str, list[dict[str, Any]]]:
+        """Every view table's rows, sorted by primary key (to compare with a rebuild)."""
+        self._check_open("read")
+        return await self.storage.dump_views()
+
+    def decode(self, stored: StoredEvent) -> RecordedEvent:
+        """Decode a stored row into a `RecordedEvent` (unknown tags raise)."""
+        event = self.registry.decode(
+            stored.type, stored.data, stream_id=stored.stream_id, version=stored.version
+        )
+        return RecordedEvent(
+            position=stored.position,
+            event_id=stored.event_id,
+            tenant_id=stored.tenant_id,
+            stream_id=stored.stream_id,
+            version=stored.version,
+            recorded_at=stored.recorded_at,
+            type=stored.type,
+            data=stored.data,
+            prev_hash=stored.prev_hash,
+            hash=stored.hash,
+            event=event,
+        )
+
+    def attach_stores(self, *, checkpoints: CheckpointStore, interrupts: InterruptStore) -> None:
+        """Hand the log the stores built over it (`open_log` does), as ``log.checkpoints``
+        and ``log.interrupts``."""
+        self._checkpoints, self._interrupts = checkpoints, interrupts
+
+    @property
+    def checkpoints(self) -> CheckpointStore:
+        """The workflow checkpoint store over this log."""
+        if self._checkpoints is None:
+            raise InvalidInput("checkpoints", "this log has no stores: open it with open_log")
+        return self._checkpoints
+
+    @property
+    def interrupts(self) -> InterruptStore:
+        """The human-in-the-loop interrupt store over this log."""
+        if self._interrupts is None:
+            raise InvalidInput("interrupts", "this log has no stores: open it with open_log")
+        return self._interrupts
+
+    async def close(self) -> None:
+        """Release the backend's connections and locks; the log refuses work afterwards."""
+        if not self._closed:
+            self._closed = True
+            await self.storage.close()
+
+    def _check_open(self, operation: str) -> None:
+        if self._closed:
+            raise StorageError(self.storage.name, operation, "the log is closed")
+
+    # -- checking an append -------------------------------------------------------------
+
+    def _encode(self, events: Sequence[Event]) -> list[tuple[str, bytes, Event]]:
+        if isinstance(events, Event) or not isinstance(events, Sequence) or not events:
+            raise InvalidInput("events", "must be a non-empty sequence of events")
+        encoded = []
+        for event in events:
+            tag, data = self.registry.encode(event)
+            if len(data) > self.max_payload_bytes:
+                raise PayloadTooLarge(f"event {tag!r}", len(data), self.max_payload_bytes)
+            encoded.append((tag, data, event))
+        return encoded
+
+    def _blob_adds(self, attach: Iterable[bytes]) -> dict[bytes, tuple[bytes, int]]:
+        adds: dict[bytes, tuple[bytes, int]] = {}
+        for payload in attach:
+            if not isinstance(payload, bytes):
+                raise InvalidInput("attach", "blobs must be bytes")
+            if len(payload) > self.max_payload_bytes:
+                raise PayloadTooLarge("blob", len(payload), self.max_payload_bytes)
+            digest = content_digest(payload)
+            adds[digest] = (payload, adds.get(digest, (payload, 0))[1] + 1)
+        return adds
+
+
+def _check_query(query: object) -> None:
+    if not isinstance(query, ViewQuery):
+        raise InvalidInput("query", f"must be a ViewQuery, not {query!r}"[:200])
+    if query.table not in view_metadata.tables:
+        raise InvalidInput("query", f"names no view table: {query.table!r}"[:200])
+    tenant_id = query.where.get("tenant_id")
+    if isinstance(tenant_id, str):
+        check_id("tenant_id", tenant_id)

@@ -1,0 +1,1 @@
+"""A stand-in for a backend package outside this repo (see `tests.conftest`)."""

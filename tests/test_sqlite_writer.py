@@ -1,0 +1,89 @@
+"""SQLite: the writer thread stores rows exactly as the SQLAlchemy path does.
+
+A log opened from a URL appends through its own ``sqlite3`` writer thread; a log over an
+application's engine appends through SQLAlchemy. Reads always go through SQLAlchemy, so
+both must store every column in the same SQL type and text format.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+
+from sqlalchemy.ext.asyncio import create_async_engine
+
+from eventlog import EventLog, open_log
+from eventlog.checkpoints import CheckpointRecord
+from eventlog.storage.sqlite_writer import SqliteWriter
+from tests.events import Noted
+
+NOW = datetime(2030, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
+RUN = uuid.UUID("00000000-0000-4000-8000-000000000001")
+
+
+async def write_story(log: EventLog) -> None:
+    """Checkpoints (with a blob shared twice), a plain event, and a session delete."""
+    for step in range(3):
+        await log.checkpoints.create(CheckpointRecord(
+            tenant_id="acme", session_id="s", run_id=RUN, step=step, checkpoint_id=f"c{step}",
+            state={"same": True}))
+    await log.append("acme", "notes", [Noted(text="hello")])
+    await log.checkpoints.create(CheckpointRecord(
+        tenant_id="acme", session_id="gone", run_id=RUN, checkpoint_id="g", state=b"\x00"))
+    assert 1 == await log.checkpoints.delete("acme", "gone")
+
+
+def column_shapes(path: Path) -> dict[str, list[tuple[object, ...]]]:
+    """Each table's rows as (column, SQL type, value unless it is random) tuples."""
+    random_columns = {"event_id", "hash", "prev_hash", "head_hash", "data", "last_event_id"}
+    connection = sqlite3.connect(path)
+    try:
+        tables = [row[0] for row in connection.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' "
+            "AND name != 'alembic_version' ORDER BY name")]
+        shapes: dict[str, list[tuple[object, ...]]] = {}
+        for table in tables:
+            cursor = connection.execute(f'SELECT * FROM "{table}" ORDER BY rowid')
+            names = [column[0] for column in cursor.description]
+            shapes[table] = [
+                tuple((name, type(value).__name__,
+                       None if name in random_columns else value)
+                      for name, value in zip(names, row, strict=True))
+                for row in cursor
+            ]
+        return shapes
+    finally:
+        connection.close()
+
+
+async def test_writer_thread_rows_match_the_sqlalchemy_path(tmp_path: Path) -> None:
+    """Every table holds the same types and values whichever path appended."""
+    fast, plain = tmp_path / "fast.db", tmp_path / "plain.db"
+    async with open_log(f"sqlite:///{fast}", clock=lambda: NOW) as log:
+        assert isinstance(getattr(log.storage, "_writer", None), SqliteWriter)
+        await write_story(log)
+    engine = create_async_engine(f"sqlite+aiosqlite:///{plain}")
+    try:
+        async with open_log(engine, clock=lambda: NOW) as log:
+            assert getattr(log.storage, "_writer", None) is None
+            await write_story(log)
+    finally:
+        await engine.dispose()
+    fast_shapes, plain_shapes = column_shapes(fast), column_shapes(plain)
+    assert sum(len(rows) for rows in fast_shapes.values()) > 10
+    assert plain_shapes == fast_shapes
+
+
+async def test_writer_recovers_after_a_refused_append(tmp_path: Path) -> None:
+    """A version conflict inside the writer rolls back; the next append commits."""
+    async with open_log(f"sqlite:///{tmp_path / 'log.db'}") as log:
+        await log.append("acme", "s", [Noted(text="1")])
+        async with open_log(f"sqlite:///{tmp_path / 'log.db'}") as other:
+            await other.append("acme", "s", [Noted(text="2")])
+        # `log`'s cached head is stale: its first attempt conflicts inside the writer.
+        result = await log.append("acme", "s", [Noted(text="3")])
+        assert 3 == result.version
+        assert ["1", "2", "3"] == [e.event.text async for e in log.read_stream("acme", "s")]
+        assert (await log.verify()).ok
