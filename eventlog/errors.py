@@ -12,7 +12,8 @@
     ├── StateDecodeError                       a stored state that does not decode as asked
     ├── VersionConflict                        the stream was not at the expected version
     ├── SchemaError                            the database schema cannot be used
-    │   └── UnknownSchemaRevision              stamped with a revision this code does not know
+    │   ├── UnknownSchemaRevision              stamped with a revision this code does not know
+    │   └── SchemaNotCurrent                   empty or older, and opened without upgrade
     ├── StoreLocked                            another process holds a file store's lock
     └── StorageError                           the backend failed; the driver error is __cause__
         └── CommitOutcomeUnknown               the connection dropped during commit
@@ -136,6 +137,21 @@ class UnknownSchemaRevision(SchemaError):
         super().__init__(
             f"database schema revision {found!r} is unknown to this version of "
             f"checkpoint-eventlog (its newest revision is {known!r}); upgrade the library"
+        )
+
+
+class SchemaNotCurrent(SchemaError):
+    """The database (or PostgreSQL schema) is empty or at an older revision, and was opened
+    with ``upgrade=False``."""
+
+    def __init__(self, found: str | None, needed: str, schema: str | None) -> None:
+        self.found = found
+        self.needed = needed
+        self.schema = schema
+        where = f"schema {schema!r}" if schema else "database"
+        super().__init__(
+            f"the {where} is at revision {found or 'none'}, this code needs {needed}: "
+            "open it with upgrade=True to create or upgrade it"
         )
 
 
