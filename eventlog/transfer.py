@@ -302,6 +302,16 @@ async def import_log(
     )
 
 
+def check_export(source: IO[bytes]) -> str:
+    """Check an export file whole, without a log (format, every chain link and hash, the
+    end record); return the tenant it holds. Raises `InvalidInput` naming ``file`` as
+    `import_log` does. `import_log` checks all this again, and the target's streams too."""
+    header = _read_header(source)
+    _check_file(source, header, {})
+    tenant: str = header["tenant"]
+    return tenant
+
+
 def _read_header(source: IO[bytes]) -> dict[str, Any]:
     source.seek(0)
     for _number, record in _records(source):

@@ -267,7 +267,8 @@ class ThreadCheckpoints:
         releases = decide.releases_of(
             (row["digests"] for row in records), (row["digest"] for row in held)
         )
-        tombstone = ThreadDeleted(thread_id=thread_id, checkpoints=count, writes=writes)
+        tombstone = ThreadDeleted(thread_id=thread_id, checkpoints=count, writes=writes,
+                                  released=_hex(releases))
         await self._log.append(tenant_id, stream, [tombstone], expected_version=version,
                                release=releases)
         logger.info("thread_deleted", tenant=tenant_id, thread=thread_id, checkpoints=count)
@@ -351,6 +352,7 @@ class ThreadCheckpoints:
         tombstone = ThreadCheckpointsRemoved(
             thread_id=thread_id, reason=removal.reason, removed=keys,
             run_keys=removal.run_keys, keep=removal.keep, values=values,
+            released=_hex(releases),
         )
         await self._log.append(tenant_id, stream, [tombstone], expected_version=version,
                                release=releases)
@@ -557,6 +559,10 @@ def _checkpoint(tenant_id: str, row: Mapping[str, Any]) -> ThreadCheckpoint:
         run_key=row["run_key"], step=row["step"], metadata=_metadata.decode(row["metadata"]),
         position=row["position"], recorded_at=row["recorded_at"],
     )
+
+
+def _hex(releases: Mapping[bytes, int]) -> dict[str, int]:
+    return {digest.hex(): count for digest, count in releases.items()}
 
 
 def _one_or_any(column: str, values: tuple[str, ...]) -> dict[str, Any]:

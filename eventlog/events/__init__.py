@@ -11,7 +11,7 @@ hash chain covers those bytes.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, TypeVar
 
 import msgspec
@@ -29,6 +29,15 @@ class Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
         state's) declares it here, so an export moves the blob together with the event.
         """
         return ()
+
+    def blob_releases(self) -> Mapping[bytes, int] | None:
+        """The blob references this event gives up, by digest (none by default).
+
+        None means every reference the events of its stream still hold (a tombstone of
+        a log written before tombstones named their releases). `verify` folds
+        `blob_digests` and this to know how many references each blob must have.
+        """
+        return {}
 
 
 E = TypeVar("E", bound=type[Event])

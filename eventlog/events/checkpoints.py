@@ -8,6 +8,7 @@ happens whenever `projections` is (every log does), so a log can always decode t
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from typing import Annotated, Any
 
 import msgspec
@@ -53,3 +54,12 @@ class SessionDeleted(Event, tag="session_deleted", frozen=True, kw_only=True):
     session_id: str
     checkpoints: int
     """How many checkpoint records the deletion removed from the views."""
+    released: dict[HexDigest, int] = msgspec.field(default_factory=dict)
+    """The state blob references the deletion gave up, by digest (empty in tombstones
+    written before this field existed: those released every reference of the session)."""
+
+    def blob_releases(self) -> Mapping[bytes, int] | None:
+        """The references given up; None (all of the session's) for an older tombstone."""
+        if not self.released and self.checkpoints:
+            return None
+        return {bytes.fromhex(digest): count for digest, count in self.released.items()}

@@ -17,6 +17,7 @@ All are registered in `eventlog.default_registry` when this module is imported (
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import msgspec
@@ -124,6 +125,12 @@ class ThreadDeleted(Event, tag="thread_deleted", frozen=True, kw_only=True):
     thread_id: str
     checkpoints: int
     writes: int = 0
+    released: dict[HexDigest, int] = msgspec.field(default_factory=dict)
+    """The blob references the deletion gave up, by digest (what `verify` folds)."""
+
+    def blob_releases(self) -> Mapping[bytes, int]:
+        """The references given up."""
+        return _releases(self.released)
 
 
 @register_event
@@ -143,6 +150,12 @@ class ThreadCheckpointsRemoved(
     keep: int | None = None
     values: list[ValueKey] = msgspec.field(default_factory=list)
     """The stored channel values no remaining checkpoint of the thread carries."""
+    released: dict[HexDigest, int] = msgspec.field(default_factory=dict)
+    """The blob references the removal gave up, by digest (what `verify` folds)."""
+
+    def blob_releases(self) -> Mapping[bytes, int]:
+        """The references given up."""
+        return _releases(self.released)
 
 
 @register_event
@@ -156,3 +169,7 @@ class ThreadCopied(Event, tag="thread_copied", frozen=True, kw_only=True):
     source_thread_id: str
     checkpoints: int
     writes: int = 0
+
+
+def _releases(released: Mapping[str, int]) -> dict[bytes, int]:
+    return {bytes.fromhex(digest): count for digest, count in released.items()}

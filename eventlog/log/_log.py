@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from eventlog.clock import Clock, read_clock, system_clock
-from eventlog.errors import InvalidInput, PayloadTooLarge, StorageError
+from eventlog.errors import CorruptBlob, InvalidInput, PayloadTooLarge, StorageError
 from eventlog.events import Event, EventRegistry, default_registry
 from eventlog.hashing import content_digest
 from eventlog.log._append import (
@@ -200,11 +200,15 @@ class EventLog:
         return await self.storage.wait_readable(max_wait)
 
     async def get_blob(self, tenant_id: str, digest: bytes) -> bytes | None:
-        """A blob's bytes by digest within a tenant, or None."""
+        """A blob's bytes by digest within a tenant, or None; `CorruptBlob` when the stored
+        bytes do not hash to ``digest``."""
         self._check_open("read")
         check_id("tenant_id", tenant_id)
         check_digest("digest", digest)
-        return await self.storage.get_blob(tenant_id, digest)
+        payload = await self.storage.get_blob(tenant_id, digest)
+        if payload is not None and content_digest(payload) != digest:
+            raise CorruptBlob(digest)
+        return payload
 
     async def get_blobs(self, tenant_id: str, digests: Iterable[bytes]) -> dict[bytes, bytes]:
         """The blobs of ``digests`` that exist within the tenant, by digest (one read on SQL
@@ -219,12 +223,14 @@ class EventLog:
 
         Reports, per stream, the first broken link, hash mismatch or missing version, and
         a stream whose chain ends before the version its head row records (a truncated
-        tail, or a stream whose events are gone altogether).
+        tail, or a stream whose events are gone altogether). Every blob the events
+        reference is read and hashed: a blob that is missing, whose bytes do not hash to
+        its digest, or whose reference count differs from the events' is reported too.
         """
         self._check_open("verify")
         if tenant_id is not None:
             check_id("tenant_id", tenant_id)
-        return await verify_chains(self.storage, self.projections, tenant_id)
+        return await verify_chains(self.storage, self.projections, self.registry, tenant_id)
 
     # -- the read side: what stores, the CLI and export/import read through ---------------
 

@@ -128,6 +128,7 @@ async def test_delete_thread_removes_every_namespace_and_purges_blobs(log: Event
     assert (await log.verify()).ok
     await settle(log)
     assert [] == await compare_views(log)
+    assert (await log.verify()).ok
 
 
 async def test_delete_runs_and_prune_release_what_they_remove(log: EventLog) -> None:
@@ -142,6 +143,7 @@ async def test_delete_runs_and_prune_release_what_they_remove(log: EventLog) -> 
     assert {1} == set((await log.blob_refs(T)).values())
     await settle(log)
     assert [] == await compare_views(log)
+    assert (await log.verify()).ok
 
 
 async def test_copy_thread_records_source_and_copies_everything(log: EventLog) -> None:
@@ -161,6 +163,7 @@ async def test_copy_thread_records_source_and_copies_everything(log: EventLog) -
     assert copied == await threads(log).page(T, target)
     await settle(log)
     assert [] == await compare_views(log)
+    assert (await log.verify()).ok
 
 
 async def test_invalid_input_writes_nothing(log: EventLog) -> None:
@@ -194,6 +197,7 @@ async def test_copy_merges_writes_like_put_writes(log: EventLog) -> None:
     assert {} == dict(await log.blob_refs(T))
     await settle(log)
     assert [] == await compare_views(log)
+    assert (await log.verify()).ok
 
 
 async def test_a_channel_version_is_stored_once_and_goes_with_its_last_carrier(
@@ -217,3 +221,4 @@ async def test_a_channel_version_is_stored_once_and_goes_with_its_last_carrier(
     assert {"ch": newer} == latest.channels
     await settle(log)
     assert [] == await compare_views(log)
+    assert (await log.verify()).ok
