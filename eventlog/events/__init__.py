@@ -96,6 +96,11 @@ class EventRegistry:
             raise InvalidEvent("events", f"event type {tag!r} is not registered")
         return tag, _encoder.encode(event)
 
+    def corrupt(self, error: CorruptEvent) -> Event:
+        """What a stored row that cannot be read as written decodes to: by default
+        nothing (``error`` is raised); a lenient registry may stand something in."""
+        raise error
+
     def decode(
         self, tag: str, data: bytes, *, stream_id: str | None = None, version: int | None = None
     ) -> Event:

@@ -114,6 +114,9 @@ class ChainChecker:
             return StreamProblem(tenant_id=stored.tenant_id, stream_id=stored.stream_id,
                                  version=version, kind=kind, detail=detail)
 
+        if stored.damage is not None:
+            return problem("unreadable_row", stored.version if stored.version else
+                           self.next_version, stored.damage)
         if stored.version != self.next_version:
             return problem("missing_version", self.next_version,
                            f"version {self.next_version} is missing (next stored is "

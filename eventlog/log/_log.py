@@ -13,7 +13,13 @@ from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from eventlog.clock import Clock, read_clock, system_clock
-from eventlog.errors import CorruptBlob, InvalidInput, PayloadTooLarge, StorageError
+from eventlog.errors import (
+    CorruptBlob,
+    CorruptEvent,
+    InvalidInput,
+    PayloadTooLarge,
+    StorageError,
+)
 from eventlog.events import Event, EventRegistry, default_registry
 from eventlog.hashing import content_digest
 from eventlog.log._append import (
@@ -277,10 +283,15 @@ class EventLog:
         return await self.storage.dump_views()
 
     def decode(self, stored: StoredEvent) -> RecordedEvent:
-        """Decode a stored row into a `RecordedEvent` (unknown tags raise)."""
-        event = self.registry.decode(
-            stored.type, stored.data, stream_id=stored.stream_id, version=stored.version
-        )
+        """Decode a stored row into a `RecordedEvent` (unknown tags raise; a row that was
+        not readable as written raises `CorruptEvent`)."""
+        if stored.damage is not None:
+            event = self.registry.corrupt(CorruptEvent(
+                stored.type, stored.damage, stream_id=stored.stream_id, version=stored.version))
+        else:
+            event = self.registry.decode(
+                stored.type, stored.data, stream_id=stored.stream_id, version=stored.version
+            )
         return RecordedEvent(
             position=stored.position,
             event_id=stored.event_id,
