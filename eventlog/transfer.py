@@ -319,7 +319,8 @@ def _read_header(source: IO[bytes]) -> dict[str, Any]:
         if record.get("format") != FORMAT:
             raise InvalidInput("file", f"is not a {FORMAT} file (its first line says "
                                        f"{str(record.get('format'))[:60]!r})")
-        if record.get("version") != FORMAT_VERSION:
+        version = record.get("version")
+        if type(version) is not int or version != FORMAT_VERSION:  # JSON true == 1 in Python
             raise InvalidInput("file", f"has format version {record.get('version')!r}; "
                                        f"this code reads version {FORMAT_VERSION}")
         check_id("file tenant", record.get("tenant"))
