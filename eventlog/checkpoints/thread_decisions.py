@@ -12,6 +12,7 @@ from eventlog.checkpoints.decisions import normalise_metadata
 from eventlog.checkpoints.thread_records import ChannelValue, Payload
 from eventlog.errors import InvalidId, InvalidInput
 from eventlog.events.threads import (
+    THREAD_STREAM_PREFIX,
     BlobRef,
     CheckpointKey,
     ThreadCheckpointPut,
@@ -21,7 +22,7 @@ from eventlog.events.threads import (
 from eventlog.hashing import content_digest
 from eventlog.validation import MAX_ID_LENGTH, check_id
 
-STREAM_PREFIX = "thread:"
+STREAM_PREFIX = THREAD_STREAM_PREFIX
 MAX_THREAD_ID_LENGTH = MAX_ID_LENGTH - len(STREAM_PREFIX)
 MAX_PATH_LENGTH = 16_384
 """The longest namespace, run key or task path (LangGraph nests ``node:task`` parts)."""

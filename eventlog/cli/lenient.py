@@ -63,6 +63,9 @@ class LenientRegistry(EventRegistry):
     def encode(self, event: object) -> tuple[str, bytes]:
         return self._base.encode(event)
 
+    def corrupt(self, error: CorruptEvent) -> Event:
+        return UndecodableEvent(error=error.detail)
+
     def decode(
         self, tag: str, data: bytes, *, stream_id: str | None = None, version: int | None = None
     ) -> Event:

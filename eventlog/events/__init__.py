@@ -30,6 +30,16 @@ class Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
         """
         return ()
 
+    def home_stream(self) -> str | None:
+        """The one stream this event may be appended to, or None for any stream.
+
+        Events that name their stream's subject (a session's checkpoint, a batch's claim)
+        say so here: the log refuses to append them elsewhere, import refuses a file that
+        holds one elsewhere, and `verify` reports one found elsewhere, so no forged stream
+        can fold into another subject's view rows.
+        """
+        return None
+
     def blob_releases(self) -> Mapping[bytes, int] | None:
         """The blob references this event gives up, by digest (none by default).
 
@@ -85,6 +95,11 @@ class EventRegistry:
         if self._types.get(tag) is not event_type:
             raise InvalidEvent("events", f"event type {tag!r} is not registered")
         return tag, _encoder.encode(event)
+
+    def corrupt(self, error: CorruptEvent) -> Event:
+        """What a stored row that cannot be read as written decodes to: by default
+        nothing (``error`` is raised); a lenient registry may stand something in."""
+        raise error
 
     def decode(
         self, tag: str, data: bytes, *, stream_id: str | None = None, version: int | None = None

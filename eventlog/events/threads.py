@@ -25,6 +25,19 @@ import msgspec
 from eventlog.events import Event, register_event
 from eventlog.events.checkpoints import HexDigest
 
+THREAD_STREAM_PREFIX = "thread:"
+"""A thread's events go to the stream ``thread:<thread id>``."""
+
+
+class ThreadEvent(Event, frozen=True, kw_only=True):
+    """An event of one thread: it belongs to the thread's stream and nowhere else."""
+
+    thread_id: str
+
+    def home_stream(self) -> str | None:
+        """The thread's stream."""
+        return THREAD_STREAM_PREFIX + self.thread_id
+
 
 class BlobRef(msgspec.Struct, frozen=True, kw_only=True):
     """A channel's value at one version, stored as a blob by the put that carries it."""
@@ -68,7 +81,7 @@ class ValueKey(msgspec.Struct, frozen=True, kw_only=True):
 
 
 @register_event
-class ThreadCheckpointPut(Event, tag="thread_checkpoint_put", frozen=True, kw_only=True):
+class ThreadCheckpointPut(ThreadEvent, tag="thread_checkpoint_put", frozen=True, kw_only=True):
     """A checkpoint was put to a thread (a put of an existing id replaces it in the views).
 
     ``versions`` names the version of every channel value the checkpoint carries; the
@@ -77,7 +90,6 @@ class ThreadCheckpointPut(Event, tag="thread_checkpoint_put", frozen=True, kw_on
     stored by an earlier put of the thread. An unchanged channel is never stored again.
     """
 
-    thread_id: str
     namespace: str = ""
     checkpoint_id: str
     parent_id: str | None = None
@@ -98,7 +110,7 @@ class ThreadCheckpointPut(Event, tag="thread_checkpoint_put", frozen=True, kw_on
 
 
 @register_event
-class ThreadWritesPut(Event, tag="thread_writes_put", frozen=True, kw_only=True):
+class ThreadWritesPut(ThreadEvent, tag="thread_writes_put", frozen=True, kw_only=True):
     """Pending writes of one task were attached to a checkpoint.
 
     The views keep the first write per (task, idx ≥ 0) and let a negative (special) index
@@ -106,7 +118,6 @@ class ThreadWritesPut(Event, tag="thread_writes_put", frozen=True, kw_only=True)
     checkpoint or thread is removed.
     """
 
-    thread_id: str
     namespace: str = ""
     checkpoint_id: str
     task_id: str
@@ -119,10 +130,9 @@ class ThreadWritesPut(Event, tag="thread_writes_put", frozen=True, kw_only=True)
 
 
 @register_event
-class ThreadDeleted(Event, tag="thread_deleted", frozen=True, kw_only=True):
+class ThreadDeleted(ThreadEvent, tag="thread_deleted", frozen=True, kw_only=True):
     """Every checkpoint and write of the thread, in every namespace, was deleted."""
 
-    thread_id: str
     checkpoints: int
     writes: int = 0
     released: dict[HexDigest, int] = msgspec.field(default_factory=dict)
@@ -135,7 +145,7 @@ class ThreadDeleted(Event, tag="thread_deleted", frozen=True, kw_only=True):
 
 @register_event
 class ThreadCheckpointsRemoved(
-    Event, tag="thread_checkpoints_removed", frozen=True, kw_only=True
+    ThreadEvent, tag="thread_checkpoints_removed", frozen=True, kw_only=True
 ):
     """Some checkpoints of the thread (and their writes) were removed.
 
@@ -143,7 +153,6 @@ class ThreadCheckpointsRemoved(
     the latest ``keep`` per namespace).
     """
 
-    thread_id: str
     reason: str
     removed: list[CheckpointKey]
     run_keys: list[str] = msgspec.field(default_factory=list)
@@ -159,13 +168,12 @@ class ThreadCheckpointsRemoved(
 
 
 @register_event
-class ThreadCopied(Event, tag="thread_copied", frozen=True, kw_only=True):
+class ThreadCopied(ThreadEvent, tag="thread_copied", frozen=True, kw_only=True):
     """The thread received a copy of another thread of the tenant.
 
     The copied checkpoints and writes follow in the same append as ordinary puts.
     """
 
-    thread_id: str
     source_thread_id: str
     checkpoints: int
     writes: int = 0

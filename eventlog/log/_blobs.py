@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections import Counter
 
 from eventlog.errors import EventLogError
-from eventlog.events import EventRegistry
+from eventlog.events import Event, EventRegistry
 from eventlog.hashing import content_digest
 from eventlog.records import StoredEvent, StreamProblem
 from eventlog.storage.base import StorageBackend
@@ -33,12 +33,15 @@ class BlobLedger:
         self.named_by: dict[Key, str] = {}
         self.tenants: set[str] = set()
 
-    def feed(self, stored: StoredEvent) -> None:
+    def feed(self, stored: StoredEvent) -> Event | None:
+        """Count the event's references; the decoded event (None if it does not decode)."""
         self.tenants.add(stored.tenant_id)
+        if stored.damage is not None:
+            return None  # verify reports the row
         try:
             event = self.registry.decode(stored.type, stored.data)
         except EventLogError:
-            return  # the chain check and the readers report an event that does not decode
+            return None  # verify reports an event that does not decode
         stream = self.live.setdefault((stored.tenant_id, stored.stream_id), Counter())
         for digest in event.blob_digests():
             stream[digest] += 1
@@ -46,9 +49,10 @@ class BlobLedger:
         releases = event.blob_releases()
         if releases is None:
             stream.clear()
-            return
+            return event
         for digest, count in releases.items():
             stream[digest] = max(stream[digest] - count, 0)
+        return event
 
     def expected(self) -> Counter[Key]:
         """The reference count every (tenant, digest) should have."""

@@ -32,7 +32,9 @@ async def verify_chains(
     stored_before = await storage.count_events(tenant_id)
     async for stored in storage.scan_streams(tenant_id):
         checker.feed(stored)
-        ledger.feed(stored)
+        event = ledger.feed(stored)
+        if event is not None:
+            checker.check_home(stored, event.home_stream())
     checker.end_scan()
     checker.check_counts(stored_before)
     for tenant, stream in list(checker.headless):
@@ -112,6 +114,9 @@ class ChainChecker:
             return StreamProblem(tenant_id=stored.tenant_id, stream_id=stored.stream_id,
                                  version=version, kind=kind, detail=detail)
 
+        if stored.damage is not None:
+            return problem("unreadable_row", stored.version if stored.version else
+                           self.next_version, stored.damage)
         if stored.version != self.next_version:
             return problem("missing_version", self.next_version,
                            f"version {self.next_version} is missing (next stored is "
@@ -123,6 +128,13 @@ class ChainChecker:
             return problem("hash_mismatch", stored.version,
                            "the stored bytes do not hash to the stored hash")
         return None
+
+    def check_home(self, stored: StoredEvent, home: str | None) -> None:
+        """Report an event found outside the one stream it belongs to (a forged stream
+        whose events would fold into another subject's view rows)."""
+        if home is not None and home != stored.stream_id:
+            self._problem((stored.tenant_id, stored.stream_id), stored.version, "wrong_stream",
+                          f"a {stored.type!r} event that belongs to stream {home!r}"[:300])
 
     def _close_stream(self) -> None:
         if self.key is None:

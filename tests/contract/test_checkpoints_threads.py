@@ -222,3 +222,11 @@ async def test_a_channel_version_is_stored_once_and_goes_with_its_last_carrier(
     await settle(log)
     assert [] == await compare_views(log)
     assert (await log.verify()).ok
+
+
+async def test_thread_events_belong_to_their_thread_stream(log: EventLog) -> None:
+    """A thread's event appended to another stream is refused (a forged thread)."""
+    from eventlog.events.threads import ThreadDeleted
+
+    with pytest.raises(InvalidInput):
+        await log.append(T, "thread:other", [ThreadDeleted(thread_id="mine", checkpoints=0)])
