@@ -14,7 +14,9 @@ import os
 import time
 from pathlib import Path
 
-SECTIONS = ("append", "checkpoints", "sqlite", "concurrency", "reads", "large")
+SECTIONS = ("append", "checkpoints", "sqlite", "concurrency", "reads", "large", "langgraph")
+"""``langgraph`` is the LangGraph adapter against LangGraph's own saver (its own report,
+not in the ratio summary; skipped by ``--quick``)."""
 
 
 def main() -> None:
@@ -38,7 +40,10 @@ def main() -> None:
         if name not in SECTIONS:
             parser.error(f"unknown section {name!r}")
         module = __import__(f"benchmarks.bench_{name}", fromlist=["run"])
-        asyncio.run(module.run(results))
+        if hasattr(module, "run"):
+            asyncio.run(module.run(results))
+        elif not common.quick():
+            asyncio.run(module.main())
     results.summary()
     print(f"  ({time.perf_counter() - started:.0f} s in all)")
     if arguments.json is not None:

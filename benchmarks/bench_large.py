@@ -56,10 +56,13 @@ async def run(results: Results) -> None:
 
 
 def _child(kind: str, schema: str) -> dict[str, Any]:
-    output = subprocess.run(
+    done = subprocess.run(
         [sys.executable, "-m", "benchmarks.child", kind, schema],
-        check=True, capture_output=True, text=True,
-    ).stdout
+        check=False, capture_output=True, text=True,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"benchmarks.child {kind} {schema} failed:\n{done.stderr[-2000:]}")
+    output = done.stdout
     result: dict[str, Any] = json.loads(output.strip().splitlines()[-1])
     return result
 

@@ -84,6 +84,26 @@ def percentile(values: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
 
+async def alternate(
+    rounds: int, count: int, **contestants: Callable[[int], Awaitable[object]]
+) -> dict[str, float]:
+    """Median calls/s of each contestant over ``rounds`` interleaved rounds (for the
+    scripts that print their own report, like `benchmarks.bench_langgraph`)."""
+    results: dict[str, list[float]] = {name: [] for name in contestants}
+    for number in range(rounds):
+        for name, operation in contestants.items():
+            results[name].append(await rate(operation, count, number * count))
+    return {name: statistics.median(values) for name, values in results.items()}
+
+
+def report(title: str, baseline: str, figures: dict[str, float], unit: str = "ops/s") -> None:
+    """Print figures next to the baseline, as ratios."""
+    print(f"\n{title}")
+    base = figures[baseline]
+    for name, value in figures.items():
+        print(f"  {name:<44} {value:>10.0f} {unit}   {value / base:5.2f}× {baseline}")
+
+
 @dataclass
 class Ratio:
     """One figure next to its baseline."""

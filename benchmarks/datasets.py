@@ -44,6 +44,8 @@ async def dataset(name: str, sessions: int, per_session: int) -> str:
         if kept is not None and kept["params"] == params:
             print(f"  dataset {name}: kept ({params}; loaded in "
                   f"{kept['load_seconds']:.1f} s by an earlier run)")
+            async with open_log(PG_URL, schema=schema):
+                pass  # brings a kept schema up to this code's revision
             return schema
         await connection.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
     finally:

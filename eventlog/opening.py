@@ -6,10 +6,9 @@ from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
-import structlog
-
+from eventlog._logging import get_logger
 from eventlog.checkpoints.store import CheckpointStore
 from eventlog.clock import Clock, system_clock
 from eventlog.errors import InvalidInput, InvalidURL
@@ -26,7 +25,7 @@ from projections.runner import fold_events
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncEngine
 
-logger = structlog.get_logger(__name__)
+logger = get_logger(__name__)
 
 DEFAULT_URL = "sqlite:///eventlog.db"
 """The embedded default: a SQLite file in the working directory."""
@@ -160,7 +159,8 @@ def _sqlite(url: str, *, schema: str, **options: Any) -> StorageBackend:
 def _postgres(url: str, *, schema: str, **options: Any) -> StorageBackend:
     from eventlog.storage.postgres import PostgresBackend
 
-    return PostgresBackend(url=_postgres_url(url), schema=schema, **options)
+    url, schema = _schema_from_url(_postgres_url(url), schema)
+    return PostgresBackend(url=url, schema=schema, **options)
 
 
 def _file(url: str, *, schema: str, **options: Any) -> StorageBackend:
@@ -223,6 +223,28 @@ def _postgres_url(url: str) -> str:
     except ValueError as error:
         raise InvalidURL(url, f"bad port: {error}") from None
     return "postgresql://" + url.split("://", 1)[1]
+
+
+def url_schema(url: str) -> str | None:
+    """The schema a PostgreSQL URL names with ``?schema=NAME`` (None when it names none)."""
+    values = [value for key, value in parse_qsl(urlsplit(url).query, keep_blank_values=True)
+              if key == "schema"]
+    return values[-1] if values else None
+
+
+def _schema_from_url(url: str, schema: str) -> tuple[str, str]:
+    """``?schema=NAME`` taken out of the URL (the driver knows no such parameter) and
+    used as the schema; it must agree with ``schema`` unless that is the default."""
+    named = url_schema(url)
+    if named is None:
+        return url, schema
+    if schema not in (DEFAULT_SCHEMA, named):
+        raise InvalidURL(url, f"names schema {named!r} but schema={schema!r} was also given")
+    check_schema(named)
+    parts = urlsplit(url)
+    query = urlencode([(key, value) for key, value in parse_qsl(parts.query,
+                       keep_blank_values=True) if key != "schema"])
+    return urlunsplit(parts._replace(query=query)), named
 
 
 def _no_options(options: dict[str, Any]) -> None:

@@ -10,8 +10,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import msgspec
-import structlog
 
+from eventlog._logging import get_logger
 from eventlog.events import Event
 from eventlog.events import interrupts as ev
 from eventlog.interrupts import decisions, inputs
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from eventlog.checkpoints import CheckpointRecord
     from eventlog.interrupts.store import InterruptStore
 
-logger = structlog.get_logger(__name__)
+logger = get_logger(__name__)
 
 _CLEANUP_COUNTS: dict[type[Event], str] = {
     ev.ClaimExpired: "leases_expired",
@@ -230,8 +230,15 @@ def summarize(view: BatchView) -> BatchSummary:
 
 
 def audit_entry(recorded: RecordedEvent) -> AuditEntry:
-    """One event as an audit entry, without anything token-derived."""
-    details: dict[str, Any] = msgspec.json.decode(recorded.data)
+    """One event as an audit entry, without anything token-derived. Stored bytes that are
+    not a JSON object (a damaged event a lenient reader let through) become
+    ``{"undecodable": why}`` instead of failing the whole inspection."""
+    try:
+        details: dict[str, Any] = msgspec.json.decode(recorded.data)
+    except msgspec.DecodeError as error:
+        details = {"undecodable": str(error)}
+    if not isinstance(details, dict):
+        details = {"undecodable": "not a JSON object"}
     return AuditEntry(
         version=recorded.version, position=recorded.position, type=recorded.type,
         recorded_at=recorded.recorded_at,

@@ -13,7 +13,13 @@ from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from eventlog.clock import Clock, read_clock, system_clock
-from eventlog.errors import InvalidInput, PayloadTooLarge, StorageError
+from eventlog.errors import (
+    CorruptBlob,
+    CorruptEvent,
+    InvalidInput,
+    PayloadTooLarge,
+    StorageError,
+)
 from eventlog.events import Event, EventRegistry, default_registry
 from eventlog.hashing import content_digest
 from eventlog.log._append import (
@@ -113,7 +119,7 @@ class EventLog:
         recorded_at = read_clock(self.clock)
         drafts = [
             Draft(uuid.uuid4(), tag, data, event, recorded_at)
-            for tag, data, event in self._encode(events)
+            for tag, data, event in self._encode(events, stream_id)
         ]
         return await self._appender.commit(
             tenant_id, stream_id, drafts, expected, self._blob_adds(attach),
@@ -144,7 +150,7 @@ class EventLog:
             seen.add(key)
             drafts = [
                 Draft(uuid.uuid4(), tag, data, event, recorded_at)
-                for tag, data, event in self._encode(item.events)
+                for tag, data, event in self._encode(item.events, item.stream_id)
             ]
             parts.append(Part(
                 item.tenant_id, item.stream_id, drafts, check_expected(item.expected_version),
@@ -158,6 +164,7 @@ class EventLog:
         events: Sequence[StoredEvent],
         *,
         blobs: Mapping[bytes, tuple[bytes, int]] | None = None,
+        release: Mapping[bytes, int] | None = None,
     ) -> list[AppendResult]:
         """Append already-recorded events exactly as they are (an import), in ONE
         transaction.
@@ -165,9 +172,10 @@ class EventLog:
         The events may belong to several streams, each stream's events consecutive in
         ``events``; each event keeps its id, version, recorded time, bytes and hashes, and
         the inline projections fold them as any append's. ``blobs`` maps a digest to its
-        payload and the references to add. Each stream's events must continue it (the
-        next version, linked to its head hash), else `VersionConflict`; each must hash to
-        its recorded hash, else `InvalidInput`. Nothing is written in either case.
+        payload and the references to add; ``release`` drops references by digest, as
+        `append`'s. Each stream's events must continue it (the next version, linked to
+        its head hash), else `VersionConflict`; each must hash to its recorded hash and
+        belong in its stream, else `InvalidInput`. Nothing is written in either case.
         Returns one `AppendResult` per stream, in order.
         """
         self._check_open("append")
@@ -190,7 +198,14 @@ class EventLog:
             ], group[0].version - 1, {}, {}, recorded=group)
             for stream_id, group in groups.items()
         ]
-        parts[0] = parts[0]._replace(blob_adds=dict(blobs or {}))
+        for part in parts:
+            for draft in part.drafts:
+                home = draft.event.home_stream()
+                if home is not None and home != part.stream_id:
+                    raise InvalidInput("events", f"a {draft.type!r} event belongs to stream "
+                                                 f"{home!r}, not {part.stream_id!r}"[:300])
+        parts[0] = parts[0]._replace(blob_adds=dict(blobs or {}),
+                                     releases=check_releases(release))
         return await self._appender.commit_batch(parts)
 
     async def read_stream(
@@ -246,23 +261,37 @@ class EventLog:
         return await self.storage.wait_readable(max_wait)
 
     async def get_blob(self, tenant_id: str, digest: bytes) -> bytes | None:
-        """A blob's bytes by digest within a tenant, or None."""
+        """A blob's bytes by digest within a tenant, or None; `CorruptBlob` when the stored
+        bytes do not hash to ``digest``."""
         self._check_open("read")
         check_id("tenant_id", tenant_id)
         check_digest("digest", digest)
-        return await self.storage.get_blob(tenant_id, digest)
+        payload = await self.storage.get_blob(tenant_id, digest)
+        if payload is not None and content_digest(payload) != digest:
+            raise CorruptBlob(digest)
+        return payload
+
+    async def get_blobs(self, tenant_id: str, digests: Iterable[bytes]) -> dict[bytes, bytes]:
+        """The blobs of ``digests`` that exist within the tenant, by digest (one read on SQL
+        backends); a purged or unknown digest is simply absent from the result."""
+        self._check_open("read")
+        check_id("tenant_id", tenant_id)
+        wanted = [check_digest("digests", digest) for digest in dict.fromkeys(digests)]
+        return await self.storage.get_blobs(tenant_id, wanted) if wanted else {}
 
     async def verify(self, tenant_id: str | None = None) -> VerifyReport:
         """Recompute every stream's hash chain from the stored bytes.
 
         Reports, per stream, the first broken link, hash mismatch or missing version, and
         a stream whose chain ends before the version its head row records (a truncated
-        tail, or a stream whose events are gone altogether).
+        tail, or a stream whose events are gone altogether). Every blob the events
+        reference is read and hashed: a blob that is missing, whose bytes do not hash to
+        its digest, or whose reference count differs from the events' is reported too.
         """
         self._check_open("verify")
         if tenant_id is not None:
             check_id("tenant_id", tenant_id)
-        return await verify_chains(self.storage, self.projections, tenant_id)
+        return await verify_chains(self.storage, self.projections, self.registry, tenant_id)
 
     # -- the read side: what stores, the CLI and export/import read through ---------------
 
@@ -310,10 +339,15 @@ class EventLog:
         return await self.storage.dump_views()
 
     def decode(self, stored: StoredEvent) -> RecordedEvent:
-        """Decode a stored row into a `RecordedEvent` (unknown tags raise)."""
-        event = self.registry.decode(
-            stored.type, stored.data, stream_id=stored.stream_id, version=stored.version
-        )
+        """Decode a stored row into a `RecordedEvent` (unknown tags raise; a row that was
+        not readable as written raises `CorruptEvent`)."""
+        if stored.damage is not None:
+            event = self.registry.corrupt(CorruptEvent(
+                stored.type, stored.damage, stream_id=stored.stream_id, version=stored.version))
+        else:
+            event = self.registry.decode(
+                stored.type, stored.data, stream_id=stored.stream_id, version=stored.version
+            )
         return RecordedEvent(
             position=stored.position,
             event_id=stored.event_id,
@@ -359,12 +393,16 @@ class EventLog:
 
     # -- checking an append -------------------------------------------------------------
 
-    def _encode(self, events: Sequence[Event]) -> list[tuple[str, bytes, Event]]:
+    def _encode(self, events: Sequence[Event], stream_id: str) -> list[tuple[str, bytes, Event]]:
         if isinstance(events, Event) or not isinstance(events, Sequence) or not events:
             raise InvalidInput("events", "must be a non-empty sequence of events")
         encoded = []
         for event in events:
             tag, data = self.registry.encode(event)
+            home = event.home_stream()
+            if home is not None and home != stream_id:
+                raise InvalidInput("events", f"a {tag!r} event belongs to stream {home!r}, "
+                                             f"not {stream_id!r}"[:300])
             if len(data) > self.max_payload_bytes:
                 raise PayloadTooLarge(f"event {tag!r}", len(data), self.max_payload_bytes)
             encoded.append((tag, data, event))

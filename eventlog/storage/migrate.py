@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import structlog
 from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
@@ -12,9 +11,10 @@ from alembic.script import ScriptDirectory
 from alembic.util.exc import CommandError
 from sqlalchemy import Connection, MetaData
 
-from eventlog.errors import SchemaError, UnknownSchemaRevision
+from eventlog._logging import get_logger
+from eventlog.errors import SchemaNotCurrent, UnknownSchemaRevision
 
-logger = structlog.get_logger(__name__)
+logger = get_logger(__name__)
 
 VERSION_TABLE = "alembic_version"
 
@@ -73,10 +73,7 @@ def upgrade_sync(
     if found == head:
         return head
     if not upgrade:
-        raise SchemaError(
-            f"database schema is at revision {found or 'none'}, this code needs {head}: "
-            "run `eventlog migrate` or open with upgrade=True"
-        )
+        raise SchemaNotCurrent(found, head, schema)
     command.upgrade(config, "head")
     logger.info("schema_upgraded", schema=schema, from_revision=found, to_revision=head)
     return head

@@ -12,6 +12,7 @@ from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from typing import Any
 
+import msgspec
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
@@ -21,7 +22,7 @@ from eventlog.storage import migrate
 from eventlog.storage.base import AppendRequest, StorageBackend
 from eventlog.storage.schema import build_metadata, view_table_names
 from projections.changes import Change, Delete, InsertIfAbsent, Update, Upsert, resolve
-from projections.query import In, ViewQuery
+from projections.query import In, JsonContains, ViewQuery
 
 _SCAN_PAGE = 1000
 
@@ -246,6 +247,16 @@ class SqlBackend(StorageBackend, abc.ABC):
             ).scalar_one_or_none()
         return None if value is None else bytes(value)
 
+    async def get_blobs(self, tenant_id: str, digests: Sequence[bytes]) -> dict[bytes, bytes]:
+        blobs = self.blobs
+        async with self.read_connection() as connection:
+            rows = await connection.execute(
+                sa.select(blobs.c.digest, blobs.c.data).where(
+                    blobs.c.tenant_id == tenant_id, blobs.c.digest.in_(list(digests))
+                )
+            )
+            return {bytes(digest): bytes(data) for digest, data in rows}
+
     async def blob_refs(self, tenant_id: str) -> Mapping[bytes, int]:
         blobs = self.blobs
         async with self.read_connection() as connection:
@@ -285,12 +296,19 @@ class SqlBackend(StorageBackend, abc.ABC):
         return dumped
 
     def _select_events(self) -> sa.Select[Any]:
+        # The driver's values, not SQLAlchemy's type processing: a row whose column was
+        # rewritten with another type or format must become a finding of verify, not an
+        # exception that ends the scan (`stored_event` converts and notes the damage).
         events = self.events
-        return sa.select(
-            events.c.position, events.c.event_id, events.c.tenant_id, events.c.stream_id,
-            events.c.stream_version, events.c.recorded_at, events.c.type, events.c.data,
-            events.c.prev_hash, events.c.hash,
-        )
+        return sa.select(*[
+            sa.type_coerce(column, sa.types.NullType()).label(column.name)
+            if column.name in _CHECKED_COLUMNS else column
+            for column in (
+                events.c.position, events.c.event_id, events.c.tenant_id, events.c.stream_id,
+                events.c.stream_version, events.c.recorded_at, events.c.type, events.c.data,
+                events.c.prev_hash, events.c.hash,
+            )
+        ])
 
     async def _fetch_events(self, statement: sa.Select[Any]) -> list[StoredEvent]:
         async with self.read_connection() as connection:
@@ -298,21 +316,63 @@ class SqlBackend(StorageBackend, abc.ABC):
             return [stored_event(row) for row in result]
 
 
+_CHECKED_COLUMNS = frozenset(
+    {"event_id", "stream_version", "recorded_at", "type", "data", "prev_hash", "hash"})
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
 def stored_event(row: Any) -> StoredEvent:
     """A `StoredEvent` from a row of (position, event_id, tenant, stream, version,
-    recorded_at, type, data, prev_hash, hash)."""
+    recorded_at, type, data, prev_hash, hash); a value of the wrong type or format is
+    noted in ``damage`` (with a placeholder) instead of raised."""
+    damage: list[str] = []
+
+    def read(name: str, value: Any, convert: Any, placeholder: Any) -> Any:
+        try:
+            return convert(value)
+        except (TypeError, ValueError, OverflowError) as error:
+            damage.append(f"{name} is unreadable ({error})"[:200])
+            return placeholder
+
     return StoredEvent(
         position=int(row[0]),
-        event_id=row[1] if isinstance(row[1], uuid.UUID) else uuid.UUID(str(row[1])),
-        tenant_id=row[2],
-        stream_id=row[3],
-        version=int(row[4]),
-        recorded_at=_aware(row[5]),
-        type=row[6],
-        data=bytes(row[7]),
-        prev_hash=bytes(row[8]),
-        hash=bytes(row[9]),
+        event_id=read("event_id", row[1], _uuid, uuid.UUID(int=0)),
+        tenant_id=str(row[2]),
+        stream_id=str(row[3]),
+        version=read("stream_version", row[4], _whole, 0),
+        recorded_at=read("recorded_at", row[5], _moment, _EPOCH),
+        type=read("type", row[6], _text, "?"),
+        data=read("data", row[7], _bytes, b""),
+        prev_hash=read("prev_hash", row[8], _bytes, b""),
+        hash=read("hash", row[9], _bytes, b""),
+        damage="; ".join(damage) or None,
     )
+
+
+def _uuid(value: Any) -> uuid.UUID:
+    return value if isinstance(value, uuid.UUID) else uuid.UUID(_text(value))
+
+
+def _whole(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{type(value).__name__} {str(value)[:40]!r} is not a whole number")
+    return value
+
+
+def _moment(value: Any) -> datetime:
+    return _aware(value if isinstance(value, datetime) else datetime.fromisoformat(_text(value)))
+
+
+def _text(value: Any) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{type(value).__name__} is not text")
+    return value
+
+
+def _bytes(value: Any) -> bytes:
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value)
+    raise TypeError(f"{type(value).__name__} is stored where bytes belong")
 
 
 def _aware(moment: datetime) -> datetime:
@@ -334,7 +394,35 @@ def _equal(table: sa.Table, values: Mapping[str, Any]) -> list[sa.ColumnElement[
 
 
 def _conditions(table: sa.Table, where: Mapping[str, Any]) -> list[sa.ColumnElement[bool]]:
-    return [
-        table.c[name].in_(value.values) if isinstance(value, In) else table.c[name] == value
-        for name, value in where.items()
-    ]
+    conditions: list[sa.ColumnElement[bool]] = []
+    for name, value in where.items():
+        if isinstance(value, In):
+            conditions.append(table.c[name].in_(value.values))
+        elif isinstance(value, JsonContains):
+            conditions.extend(_json_key_equals(table.c[name], key, wanted)
+                              for key, wanted in value.value.items())
+        else:
+            conditions.append(table.c[name] == value)
+    return conditions
+
+
+def _json_key_equals(column: Any, key: str, wanted: Any) -> sa.ColumnElement[bool]:
+    """SQLite's JSON1 test that the object in ``column`` has ``key`` equal to ``wanted``.
+
+    Scalars compare by JSON type and value (a boolean is never a number); nested objects
+    and arrays compare as their minified JSON text.
+    """
+    path = '$."' + key + '"'
+    kind = sa.func.json_type(column, path)
+    found = sa.func.json_extract(column, path)
+    if wanted is None:
+        return kind == "null"
+    if isinstance(wanted, bool):
+        return kind == ("true" if wanted else "false")
+    if isinstance(wanted, str):
+        return sa.and_(kind == "text", found == wanted)
+    if isinstance(wanted, int):
+        return sa.and_(kind == "integer", found == wanted)
+    if isinstance(wanted, float):
+        return sa.and_(kind.in_(("integer", "real")), found == wanted)
+    return found == sa.func.json(msgspec.json.encode(wanted).decode())
