@@ -21,12 +21,14 @@ from eventlog import (
     Interrupt,
     InvalidInput,
     Operation,
+    StreamAppend,
     open_log,
 )
 from eventlog.events.interrupts import BatchCreated
 from eventlog.hashing import GENESIS_HASH, event_hash
 from eventlog.transfer import export_log, import_log
 from tests.conftest import BackendTarget
+from tests.events import Noted
 
 STATE = {"pay_to": "ACME", "cents": 1250}
 OPERATION = Operation("op", "1")
@@ -172,6 +174,11 @@ async def test_the_log_refuses_an_event_outside_its_stream() -> None:
                              approval_expires_at=datetime(2030, 1, 1, tzinfo=UTC))
         with pytest.raises(InvalidInput, match="belongs to stream 'interrupt-batch:b1'"):
             await log.append("t", "interrupt-batch:b2", [event])
+        with pytest.raises(InvalidInput, match="belongs to stream 'interrupt-batch:b1'"):
+            await log.append_batch([StreamAppend(tenant_id="t", stream_id="elsewhere",
+                                                 events=[Noted(text="x")]),
+                                    StreamAppend(tenant_id="t", stream_id="interrupt-batch:b2",
+                                                 events=[event])])
         assert [] == (await log.read_all()).events
 
 
