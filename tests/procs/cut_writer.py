@@ -1,0 +1,60 @@
+"""A child process appending through a connection that may be cut at any moment.
+
+    python -m tests.procs.cut_writer URL SCHEMA TENANT WRITER COUNT
+
+Makes COUNT appends with expected version ANY over a few streams shared with the other
+writers (so version races and cuts meet), every fourth one attaching a blob and releasing
+the previous one (the multi-statement transaction path). Prints one JSON line per append
+that returned (``{"ack": text, "event_id": …}``), one per error a call raised
+(``{"error": type}``), at the end the state of its connection pool, and how many lost
+commits the log found had committed (``commit_outcome_resolved``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+
+import structlog
+import structlog.testing
+
+from eventlog import EventLogError, content_digest, open_log
+from eventlog.storage.postgres import PostgresBackend
+from tests.events import Noted
+
+
+async def main(url: str, schema: str, tenant: str, writer: str, count: int) -> None:
+    async with open_log(url, schema=schema, pool_size=3) as log:
+        previous: bytes | None = None
+        for number in range(1, count + 1):
+            text = f"{writer}:{number}"
+            attach: list[bytes] = []
+            release = None
+            if number % 4 == 0:
+                blob = text.encode() * 40
+                attach, release = [blob], ({previous: 1} if previous else None)
+            try:
+                result = await log.append(tenant, f"s{number % 3}", [Noted(text=text)],
+                                          attach=attach, release=release)
+            except EventLogError as error:
+                print(json.dumps({"error": type(error).__name__, "text": text,
+                                  "detail": str(error)[:200]}), flush=True)
+                continue
+            if attach:
+                previous = content_digest(attach[0])
+            print(json.dumps({"ack": text, "event_id": str(result.event_ids[0])}), flush=True)
+        storage = log.storage
+        assert isinstance(storage, PostgresBackend)
+        assert storage._pool is not None
+        pool = storage._pool
+        alive = sum(not connection.is_closed() for connection in pool._idle)
+        print(json.dumps({"pool_open": pool._open, "pool_idle_alive": alive}), flush=True)
+
+
+if __name__ == "__main__":
+    url, schema, tenant, writer, count = sys.argv[1:]
+    with structlog.testing.capture_logs() as logs:
+        asyncio.run(main(url, schema, tenant, writer, int(count)))
+    resolved = sum(entry["event"] == "commit_outcome_resolved" for entry in logs)
+    print(json.dumps({"resolved_committed": resolved}), flush=True)
