@@ -26,7 +26,7 @@ from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import insert as postgres_insert
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DBAPIError, DisconnectionError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from eventlog import cursors
@@ -88,6 +88,7 @@ class PostgresBackend(SqlBackend):
                 pool_size=pool_size,
                 max_overflow=pool_size,
             )
+            sa.event.listen(engine.sync_engine, "checkout", _refuse_closed_connection)
             owned = True
         else:
             owned = False
@@ -387,6 +388,15 @@ class PostgresBackend(SqlBackend):
         if operation == "append" and _connection_lost(error):
             return CommitOutcomeUnknown("postgresql", operation, detail)
         return StorageError("postgresql", operation, detail)
+
+
+def _refuse_closed_connection(dbapi_connection: Any, record: Any, proxy: Any) -> None:
+    """Hand out no pooled connection the server already closed (a restart, a failover,
+    pg_terminate_backend, an idle timeout): SQLAlchemy's pool drops it and opens another,
+    so the first read after a restart succeeds instead of failing once per connection.
+    Checking costs nothing: asyncpg marks a connection closed when its socket ends."""
+    if dbapi_connection.driver_connection.is_closed():
+        raise DisconnectionError("the server closed this pooled connection")
 
 
 def _connection_lost(error: BaseException) -> bool:
