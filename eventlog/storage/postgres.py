@@ -478,7 +478,8 @@ def _statement_params(request: AppendRequest, changes: list[tuple[int, Change]])
             request.tenant_id, request.stream_id, pending.version, pending.event_id,
             pending.type, pending.data, pending.recorded_at, pending.prev_hash, pending.hash,
         )
-    for digest, (payload, count) in request.blob_adds.items():
+    # Blob rows in digest order, as in the transaction path (see SqlBackend.apply_blobs).
+    for digest, (payload, count) in sorted(request.blob_adds.items()):
         params += (request.tenant_id, digest, len(payload), count, payload)
     for index, change in changes:
         version = request.events[index].version
