@@ -46,15 +46,23 @@ _EVENT_COLUMNS = (
 # database we cannot see), else the next transaction id to be assigned. Every transaction
 # id below it has ended, or belongs to a backend connected to another database, which can
 # never write our tables. See docs/decisions.md ("read horizon") for the argument.
+# On a hot standby the snapshot's in-progress list is EMPTY (PostgreSQL keeps the
+# primary's running ids, as replayed, apart from it) while its xmin is the oldest of them:
+# there the horizon is that xmin ("reads from a standby" in docs/decisions.md).
 READ_HORIZON = (
-    "(WITH s AS (SELECT pg_current_snapshot() AS snap) SELECT COALESCE("
+    "(WITH s AS (SELECT pg_current_snapshot() AS snap) SELECT CASE "
+    "WHEN pg_is_in_recovery() THEN (SELECT pg_snapshot_xmin(snap) FROM s) ELSE COALESCE("
     "(SELECT min(xip) FROM s, pg_snapshot_xip(s.snap) AS xip WHERE NOT EXISTS ("
     "SELECT 1 FROM pg_catalog.pg_stat_activity a WHERE a.backend_xid = xid(xip) "
     "AND a.datname <> current_database())), "
-    "(SELECT pg_snapshot_xmax(snap) FROM s)))"
+    "(SELECT pg_snapshot_xmax(snap) FROM s)) END)"
 )
 _HORIZON_NOW = "SELECT pg_snapshot_xmax(pg_current_snapshot())::text"
 _HORIZON_PASSED = f"SELECT {READ_HORIZON} >= $1::text::xid8"
+# Has this server replayed (a standby) or written (a primary) the WAL up to $1?
+_REPLAYED = (
+    "SELECT COALESCE(pg_last_wal_replay_lsn(), pg_current_wal_lsn()) >= $1::text::pg_lsn"
+)
 _CONNECTION_LOST = (
     "ConnectionDoesNotExistError", "ConnectionResetError", "InterfaceError",
     "ConnectionFailureError", "CannotConnectNowError", "AdminShutdownError",
@@ -337,6 +345,20 @@ class PostgresBackend(SqlBackend):
                     await asyncio.sleep(0.005)
         except Exception as error:
             raise self.translate(error, "read") from error
+        return True
+
+    async def replication_mark(self) -> str | None:
+        rows = await self._fetch("read", "SELECT pg_current_wal_lsn()::text", [])
+        return str(rows[0][0])
+
+    async def wait_replayed(self, mark: str, max_wait: float) -> bool:
+        # Replay on a standby moves on by itself; polling its position is all there is.
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + max_wait
+        while not (await self._fetch("read", _REPLAYED, [mark]))[0][0]:
+            if loop.time() > deadline:
+                return False
+            await asyncio.sleep(0.01)
         return True
 
     # -- gap-safe reads ------------------------------------------------------------------
