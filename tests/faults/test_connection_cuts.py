@@ -28,7 +28,7 @@ from tests.events import Noted
 from tests.faults.pgproxy import MODES, CutPlan, PgProxy
 from tests.procs.settle import settle
 
-pytestmark = [pytest.mark.postgres, pytest.mark.slow]
+pytestmark = [pytest.mark.postgres, pytest.mark.slow, pytest.mark.faults]
 
 ROOT = Path(__file__).resolve().parents[2]
 WRITERS = 8

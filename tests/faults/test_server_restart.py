@@ -84,6 +84,7 @@ def restart_under_writers(
     return outputs, down, up
 
 
+@pytest.mark.faults
 @pytest.mark.parametrize("mode", ["fast", "immediate"])
 async def test_writers_carry_on_after_a_server_restart(own_cluster: Cluster, mode: str) -> None:
     """Errors only while the server is down, all of ours; every writer appends again after.
