@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from eventlog.clock import Clock, system_clock
     from eventlog.errors import (
         CommitOutcomeUnknown,
+        CorruptBlob,
         CorruptEvent,
         EventLogError,
         InvalidEvent,
@@ -90,6 +91,7 @@ __all__ = [
     "CleanupResult",
     "Clock",
     "CommitOutcomeUnknown",
+    "CorruptBlob",
     "CorruptEvent",
     "DEFAULT_URL",
     "Event",
@@ -149,10 +151,10 @@ _HOMES: dict[str, tuple[str, ...]] = {
         "Clock", "system_clock",
     ),
     "eventlog.errors": (
-        "CommitOutcomeUnknown", "CorruptEvent", "EventLogError", "InvalidEvent", "InvalidId",
-        "InvalidInput", "InvalidURL", "PayloadTooLarge", "SchemaError", "StateDecodeError",
-        "StorageError", "StoreLocked", "UnknownEventType", "UnknownSchemaRevision",
-        "VersionConflict",
+        "CommitOutcomeUnknown", "CorruptBlob", "CorruptEvent", "EventLogError", "InvalidEvent",
+        "InvalidId", "InvalidInput", "InvalidURL", "PayloadTooLarge", "SchemaError",
+        "StateDecodeError", "StorageError", "StoreLocked", "UnknownEventType",
+        "UnknownSchemaRevision", "VersionConflict",
     ),
     "eventlog.events": (
         "Event", "EventRegistry", "default_registry", "register_event",

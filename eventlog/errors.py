@@ -8,10 +8,12 @@
     ├── InvalidURL (also a ValueError)         a malformed log URL or an unknown scheme
     ├── UnknownEventType                       a stored tag that the registry does not know
     ├── CorruptEvent                           stored bytes that do not decode as their type
+    ├── CorruptBlob                            stored blob bytes that do not hash to their digest
     ├── StateDecodeError                       a stored state that does not decode as asked
     ├── VersionConflict                        the stream was not at the expected version
     ├── SchemaError                            the database schema cannot be used
-    │   └── UnknownSchemaRevision              stamped with a revision this code does not know
+    │   ├── UnknownSchemaRevision              stamped with a revision this code does not know
+    │   └── SchemaNotCurrent                   empty or older, and opened without upgrade
     ├── StoreLocked                            another process holds a file store's lock
     └── StorageError                           the backend failed; the driver error is __cause__
         └── CommitOutcomeUnknown               the connection dropped during commit
@@ -90,6 +92,16 @@ class CorruptEvent(EventLogError):
         super().__init__(f"stored event {tag!r}{where} does not decode: {detail}")
 
 
+class CorruptBlob(EventLogError):
+    """A stored blob's bytes do not hash to the digest it is stored (and referenced) under:
+    it was changed behind the log's back, and is never served as if it were the state."""
+
+    def __init__(self, digest: bytes) -> None:
+        self.digest = digest
+        super().__init__(f"stored blob {digest.hex()} does not hash to its digest: it was "
+                         "changed after it was written (run `eventlog verify`)")
+
+
 class StateDecodeError(EventLogError):
     """A checkpoint's stored state does not decode as the requested type."""
 
@@ -125,6 +137,21 @@ class UnknownSchemaRevision(SchemaError):
         super().__init__(
             f"database schema revision {found!r} is unknown to this version of "
             f"checkpoint-eventlog (its newest revision is {known!r}); upgrade the library"
+        )
+
+
+class SchemaNotCurrent(SchemaError):
+    """The database (or PostgreSQL schema) is empty or at an older revision, and was opened
+    with ``upgrade=False``."""
+
+    def __init__(self, found: str | None, needed: str, schema: str | None) -> None:
+        self.found = found
+        self.needed = needed
+        self.schema = schema
+        where = f"schema {schema!r}" if schema else "database"
+        super().__init__(
+            f"the {where} is at revision {found or 'none'}, this code needs {needed}: "
+            "open it with upgrade=True to create or upgrade it"
         )
 
 

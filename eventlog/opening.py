@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 import structlog
 
@@ -107,8 +107,13 @@ def _replica(
         return None
     if not isinstance(read_url, str):
         raise InvalidInput("read_url", f"must be a URL, not {read_url!r}"[:200])
-    reader = backend_for(read_url, schema=schema, **options)
-    if storage.name != "postgresql" or reader.name != "postgresql":
+    if storage.name != "postgresql":
+        raise InvalidInput("read_url", "reads from a replica need a PostgreSQL log, not "
+                                       f"{storage.name}")
+    # The replica holds the primary's schema, whichever way it was named (?schema= too).
+    primary_schema = getattr(storage, "schema", None)
+    reader = backend_for(read_url, schema=primary_schema or schema, **options)
+    if reader.name != "postgresql":
         raise InvalidInput("read_url", "reads from a replica need PostgreSQL for both the "
                                        f"log and the replica, not {storage.name} and "
                                        f"{reader.name}")
@@ -204,7 +209,8 @@ def _sqlite(url: str, *, schema: str, **options: Any) -> StorageBackend:
 def _postgres(url: str, *, schema: str, **options: Any) -> StorageBackend:
     from eventlog.storage.postgres import PostgresBackend
 
-    return PostgresBackend(url=_postgres_url(url), schema=schema, **options)
+    url, schema = _schema_from_url(_postgres_url(url), schema)
+    return PostgresBackend(url=url, schema=schema, **options)
 
 
 def _file(url: str, *, schema: str, **options: Any) -> StorageBackend:
@@ -267,6 +273,28 @@ def _postgres_url(url: str) -> str:
     except ValueError as error:
         raise InvalidURL(url, f"bad port: {error}") from None
     return "postgresql://" + url.split("://", 1)[1]
+
+
+def url_schema(url: str) -> str | None:
+    """The schema a PostgreSQL URL names with ``?schema=NAME`` (None when it names none)."""
+    values = [value for key, value in parse_qsl(urlsplit(url).query, keep_blank_values=True)
+              if key == "schema"]
+    return values[-1] if values else None
+
+
+def _schema_from_url(url: str, schema: str) -> tuple[str, str]:
+    """``?schema=NAME`` taken out of the URL (the driver knows no such parameter) and
+    used as the schema; it must agree with ``schema`` unless that is the default."""
+    named = url_schema(url)
+    if named is None:
+        return url, schema
+    if schema not in (DEFAULT_SCHEMA, named):
+        raise InvalidURL(url, f"names schema {named!r} but schema={schema!r} was also given")
+    check_schema(named)
+    parts = urlsplit(url)
+    query = urlencode([(key, value) for key, value in parse_qsl(parts.query,
+                       keep_blank_values=True) if key != "schema"])
+    return urlunsplit(parts._replace(query=query)), named
 
 
 def _no_options(options: dict[str, Any]) -> None:

@@ -38,6 +38,10 @@ class StoredEvent(msgspec.Struct, frozen=True, kw_only=True):
     data: bytes
     prev_hash: bytes
     hash: bytes
+    damage: str | None = None
+    """Why the row could not be read as written (a column of the wrong type or format,
+    changed behind the log's back); its unreadable fields then hold placeholders. `verify`
+    reports such a row, and decoding it raises `CorruptEvent`."""
 
 
 class RecordedEvent(msgspec.Struct, frozen=True, kw_only=True):

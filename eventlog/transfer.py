@@ -43,6 +43,7 @@ import structlog
 
 from eventlog.clock import read_clock
 from eventlog.errors import EventLogError, InvalidInput
+from eventlog.events import Event, EventRegistry
 from eventlog.events.interrupts import BatchCreated
 from eventlog.hashing import GENESIS_HASH, content_digest, recompute_hash, to_micros
 from eventlog.log import EventLog
@@ -284,7 +285,7 @@ async def import_log(
     """
     header = _read_header(source)
     heads = await _target_heads(log, header["tenant"])
-    plan = _check_file(source, header, heads)
+    plan = _check_file(source, header, heads, log.registry)
     await _plan_skips(log, plan, heads)
     tenant_id: str = plan.header["tenant"]
     importer = _Importer(log, tenant_id, plan, progress)
@@ -300,6 +301,16 @@ async def import_log(
         events_imported=importer.imported, events_present=importer.present,
         streams_imported=len(importer.streams), blobs_imported=importer.blobs,
     )
+
+
+def check_export(source: IO[bytes]) -> str:
+    """Check an export file whole, without a log (format, every chain link and hash, the
+    end record); return the tenant it holds. Raises `InvalidInput` naming ``file`` as
+    `import_log` does. `import_log` checks all this again, and the target's streams too."""
+    header = _read_header(source)
+    _check_file(source, header, {})
+    tenant: str = header["tenant"]
+    return tenant
 
 
 def _read_header(source: IO[bytes]) -> dict[str, Any]:
@@ -322,8 +333,11 @@ async def _target_heads(log: EventLog, tenant_id: str) -> dict[str, dict[str, An
 
 
 def _check_file(
-    source: IO[bytes], header: dict[str, Any], heads: dict[str, dict[str, Any]]
+    source: IO[bytes], header: dict[str, Any], heads: dict[str, dict[str, Any]],
+    registry: EventRegistry | None = None,
 ) -> _FilePlan:
+    """Check the whole file before anything is written: every record, link and hash, and
+    with ``registry`` every event's bytes decode and it sits in the stream it belongs to."""
     plan = _FilePlan(header=header)
     counts = {"event": 0, "blob": 0}
     ended: dict[str, Any] | None = None
@@ -340,7 +354,10 @@ def _check_file(
             _blob_of(record, number)
             counts["blob"] += 1
         elif kind == "event":
-            _check_link(plan, _event_of(record, number, plan.header["tenant"]), heads, number)
+            stored = _event_of(record, number, plan.header["tenant"])
+            _check_link(plan, stored, heads, number)
+            if registry is not None:
+                _check_event(registry, stored, number)
             counts["event"] += 1
         else:
             raise InvalidInput("file", f"line {number}: unknown record kind {kind!r}")
@@ -368,6 +385,20 @@ def _check_link(plan: _FilePlan, stored: StoredEvent, heads: dict[str, Any], num
         plan.at_target_head[stored.stream_id] = stored.hash
 
 
+def _check_event(registry: EventRegistry, stored: StoredEvent, number: int) -> None:
+    """The event decodes and sits in its home stream (a forged batch or session stream
+    would fold into another subject's view rows)."""
+    try:
+        event = registry.decode(stored.type, stored.data, stream_id=stored.stream_id,
+                                version=stored.version)
+    except EventLogError as error:
+        raise InvalidInput("file", f"line {number}: {error}"[:300]) from None
+    home = event.home_stream()
+    if home is not None and home != stored.stream_id:
+        raise InvalidInput("file", f"line {number}: a {stored.type!r} event of stream "
+                                   f"{home!r} sits in stream {stored.stream_id!r}"[:300])
+
+
 async def _plan_skips(log: EventLog, plan: _FilePlan, heads: dict[str, dict[str, Any]]) -> None:
     """Decide, per stream, how many leading events the target already holds."""
     tenant_id: str = plan.header["tenant"]
@@ -392,54 +423,95 @@ async def _plan_skips(log: EventLog, plan: _FilePlan, heads: dict[str, dict[str,
 
 
 class _Importer:
-    """The second pass: groups a stream's consecutive new events into one append."""
+    """The second pass: groups a stream's consecutive new events into one append.
+
+    Blob references come from the events themselves (`Event.blob_digests` adds one each,
+    `Event.blob_releases` gives them up), never from the file's per-blob counts: a blob
+    record sits before the first event naming it, which may be an event the target
+    already holds while a later, new event names the same blob again.
+    """
 
     def __init__(
         self, log: EventLog, tenant_id: str, plan: _FilePlan, progress: Progress | None
     ) -> None:
         self.log, self.tenant_id, self.plan, self.progress = log, tenant_id, plan, progress
         self.group: list[StoredEvent] = []
-        self.group_blobs: dict[bytes, tuple[bytes, int]] = {}
-        self.waiting: dict[bytes, tuple[bytes, int]] = {}
+        self.adds: Counter[bytes] = Counter()
+        self.releases: Counter[bytes] = Counter()
+        self.payloads: dict[bytes, bytes] = {}
+        self.live: dict[str, Counter[bytes]] = {}
+        self.unheld: dict[str, Counter[bytes]] = {}
         self.imported = self.present = self.blobs = 0
         self.streams: set[str] = set()
 
     async def feed(self, record: dict[str, Any]) -> None:
         kind = record["kind"]
         if kind == "blob":
-            digest, payload, refs = _blob_of(record, 0)
-            self.waiting[digest] = (payload, refs)
+            digest, payload, _refs = _blob_of(record, 0)
+            self.payloads[digest] = payload
         elif kind == "event":
             await self.event(_event_of(record, 0, self.tenant_id))
 
     async def event(self, stored: StoredEvent) -> None:
+        event = self.log.decode(stored).event
+        live = self.live.setdefault(stored.stream_id, Counter())
         if stored.version <= self.plan.skip.get(stored.stream_id, 0):
             self.present += 1
-            self.waiting.clear()  # they came with this event when it was first imported
+            _fold_references(live, event)  # the target holds this event's references
             self._report()
             return
         if self.group and (self.group[-1].stream_id != stored.stream_id
                            or len(self.group) >= _MAX_GROUP):
             await self.flush()
         self.group.append(stored)
-        self.group_blobs.update(self.waiting)
-        self.waiting.clear()
+        unheld = self.unheld.setdefault(stored.stream_id, Counter())
+        for digest in event.blob_digests():
+            if await self._payload(digest) is None:
+                unheld[digest] += 1  # purged at the source: no state to hold
+            else:
+                self.adds[digest] += 1
+        released = event.blob_releases()
+        for digest, count in (dict(live) if released is None else released).items():
+            skipped = min(count, unheld[digest])
+            unheld[digest] -= skipped
+            if count > skipped:
+                self.releases[digest] += count - skipped
+        _fold_references(live, event)
+
+    async def _payload(self, digest: bytes) -> bytes | None:
+        if digest not in self.payloads:
+            held = await self.log.get_blob(self.tenant_id, digest)
+            if held is None:
+                return None
+            self.payloads[digest] = held
+        return self.payloads[digest]
 
     async def flush(self, *, final: bool = False) -> None:
-        if final:
-            self.group_blobs.update(self.waiting)
         if not self.group:
             return
-        await self.log.append_recorded(self.tenant_id, self.group, blobs=self.group_blobs)
+        blobs = {digest: (self.payloads[digest], count) for digest, count in self.adds.items()}
+        await self.log.append_recorded(self.tenant_id, self.group, blobs=blobs,
+                                       release=dict(self.releases) or None)
         self.imported += len(self.group)
-        self.blobs += len(self.group_blobs)
+        self.blobs += len(blobs)
         self.streams.add(self.group[0].stream_id)
-        self.group, self.group_blobs = [], {}
+        self.group, self.adds, self.releases = [], Counter(), Counter()
         self._report()
 
     def _report(self) -> None:
         if self.progress is not None:
             self.progress("import", self.imported + self.present, self.plan.events)
+
+
+def _fold_references(live: Counter[bytes], event: Event) -> None:
+    """``live`` (one stream's held references) after ``event``."""
+    live.update(event.blob_digests())
+    released = event.blob_releases()
+    if released is None:
+        live.clear()
+        return
+    for digest, count in released.items():
+        live[digest] = max(live[digest] - count, 0)
 
 
 # -- records ---------------------------------------------------------------------------------
@@ -472,7 +544,7 @@ def _event_of(record: dict[str, Any], number: int, tenant_id: str) -> StoredEven
             prev_hash=_digest(record["prev_hash"]),
             hash=_digest(record["hash"]),
         )
-    except (KeyError, TypeError, ValueError, binascii.Error) as error:
+    except (KeyError, TypeError, ValueError, OverflowError, binascii.Error) as error:
         raise InvalidInput("file", f"line {number}: a malformed event ({error})") from None
 
 

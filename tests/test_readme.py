@@ -27,3 +27,18 @@ def test_readme_example_runs(example: str, tmp_path: Path) -> None:
         [sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=120
     )
     assert 0 == result.returncode, result.stderr[-3000:]
+
+
+def test_readme_examples_type_check(tmp_path: Path) -> None:
+    """Every README example passes ``mypy --strict``, as tests/typing does (a reader
+    copying one into a typed project gets no errors)."""
+    from mypy import api
+
+    files = []
+    for number, example in enumerate(EXAMPLES):
+        path = tmp_path / f"readme_example_{number}.py"
+        path.write_text(example)
+        files.append(str(path))
+    stdout, stderr, status = api.run(
+        ["--strict", "--no-incremental", "--python-version", "3.11", *files])
+    assert 0 == status, stdout + stderr

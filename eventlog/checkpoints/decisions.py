@@ -19,11 +19,11 @@ import msgspec
 
 from eventlog.checkpoints.records import CheckpointRecord
 from eventlog.errors import InvalidId, InvalidInput, PayloadTooLarge
-from eventlog.events.checkpoints import CheckpointCreated
+from eventlog.events.checkpoints import SESSION_STREAM_PREFIX, CheckpointCreated
 from eventlog.hashing import content_digest
 from eventlog.validation import MAX_ID_LENGTH, check_id, check_optional_id, check_uuid
 
-STREAM_PREFIX = "session:"
+STREAM_PREFIX = SESSION_STREAM_PREFIX
 """Each session is the stream ``session:<session_id>`` of its tenant."""
 
 MAX_SESSION_ID_LENGTH = MAX_ID_LENGTH - len(STREAM_PREFIX)

@@ -197,7 +197,9 @@ class CheckpointStore:
         plan = decisions.plan_delete(row["state_digest"] for row in rows)
         if plan.count == 0:
             return 0
-        tombstone = SessionDeleted(session_id=session_id, checkpoints=plan.count)
+        tombstone = SessionDeleted(
+            session_id=session_id, checkpoints=plan.count,
+            released={digest.hex(): count for digest, count in sorted(plan.releases.items())})
         await self._log.append(
             tenant_id, stream, [tombstone], expected_version=version, release=plan.releases
         )

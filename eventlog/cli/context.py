@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import re
+import shlex
 import sys
 from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
@@ -24,13 +25,14 @@ from rich.progress import (
 )
 
 from eventlog.cli.errors import EXIT_OPERATIONAL, EXIT_STATUSES_HELP, CommandError
+from eventlog.cli.examples import examples_help
 from eventlog.cli.lenient import LenientRegistry
 from eventlog.cli.render import jsonable
 from eventlog.clock import Clock, system_clock
-from eventlog.errors import SchemaError, StorageError, StoreLocked
+from eventlog.errors import SchemaError, SchemaNotCurrent, StorageError, StoreLocked
 from eventlog.events import default_registry
 from eventlog.log import EventLog
-from eventlog.opening import DEFAULT_SCHEMA, DEFAULT_URL, local_path, open_log
+from eventlog.opening import DEFAULT_SCHEMA, DEFAULT_URL, local_path, open_log, url_schema
 
 Handler = Callable[["Context"], Coroutine[Any, Any, int]]
 """A command: runs with its context and returns the exit status."""
@@ -64,9 +66,11 @@ class Context:
 
     @property
     def schema(self) -> str:
-        """The PostgreSQL schema: ``--schema``, else ``$EVENTLOG_SCHEMA``, else the default."""
+        """The PostgreSQL schema: ``--schema``, else the URL's ``?schema=``, else
+        ``$EVENTLOG_SCHEMA``, else the default."""
         given: str | None = self.args.schema
-        return given or os.environ.get("EVENTLOG_SCHEMA") or DEFAULT_SCHEMA
+        in_url = url_schema(self.url) if self.is_postgres else None
+        return given or in_url or os.environ.get("EVENTLOG_SCHEMA") or DEFAULT_SCHEMA
 
     @property
     def json(self) -> bool:
@@ -76,6 +80,27 @@ class Context:
     def shown_url(self) -> str:
         """The URL with any password masked, for messages."""
         return mask_password(self.url)
+
+    @property
+    def is_postgres(self) -> bool:
+        """Whether the log is on PostgreSQL (where ``--schema`` applies)."""
+        return self.url.partition("://")[0].lower().startswith("postgres")
+
+    def where(self) -> str:
+        """The log's address for messages: the URL, and the schema on PostgreSQL."""
+        shown = self.shown_url()
+        return f"schema {self.schema!r} of {shown}" if self.is_postgres else shown
+
+    def connection_args(self) -> str:
+        """The options that reach this same log from another command (``""`` when the
+        defaults and the environment already do): ``--url`` as given, ``--schema`` on
+        PostgreSQL whenever it is not the default. A password is masked, never printed."""
+        parts = []
+        if self.args.url is not None:
+            parts += ["--url", self.shown_url()]
+        if self.is_postgres and self.schema not in (DEFAULT_SCHEMA, url_schema(self.url)):
+            parts += ["--schema", self.schema]
+        return "".join(f" {shlex.quote(part)}" for part in parts)
 
     @asynccontextmanager
     async def open(
@@ -97,7 +122,13 @@ class Context:
         )
         try:
             log = await opener.__aenter__()
-        except (StorageError, StoreLocked, SchemaError, OSError) as error:
+        except SchemaNotCurrent as error:
+            raise CommandError(self._not_current(error), EXIT_OPERATIONAL) from error
+        except SchemaError as error:
+            raise CommandError(
+                f"cannot open the log at {self.where()}: {error}", EXIT_OPERATIONAL
+            ) from error
+        except (StorageError, StoreLocked, OSError) as error:
             raise CommandError(
                 f"cannot open the log at {self.shown_url()}: {error}", EXIT_OPERATIONAL
             ) from error
@@ -108,6 +139,19 @@ class Context:
                 raise
         else:
             await opener.__aexit__(None, None, None)
+
+    def _not_current(self, error: SchemaNotCurrent) -> str:
+        command = self.args.command
+        if error.found is None:
+            check = (" Is --schema right (or $EVENTLOG_SCHEMA)? `eventlog demo` prints the "
+                     "options that reach the log it wrote." if self.is_postgres else "")
+            return (f"no event log at {self.where()}: it holds no eventlog tables.{check} "
+                    f"(`eventlog migrate{self.connection_args()}` would create an empty one "
+                    "there.)")
+        return (f"the log at {self.where()} is at schema revision {error.found}, this "
+                f"version of eventlog needs {error.needed}: run `eventlog migrate"
+                f"{self.connection_args()}` to upgrade it (`eventlog {command}` never changes "
+                "a schema)")
 
     def _require_existing(self) -> None:
         path = local_path(self.url)
@@ -153,10 +197,12 @@ def add_command(
     commands: Any, common: argparse.ArgumentParser, name: str, summary: str, handler: Handler,
     description: str | None = None,
 ) -> argparse.ArgumentParser:
-    """Add one command with the shared options, the exit statuses and its handler."""
+    """Add one command with the shared options, its examples (`eventlog.cli.examples`),
+    the exit statuses and its handler."""
     parser: argparse.ArgumentParser = commands.add_parser(
         name, parents=[common], help=summary, description=description or summary,
-        epilog=EXIT_STATUSES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=examples_help(name) + EXIT_STATUSES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.set_defaults(handler=handler)
     return parser

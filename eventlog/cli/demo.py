@@ -14,11 +14,13 @@ session every run):
    generation); worker 1 wakes and tries its stale handle: refused, nothing appended;
 6. worker 2 commits the effect's dispatch marker (once), sends the payment, completes
    its capture and finalizes the batch; run 2 writes its last checkpoint;
-7. the session's timeline, then every hash chain and view verified.
+7. the session's timeline, then every hash chain and view verified;
+8. the incident report of the session written as one HTML file, and its path printed.
 
 Time is a `DemoClock` (the log's injected clock) starting at the later of now and the
 log's last recorded time: the story's minutes pass instantly, and recorded times never go
-backwards in the log however often the demo runs.
+backwards in the log however often the demo runs. The output says so, with the span the
+simulated clock covered next to the wall clock, because recorded times run ahead of it.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from eventlog.cli.context import Context, add_command
 from eventlog.cli.errors import EXIT_FINDINGS, EXIT_OK
 from eventlog.cli.horizon import settle_or_warn
 from eventlog.cli.render import verdict, when
+from eventlog.cli.report import write_report
 from eventlog.cli.sessions import print_timeline, read_merged, timeline_json
 from eventlog.cli.story import build_timeline
 from eventlog.cli.verify import view_findings
@@ -97,6 +100,8 @@ class Story:
     session: str = field(default_factory=lambda: f"trip-{uuid.uuid4().hex[:8]}")
     steps: list[dict[str, Any]] = field(default_factory=list)
     surprises: int = 0
+    clock_span: tuple[datetime, datetime] | None = None
+    """The simulated clock's first and last reading (set when the story has played)."""
 
     def act(self, title: str) -> None:
         """Print the heading of the next part of the story."""
@@ -139,11 +144,18 @@ async def run(context: Context) -> int:
                             operations=[OPERATION]) as log:
         clock.now = max(clock.now, await _last_recorded(log) + timedelta(seconds=1))
         story = Story(context, log, clock)
+        started = clock.now
         if not context.json:
             context.out.print(Text.assemble(
                 ("eventlog demo", "bold"), f": tenant {TENANT}, session ",
                 (story.session, "bold cyan"), f", log {context.shown_url()}"))
+            context.out.print(Text(
+                f"The clock is simulated: it starts at {when(started)} and the story's "
+                "minutes (a person answering, a lease running out) pass at once, so the "
+                "recorded times run ahead of the wall clock. Use positions, or the recorded "
+                "times `eventlog log` shows, for --as-of.", style="dim"))
         batch = await play(story)
+        story.clock_span = (started, clock.now)
         ok = await finale(story, batch)
     return EXIT_OK if ok and story.surprises == 0 else EXIT_FINDINGS
 
@@ -301,10 +313,12 @@ async def finale(story: Story, batch: PendingBatch) -> bool:
     with context.progress() as progress:
         differences = await view_findings(log, None, progress)
     ok = report.ok and not differences
+    written = await write_report(context, log, TENANT, story.session)
     if context.json:
         context.print_json({
             "url": context.shown_url(), "tenant": TENANT, "session": story.session,
-            "batch_id": batch.batch_id, "steps": story.steps,
+            "batch_id": batch.batch_id, "steps": story.steps, "report": written.path,
+            "clock": _clock_json(story.clock_span),
             "timeline": timeline_json(TENANT, story.session, timeline),
             "verify": {"ok": ok, "streams": report.streams, "events": report.events,
                        "chain_problems": len(report.problems),
@@ -318,13 +332,20 @@ async def finale(story: Story, batch: PendingBatch) -> bool:
         report.ok, f"{len(report.problems)} broken"))
     context.out.print(verdict("Every view against a rebuild from the log", not differences,
                               f"{len(differences)} rows differ"))
+    if story.clock_span is not None:
+        first, last = story.clock_span
+        context.out.print(Text(
+            f"\nRecorded times run from {when(first)} to {when(last)} on the simulated "
+            f"clock; the wall clock says {when(datetime.now(UTC))}.", style="dim"))
     claims = [entry.position for entry in timeline.entries if entry.what == "claimed"]
     _next_steps(context, story.session, batch.batch_id, claims[0] if claims else 1)
+    context.out.print(Text.assemble(("\nIncident report: ", "bold"), written.path,
+                                    " (open it in a browser)"))
     return ok
 
 
 def _next_steps(context: Context, session: str, batch_id: str, claimed_at: int) -> None:
-    url = "" if context.args.url is None else f" --url {context.args.url}"
+    url = context.connection_args()
     context.out.print(Text("\nLook closer:", style="bold"))
     for command in (
         f"eventlog timeline {TENANT} {session}{url}",
@@ -332,9 +353,18 @@ def _next_steps(context: Context, session: str, batch_id: str, claimed_at: int) 
         f"eventlog log --tenant {TENANT} --session {session}{url}",
         f"eventlog replay --as-of {claimed_at} --tenant {TENANT} --session {session}{url}"
         "   # the views while worker 1 held its claim",
+        f"eventlog report {TENANT} {session} --as-of {claimed_at} -o as-of-claim.html{url}"
+        "   # the same moment, drawn",
         f"eventlog verify{url}",
     ):
         context.out.print(f"  {command}")
+
+
+def _clock_json(span: tuple[datetime, datetime] | None) -> dict[str, Any]:
+    """The simulated clock for scripts: its first and last reading, and the wall clock."""
+    first, last = span if span is not None else (None, None)
+    return {"simulated": True, "started": first, "ended": last,
+            "wall_clock_at_end": datetime.now(UTC)}
 
 
 def _answer(batch: PendingBatch, payload: dict[str, Any]) -> ResumeInput:

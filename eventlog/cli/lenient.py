@@ -15,6 +15,7 @@ from typing import Any
 
 import msgspec
 
+from eventlog.errors import CorruptEvent
 from eventlog.events import E, Event, EventRegistry
 
 
@@ -27,9 +28,20 @@ class OpaqueEvent(Event, frozen=True, tag="eventlog.cli.opaque"):
     fields: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
+class UndecodableEvent(Event, frozen=True, tag="eventlog.cli.undecodable"):
+    """A stored event whose bytes do not decode as its (known) type: tampering or
+    corruption. Never appended; it stands in so that reading commands carry on past it
+    and ``verify`` lists it as a finding."""
+
+    error: str
+    fields: dict[str, Any] | None = None
+    """The stored fields when the bytes are still JSON (None when they are not)."""
+
+
 class LenientRegistry(EventRegistry):
     """``base`` (the default registry unless given), but unknown tags decode as
-    `OpaqueEvent`. Encoding and registering go to ``base`` unchanged."""
+    `OpaqueEvent` and bytes that do not decode as their type as `UndecodableEvent`.
+    Encoding and registering go to ``base`` unchanged."""
 
     def __init__(self, base: EventRegistry) -> None:
         super().__init__()
@@ -51,13 +63,26 @@ class LenientRegistry(EventRegistry):
     def encode(self, event: object) -> tuple[str, bytes]:
         return self._base.encode(event)
 
+    def corrupt(self, error: CorruptEvent) -> Event:
+        return UndecodableEvent(error=error.detail)
+
     def decode(
         self, tag: str, data: bytes, *, stream_id: str | None = None, version: int | None = None
     ) -> Event:
         if tag in self._base:
-            return self._base.decode(tag, data, stream_id=stream_id, version=version)
-        try:
-            decoded = msgspec.json.decode(data)
-        except msgspec.DecodeError:
-            decoded = None
+            try:
+                return self._base.decode(tag, data, stream_id=stream_id, version=version)
+            except CorruptEvent as error:
+                decoded = _json_or_none(data)
+                return UndecodableEvent(
+                    error=error.detail,
+                    fields=decoded if isinstance(decoded, dict) else None)
+        decoded = _json_or_none(data)
         return OpaqueEvent(fields=decoded if isinstance(decoded, dict) else {"value": decoded})
+
+
+def _json_or_none(data: bytes) -> Any:
+    try:
+        return msgspec.json.decode(data)
+    except msgspec.DecodeError:
+        return None

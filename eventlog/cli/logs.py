@@ -10,17 +10,19 @@ from __future__ import annotations
 import argparse
 import asyncio
 import time
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
 from datetime import datetime
+from difflib import get_close_matches
 from typing import Any
 
 from eventlog.cli.context import Context, add_command
 from eventlog.cli.errors import EXIT_OK, CommandError
 from eventlog.cli.horizon import settle_or_warn
-from eventlog.cli.options import non_negative_float, positive_int, timestamp
-from eventlog.cli.render import event_json, event_line
+from eventlog.cli.options import TIME_HELP, non_negative_float, positive_int, time_moment
+from eventlog.cli.render import event_json, event_line, when
 from eventlog.cli.scope import require_session, require_tenant
+from eventlog.events import default_registry
 from eventlog.log import EventLog
 from eventlog.records import RecordedEvent
 from eventlog.transfer import SessionMembership
@@ -50,10 +52,14 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
                         help="only events at position N or later")
     parser.add_argument("--to-position", type=positive_int, metavar="N",
                         help="only events at position N or earlier")
-    parser.add_argument("--since", type=timestamp, metavar="TIME",
-                        help="only events recorded at or after TIME (ISO 8601; no zone = UTC)")
-    parser.add_argument("--until", type=timestamp, metavar="TIME",
-                        help="only events recorded at or before TIME")
+    parser.add_argument("--since", type=time_moment, metavar="TIME",
+                        help=f"only events recorded at or after TIME: {TIME_HELP}")
+    parser.add_argument("--until", type=time_moment, metavar="TIME",
+                        help="only events recorded at or before TIME (as --since)")
+    parser.add_argument("--full", action="store_true",
+                        help="show every field of every event whole (lines may wrap); by "
+                             "default lines fit the terminal and say how many fields they "
+                             "leave out")
     parser.add_argument("--limit", type=positive_int, metavar="N",
                         help="stop after N events")
     parser.add_argument("--follow", "-f", action="store_true",
@@ -93,35 +99,89 @@ async def run(context: Context) -> int:
     """Print the matching events, then (with --follow) the new ones as they commit."""
     args = context.args
     _check_arguments(args)
+    for name in ("since", "until"):
+        given = getattr(args, name)
+        if given is not None and given.said is not None:
+            context.err.print(f"--{name} {given.describe()}", style="dim")
     async with context.open() as log:
         event_filter = await _build_filter(log, args)
         if not args.follow:  # a follower waits for late commits anyway
             await settle_or_warn(context, log)
         shown = 0
+        printer = Printer(context)
+        types = TypeCheck(set(args.types or ()))
         async for event in follow(
             log, args.tenant, follow=args.follow, poll_interval=args.poll_interval,
-            max_wait=args.max_wait,
+            max_wait=args.max_wait, caught_up=lambda: types.caught_up(context, args.tenant),
         ):
+            types.seen.add(event.type)
             if not event_filter.matches(event):
                 continue
-            if context.json:
-                context.print_json(event_json(event))
-            else:
-                context.out.print(event_line(event))
+            printer.print(event)
             shown += 1
             if args.limit is not None and shown >= args.limit:
                 break
     return EXIT_OK
 
 
+@dataclass
+class Printer:
+    """Prints events: JSON lines, or lines fitted to the terminal under a line naming
+    the date whenever it changes."""
+
+    context: Context
+    day: str = ""
+
+    def print(self, event: RecordedEvent) -> None:
+        """Print one event."""
+        context = self.context
+        if context.json:
+            context.print_json(event_json(event))
+            return
+        day = when(event.recorded_at)[:10]
+        if day != self.day:
+            context.out.print(f"── {day} (UTC) ──", style="dim")
+            self.day = day
+        context.out.print(event_line(event, context.out.width, full=context.args.full,
+                                     date=False))
+
+
+@dataclass
+class TypeCheck:
+    """Tells, once the log has been read to its end, about ``--type`` values that no
+    event read so far has: a type the library does not know either is a usage error
+    (with the nearest names), a known one is said never to have been written yet."""
+
+    wanted: set[str]
+    seen: set[str] = field(default_factory=set)
+    done: bool = False
+
+    def caught_up(self, context: Context, tenant: str | None) -> None:
+        """Called when the log has been read to its end (once is enough)."""
+        if self.done:
+            return
+        self.done = True
+        where = "this log" if tenant is None else f"tenant {tenant!r}"
+        for name in sorted(self.wanted - self.seen):
+            if name in default_registry:
+                context.err.print(f"note: no event of type {name!r} has been written to "
+                                  f"{where} yet", style="yellow")
+                continue
+            near = get_close_matches(name, sorted(self.seen | default_registry.tags), n=3)
+            hint = f"; did you mean {', '.join(near)}?" if near else ""
+            raise CommandError(f"no event of type {name!r} was ever written to {where}, and "
+                               f"it is not a type eventlog knows{hint}")
+
+
 async def follow(
     log: EventLog, tenant_id: str | None, *, follow: bool, poll_interval: float = 0.5,
-    max_wait: float | None = None,
+    max_wait: float | None = None, caught_up: Callable[[], None] | None = None,
 ) -> AsyncIterator[RecordedEvent]:
     """Every event in log order; with ``follow``, then every new one as it commits.
 
     Resumes from the cursor of the last page, so nothing is read twice or skipped.
     Following stops after ``max_wait`` seconds without a new event (never when None).
+    ``caught_up`` is called each time a read reaches the end of the log.
     """
     cursor: str | None = None
     idle_since = time.monotonic()
@@ -133,6 +193,8 @@ async def follow(
         if page.events:
             idle_since = time.monotonic()
             continue
+        if caught_up is not None:
+            caught_up()
         if not follow or (max_wait is not None and time.monotonic() - idle_since >= max_wait):
             return
         await asyncio.sleep(poll_interval)
@@ -157,6 +219,6 @@ async def _build_filter(log: EventLog, args: argparse.Namespace) -> EventFilter:
         types=frozenset(args.types) if args.types else None,
         from_position=args.from_position,
         to_position=args.to_position,
-        since=args.since,
-        until=args.until,
+        since=args.since.value if args.since else None,
+        until=args.until.value if args.until else None,
     )

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any, cast
 
 from eventlog.log import EventLog
-from eventlog.records import LogPage
+from eventlog.records import LogPage, RecordedEvent
 
 
 class CountingLog:
@@ -17,9 +17,13 @@ class CountingLog:
     drive a progress bar without the library knowing about one.
     """
 
-    def __init__(self, log: EventLog, advance: Callable[[int], None]) -> None:
+    def __init__(
+        self, log: EventLog, advance: Callable[[int], None],
+        seen: Callable[[list[RecordedEvent]], None] | None = None,
+    ) -> None:
         self._log = log
         self._advance = advance
+        self._seen = seen
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._log, name)
@@ -30,6 +34,8 @@ class CountingLog:
         """`EventLog.read_all`, reporting the page's size."""
         page = await self._log.read_all(after=after, limit=limit, tenant_id=tenant_id)
         self._advance(len(page.events))
+        if self._seen is not None:  # e.g. verify collecting the events that do not decode
+            self._seen(page.events)
         return page
 
     def as_log(self) -> EventLog:

@@ -15,9 +15,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 import msgspec
+from rich.cells import cell_len
+from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from eventlog.cli.lenient import UndecodableEvent
 from eventlog.records import RecordedEvent
 
 _SUMMARY_WIDTH = 90
@@ -26,6 +29,10 @@ _HASH_WIDTH = 12
 EMPTY = "\N{EN DASH}"  # what an absent value shows as
 REDACTED = "(redacted)"
 TOKEN_FIELDS = frozenset({"token", "token_digest"})
+_FIRST_FIELDS = ("checkpoint_id", "step", "parent_id", "generation", "outcome", "actor",
+                 "resolution", "checkpoints")
+"""Fields a fitted ``log`` line shows before the others, when they fit."""
+_FIELD_ROOM = 30
 
 
 def jsonable(value: Any) -> Any:
@@ -96,8 +103,12 @@ def redact(row: Mapping[str, Any]) -> dict[str, Any]:
 
 def event_fields(event: RecordedEvent) -> dict[str, Any]:
     """The event's own fields, decoded from its stored bytes (without the type tag), with
-    token material masked."""
-    decoded = msgspec.json.decode(event.data)
+    token material masked. Bytes that are not JSON at all (a corrupted event) come back as
+    ``{"stored_bytes": "<the bytes as text>"}``."""
+    try:
+        decoded = msgspec.json.decode(event.data)
+    except msgspec.DecodeError:
+        return {"stored_bytes": event.data.decode("utf-8", "replace")}
     if not isinstance(decoded, dict):
         return {"value": decoded}
     decoded.pop("type", None)
@@ -131,20 +142,87 @@ def event_json(event: RecordedEvent) -> dict[str, Any]:
         "data": jsonable(event_fields(event)),
         "prev_hash": event.prev_hash.hex(),
         "hash": event.hash.hex(),
+        **({"undecodable": error} if (error := decode_error(event)) is not None else {}),
     }
 
 
-def event_line(event: RecordedEvent) -> Text:
-    """One event on one line, like ``git log --oneline``."""
-    line = Text()
-    line.append(f"{event.position:>8} ", style="yellow")
-    line.append(when(event.recorded_at) + " ", style="dim")
-    line.append(f"{event.tenant_id}/{event.stream_id}@{event.version} ", style="cyan")
+def decode_error(event: RecordedEvent) -> str | None:
+    """Why the event's stored bytes do not decode as its type (None: they do)."""
+    return event.event.error if isinstance(event.event, UndecodableEvent) else None
+
+
+def event_line(
+    event: RecordedEvent, width: int | None = None, *, full: bool = False, date: bool = True
+) -> Text:
+    """One event, like ``git log --oneline``, fitted to ``width`` columns.
+
+    The envelope (position, time, tenant/stream@version, type) is always whole; when it
+    would leave less than `_FIELD_ROOM` columns for the fields, the stream goes on a
+    second, indented line. Then the event's
+    fields as ``key=value`` pairs, each whole or left out: those that do not fit are
+    counted at the end (``+3 (--full)``), so an id is never cut short; the fields that
+    say most come first, and one whose value the stream id already shows (its session or
+    batch id) is not repeated. With ``full`` (or no ``width``) every field is shown,
+    whole. ``date=False`` shows the time of day only (the caller prints the date when it
+    changes).
+    """
+    head = Text()
+    head.append(f"{event.position:>8} ", style="yellow")
+    head.append((when(event.recorded_at) if date else when(event.recorded_at)[11:]) + " ",
+                style="dim")
+    stream = Text(f"{event.tenant_id}/{event.stream_id}@{event.version}", style="cyan")
+    compact = width is not None and not full and (
+        cell_len(head.plain) + cell_len(stream.plain) + 1 + cell_len(event.type)
+        + _FIELD_ROOM > width)
+    line = head.copy()
+    if not compact:
+        line.append_text(stream)
+        line.append(" ")
     line.append(event.type, style="bold")
-    details = summary(event_fields(event))
-    if details:
-        line.append("  " + details)
+    error = decode_error(event)
+    if error is not None:
+        line.append(f"  does not decode: {error}", style="bold red")
+    else:
+        fields = event_fields(event)
+        if not full:
+            fields = {**{k: fields[k] for k in _FIRST_FIELDS if k in fields}, **fields}
+        pairs = [f"{key}={value_text(value)}" for key, value in fields.items()
+                 if value is not None and (full or width is None or not (
+                     isinstance(value, str) and event.stream_id.endswith(f":{value}")))]
+        room = None if full or width is None else width - cell_len(line.plain) - 2
+        fitted, left_out = fit_pairs(pairs, room)
+        if fitted:
+            line.append("  " + " ".join(fitted))
+        if left_out:
+            line.append(f" +{left_out} (--full)", style="dim")
+    if compact:
+        assert width is not None
+        line.append("\n" + " " * max(0, min(9, width - cell_len(stream.plain))))
+        line.append_text(stream)
     return line
+
+
+def value_text(value: Any) -> str:
+    """A field's value whole, on one line (times, hashes and JSON as `cell` writes them)."""
+    if isinstance(value, str):
+        return " ".join(value.split())
+    return cell(value, width=1_000_000)
+
+
+def fit_pairs(pairs: list[str], room: int | None) -> tuple[list[str], int]:
+    """The ``pairs`` that fit whole in ``room`` columns, in order, and how many were left
+    out. When some must go, space is kept for a ``+N (--full)`` marker; one that does not
+    fit is left out, a shorter one after it may still fit. ``room`` None: all."""
+    if room is None or sum(1 + cell_len(pair) for pair in pairs) <= room:
+        return pairs, 0
+    marker = len(f" +{len(pairs)} (--full)")
+    fitted: list[str] = []
+    used = 0
+    for pair in pairs:
+        if used + 1 + cell_len(pair) + marker <= room:
+            fitted.append(pair)
+            used += 1 + cell_len(pair)
+    return fitted, len(pairs) - len(fitted)
 
 
 def rows_table(title: str, rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> Table:
@@ -155,6 +233,22 @@ def rows_table(title: str, rows: Sequence[Mapping[str, Any]], columns: Sequence[
     for row in rows:
         table.add_row(*(cell(row.get(name)) for name in columns))
     return table
+
+
+def rows_or_records(
+    title: str, rows: Sequence[Mapping[str, Any]], columns: Sequence[str], width: int
+) -> RenderableType:
+    """`rows_table` when it fits ``width`` columns without breaking a header or a value;
+    otherwise one block per row (column, value), so nothing is broken mid-word."""
+    needed = 4 + sum(
+        3 + max([cell_len(name)] + [cell_len(cell(row.get(name))) for row in rows])
+        for name in columns)
+    if needed <= width or not rows:
+        return rows_table(title, rows, columns)
+    blocks: list[RenderableType] = [Text(title, style="italic")]
+    for number, row in enumerate(rows, start=1):
+        blocks.append(pairs_table(f"row {number}", ((name, row.get(name)) for name in columns)))
+    return Group(*blocks)
 
 
 def pairs_table(title: str | None, pairs: Iterable[tuple[str, Any]]) -> Table:

@@ -17,9 +17,9 @@ from rich.text import Text
 from eventlog.cli.context import Context, add_command
 from eventlog.cli.errors import EXIT_OK, CommandError
 from eventlog.cli.horizon import settle_or_warn
-from eventlog.cli.options import position_or_time
+from eventlog.cli.options import TIME_HELP, Moment, when_moment
 from eventlog.cli.progress import CountingLog
-from eventlog.cli.render import plural, redact, rows_table, when
+from eventlog.cli.render import plural, redact, rows_or_records, when
 from eventlog.cli.scope import require_session, require_tenant
 from eventlog.transfer import count_events
 from projections.checkpoints import CHECKPOINTS, RUNS, SESSIONS
@@ -56,9 +56,8 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         "written.",
     )
     parser.add_argument(
-        "--as-of", required=True, type=position_or_time, metavar="POSITION|TIME",
-        help="a log position (e.g. 120) or an ISO 8601 time (e.g. 2026-11-29T14:02Z; "
-             "no zone = UTC)",
+        "--as-of", required=True, type=when_moment, metavar="POSITION|TIME",
+        help=f"a log position (e.g. 120) or {TIME_HELP}",
     )
     parser.add_argument("--tenant", metavar="T", help="only this tenant's rows")
     parser.add_argument("--session", metavar="S",
@@ -71,7 +70,8 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
 async def run(context: Context) -> int:
     """Rebuild as of the moment, then print the chosen views, filtered."""
     args = context.args
-    as_of: int | datetime = args.as_of
+    moment: Moment = args.as_of
+    as_of = moment.value
     tables = tuple(args.tables or DEFAULT_TABLES)
     _check(args, tables)
     async with context.open() as log:
@@ -96,11 +96,12 @@ async def run(context: Context) -> int:
     last = last_event(views)
     if context.json:
         context.print_json({
-            "as_of": as_of, "last_position": last[0], "last_recorded_at": last[1],
+            "as_of": as_of, "as_of_read_as": moment.said, "last_position": last[0],
+            "last_recorded_at": last[1],
             "views": shown,
         })
         return EXIT_OK
-    _print(context, as_of, last, shown)
+    _print(context, moment, last, shown)
     return EXIT_OK
 
 
@@ -132,10 +133,10 @@ def _check(args: argparse.Namespace, tables: tuple[str, ...]) -> None:
 
 
 def _print(
-    context: Context, as_of: int | datetime, last: tuple[int | None, datetime | None],
+    context: Context, as_of: Moment, last: tuple[int | None, datetime | None],
     shown: dict[str, list[Row]],
 ) -> None:
-    moment = f"position {as_of}" if isinstance(as_of, int) else when(as_of)
+    moment = as_of.describe()
     if last[0] is None:
         context.out.print(Text(f"As of {moment}: the log was empty.", style="bold"))
     else:
@@ -150,4 +151,5 @@ def _print(
     for name, rows in shown.items():
         columns = COLUMNS.get(name) or (tuple(rows[0]) if rows else ())
         columns = tuple(column for column in columns if column not in filtered)
-        context.out.print(rows_table(f"{name} ({plural(len(rows), 'row')})", rows, columns))
+        context.out.print(rows_or_records(f"{name} ({plural(len(rows), 'row')})", rows,
+                                          columns, context.out.width))

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from eventlog.cli.lenient import UndecodableEvent
 from eventlog.cli.render import event_fields, summary, when
 from eventlog.events import Event
 from eventlog.events import interrupts as ev
@@ -62,7 +63,11 @@ class _Builder:
 
     def add(self, event: RecordedEvent) -> None:
         payload = event.event
-        if isinstance(payload, CheckpointCreated):
+        if isinstance(payload, UndecodableEvent):
+            lane = self._lane_of(event)
+            self._entry(event, lane, "undecodable",
+                        f"{event.type} does not decode: {payload.error}")
+        elif isinstance(payload, CheckpointCreated):
             self._checkpoint(event, payload)
         elif isinstance(payload, SessionDeleted):
             self.timeline.tombstones += 1
@@ -98,6 +103,12 @@ class _Builder:
             self.timeline.duplicates += 1
             what, details = "checkpoint (duplicate)", f"{details}; {reason}"
         self._entry(event, f"run {number}", what, details, duplicate_of=earlier)
+
+    def _lane_of(self, event: RecordedEvent) -> str:
+        """The lane of an event by its stream (``session`` unless a known batch's)."""
+        batch_id = event.stream_id.removeprefix("interrupt-batch:")
+        number = self.timeline.batches.get(batch_id)
+        return f"batch {number}" if number is not None else "session"
 
     def _batch_event(self, event: RecordedEvent, payload: Event) -> None:
         describe = _BATCH_LINES.get(type(payload))

@@ -19,7 +19,8 @@ from eventlog.cli.errors import EXIT_FINDINGS, EXIT_OK, CommandError
 from eventlog.cli.horizon import settle_or_warn
 from eventlog.cli.render import pairs_table
 from eventlog.cli.scope import require_session, require_tenant
-from eventlog.transfer import ImportRefused, export_log, import_log
+from eventlog.errors import InvalidInput
+from eventlog.transfer import ImportRefused, check_export, export_log, import_log
 
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
@@ -86,6 +87,9 @@ async def run_import(context: Context) -> int:
     source = Path(context.args.file)
     if not source.is_file():  # noqa: ASYNC240 - one process, one job: nothing to block
         raise CommandError(f"{source} is not a file")
+    # The file is checked whole before the target is opened: a file that is refused
+    # leaves no new, empty database behind.
+    _check_source(source)
     async with context.open(upgrade=True, create=True) as log:
         with context.progress() as progress, source.open("rb") as handle:  # noqa: ASYNC230
             task = progress.add_task("importing", total=None)
@@ -96,12 +100,30 @@ async def run_import(context: Context) -> int:
                         task, completed=done, total=total),
                 )
             except ImportRefused as refused:
-                raise CommandError(f"import refused: {refused}", EXIT_FINDINGS) from refused
+                raise CommandError(f"import of {source} refused: {refused}",
+                                   EXIT_FINDINGS) from refused
+            except InvalidInput as error:
+                raise _bad_file(source, error) from error
     if context.json:
         context.print_json({"file": str(source), **_fields(summary)})
     else:
         context.out.print(pairs_table(f"Imported {source}", _fields(summary).items()))
     return EXIT_OK
+
+
+def _check_source(source: Path) -> None:
+    try:
+        with source.open("rb") as handle:
+            check_export(handle)
+    except InvalidInput as error:
+        raise _bad_file(source, error) from error
+
+
+def _bad_file(source: Path, error: InvalidInput) -> CommandError:
+    """``file: reason`` from the library, said with the file's name."""
+    if error.field == "file":
+        return CommandError(f"cannot import {source}: {error.reason}")
+    return CommandError(f"cannot import {source}: {error}")
 
 
 def _fields(summary: Any) -> dict[str, Any]:

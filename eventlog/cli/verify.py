@@ -17,13 +17,14 @@ from eventlog.cli.context import Context, add_command
 from eventlog.cli.digest import read_digest_file
 from eventlog.cli.errors import EXIT_FINDINGS, EXIT_OK
 from eventlog.cli.horizon import settle, settle_or_warn
+from eventlog.cli.lenient import UndecodableEvent
 from eventlog.cli.options import positive_int
 from eventlog.cli.progress import CountingLog
 from eventlog.cli.render import cell, verdict
 from eventlog.cli.scope import require_tenant
 from eventlog.digest import LogDigest, check_digest
 from eventlog.log import EventLog
-from eventlog.records import StreamProblem, VerifyReport
+from eventlog.records import RecordedEvent, StreamProblem, VerifyReport
 from eventlog.transfer import count_events
 from projections.runner import ViewDifference, compare_views
 
@@ -60,12 +61,13 @@ async def run(context: Context) -> int:
             if digest is not None:
                 report = await _with_digest(log, report, digest, tenant)
             progress.update(chains, visible=False)
-            differences = await view_findings(log, tenant, progress)
+            undecodable: list[RecordedEvent] = []
+            differences = await view_findings(log, tenant, progress, undecodable)
     if context.json:
-        context.print_json(_as_json(report, differences))
+        context.print_json(_as_json(report, differences, undecodable))
     else:
-        _print(context, report, differences)
-    return EXIT_OK if report.ok and not differences else EXIT_FINDINGS
+        _print(context, report, differences, undecodable)
+    return EXIT_OK if report.ok and not differences and not undecodable else EXIT_FINDINGS
 
 
 async def _with_digest(
@@ -82,16 +84,19 @@ async def _with_digest(
 
 
 async def view_findings(
-    log: EventLog, tenant: str | None, progress: Progress
+    log: EventLog, tenant: str | None, progress: Progress,
+    undecodable: list[RecordedEvent] | None = None,
 ) -> list[ViewDifference]:
     """The view rows that differ from a rebuild, in two passes when the first finds any.
 
     A write committing while the log is read can make its rows differ for a moment (the
     rebuild read the log before it, the stored views are read after). Only rows that
     differ again once every transaction running after the first pass has ended are
-    findings: a changed or corrupted row differs every time.
+    findings: a changed or corrupted row differs every time. Events of the scope that do
+    not decode as their type are appended to ``undecodable`` (when given) as the log is
+    read.
     """
-    first = await _compare(log, tenant, progress)
+    first = await _compare(log, tenant, progress, undecodable)
     if not first:
         return first
     await settle(log)
@@ -100,10 +105,18 @@ async def view_findings(
 
 
 async def _compare(
-    log: EventLog, tenant: str | None, progress: Progress
+    log: EventLog, tenant: str | None, progress: Progress,
+    undecodable: list[RecordedEvent] | None = None,
 ) -> list[ViewDifference]:
     task = progress.add_task("rebuilding views from the log", total=await count_events(log))
-    counting = CountingLog(log, lambda n: progress.advance(task, n))
+
+    def seen(events: list[RecordedEvent]) -> None:
+        if undecodable is not None:
+            undecodable.extend(event for event in events if isinstance(
+                event.event, UndecodableEvent) and tenant in (None, event.tenant_id)
+                and all(event.position != e.position for e in undecodable))
+
+    counting = CountingLog(log, lambda n: progress.advance(task, n), seen)
     differences = await compare_views(counting.as_log())
     progress.update(task, visible=False)
     return [d for d in differences if tenant is None or (d.key and d.key[0] == tenant)]
@@ -131,9 +144,19 @@ def describe(difference: ViewDifference) -> str:
     return "; ".join(parts)
 
 
-def _as_json(report: VerifyReport, differences: list[ViewDifference]) -> dict[str, Any]:
+def undecodable_json(event: RecordedEvent) -> dict[str, Any]:
+    """An event whose stored bytes do not decode as its type, for scripts."""
+    error = event.event.error if isinstance(event.event, UndecodableEvent) else ""
+    return {"tenant_id": event.tenant_id, "stream_id": event.stream_id,
+            "version": event.version, "position": event.position, "type": event.type,
+            "error": error}
+
+
+def _as_json(
+    report: VerifyReport, differences: list[ViewDifference], undecodable: list[RecordedEvent]
+) -> dict[str, Any]:
     return {
-        "ok": report.ok and not differences,
+        "ok": report.ok and not differences and not undecodable,
         "streams": report.streams,
         "events": report.events,
         "chain_problems": [_problem_json(problem) for problem in report.problems],
@@ -142,6 +165,7 @@ def _as_json(report: VerifyReport, differences: list[ViewDifference]) -> dict[st
              "stored": d.stored, "rebuilt": d.rebuilt}
             for d in differences
         ],
+        "undecodable_events": [undecodable_json(event) for event in undecodable],
     }
 
 
@@ -150,7 +174,10 @@ def _problem_json(problem: StreamProblem) -> dict[str, Any]:
             "version": problem.version, "kind": problem.kind, "detail": problem.detail}
 
 
-def _print(context: Context, report: VerifyReport, differences: list[ViewDifference]) -> None:
+def _print(
+    context: Context, report: VerifyReport, differences: list[ViewDifference],
+    undecodable: list[RecordedEvent],
+) -> None:
     out = context.out
     out.print(verdict(f"Hash chains: {report.streams} streams, {report.events} events",
                       report.ok, f"{len(report.problems)} broken"))
@@ -160,6 +187,16 @@ def _print(context: Context, report: VerifyReport, differences: list[ViewDiffere
         for problem in report.problems:
             table.add_row(problem.tenant_id, problem.stream_id, str(problem.version),
                           problem.kind, problem.detail)
+        out.print(table)
+    out.print(verdict("Every event decodes as its type", not undecodable,
+                      f"{len(undecodable)} do not"))
+    if undecodable:
+        table = Table("#", "tenant", "stream", "version", "type", "error",
+                      title="Events that do not decode", title_justify="left")
+        for event in undecodable:
+            found = undecodable_json(event)
+            table.add_row(str(event.position), event.tenant_id, event.stream_id,
+                          str(event.version), event.type, found["error"])
         out.print(table)
     out.print(verdict("Views against a rebuild from the log", not differences,
                       f"{len(differences)} rows differ"))

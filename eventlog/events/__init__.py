@@ -11,7 +11,7 @@ hash chain covers those bytes.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, TypeVar
 
 import msgspec
@@ -29,6 +29,25 @@ class Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
         state's) declares it here, so an export moves the blob together with the event.
         """
         return ()
+
+    def home_stream(self) -> str | None:
+        """The one stream this event may be appended to, or None for any stream.
+
+        Events that name their stream's subject (a session's checkpoint, a batch's claim)
+        say so here: the log refuses to append them elsewhere, import refuses a file that
+        holds one elsewhere, and `verify` reports one found elsewhere, so no forged stream
+        can fold into another subject's view rows.
+        """
+        return None
+
+    def blob_releases(self) -> Mapping[bytes, int] | None:
+        """The blob references this event gives up, by digest (none by default).
+
+        None means every reference the events of its stream still hold (a tombstone of
+        a log written before tombstones named their releases). `verify` folds
+        `blob_digests` and this to know how many references each blob must have.
+        """
+        return {}
 
 
 E = TypeVar("E", bound=type[Event])
@@ -76,6 +95,11 @@ class EventRegistry:
         if self._types.get(tag) is not event_type:
             raise InvalidEvent("events", f"event type {tag!r} is not registered")
         return tag, _encoder.encode(event)
+
+    def corrupt(self, error: CorruptEvent) -> Event:
+        """What a stored row that cannot be read as written decodes to: by default
+        nothing (``error`` is raised); a lenient registry may stand something in."""
+        raise error
 
     def decode(
         self, tag: str, data: bytes, *, stream_id: str | None = None, version: int | None = None

@@ -8,11 +8,15 @@ happens whenever `projections` is (every log does), so a log can always decode t
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from typing import Annotated, Any
 
 import msgspec
 
 from eventlog.events import Event, register_event
+
+SESSION_STREAM_PREFIX = "session:"
+"""A session's events go to the stream ``session:<session id>``."""
 
 HexDigest = Annotated[str, msgspec.Meta(pattern="^[0-9a-f]{64}$")]
 """A SHA-256 digest as 64 lowercase hex characters (what ``sha256sum`` prints)."""
@@ -41,6 +45,10 @@ class CheckpointCreated(Event, tag="checkpoint_created", frozen=True, kw_only=Tr
         """The state blob."""
         return (bytes.fromhex(self.state_digest),)
 
+    def home_stream(self) -> str | None:
+        """The session's stream."""
+        return SESSION_STREAM_PREFIX + self.session_id
+
 
 @register_event
 class SessionDeleted(Event, tag="session_deleted", frozen=True, kw_only=True):
@@ -53,3 +61,16 @@ class SessionDeleted(Event, tag="session_deleted", frozen=True, kw_only=True):
     session_id: str
     checkpoints: int
     """How many checkpoint records the deletion removed from the views."""
+    released: dict[HexDigest, int] = msgspec.field(default_factory=dict)
+    """The state blob references the deletion gave up, by digest (empty in tombstones
+    written before this field existed: those released every reference of the session)."""
+
+    def home_stream(self) -> str | None:
+        """The session's stream."""
+        return SESSION_STREAM_PREFIX + self.session_id
+
+    def blob_releases(self) -> Mapping[bytes, int] | None:
+        """The references given up; None (all of the session's) for an older tombstone."""
+        if not self.released and self.checkpoints:
+            return None
+        return {bytes.fromhex(digest): count for digest, count in self.released.items()}

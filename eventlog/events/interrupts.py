@@ -54,8 +54,19 @@ class Resume(msgspec.Struct, frozen=True, kw_only=True):
 # -- the events -------------------------------------------------------------------------
 
 
+class _InBatchStream:
+    """Every event of a batch belongs to that batch's stream (see `Event.home_stream`)."""
+
+    __slots__ = ()
+    batch_id: str
+
+    def home_stream(self) -> str | None:
+        """The batch's stream."""
+        return batch_stream(self.batch_id)
+
+
 @register_event
-class BatchCreated(Event, tag="interrupt.batch_created", frozen=True):
+class BatchCreated(_InBatchStream, Event, tag="interrupt.batch_created", frozen=True):
     """A batch's descriptor, persisted before the batch is emitted to the client."""
 
     batch_id: str
@@ -68,7 +79,7 @@ class BatchCreated(Event, tag="interrupt.batch_created", frozen=True):
 
 
 @register_event
-class BatchClaimed(Event, tag="interrupt.batch_claimed", frozen=True):
+class BatchClaimed(_InBatchStream, Event, tag="interrupt.batch_claimed", frozen=True):
     """A complete answer was accepted: a fresh token (recorded only as its digest), a
     higher generation and a preparation lease. ``responses`` are the person's answers."""
 
@@ -80,7 +91,7 @@ class BatchClaimed(Event, tag="interrupt.batch_claimed", frozen=True):
 
 
 @register_event
-class CaptureStarted(Event, tag="interrupt.capture_started", frozen=True):
+class CaptureStarted(_InBatchStream, Event, tag="interrupt.capture_started", frozen=True):
     """The claim holder began observing the resumed run's response."""
 
     batch_id: str
@@ -89,7 +100,7 @@ class CaptureStarted(Event, tag="interrupt.capture_started", frozen=True):
 
 
 @register_event
-class CaptureCompleted(Event, tag="interrupt.capture_completed", frozen=True):
+class CaptureCompleted(_InBatchStream, Event, tag="interrupt.capture_completed", frozen=True):
     """The capture's terminal outcome and snapshot, under its claim."""
 
     batch_id: str
@@ -100,7 +111,7 @@ class CaptureCompleted(Event, tag="interrupt.capture_completed", frozen=True):
 
 
 @register_event
-class EffectStarted(Event, tag="interrupt.effect_started", frozen=True):
+class EffectStarted(_InBatchStream, Event, tag="interrupt.effect_started", frozen=True):
     """The irreversible dispatch marker: at most one per batch, ever."""
 
     batch_id: str
@@ -108,7 +119,7 @@ class EffectStarted(Event, tag="interrupt.effect_started", frozen=True):
 
 
 @register_event
-class BatchFinalized(Event, tag="interrupt.batch_finalized", frozen=True):
+class BatchFinalized(_InBatchStream, Event, tag="interrupt.batch_finalized", frozen=True):
     """The claim holder finished the batch."""
 
     batch_id: str
@@ -116,7 +127,7 @@ class BatchFinalized(Event, tag="interrupt.batch_finalized", frozen=True):
 
 
 @register_event
-class BatchReleased(Event, tag="interrupt.batch_released", frozen=True):
+class BatchReleased(_InBatchStream, Event, tag="interrupt.batch_released", frozen=True):
     """The claim holder gave the batch back to pending (no effect had started)."""
 
     batch_id: str
@@ -124,7 +135,7 @@ class BatchReleased(Event, tag="interrupt.batch_released", frozen=True):
 
 
 @register_event
-class ClaimExpired(Event, tag="interrupt.claim_expired", frozen=True):
+class ClaimExpired(_InBatchStream, Event, tag="interrupt.claim_expired", frozen=True):
     """Cleanup: a claim without an effect outlived its lease; the batch is pending again."""
 
     batch_id: str
@@ -132,7 +143,7 @@ class ClaimExpired(Event, tag="interrupt.claim_expired", frozen=True):
 
 
 @register_event
-class EffectUnresolved(Event, tag="interrupt.effect_unresolved", frozen=True):
+class EffectUnresolved(_InBatchStream, Event, tag="interrupt.effect_unresolved", frozen=True):
     """Cleanup: a claim with a started effect outlived its lease; only a reconcile ends it."""
 
     batch_id: str
@@ -140,14 +151,14 @@ class EffectUnresolved(Event, tag="interrupt.effect_unresolved", frozen=True):
 
 
 @register_event
-class ApprovalExpired(Event, tag="interrupt.approval_expired", frozen=True):
+class ApprovalExpired(_InBatchStream, Event, tag="interrupt.approval_expired", frozen=True):
     """Cleanup: nobody answered the pending batch before its deadline."""
 
     batch_id: str
 
 
 @register_event
-class CaptureAbandoned(Event, tag="interrupt.capture_abandoned", frozen=True):
+class CaptureAbandoned(_InBatchStream, Event, tag="interrupt.capture_abandoned", frozen=True):
     """Cleanup: a capture still running under a dead claim."""
 
     batch_id: str
@@ -156,7 +167,7 @@ class CaptureAbandoned(Event, tag="interrupt.capture_abandoned", frozen=True):
 
 
 @register_event
-class BatchReconciled(Event, tag="interrupt.batch_reconciled", frozen=True):
+class BatchReconciled(_InBatchStream, Event, tag="interrupt.batch_reconciled", frozen=True):
     """An operator's ruling: who (``actor``) decided what on which evidence. Retires
     every claim and capture authority; never dispatches."""
 
@@ -168,7 +179,7 @@ class BatchReconciled(Event, tag="interrupt.batch_reconciled", frozen=True):
 
 
 @register_event
-class BatchRetired(Event, tag="interrupt.batch_retired", frozen=True):
+class BatchRetired(_InBatchStream, Event, tag="interrupt.batch_retired", frozen=True):
     """Cleanup: a terminal batch past the audit retention leaves the views (not the log)."""
 
     batch_id: str

@@ -230,8 +230,15 @@ def summarize(view: BatchView) -> BatchSummary:
 
 
 def audit_entry(recorded: RecordedEvent) -> AuditEntry:
-    """One event as an audit entry, without anything token-derived."""
-    details: dict[str, Any] = msgspec.json.decode(recorded.data)
+    """One event as an audit entry, without anything token-derived. Stored bytes that are
+    not a JSON object (a damaged event a lenient reader let through) become
+    ``{"undecodable": why}`` instead of failing the whole inspection."""
+    try:
+        details: dict[str, Any] = msgspec.json.decode(recorded.data)
+    except msgspec.DecodeError as error:
+        details = {"undecodable": str(error)}
+    if not isinstance(details, dict):
+        details = {"undecodable": "not a JSON object"}
     return AuditEntry(
         version=recorded.version, position=recorded.position, type=recorded.type,
         recorded_at=recorded.recorded_at,

@@ -132,22 +132,35 @@ def check_responses(
     ``payload`` of a resolved answer must satisfy the interrupt's ``response_schema``
     (checked on its JSON form); a cancelled answer's payload is not checked.
     """
+    found = response_problem(interrupts, responses)
+    return None if found is None else found[0]
+
+
+def response_problem(
+    interrupts: Sequence[Interrupt], responses: Sequence[Resume]
+) -> tuple[ClaimRejection, str] | None:
+    """`check_responses` with what exactly is wrong: which interrupt, which field, why."""
     by_id = {interrupt.id: interrupt for interrupt in interrupts}
     seen: set[str] = set()
     for response in responses:
         if response.interrupt_id not in by_id:
-            return ClaimRejection.UNKNOWN_INTERRUPT
+            return (ClaimRejection.UNKNOWN_INTERRUPT,
+                    f"the batch asks no interrupt {response.interrupt_id!r}")
         if response.interrupt_id in seen:
-            return ClaimRejection.DUPLICATE_RESPONSE
+            return (ClaimRejection.DUPLICATE_RESPONSE,
+                    f"interrupt {response.interrupt_id!r} is answered twice")
         seen.add(response.interrupt_id)
     if len(seen) != len(by_id):
-        return ClaimRejection.INCOMPLETE
+        missing = [name for name in by_id if name not in seen]
+        return ClaimRejection.INCOMPLETE, f"interrupt {missing[0]!r} is not answered"
     for response in responses:
         schema = by_id[response.interrupt_id].response_schema
         if response.status == "resolved" and schema is not None:
             as_json = msgspec.json.decode(_encoder.encode(response.payload))
-            if validate(as_json, schema) is not None:
-                return ClaimRejection.INVALID_PAYLOAD
+            problem = validate(as_json, schema, "payload")
+            if problem is not None:
+                return (ClaimRejection.INVALID_PAYLOAD,
+                        f"interrupt {response.interrupt_id!r}: {problem}")
     return None
 
 

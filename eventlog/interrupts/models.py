@@ -208,10 +208,14 @@ class InterruptClaim:
 
 @dataclass(frozen=True, slots=True)
 class ClaimResult:
-    """``claim`` when claimed, else ``reason`` (exactly one of them is set)."""
+    """``claim`` when claimed, else ``reason`` (exactly one of them is set). ``detail``
+    says what exactly was wrong with a rejected answer (``invalid_payload``: which
+    interrupt, which field and why; ``incomplete``, ``unknown_interrupt``,
+    ``duplicate_response``: which interrupt); None otherwise."""
 
     claim: InterruptClaim | None
     reason: ClaimRejection | None
+    detail: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

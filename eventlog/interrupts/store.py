@@ -140,7 +140,10 @@ class InterruptStore:
             decided = decisions.decide_claim(view, resume, now, trusted=trusted, token=token,
                                              lease=self.options.preparation_lease)
             if isinstance(decided, ClaimRejection):
-                return None, ClaimResult(None, decided)
+                problem = (decisions.response_problem(view.interrupts, resume.responses)
+                           if view is not None else None)
+                detail = problem[1] if problem is not None and problem[0] is decided else None
+                return None, ClaimResult(None, decided, detail)
             claim = InterruptClaim(scope=scope, batch_id=resume.batch_id,
                                    generation=decided.generation,
                                    expires_at=decided.lease_expires_at, token=token)
@@ -148,7 +151,8 @@ class InterruptStore:
 
         result = await self.fenced(scope, resume.batch_id, decide)
         logger.info("claim_decided", scope=scope, batch_id=resume.batch_id,
-                    claimed=result.claim is not None, reason=result.reason)
+                    claimed=result.claim is not None, reason=result.reason,
+                    detail=result.detail)
         return result
 
     # -- under a claim -----------------------------------------------------------------------

@@ -14,7 +14,13 @@ from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from eventlog.clock import Clock, read_clock, system_clock
-from eventlog.errors import InvalidInput, PayloadTooLarge, StorageError
+from eventlog.errors import (
+    CorruptBlob,
+    CorruptEvent,
+    InvalidInput,
+    PayloadTooLarge,
+    StorageError,
+)
 from eventlog.events import Event, EventRegistry, default_registry
 from eventlog.hashing import content_digest
 from eventlog.log._append import (
@@ -113,7 +119,7 @@ class EventLog:
         recorded_at = read_clock(self.clock)
         drafts = [
             Draft(uuid.uuid4(), tag, data, event, recorded_at)
-            for tag, data, event in self._encode(events)
+            for tag, data, event in self._encode(events, stream_id)
         ]
         return await self._appender.commit(
             tenant_id, stream_id, drafts, expected, self._blob_adds(attach),
@@ -126,14 +132,16 @@ class EventLog:
         events: Sequence[StoredEvent],
         *,
         blobs: Mapping[bytes, tuple[bytes, int]] | None = None,
+        release: Mapping[bytes, int] | None = None,
     ) -> AppendResult:
         """Append already-recorded events of ONE stream exactly as they are (an import).
 
         Each event keeps its id, version, recorded time, bytes and hashes; the inline
         projections fold them as any append's. ``blobs`` maps a digest to its payload and
-        the references to add. The events must continue the stream (the next version,
-        linked to its head hash), else `VersionConflict`; each must hash to its recorded
-        hash, else `InvalidInput`. Nothing is written in either case.
+        the references to add; ``release`` drops references by digest, as `append`'s. The
+        events must continue the stream (the next version, linked to its head hash), else
+        `VersionConflict`; each must hash to its recorded hash and belong in the stream,
+        else `InvalidInput`. Nothing is written in either case.
         """
         self._check_open("append")
         check_id("tenant_id", tenant_id)
@@ -147,9 +155,14 @@ class EventLog:
                    stored.recorded_at)
             for stored in events
         ]
+        for draft in drafts:
+            home = draft.event.home_stream()
+            if home is not None and home != stream_id:
+                raise InvalidInput("events", f"a {draft.type!r} event belongs to stream "
+                                             f"{home!r}, not {stream_id!r}"[:300])
         return await self._appender.commit(
-            tenant_id, stream_id, drafts, events[0].version - 1, dict(blobs or {}), {},
-            recorded=events,
+            tenant_id, stream_id, drafts, events[0].version - 1, dict(blobs or {}),
+            check_releases(release), recorded=events,
         )
 
     async def read_stream(
@@ -210,23 +223,29 @@ class EventLog:
         return await self.reader.wait_readable(max_wait)
 
     async def get_blob(self, tenant_id: str, digest: bytes) -> bytes | None:
-        """A blob's bytes by digest within a tenant, or None."""
+        """A blob's bytes by digest within a tenant, or None; `CorruptBlob` when the stored
+        bytes do not hash to ``digest``."""
         self._check_open("read")
         check_id("tenant_id", tenant_id)
         check_digest("digest", digest)
-        return await self.reader.get_blob(tenant_id, digest)
+        payload = await self.reader.get_blob(tenant_id, digest)
+        if payload is not None and content_digest(payload) != digest:
+            raise CorruptBlob(digest)
+        return payload
 
     async def verify(self, tenant_id: str | None = None) -> VerifyReport:
         """Recompute every stream's hash chain from the stored bytes.
 
         Reports, per stream, the first broken link, hash mismatch or missing version, and
         a stream whose chain ends before the version its head row records (a truncated
-        tail, or a stream whose events are gone altogether).
+        tail, or a stream whose events are gone altogether). Every blob the events
+        reference is read and hashed: a blob that is missing, whose bytes do not hash to
+        its digest, or whose reference count differs from the events' is reported too.
         """
         self._check_open("verify")
         if tenant_id is not None:
             check_id("tenant_id", tenant_id)
-        return await verify_chains(self.reader, self.projections, tenant_id)
+        return await verify_chains(self.reader, self.projections, self.registry, tenant_id)
 
     # -- the read side: what stores, the CLI and export/import read through ---------------
 
@@ -274,10 +293,15 @@ class EventLog:
         return await self.reader.dump_views()
 
     def decode(self, stored: StoredEvent) -> RecordedEvent:
-        """Decode a stored row into a `RecordedEvent` (unknown tags raise)."""
-        event = self.registry.decode(
-            stored.type, stored.data, stream_id=stored.stream_id, version=stored.version
-        )
+        """Decode a stored row into a `RecordedEvent` (unknown tags raise; a row that was
+        not readable as written raises `CorruptEvent`)."""
+        if stored.damage is not None:
+            event = self.registry.corrupt(CorruptEvent(
+                stored.type, stored.damage, stream_id=stored.stream_id, version=stored.version))
+        else:
+            event = self.registry.decode(
+                stored.type, stored.data, stream_id=stored.stream_id, version=stored.version
+            )
         return RecordedEvent(
             position=stored.position,
             event_id=stored.event_id,
@@ -336,12 +360,16 @@ class EventLog:
 
     # -- checking an append -------------------------------------------------------------
 
-    def _encode(self, events: Sequence[Event]) -> list[tuple[str, bytes, Event]]:
+    def _encode(self, events: Sequence[Event], stream_id: str) -> list[tuple[str, bytes, Event]]:
         if isinstance(events, Event) or not isinstance(events, Sequence) or not events:
             raise InvalidInput("events", "must be a non-empty sequence of events")
         encoded = []
         for event in events:
             tag, data = self.registry.encode(event)
+            home = event.home_stream()
+            if home is not None and home != stream_id:
+                raise InvalidInput("events", f"a {tag!r} event belongs to stream {home!r}, "
+                                             f"not {stream_id!r}"[:300])
             if len(data) > self.max_payload_bytes:
                 raise PayloadTooLarge(f"event {tag!r}", len(data), self.max_payload_bytes)
             encoded.append((tag, data, event))

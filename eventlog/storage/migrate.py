@@ -12,7 +12,7 @@ from alembic.script import ScriptDirectory
 from alembic.util.exc import CommandError
 from sqlalchemy import Connection, MetaData
 
-from eventlog.errors import SchemaError, UnknownSchemaRevision
+from eventlog.errors import SchemaNotCurrent, UnknownSchemaRevision
 
 logger = structlog.get_logger(__name__)
 
@@ -73,10 +73,7 @@ def upgrade_sync(
     if found == head:
         return head
     if not upgrade:
-        raise SchemaError(
-            f"database schema is at revision {found or 'none'}, this code needs {head}: "
-            "run `eventlog migrate` or open with upgrade=True"
-        )
+        raise SchemaNotCurrent(found, head, schema)
     command.upgrade(config, "head")
     logger.info("schema_upgraded", schema=schema, from_revision=found, to_revision=head)
     return head

@@ -287,12 +287,19 @@ class SqlBackend(StorageBackend, abc.ABC):
         return dumped
 
     def _select_events(self) -> sa.Select[Any]:
+        # The driver's values, not SQLAlchemy's type processing: a row whose column was
+        # rewritten with another type or format must become a finding of verify, not an
+        # exception that ends the scan (`stored_event` converts and notes the damage).
         events = self.events
-        return sa.select(
-            events.c.position, events.c.event_id, events.c.tenant_id, events.c.stream_id,
-            events.c.stream_version, events.c.recorded_at, events.c.type, events.c.data,
-            events.c.prev_hash, events.c.hash,
-        )
+        return sa.select(*[
+            sa.type_coerce(column, sa.types.NullType()).label(column.name)
+            if column.name in _CHECKED_COLUMNS else column
+            for column in (
+                events.c.position, events.c.event_id, events.c.tenant_id, events.c.stream_id,
+                events.c.stream_version, events.c.recorded_at, events.c.type, events.c.data,
+                events.c.prev_hash, events.c.hash,
+            )
+        ])
 
     async def _fetch_events(self, statement: sa.Select[Any]) -> list[StoredEvent]:
         async with self.read_connection() as connection:
@@ -300,21 +307,63 @@ class SqlBackend(StorageBackend, abc.ABC):
             return [stored_event(row) for row in result]
 
 
+_CHECKED_COLUMNS = frozenset(
+    {"event_id", "stream_version", "recorded_at", "type", "data", "prev_hash", "hash"})
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
 def stored_event(row: Any) -> StoredEvent:
     """A `StoredEvent` from a row of (position, event_id, tenant, stream, version,
-    recorded_at, type, data, prev_hash, hash)."""
+    recorded_at, type, data, prev_hash, hash); a value of the wrong type or format is
+    noted in ``damage`` (with a placeholder) instead of raised."""
+    damage: list[str] = []
+
+    def read(name: str, value: Any, convert: Any, placeholder: Any) -> Any:
+        try:
+            return convert(value)
+        except (TypeError, ValueError, OverflowError) as error:
+            damage.append(f"{name} is unreadable ({error})"[:200])
+            return placeholder
+
     return StoredEvent(
         position=int(row[0]),
-        event_id=row[1] if isinstance(row[1], uuid.UUID) else uuid.UUID(str(row[1])),
-        tenant_id=row[2],
-        stream_id=row[3],
-        version=int(row[4]),
-        recorded_at=_aware(row[5]),
-        type=row[6],
-        data=bytes(row[7]),
-        prev_hash=bytes(row[8]),
-        hash=bytes(row[9]),
+        event_id=read("event_id", row[1], _uuid, uuid.UUID(int=0)),
+        tenant_id=str(row[2]),
+        stream_id=str(row[3]),
+        version=read("stream_version", row[4], _whole, 0),
+        recorded_at=read("recorded_at", row[5], _moment, _EPOCH),
+        type=read("type", row[6], _text, "?"),
+        data=read("data", row[7], _bytes, b""),
+        prev_hash=read("prev_hash", row[8], _bytes, b""),
+        hash=read("hash", row[9], _bytes, b""),
+        damage="; ".join(damage) or None,
     )
+
+
+def _uuid(value: Any) -> uuid.UUID:
+    return value if isinstance(value, uuid.UUID) else uuid.UUID(_text(value))
+
+
+def _whole(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{type(value).__name__} {str(value)[:40]!r} is not a whole number")
+    return value
+
+
+def _moment(value: Any) -> datetime:
+    return _aware(value if isinstance(value, datetime) else datetime.fromisoformat(_text(value)))
+
+
+def _text(value: Any) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{type(value).__name__} is not text")
+    return value
+
+
+def _bytes(value: Any) -> bytes:
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value)
+    raise TypeError(f"{type(value).__name__} is stored where bytes belong")
 
 
 def _aware(moment: datetime) -> datetime:

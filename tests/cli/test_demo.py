@@ -84,16 +84,26 @@ def test_demo_process_on_the_default_sqlite_file(tmp_path: Path) -> None:
     for played in runs:
         assert_demo_recorded(target, played["session"], played["batch_id"])
         assert played["verify"]["ok"]
+        assert played["clock"]["simulated"]
+        assert played["clock"]["started"] < played["clock"]["ended"]
+        assert Path(played["report"]).parent == tmp_path
+        assert played["session"] in Path(played["report"]).read_text()
     times = [e.recorded_at for e in asyncio.run(tenant_events(target, "demo"))]
     assert times == sorted(times)
 
 
 def test_demo_for_people(tmp_path: Path) -> None:
-    """Without --json it prints the story and the timeline, exit 0, and names the
-    session it played (which is then in the log)."""
+    """Without --json it prints the story and the timeline, exit 0, names the session it
+    played (which is then in the log) and ends with the path of the report it wrote."""
     played = demo_process(tmp_path)
     assert EXIT_OK == played.returncode, played.stderr
     session = played.stdout.split("session ", 1)[1].split(",", 1)[0]
+    last = played.stdout.strip().splitlines()[-1]
+    report = tmp_path / f"eventlog-report-demo-{session}.html"
+    assert f"Incident report: {report} (open it in a browser)" == last
+    assert report.exists()
+    assert "The clock is simulated" in played.stdout
+    assert "on the simulated clock; the wall clock says" in played.stdout
     timeline = subprocess.run([str(EVENTLOG), "timeline", "demo", session, "--json"],
                               cwd=tmp_path, capture_output=True, text=True, check=False)
     story = json.loads(timeline.stdout)
@@ -101,8 +111,11 @@ def test_demo_for_people(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("target", ["postgresql"], indirect=True)
-def test_demo_on_postgresql(target: BackendTarget, own_run: Run) -> None:
+def test_demo_on_postgresql(
+    target: BackendTarget, own_run: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """--url postgresql://…: the same story recorded on the server."""
+    monkeypatch.chdir(tmp_path)  # where the demo writes its report
     ran = own_run("demo", "--json")
     assert EXIT_OK == ran.status, ran.err
     played = ran.json()

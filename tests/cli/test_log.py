@@ -104,9 +104,11 @@ def test_time_range(seeded: Seeded, story: Story, run: Run) -> None:
 
 
 def test_people_get_one_line_per_event(story: Story, run: Run) -> None:
-    """Without --json each event is one line: position, time, stream@version, type."""
+    """Without --json each event is one line: position, time, stream@version, type (under
+    a line naming the date)."""
     ran = run("log", "--tenant", story.tenant, "--stream", f"session:{story.session}")
-    lines = ran.out.splitlines()
+    date, *lines = ran.out.splitlines()
+    assert "── 2030-01-01 (UTC) ──" == date
     assert 5 == len(lines)
     assert f"session:{story.session}@1 checkpoint_created" in lines[0]
 
@@ -156,3 +158,25 @@ def test_follow_stops_after_max_wait(story: Story, run: Run) -> None:
     assert (EXIT_OK, True) == (ran.status, len(ran.json_lines()) > 0)
 
 
+
+
+def test_a_type_never_written_and_unknown_is_a_usage_error(story: Story, run: Run) -> None:
+    """--type with a name no event has and eventlog does not know: exit 2, saying so,
+    with the nearest names."""
+    ran = run("log", "--type", "interrupt.batch_claim")
+    assert EXIT_USAGE == ran.status
+    assert "no event of type 'interrupt.batch_claim' was ever written to this log" in ran.err
+    assert "did you mean interrupt.batch_claimed" in ran.err
+
+
+def test_following_an_unknown_type_does_not_wait_forever(story: Story, run: Run) -> None:
+    """--follow with such a type stops once the log is read to its end."""
+    ran = run("log", "--follow", "--type", "no.such.type", "--poll-interval", "0")
+    assert EXIT_USAGE == ran.status
+
+
+def test_a_known_type_not_written_yet_is_noted(story: Story, run: Run) -> None:
+    """A library type that no event has yet: exit 0, nothing shown, a note on stderr."""
+    ran = run("log", "--type", "interrupt.batch_released")
+    assert (EXIT_OK, "") == (ran.status, ran.out)
+    assert "no event of type 'interrupt.batch_released' has been written" in ran.err

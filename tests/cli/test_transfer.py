@@ -262,7 +262,7 @@ def test_a_conflicting_history_is_refused_and_nothing_written(
                                                   str(path)).status
     ran = make_runner(capsys, copy)("import", str(path))
     assert EXIT_FINDINGS == ran.status
-    assert "import refused: stream 'session:s0' at version 1" in ran.err
+    assert f"import of {path} refused: stream 'session:s0' at version 1" in ran.err
     assert before == asyncio.run(snapshot(copy, tenant))
 
 
@@ -294,7 +294,27 @@ def test_a_damaged_file_is_refused_and_nothing_written(
     expected = {"truncated": "truncated", "altered": "altered",
                 "not an export": "is not a checkpoint-eventlog/export file"}[damage]
     assert (EXIT_USAGE, True) == (ran.status, expected in ran.err), ran.err
-    assert [] == asyncio.run(snapshot(copy, tenant))["events"]
+    assert f"cannot import {path}: " in ran.err
+    assert not Path(copy.url.removeprefix("sqlite:///")).exists()  # not even created
+
+
+def test_a_refused_file_creates_no_database(
+    capsys: pytest.CaptureFixture[str], sqlite_pair: tuple[BackendTarget, BackendTarget],
+    tmp_path: Path,
+) -> None:
+    """Importing a damaged file into a database that does not exist yet: exit 2 naming
+    the file, and no database is created."""
+    source, _copy = sqlite_pair
+    tenant = fresh_id("t")
+    asyncio.run(build(source, tenant, [("note", 0, "one")]))
+    path = tmp_path / "t.jsonl"
+    assert EXIT_OK == make_runner(capsys, source)("export", "--tenant", tenant,
+                                                  str(path)).status
+    path.write_text("\n".join(path.read_text().splitlines()[:-1]) + "\n")
+    target = tmp_path / "never.db"
+    ran = make_runner(capsys, BackendTarget("sqlite", f"sqlite:///{target}"))("import", str(path))
+    assert (EXIT_USAGE, False) == (ran.status, target.exists())
+    assert f"cannot import {path}: has no end record: it is truncated" in ran.err
 
 
 def test_a_session_export_carries_that_session_only(

@@ -194,6 +194,15 @@ async def test_try_claim_rejects_answers_that_do_not_fit_the_batch(
     assert (None, reason, before) == (result.claim, result.reason, await event_count(ilog))
 
 
+async def test_an_invalid_payload_says_which_field_and_why(ilog: EventLog) -> None:
+    """The rejection's detail names the interrupt, the field and the rule it broke."""
+    batch = await create(ilog, "acme", "t", "a", "b")
+    result = await ilog.interrupts.try_claim("acme", answer(batch, responses=_responses(
+        ("a", "resolved", {"approved": "yes"}), ("b", "cancelled", None))))
+    assert (ClaimRejection.INVALID_PAYLOAD, "interrupt 'a': payload.approved: expected "
+            "boolean") == (result.reason, result.detail)
+
+
 async def test_a_cancelled_answer_skips_the_schema(ilog: EventLog) -> None:
     """A cancelled response needs no payload satisfying the response schema."""
     batch = await create(ilog)

@@ -22,6 +22,7 @@ from eventlog.interrupts.decisions import (
     decide_start_capture,
     digest_token,
     disposition,
+    response_problem,
 )
 from eventlog.interrupts.models import (
     BatchState,
@@ -321,3 +322,24 @@ def test_unsupported_schema_keywords_are_named() -> None:
     assert ("#/properties/x/pattern: keyword 'pattern' is not supported", None) == (
         check_schema({"properties": {"x": {"pattern": "a+"}}}), check_schema(SCHEMA),
     )
+
+
+@pytest.mark.parametrize(
+    ("responses", "detail"),
+    [
+        ((Resume(interrupt_id="a", status="resolved", payload={"approved": 1}),
+          cancel("b")), "interrupt 'a': payload.approved: expected boolean"),
+        ((Resume(interrupt_id="a", status="resolved"), cancel("b")),
+         "interrupt 'a': payload: expected object"),
+        ((cancel("a"),), "interrupt 'b' is not answered"),
+        ((cancel("a"), cancel("b"), cancel("c")), "the batch asks no interrupt 'c'"),
+        ((cancel("a"), cancel("a"), cancel("b")), "interrupt 'a' is answered twice"),
+    ],
+)
+def test_a_rejected_answer_says_which_interrupt_and_field_and_why(
+    responses: tuple[Resume, ...], detail: str
+) -> None:
+    """response_problem names the interrupt, the field's path and the broken rule."""
+    found = response_problem(view().interrupts, responses)
+    assert found is not None
+    assert detail == found[1]

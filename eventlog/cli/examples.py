@@ -1,0 +1,62 @@
+"""The EXAMPLES section of each command's ``--help``, kept in one place.
+
+Every example here is a command line a test parses (tests/cli/test_help.py), so a renamed
+option cannot leave a stale example behind.
+"""
+
+from __future__ import annotations
+
+EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
+    "demo": (
+        ("eventlog demo", "play the story on ./eventlog.db and write its report"),
+        ("eventlog demo --url postgresql://me@db/test --schema demo", "on PostgreSQL"),
+    ),
+    "migrate": (
+        ("eventlog migrate --url postgresql://me@db/prod", "create or upgrade the schema"),
+    ),
+    "stats": (("eventlog stats --tenant acme", "one tenant's counts"),),
+    "cleanup": (("eventlog cleanup --limit 50", "one bounded maintenance pass"),),
+    "log": (
+        ("eventlog log --tenant acme --session trip-1", "one session's events"),
+        ("eventlog log --since 14:00 --until '10m ago'", "a time window (UTC)"),
+        ("eventlog log --follow --type interrupt.effect_started", "tail the dispatches"),
+        ("eventlog log --from-position 120 --limit 5 --full", "five events, every field"),
+    ),
+    "timeline": (("eventlog timeline acme trip-1", "the session's story"),
+                 ("eventlog timeline acme trip-1 --scan", "also batches retired from the "
+                                                          "views")),
+    "inspect": (("eventlog inspect acme 0b0e8c1e-4a4f-4a57-9d0c-2c6f2a9e1d3b",
+                 "one batch and its audit trail"),),
+    "replay": (
+        ("eventlog replay --as-of 14:02 --tenant acme --session trip-1",
+         "what the operator saw at 14:02 today (UTC)"),
+        ("eventlog replay --as-of 120 --table interrupt_batches", "as of a position"),
+    ),
+    "report": (
+        ("eventlog report acme trip-1", "write eventlog-report-acme-trip-1.html"),
+        ("eventlog report acme --as-of '2h ago' -o before.html", "the tenant two hours ago"),
+    ),
+    "verify": (("eventlog verify && echo intact", "every chain and view"),
+               ("eventlog verify --tenant acme --json", "for scripts"),
+               ("eventlog verify --digest heads-2026-11-30.json",
+                "also: nothing cut, dropped or rewritten since that digest")),
+    "digest": (("eventlog digest -o heads-2026-11-30.json",
+                "every stream's head, to keep outside the database"),),
+    "export": (("eventlog export --tenant acme acme.jsonl", "a tenant to a file"),
+               ("eventlog export --tenant acme --session trip-1 -", "one session to stdout")),
+    "import": (("eventlog import --url sqlite:///incident.db acme.jsonl",
+                "into a local file (created when new)"),),
+    "completion": (("eventlog completion bash", "print the bash script (eval it in ~/.bashrc)"),
+                   ("eventlog completion fish", "the fish script")),
+}
+"""Per command: (command line, what it does)."""
+
+
+def examples_help(command: str) -> str:
+    """The EXAMPLES section for ``command`` (empty when it has none)."""
+    lines = EXAMPLES.get(command, ())
+    if not lines:
+        return ""
+    width = max(len(line) for line, _what in lines)
+    body = "\n".join(f"  {line.ljust(width)}  # {what}" for line, what in lines)
+    return f"examples:\n{body}\n\n"

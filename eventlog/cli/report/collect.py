@@ -1,0 +1,206 @@
+"""Reading what a report shows, through the log's public read side only.
+
+One session: its streams through `EventLog.read_stream`, merged by position. A tenant or
+the whole log: one pass of `EventLog.read_all`, grouping events by session (a checkpoint
+names its session, a batch's creation its thread, a batch's later events follow their
+stream). Verify: `EventLog.verify` for the chains, the view comparison ``verify`` runs,
+and the events that do not decode. The state as of a moment: `projections.rebuild`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from rich.progress import Progress
+
+from eventlog.cli.lenient import UndecodableEvent
+from eventlog.cli.options import Moment
+from eventlog.cli.render import cell, when
+from eventlog.cli.report.model import SessionReport, build_session_report
+from eventlog.cli.report.page import SessionLine, Undecodable, VerifySummary
+from eventlog.cli.sessions import read_merged
+from eventlog.cli.verify import describe, view_findings
+from eventlog.events.checkpoints import CheckpointCreated
+from eventlog.events.interrupts import BatchCreated
+from eventlog.log import EventLog
+from eventlog.records import RecordedEvent
+from projections.memory import Row
+from projections.runner import rebuild
+
+_PAGE = 1000
+SessionKey = tuple[str, str]
+
+
+@dataclass
+class Scan:
+    """The events of every session in scope, in log order, and what was left out."""
+
+    sessions: dict[SessionKey, list[RecordedEvent]] = field(default_factory=dict)
+    after_moment: int = 0
+    """Events of the scope recorded after the as-of moment."""
+
+
+def before(event: RecordedEvent, as_of: int | datetime | None) -> bool:
+    """Whether ``event`` belongs to the log as it stood at ``as_of`` (None: now)."""
+    if as_of is None:
+        return True
+    if isinstance(as_of, int):
+        return event.position <= as_of
+    return event.recorded_at <= as_of
+
+
+def cut(events: Sequence[RecordedEvent], as_of: int | datetime | None) -> tuple[
+        list[RecordedEvent], int]:
+    """The events up to ``as_of`` (the prefix), and how many came later."""
+    kept: list[RecordedEvent] = []
+    for event in events:
+        if not before(event, as_of):
+            return kept, len(events) - len(kept)
+        kept.append(event)
+    return kept, 0
+
+
+async def one_session(
+    log: EventLog, tenant: str, session: str, streams: list[str],
+    as_of: int | datetime | None,
+) -> Scan:
+    """The session's events (its streams merged by position), cut at ``as_of``."""
+    events, later = cut(await read_merged(log, tenant, streams), as_of)
+    return Scan({(tenant, session): events}, later)
+
+
+async def scan_sessions(
+    log: EventLog, tenant: str | None, as_of: int | datetime | None
+) -> Scan:
+    """Every session's events in the tenant (or the whole log), cut at ``as_of``."""
+    scan = Scan()
+    owner: dict[tuple[str, str], SessionKey] = {}  # (tenant, stream) -> session
+    cursor: str | None = None
+    while True:
+        page = await log.read_all(after=cursor, limit=_PAGE, tenant_id=tenant)
+        if not page.events:
+            return scan
+        for event in page.events:
+            key = _session_of(event, owner)
+            if key is None:
+                continue
+            if before(event, as_of):
+                scan.sessions.setdefault(key, []).append(event)
+            else:
+                scan.after_moment += 1
+        cursor = page.cursor
+
+
+def _session_of(event: RecordedEvent, owner: dict[tuple[str, str], SessionKey]) -> (
+        SessionKey | None):
+    stream = (event.tenant_id, event.stream_id)
+    known = owner.get(stream)
+    if known is not None:
+        return known
+    payload = event.event
+    session: object = (payload.thread_id if isinstance(payload, BatchCreated)
+                       else getattr(payload, "session_id", None))
+    if not isinstance(session, str) and event.stream_id.startswith("session:"):
+        session = event.stream_id.removeprefix("session:")
+    if not isinstance(session, str):
+        return None
+    owner[stream] = (event.tenant_id, session)
+    return owner[stream]
+
+
+async def verify_summary(
+    log: EventLog, tenant: str | None, progress: Progress
+) -> VerifySummary:
+    """The chains, the views and the undecodable events of the tenant (or whole log)."""
+    chains = progress.add_task("checking hash chains", total=None)
+    report = await log.verify(tenant)
+    progress.update(chains, visible=False)
+    undecodable: list[RecordedEvent] = []
+    differences = await view_findings(log, tenant, progress, undecodable=undecodable)
+    return VerifySummary(
+        streams=report.streams, events=report.events, problems=list(report.problems),
+        view_differences=[f"{d.table} {', '.join(cell(k, 40) for k in d.key)}: "
+                          f"{describe(d)}" for d in differences],
+        undecodable=[undecodable_finding(event) for event in undecodable],
+        scope="the whole log" if tenant is None else f"tenant {tenant}",
+    )
+
+
+def undecodable_finding(event: RecordedEvent) -> Undecodable:
+    """The verify finding for an event whose bytes do not decode as its type."""
+    payload = event.event
+    error = payload.error if isinstance(payload, UndecodableEvent) else ""
+    return Undecodable(event.tenant_id, event.stream_id, event.version, event.position,
+                       event.type, error)
+
+
+async def states(
+    log: EventLog, reports: Sequence[SessionReport], as_of: int | datetime | None
+) -> dict[str, list[tuple[str, str]]]:
+    """Per session: what the views said at the moment (rebuilt from the log alone)."""
+    if isinstance(as_of, int):
+        views = await rebuild(log, until_position=as_of)
+    elif isinstance(as_of, datetime):
+        views = await rebuild(log, until_time=as_of)
+    else:
+        views = await rebuild(log)
+    snapshot = views.snapshot()
+    return {report.session: _state(report, snapshot) for report in reports}
+
+
+def _state(report: SessionReport, snapshot: dict[str, list[Row]]) -> list[tuple[str, str]]:
+    pairs: list[tuple[str, str]] = []
+    for row in snapshot.get("checkpoint_sessions", []):
+        if (row["tenant_id"], row["session_id"]) == (report.tenant, report.session):
+            pairs.append(("latest checkpoint", f"{row['latest_checkpoint_id']} "
+                                               f"(step {row['latest_step']})"))
+    numbers = {lane.ident: lane.key for lane in report.lanes if lane.kind == "batch"}
+    for row in snapshot.get("interrupt_batches", []):
+        if row["tenant_id"] == report.tenant and row["batch_id"] in numbers:
+            effect = ", effect started" if row.get("effect_started") else ""
+            pairs.append((numbers[row["batch_id"]],
+                          f"{row['state']}, generation {row['generation']}{effect}"))
+    return pairs
+
+
+def index_lines(scan: Scan, shown: set[SessionKey]) -> list[SessionLine]:
+    """One line per session in scope, the latest active first."""
+    lines = []
+    for (tenant, session), events in scan.sessions.items():
+        checkpoints = [e.event for e in events if isinstance(e.event, CheckpointCreated)]
+        lines.append(SessionLine(
+            tenant=tenant, session=session, events=len(events),
+            checkpoints=len(checkpoints),
+            runs=len({c.run_id for c in checkpoints if isinstance(c, CheckpointCreated)}),
+            batches=sum(isinstance(e.event, BatchCreated) for e in events),
+            last_recorded=events[-1].recorded_at if events else None,
+            shown=(tenant, session) in shown))
+    lines.sort(key=lambda line: (line.last_recorded is None, line.last_recorded), reverse=True)
+    return lines
+
+
+def latest_sessions(scan: Scan, limit: int) -> list[SessionKey]:
+    """The ``limit`` sessions with the latest events, latest first."""
+    keyed = sorted(scan.sessions.items(), key=lambda item: item[1][-1].position if item[1]
+                   else 0, reverse=True)
+    return [key for key, _events in keyed[:limit]]
+
+
+def session_reports(
+    scan: Scan, keys: Sequence[SessionKey], verify: VerifySummary
+) -> list[SessionReport]:
+    """The model of each chosen session, with verify's broken links marked."""
+    return [build_session_report(tenant, session, scan.sessions[(tenant, session)],
+                                 verify.problems) for tenant, session in keys]
+
+
+def moment_text(as_of: Moment | None, last: RecordedEvent | None) -> str | None:
+    """How the page says what it is "as of"."""
+    if as_of is None:
+        return None
+    moment = as_of.describe()
+    if last is None:
+        return f"{moment} (nothing recorded yet)"
+    return f"{moment} (last event shown: #{last.position}, recorded {when(last.recorded_at)})"

@@ -1,0 +1,328 @@
+"""What a report shows, computed from recorded events without I/O.
+
+A session's events (in log order) become swimlanes — one per run, one per interrupt batch —
+with marks, the links between them (a resumed run's first checkpoint after its parent on
+an earlier run's lane; a replayed step back to the step it repeats; a batch to the
+checkpoint it resumes from), the checkpoint tree and the rows of the event table. Large
+sessions are summarized here, not in the page: the table lists a bounded sample (every
+event that is not a plain checkpoint, the first and last checkpoints, the duplicates)
+and says how many it left out; the tree folds long straight chains.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from eventlog.cli.lenient import UndecodableEvent
+from eventlog.cli.render import event_json, short_hash
+from eventlog.cli.story import Entry, build_timeline
+from eventlog.events import interrupts as ev
+from eventlog.events.checkpoints import CheckpointCreated
+from eventlog.records import RecordedEvent, StreamProblem
+
+MAX_ROWS = 400
+"""The most events one session's table lists (and embeds in full)."""
+EDGE_CHECKPOINTS = 60
+"""How many of the first and of the last checkpoints the table lists."""
+MAX_LINKS = 400
+"""The most cross-lane links drawn for one session."""
+CHAIN_EDGE = 4
+"""A straight chain of checkpoints longer than twice this is folded in the tree."""
+
+_KIND_OF_TYPE = {
+    ev.BatchCreated: "created", ev.BatchClaimed: "claim", ev.CaptureStarted: "capture",
+    ev.CaptureCompleted: "capture", ev.CaptureAbandoned: "capture", ev.EffectStarted: "effect",
+    ev.BatchFinalized: "finish", ev.BatchReleased: "finish", ev.ApprovalExpired: "expired",
+    ev.ClaimExpired: "expired", ev.EffectUnresolved: "unresolved",
+    ev.BatchReconciled: "reconcile", ev.BatchRetired: "other",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Lane:
+    """One swimlane: a run, an interrupt batch, or the session itself."""
+
+    key: str
+    """``run 2``, ``batch 1`` or ``session``: what the table's lane column says."""
+    kind: str
+    """``run``, ``batch`` or ``session``."""
+    ident: str
+    """The run id or batch id (empty for the session lane)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Mark:
+    """One event on its lane, at its place in the session's log order."""
+
+    index: int
+    position: int
+    lane: str
+    kind: str
+    """``checkpoint``, ``duplicate``, ``created``, ``claim``, ``stale``, ``capture``,
+    ``effect``, ``finish``, ``expired``, ``unresolved``, ``reconcile``, ``tombstone``,
+    ``undecodable`` or ``other``."""
+    label: str
+    broken: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    """An arrow between two marks on different lanes (or a replay on the same one)."""
+
+    source: int
+    target: int
+    """Indexes of the two marks."""
+    kind: str
+    """``parent`` (a checkpoint after its parent on another lane), ``replay`` (a duplicate
+    back to the record it repeats) or ``resumes`` (a batch from its checkpoint)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TreeRow:
+    """One line of the checkpoint tree (or a folded stretch of a straight chain)."""
+
+    depth: int
+    position: int
+    checkpoint_id: str
+    step: int
+    lane: str
+    duplicate: str | None = None
+    """Why the record is a duplicate (None: it is not)."""
+    folded: int = 0
+    """When more than zero: this line stands for that many checkpoints left out."""
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One listed event: what the table shows, and the full event behind a click."""
+
+    position: int
+    recorded_at: datetime
+    type: str
+    lane: str
+    actor: str
+    hash_prefix: str
+    what: str
+    details: str
+    duplicate: bool
+    broken: bool
+    full: dict[str, Any]
+
+
+@dataclass
+class SessionReport:
+    """Everything the page shows about one session."""
+
+    tenant: str
+    session: str
+    lanes: list[Lane]
+    marks: list[Mark]
+    links: list[Link]
+    links_left_out: int
+    tree: list[TreeRow]
+    rows: list[Row]
+    rows_left_out: int
+    checkpoints: int
+    duplicates: int
+    stale_claims: int
+    first_recorded: datetime | None
+    last_recorded: datetime | None
+    counts: dict[str, int] = field(default_factory=dict)
+    """How many marks of each kind."""
+
+
+def build_session_report(
+    tenant: str, session: str, events: Sequence[RecordedEvent],
+    problems: Iterable[StreamProblem] = (),
+) -> SessionReport:
+    """The report of one session from its events in log order; ``problems`` (verify's
+    first broken links) mark the events they name."""
+    broken = {(p.stream_id, p.version) for p in problems if p.tenant_id == tenant}
+    timeline = build_timeline(events)
+    entries = timeline.entries
+    lanes = _lanes(timeline.runs, timeline.batches, entries)
+    marks = [_mark(i, entry, event, (event.stream_id, event.version) in broken)
+             for i, (entry, event) in enumerate(zip(entries, events, strict=True))]
+    marks = _mark_stale_claims(marks, events)
+    links = _links(events, entries)
+    rows, left_out = _rows(entries, events, marks)
+    counts = Counter(mark.kind for mark in marks)
+    return SessionReport(
+        tenant=tenant, session=session, lanes=lanes, marks=marks,
+        links=links[:MAX_LINKS], links_left_out=max(0, len(links) - MAX_LINKS),
+        tree=checkpoint_tree(events, entries), rows=rows, rows_left_out=left_out,
+        checkpoints=timeline.checkpoints, duplicates=timeline.duplicates,
+        stale_claims=counts.get("stale", 0),
+        first_recorded=events[0].recorded_at if events else None,
+        last_recorded=events[-1].recorded_at if events else None,
+        counts=dict(counts),
+    )
+
+
+def _lanes(runs: dict[str, int], batches: dict[str, int], entries: list[Entry]) -> list[Lane]:
+    lanes = [Lane(f"run {n}", "run", run) for run, n in runs.items()]
+    lanes += [Lane(f"batch {n}", "batch", batch) for batch, n in batches.items()]
+    if any(entry.lane == "session" for entry in entries):
+        lanes.append(Lane("session", "session", ""))
+    return lanes
+
+
+def _mark(index: int, entry: Entry, event: RecordedEvent, broken: bool) -> Mark:
+    payload = event.event
+    if isinstance(payload, UndecodableEvent):
+        kind = "undecodable"
+    elif isinstance(payload, CheckpointCreated):
+        kind = "duplicate" if entry.duplicate_of is not None else "checkpoint"
+    elif entry.what == "tombstone":
+        kind = "tombstone"
+    else:
+        kind = _KIND_OF_TYPE.get(type(payload), "other")
+    label = f"#{event.position} {entry.what}: {entry.details}"
+    return Mark(index, event.position, entry.lane, kind, label[:300], broken)
+
+
+def _mark_stale_claims(marks: list[Mark], events: Sequence[RecordedEvent]) -> list[Mark]:
+    """A claim whose batch was claimed again before it finished went stale: its lease ran
+    out, and whatever its worker tried afterwards was refused (refusals append nothing;
+    the later claim is where the log shows it)."""
+    live: dict[str, int] = {}  # batch id -> index of its live claim
+    result = list(marks)
+    for index, event in enumerate(events):
+        payload = event.event
+        if isinstance(payload, ev.BatchClaimed):
+            earlier = live.get(payload.batch_id)
+            if earlier is not None:
+                old = result[earlier]
+                result[earlier] = Mark(
+                    old.index, old.position, old.lane, "stale",
+                    f"{old.label} — superseded at #{event.position} by generation "
+                    f"{payload.generation}: this claim's later attempts were refused",
+                    old.broken)
+            live[payload.batch_id] = index
+        elif not isinstance(payload, ev.CaptureStarted | ev.CaptureCompleted
+                            | ev.EffectStarted):
+            batch_id = getattr(payload, "batch_id", None)
+            if isinstance(batch_id, str):
+                live.pop(batch_id, None)
+    return result
+
+
+def _links(events: Sequence[RecordedEvent], entries: list[Entry]) -> list[Link]:
+    latest_by_id: dict[str, int] = {}
+    index_by_position = {event.position: i for i, event in enumerate(events)}
+    links: list[Link] = []
+    for index, (event, entry) in enumerate(zip(events, entries, strict=True)):
+        payload = event.event
+        if isinstance(payload, CheckpointCreated):
+            parent = latest_by_id.get(payload.parent_id or "")
+            if parent is not None and entries[parent].lane != entry.lane:
+                links.append(Link(parent, index, "parent"))
+            if entry.duplicate_of is not None and entry.duplicate_of in index_by_position:
+                links.append(Link(index_by_position[entry.duplicate_of], index, "replay"))
+            latest_by_id[payload.checkpoint_id] = index
+        elif isinstance(payload, ev.BatchCreated):
+            source = latest_by_id.get(payload.checkpoint_id)
+            if source is not None:
+                links.append(Link(source, index, "resumes"))
+    return links
+
+
+def _rows(
+    entries: list[Entry], events: Sequence[RecordedEvent], marks: list[Mark]
+) -> tuple[list[Row], int]:
+    checkpoints = [i for i, m in enumerate(marks) if m.kind == "checkpoint" and not m.broken]
+    plain = set(checkpoints[EDGE_CHECKPOINTS:-EDGE_CHECKPOINTS])
+    chosen = [i for i in range(len(events)) if i not in plain]
+    if len(chosen) > MAX_ROWS:  # keep the first and last halves of what is left
+        half = MAX_ROWS // 2
+        notable = [i for i in chosen if marks[i].broken or marks[i].kind == "undecodable"]
+        chosen = sorted(set(chosen[:half] + chosen[-half:] + notable[:half]))
+    rows = [_row(entries[i], events[i], marks[i]) for i in chosen]
+    return rows, len(events) - len(rows)
+
+
+def _row(entry: Entry, event: RecordedEvent, mark: Mark) -> Row:
+    return Row(
+        position=event.position, recorded_at=event.recorded_at, type=event.type,
+        lane=entry.lane, actor=actor(event, entry), hash_prefix=short_hash(event.hash),
+        what=entry.what if mark.kind != "stale" else f"{entry.what} (superseded)",
+        details=entry.details, duplicate=mark.kind == "duplicate", broken=mark.broken,
+        full=event_json(event),
+    )
+
+
+def actor(event: RecordedEvent, entry: Entry) -> str:
+    """Who acted, where the log says: a reconciler, a claim's generation, a run."""
+    payload = event.event
+    if isinstance(payload, ev.BatchReconciled):
+        return payload.actor
+    generation = getattr(payload, "generation", None)
+    if isinstance(generation, int):
+        return f"generation {generation}"
+    if isinstance(payload, CheckpointCreated):
+        return entry.lane
+    return ""
+
+
+_Node = tuple[int, CheckpointCreated, Entry]
+
+
+def checkpoint_tree(events: Sequence[RecordedEvent], entries: list[Entry]) -> list[TreeRow]:
+    """The checkpoint records as a tree (a child under the latest earlier record of its
+    parent id), depth first; straight stretches longer than ``2 * CHAIN_EDGE + 1`` are
+    folded into one line (which counts as one level of depth)."""
+    nodes, children, roots = _forest(events, entries)
+    rows: list[TreeRow] = []
+    stack = [(root, 0) for root in reversed(roots)]
+    while stack:  # iterative: a straight chain of 10,000 must not recurse 10,000 deep
+        node, depth = stack.pop()
+        chain = [node]
+        while len(children.get(chain[-1], ())) == 1:
+            chain.append(children[chain[-1]][0])
+        shown = _chain_rows([nodes[i] for i in chain], depth)
+        rows.extend(shown)
+        below = shown[-1].depth + 1
+        stack.extend((child, below) for child in reversed(children.get(chain[-1], [])))
+    return rows
+
+
+def _forest(
+    events: Sequence[RecordedEvent], entries: list[Entry]
+) -> tuple[list[_Node], dict[int, list[int]], list[int]]:
+    """The checkpoint nodes, each node's children and the roots (indexes into nodes)."""
+    nodes: list[_Node] = []
+    children: dict[int, list[int]] = {}
+    roots: list[int] = []
+    latest_by_id: dict[str, int] = {}
+    for event, entry in zip(events, entries, strict=True):
+        payload = event.event
+        if not isinstance(payload, CheckpointCreated):
+            continue
+        node = len(nodes)
+        nodes.append((event.position, payload, entry))
+        parent = latest_by_id.get(payload.parent_id or "")
+        (children.setdefault(parent, []) if parent is not None else roots).append(node)
+        latest_by_id[payload.checkpoint_id] = node
+    return nodes, children, roots
+
+
+def _chain_rows(chain: list[_Node], depth: int) -> list[TreeRow]:
+    def row(item: _Node, level: int) -> TreeRow:
+        position, created, entry = item
+        why = entry.details.split("; ", 1)[1] if entry.duplicate_of is not None else None
+        return TreeRow(level, position, created.checkpoint_id, created.step, entry.lane, why)
+
+    if len(chain) <= 2 * CHAIN_EDGE + 1:
+        return [row(item, depth + i) for i, item in enumerate(chain)]
+    hidden = chain[CHAIN_EDGE:-CHAIN_EDGE]
+    duplicates = [item for item in hidden if item[2].duplicate_of is not None]
+    fold = TreeRow(depth + CHAIN_EDGE, hidden[0][0], "", hidden[0][1].step, hidden[0][2].lane,
+                   f"{len(duplicates)} of them duplicates" if duplicates else None,
+                   folded=len(hidden))
+    after = depth + CHAIN_EDGE + 1
+    return [*(row(item, depth + i) for i, item in enumerate(chain[:CHAIN_EDGE])), fold,
+            *(row(item, after + i) for i, item in enumerate(chain[-CHAIN_EDGE:]))]

@@ -1,0 +1,323 @@
+"""The whole report page: one self-contained HTML document, from values alone.
+
+Everything the page needs is inside it — the stylesheet, the SVG, the events behind the
+clicks (as JSON in a ``<script type="application/json">``) and a few lines of script —
+so it opens from a USB stick in an air-gapped room. Every text from the log is escaped;
+token material never reaches here (`eventlog.cli.render.event_json` masks it).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from html import escape
+from typing import Any
+
+from eventlog.cli.render import jsonable, plural, when
+from eventlog.cli.report.assets import CSS, SCRIPT
+from eventlog.cli.report.model import Row, SessionReport, TreeRow
+from eventlog.cli.report.svg import mark_shape, swimlanes
+from eventlog.records import StreamProblem
+
+
+@dataclass(frozen=True, slots=True)
+class Undecodable:
+    """A stored event that does not decode as its type (a verify finding)."""
+
+    tenant_id: str
+    stream_id: str
+    version: int
+    position: int
+    type: str
+    error: str
+
+
+@dataclass
+class VerifySummary:
+    """What verify found: chains, views and undecodable events."""
+
+    streams: int
+    events: int
+    problems: list[StreamProblem]
+    view_differences: list[str]
+    undecodable: list[Undecodable] = field(default_factory=list)
+    scope: str = "the whole log"
+
+    @property
+    def ok(self) -> bool:
+        """True when nothing at all was found."""
+        return not (self.problems or self.view_differences or self.undecodable)
+
+
+@dataclass(frozen=True, slots=True)
+class SessionLine:
+    """One session in the index of a tenant-wide report."""
+
+    tenant: str
+    session: str
+    events: int
+    checkpoints: int
+    runs: int
+    batches: int
+    last_recorded: datetime | None
+    shown: bool
+
+
+@dataclass
+class ReportData:
+    """Everything one page shows."""
+
+    title: str
+    source: str
+    generated_at: datetime
+    verify: VerifySummary
+    sessions: list[SessionReport]
+    index: list[SessionLine] = field(default_factory=list)
+    as_of: str | None = None
+    """What the page is "as of" (None: now)."""
+    left_after: int = 0
+    """Events recorded after the as-of moment, not shown."""
+    states: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    """Per session: the views' state (as of the moment) as label/value pairs."""
+
+
+def render_page(report: ReportData) -> str:
+    """The report as one HTML document."""
+    body = [
+        _header(report),
+        _as_of(report),
+        '<main>',
+        verify_section(report.verify, report.sessions),
+        _index(report.index) if len(report.index) > 1 else "",
+        *(session_section(s, report.states.get(s.session, [])) for s in report.sessions),
+        "</main>",
+        _detail_panel(),
+        f'<script type="application/json" id="event-data">{event_data(report.sessions)}'
+        "</script>",
+        f"<script>{SCRIPT}</script>",
+    ]
+    return (
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
+        "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">"
+        f"<title>{escape(report.title)}</title><style>{CSS}</style></head><body>"
+        + "".join(body) + "</body></html>\n"
+    )
+
+
+def event_data(sessions: Sequence[SessionReport]) -> str:
+    """The listed events in full, by position, as JSON safe inside a ``<script>``."""
+    data: dict[str, Any] = {str(row.position): row.full for s in sessions for row in s.rows}
+    text = json.dumps(jsonable(data), ensure_ascii=False, separators=(",", ":"))
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def _header(report: ReportData) -> str:
+    return (
+        f'<header class="top"><h1>{escape(report.title)}</h1><div class="sub">'
+        f"log {escape(report.source)} · written {escape(when(report.generated_at))} by "
+        "<code>eventlog report</code></div></header>"
+    )
+
+
+def _as_of(report: ReportData) -> str:
+    if report.as_of is None:
+        return ""
+    later = (f"; {plural(report.left_after, 'later event')} not shown"
+             if report.left_after else "")
+    return (f'<div class="asof" id="as-of">As of {escape(report.as_of)}: the log as it stood '
+            f"then{later}. The verify result below is of the log as it is now.</div>")
+
+
+def verify_section(verify: VerifySummary, sessions: Sequence[SessionReport]) -> str:
+    """The verify badge, its counts and every finding (the first broken link first)."""
+    badge = ('<span class="badge ok" id="verify-badge" data-ok="true">verified: every chain '
+             "intact, every view matches the log</span>" if verify.ok else
+             '<span class="badge bad" id="verify-badge" data-ok="false">verify found '
+             f"{plural(_findings(verify), 'problem')}</span>")
+    return "".join([
+        f'<section class="card" id="verify"><h2>Verify {badge}</h2>',
+        f'<div class="facts"><span>checked <b>{escape(verify.scope)}</b></span>'
+        f"<span><b>{verify.streams}</b> streams</span><span><b>{verify.events}</b> "
+        "events hash-chained</span></div>",
+        _chain_findings(verify, sessions), _view_findings(verify.view_differences),
+        "</section>",
+    ])
+
+
+def _chain_findings(verify: VerifySummary, sessions: Sequence[SessionReport]) -> str:
+    if not (verify.problems or verify.undecodable):
+        return ""
+    where = {(s.tenant, row.full.get("stream_id"), row.full.get("version")): row.position
+             for s in sessions for row in s.rows}
+    parts = ["<h3>Hash chains: first broken link of each stream</h3><table><tr><th>tenant"
+             "</th><th>stream</th><th class=num>version</th><th>problem</th><th>detail</th>"
+             "</tr>"]
+    for problem in verify.problems:
+        position = where.get((problem.tenant_id, problem.stream_id, problem.version))
+        parts.append(_problem_row(problem.tenant_id, problem.stream_id, problem.version,
+                                  problem.kind, problem.detail, position))
+    for bad in verify.undecodable:
+        parts.append(_problem_row(bad.tenant_id, bad.stream_id, bad.version,
+                                  "undecodable", f"{bad.type}: {bad.error}", bad.position))
+    parts.append("</table>")
+    return "".join(parts)
+
+
+def _view_findings(differences: list[str]) -> str:
+    if not differences:
+        return ""
+    parts = ["<h3>View rows that differ from a rebuild from the log</h3><ul>"]
+    parts.extend(f"<li>{escape(line)}</li>" for line in differences[:50])
+    if len(differences) > 50:
+        parts.append(f"<li>… and {len(differences) - 50} more "
+                     "(<code>eventlog verify</code> lists them)</li>")
+    parts.append("</ul>")
+    return "".join(parts)
+
+
+def _findings(verify: VerifySummary) -> int:
+    return len(verify.problems) + len(verify.view_differences) + len(verify.undecodable)
+
+
+def _problem_row(
+    tenant: str, stream: str, version: int, kind: str, detail: str, position: int | None
+) -> str:
+    link = (f' <a href="#ev-{position}" data-pos="{position}">#{position}</a>'
+            if position is not None else "")
+    return (f'<tr class="problem"><td>{escape(tenant)}</td><td class=mono>{escape(stream)}'
+            f"</td><td class=num>{version}{link}</td><td><b>{escape(kind)}</b></td>"
+            f"<td>{escape(detail)}</td></tr>")
+
+
+def _index(lines: list[SessionLine]) -> str:
+    parts = ['<section class="card" id="sessions"><h2>Sessions</h2><div class="scroll tall">'
+             "<table><tr><th>tenant</th><th>session</th><th class=num>events</th>"
+             "<th class=num>checkpoints</th><th class=num>runs</th><th class=num>batches</th>"
+             "<th>last recorded</th></tr>"]
+    for line in lines:
+        name = (f'<a href="#s-{_anchor(line.tenant, line.session)}">{escape(line.session)}</a>'
+                if line.shown else escape(line.session))
+        parts.append(f"<tr><td>{escape(line.tenant)}</td><td>{name}</td>"
+                     f"<td class=num>{line.events}</td><td class=num>{line.checkpoints}</td>"
+                     f"<td class=num>{line.runs}</td><td class=num>{line.batches}</td>"
+                     f"<td>{escape(when(line.last_recorded))}</td></tr>")
+    parts.append("</table></div></section>")
+    return "".join(parts)
+
+
+def _anchor(tenant: str, session: str) -> str:
+    return "".join(c if c.isalnum() else "-" for c in f"{tenant}-{session}")
+
+
+def session_section(report: SessionReport, state: list[tuple[str, str]]) -> str:
+    """One session: facts, swimlanes with a legend, the checkpoint tree, the events."""
+    anchor = _anchor(report.tenant, report.session)
+    facts = [
+        f"<span><b>{len([lane for lane in report.lanes if lane.kind == 'run'])}</b> runs</span>",
+        f"<span><b>{report.checkpoints}</b> checkpoints</span>",
+        f"<span><b>{report.duplicates}</b> duplicates (at-least-once)</span>",
+        f"<span><b>{len([lane for lane in report.lanes if lane.kind == 'batch'])}</b> "
+        "interrupt batches</span>",
+        f"<span><b>{report.stale_claims}</b> superseded claims</span>",
+        f"<span>from <b>{escape(when(report.first_recorded))}</b> to "
+        f"<b>{escape(when(report.last_recorded))}</b></span>",
+    ]
+    links_note = (f'<p class="note">{report.links_left_out} more links not drawn.</p>'
+                  if report.links_left_out else "")
+    return "".join([
+        f'<section class="card session" id="s-{anchor}" data-session="'
+        f'{escape(report.session)}"><h2>Session {escape(report.session)} '
+        f'<span class="tag">tenant {escape(report.tenant)}</span></h2>',
+        f'<div class="facts">{"".join(facts)}</div>',
+        _state(state),
+        "<h3>Timeline: one lane per run and per interrupt batch, in log order</h3>",
+        f'<div class="scroll">{swimlanes(report)}</div>', _legend(), links_note,
+        "<h3>Checkpoint tree (parent → children; duplicates marked)</h3>",
+        _tree(report.tree),
+        f"<h3>Events ({len(report.rows)} listed"
+        + (f", {report.rows_left_out} plain checkpoints left out" if report.rows_left_out
+           else "") + ")</h3>",
+        _events(report.rows, f"t-{anchor}"),
+        "</section>",
+    ])
+
+
+def _state(state: list[tuple[str, str]]) -> str:
+    if not state:
+        return ""
+    cells = "".join(f"<span>{escape(label)} <b>{escape(value)}</b></span>"
+                    for label, value in state)
+    return f'<div class="facts state">{cells}</div>'
+
+
+_LEGEND = (("checkpoint", "checkpoint"), ("duplicate", "duplicate (replayed step)"),
+           ("created", "batch created"), ("claim", "claim"),
+           ("stale", "superseded claim (its later attempts refused)"),
+           ("capture", "capture"), ("effect", "dispatch marker (effect)"),
+           ("finish", "finish / release"), ("expired", "expired"),
+           ("unresolved", "effect unresolved (needs a reconcile)"),
+           ("reconcile", "reconciliation"), ("tombstone", "session deleted"),
+           ("undecodable", "undecodable event"))
+
+
+def _legend() -> str:
+    items = [f'<span><svg width="16" height="16"><g class="k-{kind}">{mark_shape(kind, 8, 8)}</g>'
+             f"</svg>{escape(text)}</span>" for kind, text in _LEGEND]
+    items.append('<span><svg width="26" height="10"><path class="link link-parent" '
+                 'd="M1,5 L25,5"/></svg>parent on another run (resume)</span>')
+    items.append('<span><svg width="26" height="10"><path class="link link-replay" '
+                 'd="M1,5 L25,5"/></svg>replay of an earlier record</span>')
+    items.append('<span><svg width="20" height="20"><circle cx="10" cy="10" r="8" '
+                 'fill="none" stroke="#c62828" stroke-width="2.5"/></svg>first broken link'
+                 "</span>")
+    return f'<div class="legend">{"".join(items)}</div>'
+
+
+def _tree(rows: list[TreeRow]) -> str:
+    if not rows:
+        return '<p class="note">No checkpoints.</p>'
+    items = []
+    for row in rows:
+        if row.folded:
+            note = f" ({escape(row.duplicate)})" if row.duplicate else ""
+            items.append(f'<li class="fold" style="--d:{row.depth}">… {row.folded} more '
+                         f"checkpoints in a straight line{note} …</li>")
+            continue
+        dup = (f'<span class="tag dup" title="{escape(row.duplicate)}">duplicate</span>'
+               if row.duplicate else "")
+        root = " root" if row.depth == 0 and row is rows[0] else ""
+        items.append(
+            f'<li class="node{root}" style="--d:{row.depth}" data-pos="{row.position}">'
+            f"<code>{escape(row.checkpoint_id)}</code> step {row.step} "
+            f'<span class="tag">{escape(row.lane)}</span>'
+            f'<span class="tag">#{row.position}</span>{dup}</li>')
+    return f'<div class="scroll tall"><ul class="tree">{"".join(items)}</ul></div>'
+
+
+def _events(rows: list[Row], table_id: str) -> str:
+    parts = [f'<input class="filter" type="search" placeholder="filter events…" '
+             f'data-table="{table_id}">',
+             f'<div class="scroll tall"><table id="{table_id}" class="events"><tr>'
+             "<th class=num>#</th><th>time (UTC)</th><th>lane</th><th>type</th><th>actor</th>"
+             "<th>hash</th><th>what</th><th>details</th></tr>"]
+    for row in rows:
+        classes = "ev" + (" dup" if row.duplicate else "") + (" broken" if row.broken else "")
+        parts.append(
+            f'<tr class="{classes}" id="ev-{row.position}" data-pos="{row.position}">'
+            f"<td class=num>{row.position}</td><td class='mono time'>"
+            f"{escape(when(row.recorded_at))}</td><td class=time>{escape(row.lane)}</td>"
+            f"<td class=mono>{escape(row.type)}</td><td class=time>{escape(row.actor)}</td>"
+            f"<td class=mono>{escape(row.hash_prefix)}</td><td class=what>"
+            f"{escape(row.what)}</td><td>{escape(row.details[:240])}</td></tr>")
+    parts.append("</table></div>")
+    return "".join(parts)
+
+
+def _detail_panel() -> str:
+    return ('<aside id="detail" aria-live="polite"><header><span id="detail-title">Event'
+            '</span><button id="detail-close" type="button">close ✕</button></header>'
+            '<pre id="detail-body"></pre></aside>')

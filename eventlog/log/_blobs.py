@@ -1,0 +1,107 @@
+"""Verify's blob check: every referenced blob is stored, whole, and counted right.
+
+Events carry the digests of the blobs they reference (`Event.blob_digests`) and, for a
+tombstone, the references it releases (`Event.blob_releases`). Folding them stream by
+stream gives the reference count each (tenant, digest) must have; the stored count must
+equal it, and the stored bytes must hash to the digest. A blob that no event names (an
+application attaching blobs to event types that do not declare them) has only its bytes
+checked. Someone who rewrites a blob (the
+state a `read` serves), deletes one, or leaves a count too low (so that a later delete
+purges state another session still reads) is found here, not by the hash chains, which
+cover the digests but never the blob bytes.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from eventlog.errors import EventLogError
+from eventlog.events import Event, EventRegistry
+from eventlog.hashing import content_digest
+from eventlog.records import StoredEvent, StreamProblem
+from eventlog.storage.base import StorageBackend
+
+Key = tuple[str, bytes]
+
+
+class BlobLedger:
+    """The references the events hold, fed every event in (tenant, stream, version) order."""
+
+    def __init__(self, registry: EventRegistry) -> None:
+        self.registry = registry
+        self.live: dict[tuple[str, str], Counter[bytes]] = {}
+        self.named_by: dict[Key, str] = {}
+        self.tenants: set[str] = set()
+
+    def feed(self, stored: StoredEvent) -> Event | None:
+        """Count the event's references; the decoded event (None if it does not decode)."""
+        self.tenants.add(stored.tenant_id)
+        if stored.damage is not None:
+            return None  # verify reports the row
+        try:
+            event = self.registry.decode(stored.type, stored.data)
+        except EventLogError:
+            return None  # verify reports an event that does not decode
+        stream = self.live.setdefault((stored.tenant_id, stored.stream_id), Counter())
+        for digest in event.blob_digests():
+            stream[digest] += 1
+            self.named_by.setdefault((stored.tenant_id, digest), stored.stream_id)
+        releases = event.blob_releases()
+        if releases is None:
+            stream.clear()
+            return event
+        for digest, count in releases.items():
+            stream[digest] = max(stream[digest] - count, 0)
+        return event
+
+    def expected(self) -> Counter[Key]:
+        """The reference count every (tenant, digest) should have."""
+        counts: Counter[Key] = Counter()
+        for (tenant, _), stream in self.live.items():
+            for digest, count in stream.items():
+                if count > 0:
+                    counts[(tenant, digest)] += count
+        return counts
+
+
+async def blob_problems(
+    storage: StorageBackend, ledger: BlobLedger, tenants: set[str]
+) -> list[StreamProblem]:
+    """Each blob whose stored count differs from the events', that is missing, or whose
+    bytes do not hash to its digest; named by the first stream that references it."""
+    expected = ledger.expected()
+    problems: list[StreamProblem] = []
+    for tenant in sorted(tenants):
+        stored = dict(await storage.blob_refs(tenant))
+        wanted = {digest: n for (owner, digest), n in expected.items() if owner == tenant}
+        for digest in sorted(set(stored) | set(wanted)):
+            # A blob no event names was attached by the application itself (`append(...,
+            # attach=...)` with its own event types): only its bytes can be checked.
+            counted = (tenant, digest) in ledger.named_by
+            problem = await _check_blob(storage, ledger, tenant, digest,
+                                        wanted.get(digest, 0) if counted else None,
+                                        stored.get(digest))
+            if problem is not None:
+                problems.append(problem)
+    return problems
+
+
+async def _check_blob(
+    storage: StorageBackend, ledger: BlobLedger, tenant: str, digest: bytes, wanted: int | None,
+    refs: int | None,
+) -> StreamProblem | None:
+    """``wanted`` is None for a blob no event names (its count is not checked)."""
+    def problem(kind: str, detail: str) -> StreamProblem:
+        return StreamProblem(tenant_id=tenant, stream_id=ledger.named_by.get((tenant, digest), ""),
+                             version=0, kind=kind, detail=f"blob {digest.hex()[:16]}…: {detail}")
+
+    if refs is None:
+        return problem("blob_missing", f"the events hold {wanted} references, no blob is stored")
+    payload = await storage.get_blob(tenant, digest)
+    if payload is None:
+        return problem("blob_missing", f"counted {refs} references but its bytes are gone")
+    if content_digest(payload) != digest:
+        return problem("blob_corrupt", "the stored bytes do not hash to the digest")
+    if wanted is not None and refs != wanted:
+        return problem("blob_refs", f"stored count {refs}, the events hold {wanted} references")
+    return None

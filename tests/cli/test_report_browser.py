@@ -1,0 +1,125 @@
+"""The incident report in a real browser: Debian's headless Chromium, driven by Playwright.
+
+No browser is downloaded: Playwright drives the system ``chromium`` (``.ci/run`` installs
+it when missing) through ``executable_path``. Outside CI a machine without it skips these
+tests with the reason; under ``CI=true`` they must run. The screenshot goes to
+``$EVENTLOG_SCREENSHOTS`` (default: the test's temporary directory).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from eventlog.cli.report.model import build_session_report
+from eventlog.cli.report.page import ReportData, VerifySummary, render_page
+from tests.cli.test_demo import demo_process
+from tests.cli.test_report_page import RUN_1, RUN_2, checkpoint, recorded
+
+RENDER_BUDGET_S = 2.0
+
+
+def _chromium() -> str:
+    path = os.environ.get("EVENTLOG_CHROMIUM") or shutil.which("chromium")
+    if path is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("CI=true but no chromium: .ci/run installs Debian's chromium package")
+        pytest.skip("no chromium on PATH (apt-get install chromium, or set EVENTLOG_CHROMIUM)")
+    return path
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """A headless system Chromium, shared by this module's tests."""
+    executable = _chromium()
+    if os.environ.get("CI") == "true":
+        from playwright.sync_api import sync_playwright
+    else:
+        sync_api = pytest.importorskip("playwright.sync_api")
+        sync_playwright = sync_api.sync_playwright
+    with sync_playwright() as playwright:
+        # --no-sandbox: CI runs as root, where Chromium refuses its sandbox.
+        launched = playwright.chromium.launch(executable_path=executable,
+                                              args=["--no-sandbox"])
+        try:
+            yield launched
+        finally:
+            launched.close()
+
+
+@pytest.fixture
+def screenshots(tmp_path: Path) -> Path:
+    """Where screenshots go."""
+    where = Path(os.environ.get("EVENTLOG_SCREENSHOTS") or tmp_path)
+    where.mkdir(parents=True, exist_ok=True)
+    return where
+
+
+def test_the_demo_report_in_a_browser(browser: Any, tmp_path: Path, screenshots: Path) -> None:
+    """The demo's report: three lanes, the story's marks, a green verify badge; clicking
+    an event shows all of it (never a token); no script error."""
+    played = demo_process(tmp_path, "--json")
+    assert 0 == played.returncode, played.stderr
+    report = Path(json.loads(played.stdout)["report"])
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.goto(report.as_uri())
+    lanes = page.locator("svg.lanes g.lane").evaluate_all(
+        "lanes => lanes.map(lane => lane.dataset.lane)")
+    assert ["run 1", "run 2", "batch 1"] == lanes
+    counts = {kind: page.locator(f"svg.lanes .mark.k-{kind}").count()
+              for kind in ("checkpoint", "duplicate", "created", "claim", "stale", "capture",
+                           "effect", "finish")}
+    assert {"checkpoint": 5, "duplicate": 2, "created": 1, "claim": 1, "stale": 1,
+            "capture": 2, "effect": 1, "finish": 1} == counts
+    badge = page.locator("#verify-badge")
+    assert ("true", True) == (badge.get_attribute("data-ok"), badge.is_visible())
+    assert not page.locator("#detail").is_visible()
+    page.locator("tr.ev", has_text="interrupt.batch_claimed").first.click()
+    detail = page.locator("#detail")
+    assert detail.is_visible()
+    shown = json.loads(page.locator("#detail-body").inner_text())
+    assert ("interrupt.batch_claimed", "(redacted)") == (shown["type"],
+                                                        shown["data"]["token_digest"])
+    page.locator("svg.lanes .mark.k-duplicate").first.click()
+    assert "checkpoint_created" in page.locator("#detail-body").inner_text()
+    page.screenshot(path=str(screenshots / "report-demo.png"), full_page=True)
+    assert [] == errors
+
+
+def test_ten_thousand_checkpoints_render_within_two_seconds(
+    browser: Any, tmp_path: Path, screenshots: Path
+) -> None:
+    """A session of 10,000 checkpoints (one run, plus a resumed run replaying 100 of
+    them): the page loads and paints in the browser in under two seconds."""
+    steps = [checkpoint(RUN_1, "c0", 0)]
+    steps += [checkpoint(RUN_1, f"c{i}", i, f"c{i - 1}") for i in range(1, 9_900)]
+    steps += [checkpoint(RUN_2, f"r{i}", i, f"c{i - 1}" if i == 9_800 else f"r{i - 1}")
+              for i in range(9_800, 9_900)]
+    events = recorded(*steps)
+    data = ReportData(
+        title="10,000 checkpoints", source="memory://", generated_at=datetime.now(UTC),
+        verify=VerifySummary(streams=1, events=len(events), problems=[], view_differences=[]),
+        sessions=[build_session_report("t", "s", events)])
+    path = tmp_path / "large.html"
+    path.write_text(render_page(data))
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    started = time.perf_counter()
+    page.goto(path.as_uri(), wait_until="load")
+    page.evaluate("() => new Promise(done => requestAnimationFrame(() => done(null)))")
+    elapsed = time.perf_counter() - started
+    size = path.stat().st_size
+    print(f"10,000 checkpoints: {size / 1024:.0f} KiB, rendered in {elapsed:.2f} s")
+    page.screenshot(path=str(screenshots / "report-10000.png"))
+    assert size < 10 * 1024 * 1024
+    assert elapsed < RENDER_BUDGET_S
+    assert 2 == page.locator("svg.lanes g.lane").count()
