@@ -2,7 +2,8 @@
 
 import asyncio
 
-from benchmarks import bench_append, bench_checkpoints
+from benchmarks import bench_append, bench_checkpoints, bench_langgraph
 
 asyncio.run(bench_append.main())
 asyncio.run(bench_checkpoints.main())
+asyncio.run(bench_langgraph.main())

@@ -8,8 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
-import structlog
-
+from eventlog._logging import get_logger
 from eventlog.checkpoints.store import CheckpointStore
 from eventlog.clock import Clock, system_clock
 from eventlog.errors import InvalidInput, InvalidURL, StorageError
@@ -26,7 +25,7 @@ from projections.runner import fold_events
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncEngine
 
-logger = structlog.get_logger(__name__)
+logger = get_logger(__name__)
 
 DEFAULT_URL = "sqlite:///eventlog.db"
 """The embedded default: a SQLite file in the working directory."""

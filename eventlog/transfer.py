@@ -39,8 +39,8 @@ from datetime import UTC, datetime, timedelta
 from typing import IO, Any
 
 import msgspec
-import structlog
 
+from eventlog._logging import get_logger
 from eventlog.clock import read_clock
 from eventlog.errors import EventLogError, InvalidInput
 from eventlog.events import Event, EventRegistry
@@ -53,7 +53,7 @@ from projections.checkpoints import CHECKPOINTS
 from projections.query import ViewQuery
 from projections.views import STREAM_HEADS
 
-logger = structlog.get_logger(__name__)
+logger = get_logger(__name__)
 
 FORMAT = "checkpoint-eventlog/export"
 FORMAT_VERSION = 1
@@ -319,7 +319,8 @@ def _read_header(source: IO[bytes]) -> dict[str, Any]:
         if record.get("format") != FORMAT:
             raise InvalidInput("file", f"is not a {FORMAT} file (its first line says "
                                        f"{str(record.get('format'))[:60]!r})")
-        if record.get("version") != FORMAT_VERSION:
+        version = record.get("version")
+        if type(version) is not int or version != FORMAT_VERSION:  # JSON true == 1 in Python
             raise InvalidInput("file", f"has format version {record.get('version')!r}; "
                                        f"this code reads version {FORMAT_VERSION}")
         check_id("file tenant", record.get("tenant"))

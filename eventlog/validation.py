@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import unicodedata
 import uuid
 from typing import Any
@@ -49,3 +50,30 @@ def check_positive_limit(field: str, value: Any, maximum: int | None = None) -> 
     if maximum is not None and value > maximum:
         raise InvalidInput(field, f"must be at most {maximum}, not {value}")
     return value
+
+
+MAX_JSON_DEPTH = 64
+"""How deeply a JSON value given to a store may nest. Deeper values are refused up front:
+encoding, schema validation and decoding all recurse, and Python's stack does not bend."""
+
+
+def check_json_value(field: str, value: Any) -> None:
+    """Refuse (`InvalidInput` naming ``field`` and the path) a JSON-like value that nests
+    deeper than `MAX_JSON_DEPTH` or holds NaN or ±Infinity, which JSON cannot carry and an
+    encoder would silently write as null. Walks without recursion, so any depth is safe."""
+    stack: list[tuple[str, Any, int]] = [("$", value, 0)]
+    while stack:
+        path, item, depth = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            raise InvalidInput(field, f"holds a non-finite number (NaN or Infinity) at {path}")
+        if not isinstance(item, dict | list | tuple):
+            continue
+        if depth >= MAX_JSON_DEPTH:
+            raise InvalidInput(field, f"nests more than {MAX_JSON_DEPTH} levels deep "
+                                      f"(at {path[:120]})")
+        children = item.items() if isinstance(item, dict) else enumerate(item)
+        stack.extend((_child_path(path, key), child, depth + 1) for key, child in children)
+
+
+def _child_path(path: str, key: Any) -> str:
+    return f"{path}[{key}]" if isinstance(key, int) else f"{path}.{key}"

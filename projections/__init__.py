@@ -11,14 +11,16 @@ from projections.changes import AT_POSITION, Change, Delete, InsertIfAbsent, Upd
 from projections.checkpoints import CheckpointViews
 from projections.interrupts import InterruptBatches
 from projections.memory import ViewTables
-from projections.query import In, ViewQuery
+from projections.query import In, JsonContains, ViewQuery
 from projections.runner import ViewDifference, compare_views, fold_events, rebuild
 from projections.stream_heads import StreamHeads
+from projections.threads import ThreadViews
 
 INLINE_PROJECTIONS: tuple[Projection, ...] = (
     StreamHeads(),
     CheckpointViews(),
     InterruptBatches(),
+    ThreadViews(),
 )
 """The projections every log applies inline, in order."""
 
@@ -29,8 +31,10 @@ __all__ = [
     "INLINE_PROJECTIONS",
     "In",
     "InsertIfAbsent",
+    "JsonContains",
     "Projection",
     "StreamHeads",
+    "ThreadViews",
     "Update",
     "Upsert",
     "ViewDifference",

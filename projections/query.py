@@ -6,12 +6,26 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
+
 
 @dataclass(frozen=True, slots=True)
 class In:
     """A ``where`` value matching any of ``values``."""
 
     values: tuple[Any, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class JsonContains:
+    """A ``where`` value for a column holding a JSON object: the object contains ``value``.
+
+    Containment is PostgreSQL's ``@>`` for objects: every key of ``value`` is present, a
+    nested object contains the nested value, anything else is equal. Backends without
+    JSON operators may test nested objects and arrays for equality instead.
+    """
+
+    value: Mapping[str, Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +52,29 @@ def row_matches(row: Mapping[str, Any], where: Mapping[str, Any]) -> bool:
         if isinstance(wanted, In):
             if value not in wanted.values:
                 return False
+        elif isinstance(wanted, JsonContains):
+            if not isinstance(value, str) or not json_contains(
+                msgspec.json.decode(value), dict(wanted.value)
+            ):
+                return False
         elif value != wanted:
             return False
     return True
+
+
+def json_contains(document: Any, wanted: Any) -> bool:
+    """Whether the JSON value ``document`` contains ``wanted`` (PostgreSQL's ``@>`` on
+    objects; lists contain every element of the wanted list; scalars are equal, with a
+    boolean never equal to a number)."""
+    if isinstance(wanted, dict):
+        return isinstance(document, dict) and all(
+            key in document and json_contains(document[key], value)
+            for key, value in wanted.items()
+        )
+    if isinstance(wanted, list):
+        return isinstance(document, list) and all(
+            any(json_contains(item, value) for item in document) for value in wanted
+        )
+    if isinstance(wanted, bool) or isinstance(document, bool):
+        return type(wanted) is type(document) and wanted == document
+    return bool(document == wanted)

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from eventlog import EventLog
-from eventlog.errors import CommitOutcomeUnknown
+from eventlog.errors import CommitOutcomeUnknown, StorageError
 from eventlog.records import StoredEvent
 from eventlog.storage.base import AppendRequest, StorageBackend
 from eventlog.storage.postgres import PostgresBackend
@@ -85,3 +85,25 @@ async def test_a_lost_commit_with_an_exact_version_is_not_a_conflict(flaky: Even
     result = await flaky.append("t", "s", [Noted(text="two")], expected_version=1)
     texts = [event.event.text async for event in flaky.read_stream("t", "s")]  # type: ignore[attr-defined]
     assert (2, ["one", "two"]) == (result.version, texts)
+
+
+async def test_a_lost_commit_whose_lookup_fails_too_is_an_unknown_outcome(
+    flaky: EventLog, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The commit is lost and every lookup of its outcome fails: the caller hears
+    CommitOutcomeUnknown (with the lookup's failure as cause), never a plain read error,
+    and the append, which did commit, is there once when the storage answers again."""
+    await flaky.append("t", "s", [Noted(text="one")])
+    flaky.storage.lose_next = True  # type: ignore[attr-defined]
+
+    async def unreachable(*_: object, **__: object) -> None:
+        raise StorageError(flaky.storage.name, "read", "read failed")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(flaky.storage, "find_event", unreachable)
+        patched.setattr(flaky.storage, "stream_head", unreachable)
+        with pytest.raises(CommitOutcomeUnknown) as raised:
+            await flaky.append("t", "s", [Noted(text="two")], expected_version=1)
+    assert isinstance(raised.value.__cause__, StorageError)
+    texts = [event.event.text async for event in flaky.read_stream("t", "s")]  # type: ignore[attr-defined]
+    assert ["one", "two"] == texts

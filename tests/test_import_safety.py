@@ -205,3 +205,13 @@ async def test_verify_reports_an_event_found_outside_its_stream(tmp_path: Path) 
         report = await log.verify()
     assert [("interrupt-batch:forged", 1, "wrong_stream")] == [
         (p.stream_id, p.version, p.kind) for p in report.problems]
+
+
+async def test_a_header_whose_version_is_true_is_refused(tmp_path: Path) -> None:
+    """"version": true is not version 1 (in Python True == 1)."""
+    path = tmp_path / "t.jsonl"
+    await export_to(path)
+    lines = exported_lines(path)
+    lines[0]["version"] = True
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    await import_refused(path, tmp_path, "format version True")

@@ -8,16 +8,40 @@ Its events live in `eventlog.events.checkpoints` (importable without this store)
 from eventlog.checkpoints.ids import uuid7
 from eventlog.checkpoints.records import CheckpointRecord, RunInfo, SessionInfo
 from eventlog.checkpoints.store import CheckpointStore
+from eventlog.checkpoints.thread_records import (
+    ChannelValue,
+    Payload,
+    ThreadCheckpoint,
+    ThreadWrite,
+)
+from eventlog.checkpoints.threads import ThreadCheckpoints
 from eventlog.checkpoints.typed import TypedCheckpointStore
 from eventlog.events.checkpoints import CheckpointCreated, SessionDeleted
+from eventlog.events.threads import (
+    ThreadCheckpointPut,
+    ThreadCheckpointsRemoved,
+    ThreadCopied,
+    ThreadDeleted,
+    ThreadWritesPut,
+)
 
 __all__ = [
+    "ChannelValue",
     "CheckpointCreated",
     "CheckpointRecord",
     "CheckpointStore",
+    "Payload",
     "RunInfo",
     "SessionDeleted",
     "SessionInfo",
+    "ThreadCheckpoint",
+    "ThreadCheckpointPut",
+    "ThreadCheckpoints",
+    "ThreadCheckpointsRemoved",
+    "ThreadCopied",
+    "ThreadDeleted",
+    "ThreadWrite",
+    "ThreadWritesPut",
     "TypedCheckpointStore",
     "uuid7",
 ]

@@ -21,7 +21,13 @@ from eventlog.checkpoints.records import CheckpointRecord
 from eventlog.errors import InvalidId, InvalidInput, PayloadTooLarge
 from eventlog.events.checkpoints import SESSION_STREAM_PREFIX, CheckpointCreated
 from eventlog.hashing import content_digest
-from eventlog.validation import MAX_ID_LENGTH, check_id, check_optional_id, check_uuid
+from eventlog.validation import (
+    MAX_ID_LENGTH,
+    check_id,
+    check_json_value,
+    check_optional_id,
+    check_uuid,
+)
 
 STREAM_PREFIX = SESSION_STREAM_PREFIX
 """Each session is the stream ``session:<session_id>`` of its tenant."""
@@ -127,9 +133,13 @@ def encode_state(state: Any, max_bytes: int) -> EncodedState:
 
 
 def encode_json(field: str, value: Any, max_bytes: int) -> bytes:
-    """``value`` as JSON, refusing what JSON cannot hold (NaN and ±Infinity included)."""
+    """``value`` as JSON, refusing what JSON cannot hold (NaN and ±Infinity included) and
+    values nested deeper than `MAX_JSON_DEPTH`."""
+    check_json_value(field, value)
     try:
         data = _encoder.encode(value)
+    except RecursionError:
+        raise InvalidInput(field, "nests too deeply to encode") from None
     except (TypeError, ValueError, OverflowError, msgspec.EncodeError) as error:
         raise InvalidInput(field, f"is not JSON-encodable: {error}") from None
     # msgspec writes a non-finite float as null, so only an encoding with a null can hide one.

@@ -41,8 +41,7 @@ from __future__ import annotations
 import builtins
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import structlog
-
+from eventlog._logging import get_logger
 from eventlog.checkpoints import decisions
 from eventlog.checkpoints.decisions import EncodedState
 from eventlog.checkpoints.ids import uuid7
@@ -67,7 +66,9 @@ from projections.views import STREAM_HEADS
 if TYPE_CHECKING:
     import uuid
 
-logger = structlog.get_logger(__name__)
+    from eventlog.checkpoints.threads import ThreadCheckpoints
+
+logger = get_logger(__name__)
 
 T = TypeVar("T")
 
@@ -80,6 +81,7 @@ class CheckpointStore:
 
     def __init__(self, log: EventLog) -> None:
         self._log = log
+        self._threads: ThreadCheckpoints | None = None
 
     @property
     def max_state_bytes(self) -> int:
@@ -228,6 +230,15 @@ class CheckpointStore:
             order_by=("first_version",),
         ))
         return [run_from_row(row) for row in rows]
+
+    @property
+    def threads(self) -> ThreadCheckpoints:
+        """Checkpoints addressed by id in threads and namespaces (what LangGraph needs)."""
+        from eventlog.checkpoints.threads import ThreadCheckpoints
+
+        if self._threads is None:
+            self._threads = ThreadCheckpoints(self._log)
+        return self._threads
 
     def typed(self, state_type: type[T]) -> TypedCheckpointStore[T]:
         """This store with states of one type (the Go ``Store[T]``): create takes a ``T``,

@@ -1,7 +1,8 @@
 """Finding what a command names: a tenant, a session and the streams that hold its story.
 
-A session's history is its checkpoint stream (``session:<id>``) and the streams of the
-interrupt batches raised on its thread. Live batches are found through the interrupt
+A session's history is its checkpoint stream (``session:<id>``), the thread of the same
+id (``thread:<id>``, where LangGraph's checkpoints live) and the streams of the interrupt
+batches raised on its thread. Live batches are found through the interrupt
 view; ``scan=True`` reads the tenant's whole log instead, which also finds batches that
 cleanup retired from the views after the audit retention.
 """
@@ -9,6 +10,7 @@ cleanup retired from the views after the audit retention.
 from __future__ import annotations
 
 from eventlog.checkpoints.decisions import session_stream
+from eventlog.checkpoints.thread_decisions import MAX_THREAD_ID_LENGTH, thread_stream
 from eventlog.cli.errors import CommandError
 from eventlog.events.interrupts import batch_stream
 from eventlog.log import EventLog
@@ -37,6 +39,10 @@ async def session_streams(
     streams = []
     if await _stream_exists(log, tenant_id, session_stream(session_id)):
         streams.append(session_stream(session_id))
+    if _fits_thread(session_id) and await _stream_exists(
+        log, tenant_id, thread_stream(session_id)
+    ):
+        streams.append(thread_stream(session_id))  # a LangGraph thread of the same name
     if scan:
         batches = await _scanned_batch_streams(log, tenant_id, session_id)
     else:
@@ -60,6 +66,10 @@ async def require_session(
             "interrupt batches name it"
         )
     return streams
+
+
+def _fits_thread(session_id: str) -> bool:
+    return len(session_id) <= MAX_THREAD_ID_LENGTH
 
 
 async def _stream_exists(log: EventLog, tenant_id: str, stream_id: str) -> bool:

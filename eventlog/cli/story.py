@@ -17,6 +17,7 @@ from eventlog.cli.lenient import UndecodableEvent
 from eventlog.cli.render import event_fields, summary, when
 from eventlog.events import Event
 from eventlog.events import interrupts as ev
+from eventlog.events import threads as th
 from eventlog.events.checkpoints import CheckpointCreated, SessionDeleted
 from eventlog.records import RecordedEvent
 
@@ -76,6 +77,8 @@ class _Builder:
             self._entry(event, "session", "tombstone",
                         f"session deleted: {payload.checkpoints} checkpoints left the views, "
                         "their unshared state was purged (the events stay)")
+        elif isinstance(payload, _THREAD_EVENTS):
+            self._thread_event(event, payload)
         elif isinstance(payload, ev.BatchCreated):
             number = self.timeline.batches.setdefault(payload.batch_id,
                                                       len(self.timeline.batches) + 1)
@@ -110,6 +113,42 @@ class _Builder:
         number = self.timeline.batches.get(batch_id)
         return f"batch {number}" if number is not None else "session"
 
+    def _thread_event(self, event: RecordedEvent, payload: Event) -> None:
+        """A LangGraph thread's puts, writes and tombstones (one lane per namespace)."""
+        if isinstance(payload, th.ThreadCheckpointPut):
+            lane = f"ns {payload.namespace}" if payload.namespace else "thread"
+            key = f"thread:{payload.namespace}:{payload.checkpoint_id}"
+            earlier = self.by_id.get(key)
+            self.by_id[key] = event.position
+            self.timeline.checkpoints += 1
+            details = f"{payload.checkpoint_id} step {payload.step}"
+            if payload.parent_id is not None:
+                details += f" after {payload.parent_id}"
+            details += f", {len(payload.channels)} channels"
+            if earlier is None:
+                self._entry(event, lane, "checkpoint", details)
+                return
+            self.timeline.duplicates += 1
+            self._entry(event, lane, "checkpoint (put again)",
+                        f"{details}; replaces #{earlier} in the views", duplicate_of=earlier)
+        elif isinstance(payload, th.ThreadWritesPut):
+            lane = f"ns {payload.namespace}" if payload.namespace else "thread"
+            channels = ", ".join(f"{w.channel}[{w.idx}]" for w in payload.writes)
+            self._entry(event, lane, "pending writes",
+                        f"task {payload.task_id} on {payload.checkpoint_id}: {channels}")
+        elif isinstance(payload, th.ThreadCopied):
+            self._entry(event, "thread", "copied",
+                        f"from thread {payload.source_thread_id}: {payload.checkpoints} "
+                        f"checkpoints, {payload.writes} writes follow")
+        else:
+            self.timeline.tombstones += 1
+            gone = ({f"thread:{k.namespace}:{k.checkpoint_id}" for k in payload.removed}
+                    if isinstance(payload, th.ThreadCheckpointsRemoved)
+                    else {key for key in self.by_id if key.startswith("thread:")})
+            for key in gone:
+                self.by_id.pop(key, None)
+            self._entry(event, "thread", "tombstone", _thread_tombstone(payload))
+
     def _batch_event(self, event: RecordedEvent, payload: Event) -> None:
         describe = _BATCH_LINES.get(type(payload))
         batch_id = getattr(payload, "batch_id", None)
@@ -138,6 +177,21 @@ def build_timeline(events: Iterable[RecordedEvent]) -> Timeline:
     for event in events:
         builder.add(event)
     return builder.timeline
+
+
+_THREAD_EVENTS = (th.ThreadCheckpointPut, th.ThreadWritesPut, th.ThreadCopied,
+                  th.ThreadDeleted, th.ThreadCheckpointsRemoved)
+
+
+def _thread_tombstone(payload: Any) -> str:
+    if isinstance(payload, th.ThreadDeleted):
+        return (f"thread deleted: {payload.checkpoints} checkpoints and {payload.writes} "
+                "writes left the views in every namespace, their unshared payloads were "
+                "purged (the events stay)")
+    why = (f"runs {', '.join(payload.run_keys)} deleted" if payload.reason == "runs"
+           else f"pruned to the latest {payload.keep} per namespace")
+    return (f"{why}: {len(payload.removed)} checkpoints and their writes left the views, "
+            "their unshared payloads were purged")
 
 
 def _created(created: ev.BatchCreated) -> str:

@@ -1,7 +1,7 @@
 """Events: frozen msgspec Structs in a tagged union, and the registry that maps tags to types.
 
-Each store's event types live in a module here (`checkpoints`, `interrupts`) that imports
-no store, so projections and tools can know them without loading one.
+Each store's event types live in a module here (`checkpoints`, `interrupts`, `threads`)
+that imports no store, so projections and tools can know them without loading one.
 
 Schema evolution rules (msgspec's): a tag is stored forever, so never rename one; a new
 field gets a default; a field never changes its type. The stored bytes are exactly

@@ -10,8 +10,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import msgspec
-import structlog
 
+from eventlog._logging import get_logger
 from eventlog.events import Event
 from eventlog.events import interrupts as ev
 from eventlog.interrupts import decisions, inputs
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from eventlog.checkpoints import CheckpointRecord
     from eventlog.interrupts.store import InterruptStore
 
-logger = structlog.get_logger(__name__)
+logger = get_logger(__name__)
 
 _CLEANUP_COUNTS: dict[type[Event], str] = {
     ev.ClaimExpired: "leases_expired",

@@ -30,7 +30,7 @@ from eventlog.interrupts.models import (
     ResumeInput,
 )
 from eventlog.interrupts.schema import check_schema
-from eventlog.validation import check_id, check_positive_limit
+from eventlog.validation import check_id, check_json_value, check_positive_limit
 
 MAX_SCOPES = 1000
 MAX_PAGE = 1000
@@ -126,9 +126,13 @@ def check_aware(field: str, value: Any) -> datetime:
 
 
 def check_json(field: str, value: Any, options: InterruptOptions) -> bytes:
-    """``value`` encoded as JSON within the size limit."""
+    """``value`` encoded as JSON within the size and depth limits, without NaN or
+    ±Infinity (which would be stored as null)."""
+    check_json_value(field, value)
     try:
         encoded = _encoder.encode(value)
+    except RecursionError:
+        raise InvalidInput(field, "nests too deeply to encode") from None
     except (TypeError, ValueError, OverflowError) as error:
         raise InvalidInput(field, f"must be JSON-serializable: {error}") from None
     if len(encoded) > options.max_payload_bytes:

@@ -15,8 +15,7 @@ from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import TypeVar
 
-import structlog
-
+from eventlog._logging import get_logger
 from eventlog.clock import read_clock
 from eventlog.errors import InvalidInput, VersionConflict
 from eventlog.events import Event
@@ -50,7 +49,7 @@ from eventlog.validation import check_id
 from projections.interrupts import BATCHES
 from projections.query import In, ViewQuery
 
-logger = structlog.get_logger(__name__)
+logger = get_logger(__name__)
 
 MAX_ATTEMPTS = 16
 """How often one operation re-decides after losing a version race before giving up."""

@@ -13,9 +13,8 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import NamedTuple
 
-import structlog
-
-from eventlog.errors import CommitOutcomeUnknown, InvalidInput, VersionConflict
+from eventlog._logging import get_logger
+from eventlog.errors import CommitOutcomeUnknown, InvalidInput, StorageError, VersionConflict
 from eventlog.events import Event
 from eventlog.hashing import GENESIS_HASH, event_hash
 from eventlog.log._heads import Head, HeadCache, version
@@ -25,7 +24,7 @@ from eventlog.validation import check_positive_limit
 from projections.base import Projection
 from projections.changes import Change
 
-logger = structlog.get_logger("eventlog.log")
+logger = get_logger("eventlog.log")
 
 MAX_APPEND_ATTEMPTS = 64  # an ANY append retries this often under contention
 
@@ -38,6 +37,12 @@ class Draft(NamedTuple):
     data: bytes
     event: Event
     recorded_at: datetime
+
+
+class _Outcome:
+    """Whether an earlier attempt may have committed without our hearing it."""
+
+    uncertain = False
 
 
 class Appender:
@@ -66,15 +71,39 @@ class Appender:
         ``recorded`` (an import) are the events as a source log stored them: each prepared
         event must equal its recorded one.
         """
+        outcome = _Outcome()
+        try:
+            return await self._commit(tenant_id, stream_id, drafts, expected, blob_adds,
+                                      releases, recorded, outcome)
+        except StorageError as error:
+            if not outcome.uncertain or isinstance(error, CommitOutcomeUnknown):
+                raise
+            # An attempt may have committed and the lookup that would tell failed too: the
+            # caller must hear "unknown", not a plain read failure.
+            raise CommitOutcomeUnknown(
+                error.backend, "append", f"the outcome could not be looked up ({error})"
+            ) from error
+
+    async def _commit(
+        self,
+        tenant_id: str,
+        stream_id: str,
+        drafts: list[Draft],
+        expected: int | ExpectedVersion,
+        blob_adds: dict[bytes, tuple[bytes, int]],
+        releases: dict[bytes, int],
+        recorded: Sequence[StoredEvent] | None,
+        outcome: _Outcome,
+    ) -> AppendResult:
         event_ids = [draft.event_id for draft in drafts]
         recorded_at = drafts[-1].recorded_at
-        uncertain = False  # an earlier attempt may have committed without our hearing it
         for attempt in range(MAX_APPEND_ATTEMPTS):
             head = await self.heads.get(tenant_id, stream_id, fresh=attempt > 0)
             if expected is not ExpectedVersion.ANY and version(head) != expected:
                 head = await self.heads.get(tenant_id, stream_id, fresh=True)
                 if version(head) != expected:
-                    if uncertain and (own := await self._own_events(tenant_id, event_ids)):
+                    if outcome.uncertain and (
+                            own := await self._own_events(tenant_id, event_ids)):
                         return self._appended(own, recorded_at)
                     _raise_conflict(stream_id, expected, head)
             request = prepare(
@@ -86,8 +115,8 @@ class Appender:
                 positions = await self.storage.append(request)
             except (StreamVersionTaken, CommitOutcomeUnknown) as error:
                 self.heads.forget(tenant_id, stream_id)
-                uncertain = uncertain or isinstance(error, CommitOutcomeUnknown)
-                if uncertain and (own := await self._own_events(tenant_id, event_ids)):
+                outcome.uncertain |= isinstance(error, CommitOutcomeUnknown)
+                if outcome.uncertain and (own := await self._own_events(tenant_id, event_ids)):
                     logger.warning("commit_outcome_resolved", stream=stream_id, committed=True)
                     return self._appended(own, recorded_at)
                 continue

@@ -233,6 +233,14 @@ class EventLog:
             raise CorruptBlob(digest)
         return payload
 
+    async def get_blobs(self, tenant_id: str, digests: Iterable[bytes]) -> dict[bytes, bytes]:
+        """The blobs of ``digests`` that exist within the tenant, by digest (one read on SQL
+        backends); a purged or unknown digest is simply absent from the result."""
+        self._check_open("read")
+        check_id("tenant_id", tenant_id)
+        wanted = [check_digest("digests", digest) for digest in dict.fromkeys(digests)]
+        return await self.reader.get_blobs(tenant_id, wanted) if wanted else {}
+
     async def verify(self, tenant_id: str | None = None) -> VerifyReport:
         """Recompute every stream's hash chain from the stored bytes.
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import abc
 import uuid
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -135,6 +135,18 @@ class StorageBackend(abc.ABC):
     @abc.abstractmethod
     async def get_blob(self, tenant_id: str, digest: bytes) -> bytes | None:
         """A blob's bytes by (tenant, digest), or None when absent or purged."""
+
+    async def get_blobs(self, tenant_id: str, digests: Sequence[bytes]) -> dict[bytes, bytes]:
+        """The bytes of those of ``digests`` that exist in the tenant, by digest.
+
+        SQL backends answer in one query; the default asks `get_blob` for each.
+        """
+        found: dict[bytes, bytes] = {}
+        for digest in dict.fromkeys(digests):
+            data = await self.get_blob(tenant_id, digest)
+            if data is not None:
+                found[digest] = data
+        return found
 
     @abc.abstractmethod
     async def query(self, query: ViewQuery) -> list[dict[str, Any]]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import structlog
 from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
@@ -12,9 +11,10 @@ from alembic.script import ScriptDirectory
 from alembic.util.exc import CommandError
 from sqlalchemy import Connection, MetaData
 
+from eventlog._logging import get_logger
 from eventlog.errors import SchemaNotCurrent, UnknownSchemaRevision
 
-logger = structlog.get_logger(__name__)
+logger = get_logger(__name__)
 
 VERSION_TABLE = "alembic_version"
 

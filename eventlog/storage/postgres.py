@@ -24,6 +24,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
+import msgspec
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import insert as postgres_insert
 from sqlalchemy.exc import DBAPIError, DisconnectionError
@@ -36,7 +37,7 @@ from eventlog.storage.base import AppendRequest, StreamVersionTaken
 from eventlog.storage.pgpool import ConnectionPool
 from eventlog.storage.sql import SqlBackend, stored_event
 from projections.changes import AT_POSITION, Change, Delete, InsertIfAbsent, Update, Upsert
-from projections.query import In, ViewQuery
+from projections.query import In, JsonContains, ViewQuery
 
 _EVENT_COLUMNS = (
     "tenant_id", "stream_id", "stream_version", "event_id", "type", "data", "recorded_at",
@@ -259,7 +260,7 @@ class PostgresBackend(SqlBackend):
             raise KeyError(query.table)
         shape = (
             query.table,
-            tuple((name, isinstance(value, In)) for name, value in query.where.items()),
+            tuple((name, type(value).__name__) for name, value in query.where.items()),
             query.order_by, query.descending, query.after is not None, query.limit is not None,
             query.columns,
         )
@@ -267,7 +268,9 @@ class PostgresBackend(SqlBackend):
         if sql is None:
             sql = self._queries[shape] = self._build_query(query)
         params: list[Any] = [
-            list(value.values) if isinstance(value, In) else value
+            list(value.values) if isinstance(value, In)
+            else msgspec.json.encode(dict(value.value)).decode()
+            if isinstance(value, JsonContains) else value
             for value in query.where.values()
         ]
         params += list(query.after or ())
@@ -281,6 +284,8 @@ class PostgresBackend(SqlBackend):
         columns = ", ".join(map(_quote, query.columns)) if query.columns else "*"
         conditions = [
             f"{_quote(name)} = ANY(${next(numbers)})" if isinstance(value, In)
+            else f"{_quote(name)}::jsonb @> ${next(numbers)}::jsonb"
+            if isinstance(value, JsonContains)
             else f"{_quote(name)} = ${next(numbers)}"
             for name, value in query.where.items()
         ]
@@ -305,6 +310,15 @@ class PostgresBackend(SqlBackend):
             [tenant_id, digest],
         )
         return bytes(rows[0][0]) if rows else None
+
+    async def get_blobs(self, tenant_id: str, digests: Sequence[bytes]) -> dict[bytes, bytes]:
+        rows = await self._fetch(
+            "read",
+            f"SELECT digest, data FROM {self.qualified['blobs']} "
+            "WHERE tenant_id = $1 AND digest = ANY($2)",
+            [tenant_id, list(digests)],
+        )
+        return {bytes(row[0]): bytes(row[1]) for row in rows}
 
     async def stream_head(self, tenant_id: str, stream_id: str) -> tuple[int, bytes] | None:
         rows = await self._fetch(

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import abc
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from typing import Any
 
+import msgspec
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
@@ -21,7 +22,7 @@ from eventlog.storage import migrate
 from eventlog.storage.base import AppendRequest, StorageBackend
 from eventlog.storage.schema import build_metadata, view_table_names
 from projections.changes import Change, Delete, InsertIfAbsent, Update, Upsert, resolve
-from projections.query import In, ViewQuery
+from projections.query import In, JsonContains, ViewQuery
 
 _SCAN_PAGE = 1000
 
@@ -248,6 +249,16 @@ class SqlBackend(StorageBackend, abc.ABC):
             ).scalar_one_or_none()
         return None if value is None else bytes(value)
 
+    async def get_blobs(self, tenant_id: str, digests: Sequence[bytes]) -> dict[bytes, bytes]:
+        blobs = self.blobs
+        async with self.read_connection() as connection:
+            rows = await connection.execute(
+                sa.select(blobs.c.digest, blobs.c.data).where(
+                    blobs.c.tenant_id == tenant_id, blobs.c.digest.in_(list(digests))
+                )
+            )
+            return {bytes(digest): bytes(data) for digest, data in rows}
+
     async def blob_refs(self, tenant_id: str) -> Mapping[bytes, int]:
         blobs = self.blobs
         async with self.read_connection() as connection:
@@ -385,7 +396,35 @@ def _equal(table: sa.Table, values: Mapping[str, Any]) -> list[sa.ColumnElement[
 
 
 def _conditions(table: sa.Table, where: Mapping[str, Any]) -> list[sa.ColumnElement[bool]]:
-    return [
-        table.c[name].in_(value.values) if isinstance(value, In) else table.c[name] == value
-        for name, value in where.items()
-    ]
+    conditions: list[sa.ColumnElement[bool]] = []
+    for name, value in where.items():
+        if isinstance(value, In):
+            conditions.append(table.c[name].in_(value.values))
+        elif isinstance(value, JsonContains):
+            conditions.extend(_json_key_equals(table.c[name], key, wanted)
+                              for key, wanted in value.value.items())
+        else:
+            conditions.append(table.c[name] == value)
+    return conditions
+
+
+def _json_key_equals(column: Any, key: str, wanted: Any) -> sa.ColumnElement[bool]:
+    """SQLite's JSON1 test that the object in ``column`` has ``key`` equal to ``wanted``.
+
+    Scalars compare by JSON type and value (a boolean is never a number); nested objects
+    and arrays compare as their minified JSON text.
+    """
+    path = '$."' + key + '"'
+    kind = sa.func.json_type(column, path)
+    found = sa.func.json_extract(column, path)
+    if wanted is None:
+        return kind == "null"
+    if isinstance(wanted, bool):
+        return kind == ("true" if wanted else "false")
+    if isinstance(wanted, str):
+        return sa.and_(kind == "text", found == wanted)
+    if isinstance(wanted, int):
+        return sa.and_(kind == "integer", found == wanted)
+    if isinstance(wanted, float):
+        return sa.and_(kind.in_(("integer", "real")), found == wanted)
+    return found == sa.func.json(msgspec.json.encode(wanted).decode())

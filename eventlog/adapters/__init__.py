@@ -1,0 +1,5 @@
+"""Adapters that plug the event log into workflow frameworks.
+
+Each adapter is a module of its own with its framework as an optional dependency:
+`eventlog.adapters.langgraph` (``pip install "checkpoint-eventlog[langgraph]"``).
+"""

@@ -1,0 +1,354 @@
+"""A LangGraph checkpointer on the event log: `AsyncEventlogSaver` and `EventlogSaver`.
+
+Replace ``AsyncPostgresSaver.from_conn_string(DB_URI)`` with
+``AsyncEventlogSaver.from_conn_string("postgresql://…", tenant_id="acme")`` (any URL
+`open_log` takes) and a graph observes nothing different, while every put, pending write
+and delete becomes a hash-chained event that ``eventlog verify``, ``timeline``,
+``replay --as-of`` and ``export`` understand. Install with
+``pip install "checkpoint-eventlog[langgraph]"``.
+
+How LangGraph's model maps onto `ThreadCheckpoints` (``log.checkpoints.threads``):
+
+- ``thread_id`` is a thread of the saver's tenant; ``checkpoint_ns`` its namespace; the
+  checkpoint id is LangGraph's (uuid6, so "latest" is the highest id). A put of an existing
+  id replaces it; the parent is the config's ``checkpoint_id``.
+- The checkpoint without its channel values is serialized with the saver's ``serde`` as
+  the checkpoint's state; each channel value is stored once per (namespace, channel,
+  version) as a content-addressed blob, written by the put whose ``new_versions`` name it:
+  an unchanged channel is never serialized or stored again (LangGraph's own savers split
+  channels by version for the same reason). Metadata is stored as JSON (LangGraph's own keys and
+  the config's, as the built-in savers merge them); ``metadata["run_id"]`` is the run key
+  `adelete_for_runs` matches and ``metadata["step"]`` the step.
+- Pending writes get LangGraph's indexes (``WRITES_IDX_MAP`` for special channels); the
+  store keeps the first per (task, idx ≥ 0) and lets negative indexes overwrite.
+- Tenants are walls: a saver reads and writes only its ``tenant_id``; ``list(None)`` lists
+  every thread of that tenant.
+
+Sync methods (``graph.invoke``) run the async ones on the saver's loop: from any thread
+but that loop's own, where they refuse with `WrongThread` (as LangGraph's async savers do).
+`EventlogSaver.from_conn_string` runs the log on a private loop in a background thread for
+programs that have no loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import AsyncIterator, Coroutine, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
+from typing import Any, TypeVar, cast
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    WRITES_IDX_MAP,
+    BaseCheckpointSaver,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    get_checkpoint_id,
+    get_serializable_checkpoint_metadata,
+)
+from langgraph.checkpoint.serde.base import SerializerProtocol
+
+from eventlog.adapters._loops import (
+    BackgroundLoop,
+    NotRunning,
+    WrongThread,
+    on_loop,
+    run_blocking,
+)
+from eventlog.checkpoints.thread_records import ChannelValue, Payload, ThreadCheckpoint
+from eventlog.checkpoints.threads import ThreadCheckpoints
+from eventlog.log import EventLog
+from eventlog.opening import open_log
+from eventlog.validation import check_id
+
+__all__ = ["AsyncEventlogSaver", "EventlogSaver", "NotRunning", "WrongThread"]
+
+R = TypeVar("R")
+
+
+class AsyncEventlogSaver(BaseCheckpointSaver[str]):
+    """A LangGraph checkpointer over an open `EventLog` (which the application owns).
+
+    Every `BaseCheckpointSaver` method is implemented, async and sync, including the
+    extended capabilities ``delete_for_runs``, ``copy_thread`` and ``prune``.
+    """
+
+    def __init__(
+        self, log: EventLog, *, tenant_id: str = "default",
+        serde: SerializerProtocol | None = None,
+    ) -> None:
+        super().__init__(serde=serde)
+        self.log = log
+        self.tenant_id = check_id("tenant_id", tenant_id)
+        self.loop: asyncio.AbstractEventLoop | None = _current_loop()
+
+    @classmethod
+    @asynccontextmanager
+    async def from_conn_string(
+        cls, url: str, *, tenant_id: str = "default", serde: SerializerProtocol | None = None,
+        **open_log_options: Any,
+    ) -> AsyncIterator[AsyncEventlogSaver]:
+        """Open the log at ``url`` (any URL `open_log` takes; ``schema=`` and the other
+        options pass through), yield a saver over it, close the log on exit."""
+        async with open_log(url, **open_log_options) as log:
+            yield cls(log, tenant_id=tenant_id, serde=serde)
+
+    @property
+    def _threads(self) -> ThreadCheckpoints:
+        return self.log.checkpoints.threads
+
+    # -- async: the implementation -------------------------------------------------------
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """The checkpoint the config names, else the latest of its thread and namespace."""
+        thread_id, namespace = _thread(config)
+        found = await self._on_loop(self._threads.get(
+            self.tenant_id, thread_id, get_checkpoint_id(config), namespace=namespace
+        ))
+        return None if found is None else self._tuple(found)
+
+    async def alist(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        """Checkpoints newest first; ``config=None`` lists every thread of the tenant."""
+        if limit is not None and limit < 1:
+            return
+        thread_id = namespace = checkpoint_id = None
+        if config is not None:
+            thread_id = str(config["configurable"]["thread_id"])
+            namespace = config["configurable"].get("checkpoint_ns")
+            checkpoint_id = get_checkpoint_id(config)
+        found = await self._on_loop(self._threads.page(
+            self.tenant_id, thread_id, namespace=namespace, checkpoint_id=checkpoint_id,
+            before=None if before is None else get_checkpoint_id(before),
+            limit=limit, metadata=filter,
+        ))
+        for checkpoint in found:
+            yield self._tuple(checkpoint)
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """Store a checkpoint (a put of an existing id is that checkpoint again)."""
+        thread_id, namespace = _thread(config)
+        state: dict[str, Any] = dict(checkpoint)
+        values: dict[str, Any] = state.pop("channel_values", None) or {}
+        stored = get_serializable_checkpoint_metadata(config, metadata)
+        run = stored.get("run_id")
+        step = stored.get("step")
+        await self._on_loop(self._threads.put(
+            self.tenant_id, thread_id, checkpoint["id"], namespace=namespace,
+            state=self._dump(state),
+            channels=self._channels(checkpoint["channel_versions"], new_versions, values),
+            parent_id=get_checkpoint_id(config),
+            run_key=None if run is None else str(run),
+            step=step if isinstance(step, int) and not isinstance(step, bool) else None,
+            metadata=cast(dict[str, Any], stored),
+        ))
+        return _config(thread_id, namespace, checkpoint["id"])
+
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        """Store a task's pending writes against the config's checkpoint."""
+        thread_id, namespace = _thread(config)
+        indexed = [
+            (WRITES_IDX_MAP.get(channel, index), channel, self._dump(value))
+            for index, (channel, value) in enumerate(writes)
+        ]
+        await self._on_loop(self._threads.put_writes(
+            self.tenant_id, thread_id, config["configurable"]["checkpoint_id"], task_id,
+            indexed, namespace=namespace, task_path=task_path,
+        ))
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        """Delete every checkpoint and write of the thread, in every namespace."""
+        await self._on_loop(self._threads.delete_thread(self.tenant_id, str(thread_id)))
+
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """Delete the checkpoints (and their writes) whose metadata run_id is listed."""
+        await self._on_loop(self._threads.delete_runs(self.tenant_id, [str(r) for r in run_ids]))
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Copy every checkpoint and write of a thread to another thread."""
+        await self._on_loop(self._threads.copy_thread(
+            self.tenant_id, str(source_thread_id), str(target_thread_id)
+        ))
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """``keep_latest``: keep each namespace's latest checkpoint; ``delete``: all go."""
+        if strategy not in ("keep_latest", "delete"):
+            raise ValueError(f"unknown prune strategy {strategy!r}: keep_latest or delete")
+        for thread_id in thread_ids:
+            await self._on_loop(self._threads.prune(
+                self.tenant_id, str(thread_id), keep_latest=1 if strategy == "keep_latest" else 0
+            ))
+
+    def get_next_version(self, current: str | None, channel: None) -> str:
+        """Zero-padded increasing versions with a random tail, like LangGraph's savers."""
+        if current is None:
+            number = 0
+        elif isinstance(current, int):
+            number = current
+        else:
+            number = int(current.split(".")[0])
+        return f"{number + 1:032}.{random.random():016}"
+
+    # -- sync: the async methods run on the saver's loop ---------------------------------
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return self._block(self.aget_tuple(config), "get_tuple")
+
+    def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
+        found = self._block(_collect(self.alist(
+            config, filter=filter, before=before, limit=limit
+        )), "list")
+        return iter(found)
+
+    def put(
+        self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        return self._block(self.aput(config, checkpoint, metadata, new_versions), "put")
+
+    def put_writes(
+        self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
+        task_path: str = "",
+    ) -> None:
+        self._block(self.aput_writes(config, writes, task_id, task_path), "put_writes")
+
+    def delete_thread(self, thread_id: str) -> None:
+        self._block(self.adelete_thread(thread_id), "delete_thread")
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        self._block(self.adelete_for_runs(run_ids), "delete_for_runs")
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        self._block(self.acopy_thread(source_thread_id, target_thread_id), "copy_thread")
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        self._block(self.aprune(thread_ids, strategy=strategy), "prune")
+
+    # -- helpers -------------------------------------------------------------------------
+
+    def _block(self, coroutine: Coroutine[Any, Any, R], method: str) -> R:
+        return run_blocking(self.loop, coroutine, method, "a" + method)
+
+    async def _on_loop(self, coroutine: Coroutine[Any, Any, R]) -> R:
+        if self.loop is None:
+            self.loop = asyncio.get_running_loop()
+        return await on_loop(self.loop, coroutine)
+
+    def _channels(
+        self, versions: ChannelVersions, new_versions: ChannelVersions, values: dict[str, Any]
+    ) -> dict[str, ChannelValue]:
+        """Each channel at its version, with its value only where the version is new: an
+        unchanged channel names the value an earlier checkpoint stored. Like LangGraph's
+        own savers, a new version without a value (an emptied channel) carries nothing."""
+        channels: dict[str, ChannelValue] = {}
+        for name, version in versions.items():
+            if name not in new_versions:
+                channels[name] = ChannelValue(str(version))
+            elif name in values:
+                channels[name] = ChannelValue(str(new_versions[name]), self._dump(values[name]))
+        return channels
+
+    def _dump(self, value: Any) -> Payload:
+        encoding, data = self.serde.dumps_typed(value)
+        return Payload(encoding, data)
+
+    def _load(self, payload: Payload) -> Any:
+        return self.serde.loads_typed((payload.encoding, payload.data))
+
+    def _tuple(self, found: ThreadCheckpoint) -> CheckpointTuple:
+        assert found.state is not None
+        checkpoint = self._load(found.state)
+        checkpoint["channel_values"] = {
+            name: self._load(payload) for name, payload in (found.channels or {}).items()
+        }
+        return CheckpointTuple(
+            config=_config(found.thread_id, found.namespace, found.checkpoint_id),
+            checkpoint=checkpoint,
+            metadata=cast(CheckpointMetadata, found.metadata),
+            parent_config=None if found.parent_id is None
+            else _config(found.thread_id, found.namespace, found.parent_id),
+            pending_writes=[
+                (write.task_id, write.channel, self._load(write.value))
+                for write in found.writes or []
+                if write.value is not None
+            ],
+        )
+
+
+class EventlogSaver(AsyncEventlogSaver):
+    """The saver for programs without an event loop (``graph.invoke``, ``graph.stream``).
+
+    `from_conn_string` runs the log on a private loop in a background thread; the sync
+    methods wait for it from the caller's thread, and the async ones (should an async
+    graph use this saver) are forwarded to it.
+    """
+
+    @classmethod
+    @contextmanager
+    def from_conn_string(  # type: ignore[override]  # sync, where the parent is async
+        cls, url: str, *, tenant_id: str = "default", serde: SerializerProtocol | None = None,
+        **open_log_options: Any,
+    ) -> Iterator[EventlogSaver]:
+        """Open the log at ``url`` on a background loop, yield a saver, close it on exit."""
+        background = BackgroundLoop()
+        try:
+            manager = open_log(url, **open_log_options)
+            log = background.run(manager.__aenter__())
+            try:
+                saver = cls(log, tenant_id=tenant_id, serde=serde)
+                saver.loop = background.loop
+                yield saver
+            finally:
+                background.run(manager.__aexit__(None, None, None))
+        finally:
+            background.stop()
+
+
+def _thread(config: RunnableConfig) -> tuple[str, str]:
+    configurable = config["configurable"]
+    return str(configurable["thread_id"]), configurable.get("checkpoint_ns", "") or ""
+
+
+def _config(thread_id: str, namespace: str, checkpoint_id: str) -> RunnableConfig:
+    return {"configurable": {
+        "thread_id": thread_id, "checkpoint_ns": namespace, "checkpoint_id": checkpoint_id,
+    }}
+
+
+async def _collect(items: AsyncIterator[CheckpointTuple]) -> list[CheckpointTuple]:
+    return [item async for item in items]
+
+
+def _current_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None

@@ -1,0 +1,609 @@
+"""`ThreadCheckpoints` (``log.checkpoints.threads``): checkpoints addressed by id.
+
+What frameworks such as LangGraph need and sessions do not give: a thread holds
+checkpoints in several namespaces, each addressed by a caller-chosen id; a put of an id
+that exists *is* that checkpoint again (the views keep one row per id, the log keeps
+every put); "latest" is the highest id in a namespace, never the last write; pending
+writes hang off a checkpoint. Decisions made here:
+
+- **A thread is the stream** ``thread:<thread_id>``, so thread ids are at most 248
+  characters; namespaces, run keys and task paths are free text up to 16,384 characters
+  (LangGraph builds them from nested ``node:task_id`` parts).
+- **Payloads are content-addressed blobs**: the checkpoint's own state (one per put) and
+  each channel value, stored once per (namespace, channel, version) by the put that
+  carries it; later checkpoints name the version (`ChannelValue` without a value), so an
+  unchanged channel is never stored again. Each put, stored value and write holds one
+  reference per payload in a record view (``thread_checkpoint_records``,
+  ``thread_value_records``, ``thread_write_records``), and a removal releases exactly
+  those of what it removes: the checkpoints, their writes, and the values no remaining
+  checkpoint carries.
+- **Puts and writes append without a fence** (``ANY``) and read nothing: every put and
+  every write holds its own blob references (the record views), so what the views keep
+  (one row per id, the first write per index) needs no decision. **Deletes, removals**
+  decide from the views, so they read the stream version first and append fenced on it,
+  re-deciding up to `ATTEMPTS` times after a race.
+- **One tombstone per thread**: deleting a thread (every namespace), deleting runs and
+  pruning each append one event per affected thread that releases the blobs it orphans.
+- **A copy** appends `ThreadCopied` and then every checkpoint and write of the source as
+  ordinary puts, in one append to the target thread.
+- **Reads are a fixed number of queries**: a page is one view query, then its writes and
+  its channel values side by side, then one blob read, however many rows it has (in
+  chunks of 500 keys).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import weakref
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from eventlog._logging import get_logger
+from eventlog.checkpoints import thread_decisions as decide
+from eventlog.checkpoints.decisions import normalise_metadata
+from eventlog.checkpoints.thread_records import (
+    ChannelValue,
+    Payload,
+    ThreadCheckpoint,
+    ThreadWrite,
+)
+from eventlog.errors import InvalidInput, VersionConflict
+from eventlog.events import Event
+from eventlog.events.threads import (
+    BlobRef,
+    CheckpointKey,
+    ThreadCheckpointPut,
+    ThreadCheckpointsRemoved,
+    ThreadCopied,
+    ThreadDeleted,
+    ThreadWritesPut,
+    WriteRef,
+)
+from eventlog.validation import check_id, check_positive_limit
+from projections.query import In, JsonContains, ViewQuery
+from projections.threads import (
+    THREAD_CHECKPOINTS,
+    THREAD_RECORDS,
+    THREAD_VALUE_RECORDS,
+    THREAD_VALUES,
+    THREAD_WRITE_RECORDS,
+    THREAD_WRITES,
+)
+
+if TYPE_CHECKING:
+    from eventlog.log import EventLog
+
+logger = get_logger(__name__)
+
+ATTEMPTS = 16
+"""How often a fenced write re-decides after losing a race with a concurrent write."""
+_CHUNK = 500
+_versions = msgspec.json.Decoder(dict[str, str])
+_metadata = msgspec.json.Decoder(dict[str, Any])
+_ROW_COLUMNS = (
+    "thread_id", "namespace", "checkpoint_id", "parent_id", "run_key", "step", "metadata",
+    "position", "recorded_at", "state_encoding", "state_digest", "channels",
+)
+
+
+class ThreadCheckpoints:
+    """Thread checkpoints of every tenant over one log; see the module docstring."""
+
+    def __init__(self, log: EventLog) -> None:
+        self._log = log
+        self._locks: weakref.WeakValueDictionary[tuple[str, str], asyncio.Lock] = (
+            weakref.WeakValueDictionary()
+        )
+
+    async def put(
+        self,
+        tenant_id: str,
+        thread_id: str,
+        checkpoint_id: str,
+        *,
+        state: Payload,
+        namespace: str = "",
+        channels: Mapping[str, Payload | ChannelValue] | None = None,
+        parent_id: str | None = None,
+        run_key: str | None = None,
+        step: int | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> int:
+        """Put a checkpoint (replacing an earlier put of the same id); return its position."""
+        check_id("tenant_id", tenant_id)
+        event, attach = decide.put_event(
+            thread_id=thread_id, namespace=namespace, checkpoint_id=checkpoint_id,
+            parent_id=parent_id, run_key=run_key, step=step, state=state,
+            channels=channels or {}, metadata=metadata or {},
+            max_bytes=self._log.max_payload_bytes,
+        )
+        async with self._lock(tenant_id, thread_id):
+            result = await self._log.append(
+                tenant_id, decide.thread_stream(thread_id), [event], attach=attach
+            )
+        logger.debug("put", tenant=tenant_id, thread=thread_id, checkpoint=checkpoint_id,
+                     position=result.positions[0])
+        return result.positions[0]
+
+    async def put_writes(
+        self,
+        tenant_id: str,
+        thread_id: str,
+        checkpoint_id: str,
+        task_id: str,
+        writes: Sequence[tuple[int, str, Payload]],
+        *,
+        namespace: str = "",
+        task_path: str = "",
+    ) -> int:
+        """Attach a task's ``(idx, channel, value)`` writes to a checkpoint; return how many
+        were appended. The views keep the first write per (task, idx ≥ 0) and the last per
+        negative (special) idx; every appended write holds its payload until its checkpoint
+        or thread is removed, so nothing needs deciding here and nothing is read."""
+        check_id("tenant_id", tenant_id)
+        decide.check_thread_id(thread_id)
+        check_id("checkpoint_id", checkpoint_id)
+        check_id("task_id", task_id)
+        decide.check_path("namespace", namespace)
+        decide.check_path("task_path", task_path)
+        plan = decide.plan_writes(writes)
+        if not plan.writes:
+            return 0
+        event = ThreadWritesPut(
+            thread_id=thread_id, namespace=namespace, checkpoint_id=checkpoint_id,
+            task_id=task_id, task_path=task_path, writes=plan.writes,
+        )
+        async with self._lock(tenant_id, thread_id):
+            await self._log.append(tenant_id, decide.thread_stream(thread_id), [event],
+                                   attach=plan.attach)
+        return len(plan.writes)
+
+    async def get(
+        self, tenant_id: str, thread_id: str, checkpoint_id: str | None = None, *,
+        namespace: str = "",
+    ) -> ThreadCheckpoint | None:
+        """One checkpoint with its state, channels and writes: the given id, else the one
+        with the highest id in the namespace; None when there is none here."""
+        check_id("tenant_id", tenant_id)
+        decide.check_thread_id(thread_id)
+        decide.check_path("namespace", namespace)
+        where: dict[str, Any] = {
+            "tenant_id": tenant_id, "thread_id": thread_id, "namespace": namespace,
+        }
+        if checkpoint_id is not None:
+            where["checkpoint_id"] = check_id("checkpoint_id", checkpoint_id)
+        rows = await self._log.query(ViewQuery(
+            THREAD_CHECKPOINTS, where, order_by=("checkpoint_id",), descending=True,
+            limit=1, columns=_ROW_COLUMNS,
+        ))
+        found = await self._complete(tenant_id, rows)
+        return found[0] if found else None
+
+    async def page(
+        self,
+        tenant_id: str,
+        thread_id: str | None = None,
+        *,
+        namespace: str | None = None,
+        checkpoint_id: str | None = None,
+        before: str | None = None,
+        limit: int | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        payloads: bool = True,
+    ) -> builtins.list[ThreadCheckpoint]:
+        """Checkpoints newest first (by id): of one thread (and namespace, and id) or of the
+        whole tenant, with ids below ``before``, whose metadata contains ``metadata``. With
+        ``payloads=False`` state, channels and writes are not read."""
+        check_id("tenant_id", tenant_id)
+        where: dict[str, Any] = {"tenant_id": tenant_id}
+        if thread_id is not None:
+            where["thread_id"] = decide.check_thread_id(thread_id)
+        if namespace is not None:
+            where["namespace"] = decide.check_path("namespace", namespace)
+        if checkpoint_id is not None:
+            where["checkpoint_id"] = check_id("checkpoint_id", checkpoint_id)
+        if metadata:
+            where["metadata"] = JsonContains(
+                normalise_metadata(metadata, self._log.max_payload_bytes)
+            )
+        if limit is not None:
+            check_positive_limit("limit", limit)
+        rows = await self._log.query(ViewQuery(
+            THREAD_CHECKPOINTS, where, order_by=("checkpoint_id",), descending=True,
+            after=None if before is None else (check_id("before", before),), limit=limit,
+            columns=_ROW_COLUMNS,
+        ))
+        if not payloads:
+            return [_checkpoint(tenant_id, row) for row in rows]
+        return await self._complete(tenant_id, rows)
+
+    async def find(self, tenant_id: str, checkpoint_id: str) -> builtins.list[ThreadCheckpoint]:
+        """Every checkpoint of the tenant with this id, in any thread (payloads not read)."""
+        check_id("tenant_id", tenant_id)
+        rows = await self._log.query(ViewQuery(
+            THREAD_CHECKPOINTS,
+            {"tenant_id": tenant_id, "checkpoint_id": check_id("checkpoint_id", checkpoint_id)},
+            order_by=("thread_id", "namespace"), columns=_ROW_COLUMNS,
+        ))
+        return [_checkpoint(tenant_id, row) for row in rows]
+
+    async def namespaces(self, tenant_id: str, thread_id: str) -> builtins.list[str]:
+        """The namespaces in which the thread has checkpoints, sorted."""
+        check_id("tenant_id", tenant_id)
+        decide.check_thread_id(thread_id)
+        rows = await self._log.query(ViewQuery(
+            THREAD_CHECKPOINTS, {"tenant_id": tenant_id, "thread_id": thread_id},
+            columns=("namespace",),
+        ))
+        return sorted({row["namespace"] for row in rows})
+
+    async def delete_thread(self, tenant_id: str, thread_id: str) -> int:
+        """Delete every checkpoint and write of the thread, in every namespace, with one
+        tombstone; return how many checkpoints went (0: nothing appended)."""
+        check_id("tenant_id", tenant_id)
+        decide.check_thread_id(thread_id)
+        return await self._fenced(self._delete_once, tenant_id, thread_id)
+
+    async def _delete_once(self, tenant_id: str, thread_id: str) -> int:
+        stream = decide.thread_stream(thread_id)
+        version = await self._stream_version(tenant_id, stream)
+        thread = {"tenant_id": tenant_id, "thread_id": thread_id}
+        records = await self._log.query(ViewQuery(THREAD_RECORDS, thread, columns=("digests",)))
+        held = [
+            row for table in (THREAD_WRITE_RECORDS, THREAD_VALUE_RECORDS)
+            for row in await self._log.query(ViewQuery(table, thread, columns=("digest",)))
+        ]
+        if not records and not held:
+            return 0
+        count = len(await self._log.query(
+            ViewQuery(THREAD_CHECKPOINTS, thread, columns=("checkpoint_id",))
+        ))
+        writes = len(await self._log.query(
+            ViewQuery(THREAD_WRITES, thread, columns=("idx",))
+        ))
+        releases = decide.releases_of(
+            (row["digests"] for row in records), (row["digest"] for row in held)
+        )
+        tombstone = ThreadDeleted(thread_id=thread_id, checkpoints=count, writes=writes,
+                                  released=_hex(releases))
+        await self._log.append(tenant_id, stream, [tombstone], expected_version=version,
+                               release=releases)
+        logger.info("thread_deleted", tenant=tenant_id, thread=thread_id, checkpoints=count)
+        return count
+
+    async def delete_runs(self, tenant_id: str, run_keys: Sequence[str]) -> int:
+        """Delete the checkpoints (and their writes) of these runs in every thread of the
+        tenant: one tombstone per affected thread. Returns how many checkpoints went."""
+        check_id("tenant_id", tenant_id)
+        wanted = {decide.check_path("run_key", key, empty=False) for key in run_keys}
+        if not wanted:
+            return 0
+        rows = await self._log.query(ViewQuery(
+            THREAD_CHECKPOINTS, {"tenant_id": tenant_id, "run_key": In(tuple(sorted(wanted)))},
+            columns=("thread_id",),
+        ))
+        removed = 0
+        for thread_id in sorted({row["thread_id"] for row in rows}):
+            removed += await self._fenced(
+                self._remove_once, tenant_id, thread_id,
+                lambda found: decide.keys_of_runs(found, wanted),
+                ThreadRemoval(reason="runs", run_keys=sorted(wanted)),
+            )
+        return removed
+
+    async def prune(self, tenant_id: str, thread_id: str, *, keep_latest: int = 1) -> int:
+        """Remove all but the ``keep_latest`` highest checkpoint ids of each namespace of
+        the thread (and their writes); one tombstone. Returns how many went."""
+        check_id("tenant_id", tenant_id)
+        decide.check_thread_id(thread_id)
+        if isinstance(keep_latest, bool) or not isinstance(keep_latest, int) or keep_latest < 0:
+            raise InvalidInput("keep_latest", f"must be a whole number ≥ 0, not {keep_latest!r}")
+        if keep_latest == 0:
+            return await self.delete_thread(tenant_id, thread_id)
+        return await self._fenced(
+            self._remove_once, tenant_id, thread_id,
+            lambda found: decide.keys_to_prune(found, keep_latest),
+            ThreadRemoval(reason="prune", keep=keep_latest),
+        )
+
+    async def _remove_once(
+        self, tenant_id: str, thread_id: str, select: Any, removal: ThreadRemoval
+    ) -> int:
+        stream = decide.thread_stream(thread_id)
+        version = await self._stream_version(tenant_id, stream)
+        thread = {"tenant_id": tenant_id, "thread_id": thread_id}
+        rows = await self._log.query(ViewQuery(
+            THREAD_CHECKPOINTS, thread,
+            columns=("namespace", "checkpoint_id", "run_key", "channels"),
+        ))
+        keys: list[CheckpointKey] = select(rows)
+        if not keys:
+            return 0
+        gone = {(key.namespace, key.checkpoint_id) for key in keys}
+        remaining = [
+            {"namespace": row["namespace"], "versions": _versions.decode(row["channels"])}
+            for row in rows if (row["namespace"], row["checkpoint_id"]) not in gone
+        ]
+        values = decide.values_to_release(remaining, await self._log.query(ViewQuery(
+            THREAD_VALUES, thread, columns=("namespace", "channel", "channel_version"),
+        )))
+        released = {(key.namespace, key.channel, key.version) for key in values}
+        records = await self._log.query(ViewQuery(
+            THREAD_RECORDS, thread, columns=("namespace", "checkpoint_id", "digests"),
+        ))
+        writes = await self._log.query(ViewQuery(
+            THREAD_WRITE_RECORDS, thread, columns=("namespace", "checkpoint_id", "digest"),
+        ))
+        held = await self._log.query(ViewQuery(
+            THREAD_VALUE_RECORDS, thread,
+            columns=("namespace", "channel", "channel_version", "digest"),
+        ))
+        releases = decide.releases_of(
+            (row["digests"] for row in records
+             if (row["namespace"], row["checkpoint_id"]) in gone),
+            [*(row["digest"] for row in writes
+               if (row["namespace"], row["checkpoint_id"]) in gone),
+             *(row["digest"] for row in held
+               if (row["namespace"], row["channel"], row["channel_version"]) in released)],
+        )
+        tombstone = ThreadCheckpointsRemoved(
+            thread_id=thread_id, reason=removal.reason, removed=keys,
+            run_keys=removal.run_keys, keep=removal.keep, values=values,
+            released=_hex(releases),
+        )
+        await self._log.append(tenant_id, stream, [tombstone], expected_version=version,
+                               release=releases)
+        logger.info("checkpoints_removed", tenant=tenant_id, thread=thread_id,
+                    reason=removal.reason, checkpoints=len(keys))
+        return len(keys)
+
+    async def copy_thread(self, tenant_id: str, source_thread_id: str,
+                          target_thread_id: str) -> int:
+        """Copy every checkpoint and write of one thread to another, in one append that
+        records the source; return how many checkpoints were copied (0: nothing appended).
+
+        Checkpoints the target already has by id are replaced (like a put); writes land as
+        `put_writes` would put them (the target's first write per idx ≥ 0 stays).
+        """
+        check_id("tenant_id", tenant_id)
+        decide.check_thread_id(source_thread_id, "source_thread_id")
+        decide.check_thread_id(target_thread_id, "target_thread_id")
+        if source_thread_id == target_thread_id:
+            raise InvalidInput("target_thread_id", "must differ from source_thread_id")
+        return await self._fenced(self._copy_once, tenant_id, source_thread_id,
+                                  target_thread_id, lock=False)
+
+    async def _copy_once(self, tenant_id: str, source: str, target: str) -> int:
+        thread = {"tenant_id": tenant_id, "thread_id": source}
+        rows = await self._log.query(ViewQuery(
+            THREAD_CHECKPOINTS, thread, order_by=("version",),
+        ))
+        if not rows:
+            return 0
+        writes = await self._log.query(ViewQuery(
+            THREAD_WRITES, thread, order_by=("version", "task_id", "idx"),
+        ))
+        namespaces = {row["namespace"] for row in rows}
+        values: dict[str, list[BlobRef]] = {}
+        for value in await self._log.query(ViewQuery(THREAD_VALUES, thread)):
+            if value["namespace"] in namespaces:
+                values.setdefault(value["namespace"], []).append(BlobRef(
+                    name=value["channel"], encoding=value["encoding"],
+                    digest=value["digest"].hex(), version=value["channel_version"],
+                ))
+        wanted = [row["state_digest"] for row in rows]
+        wanted += [bytes.fromhex(ref.digest) for refs in values.values() for ref in refs]
+        wanted += [row["digest"] for row in writes]
+        blobs = await self._blobs(tenant_id, wanted)
+        if any(digest not in blobs for digest in wanted):
+            # A concurrent removal purged a source payload: decide again from fresh reads.
+            raise VersionConflict(decide.thread_stream(source), "unchanged", -1)
+        events: list[Event] = [ThreadCopied(
+            thread_id=target, source_thread_id=source, checkpoints=len(rows),
+            writes=len(writes),
+        )]
+        for row in rows:  # each namespace's stored values travel with its first checkpoint
+            stored = values.pop(row["namespace"], [])
+            events.append(_copied_put(target, row, len(blobs[row["state_digest"]]), stored))
+        events += _copied_writes(target, writes)
+        async with self._lock(tenant_id, target):
+            await self._log.append(tenant_id, decide.thread_stream(target), events,
+                                   attach=[blobs[digest] for digest in wanted])
+        logger.info("thread_copied", tenant=tenant_id, source=source, thread=target,
+                    checkpoints=len(rows))
+        return len(rows)
+
+    # -- reads ---------------------------------------------------------------------------
+
+    async def _complete(
+        self, tenant_id: str, rows: builtins.list[dict[str, Any]]
+    ) -> builtins.list[ThreadCheckpoint]:
+        """Checkpoints from view rows with their payloads and writes: the writes and the
+        values read side by side, then their blobs."""
+        if not rows:
+            return []
+        versions = {id(row): _versions.decode(row["channels"]) for row in rows}
+        writes, values = await asyncio.gather(  # independent reads: one round trip's wait
+            self._writes_of(tenant_id, rows), self._values_of(tenant_id, rows, versions)
+        )
+        wanted = [row["state_digest"] for row in rows]
+        wanted += [digest for _, digest in values.values()]
+        wanted += [write["digest"] for found in writes.values() for write in found]
+        blobs = await self._blobs(tenant_id, wanted)
+        completed = []
+        for row in rows:
+            key = (row["thread_id"], row["namespace"], row["checkpoint_id"])
+            stored = {
+                name: values[value] for name, version in versions[id(row)].items()
+                if (value := (row["thread_id"], row["namespace"], name, version)) in values
+            }
+            completed.append(msgspec.structs.replace(
+                _checkpoint(tenant_id, row),
+                state=_payload(row["state_encoding"], blobs.get(row["state_digest"])),
+                channels={
+                    name: payload for name, (encoding, digest) in stored.items()
+                    if (payload := _payload(encoding, blobs.get(digest))) is not None
+                },
+                writes=[
+                    ThreadWrite(task_id=write["task_id"], idx=write["idx"],
+                                channel=write["channel"], task_path=write["task_path"],
+                                value=_payload(write["encoding"], blobs.get(write["digest"])))
+                    for write in sorted(writes.get(key, []), key=_write_order)
+                ],
+            ))
+        return completed
+
+    async def _writes_of(
+        self, tenant_id: str, rows: builtins.list[dict[str, Any]]
+    ) -> dict[tuple[str, str, str], builtins.list[dict[str, Any]]]:
+        threads = tuple(sorted({row["thread_id"] for row in rows}))
+        namespaces = tuple(sorted({row["namespace"] for row in rows}))
+        ids = sorted({row["checkpoint_id"] for row in rows})
+        keys = {(row["thread_id"], row["namespace"], row["checkpoint_id"]) for row in rows}
+        found: dict[tuple[str, str, str], builtins.list[dict[str, Any]]] = {}
+        for start in range(0, len(ids), _CHUNK):
+            where: dict[str, Any] = {
+                "tenant_id": tenant_id,
+                **_one_or_any("thread_id", threads),
+                **_one_or_any("namespace", namespaces),
+                "checkpoint_id": In(tuple(ids[start:start + _CHUNK])),
+            }
+            for write in await self._log.query(ViewQuery(THREAD_WRITES, where)):
+                key = (write["thread_id"], write["namespace"], write["checkpoint_id"])
+                if key in keys:
+                    found.setdefault(key, []).append(write)
+        return found
+
+    async def _values_of(
+        self, tenant_id: str, rows: builtins.list[dict[str, Any]],
+        versions: dict[int, dict[str, str]],
+    ) -> dict[tuple[str, str, str, str], tuple[str, bytes]]:
+        """The stored values the rows carry: (thread, namespace, channel, version) →
+        (encoding, digest). One query per 500 distinct versions."""
+        names = tuple(sorted({name for found in versions.values() for name in found}))
+        wanted = sorted({version for found in versions.values() for version in found.values()})
+        threads = tuple(sorted({row["thread_id"] for row in rows}))
+        namespaces = tuple(sorted({row["namespace"] for row in rows}))
+        found: dict[tuple[str, str, str, str], tuple[str, bytes]] = {}
+        for start in range(0, len(wanted), _CHUNK):
+            where: dict[str, Any] = {
+                "tenant_id": tenant_id,
+                **_one_or_any("thread_id", threads),
+                **_one_or_any("namespace", namespaces),
+                "channel": In(names),
+                "channel_version": In(tuple(wanted[start:start + _CHUNK])),
+            }
+            for value in await self._log.query(ViewQuery(THREAD_VALUES, where)):
+                key = (value["thread_id"], value["namespace"], value["channel"],
+                       value["channel_version"])
+                found[key] = (value["encoding"], value["digest"])
+        return found
+
+    async def _blobs(self, tenant_id: str, digests: builtins.list[bytes]) -> dict[bytes, bytes]:
+        unique = list(dict.fromkeys(digests))
+        blobs: dict[bytes, bytes] = {}
+        for start in range(0, len(unique), _CHUNK):
+            blobs.update(await self._log.get_blobs(tenant_id, unique[start:start + _CHUNK]))
+        return blobs
+
+    async def _stream_version(self, tenant_id: str, stream_id: str) -> int:
+        head = await self._log.stream_head(tenant_id, stream_id)
+        return 0 if head is None else head[0]
+
+    def _lock(self, tenant_id: str, thread_id: str) -> asyncio.Lock:
+        """This process's lock on one thread's stream.
+
+        Appends to one stream from one process take turns here instead of racing for the
+        next version: LangGraph writes a super-step's checkpoint and every parallel task's
+        writes to one thread at once, and hundreds of racing appends would exhaust the
+        log's retries. Other processes still race, and the log still settles that.
+        """
+        key = (tenant_id, thread_id)
+        lock = self._locks.get(key)
+        if lock is None:
+            lock = self._locks[key] = asyncio.Lock()
+        return lock
+
+    async def _fenced(
+        self, once: Any, tenant_id: str, thread_id: str, *rest: Any, lock: bool = True
+    ) -> int:
+        """``once(tenant_id, thread_id, *rest)``, decided again after each lost race; under
+        the thread's lock unless ``lock`` is false (a copy locks only its target)."""
+        for attempt in range(ATTEMPTS):
+            try:
+                if not lock:
+                    return int(await once(tenant_id, thread_id, *rest))
+                async with self._lock(tenant_id, thread_id):
+                    return int(await once(tenant_id, thread_id, *rest))
+            except VersionConflict:
+                if attempt == ATTEMPTS - 1:
+                    raise
+        raise AssertionError("unreachable")  # pragma: no cover
+
+
+class ThreadRemoval(msgspec.Struct, frozen=True, kw_only=True):
+    """Why checkpoints are removed (the tombstone's reason and its parameters)."""
+
+    reason: str
+    run_keys: list[str] = []
+    keep: int | None = None
+
+
+def _checkpoint(tenant_id: str, row: Mapping[str, Any]) -> ThreadCheckpoint:
+    return ThreadCheckpoint(
+        tenant_id=tenant_id, thread_id=row["thread_id"], namespace=row["namespace"],
+        checkpoint_id=row["checkpoint_id"], parent_id=row["parent_id"],
+        run_key=row["run_key"], step=row["step"], metadata=_metadata.decode(row["metadata"]),
+        position=row["position"], recorded_at=row["recorded_at"],
+    )
+
+
+def _hex(releases: Mapping[bytes, int]) -> dict[str, int]:
+    return {digest.hex(): count for digest, count in releases.items()}
+
+
+def _one_or_any(column: str, values: tuple[str, ...]) -> dict[str, Any]:
+    """An equality when there is one value (the primary key's prefix then seeks), else
+    an `In` (the rows' own keys filter what comes back)."""
+    if len(values) == 1:
+        return {column: values[0]}
+    return {column: In(values)}
+
+
+def _payload(encoding: str, data: bytes | None) -> Payload | None:
+    return None if data is None else Payload(encoding, data)
+
+
+def _write_order(write: Mapping[str, Any]) -> tuple[str, str, int]:
+    # LangGraph's writes_sort_key: the order live execution applies a step's writes in.
+    return (write["task_path"], write["task_id"], write["idx"])
+
+
+def _copied_put(
+    target: str, row: Mapping[str, Any], size: int, stored: builtins.list[BlobRef]
+) -> ThreadCheckpointPut:
+    return ThreadCheckpointPut(
+        thread_id=target, namespace=row["namespace"], checkpoint_id=row["checkpoint_id"],
+        parent_id=row["parent_id"], run_key=row["run_key"], step=row["step"],
+        state_encoding=row["state_encoding"], state_digest=row["state_digest"].hex(),
+        state_size=size, channels=stored, versions=_versions.decode(row["channels"]),
+        metadata=_metadata.decode(row["metadata"]),
+    )
+
+
+def _copied_writes(target: str, writes: Sequence[Mapping[str, Any]]) -> list[Event]:
+    grouped: dict[tuple[str, str, str, str], list[WriteRef]] = {}
+    for write in writes:
+        key = (write["namespace"], write["checkpoint_id"], write["task_id"], write["task_path"])
+        grouped.setdefault(key, []).append(WriteRef(
+            idx=write["idx"], channel=write["channel"], encoding=write["encoding"],
+            digest=write["digest"].hex(),
+        ))
+    return [
+        ThreadWritesPut(thread_id=target, namespace=namespace, checkpoint_id=checkpoint_id,
+                        task_id=task_id, task_path=task_path, writes=refs)
+        for (namespace, checkpoint_id, task_id, task_path), refs in grouped.items()
+    ]

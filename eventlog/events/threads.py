@@ -1,0 +1,183 @@
+"""The events of thread checkpoints (`ThreadCheckpoints`; no store is loaded to import
+them). Tags are stored forever: never rename one.
+
+A *thread* is the stream ``thread:<thread_id>`` of one tenant. It holds checkpoints in any
+number of namespaces (LangGraph's ``checkpoint_ns``: a subgraph's checkpoints live in the
+parent's thread under their own namespace), the pending writes attached to each
+checkpoint, and the tombstones that remove them. Unlike a session (`CheckpointCreated`),
+a thread checkpoint is addressed by its id: a second put of the same id *is* that
+checkpoint again, and the views keep one row per id (the log still keeps every put).
+
+Every payload (the checkpoint's own state, each channel value, each write's value) is a
+content-addressed blob attached in the same append; events carry only digests, so the
+hash chain covers the payloads and a tombstone can purge them without breaking it.
+All are registered in `eventlog.default_registry` when this module is imported (which
+`projections` does, so every log can decode them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import msgspec
+
+from eventlog.events import Event, register_event
+from eventlog.events.checkpoints import HexDigest
+
+THREAD_STREAM_PREFIX = "thread:"
+"""A thread's events go to the stream ``thread:<thread id>``."""
+
+
+class ThreadEvent(Event, frozen=True, kw_only=True):
+    """An event of one thread: it belongs to the thread's stream and nowhere else."""
+
+    thread_id: str
+
+    def home_stream(self) -> str | None:
+        """The thread's stream."""
+        return THREAD_STREAM_PREFIX + self.thread_id
+
+
+class BlobRef(msgspec.Struct, frozen=True, kw_only=True):
+    """A channel's value at one version, stored as a blob by the put that carries it."""
+
+    name: str
+    encoding: str
+    """The caller's label for how ``digest``'s bytes decode (LangGraph: the serde type)."""
+    digest: HexDigest
+    version: str = ""
+    """The channel version this value is (LangGraph's); empty means the digest is the
+    version (content-addressed channels)."""
+
+    @property
+    def channel_version(self) -> str:
+        """The version this value is stored under."""
+        return self.version or self.digest
+
+
+class WriteRef(msgspec.Struct, frozen=True, kw_only=True):
+    """One pending write: the value of ``channel`` at index ``idx`` of a task's writes."""
+
+    idx: int
+    channel: str
+    encoding: str
+    digest: HexDigest
+
+
+class CheckpointKey(msgspec.Struct, frozen=True, kw_only=True):
+    """A checkpoint of a thread: its namespace and id."""
+
+    namespace: str = ""
+    checkpoint_id: str
+
+
+class ValueKey(msgspec.Struct, frozen=True, kw_only=True):
+    """A stored channel value of a thread: its namespace, channel and version."""
+
+    namespace: str = ""
+    channel: str
+    version: str
+
+
+@register_event
+class ThreadCheckpointPut(ThreadEvent, tag="thread_checkpoint_put", frozen=True, kw_only=True):
+    """A checkpoint was put to a thread (a put of an existing id replaces it in the views).
+
+    ``versions`` names the version of every channel value the checkpoint carries; the
+    values themselves are stored once per (namespace, channel, version): ``channels`` are
+    the ones this put stores (LangGraph: the channels in ``new_versions``), the others were
+    stored by an earlier put of the thread. An unchanged channel is never stored again.
+    """
+
+    namespace: str = ""
+    checkpoint_id: str
+    parent_id: str | None = None
+    run_key: str | None = None
+    """The free-form run this checkpoint belongs to (LangGraph: ``metadata["run_id"]``)."""
+    step: int | None = None
+    state_encoding: str
+    state_digest: HexDigest
+    state_size: int
+    channels: list[BlobRef] = msgspec.field(default_factory=list)
+    metadata: dict[str, Any] = msgspec.field(default_factory=dict)
+    versions: dict[str, str] = msgspec.field(default_factory=dict)
+
+    def blob_digests(self) -> tuple[bytes, ...]:
+        """The checkpoint's state blob and the blob of each channel value it stores."""
+        return (bytes.fromhex(self.state_digest),
+                *(bytes.fromhex(channel.digest) for channel in self.channels))
+
+
+@register_event
+class ThreadWritesPut(ThreadEvent, tag="thread_writes_put", frozen=True, kw_only=True):
+    """Pending writes of one task were attached to a checkpoint.
+
+    The views keep the first write per (task, idx ≥ 0) and let a negative (special) index
+    replace the earlier one; every write holds its payload's blob reference until its
+    checkpoint or thread is removed.
+    """
+
+    namespace: str = ""
+    checkpoint_id: str
+    task_id: str
+    task_path: str = ""
+    writes: list[WriteRef]
+
+    def blob_digests(self) -> tuple[bytes, ...]:
+        """Each write's value blob."""
+        return tuple(bytes.fromhex(write.digest) for write in self.writes)
+
+
+@register_event
+class ThreadDeleted(ThreadEvent, tag="thread_deleted", frozen=True, kw_only=True):
+    """Every checkpoint and write of the thread, in every namespace, was deleted."""
+
+    checkpoints: int
+    writes: int = 0
+    released: dict[HexDigest, int] = msgspec.field(default_factory=dict)
+    """The blob references the deletion gave up, by digest (what `verify` folds)."""
+
+    def blob_releases(self) -> Mapping[bytes, int]:
+        """The references given up."""
+        return _releases(self.released)
+
+
+@register_event
+class ThreadCheckpointsRemoved(
+    ThreadEvent, tag="thread_checkpoints_removed", frozen=True, kw_only=True
+):
+    """Some checkpoints of the thread (and their writes) were removed.
+
+    ``reason`` is ``runs`` (a delete of runs, listed in ``run_keys``) or ``prune`` (keeping
+    the latest ``keep`` per namespace).
+    """
+
+    reason: str
+    removed: list[CheckpointKey]
+    run_keys: list[str] = msgspec.field(default_factory=list)
+    keep: int | None = None
+    values: list[ValueKey] = msgspec.field(default_factory=list)
+    """The stored channel values no remaining checkpoint of the thread carries."""
+    released: dict[HexDigest, int] = msgspec.field(default_factory=dict)
+    """The blob references the removal gave up, by digest (what `verify` folds)."""
+
+    def blob_releases(self) -> Mapping[bytes, int]:
+        """The references given up."""
+        return _releases(self.released)
+
+
+@register_event
+class ThreadCopied(ThreadEvent, tag="thread_copied", frozen=True, kw_only=True):
+    """The thread received a copy of another thread of the tenant.
+
+    The copied checkpoints and writes follow in the same append as ordinary puts.
+    """
+
+    source_thread_id: str
+    checkpoints: int
+    writes: int = 0
+
+
+def _releases(released: Mapping[str, int]) -> dict[bytes, int]:
+    return {bytes.fromhex(digest): count for digest, count in released.items()}

@@ -1,0 +1,251 @@
+"""The thread views: each checkpoint of a thread by id, its channel values, its writes, and
+the records that hold their blobs.
+
+Six tables, keyed from ``tenant_id``, folded from the events of
+`eventlog.events.threads`:
+
+- ``thread_checkpoints``: one row per (tenant, thread, namespace, checkpoint id), the
+  latest put of that id (a put of an existing id overwrites the row, so a retried put
+  never adds a row), with the version of each channel value it carries. Reads: newest
+  first by checkpoint id within a thread and namespace (the primary key), across the
+  tenant by checkpoint id (``thread_checkpoints_by_id``), by run
+  (``thread_checkpoints_by_run``).
+- ``thread_channel_values``: one row per (tenant, thread, namespace, channel, channel
+  version): the value's blob, stored by the first put that carried it (later puts of the
+  same version change nothing), so an unchanged channel is stored once.
+- ``thread_writes``: one row per (tenant, thread, namespace, checkpoint id, task, idx).
+  A write with idx ≥ 0 is inserted if absent (the first write wins); a negative (special)
+  index overwrites.
+- ``thread_checkpoint_records``, ``thread_value_records``, ``thread_write_records``: one
+  row per put event (its state blob), per stored value and per write of each event, with
+  the digests they hold a blob reference for. They are exactly what a tombstone releases,
+  so a retried put, a value stored twice or a write that lost to an earlier one never
+  orphans a reference, and no put or write needs to decide anything from a view.
+
+`ThreadDeleted` deletes the thread's rows from all six; `ThreadCheckpointsRemoved`
+deletes the listed checkpoints' rows (with their writes) and the listed values'.
+Re-delivery is harmless: every change is keyed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import msgspec
+import sqlalchemy as sa
+
+from eventlog.events.threads import (
+    BlobRef,
+    ThreadCheckpointPut,
+    ThreadCheckpointsRemoved,
+    ThreadDeleted,
+    ThreadWritesPut,
+)
+from eventlog.records import RecordedEvent
+from projections.changes import AT_POSITION, Change, Delete, InsertIfAbsent, Upsert
+from projections.views import ID, metadata
+
+THREAD_CHECKPOINTS = "thread_checkpoints"
+THREAD_RECORDS = "thread_checkpoint_records"
+THREAD_WRITES = "thread_writes"
+THREAD_WRITE_RECORDS = "thread_write_records"
+THREAD_VALUES = "thread_channel_values"
+THREAD_VALUE_RECORDS = "thread_value_records"
+
+thread_checkpoints = sa.Table(
+    THREAD_CHECKPOINTS,
+    metadata,
+    sa.Column("tenant_id", ID, primary_key=True),
+    sa.Column("thread_id", ID, primary_key=True),
+    sa.Column("namespace", sa.Text, primary_key=True),
+    sa.Column("checkpoint_id", ID, primary_key=True),
+    sa.Column("version", sa.BigInteger, nullable=False),
+    sa.Column("position", sa.BigInteger, nullable=False),
+    sa.Column("parent_id", ID, nullable=True),
+    sa.Column("run_key", sa.Text, nullable=True),
+    sa.Column("step", sa.BigInteger, nullable=True),
+    sa.Column("state_encoding", ID, nullable=False),
+    sa.Column("state_digest", sa.LargeBinary, nullable=False),
+    sa.Column("channels", sa.Text, nullable=False),
+    sa.Column("metadata", sa.Text, nullable=False),
+    sa.Column("recorded_at", sa.DateTime(timezone=True), nullable=False),
+)
+sa.Index("thread_checkpoints_by_id", thread_checkpoints.c.tenant_id,
+         thread_checkpoints.c.checkpoint_id)
+sa.Index("thread_checkpoints_by_run", thread_checkpoints.c.tenant_id,
+         thread_checkpoints.c.run_key)
+
+thread_checkpoint_records = sa.Table(
+    THREAD_RECORDS,
+    metadata,
+    sa.Column("tenant_id", ID, primary_key=True),
+    sa.Column("thread_id", ID, primary_key=True),
+    sa.Column("version", sa.BigInteger, primary_key=True),
+    sa.Column("namespace", sa.Text, nullable=False),
+    sa.Column("checkpoint_id", ID, nullable=False),
+    sa.Column("digests", sa.Text, nullable=False),
+)
+
+thread_writes = sa.Table(
+    THREAD_WRITES,
+    metadata,
+    sa.Column("tenant_id", ID, primary_key=True),
+    sa.Column("thread_id", ID, primary_key=True),
+    sa.Column("namespace", sa.Text, primary_key=True),
+    sa.Column("checkpoint_id", ID, primary_key=True),
+    sa.Column("task_id", ID, primary_key=True),
+    sa.Column("idx", sa.BigInteger, primary_key=True),
+    sa.Column("channel", sa.Text, nullable=False),
+    sa.Column("encoding", ID, nullable=False),
+    sa.Column("digest", sa.LargeBinary, nullable=False),
+    sa.Column("task_path", sa.Text, nullable=False),
+    sa.Column("version", sa.BigInteger, nullable=False),
+)
+
+thread_write_records = sa.Table(
+    THREAD_WRITE_RECORDS,
+    metadata,
+    sa.Column("tenant_id", ID, primary_key=True),
+    sa.Column("thread_id", ID, primary_key=True),
+    sa.Column("version", sa.BigInteger, primary_key=True),
+    sa.Column("slot", sa.BigInteger, primary_key=True),
+    sa.Column("namespace", sa.Text, nullable=False),
+    sa.Column("checkpoint_id", ID, nullable=False),
+    sa.Column("digest", sa.LargeBinary, nullable=False),
+)
+
+thread_channel_values = sa.Table(
+    THREAD_VALUES,
+    metadata,
+    sa.Column("tenant_id", ID, primary_key=True),
+    sa.Column("thread_id", ID, primary_key=True),
+    sa.Column("namespace", sa.Text, primary_key=True),
+    sa.Column("channel", sa.Text, primary_key=True),
+    sa.Column("channel_version", sa.Text, primary_key=True),
+    sa.Column("encoding", ID, nullable=False),
+    sa.Column("digest", sa.LargeBinary, nullable=False),
+)
+
+thread_value_records = sa.Table(
+    THREAD_VALUE_RECORDS,
+    metadata,
+    sa.Column("tenant_id", ID, primary_key=True),
+    sa.Column("thread_id", ID, primary_key=True),
+    sa.Column("version", sa.BigInteger, primary_key=True),
+    sa.Column("slot", sa.BigInteger, primary_key=True),
+    sa.Column("namespace", sa.Text, nullable=False),
+    sa.Column("channel", sa.Text, nullable=False),
+    sa.Column("channel_version", sa.Text, nullable=False),
+    sa.Column("digest", sa.LargeBinary, nullable=False),
+)
+
+_versions_encoder = msgspec.json.Encoder()
+
+CHECKPOINT_TABLES = (THREAD_CHECKPOINTS, THREAD_RECORDS, THREAD_WRITES, THREAD_WRITE_RECORDS)
+"""The tables whose rows belong to one checkpoint (namespace, checkpoint id)."""
+VALUE_TABLES = (THREAD_VALUES, THREAD_VALUE_RECORDS)
+"""The tables whose rows belong to one stored value (namespace, channel, version)."""
+
+
+class ThreadViews:
+    """Folds thread events into the thread checkpoints, records and writes views."""
+
+    name: str = "threads"
+    tables: tuple[str, ...] = CHECKPOINT_TABLES + VALUE_TABLES
+
+    def fold(self, event: RecordedEvent) -> Sequence[Change]:
+        """The view changes of one thread event; nothing for any other event."""
+        value = event.event
+        if isinstance(value, ThreadCheckpointPut):
+            return _put(event, value)
+        if isinstance(value, ThreadWritesPut):
+            return _writes(event, value)
+        thread = {"tenant_id": event.tenant_id}
+        if isinstance(value, ThreadDeleted):
+            thread["thread_id"] = value.thread_id
+            return tuple(Delete(table, thread) for table in self.tables)
+        if isinstance(value, ThreadCheckpointsRemoved):
+            thread["thread_id"] = value.thread_id
+            return (*(
+                Delete(table, {**thread, "namespace": key.namespace,
+                               "checkpoint_id": key.checkpoint_id})
+                for key in value.removed
+                for table in CHECKPOINT_TABLES
+            ), *(
+                Delete(table, {**thread, "namespace": key.namespace, "channel": key.channel,
+                               "channel_version": key.version})
+                for key in value.values
+                for table in VALUE_TABLES
+            ))
+        return ()
+
+
+def _put(recorded: RecordedEvent, put: ThreadCheckpointPut) -> tuple[Change, ...]:
+    thread = {"tenant_id": recorded.tenant_id, "thread_id": put.thread_id}
+    row = {
+        **thread,
+        "namespace": put.namespace,
+        "checkpoint_id": put.checkpoint_id,
+        "version": recorded.version,
+        "position": AT_POSITION,
+        "parent_id": put.parent_id,
+        "run_key": put.run_key,
+        "step": put.step,
+        "state_encoding": put.state_encoding,
+        "state_digest": bytes.fromhex(put.state_digest),
+        "channels": _versions_encoder.encode(put.versions).decode(),
+        "metadata": msgspec.json.encode(put.metadata).decode(),
+        "recorded_at": recorded.recorded_at,
+    }
+    record = {
+        **thread,
+        "version": recorded.version,
+        "namespace": put.namespace,
+        "checkpoint_id": put.checkpoint_id,
+        "digests": put.state_digest,
+    }
+    return (Upsert(THREAD_CHECKPOINTS, row), Upsert(THREAD_RECORDS, record),
+            *_values(recorded, put.thread_id, put.namespace, put.channels))
+
+
+def _values(
+    recorded: RecordedEvent, thread_id: str, namespace: str, stored: list[BlobRef]
+) -> tuple[Change, ...]:
+    changes: list[Change] = []
+    for slot, ref in enumerate(stored):
+        key = {"tenant_id": recorded.tenant_id, "thread_id": thread_id,
+               "namespace": namespace, "channel": ref.name,
+               "channel_version": ref.channel_version}
+        digest = bytes.fromhex(ref.digest)
+        changes.append(InsertIfAbsent(THREAD_VALUES,
+                                      {**key, "encoding": ref.encoding, "digest": digest}))
+        changes.append(Upsert(THREAD_VALUE_RECORDS, {
+            **key, "version": recorded.version, "slot": slot, "digest": digest,
+        }))
+    return tuple(changes)
+
+
+def _writes(recorded: RecordedEvent, put: ThreadWritesPut) -> tuple[Change, ...]:
+    changes: list[Change] = []
+    for slot, write in enumerate(put.writes):
+        row = {
+            "tenant_id": recorded.tenant_id,
+            "thread_id": put.thread_id,
+            "namespace": put.namespace,
+            "checkpoint_id": put.checkpoint_id,
+            "task_id": put.task_id,
+            "idx": write.idx,
+            "channel": write.channel,
+            "encoding": write.encoding,
+            "digest": bytes.fromhex(write.digest),
+            "task_path": put.task_path,
+            "version": recorded.version,
+        }
+        changes.append(Upsert(THREAD_WRITES, row) if write.idx < 0
+                       else InsertIfAbsent(THREAD_WRITES, row))
+        changes.append(Upsert(THREAD_WRITE_RECORDS, {
+            "tenant_id": recorded.tenant_id, "thread_id": put.thread_id,
+            "version": recorded.version, "slot": slot, "namespace": put.namespace,
+            "checkpoint_id": put.checkpoint_id, "digest": bytes.fromhex(write.digest),
+        }))
+    return tuple(changes)
