@@ -118,11 +118,11 @@ class EventlogCheckpointStorage:
         found = await self._threads.page(
             self.tenant_id, workflow_name, namespace="", payloads=False
         )
-        if not found:
-            return None
-        latest = _oldest_first(found)[-1]
-        loaded = await self._threads.get(self.tenant_id, workflow_name, latest.checkpoint_id)
-        return None if loaded is None else self._decode(loaded)
+        for latest in reversed(_oldest_first(found)):  # the next if deleted meanwhile
+            loaded = await self._threads.get(self.tenant_id, workflow_name, latest.checkpoint_id)
+            if loaded is not None:
+                return self._decode(loaded)
+        return None
 
     async def delete(self, checkpoint_id: str) -> bool:
         """Delete the checkpoint with a tombstone that purges its state: True if it was

@@ -9,7 +9,6 @@ store lists in directory order), the test says so with a strict xfail.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
@@ -35,6 +34,7 @@ from agent_framework import (
 
 from eventlog import open_log
 from eventlog.adapters.maf import EventlogCheckpointStorage
+from eventlog.checkpoints import Payload, ThreadCheckpointPut
 from tests.conftest import PG_URL, drop_schema, fresh_id, require_postgres
 
 TENANT = "acme"
@@ -135,6 +135,13 @@ def _eventlog(url: str, options: dict[str, Any]) -> Opener:
     return opened
 
 
+async def _verified(storage: CheckpointStorage) -> None:
+    """On the event log, every chain and view checks out (MAF's stores have none)."""
+    if isinstance(storage, EventlogCheckpointStorage):
+        report = await storage.log.verify()
+        assert report.ok, report
+
+
 def checkpoint(name: str = "payments", **fields: Any) -> WorkflowCheckpoint:
     return WorkflowCheckpoint(workflow_name=name, graph_signature_hash="g", **fields)
 
@@ -161,6 +168,7 @@ async def test_a_workflow_pauses_restarts_and_resumes(store: Store) -> None:
         if store.ordered_lists:  # oldest first: each names the one before it
             assert [None, *[c.checkpoint_id for c in saved[:-1]]] == [
                 c.previous_checkpoint_id for c in saved]
+        await _verified(storage)
 
 
 async def test_save_stores_a_snapshot_and_load_returns_a_copy(store: Store) -> None:
@@ -198,6 +206,7 @@ async def test_delete_answers_true_once_then_false(store: Store) -> None:
         latest = await storage.get_latest(workflow_name="payments")
         assert latest is not None
         assert kept.checkpoint_id == latest.checkpoint_id
+        await _verified(storage)
 
 
 async def test_a_deleted_id_can_be_saved_again(store: Store) -> None:
@@ -279,13 +288,44 @@ async def test_delete_is_a_tombstone_that_purges_the_state(tmp_path: Path) -> No
         storage = EventlogCheckpointStorage(log, tenant_id=TENANT)
         gone = checkpoint(state={"secret": "card 4242"})
         await storage.save(gone)
-        digest = hashlib.sha256(storage._encode(gone).data).digest()
-        assert [digest] == list(await log.get_blobs(TENANT, [digest]))
+        [put] = [event.event async for event in log.read_stream(TENANT, "thread:payments")]
+        assert isinstance(put, ThreadCheckpointPut)
+        digest = bytes.fromhex(put.state_digest)
+        assert b"card 4242" in (await log.get_blobs(TENANT, [digest]))[digest]
         assert await storage.delete(gone.checkpoint_id)
         assert {} == await log.get_blobs(TENANT, [digest])
         assert ["thread_checkpoint_put", "thread_checkpoints_removed"] == [
             event.type async for event in log.read_stream(TENANT, "thread:payments")]
         assert (await log.verify()).ok
+
+
+async def test_a_langgraph_thread_of_the_same_name_stays_apart(tmp_path: Path) -> None:
+    """Another adapter's checkpoints in the thread are not listed, latest or loadable."""
+    async with open_log(f"sqlite:///{tmp_path / 'l.db'}") as log:
+        storage = EventlogCheckpointStorage(log, tenant_id=TENANT)
+        ours = checkpoint()
+        await storage.save(ours)
+        await log.checkpoints.threads.put(
+            TENANT, "payments", "lg-1", state=Payload("json", b"{}"), run_key="run-1")
+        assert [ours.checkpoint_id] == await storage.list_checkpoint_ids(workflow_name="payments")
+        latest = await storage.get_latest(workflow_name="payments")
+        assert latest is not None
+        assert ours.checkpoint_id == latest.checkpoint_id
+        with pytest.raises(WorkflowCheckpointException):
+            await storage.load("lg-1")
+        assert not await storage.delete("lg-1")
+
+
+async def test_an_id_saved_under_another_name_loads_as_its_last_save(tmp_path: Path) -> None:
+    """MAF ids are global: load returns the last save of the id, whichever workflow."""
+    async with EventlogCheckpointStorage.from_url(f"sqlite:///{tmp_path / 'l.db'}") as storage:
+        first = checkpoint("alpha")
+        await storage.save(first)
+        await storage.save(dataclasses.replace(first, workflow_name="beta"))
+        assert "beta" == (await storage.load(first.checkpoint_id)).workflow_name
+        assert await storage.delete(first.checkpoint_id)
+        assert [] == await storage.list_checkpoint_ids(workflow_name="alpha")
+        assert [] == await storage.list_checkpoint_ids(workflow_name="beta")
 
 
 async def test_an_undecodable_type_is_refused_at_save(tmp_path: Path) -> None:
