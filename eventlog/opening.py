@@ -11,7 +11,7 @@ from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 from eventlog._logging import get_logger
 from eventlog.checkpoints.store import CheckpointStore
 from eventlog.clock import Clock, system_clock
-from eventlog.errors import InvalidInput, InvalidURL
+from eventlog.errors import InvalidInput, InvalidURL, StorageError
 from eventlog.events import EventRegistry
 from eventlog.interrupts.models import InterruptOptions, Operation
 from eventlog.interrupts.store import InterruptStore
@@ -47,6 +47,7 @@ async def open_log(
     max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
     interrupt_options: InterruptOptions | None = None,
     operations: Iterable[Operation] | None = None,
+    read_url: str | None = None,
     **backend_options: Any,
 ) -> AsyncIterator[EventLog]:
     """Open the log at ``target`` and close it on exit.
@@ -59,29 +60,77 @@ async def open_log(
     lives in ``schema``. ``clock`` supplies the time recorded on events.
     ``interrupt_options`` and ``operations`` (the trusted workflow operations; None trusts
     every one) configure ``log.interrupts``.
+
+    ``read_url`` (PostgreSQL only) names a hot standby of the same database: the log's
+    read side — `read_all`, `read_stream`, `query`, `verify`, `dump_views`, blobs, and so
+    replay, export and the command's reports — reads there, still gap-safe. Appends, the
+    stream heads they chain onto, and the stores (which decide writes on what they read)
+    stay on ``target``.
     """
     storage = backend_for(target, schema=schema, **backend_options)
+    reader = _replica(storage, read_url, schema, backend_options)
     log = EventLog(
         storage, registry=registry, clock=clock, max_payload_bytes=max_payload_bytes,
         projections=INLINE_PROJECTIONS if projections is None else projections,
+        reader=reader,
     )
-    log.attach_stores(
-        checkpoints=CheckpointStore(log),
-        interrupts=InterruptStore(log, interrupt_options, operations),
-    )
+    primary = log.on_primary()
+    checkpoints = CheckpointStore(primary)
+    interrupts = InterruptStore(primary, interrupt_options, operations)
+    for face in {id(log): log, id(primary): primary}.values():
+        face.attach_stores(checkpoints=checkpoints, interrupts=interrupts)
     try:
         log.schema_revision = await storage.open(upgrade=upgrade)
+        if reader is not None:
+            await _open_replica(storage, reader)
         if storage.rebuilds_views_on_open:
             storage.install_views(
                 fold_events(log.projections, (log.decode(e) for e in storage.stored_events()))
             )
     except BaseException:
         await storage.close()
+        if reader is not None:
+            await reader.close()
         raise
     try:
         yield log
     finally:
         await log.close()
+
+
+def _replica(
+    storage: StorageBackend, read_url: str | None, schema: str, options: dict[str, Any]
+) -> StorageBackend | None:
+    """The backend reads go to when ``read_url`` names a replica, else None."""
+    if read_url is None:
+        return None
+    if not isinstance(read_url, str):
+        raise InvalidInput("read_url", f"must be a URL, not {read_url!r}"[:200])
+    if storage.name != "postgresql":
+        raise InvalidInput("read_url", "reads from a replica need a PostgreSQL log, not "
+                                       f"{storage.name}")
+    # The replica holds the primary's schema, whichever way it was named (?schema= too).
+    primary_schema = getattr(storage, "schema", None)
+    reader = backend_for(read_url, schema=primary_schema or schema, **options)
+    if reader.name != "postgresql":
+        raise InvalidInput("read_url", "reads from a replica need PostgreSQL for both the "
+                                       f"log and the replica, not {storage.name} and "
+                                       f"{reader.name}")
+    return reader
+
+
+REPLICA_CATCH_UP_S = 30.0
+"""How long opening waits for a replica to replay the primary's schema."""
+
+
+async def _open_replica(storage: StorageBackend, reader: StorageBackend) -> None:
+    """Open the replica read-only once it has replayed the primary's schema (which
+    opening the primary may just have created or upgraded)."""
+    mark = await storage.replication_mark()
+    if mark is not None and not await reader.wait_replayed(mark, REPLICA_CATCH_UP_S):
+        raise StorageError(reader.name, "open", f"the replica did not replay the primary's "
+                                                f"log within {REPLICA_CATCH_UP_S:.0f} s")
+    await reader.open(upgrade=False)
 
 
 MAX_SCHEMA_BYTES = 63

@@ -1,5 +1,6 @@
 """Adapters that plug the event log into workflow frameworks.
 
 Each adapter is a module of its own with its framework as an optional dependency:
-`eventlog.adapters.langgraph` (``pip install "checkpoint-eventlog[langgraph]"``).
+`eventlog.adapters.langgraph` (``pip install "checkpoint-eventlog[langgraph]"``) and
+`eventlog.adapters.maf`, Microsoft Agent Framework (``pip install "checkpoint-eventlog[maf]"``).
 """

@@ -67,6 +67,11 @@ def build_parser(*, json_errors: bool = False) -> argparse.ArgumentParser:
              "(default: $EVENTLOG_URL, else sqlite:///eventlog.db)",
     )
     shared.add_argument(
+        "--read-url", metavar="URL",
+        help="a hot standby of the PostgreSQL log to read from (log, verify, replay, export, "
+             "timeline, stats…); writes still go to --url (default: $EVENTLOG_READ_URL)",
+    )
+    shared.add_argument(
         "--schema", metavar="NAME",
         help="the PostgreSQL schema (default: the URL's ?schema=, else $EVENTLOG_SCHEMA, else "
              "eventlog)",

@@ -59,6 +59,12 @@ class Context:
         return given or os.environ.get("EVENTLOG_URL") or DEFAULT_URL
 
     @property
+    def read_url(self) -> str | None:
+        """A replica to read from: ``--read-url``, else ``$EVENTLOG_READ_URL``, else None."""
+        given: str | None = getattr(self.args, "read_url", None)
+        return given or os.environ.get("EVENTLOG_READ_URL") or None
+
+    @property
     def schema(self) -> str:
         """The PostgreSQL schema: ``--schema``, else the URL's ``?schema=``, else
         ``$EVENTLOG_SCHEMA``, else the default."""
@@ -112,7 +118,7 @@ class Context:
             self._require_existing()
         opener = open_log(
             self.url, schema=self.schema, upgrade=upgrade, clock=clock,
-            registry=LenientRegistry(default_registry), **options,
+            registry=LenientRegistry(default_registry), read_url=self.read_url, **options,
         )
         try:
             log = await opener.__aenter__()

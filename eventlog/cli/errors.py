@@ -34,6 +34,7 @@ exit statuses:
 environment:
   EVENTLOG_URL     the log URL when --url is not given (default sqlite:///eventlog.db)
   EVENTLOG_SCHEMA  the PostgreSQL schema when --schema is not given (default eventlog)
+  EVENTLOG_READ_URL  a hot standby to read from when --read-url is not given
 """
 
 _MAX_MESSAGE = 400

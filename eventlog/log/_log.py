@@ -8,6 +8,7 @@ check the log is open and validate ids before they reach the backend; `verify` l
 
 from __future__ import annotations
 
+import copy
 import uuid
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -78,8 +79,12 @@ class EventLog:
         registry: EventRegistry | None = None,
         clock: Clock = system_clock,
         max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
+        reader: StorageBackend | None = None,
     ) -> None:
         self.storage = storage
+        # Where the read side reads: the storage itself, or (open_log's read_url) a hot
+        # standby. Appends, stream heads and commit-outcome lookups always use `storage`.
+        self.reader = storage if reader is None else reader
         self.registry = registry if registry is not None else default_registry
         self.projections: tuple[Projection, ...] = tuple(projections)
         self.clock = clock
@@ -92,7 +97,7 @@ class EventLog:
             lambda keys: self.storage.stream_heads(keys),
         )
         self._appender = Appender(storage, self._heads, self.projections)
-        self._closed = False
+        self._lifecycle = _Lifecycle()
 
     async def append(
         self,
@@ -220,7 +225,7 @@ class EventLog:
         left = _MAX_VERSION if limit is None else check_positive_limit("limit", limit)
         version = max(from_version, 1)
         while version <= _MAX_VERSION and left > 0:  # beyond it no event can exist (int64)
-            page = await self.storage.read_stream(
+            page = await self.reader.read_stream(
                 tenant_id, stream_id, version, min(_PAGE, left)
             )
             for stored in page:
@@ -245,7 +250,7 @@ class EventLog:
             raise InvalidInput("after", f"must be a cursor string, not {after!r}")
         if tenant_id is not None:
             check_id("tenant_id", tenant_id)
-        rows, cursor = await self.storage.read_all(after, limit, tenant_id)
+        rows, cursor = await self.reader.read_all(after, limit, tenant_id)
         return LogPage(events=[self.decode(row) for row in rows], cursor=cursor)
 
     async def wait_readable(self, max_wait: float = 30.0) -> bool:
@@ -254,11 +259,16 @@ class EventLog:
         Immediate on single-writer backends. On PostgreSQL `read_all` shows an event only
         once every transaction older than its writer has ended (that is what makes
         following gap-safe), so a whole-log read that must include everything committed
-        so far (verify, rebuild, export) waits here first. Returns False if a transaction
-        stayed open past ``max_wait`` seconds.
+        so far (verify, rebuild, export) waits here first. Reading from a replica, it
+        first waits for the replica to replay what the primary has written. Returns False
+        if a transaction stayed open (or the replica stayed behind) past ``max_wait``.
         """
         self._check_open("read")
-        return await self.storage.wait_readable(max_wait)
+        if self.reader is not self.storage:  # a replica: first catch up with the primary
+            mark = await self.storage.replication_mark()
+            if mark is not None and not await self.reader.wait_replayed(mark, max_wait):
+                return False
+        return await self.reader.wait_readable(max_wait)
 
     async def get_blob(self, tenant_id: str, digest: bytes) -> bytes | None:
         """A blob's bytes by digest within a tenant, or None; `CorruptBlob` when the stored
@@ -266,7 +276,7 @@ class EventLog:
         self._check_open("read")
         check_id("tenant_id", tenant_id)
         check_digest("digest", digest)
-        payload = await self.storage.get_blob(tenant_id, digest)
+        payload = await self.reader.get_blob(tenant_id, digest)
         if payload is not None and content_digest(payload) != digest:
             raise CorruptBlob(digest)
         return payload
@@ -277,7 +287,7 @@ class EventLog:
         self._check_open("read")
         check_id("tenant_id", tenant_id)
         wanted = [check_digest("digests", digest) for digest in dict.fromkeys(digests)]
-        return await self.storage.get_blobs(tenant_id, wanted) if wanted else {}
+        return await self.reader.get_blobs(tenant_id, wanted) if wanted else {}
 
     async def verify(self, tenant_id: str | None = None) -> VerifyReport:
         """Recompute every stream's hash chain from the stored bytes.
@@ -291,7 +301,7 @@ class EventLog:
         self._check_open("verify")
         if tenant_id is not None:
             check_id("tenant_id", tenant_id)
-        return await verify_chains(self.storage, self.projections, self.registry, tenant_id)
+        return await verify_chains(self.reader, self.projections, self.registry, tenant_id)
 
     # -- the read side: what stores, the CLI and export/import read through ---------------
 
@@ -309,7 +319,7 @@ class EventLog:
         """
         self._check_open("query")
         _check_query(query)
-        return await self.storage.query(query)
+        return await self.reader.query(query)
 
     async def stream_head(self, tenant_id: str, stream_id: str) -> tuple[int, bytes] | None:
         """The stream's last version and that event's hash, read afresh; None if empty."""
@@ -324,19 +334,19 @@ class EventLog:
         check_id("tenant_id", tenant_id)
         if not isinstance(event_id, uuid.UUID):
             raise InvalidInput("event_id", f"must be a UUID, not {event_id!r}"[:200])
-        stored = await self.storage.find_event(tenant_id, event_id)
+        stored = await self.reader.find_event(tenant_id, event_id)
         return None if stored is None else self.decode(stored)
 
     async def blob_refs(self, tenant_id: str) -> dict[bytes, int]:
         """Reference counts of a tenant's stored blobs, by digest."""
         self._check_open("read")
         check_id("tenant_id", tenant_id)
-        return dict(await self.storage.blob_refs(tenant_id))
+        return dict(await self.reader.blob_refs(tenant_id))
 
     async def dump_views(self) -> dict[str, list[dict[str, Any]]]:
         """Every view table's rows, sorted by primary key (to compare with a rebuild)."""
         self._check_open("read")
-        return await self.storage.dump_views()
+        return await self.reader.dump_views()
 
     def decode(self, stored: StoredEvent) -> RecordedEvent:
         """Decode a stored row into a `RecordedEvent` (unknown tags raise; a row that was
@@ -381,14 +391,27 @@ class EventLog:
             raise InvalidInput("interrupts", "this log has no stores: open it with open_log")
         return self._interrupts
 
+    def on_primary(self) -> EventLog:
+        """This log with its read side on the primary: what deciding a write must read
+        (`open_log` builds the stores on it). The log itself when it has no replica."""
+        if self.reader is self.storage:
+            return self
+        twin = copy.copy(self)  # the same storage, head cache, appender and open state
+        twin.reader = self.storage
+        return twin
+
     async def close(self) -> None:
         """Release the backend's connections and locks; the log refuses work afterwards."""
-        if not self._closed:
-            self._closed = True
-            await self.storage.close()
+        if not self._lifecycle.closed:
+            self._lifecycle.closed = True
+            try:
+                await self.storage.close()
+            finally:
+                if self.reader is not self.storage:
+                    await self.reader.close()
 
     def _check_open(self, operation: str) -> None:
-        if self._closed:
+        if self._lifecycle.closed:
             raise StorageError(self.storage.name, operation, "the log is closed")
 
     # -- checking an append -------------------------------------------------------------
@@ -418,6 +441,12 @@ class EventLog:
             digest = content_digest(payload)
             adds[digest] = (payload, adds.get(digest, (payload, 0))[1] + 1)
         return adds
+
+
+class _Lifecycle:
+    """Whether a log (and the twin `on_primary` made of it) is closed."""
+
+    closed = False
 
 
 def _check_query(query: object) -> None:

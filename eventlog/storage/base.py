@@ -196,6 +196,16 @@ class StorageBackend(abc.ABC):
         """
         return True
 
+    async def replication_mark(self) -> str | None:
+        """Where this database's write-ahead log ends now (a PostgreSQL LSN), for a
+        replica to catch up to; None on backends without replicas."""
+        return None
+
+    async def wait_replayed(self, mark: str, max_wait: float) -> bool:
+        """On a replica, return True once it has replayed everything up to ``mark`` (from
+        the primary's `replication_mark`); False if that takes over ``max_wait`` seconds."""
+        return True
+
     def stored_events(self) -> Iterable[StoredEvent]:
         """Every event in log order (only for backends that rebuild views on open)."""
         raise NotImplementedError

@@ -105,11 +105,17 @@ class FileBackend(MemoryBackend):
         self._remove_orphan_blobs()
 
     async def close(self) -> None:
-        if self._log is not None:
-            self._log.close()
-            self._log = None
-            self._write_index()
-        self._release_lock()
+        try:
+            if self._log is not None:
+                self._log.close()
+                self._log = None
+                self._write_index()
+        except OSError as error:
+            # heads.json stays as it was: behind the log, which is what a crash leaves and
+            # raises no false alarm. The lock is released all the same.
+            raise StorageError("file", "close", f"heads.json not written: {error}") from error
+        finally:
+            self._release_lock()
 
     def install_views(self, tables: ViewTables) -> None:
         for row in self._indexed_heads:
@@ -128,9 +134,15 @@ class FileBackend(MemoryBackend):
             raise StorageError("file", "append", f"the store is {reason}")
         for request in requests:
             self.check(request)
-        for request in requests:
-            for digest, (payload, _count) in request.blob_adds.items():
-                self._write_blob(request.tenant_id, digest, payload)
+        written: list[Path] = []  # blob files this append created, removed if it fails
+        try:
+            for request in requests:
+                for digest, (payload, _count) in request.blob_adds.items():
+                    if self._write_blob(request.tenant_id, digest, payload):
+                        written.append(self._blob_path(request.tenant_id, digest))
+        except OSError as error:  # a full disk, an I/O error: the append never happened
+            _remove(written)
+            raise StorageError("file", "append", str(error)) from error
         offset = self._log.tell()
         try:
             self._log.write(_encode_line(requests))
@@ -138,6 +150,7 @@ class FileBackend(MemoryBackend):
             os.fsync(self._log.fileno())
         except OSError as error:
             self._cut_back(offset)
+            _remove(written)
             raise StorageError("file", "append", str(error)) from error
         positions = self.commit_batch(requests)
         for request in requests:
@@ -251,13 +264,16 @@ class FileBackend(MemoryBackend):
         except FileNotFoundError:
             return None
 
-    def _write_blob(self, tenant_id: str, digest: bytes, payload: bytes) -> None:
+    def _write_blob(self, tenant_id: str, digest: bytes, payload: bytes) -> bool:
+        """Store a payload unless its file exists; whether this call created it."""
         path = self._blob_path(tenant_id, digest)
-        if not path.exists():
-            if not path.parent.exists():
-                path.parent.mkdir(parents=True)
-                fsync_directory(path.parent.parent)
-            _write_atomically(path, payload)
+        if path.exists():
+            return False
+        if not path.parent.exists():
+            path.parent.mkdir(parents=True)
+            fsync_directory(path.parent.parent)
+        _write_atomically(path, payload)
+        return True
 
     def _blob_path(self, tenant_id: str, digest: bytes) -> Path:
         return self.root / "blobs" / _tenant_dir(tenant_id) / digest.hex()
@@ -273,12 +289,22 @@ def _tenant_dir(tenant_id: str) -> str:
 def _write_atomically(path: Path, payload: bytes | str) -> None:
     data = payload.encode() if isinstance(payload, str) else payload
     temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    with open(temporary, "wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(temporary, path)
+    try:
+        with open(temporary, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        _remove([temporary])  # a full disk must not keep what it could not finish
+        raise
     fsync_directory(path.parent)
+
+
+def _remove(paths: list[Path]) -> None:
+    for path in paths:
+        with contextlib.suppress(OSError):
+            path.unlink()
 
 
 def fsync_directory(directory: Path) -> None:

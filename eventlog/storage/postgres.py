@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 import msgspec
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import insert as postgres_insert
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DBAPIError, DisconnectionError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from eventlog import cursors
@@ -49,15 +49,23 @@ _EVENT_COLUMNS = (
 # database we cannot see), else the next transaction id to be assigned. Every transaction
 # id below it has ended, or belongs to a backend connected to another database, which can
 # never write our tables. See docs/decisions.md ("read horizon") for the argument.
+# On a hot standby the snapshot's in-progress list is EMPTY (PostgreSQL keeps the
+# primary's running ids, as replayed, apart from it) while its xmin is the oldest of them:
+# there the horizon is that xmin ("reads from a standby" in docs/decisions.md).
 READ_HORIZON = (
-    "(WITH s AS (SELECT pg_current_snapshot() AS snap) SELECT COALESCE("
+    "(WITH s AS (SELECT pg_current_snapshot() AS snap) SELECT CASE "
+    "WHEN pg_is_in_recovery() THEN (SELECT pg_snapshot_xmin(snap) FROM s) ELSE COALESCE("
     "(SELECT min(xip) FROM s, pg_snapshot_xip(s.snap) AS xip WHERE NOT EXISTS ("
     "SELECT 1 FROM pg_catalog.pg_stat_activity a WHERE a.backend_xid = xid(xip) "
     "AND a.datname <> current_database())), "
-    "(SELECT pg_snapshot_xmax(snap) FROM s)))"
+    "(SELECT pg_snapshot_xmax(snap) FROM s)) END)"
 )
 _HORIZON_NOW = "SELECT pg_snapshot_xmax(pg_current_snapshot())::text"
 _HORIZON_PASSED = f"SELECT {READ_HORIZON} >= $1::text::xid8"
+# Has this server replayed (a standby) or written (a primary) the WAL up to $1?
+_REPLAYED = (
+    "SELECT COALESCE(pg_last_wal_replay_lsn(), pg_current_wal_lsn()) >= $1::text::pg_lsn"
+)
 _CONNECTION_LOST = (
     "ConnectionDoesNotExistError", "ConnectionResetError", "InterfaceError",
     "ConnectionFailureError", "CannotConnectNowError", "AdminShutdownError",
@@ -91,6 +99,7 @@ class PostgresBackend(SqlBackend):
                 pool_size=pool_size,
                 max_overflow=pool_size,
             )
+            sa.event.listen(engine.sync_engine, "checkout", _refuse_closed_connection)
             owned = True
         else:
             owned = False
@@ -386,6 +395,20 @@ class PostgresBackend(SqlBackend):
             raise self.translate(error, "read") from error
         return True
 
+    async def replication_mark(self) -> str | None:
+        rows = await self._fetch("read", "SELECT pg_current_wal_lsn()::text", [])
+        return str(rows[0][0])
+
+    async def wait_replayed(self, mark: str, max_wait: float) -> bool:
+        # Replay on a standby moves on by itself; polling its position is all there is.
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + max_wait
+        while not (await self._fetch("read", _REPLAYED, [mark]))[0][0]:
+            if loop.time() > deadline:
+                return False
+            await asyncio.sleep(0.01)
+        return True
+
     # -- gap-safe reads ------------------------------------------------------------------
 
     def _build_read_all_sql(self, *, tenant: bool) -> str:
@@ -445,6 +468,15 @@ def _stored(row: Any) -> StoredEvent:
         version=row[4], recorded_at=row[5], type=row[6], data=row[7], prev_hash=row[8],
         hash=row[9],
     )
+
+
+def _refuse_closed_connection(dbapi_connection: Any, record: Any, proxy: Any) -> None:
+    """Hand out no pooled connection the server already closed (a restart, a failover,
+    pg_terminate_backend, an idle timeout): SQLAlchemy's pool drops it and opens another,
+    so the first read after a restart succeeds instead of failing once per connection.
+    Checking costs nothing: asyncpg marks a connection closed when its socket ends."""
+    if dbapi_connection.driver_connection.is_closed():
+        raise DisconnectionError("the server closed this pooled connection")
 
 
 def _connection_lost(error: BaseException) -> bool:
@@ -520,7 +552,8 @@ def _statement_params(request: AppendRequest, changes: list[tuple[int, Change]])
             request.tenant_id, request.stream_id, pending.version, pending.event_id,
             pending.type, pending.data, pending.recorded_at, pending.prev_hash, pending.hash,
         )
-    for digest, (payload, count) in request.blob_adds.items():
+    # Blob rows in digest order, as in the transaction path (see SqlBackend.apply_blobs).
+    for digest, (payload, count) in sorted(request.blob_adds.items()):
         params += (request.tenant_id, digest, len(payload), count, payload)
     for index, change in changes:
         version = request.events[index].version

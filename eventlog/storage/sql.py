@@ -141,23 +141,32 @@ class SqlBackend(StorageBackend, abc.ABC):
         """The dialect's INSERT construct (with ``on_conflict_do_*``)."""
 
     async def apply_blobs(self, connection: AsyncConnection, request: AppendRequest) -> None:
-        """Add and release blob references inside the append's transaction."""
+        """Add and release blob references inside the append's transaction.
+
+        Rows are touched in digest order, whatever order the request lists them in: two
+        appends locking shared blob rows in opposite orders (two session deletes whose
+        checkpoints share states) would otherwise deadlock on PostgreSQL.
+        """
         blobs = self.blobs
-        for digest, (payload, count) in request.blob_adds.items():
-            insert = self.dialect_insert(blobs).values(
-                tenant_id=request.tenant_id, digest=digest, size=len(payload), refs=count,
-                data=payload,
-            )
-            await connection.execute(
-                insert.on_conflict_do_update(
-                    index_elements=["tenant_id", "digest"],
-                    set_={"refs": blobs.c.refs + insert.excluded.refs},
+        for digest in sorted(request.blob_adds.keys() | request.blob_releases.keys()):
+            if digest in request.blob_adds:
+                payload, count = request.blob_adds[digest]
+                insert = self.dialect_insert(blobs).values(
+                    tenant_id=request.tenant_id, digest=digest, size=len(payload),
+                    refs=count, data=payload,
                 )
-            )
-        for digest, count in request.blob_releases.items():
-            where = (blobs.c.tenant_id == request.tenant_id, blobs.c.digest == digest)
-            await connection.execute(blobs.update().where(*where).values(refs=blobs.c.refs - count))
-            await connection.execute(blobs.delete().where(*where, blobs.c.refs <= 0))
+                await connection.execute(
+                    insert.on_conflict_do_update(
+                        index_elements=["tenant_id", "digest"],
+                        set_={"refs": blobs.c.refs + insert.excluded.refs},
+                    )
+                )
+            if digest in request.blob_releases:
+                count = request.blob_releases[digest]
+                where = (blobs.c.tenant_id == request.tenant_id, blobs.c.digest == digest)
+                await connection.execute(
+                    blobs.update().where(*where).values(refs=blobs.c.refs - count))
+                await connection.execute(blobs.delete().where(*where, blobs.c.refs <= 0))
 
     # -- reads ---------------------------------------------------------------------------
 

@@ -103,3 +103,10 @@ def own_registry() -> EventRegistry:
     registry = eventlog.default_registry.copy()
     registry.register(Deposited)
     return registry
+
+
+async def read_from_a_standby(primary: str, standby: str) -> None:
+    """A log whose read side is a hot standby, and its twin reading the primary."""
+    async with open_log(primary, read_url=standby) as log:
+        assert_type(log.on_primary(), EventLog)
+        assert_type(await log.wait_readable(5.0), bool)
