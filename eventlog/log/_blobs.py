@@ -24,44 +24,63 @@ from eventlog.storage.base import StorageBackend
 Key = tuple[str, bytes]
 
 
+_BLOB_PAGE = 500
+"""Blobs read per query while verifying (their bytes are held only for that page)."""
+
+
 class BlobLedger:
-    """The references the events hold, fed every event in (tenant, stream, version) order."""
+    """The references the events hold, fed every event in (tenant, stream, version) order.
+
+    Memory follows the number of distinct blobs, not of events or streams: a stream's own
+    counts live only while the scan is inside it (they are needed for an older tombstone
+    that releases "everything this stream holds") and are then added to the totals.
+    """
 
     def __init__(self, registry: EventRegistry) -> None:
         self.registry = registry
-        self.live: dict[tuple[str, str], Counter[bytes]] = {}
+        self.totals: Counter[Key] = Counter()
         self.named_by: dict[Key, str] = {}
         self.tenants: set[str] = set()
+        self._stream: tuple[str, str] | None = None
+        self._live: Counter[bytes] = Counter()
 
     def feed(self, stored: StoredEvent) -> Event | None:
         """Count the event's references; the decoded event (None if it does not decode)."""
-        self.tenants.add(stored.tenant_id)
+        key = (stored.tenant_id, stored.stream_id)
+        if key != self._stream:
+            self._close_stream()
+            self._stream = key
+            self.tenants.add(stored.tenant_id)
         if stored.damage is not None:
             return None  # verify reports the row
         try:
             event = self.registry.decode(stored.type, stored.data)
         except EventLogError:
             return None  # verify reports an event that does not decode
-        stream = self.live.setdefault((stored.tenant_id, stored.stream_id), Counter())
         for digest in event.blob_digests():
-            stream[digest] += 1
+            self._live[digest] += 1
             self.named_by.setdefault((stored.tenant_id, digest), stored.stream_id)
         releases = event.blob_releases()
         if releases is None:
-            stream.clear()
-            return event
-        for digest, count in releases.items():
-            stream[digest] = max(stream[digest] - count, 0)
+            self._live.clear()
+        elif releases:
+            for digest, count in releases.items():
+                self._live[digest] = max(self._live[digest] - count, 0)
         return event
+
+    def _close_stream(self) -> None:
+        if self._stream is not None:
+            tenant = self._stream[0]
+            for digest, count in self._live.items():
+                if count > 0:
+                    self.totals[(tenant, digest)] += count
+        self._live = Counter()
 
     def expected(self) -> Counter[Key]:
         """The reference count every (tenant, digest) should have."""
-        counts: Counter[Key] = Counter()
-        for (tenant, _), stream in self.live.items():
-            for digest, count in stream.items():
-                if count > 0:
-                    counts[(tenant, digest)] += count
-        return counts
+        self._close_stream()
+        self._stream = None
+        return self.totals
 
 
 async def blob_problems(
@@ -74,21 +93,26 @@ async def blob_problems(
     for tenant in sorted(tenants):
         stored = dict(await storage.blob_refs(tenant))
         wanted = {digest: n for (owner, digest), n in expected.items() if owner == tenant}
-        for digest in sorted(set(stored) | set(wanted)):
-            # A blob no event names was attached by the application itself (`append(...,
-            # attach=...)` with its own event types): only its bytes can be checked.
-            counted = (tenant, digest) in ledger.named_by
-            problem = await _check_blob(storage, ledger, tenant, digest,
-                                        wanted.get(digest, 0) if counted else None,
-                                        stored.get(digest))
-            if problem is not None:
-                problems.append(problem)
+        digests = sorted(set(stored) | set(wanted))
+        for start in range(0, len(digests), _BLOB_PAGE):
+            page = digests[start:start + _BLOB_PAGE]
+            payloads = await storage.get_blobs(tenant, [d for d in page if d in stored])
+            for digest in page:
+                # A blob no event names was attached by the application itself
+                # (`append(..., attach=...)` with its own event types): only its bytes
+                # can be checked.
+                counted = (tenant, digest) in ledger.named_by
+                problem = _check_blob(ledger, tenant, digest,
+                                      wanted.get(digest, 0) if counted else None,
+                                      stored.get(digest), payloads.get(digest))
+                if problem is not None:
+                    problems.append(problem)
     return problems
 
 
-async def _check_blob(
-    storage: StorageBackend, ledger: BlobLedger, tenant: str, digest: bytes, wanted: int | None,
-    refs: int | None,
+def _check_blob(
+    ledger: BlobLedger, tenant: str, digest: bytes, wanted: int | None, refs: int | None,
+    payload: bytes | None,
 ) -> StreamProblem | None:
     """``wanted`` is None for a blob no event names (its count is not checked)."""
     def problem(kind: str, detail: str) -> StreamProblem:
@@ -97,7 +121,6 @@ async def _check_blob(
 
     if refs is None:
         return problem("blob_missing", f"the events hold {wanted} references, no blob is stored")
-    payload = await storage.get_blob(tenant, digest)
     if payload is None:
         return problem("blob_missing", f"counted {refs} references but its bytes are gone")
     if content_digest(payload) != digest:
