@@ -127,13 +127,9 @@ async def _check_head(log: EventLog, head: StreamHead) -> StreamProblem | None:
 
 async def _first_event(log: EventLog, head: StreamHead, from_version: int
                        ) -> RecordedEvent | None:
-    events = log.read_stream(head.tenant_id, head.stream_id, from_version=from_version)
-    try:
-        async for event in events:
-            return event
-        return None
-    finally:
-        await events.aclose()  # type: ignore[attr-defined]
+    events = [event async for event in log.read_stream(
+        head.tenant_id, head.stream_id, from_version=from_version, limit=1)]
+    return events[0] if events else None
 
 
 def encode_digest(digest: LogDigest) -> bytes:

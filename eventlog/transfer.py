@@ -43,7 +43,7 @@ import msgspec
 from eventlog._logging import get_logger
 from eventlog.clock import read_clock
 from eventlog.errors import EventLogError, InvalidInput
-from eventlog.events import Event, EventRegistry
+from eventlog.events import EventRegistry, fold_blob_references
 from eventlog.events.interrupts import BatchCreated
 from eventlog.hashing import GENESIS_HASH, content_digest, recompute_hash, to_micros
 from eventlog.log import EventLog
@@ -460,7 +460,7 @@ class _Importer:
         live = self.live.setdefault(stored.stream_id, Counter())
         if stored.version <= self.plan.skip.get(stored.stream_id, 0):
             self.present += 1
-            _fold_references(live, event)  # the target holds this event's references
+            fold_blob_references(live, event)  # the target holds this event's references
             self._report()
             return
         if self.group and (len(self.group) >= _MAX_GROUP or (
@@ -481,7 +481,7 @@ class _Importer:
             unheld[digest] -= skipped
             if count > skipped:
                 self.releases[digest] += count - skipped
-        _fold_references(live, event)
+        fold_blob_references(live, event)
 
     async def _payload(self, digest: bytes) -> bytes | None:
         if digest not in self.payloads:
@@ -506,17 +506,6 @@ class _Importer:
     def _report(self) -> None:
         if self.progress is not None:
             self.progress("import", self.imported + self.present, self.plan.events)
-
-
-def _fold_references(live: Counter[bytes], event: Event) -> None:
-    """``live`` (one stream's held references) after ``event``."""
-    live.update(event.blob_digests())
-    released = event.blob_releases()
-    if released is None:
-        live.clear()
-        return
-    for digest, count in released.items():
-        live[digest] = max(live[digest] - count, 0)
 
 
 # -- records ---------------------------------------------------------------------------------

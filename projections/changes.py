@@ -69,3 +69,21 @@ Change = Upsert | InsertIfAbsent | Update | Delete
 def resolve(values: Mapping[str, Any], position: int) -> dict[str, Any]:
     """``values`` with `AT_POSITION` replaced by ``position``."""
     return {name: position if value is AT_POSITION else value for name, value in values.items()}
+
+
+def change_values(change: Change) -> list[tuple[str, Any]]:
+    """A change's (column, value) pairs in the order SQL places their parameters: the
+    row's columns; an update's values, then its key; a delete's conditions."""
+    if isinstance(change, Upsert | InsertIfAbsent):
+        return list(change.row.items())
+    if isinstance(change, Update):
+        return [*change.values.items(), *change.key.items()]
+    return list(change.where.items())
+
+
+def change_shape(change: Change) -> tuple[Any, ...]:
+    """What a change's SQL text depends on (its kind, table, columns, which of them are
+    `AT_POSITION`, and an update's key): backends cache statements by it."""
+    columns = tuple((name, value is AT_POSITION) for name, value in change_values(change))
+    key = tuple(change.key) if isinstance(change, Update) else ()
+    return (type(change).__name__, change.table, columns, key)

@@ -11,6 +11,7 @@ hash chain covers those bytes.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any, TypeVar
 
@@ -48,6 +49,19 @@ class Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
         `blob_digests` and this to know how many references each blob must have.
         """
         return {}
+
+
+def fold_blob_references(held: Counter[bytes], event: Event) -> None:
+    """Update ``held`` (the blob references one stream's events hold, by digest) with
+    ``event``: each digest it names adds one; its releases give theirs up (every one the
+    stream holds when `Event.blob_releases` is None)."""
+    held.update(event.blob_digests())
+    released = event.blob_releases()
+    if released is None:
+        held.clear()
+        return
+    for digest, count in released.items():
+        held[digest] = max(held[digest] - count, 0)
 
 
 E = TypeVar("E", bound=type[Event])

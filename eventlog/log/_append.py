@@ -9,7 +9,8 @@ the one place an event is chained and hashed, for new events and imported ones a
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 from typing import NamedTuple
 
@@ -56,6 +57,19 @@ class _Outcome:
 
     uncertain = False
 
+    @contextmanager
+    def unknown_if_uncertain(self) -> Iterator[None]:
+        """A storage failure after an uncertain attempt (the lookup that would tell failed
+        too) reaches the caller as `CommitOutcomeUnknown`, not as a plain read failure."""
+        try:
+            yield
+        except StorageError as error:
+            if not self.uncertain or isinstance(error, CommitOutcomeUnknown):
+                raise
+            raise CommitOutcomeUnknown(
+                error.backend, "append", f"the outcome could not be looked up ({error})"
+            ) from error
+
 
 class Appender:
     """Commits prepared appends: the retry loop and commit-outcome resolution."""
@@ -84,17 +98,9 @@ class Appender:
         event must equal its recorded one.
         """
         outcome = _Outcome()
-        try:
+        with outcome.unknown_if_uncertain():
             return await self._commit(tenant_id, stream_id, drafts, expected, blob_adds,
                                       releases, recorded, outcome)
-        except StorageError as error:
-            if not outcome.uncertain or isinstance(error, CommitOutcomeUnknown):
-                raise
-            # An attempt may have committed and the lookup that would tell failed too: the
-            # caller must hear "unknown", not a plain read failure.
-            raise CommitOutcomeUnknown(
-                error.backend, "append", f"the outcome could not be looked up ({error})"
-            ) from error
 
     async def _commit(
         self,
@@ -146,14 +152,8 @@ class Appender:
         move to the new end, the others then conflict).
         """
         outcome = _Outcome()
-        try:
+        with outcome.unknown_if_uncertain():
             return await self._commit_batch(parts, outcome)
-        except StorageError as error:
-            if not outcome.uncertain or isinstance(error, CommitOutcomeUnknown):
-                raise
-            raise CommitOutcomeUnknown(
-                error.backend, "append", f"the outcome could not be looked up ({error})"
-            ) from error
 
     async def _commit_batch(self, parts: list[Part], outcome: _Outcome) -> list[AppendResult]:
         keys = [(part.tenant_id, part.stream_id) for part in parts]

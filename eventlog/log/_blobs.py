@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections import Counter
 
 from eventlog.errors import EventLogError
-from eventlog.events import Event, EventRegistry
+from eventlog.events import Event, EventRegistry, fold_blob_references
 from eventlog.hashing import content_digest
 from eventlog.records import StoredEvent, StreamProblem
 from eventlog.storage.base import StorageBackend
@@ -58,14 +58,8 @@ class BlobLedger:
         except EventLogError:
             return None  # verify reports an event that does not decode
         for digest in event.blob_digests():
-            self._live[digest] += 1
             self.named_by.setdefault((stored.tenant_id, digest), stored.stream_id)
-        releases = event.blob_releases()
-        if releases is None:
-            self._live.clear()
-        elif releases:
-            for digest, count in releases.items():
-                self._live[digest] = max(self._live[digest] - count, 0)
+        fold_blob_references(self._live, event)
         return event
 
     def _close_stream(self) -> None:

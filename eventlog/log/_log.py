@@ -205,10 +205,7 @@ class EventLog:
         ]
         for part in parts:
             for draft in part.drafts:
-                home = draft.event.home_stream()
-                if home is not None and home != part.stream_id:
-                    raise InvalidInput("events", f"a {draft.type!r} event belongs to stream "
-                                                 f"{home!r}, not {part.stream_id!r}"[:300])
+                _check_home(draft.type, draft.event, part.stream_id)
         parts[0] = parts[0]._replace(blob_adds=dict(blobs or {}),
                                      releases=check_releases(release))
         return await self._appender.commit_batch(parts)
@@ -422,10 +419,7 @@ class EventLog:
         encoded = []
         for event in events:
             tag, data = self.registry.encode(event)
-            home = event.home_stream()
-            if home is not None and home != stream_id:
-                raise InvalidInput("events", f"a {tag!r} event belongs to stream {home!r}, "
-                                             f"not {stream_id!r}"[:300])
+            _check_home(tag, event, stream_id)
             if len(data) > self.max_payload_bytes:
                 raise PayloadTooLarge(f"event {tag!r}", len(data), self.max_payload_bytes)
             encoded.append((tag, data, event))
@@ -457,3 +451,11 @@ def _check_query(query: object) -> None:
     tenant_id = query.where.get("tenant_id")
     if isinstance(tenant_id, str):
         check_id("tenant_id", tenant_id)
+
+
+def _check_home(tag: str, event: Event, stream_id: str) -> None:
+    """Refuse an event that names another stream as its home (`Event.home_stream`)."""
+    home = event.home_stream()
+    if home is not None and home != stream_id:
+        raise InvalidInput("events", f"a {tag!r} event belongs to stream {home!r}, "
+                                     f"not {stream_id!r}"[:300])

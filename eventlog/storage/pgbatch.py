@@ -26,7 +26,8 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 
 from eventlog.storage.base import AppendRequest
-from projections.changes import AT_POSITION, Change, Delete, InsertIfAbsent, Update, Upsert
+from eventlog.storage.sqltext import on_conflict, quote
+from projections.changes import AT_POSITION, Change, change_shape, change_values
 
 EVENT_COLUMNS = (
     "tenant_id", "stream_id", "stream_version", "event_id", "type", "data", "recorded_at",
@@ -65,7 +66,7 @@ class BatchStatements:
             return None
         groups: dict[Shape, list[tuple[Ref, Change]]] = {}
         for ref, change in changes:
-            groups.setdefault(_shape(change), []).append((ref, change))
+            groups.setdefault(change_shape(change), []).append((ref, change))
         blobs = _blob_rows(requests)
         key = (bool(blobs), tuple(groups))
         sql = self._sql.get(key)
@@ -123,39 +124,19 @@ class BatchStatements:
         names = [name for name, _ in columns]
         if kind in ("Upsert", "InsertIfAbsent"):
             keys = self.view_keys[table_name]
-            sql = (f"INSERT INTO {target} ({', '.join(map(_quote, names))}) "
+            sql = (f"INSERT INTO {target} ({', '.join(map(quote, names))}) "
                    f"SELECT {', '.join(values)} FROM {source}")
-            updates = [f"{_quote(n)} = EXCLUDED.{_quote(n)}" for n in names if n not in keys]
-            conflict = f" ON CONFLICT ({', '.join(map(_quote, keys))}) DO "
-            if kind == "InsertIfAbsent" or not updates:
-                return sql + conflict + "NOTHING"
-            return sql + conflict + "UPDATE SET " + ", ".join(updates)
+            return sql + on_conflict(names, keys, keep_existing=kind == "InsertIfAbsent")
         pairs = list(zip(names, values, strict=True))
         if kind == "Update":
             sets = pairs[: len(pairs) - len(key)]
             where = pairs[len(pairs) - len(key):]
             return (f"UPDATE {target} AS t SET "
-                    + ", ".join(f"{_quote(n)} = {v}" for n, v in sets)
+                    + ", ".join(f"{quote(n)} = {v}" for n, v in sets)
                     + f" FROM {source} WHERE "
-                    + " AND ".join(f"t.{_quote(n)} = {v}" for n, v in where))
+                    + " AND ".join(f"t.{quote(n)} = {v}" for n, v in where))
         return (f"DELETE FROM {target} AS t USING {source} WHERE "
-                + " AND ".join(f"t.{_quote(n)} = {v}" for n, v in pairs))
-
-
-def change_values(change: Change) -> list[tuple[str, Any]]:
-    """A change's (column, value) pairs in the order its SQL places their parameters."""
-    if isinstance(change, Upsert | InsertIfAbsent):
-        return list(change.row.items())
-    if isinstance(change, Update):
-        return [*change.values.items(), *change.key.items()]
-    assert isinstance(change, Delete)
-    return list(change.where.items())
-
-
-def _shape(change: Change) -> Shape:
-    columns = tuple((name, value is AT_POSITION) for name, value in change_values(change))
-    key = tuple(change.key) if isinstance(change, Update) else ()
-    return (type(change).__name__, change.table, columns, key)
+                + " AND ".join(f"t.{quote(n)} = {v}" for n, v in pairs))
 
 
 def _event_arrays(requests: Sequence[AppendRequest]) -> list[list[Any]]:
@@ -203,7 +184,3 @@ def _change_arrays(requests: Sequence[AppendRequest], shape: Shape,
 
 def _array_type(table: sa.Table, column: str) -> str:
     return f"{table.c[column].type.compile(dialect=_DIALECT)}[]"
-
-
-def _quote(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'

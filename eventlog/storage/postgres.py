@@ -34,10 +34,20 @@ from eventlog import cursors
 from eventlog.errors import CommitOutcomeUnknown, EventLogError, StorageError
 from eventlog.records import StoredEvent
 from eventlog.storage.base import AppendRequest, StreamVersionTaken
-from eventlog.storage.pgbatch import BatchStatements, change_values
+from eventlog.storage.pgbatch import BatchStatements
 from eventlog.storage.pgpool import ConnectionPool
 from eventlog.storage.sql import SqlBackend
-from projections.changes import AT_POSITION, Change, Delete, InsertIfAbsent, Update, Upsert
+from eventlog.storage.sqltext import on_conflict, quote
+from projections.changes import (
+    AT_POSITION,
+    Change,
+    Delete,
+    InsertIfAbsent,
+    Update,
+    Upsert,
+    change_shape,
+    change_values,
+)
 from projections.query import In, JsonContains, ViewQuery
 
 R = TypeVar("R")
@@ -104,9 +114,9 @@ class PostgresBackend(SqlBackend):
         else:
             owned = False
         super().__init__(engine, owned=owned, schema=schema)
-        quoted = _quote(schema)
-        self.qualified = {name: f"{quoted}.{_quote(name)}" for name in ("events", "blobs")}
-        self.qualified.update({name: f"{quoted}.{_quote(name)}" for name in self.views})
+        quoted = quote(schema)
+        self.qualified = {name: f"{quoted}.{quote(name)}" for name in ("events", "blobs")}
+        self.qualified.update({name: f"{quoted}.{quote(name)}" for name in self.views})
         self.view_keys = {
             name: [column.name for column in table.primary_key.columns]
             for name, table in self.views.items()
@@ -126,7 +136,7 @@ class PostgresBackend(SqlBackend):
                 )
                 if upgrade:
                     await connection.execute(
-                        sa.text(f"CREATE SCHEMA IF NOT EXISTS {_quote(self.schema or '')}")
+                        sa.text(f"CREATE SCHEMA IF NOT EXISTS {quote(self.schema or '')}")
                     )
                 revision = await self.migrate(connection, upgrade=upgrade)
             if self.owned and self._dsn is not None:
@@ -178,24 +188,23 @@ class PostgresBackend(SqlBackend):
         statement = self.single_statement(request)
         if statement is None:
             return await super().append(request)
-        sql, params = statement
+        rows = await self._append_statement(*statement)
+        return [int(row[0]) for row in rows]
+
+    async def _append_statement(self, sql: str, params: list[Any]) -> list[Any]:
+        """Run one append statement (never retried here: the log resolves a lost commit)."""
         try:
             async with self.driver_connection() as driver:
-                rows = await driver.fetch(sql, *params)
+                rows: list[Any] = await driver.fetch(sql, *params)
+                return rows
         except Exception as error:
             raise self.translate(error, "append") from error
-        return [int(row[0]) for row in rows]
 
     async def append_batch(self, requests: Sequence[AppendRequest]) -> list[list[int]]:
         statement = self._batches.build(requests, lambda c: _coalesce(c, self.view_keys))
         if statement is None:
             return await super().append_batch(requests)
-        sql, params = statement
-        try:
-            async with self.driver_connection() as driver:
-                rows = await driver.fetch(sql, *params)
-        except Exception as error:
-            raise self.translate(error, "append") from error
+        rows = await self._append_statement(*statement)
         by_event = {(row[1], row[2], int(row[3])): int(row[0]) for row in rows}
         return [
             [by_event[(r.tenant_id, r.stream_id, pending.version)] for pending in r.events]
@@ -228,7 +237,7 @@ class PostgresBackend(SqlBackend):
         shape = (
             len(request.events),
             len(request.blob_adds),
-            tuple(_change_shape(change) for _, change in changes),
+            tuple(change_shape(change) for _, change in changes),
         )
         sql = self._statements.get(shape)
         if sql is None:
@@ -273,18 +282,14 @@ class PostgresBackend(SqlBackend):
         if isinstance(change, Upsert | InsertIfAbsent):
             names = list(change.row)
             values = ", ".join(value(change.row[name]) for name in names)
-            sql = f"INSERT INTO {table} ({', '.join(map(_quote, names))}) VALUES ({values})"
-            updates = [f"{_quote(n)} = EXCLUDED.{_quote(n)}" for n in names if n not in keys]
-            conflict = f" ON CONFLICT ({', '.join(map(_quote, keys))}) DO "
-            if isinstance(change, InsertIfAbsent) or not updates:
-                return sql + conflict + "NOTHING"
-            return sql + conflict + "UPDATE SET " + ", ".join(updates)
+            sql = f"INSERT INTO {table} ({', '.join(map(quote, names))}) VALUES ({values})"
+            return sql + on_conflict(names, keys, keep_existing=isinstance(change, InsertIfAbsent))
         if isinstance(change, Update):
-            sets = ", ".join(f"{_quote(n)} = {value(v)}" for n, v in change.values.items())
-            where = " AND ".join(f"{_quote(n)} = {value(v)}" for n, v in change.key.items())
+            sets = ", ".join(f"{quote(n)} = {value(v)}" for n, v in change.values.items())
+            where = " AND ".join(f"{quote(n)} = {value(v)}" for n, v in change.key.items())
             return f"UPDATE {table} SET {sets} WHERE {where}"
         assert isinstance(change, Delete)
-        where = " AND ".join(f"{_quote(n)} = {value(v)}" for n, v in change.where.items())
+        where = " AND ".join(f"{quote(n)} = {value(v)}" for n, v in change.where.items())
         return f"DELETE FROM {table} WHERE {where}"
 
     # -- reads the stores make on every call: raw asyncpg, one round trip each ----------
@@ -315,15 +320,15 @@ class PostgresBackend(SqlBackend):
 
     def _build_query(self, query: ViewQuery) -> str:
         numbers = iter(range(1, 10_000))
-        columns = ", ".join(map(_quote, query.columns)) if query.columns else "*"
+        columns = ", ".join(map(quote, query.columns)) if query.columns else "*"
         conditions = [
-            f"{_quote(name)} = ANY(${next(numbers)})" if isinstance(value, In)
-            else f"{_quote(name)}::jsonb @> ${next(numbers)}::jsonb"
+            f"{quote(name)} = ANY(${next(numbers)})" if isinstance(value, In)
+            else f"{quote(name)}::jsonb @> ${next(numbers)}::jsonb"
             if isinstance(value, JsonContains)
-            else f"{_quote(name)} = ${next(numbers)}"
+            else f"{quote(name)} = ${next(numbers)}"
             for name, value in query.where.items()
         ]
-        order = ", ".join(map(_quote, query.order_by))
+        order = ", ".join(map(quote, query.order_by))
         if query.after is not None and query.order_by:
             keyset = ", ".join(f"${next(numbers)}" for _ in query.order_by)
             conditions.append(f"({order}) {'<' if query.descending else '>'} ({keyset})")
@@ -332,7 +337,7 @@ class PostgresBackend(SqlBackend):
             sql += " WHERE " + " AND ".join(conditions)
         if query.order_by:
             direction = " DESC" if query.descending else ""
-            sql += " ORDER BY " + ", ".join(f"{_quote(n)}{direction}" for n in query.order_by)
+            sql += " ORDER BY " + ", ".join(f"{quote(n)}{direction}" for n in query.order_by)
         if query.limit is not None:
             sql += f" LIMIT ${next(numbers)}"
         return sql
@@ -538,12 +543,6 @@ def _coalesce(
     return [item for item in result if item is not None]
 
 
-def _change_shape(change: Change) -> tuple[Any, ...]:
-    columns = tuple((name, value is AT_POSITION) for name, value in change_values(change))
-    extra = tuple(change.key) if isinstance(change, Update) else ()
-    return (type(change).__name__, change.table, columns, extra)
-
-
 def _statement_params(request: AppendRequest, changes: list[tuple[int, Change]]) -> list[Any]:
     """The parameters of the single statement, in the order `_build_statement` numbers them."""
     params: list[Any] = []
@@ -561,7 +560,3 @@ def _statement_params(request: AppendRequest, changes: list[tuple[int, Change]])
             version if value is AT_POSITION else value for _, value in change_values(change)
         ]
     return params
-
-
-def _quote(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'

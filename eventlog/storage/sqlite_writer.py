@@ -19,7 +19,17 @@ from typing import Any
 import sqlalchemy as sa
 
 from eventlog.storage.base import AppendRequest
-from projections.changes import AT_POSITION, Change, Delete, InsertIfAbsent, Update, Upsert
+from eventlog.storage.sqltext import on_conflict, quote
+from projections.changes import (
+    AT_POSITION,
+    Change,
+    Delete,
+    InsertIfAbsent,
+    Update,
+    Upsert,
+    change_shape,
+    change_values,
+)
 
 _EVENT_COLUMNS = (
     "tenant_id", "stream_id", "stream_version", "event_id", "type", "data", "recorded_at",
@@ -131,14 +141,8 @@ class SqliteWriter:
 
     def _change(self, change: Change, position: int) -> tuple[str, list[tuple[str, Any]]]:
         """The change's SQL (cached by shape) and its (column, value) pairs in order."""
-        if isinstance(change, Upsert | InsertIfAbsent):
-            pairs = list(change.row.items())
-        elif isinstance(change, Update):
-            pairs = [*change.values.items(), *change.key.items()]
-        else:
-            pairs = list(change.where.items())
-        shape = (type(change), change.table, tuple(name for name, _ in pairs),
-                 tuple(change.key) if isinstance(change, Update) else ())
+        pairs = change_values(change)
+        shape = change_shape(change)
         sql = self._sql.get(shape)
         if sql is None:
             sql = self._sql[shape] = self._change_sql(change, [name for name, _ in pairs])
@@ -146,22 +150,18 @@ class SqliteWriter:
                      for name, value in pairs]
 
     def _change_sql(self, change: Change, names: list[str]) -> str:
-        table = _quote(change.table)
+        table = quote(change.table)
         keys = [column.name for column in self._tables[change.table].primary_key.columns]
         if isinstance(change, Upsert | InsertIfAbsent):
-            sql = (f"INSERT INTO {table} ({', '.join(map(_quote, names))}) "
+            sql = (f"INSERT INTO {table} ({', '.join(map(quote, names))}) "
                    f"VALUES ({', '.join('?' for _ in names)})")
-            updates = [f"{_quote(n)} = excluded.{_quote(n)}" for n in names if n not in keys]
-            conflict = f" ON CONFLICT ({', '.join(map(_quote, keys))}) DO "
-            if isinstance(change, InsertIfAbsent) or not updates:
-                return sql + conflict + "NOTHING"
-            return sql + conflict + "UPDATE SET " + ", ".join(updates)
+            return sql + on_conflict(names, keys, keep_existing=isinstance(change, InsertIfAbsent))
         if isinstance(change, Update):
-            sets = ", ".join(f"{_quote(n)} = ?" for n in change.values)
-            where = " AND ".join(f"{_quote(n)} = ?" for n in change.key)
+            sets = ", ".join(f"{quote(n)} = ?" for n in change.values)
+            where = " AND ".join(f"{quote(n)} = ?" for n in change.key)
             return f"UPDATE {table} SET {sets} WHERE {where}"
         assert isinstance(change, Delete)
-        where = " AND ".join(f"{_quote(n)} = ?" for n in names)
+        where = " AND ".join(f"{quote(n)} = ?" for n in names)
         return f"DELETE FROM {table} WHERE {where}"
 
     def _encode(self, table: str, pairs: Any) -> list[Any]:
@@ -175,7 +175,3 @@ class SqliteWriter:
             encoder = self._encoders[key]
             values.append(value if encoder is None or value is None else encoder(value))
         return values
-
-
-def _quote(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
