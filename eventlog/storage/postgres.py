@@ -1,6 +1,9 @@
-"""PostgreSQL (``postgresql://…``): SQLAlchemy for schema and reads, raw asyncpg where it pays.
+"""PostgreSQL (``postgresql://…``): every statement over asyncpg, from one connection pool.
 
-Two things here are not plain SQLAlchemy, and both are about the log's hot paths:
+Our own `ConnectionPool` when we were given a URL; the application's engine's pool when we
+were given its engine. SQLAlchemy and Alembic only check and upgrade the schema at open,
+on one connection that is closed before the pool opens. Two things are about the log's
+hot paths:
 
 * **One round trip per append.** The events, their view changes and blob references are
   sent as ONE statement of data-modifying CTEs and run in autocommit: no BEGIN and COMMIT
@@ -20,15 +23,15 @@ Two things here are not plain SQLAlchemy, and both are about the log's hot paths
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Sequence
+import uuid
+from collections.abc import AsyncIterator, Generator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
-import msgspec
 import sqlalchemy as sa
-from sqlalchemy.dialects.postgresql import insert as postgres_insert
-from sqlalchemy.exc import DBAPIError, DisconnectionError
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.pool import NullPool
 
 from eventlog import cursors
 from eventlog.errors import CommitOutcomeUnknown, EventLogError, StorageError
@@ -36,8 +39,22 @@ from eventlog.records import StoredEvent
 from eventlog.storage.base import AppendRequest, StreamVersionTaken
 from eventlog.storage.pgbatch import BatchStatements
 from eventlog.storage.pgpool import ConnectionPool
-from eventlog.storage.sql import SqlBackend
-from eventlog.storage.sqltext import on_conflict, quote
+from eventlog.storage.sql import (
+    EVENT_READ_COLUMNS,
+    SCAN_PAGE,
+    SqlBackend,
+    stored_event,
+)
+from eventlog.storage.sqltext import (
+    EVENT_COLUMNS,
+    Numbered,
+    PostgresDialect,
+    Statement,
+    blob_add,
+    change_params,
+    change_sql,
+    quote,
+)
 from projections.changes import (
     AT_POSITION,
     Change,
@@ -46,15 +63,9 @@ from projections.changes import (
     Update,
     Upsert,
     change_shape,
-    change_values,
 )
-from projections.query import In, JsonContains, ViewQuery
 
 R = TypeVar("R")
-_EVENT_COLUMNS = (
-    "tenant_id", "stream_id", "stream_version", "event_id", "type", "data", "recorded_at",
-    "prev_hash", "hash",
-)
 # The read horizon: the oldest transaction still running in THIS database (or whose
 # database we cannot see), else the next transaction id to be assigned. Every transaction
 # id below it has ended, or belongs to a backend connected to another database, which can
@@ -88,6 +99,7 @@ class PostgresBackend(SqlBackend):
 
     name = "postgresql"
     dialect = "postgresql"
+    text = PostgresDialect()
 
     def __init__(
         self,
@@ -97,50 +109,50 @@ class PostgresBackend(SqlBackend):
         schema: str = "eventlog",
         pool_size: int = 10,
     ) -> None:
+        assert (url is None) != (engine is None), "a URL or an engine, not both"
         self._dsn = url
+        self._engine = engine
         self._pool_size = pool_size
         self._pool: ConnectionPool | None = None
+        self._open = False
         self._statements: dict[tuple[Any, ...], str] = {}
-        self._queries: dict[tuple[Any, ...], str] = {}
-        if engine is None:
-            assert url is not None
-            engine = create_async_engine(
-                "postgresql+asyncpg://" + url.split("://", 1)[1],
-                pool_size=pool_size,
-                max_overflow=pool_size,
-            )
-            sa.event.listen(engine.sync_engine, "checkout", _refuse_closed_connection)
-            owned = True
-        else:
-            owned = False
-        super().__init__(engine, owned=owned, schema=schema)
-        quoted = quote(schema)
-        self.qualified = {name: f"{quoted}.{quote(name)}" for name in ("events", "blobs")}
-        self.qualified.update({name: f"{quoted}.{quote(name)}" for name in self.views})
-        self.view_keys = {
-            name: [column.name for column in table.primary_key.columns]
-            for name, table in self.views.items()
-        }
+        super().__init__(schema=schema)
         tables = {**self.views, "events": self.events, "blobs": self.blobs}
         self._batches = BatchStatements(self.qualified, tables, self.view_keys)
         self._read_all_sql = self._build_read_all_sql(tenant=False)
         self._read_all_tenant_sql = self._build_read_all_sql(tenant=True)
+        events = self.qualified["events"]
+        self._select_events = f"SELECT {', '.join(EVENT_READ_COLUMNS)} FROM {events}"
+
+    def new_param(self) -> Numbered:
+        return Numbered()
 
     async def open(self, *, upgrade: bool) -> str:
         try:
-            async with self.engine.begin() as connection:
-                # Serialize schema creation across every process and host.
-                await connection.execute(
-                    sa.text("SELECT pg_advisory_xact_lock(hashtext(:key))"),
-                    {"key": f"checkpoint-eventlog:migrate:{self.schema}"},
-                )
-                if upgrade:
+            # Alembic needs SQLAlchemy: one unpooled connection (or the application's
+            # engine), gone before our pool opens, so we never hold two pools.
+            engine = self._engine or create_async_engine(
+                "postgresql+asyncpg://" + (self._dsn or "").split("://", 1)[1],
+                poolclass=NullPool,
+            )
+            try:
+                async with engine.begin() as connection:
+                    # Serialize schema creation across every process and host.
                     await connection.execute(
-                        sa.text(f"CREATE SCHEMA IF NOT EXISTS {quote(self.schema or '')}")
+                        sa.text("SELECT pg_advisory_xact_lock(hashtext(:key))"),
+                        {"key": f"checkpoint-eventlog:migrate:{self.schema}"},
                     )
-                revision = await self.migrate(connection, upgrade=upgrade)
-            if self.owned and self._dsn is not None:
+                    if upgrade:
+                        await connection.execute(
+                            sa.text(f"CREATE SCHEMA IF NOT EXISTS {quote(self.schema or '')}")
+                        )
+                    revision = await self.migrate(connection, upgrade=upgrade)
+            finally:
+                if self._engine is None:
+                    await engine.dispose()
+            if self._dsn is not None:
                 self._pool = ConnectionPool(self._dsn, self._pool_size)
+            self._open = True
             return revision
         except EventLogError:
             raise
@@ -148,24 +160,10 @@ class PostgresBackend(SqlBackend):
             raise self.translate(error, "open") from error
 
     async def close(self) -> None:
+        self._open = False
         if self._pool is not None:
             await self._pool.close()
             self._pool = None
-        await super().close()
-
-    @asynccontextmanager
-    async def write_transaction(self) -> AsyncIterator[AsyncConnection]:
-        async with self.engine.begin() as connection:
-            yield connection
-
-    @asynccontextmanager
-    async def read_connection(self) -> AsyncIterator[AsyncConnection]:
-        try:
-            async with self.engine.connect() as connection:
-                # Autocommit: a read is one round trip, with no BEGIN and ROLLBACK around it.
-                yield await connection.execution_options(isolation_level="AUTOCOMMIT")
-        except Exception as error:
-            raise self.translate(error, "read") from error
 
     @asynccontextmanager
     async def driver_connection(self) -> AsyncIterator[Any]:
@@ -175,19 +173,18 @@ class PostgresBackend(SqlBackend):
             async with self._pool.connection() as driver:
                 yield driver
             return
-        async with self.engine.connect() as connection:
+        if self._engine is None or not self._open:
+            raise StorageError("postgresql", "connect", "the backend is not open")
+        async with self._engine.connect() as connection:
             fairy = await connection.get_raw_connection()
             yield fairy.driver_connection
-
-    def dialect_insert(self, table: sa.Table) -> Any:
-        return postgres_insert(table)
 
     # -- the append ----------------------------------------------------------------------
 
     async def append(self, request: AppendRequest) -> list[int]:
         statement = self.single_statement(request)
         if statement is None:
-            return await super().append(request)
+            return (await self._append_in_transaction([request]))[0]
         rows = await self._append_statement(*statement)
         return [int(row[0]) for row in rows]
 
@@ -203,13 +200,28 @@ class PostgresBackend(SqlBackend):
     async def append_batch(self, requests: Sequence[AppendRequest]) -> list[list[int]]:
         statement = self._batches.build(requests, lambda c: _coalesce(c, self.view_keys))
         if statement is None:
-            return await super().append_batch(requests)
+            return await self._append_in_transaction(requests)
         rows = await self._append_statement(*statement)
         by_event = {(row[1], row[2], int(row[3])): int(row[0]) for row in rows}
         return [
             [by_event[(r.tenant_id, r.stream_id, pending.version)] for pending in r.events]
             for r in requests
         ]
+
+    async def _append_in_transaction(
+        self, requests: Sequence[AppendRequest]
+    ) -> list[list[int]]:
+        """The requests as sequential statements in one transaction: what one statement
+        cannot express (a blob release, two changes to one row, a delete beside other
+        changes to its table)."""
+        try:
+            async with self.driver_connection() as driver, driver.transaction():
+                return [
+                    await _run_statements(self.sequential.statements(request), driver)
+                    for request in requests
+                ]
+        except Exception as error:
+            raise self.translate(error, "append") from error
 
     async def stream_heads(
         self, keys: Sequence[tuple[str, str]]
@@ -247,100 +259,36 @@ class PostgresBackend(SqlBackend):
     def _build_statement(
         self, request: AppendRequest, changes: list[tuple[int, Change]]
     ) -> str:
-        numbers = iter(range(1, 1_000_000))
-
-        def param() -> str:
-            return f"${next(numbers)}"
-
+        param = Numbered()
         rows = ", ".join(
-            "(" + ", ".join(param() for _ in _EVENT_COLUMNS) + ")" for _ in request.events
+            "(" + ", ".join(param(None) for _ in EVENT_COLUMNS) + ")" for _ in request.events
         )
         ctes = [
-            f"e AS (INSERT INTO {self.qualified['events']} ({', '.join(_EVENT_COLUMNS)}) "
+            f"e AS (INSERT INTO {self.qualified['events']} ({', '.join(EVENT_COLUMNS)}) "
             f"VALUES {rows} RETURNING position, stream_version)"
         ]
         for number in range(len(request.blob_adds)):
-            ctes.append(
-                f"b{number} AS (INSERT INTO {self.qualified['blobs']} AS t "
-                f"(tenant_id, digest, size, refs, data) VALUES ({param()}, {param()}, "
-                f"{param()}, {param()}, {param()}) ON CONFLICT (tenant_id, digest) "
-                f"DO UPDATE SET refs = t.refs + EXCLUDED.refs)"
-            )
-        for number, (_, change) in enumerate(changes):
-            ctes.append(f"c{number} AS ({self._change_sql(change, param)})")
-        return f"WITH {', '.join(ctes)} SELECT position FROM e ORDER BY stream_version"
-
-    def _change_sql(self, change: Change, param: Callable[[], str]) -> str:
-        table = self.qualified[change.table]
-        keys = self.view_keys[change.table]
+            sql = blob_add(self.qualified["blobs"], param, "", b"", b"", 0)
+            ctes.append(f"b{number} AS ({sql})")
 
         def value(raw: Any) -> str:
+            # The event's position, which only the events CTE knows, found by its version.
             if raw is AT_POSITION:
-                return f"(SELECT position FROM e WHERE stream_version = {param()})"
-            return param()
+                return f"(SELECT position FROM e WHERE stream_version = {param(raw)})"
+            return param(raw)
 
-        if isinstance(change, Upsert | InsertIfAbsent):
-            names = list(change.row)
-            values = ", ".join(value(change.row[name]) for name in names)
-            sql = f"INSERT INTO {table} ({', '.join(map(quote, names))}) VALUES ({values})"
-            return sql + on_conflict(names, keys, keep_existing=isinstance(change, InsertIfAbsent))
-        if isinstance(change, Update):
-            sets = ", ".join(f"{quote(n)} = {value(v)}" for n, v in change.values.items())
-            where = " AND ".join(f"{quote(n)} = {value(v)}" for n, v in change.key.items())
-            return f"UPDATE {table} SET {sets} WHERE {where}"
-        assert isinstance(change, Delete)
-        where = " AND ".join(f"{quote(n)} = {value(v)}" for n, v in change.where.items())
-        return f"DELETE FROM {table} WHERE {where}"
+        for number, (_, change) in enumerate(changes):
+            sql = change_sql(change, self.qualified[change.table],
+                             self.view_keys[change.table], value)
+            ctes.append(f"c{number} AS ({sql})")
+        return f"WITH {', '.join(ctes)} SELECT position FROM e ORDER BY stream_version"
 
     # -- reads the stores make on every call: raw asyncpg, one round trip each ----------
 
-    async def query(self, query: ViewQuery) -> list[dict[str, Any]]:
-        if query.table not in self.views:
-            raise KeyError(query.table)
-        shape = (
-            query.table,
-            tuple((name, type(value).__name__) for name, value in query.where.items()),
-            query.order_by, query.descending, query.after is not None, query.limit is not None,
-            query.columns,
-        )
-        sql = self._queries.get(shape)
-        if sql is None:
-            sql = self._queries[shape] = self._build_query(query)
-        params: list[Any] = [
-            list(value.values) if isinstance(value, In)
-            else msgspec.json.encode(dict(value.value)).decode()
-            if isinstance(value, JsonContains) else value
-            for value in query.where.values()
-        ]
-        params += list(query.after or ())
-        if query.limit is not None:
-            params.append(query.limit)
-        rows = await self._fetch("read", sql, params)
-        return [dict(row.items()) for row in rows]
-
-    def _build_query(self, query: ViewQuery) -> str:
-        numbers = iter(range(1, 10_000))
-        columns = ", ".join(map(quote, query.columns)) if query.columns else "*"
-        conditions = [
-            f"{quote(name)} = ANY(${next(numbers)})" if isinstance(value, In)
-            else f"{quote(name)}::jsonb @> ${next(numbers)}::jsonb"
-            if isinstance(value, JsonContains)
-            else f"{quote(name)} = ${next(numbers)}"
-            for name, value in query.where.items()
-        ]
-        order = ", ".join(map(quote, query.order_by))
-        if query.after is not None and query.order_by:
-            keyset = ", ".join(f"${next(numbers)}" for _ in query.order_by)
-            conditions.append(f"({order}) {'<' if query.descending else '>'} ({keyset})")
-        sql = f"SELECT {columns} FROM {self.qualified[query.table]}"
-        if conditions:
-            sql += " WHERE " + " AND ".join(conditions)
-        if query.order_by:
-            direction = " DESC" if query.descending else ""
-            sql += " ORDER BY " + ", ".join(f"{quote(n)}{direction}" for n in query.order_by)
-        if query.limit is not None:
-            sql += f" LIMIT ${next(numbers)}"
-        return sql
+    async def fetch_view_rows(
+        self, table: str, sql: str, params: list[Any]
+    ) -> list[dict[str, Any]]:
+        return [dict(row.items()) for row in await self._fetch("read", sql, params)]
 
     async def get_blob(self, tenant_id: str, digest: bytes) -> bytes | None:
         rows = await self._fetch(
@@ -367,6 +315,60 @@ class PostgresBackend(SqlBackend):
             [tenant_id, stream_id],
         )
         return (int(rows[0][0]), bytes(rows[0][1])) if rows else None
+
+    async def read_stream(
+        self, tenant_id: str, stream_id: str, from_version: int, limit: int
+    ) -> list[StoredEvent]:
+        rows = await self._fetch(
+            "read",
+            f"{self._select_events} WHERE tenant_id = $1 AND stream_id = $2 "
+            "AND stream_version >= $3 ORDER BY stream_version LIMIT $4",
+            [tenant_id, stream_id, from_version, limit],
+        )
+        return [stored_event(row) for row in rows]
+
+    async def scan_streams(self, tenant_id: str | None) -> AsyncIterator[StoredEvent]:
+        order = f" ORDER BY tenant_id, stream_id, stream_version LIMIT {SCAN_PAGE}"
+        after = "(tenant_id, stream_id, stream_version) > ($1, $2, $3)"
+        if tenant_id is None:
+            scope: list[Any] = []
+            first, following = self._select_events, f"{self._select_events} WHERE {after}"
+        else:
+            scope = [tenant_id]
+            first = f"{self._select_events} WHERE tenant_id = $1"
+            following = f"{self._select_events} WHERE tenant_id = $4 AND {after}"
+        page = await self._fetch("read", first + order, scope)
+        while True:
+            for row in page:
+                yield stored_event(row)
+            if len(page) < SCAN_PAGE:
+                return
+            last = page[-1]
+            page = await self._fetch("read", following + order,
+                                     [last[2], last[3], last[4], *scope])
+
+    async def count_events(self, tenant_id: str | None) -> dict[str, int]:
+        events = self.qualified["events"]
+        if tenant_id is None:
+            rows = await self._fetch(
+                "read", f"SELECT tenant_id, count(*) FROM {events} GROUP BY tenant_id", [])
+        else:
+            rows = await self._fetch(
+                "read", f"SELECT tenant_id, count(*) FROM {events} WHERE tenant_id = $1 "
+                "GROUP BY tenant_id", [tenant_id])
+        return {str(row[0]): int(row[1]) for row in rows}
+
+    async def find_event(self, tenant_id: str, event_id: uuid.UUID) -> StoredEvent | None:
+        rows = await self._fetch(
+            "read", f"{self._select_events} WHERE tenant_id = $1 AND event_id = $2",
+            [tenant_id, event_id])
+        return stored_event(rows[0]) if rows else None
+
+    async def blob_refs(self, tenant_id: str) -> Mapping[bytes, int]:
+        rows = await self._fetch(
+            "read", f"SELECT digest, refs FROM {self.qualified['blobs']} WHERE tenant_id = $1",
+            [tenant_id])
+        return {bytes(row[0]): int(row[1]) for row in rows}
 
     async def _fetch(self, operation: str, sql: str, params: list[Any]) -> list[Any]:
         # A read is safe to repeat: one whose connection the server had ended (a restart,
@@ -475,13 +477,18 @@ def _stored(row: Any) -> StoredEvent:
     )
 
 
-def _refuse_closed_connection(dbapi_connection: Any, record: Any, proxy: Any) -> None:
-    """Hand out no pooled connection the server already closed (a restart, a failover,
-    pg_terminate_backend, an idle timeout): SQLAlchemy's pool drops it and opens another,
-    so the first read after a restart succeeds instead of failing once per connection.
-    Checking costs nothing: asyncpg marks a connection closed when its socket ends."""
-    if dbapi_connection.driver_connection.is_closed():
-        raise DisconnectionError("the server closed this pooled connection")
+async def _run_statements(
+    statements: Generator[Statement, Any, list[int]], driver: Any
+) -> list[int]:
+    """Run a sequential append on an asyncpg connection; the positions of its events."""
+    result: Any = None
+    try:
+        while True:
+            sql, values, returns = statements.send(result)
+            result = await (driver.fetchval if returns else driver.execute)(sql, *values)
+    except StopIteration as done:
+        positions: list[int] = done.value
+        return positions
 
 
 def _connection_lost(error: BaseException) -> bool:
@@ -551,12 +558,10 @@ def _statement_params(request: AppendRequest, changes: list[tuple[int, Change]])
             request.tenant_id, request.stream_id, pending.version, pending.event_id,
             pending.type, pending.data, pending.recorded_at, pending.prev_hash, pending.hash,
         )
-    # Blob rows in digest order, as in the transaction path (see SqlBackend.apply_blobs).
+    # Blob rows in digest order, as in the sequential append (SequentialAppend.statements).
     for digest, (payload, count) in sorted(request.blob_adds.items()):
         params += (request.tenant_id, digest, len(payload), count, payload)
     for index, change in changes:
         version = request.events[index].version
-        params += [
-            version if value is AT_POSITION else value for _, value in change_values(change)
-        ]
+        params += [version if value is AT_POSITION else value for value in change_params(change)]
     return params

@@ -1,29 +1,46 @@
-"""The embedded default (``sqlite:///path.db``): SQLAlchemy Core over aiosqlite, WAL.
+"""The embedded default (``sqlite:///path.db``): a SQLite file in WAL mode.
 
 Writes take the database lock up front (``BEGIN IMMEDIATE``), so a write transaction
 never fails half-way on a read-to-write lock upgrade, and there is one writer at a time:
 positions become visible in the order they were assigned, which makes position order
 gap-safe. Readers never block writers in WAL mode.
+
+Appends to our own file run on one writer thread over ``sqlite3`` (`SqliteWriter`); an
+application's engine, or an in-memory database, appends through SQLAlchemy's connection.
+Both run the same statements (`SqlBackend.sequential`); reads go through SQLAlchemy over
+aiosqlite.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import AsyncIterator, Sequence
+import uuid
+from collections.abc import AsyncIterator, Callable, Generator, Mapping, Sequence
 from contextlib import asynccontextmanager
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy import event
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
+from eventlog import cursors
 from eventlog.errors import CommitOutcomeUnknown, EventLogError, SchemaError, StorageError
+from eventlog.records import StoredEvent
 from eventlog.storage.base import AppendRequest, StreamVersionTaken
-from eventlog.storage.sql import SqlBackend
+from eventlog.storage.sql import (
+    CHECKED_COLUMNS,
+    EVENT_READ_COLUMNS,
+    SCAN_PAGE,
+    SqlBackend,
+    normalise_row,
+    stored_event,
+)
 from eventlog.storage.sqlite_writer import SqliteWriter
+from eventlog.storage.sqltext import Positional, SqliteDialect, Statement
 
 _WRITE = "eventlog_write"
 _SET_UP = "eventlog_set_up"
@@ -34,6 +51,7 @@ CONNECTION_PRAGMAS = [
     "PRAGMA synchronous = FULL",
 ]
 """Run on every connection: wait for other writers, write-ahead log, fsync each commit."""
+_DIALECT = sqlite_dialect.dialect()
 
 
 class SqliteBackend(SqlBackend):
@@ -41,45 +59,35 @@ class SqliteBackend(SqlBackend):
 
     name = "sqlite"
     dialect = "sqlite"
+    text = SqliteDialect()
 
     def __init__(self, path: str | None = None, *, engine: AsyncEngine | None = None) -> None:
         if engine is None:
             assert path is not None
             self.path: str | None = path
             engine = create_async_engine(f"sqlite+aiosqlite:///{path}")
-            owned = True
+            self.owned = True
         else:
-            self.path, owned = engine.url.database, False
+            self.path, self.owned = engine.url.database, False
+        self.engine = engine
         _install_connection_setup(engine)
-        super().__init__(engine, owned=owned, schema=None)
+        super().__init__(schema=None)
+        self._decoders = {
+            name: {column.name: _result_processor(column.type) for column in table.columns}
+            for name, table in self.views.items()
+        }
         # Our own file: appends take the one-hop writer thread. An application's engine (or
         # an in-memory database, which another connection would not see) keeps SQLAlchemy.
         self._writer: SqliteWriter | None = None
-        if owned and self.path and self.path != ":memory:":
-            tables = {**self.views, "events": self.events, "blobs": self.blobs}
-            self._writer = SqliteWriter(self.path, tables, CONNECTION_PRAGMAS,
-                                        engine.sync_engine.dialect)
+        if self.owned and self.path and self.path != ":memory:":
+            self._writer = SqliteWriter(self.path, CONNECTION_PRAGMAS,
+                                        lambda c, r: run_statements(
+                                            self.sequential.statements(r), c.execute))
 
-    async def append(self, request: AppendRequest) -> list[int]:
-        if self._writer is None:
-            return await super().append(request)
-        try:
-            return await self._writer.append(request)
-        except Exception as error:
-            raise self.translate(error, "append") from error
+    def new_param(self) -> Positional:
+        return Positional()
 
-    async def append_batch(self, requests: Sequence[AppendRequest]) -> list[list[int]]:
-        if self._writer is None:
-            return await super().append_batch(requests)
-        try:
-            return await self._writer.append_batch(requests)
-        except Exception as error:
-            raise self.translate(error, "append") from error
-
-    async def close(self) -> None:
-        if self._writer is not None:
-            await self._writer.close()
-        await super().close()
+    # -- connections ---------------------------------------------------------------------
 
     async def open(self, *, upgrade: bool) -> str:
         try:
@@ -92,15 +100,179 @@ class SqliteBackend(SqlBackend):
         except Exception as error:
             raise self.translate(error, "open") from error
 
+    async def close(self) -> None:
+        if self._writer is not None:
+            await self._writer.close()
+        if self.owned:
+            await self.engine.dispose()
+
     @asynccontextmanager
     async def write_transaction(self) -> AsyncIterator[AsyncConnection]:
+        """A connection inside a write transaction (``BEGIN IMMEDIATE``)."""
         async with self.engine.connect() as connection:
             connection = await connection.execution_options(**{_WRITE: True})
             async with connection.begin():
                 yield connection
 
-    def dialect_insert(self, table: sa.Table) -> Any:
-        return sqlite_insert(table)
+    @asynccontextmanager
+    async def read_connection(self) -> AsyncIterator[AsyncConnection]:
+        """A connection for one or more reads, with driver errors translated."""
+        try:
+            async with self.engine.connect() as connection:
+                yield connection
+        except Exception as error:
+            raise self.translate(error, "read") from error
+
+    # -- the append ----------------------------------------------------------------------
+
+    async def append(self, request: AppendRequest) -> list[int]:
+        return (await self.append_batch([request]))[0]
+
+    async def append_batch(self, requests: Sequence[AppendRequest]) -> list[list[int]]:
+        try:
+            if self._writer is not None:
+                return await self._writer.append_batch(requests)
+            async with self.write_transaction() as connection:
+                return await connection.run_sync(lambda sync: [
+                    run_statements(self.sequential.statements(request),
+                                   lambda sql, values: sync.exec_driver_sql(sql, tuple(values)))
+                    for request in requests
+                ])
+        except Exception as error:
+            raise self.translate(error, "append") from error
+
+    # -- reads ---------------------------------------------------------------------------
+
+    async def fetch_view_rows(
+        self, table: str, sql: str, params: list[Any]
+    ) -> list[dict[str, Any]]:
+        decoders = self._decoders[table]
+        async with self.read_connection() as connection:
+            result = await connection.exec_driver_sql(sql, tuple(map(encode_value, params)))
+            names = list(result.keys())
+            rows = result.all()
+        return [
+            normalise_row({
+                name: value if value is None or decoders[name] is None
+                else decoders[name](value)  # type: ignore[misc]
+                for name, value in zip(names, row, strict=True)
+            })
+            for row in rows
+        ]
+
+    async def stream_head(self, tenant_id: str, stream_id: str) -> tuple[int, bytes] | None:
+        events = self.events
+        async with self.read_connection() as connection:
+            row = (
+                await connection.execute(
+                    sa.select(events.c.stream_version, events.c.hash)
+                    .where(events.c.tenant_id == tenant_id, events.c.stream_id == stream_id)
+                    .order_by(events.c.stream_version.desc())
+                    .limit(1)
+                )
+            ).first()
+        return None if row is None else (int(row[0]), bytes(row[1]))
+
+    async def read_stream(
+        self, tenant_id: str, stream_id: str, from_version: int, limit: int
+    ) -> list[StoredEvent]:
+        events = self.events
+        statement = (
+            self._select_events()
+            .where(
+                events.c.tenant_id == tenant_id,
+                events.c.stream_id == stream_id,
+                events.c.stream_version >= from_version,
+            )
+            .order_by(events.c.stream_version)
+            .limit(limit)
+        )
+        return await self._fetch_events(statement)
+
+    async def read_all(
+        self, after: str | None, limit: int, tenant_id: str | None
+    ) -> tuple[list[StoredEvent], str | None]:
+        # One writer at a time: positions become visible in commit order.
+        events = self.events
+        statement = self._select_events().where(events.c.position > cursors.decode_position(after))
+        if tenant_id is not None:
+            statement = statement.where(events.c.tenant_id == tenant_id)
+        rows = await self._fetch_events(statement.order_by(events.c.position).limit(limit))
+        return rows, cursors.encode_position(rows[-1].position) if rows else after
+
+    async def scan_streams(self, tenant_id: str | None) -> AsyncIterator[StoredEvent]:
+        events = self.events
+        order = (events.c.tenant_id, events.c.stream_id, events.c.stream_version)
+        last: tuple[str, str, int] | None = None
+        while True:
+            statement = self._select_events().order_by(*order).limit(SCAN_PAGE)
+            if tenant_id is not None:
+                statement = statement.where(events.c.tenant_id == tenant_id)
+            if last is not None:
+                statement = statement.where(sa.tuple_(*order) > sa.tuple_(*last))
+            page = await self._fetch_events(statement)
+            for stored in page:
+                yield stored
+            if len(page) < SCAN_PAGE:
+                return
+            last = (page[-1].tenant_id, page[-1].stream_id, page[-1].version)
+
+    async def count_events(self, tenant_id: str | None) -> dict[str, int]:
+        events = self.events
+        statement = sa.select(events.c.tenant_id, sa.func.count()).group_by(events.c.tenant_id)
+        if tenant_id is not None:
+            statement = statement.where(events.c.tenant_id == tenant_id)
+        async with self.read_connection() as connection:
+            rows = await connection.execute(statement)
+            return {str(tenant): int(count) for tenant, count in rows}
+
+    async def find_event(self, tenant_id: str, event_id: uuid.UUID) -> StoredEvent | None:
+        events = self.events
+        rows = await self._fetch_events(
+            self._select_events().where(events.c.tenant_id == tenant_id,
+                                        events.c.event_id == event_id)
+        )
+        return rows[0] if rows else None
+
+    async def get_blob(self, tenant_id: str, digest: bytes) -> bytes | None:
+        found = await self.get_blobs(tenant_id, [digest])
+        return found.get(digest)
+
+    async def get_blobs(self, tenant_id: str, digests: Sequence[bytes]) -> dict[bytes, bytes]:
+        blobs = self.blobs
+        async with self.read_connection() as connection:
+            rows = await connection.execute(
+                sa.select(blobs.c.digest, blobs.c.data).where(
+                    blobs.c.tenant_id == tenant_id, blobs.c.digest.in_(list(digests))
+                )
+            )
+            return {bytes(digest): bytes(data) for digest, data in rows}
+
+    async def blob_refs(self, tenant_id: str) -> Mapping[bytes, int]:
+        blobs = self.blobs
+        async with self.read_connection() as connection:
+            rows = await connection.execute(
+                sa.select(blobs.c.digest, blobs.c.refs).where(blobs.c.tenant_id == tenant_id)
+            )
+            return {bytes(digest): int(refs) for digest, refs in rows}
+
+    def _select_events(self) -> sa.Select[Any]:
+        # The driver's values, not SQLAlchemy's type processing: a row whose column was
+        # rewritten with another type or format must become a finding of verify, not an
+        # exception that ends the scan (`stored_event` converts and notes the damage).
+        events = self.events
+        return sa.select(*[
+            sa.type_coerce(events.c[name], sa.types.NullType()).label(name)
+            if name in CHECKED_COLUMNS else events.c[name]
+            for name in EVENT_READ_COLUMNS
+        ])
+
+    async def _fetch_events(self, statement: sa.Select[Any]) -> list[StoredEvent]:
+        async with self.read_connection() as connection:
+            result = await connection.execute(statement)
+            return [stored_event(row) for row in result]
+
+    # -- errors --------------------------------------------------------------------------
 
     def translate(self, error: BaseException, operation: str) -> BaseException:
         if isinstance(error, EventLogError | StreamVersionTaken):
@@ -112,6 +284,42 @@ class SqliteBackend(SqlBackend):
         if isinstance(original, sqlite3.IntegrityError) and "events.event_id" in str(original):
             return CommitOutcomeUnknown("sqlite", operation, "event ids already stored")
         return StorageError("sqlite", operation, f"{type(original).__name__}: {original}")
+
+
+def run_statements(
+    statements: Generator[Statement, Any, list[int]], execute: Callable[[str, Any], Any]
+) -> list[int]:
+    """Run a sequential append on a synchronous connection (``sqlite3``'s ``execute`` or
+    SQLAlchemy's ``exec_driver_sql``); the positions of its events."""
+    result: Any = None
+    try:
+        while True:
+            sql, values, returns = statements.send(result)
+            cursor = execute(sql, [encode_value(value) for value in values])
+            result = cursor.fetchone()[0] if returns else None
+    except StopIteration as done:
+        positions: list[int] = done.value
+        return positions
+
+
+_ENCODERS: dict[type, Callable[[Any], Any]] = {
+    kind: processor
+    for kind, column_type in ((datetime, sa.DateTime(timezone=True)), (uuid.UUID, sa.Uuid()))
+    if (processor := column_type.dialect_impl(_DIALECT).bind_processor(_DIALECT)) is not None
+}
+
+
+def encode_value(value: Any) -> Any:
+    """A value as SQLAlchemy's column types bind it on SQLite (a datetime as its text, a
+    UUID as 32 hex digits), so rows are byte-for-byte what SQLAlchemy would write."""
+    encoder = _ENCODERS.get(type(value))
+    return value if encoder is None else encoder(value)
+
+
+def _result_processor(column_type: Any) -> Callable[[Any], Any] | None:
+    processor: Callable[[Any], Any] | None = column_type.dialect_impl(
+        _DIALECT).result_processor(_DIALECT, None)
+    return processor
 
 
 def _prepare_path(path: str, *, create: bool) -> None:

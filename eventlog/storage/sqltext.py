@@ -1,8 +1,44 @@
-"""SQL text the SQL backends build by hand on their hot paths, written once."""
+"""The SQL text both SQL backends run, written once: applying a view change, answering a
+view query, and the event and blob rows of an append.
+
+Each builder takes ``param``, which records one value and returns its placeholder (``$n``
+on PostgreSQL, ``?`` on SQLite), and calls it in the order the values appear in the text,
+so the caller collects the parameters as it builds. Where the dialects truly differ (a
+list membership, a JSON containment test) a `SqlDialect` says how. Backends cache the
+text by the shape it depends on; the matching ``*_params`` functions give the values in
+the same order without building text again.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import abc
+from collections.abc import Callable, Generator, Hashable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from projections.changes import (
+    AT_POSITION,
+    Change,
+    Delete,
+    InsertIfAbsent,
+    Update,
+    Upsert,
+    change_shape,
+    change_values,
+)
+from projections.query import In, JsonContains, ViewQuery
+
+if TYPE_CHECKING:
+    from eventlog.storage.base import AppendRequest
+
+Param = Callable[[Any], str]
+"""Records one value and returns the placeholder that stands for it in the text."""
+
+EVENT_COLUMNS = (
+    "tenant_id", "stream_id", "stream_version", "event_id", "type", "data", "recorded_at",
+    "prev_hash", "hash",
+)
 
 
 def quote(name: str) -> str:
@@ -18,3 +54,339 @@ def on_conflict(names: Sequence[str], keys: Sequence[str], *, keep_existing: boo
     if keep_existing or not updates:
         return clause + "NOTHING"
     return clause + "UPDATE SET " + ", ".join(updates)
+
+
+# -- an append's rows -------------------------------------------------------------------
+
+
+def event_insert(table: str, param: Param, values: Sequence[Any]) -> str:
+    """Insert one event row (``values`` in `EVENT_COLUMNS` order), returning its position."""
+    placeholders = ", ".join(param(value) for value in values)
+    return (f"INSERT INTO {table} ({', '.join(EVENT_COLUMNS)}) VALUES ({placeholders}) "
+            "RETURNING position")
+
+
+def blob_add(table: str, param: Param, tenant_id: str, digest: bytes, payload: bytes,
+             count: int) -> str:
+    """Store a blob, or add ``count`` references to the stored one."""
+    values = ", ".join(param(v) for v in (tenant_id, digest, len(payload), count, payload))
+    return (f"INSERT INTO {table} AS t (tenant_id, digest, size, refs, data) VALUES ({values}) "
+            "ON CONFLICT (tenant_id, digest) DO UPDATE SET refs = t.refs + EXCLUDED.refs")
+
+
+def blob_release(table: str, param: Param, tenant_id: str, digest: bytes, count: int) -> str:
+    """Drop ``count`` references to a blob (then `blob_purge` deletes it at zero)."""
+    return (f"UPDATE {table} SET refs = refs - {param(count)} "
+            f"WHERE tenant_id = {param(tenant_id)} AND digest = {param(digest)}")
+
+
+def blob_purge(table: str, param: Param, tenant_id: str, digest: bytes) -> str:
+    """Delete a blob nothing references any more."""
+    return (f"DELETE FROM {table} WHERE tenant_id = {param(tenant_id)} "
+            f"AND digest = {param(digest)} AND refs <= 0")
+
+
+# -- view changes ------------------------------------------------------------------------
+
+
+def change_sql(change: Change, table: str, keys: Sequence[str], param: Param) -> str:
+    """The statement that applies ``change`` to ``table`` (whose primary key is ``keys``).
+
+    ``param`` is called with each of `change_values` in order; a value may be
+    `AT_POSITION`, which ``param`` turns into the event's position (or a subquery for it).
+    """
+    if isinstance(change, Upsert | InsertIfAbsent):
+        names = list(change.row)
+        values = ", ".join(param(change.row[name]) for name in names)
+        sql = f"INSERT INTO {table} ({', '.join(map(quote, names))}) VALUES ({values})"
+        return sql + on_conflict(names, keys, keep_existing=isinstance(change, InsertIfAbsent))
+    if isinstance(change, Update):
+        sets = ", ".join(f"{quote(n)} = {param(v)}" for n, v in change.values.items())
+        where = " AND ".join(f"{quote(n)} = {param(v)}" for n, v in change.key.items())
+        return f"UPDATE {table} SET {sets} WHERE {where}"
+    assert isinstance(change, Delete)
+    where = " AND ".join(f"{quote(n)} = {param(v)}" for n, v in change.where.items())
+    return f"DELETE FROM {table} WHERE {where}"
+
+
+def change_params(change: Change) -> list[Any]:
+    """The values `change_sql` places, in its order."""
+    return [value for _, value in change_values(change)]
+
+
+Statement = tuple[str, list[Any], bool]
+"""One statement of a sequential append: its text, its values, and whether it returns the
+value the append needs next (an event's position)."""
+
+
+class SequentialAppend:
+    """An append as a sequence of statements inside the caller's transaction: each event
+    row (returning its position), each view change, each blob reference change.
+
+    Both SQL backends run it: `statements` is a generator the backend drives with its own
+    connection (asyncpg, sqlite3, SQLAlchemy), sending back each event's position. Text is
+    cached by shape, so a repeated shape costs only its values.
+    """
+
+    def __init__(self, tables: Mapping[str, str], keys: Mapping[str, Sequence[str]],
+                 new_param: Callable[[], Numbered | Positional]) -> None:
+        self._tables = tables
+        self._keys = keys
+        self._new_param = new_param
+        self._text: dict[Hashable, str] = {}
+        names = tables["events"], tables["blobs"]
+        self._event_sql = self._cached("event", lambda p: event_insert(
+            names[0], p, [None] * len(EVENT_COLUMNS)))
+        self._blob_add_sql = self._cached("blob+", lambda p: blob_add(
+            names[1], p, "", b"", b"", 0))
+        self._blob_release_sql = self._cached("blob-", lambda p: blob_release(
+            names[1], p, "", b"", 0))
+        self._blob_purge_sql = self._cached("blob0", lambda p: blob_purge(names[1], p, "", b""))
+
+    def statements(self, request: AppendRequest) -> Generator[Statement, Any, list[int]]:
+        """The statements of ``request``; send each event's position back; returns them.
+
+        Blob rows are touched in digest order, whatever order the request lists them in:
+        two appends locking shared blob rows in opposite orders (two session deletes whose
+        checkpoints share states) would otherwise deadlock on PostgreSQL.
+        """
+        tenant = request.tenant_id
+        positions: list[int] = []
+        for pending in request.events:
+            values = [tenant, request.stream_id, pending.version, pending.event_id,
+                      pending.type, pending.data, pending.recorded_at, pending.prev_hash,
+                      pending.hash]
+            positions.append(int((yield self._event_sql, values, True)))
+        for index, change in request.changes:
+            position = positions[index]
+            yield self._change_sql(change), [
+                position if value is AT_POSITION else value for value in change_params(change)
+            ], False
+        for digest in sorted(request.blob_adds.keys() | request.blob_releases.keys()):
+            if digest in request.blob_adds:
+                payload, count = request.blob_adds[digest]
+                yield self._blob_add_sql, [tenant, digest, len(payload), count, payload], False
+            if digest in request.blob_releases:
+                count = request.blob_releases[digest]
+                yield self._blob_release_sql, [count, tenant, digest], False
+                yield self._blob_purge_sql, [tenant, digest], False
+        return positions
+
+    def _change_sql(self, change: Change) -> str:
+        shape = change_shape(change)
+        sql = self._text.get(shape)
+        if sql is None:
+            sql = self._text[shape] = change_sql(
+                change, self._tables[change.table], self._keys[change.table],
+                self._new_param())
+        return sql
+
+    def _cached(self, name: str, build: Callable[[Param], str]) -> str:
+        self._text[name] = build(self._new_param())
+        return self._text[name]
+
+
+# -- view queries ------------------------------------------------------------------------
+
+
+class SqlDialect(abc.ABC):
+    """What a view query's text needs to know of its dialect."""
+
+    @abc.abstractmethod
+    def member(self, column: str, wanted: In, param: Param) -> str:
+        """The condition that ``column`` is one of ``wanted.values``."""
+
+    @abc.abstractmethod
+    def member_params(self, wanted: In) -> list[Any]:
+        """The values `member` places, in its order."""
+
+    @abc.abstractmethod
+    def contains(self, column: str, wanted: JsonContains, param: Param) -> str:
+        """The condition that the JSON object in ``column`` contains ``wanted.value``."""
+
+    @abc.abstractmethod
+    def contains_params(self, wanted: JsonContains) -> list[Any]:
+        """The values `contains` places, in its order."""
+
+    @abc.abstractmethod
+    def condition_shape(self, value: Any) -> Hashable:
+        """What the text of one ``where`` condition depends on, beyond its column."""
+
+
+class PostgresDialect(SqlDialect):
+    """``= ANY($n)`` over one array; ``@>`` over one JSON text."""
+
+    def member(self, column: str, wanted: In, param: Param) -> str:
+        return f"{column} = ANY({param(list(wanted.values))})"
+
+    def member_params(self, wanted: In) -> list[Any]:
+        return [list(wanted.values)]
+
+    def contains(self, column: str, wanted: JsonContains, param: Param) -> str:
+        return f"{column}::jsonb @> {param(_json(wanted.value))}::jsonb"
+
+    def contains_params(self, wanted: JsonContains) -> list[Any]:
+        return [_json(wanted.value)]
+
+    def condition_shape(self, value: Any) -> Hashable:
+        return type(value).__name__
+
+
+class SqliteDialect(SqlDialect):
+    """``IN (?, …)`` with one placeholder per value; JSON1's ``json_type``/``json_extract``
+    per key (scalars compare by JSON type and value, so a boolean is never a number; nested
+    objects and arrays compare as their minified JSON text)."""
+
+    def member(self, column: str, wanted: In, param: Param) -> str:
+        return f"{column} IN ({', '.join(param(value) for value in wanted.values)})"
+
+    def member_params(self, wanted: In) -> list[Any]:
+        return list(wanted.values)
+
+    def contains(self, column: str, wanted: JsonContains, param: Param) -> str:
+        if not wanted.value:
+            return "1 = 1"
+        return " AND ".join(
+            self._key_equals(column, key, value, param) for key, value in wanted.value.items()
+        )
+
+    def contains_params(self, wanted: JsonContains) -> list[Any]:
+        collected = Positional()
+        for key, value in wanted.value.items():
+            self._key_equals("", key, value, collected)
+        return collected.values
+
+    def condition_shape(self, value: Any) -> Hashable:
+        if isinstance(value, In):
+            return ("in", len(value.values))
+        if isinstance(value, JsonContains):
+            return ("json", tuple(_json_kind(v) for v in value.value.values()))
+        return "equal"
+
+    @staticmethod
+    def _key_equals(column: str, key: str, wanted: Any, param: Param) -> str:
+        path = _json_path(key)
+
+        def kind() -> str:
+            return f"json_type({column}, {param(path)})"
+
+        def found() -> str:
+            return f"json_extract({column}, {param(path)})"
+
+        kinds = _json_kind(wanted)
+        if kinds == "null":
+            return f"{kind()} = 'null'"
+        if kinds in ("true", "false"):
+            return f"{kind()} = '{kinds}'"
+        if kinds in ("text", "integer"):
+            return f"({kind()} = '{kinds}' AND {found()} = {param(wanted)})"
+        if kinds == "real":
+            return f"({kind()} IN ('integer', 'real') AND {found()} = {param(wanted)})"
+        return f"{found()} = json({param(_json(wanted))})"
+
+
+def query_sql(query: ViewQuery, table: str, dialect: SqlDialect, param: Param) -> str:
+    """The SELECT that answers ``query`` from ``table``."""
+    columns = ", ".join(map(quote, query.columns)) if query.columns else "*"
+    conditions = []
+    for name, value in query.where.items():
+        column = quote(name)
+        if isinstance(value, In):
+            conditions.append(dialect.member(column, value, param))
+        elif isinstance(value, JsonContains):
+            conditions.append(dialect.contains(column, value, param))
+        else:
+            conditions.append(f"{column} = {param(value)}")
+    order = ", ".join(map(quote, query.order_by))
+    if query.after is not None and query.order_by:
+        keyset = ", ".join(param(value) for value in query.after)
+        conditions.append(f"({order}) {'<' if query.descending else '>'} ({keyset})")
+    sql = f"SELECT {columns} FROM {table}"
+    if conditions:
+        sql += " WHERE " + " AND ".join(conditions)
+    if query.order_by:
+        direction = " DESC" if query.descending else ""
+        sql += " ORDER BY " + ", ".join(f"{quote(n)}{direction}" for n in query.order_by)
+    if query.limit is not None:
+        sql += f" LIMIT {param(query.limit)}"
+    return sql
+
+
+def query_params(query: ViewQuery, dialect: SqlDialect) -> list[Any]:
+    """The values `query_sql` places, in its order."""
+    params: list[Any] = []
+    for value in query.where.values():
+        if isinstance(value, In):
+            params += dialect.member_params(value)
+        elif isinstance(value, JsonContains):
+            params += dialect.contains_params(value)
+        else:
+            params.append(value)
+    if query.after is not None and query.order_by:
+        params += query.after
+    if query.limit is not None:
+        params.append(query.limit)
+    return params
+
+
+def query_shape(query: ViewQuery, dialect: SqlDialect) -> Hashable:
+    """What `query_sql`'s text depends on: backends cache the text by it."""
+    return (
+        query.table,
+        tuple((name, dialect.condition_shape(value)) for name, value in query.where.items()),
+        query.order_by, query.descending, query.after is not None, query.limit is not None,
+        query.columns,
+    )
+
+
+def _json(value: Any) -> str:
+    return msgspec.json.encode(value).decode()
+
+
+def _json_path(key: str) -> str:
+    return '$."' + key + '"'
+
+
+def _json_kind(value: Any) -> str:
+    """JSON1's ``json_type`` name for a wanted value (``object``/``array`` for the rest)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return "text"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "real"
+    return "object"
+
+
+class Numbered:
+    """A `Param` that numbers PostgreSQL placeholders ``$1``, ``$2`` … and keeps the values."""
+
+    def __init__(self) -> None:
+        self.values: list[Any] = []
+
+    def __call__(self, value: Any) -> str:
+        self.values.append(value)
+        return f"${len(self.values)}"
+
+
+class Positional:
+    """A `Param` for SQLite's ``?`` placeholders that keeps the values in order."""
+
+    def __init__(self) -> None:
+        self.values: list[Any] = []
+
+    def __call__(self, value: Any) -> str:
+        self.values.append(value)
+        return "?"
+
+
+__all__ = [
+    "EVENT_COLUMNS", "Numbered", "Positional", "PostgresDialect", "SequentialAppend",
+    "SqlDialect", "Statement",
+    "SqliteDialect", "blob_add", "blob_purge", "blob_release", "change_params", "change_sql",
+    "event_insert", "on_conflict", "query_params", "query_shape", "query_sql", "quote",
+]

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from eventlog import CheckpointRecord, EventLog, open_log
-from eventlog.storage.sql import SqlBackend
+from eventlog.storage.postgres import PostgresBackend
 from tests.conftest import BackendTarget
 
 BIG = 24 * 1024 * 1024
@@ -98,11 +98,11 @@ async def test_postgres_create_is_one_statement(
     if target.name != "postgresql":
         pytest.skip("the one-statement append is PostgreSQL's")
 
-    async def refuse(*_: object) -> list[int]:
+    async def refuse(*_: object) -> list[list[int]]:
         raise AssertionError("the create took the transactional fallback")
 
     async with open_log(target.url, **target.options()) as log:
-        monkeypatch.setattr(SqlBackend, "append", refuse)
+        monkeypatch.setattr(PostgresBackend, "_append_in_transaction", refuse)
         await log.checkpoints.create(record("s", {"a": 1}, "p"))
         await log.checkpoints.create(CheckpointRecord(
             tenant_id="t", session_id="s", run_id=RUN, parent_id="p", state={"a": 1},

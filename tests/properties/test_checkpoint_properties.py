@@ -49,7 +49,10 @@ from eventlog import CheckpointRecord, EventLog, InvalidInput, open_log
 from eventlog.checkpoints import RunInfo, SessionInfo
 from eventlog.checkpoints.decisions import check_parent, encode_state
 from eventlog.records import RecordedEvent
-from eventlog.storage.sql import SqlBackend
+from eventlog.storage.postgres import PostgresBackend
+from eventlog.storage.sqlite import SqliteBackend, encode_value
+from eventlog.storage.sqltext import change_sql
+from projections.changes import AT_POSITION, Change
 from projections import ViewQuery, compare_views, fold_events
 from projections.runner import diff_snapshots
 from projections.views import key_columns
@@ -322,14 +325,30 @@ async def stored_views(log: EventLog, tenant_id: str) -> dict[str, list[dict[str
 async def fold_again(log: EventLog, events: list[RecordedEvent]) -> None:
     """Deliver ``events`` to the stored views a second time, as the backend applies them."""
     storage = log.storage
-    if isinstance(storage, SqlBackend):
-        async with storage.write_transaction() as connection:
-            for event in events:
-                for projection in log.projections:
-                    for change in projection.fold(event):
-                        await connection.execute(storage.change_statement(change, event.position))
-    else:
+    if not isinstance(storage, PostgresBackend | SqliteBackend):
         fold_events(log.projections, events, storage.views)  # type: ignore[attr-defined]
+        return
+
+    def statement(change: Change, position: int) -> tuple[str, list[Any]]:
+        param = storage.new_param()
+        sql = change_sql(change, storage.qualified[change.table],
+                         storage.view_keys[change.table],
+                         lambda value: param(position if value is AT_POSITION else value))
+        return sql, param.values
+
+    statements = [
+        statement(change, event.position)
+        for event in events for projection in log.projections
+        for change in projection.fold(event)
+    ]
+    if isinstance(storage, PostgresBackend):
+        async with storage.driver_connection() as driver, driver.transaction():
+            for sql, values in statements:
+                await driver.execute(sql, *values)
+    else:
+        async with storage.write_transaction() as connection:
+            for sql, values in statements:
+                await connection.exec_driver_sql(sql, tuple(map(encode_value, values)))
 
 
 async def check_views_are_a_fold(log: EventLog, tenant_id: str) -> None:
