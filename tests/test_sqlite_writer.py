@@ -12,10 +12,14 @@ import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
+import sqlalchemy as sa
+from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from eventlog import EventLog, open_log
 from eventlog.checkpoints import CheckpointRecord
+from eventlog.storage.schema import build_metadata
+from eventlog.storage.sqlite import encode_value
 from eventlog.storage.sqlite_writer import SqliteWriter
 from tests.events import Noted
 
@@ -87,3 +91,21 @@ async def test_writer_recovers_after_a_refused_append(tmp_path: Path) -> None:
         assert 3 == result.version
         assert ["1", "2", "3"] == [e.event.text async for e in log.read_stream("acme", "s")]
         assert (await log.verify()).ok
+
+
+def test_values_are_bound_as_sqlalchemy_binds_each_column() -> None:
+    """`encode_value` turns every value the log and views write into what SQLAlchemy's
+    column type would bind on SQLite (reads decode with those types)."""
+    samples = {
+        sa.DateTime: NOW, sa.Uuid: RUN, sa.Boolean: True, sa.LargeBinary: b"\x00",
+        sa.BigInteger: 7, sa.Integer: 7, sa.String: "s", sa.Text: "t",
+    }
+    dialect = sqlite_dialect.dialect()
+    checked = 0
+    for table in build_metadata("sqlite", None).tables.values():
+        for column in table.columns:
+            value = samples[type(column.type)]
+            bind = column.type.dialect_impl(dialect).bind_processor(dialect)
+            assert (value if bind is None else bind(value)) == encode_value(value), column
+            checked += 1
+    assert checked > 50

@@ -28,6 +28,7 @@ from collections.abc import AsyncIterator, Generator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
+import asyncpg
 import sqlalchemy as sa
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
@@ -131,9 +132,12 @@ class PostgresBackend(SqlBackend):
         try:
             # Alembic needs SQLAlchemy: one unpooled connection (or the application's
             # engine), gone before our pool opens, so we never hold two pools.
+            # asyncpg reads the URL, as it does for the pool (libpq parameters such as
+            # application_name or sslmode included).
+            dsn = self._dsn
             engine = self._engine or create_async_engine(
-                "postgresql+asyncpg://" + (self._dsn or "").split("://", 1)[1],
-                poolclass=NullPool,
+                "postgresql+asyncpg://", poolclass=NullPool,
+                async_creator=lambda: asyncpg.connect(dsn),
             )
             try:
                 async with engine.begin() as connection:

@@ -50,14 +50,13 @@ from eventlog.checkpoints import RunInfo, SessionInfo
 from eventlog.checkpoints.decisions import check_parent, encode_state
 from eventlog.records import RecordedEvent
 from eventlog.storage.postgres import PostgresBackend
-from eventlog.storage.sqlite import SqliteBackend, encode_value
-from eventlog.storage.sqltext import change_sql
-from projections.changes import AT_POSITION, Change
+from eventlog.storage.sqlite import SqliteBackend
 from projections import ViewQuery, compare_views, fold_events
 from projections.runner import diff_snapshots
 from projections.views import key_columns
 from tests.conftest import BackendTarget
 from tests.procs.settle import settle
+from tests.properties.sql_changes import apply_changes
 
 T = TypeVar("T")
 
@@ -328,27 +327,11 @@ async def fold_again(log: EventLog, events: list[RecordedEvent]) -> None:
     if not isinstance(storage, PostgresBackend | SqliteBackend):
         fold_events(log.projections, events, storage.views)  # type: ignore[attr-defined]
         return
-
-    def statement(change: Change, position: int) -> tuple[str, list[Any]]:
-        param = storage.new_param()
-        sql = change_sql(change, storage.qualified[change.table],
-                         storage.view_keys[change.table],
-                         lambda value: param(position if value is AT_POSITION else value))
-        return sql, param.values
-
-    statements = [
-        statement(change, event.position)
+    await apply_changes(storage, [
+        (change, event.position)
         for event in events for projection in log.projections
         for change in projection.fold(event)
-    ]
-    if isinstance(storage, PostgresBackend):
-        async with storage.driver_connection() as driver, driver.transaction():
-            for sql, values in statements:
-                await driver.execute(sql, *values)
-    else:
-        async with storage.write_transaction() as connection:
-            for sql, values in statements:
-                await connection.exec_driver_sql(sql, tuple(map(encode_value, values)))
+    ])
 
 
 async def check_views_are_a_fold(log: EventLog, tenant_id: str) -> None:
