@@ -34,6 +34,9 @@ class ViewQuery:
 
     ``after`` is a keyset: only rows whose ``order_by`` tuple sorts after it (before it when
     ``descending``). ``columns`` picks the columns returned (all when ``None``).
+    ``with_blob`` names a column holding the digest of a blob of the row's own tenant:
+    each row then also carries that blob's bytes under ``"blob"`` (None when there is no
+    such blob), read in the same query, so a reader needs no second round trip for them.
     """
 
     table: str
@@ -43,6 +46,7 @@ class ViewQuery:
     after: tuple[Any, ...] | None = None
     limit: int | None = None
     columns: tuple[str, ...] | None = None
+    with_blob: str | None = None
 
 
 def row_matches(row: Mapping[str, Any], where: Mapping[str, Any]) -> bool:

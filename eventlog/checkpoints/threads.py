@@ -177,7 +177,7 @@ class ThreadCheckpoints:
             where["checkpoint_id"] = check_id("checkpoint_id", checkpoint_id)
         rows = await self._log.query(ViewQuery(
             THREAD_CHECKPOINTS, where, order_by=("checkpoint_id",), descending=True,
-            limit=1, columns=_ROW_COLUMNS,
+            limit=1, columns=_ROW_COLUMNS, with_blob="state_digest",
         ))
         found = await self._complete(tenant_id, rows)
         return found[0] if found else None
@@ -214,7 +214,7 @@ class ThreadCheckpoints:
         rows = await self._log.query(ViewQuery(
             THREAD_CHECKPOINTS, where, order_by=("checkpoint_id",), descending=True,
             after=None if before is None else (check_id("before", before),), limit=limit,
-            columns=_ROW_COLUMNS,
+            columns=_ROW_COLUMNS, with_blob="state_digest" if payloads else None,
         ))
         if not payloads:
             return [_checkpoint(tenant_id, row) for row in rows]
@@ -421,18 +421,14 @@ class ThreadCheckpoints:
     async def _complete(
         self, tenant_id: str, rows: builtins.list[dict[str, Any]]
     ) -> builtins.list[ThreadCheckpoint]:
-        """Checkpoints from view rows with their payloads and writes: the writes and the
-        values read side by side, then their blobs."""
+        """Checkpoints from view rows (read with their state blob) with their channel
+        values and writes: both read side by side, each row with its blob."""
         if not rows:
             return []
         versions = {id(row): _versions.decode(row["channels"]) for row in rows}
         writes, values = await asyncio.gather(  # independent reads: one round trip's wait
             self._writes_of(tenant_id, rows), self._values_of(tenant_id, rows, versions)
         )
-        wanted = [row["state_digest"] for row in rows]
-        wanted += [digest for _, digest in values.values()]
-        wanted += [write["digest"] for found in writes.values() for write in found]
-        blobs = await self._blobs(tenant_id, wanted)
         completed = []
         for row in rows:
             key = (row["thread_id"], row["namespace"], row["checkpoint_id"])
@@ -442,15 +438,15 @@ class ThreadCheckpoints:
             }
             completed.append(msgspec.structs.replace(
                 _checkpoint(tenant_id, row),
-                state=_payload(row["state_encoding"], blobs.get(row["state_digest"])),
+                state=_payload(row["state_encoding"], row["blob"]),
                 channels={
-                    name: payload for name, (encoding, digest) in stored.items()
-                    if (payload := _payload(encoding, blobs.get(digest))) is not None
+                    name: payload for name, (encoding, blob) in stored.items()
+                    if (payload := _payload(encoding, blob)) is not None
                 },
                 writes=[
                     ThreadWrite(task_id=write["task_id"], idx=write["idx"],
                                 channel=write["channel"], task_path=write["task_path"],
-                                value=_payload(write["encoding"], blobs.get(write["digest"])))
+                                value=_payload(write["encoding"], write["blob"]))
                     for write in sorted(writes.get(key, []), key=_write_order)
                 ],
             ))
@@ -459,6 +455,7 @@ class ThreadCheckpoints:
     async def _writes_of(
         self, tenant_id: str, rows: builtins.list[dict[str, Any]]
     ) -> dict[tuple[str, str, str], builtins.list[dict[str, Any]]]:
+        """The writes pending on the rows' checkpoints, each with its blob."""
         threads = tuple(sorted({row["thread_id"] for row in rows}))
         namespaces = tuple(sorted({row["namespace"] for row in rows}))
         ids = sorted({row["checkpoint_id"] for row in rows})
@@ -471,7 +468,8 @@ class ThreadCheckpoints:
                 **_one_or_any("namespace", namespaces),
                 "checkpoint_id": In(tuple(ids[start:start + _CHUNK])),
             }
-            for write in await self._log.query(ViewQuery(THREAD_WRITES, where)):
+            for write in await self._log.query(
+                    ViewQuery(THREAD_WRITES, where, with_blob="digest")):
                 key = (write["thread_id"], write["namespace"], write["checkpoint_id"])
                 if key in keys:
                     found.setdefault(key, []).append(write)
@@ -480,14 +478,14 @@ class ThreadCheckpoints:
     async def _values_of(
         self, tenant_id: str, rows: builtins.list[dict[str, Any]],
         versions: dict[int, dict[str, str]],
-    ) -> dict[tuple[str, str, str, str], tuple[str, bytes]]:
+    ) -> dict[tuple[str, str, str, str], tuple[str, bytes | None]]:
         """The stored values the rows carry: (thread, namespace, channel, version) →
-        (encoding, digest). One query per 500 distinct versions."""
+        (encoding, blob bytes). One query per 500 distinct versions."""
         names = tuple(sorted({name for found in versions.values() for name in found}))
         wanted = sorted({version for found in versions.values() for version in found.values()})
         threads = tuple(sorted({row["thread_id"] for row in rows}))
         namespaces = tuple(sorted({row["namespace"] for row in rows}))
-        found: dict[tuple[str, str, str, str], tuple[str, bytes]] = {}
+        found: dict[tuple[str, str, str, str], tuple[str, bytes | None]] = {}
         for start in range(0, len(wanted), _CHUNK):
             where: dict[str, Any] = {
                 "tenant_id": tenant_id,
@@ -496,10 +494,11 @@ class ThreadCheckpoints:
                 "channel": In(names),
                 "channel_version": In(tuple(wanted[start:start + _CHUNK])),
             }
-            for value in await self._log.query(ViewQuery(THREAD_VALUES, where)):
+            for value in await self._log.query(
+                    ViewQuery(THREAD_VALUES, where, with_blob="digest")):
                 key = (value["thread_id"], value["namespace"], value["channel"],
                        value["channel_version"])
-                found[key] = (value["encoding"], value["digest"])
+                found[key] = (value["encoding"], value["blob"])
         return found
 
     async def _blobs(self, tenant_id: str, digests: builtins.list[bytes]) -> dict[bytes, bytes]:

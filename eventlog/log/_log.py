@@ -448,6 +448,10 @@ def _check_query(query: object) -> None:
         raise InvalidInput("query", f"must be a ViewQuery, not {query!r}"[:200])
     if query.table not in view_metadata.tables:
         raise InvalidInput("query", f"names no view table: {query.table!r}"[:200])
+    columns = view_metadata.tables[query.table].columns
+    if query.with_blob is not None and query.with_blob not in columns:
+        raise InvalidInput("query", f"with_blob names no column of {query.table!r}: "
+                                    f"{query.with_blob!r}"[:200])
     tenant_id = query.where.get("tenant_id")
     if isinstance(tenant_id, str):
         check_id("tenant_id", tenant_id)

@@ -5,6 +5,7 @@ An append runs without awaiting, so within one event loop it is atomic by constr
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from typing import Any
@@ -152,7 +153,19 @@ class MemoryBackend(StorageBackend):
         return self.blobs.get((tenant_id, digest))
 
     async def query(self, query: ViewQuery) -> list[dict[str, Any]]:
-        return self.views.select(query)
+        digest = query.with_blob
+        if digest is None:
+            return self.views.select(query)
+        # The join needs each row's tenant and digest, whichever columns were asked for.
+        hidden = [name for name in ("tenant_id", digest)
+                  if query.columns is not None and name not in query.columns]
+        columns = None if query.columns is None else (*query.columns, *hidden)
+        rows = self.views.select(dataclasses.replace(query, columns=columns))
+        for row in rows:
+            row["blob"] = await self.get_blob(row["tenant_id"], row[digest])
+            for name in hidden:
+                del row[name]
+        return rows
 
     async def dump_views(self) -> dict[str, list[dict[str, Any]]]:
         return self.views.snapshot()

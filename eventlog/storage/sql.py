@@ -80,7 +80,7 @@ class SqlBackend(StorageBackend, abc.ABC):
         sql = self._queries.get(shape)
         if sql is None:
             sql = self._queries[shape] = query_sql(
-                query, self.qualified[query.table], self.text, self.new_param())
+                query, self.qualified, self.text, self.new_param())
         return await self.fetch_view_rows(query.table, sql, query_params(query, self.text))
 
     async def dump_views(self) -> dict[str, list[dict[str, Any]]]:

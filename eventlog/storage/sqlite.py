@@ -153,8 +153,8 @@ class SqliteBackend(SqlBackend):
             rows = result.all()
         return [
             normalise_row({
-                name: value if value is None or decoders[name] is None
-                else decoders[name](value)  # type: ignore[misc]
+                name: value if value is None or (decode := decoders.get(name)) is None
+                else decode(value)
                 for name, value in zip(names, row, strict=True)
             })
             for row in rows

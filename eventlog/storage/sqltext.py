@@ -285,28 +285,38 @@ class SqliteDialect(SqlDialect):
         return f"{found()} = json({param(_json(wanted))})"
 
 
-def query_sql(query: ViewQuery, table: str, dialect: SqlDialect, param: Param) -> str:
-    """The SELECT that answers ``query`` from ``table``."""
-    columns = ", ".join(map(quote, query.columns)) if query.columns else "*"
+def query_sql(query: ViewQuery, tables: Mapping[str, str], dialect: SqlDialect,
+              param: Param) -> str:
+    """The SELECT that answers ``query`` (``tables`` maps table names to their qualified
+    names; the view is ``v``, and ``with_blob`` joins the tenant's blob as ``b``)."""
+    def column(name: str) -> str:
+        return "v." + quote(name)
+
+    columns = ", ".join(map(column, query.columns)) if query.columns else "v.*"
     conditions = []
     for name, value in query.where.items():
-        column = quote(name)
         if isinstance(value, In):
-            conditions.append(dialect.member(column, value, param))
+            conditions.append(dialect.member(column(name), value, param))
         elif isinstance(value, JsonContains):
-            conditions.append(dialect.contains(column, value, param))
+            conditions.append(dialect.contains(column(name), value, param))
         else:
-            conditions.append(f"{column} = {param(value)}")
-    order = ", ".join(map(quote, query.order_by))
+            conditions.append(f"{column(name)} = {param(value)}")
+    order = ", ".join(map(column, query.order_by))
     if query.after is not None and query.order_by:
         keyset = ", ".join(param(value) for value in query.after)
         conditions.append(f"({order}) {'<' if query.descending else '>'} ({keyset})")
-    sql = f"SELECT {columns} FROM {table}"
+    sql = f"SELECT {columns}"
+    source = f"{tables[query.table]} AS v"
+    if query.with_blob is not None:
+        sql += ", b.data AS blob"
+        source += (f" LEFT JOIN {tables['blobs']} AS b ON b.tenant_id = v.tenant_id "
+                   f"AND b.digest = {column(query.with_blob)}")
+    sql += f" FROM {source}"
     if conditions:
         sql += " WHERE " + " AND ".join(conditions)
     if query.order_by:
         direction = " DESC" if query.descending else ""
-        sql += " ORDER BY " + ", ".join(f"{quote(n)}{direction}" for n in query.order_by)
+        sql += " ORDER BY " + ", ".join(f"{column(n)}{direction}" for n in query.order_by)
     if query.limit is not None:
         sql += f" LIMIT {param(query.limit)}"
     return sql
@@ -335,7 +345,7 @@ def query_shape(query: ViewQuery, dialect: SqlDialect) -> Hashable:
         query.table,
         tuple((name, dialect.condition_shape(value)) for name, value in query.where.items()),
         query.order_by, query.descending, query.after is not None, query.limit is not None,
-        query.columns,
+        query.columns, query.with_blob,
     )
 
 

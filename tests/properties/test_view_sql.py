@@ -164,5 +164,5 @@ def test_sql_views_answer_as_the_memory_views_do(
 def test_query_text_places_exactly_its_parameters(query: ViewQuery) -> None:
     """Each dialect's text has one placeholder per value `query_params` gives, in order."""
     for dialect, param in ((PostgresDialect(), Numbered()), (SqliteDialect(), Positional())):
-        query_sql(query, "t", dialect, param)
+        query_sql(query, {TABLE: "t", "blobs": "b"}, dialect, param)
         assert param.values == query_params(query, dialect)
