@@ -5,17 +5,14 @@ PostgreSQL tests talk to the server at ``EVENTLOG_TEST_PG`` (default
 dropped afterwards. Without a server they skip with the reason printed, except under
 ``CI=true``, where an unreachable server fails the run instead.
 
-A backend that lives outside this repo runs the same contract suite as a fifth backend,
-``extra``: ``EVENTLOG_TEST_BACKEND_PLUGIN`` names a module to import first (it calls
-`eventlog.register_backend` for its scheme) and ``EVENTLOG_TEST_BACKEND_URL`` is the URL
-to open, in which ``{unique}`` becomes a fresh id per test (each test needs a store of
-its own) and ``{tmp}`` the test's temporary directory.
+The backend-generic contract ships in `eventlog.testing` (`BackendContract`);
+tests/contract/test_backend_contract.py runs it on each built-in backend. The ``target``
+and ``log`` fixtures here serve the tests that need a backend's insides or its processes.
 """
 
 from __future__ import annotations
 
 import asyncio
-import importlib
 import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -26,13 +23,11 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from eventlog import EventLog, open_log
+from eventlog.testing.helpers import fresh_id as fresh_id  # the tests import it from here
 
 PG_URL = os.environ.get("EVENTLOG_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
 IN_CI = os.environ.get("CI", "").lower() == "true"
-EXTRA_URL = os.environ.get("EVENTLOG_TEST_BACKEND_URL")
-if os.environ.get("EVENTLOG_TEST_BACKEND_PLUGIN"):
-    importlib.import_module(os.environ["EVENTLOG_TEST_BACKEND_PLUGIN"])
-BACKENDS = ("memory", "sqlite", "file", "postgresql") + (("extra",) if EXTRA_URL else ())
+BACKENDS = ("memory", "sqlite", "file", "postgresql")
 
 settings.register_profile(
     "ci",
@@ -114,9 +109,6 @@ def target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BackendTa
         yield BackendTarget(name, f"sqlite:///{tmp_path / 'log.db'}")
     elif name == "file":
         yield BackendTarget(name, f"file://{tmp_path / 'store'}")
-    elif name == "extra":
-        assert EXTRA_URL is not None
-        yield BackendTarget(name, EXTRA_URL.format(unique=uuid.uuid4().hex[:12], tmp=tmp_path))
     else:
         require_postgres()
         schema = f"t_{uuid.uuid4().hex[:12]}"
@@ -129,8 +121,3 @@ async def log(target: BackendTarget) -> AsyncIterator[EventLog]:
     """An open log on each backend in turn."""
     async with open_log(target.url, **target.options()) as opened:
         yield opened
-
-
-def fresh_id(prefix: str = "id") -> str:
-    """A new unique id, so examples never collide in a shared store."""
-    return f"{prefix}-{uuid.uuid4().hex[:10]}"

@@ -1,13 +1,7 @@
-"""Event types used only by the tests."""
+"""Event types used by the tests: `Noted` ships in `eventlog.testing` with the contract suite."""
 
 from __future__ import annotations
 
-from eventlog import Event, register_event
+from eventlog.testing.events import Noted
 
-
-@register_event
-class Noted(Event, tag="test.noted"):
-    """A test event carrying some text."""
-
-    text: str
-    number: int = 0
+__all__ = ["Noted"]

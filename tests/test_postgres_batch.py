@@ -6,8 +6,8 @@ import uuid
 
 from eventlog import open_log
 from eventlog.storage.postgres import PostgresBackend
+from eventlog.testing.contract.log_batch import session_append
 from tests.conftest import PG_URL
-from tests.contract.test_log_batch import session_append
 
 
 async def test_checkpoint_batches_of_any_size_share_one_statement(pg_schema: str) -> None:

@@ -1,1 +1,1 @@
-"""A stand-in for a backend package outside this repo (see `tests.conftest`)."""
+"""A stand-in for a backend package outside this repo (see tests/test_backend_schemes.py)."""

@@ -1,6 +1,6 @@
 """Registers ``outside-file://<dir>``: the file backend, as a third party would ship one.
 
-Imported by the contract suite when ``EVENTLOG_TEST_BACKEND_PLUGIN=tests.outside.backend``.
+Imported by tests/test_backend_schemes.py, which runs the shipped contract suite on it.
 """
 
 from __future__ import annotations

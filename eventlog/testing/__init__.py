@@ -1,0 +1,15 @@
+"""Test support for backends that live outside this package: the contract suite.
+
+``pip install "checkpoint-eventlog[testing]"`` brings pytest, pytest-asyncio and
+hypothesis; then subclass `BackendContract` in a test module (see its docstring). The
+test event type `Noted` and the helpers `fresh_id` and `settle` are here for a backend's
+own further tests.
+"""
+
+from __future__ import annotations
+
+from eventlog.testing.contract import BackendContract, ContractBackend
+from eventlog.testing.events import Noted
+from eventlog.testing.helpers import fresh_id, settle
+
+__all__ = ["BackendContract", "ContractBackend", "Noted", "fresh_id", "settle"]

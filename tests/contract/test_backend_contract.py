@@ -1,0 +1,56 @@
+"""The shipped contract suite, `eventlog.testing.BackendContract`, on each built-in backend.
+
+Each class is what a backend author writes for their own backend (README, "Writing a
+backend"); PostgreSQL runs every test in a fresh schema, dropped afterwards.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from eventlog.testing import BackendContract
+from tests.conftest import PG_URL
+
+
+class TestMemoryBackend(BackendContract):
+    """memory://: every store is new and gone at close."""
+
+    persistent = False
+
+    def backend_url(self, tmp_path: Path) -> str:
+        return "memory://"
+
+
+class TestSqliteBackend(BackendContract):
+    """sqlite:///: a database file in the test's directory."""
+
+    def backend_url(self, tmp_path: Path) -> str:
+        return f"sqlite:///{tmp_path / 'log.db'}"
+
+
+class TestFileBackend(BackendContract):
+    """file:///: a store directory in the test's directory."""
+
+    def backend_url(self, tmp_path: Path) -> str:
+        return f"file://{tmp_path / 'store'}"
+
+
+@pytest.mark.postgres
+class TestPostgresqlBackend(BackendContract):
+    """postgresql://: the test server, each test in a schema of its own."""
+
+    schema = ""
+
+    @pytest.fixture(autouse=True)
+    def _fresh_schema(self, pg_schema: str) -> None:
+        """Skips without a server (fails under CI); the schema is dropped after the test."""
+        self.schema = pg_schema
+
+    def backend_url(self, tmp_path: Path) -> str:
+        return PG_URL
+
+    def open_options(self) -> dict[str, Any]:
+        return {"schema": self.schema}
