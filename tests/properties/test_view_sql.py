@@ -1,12 +1,14 @@
 """The SQL text both SQL backends run (`eventlog.storage.sqltext`) against the in-memory
 views, the reference every other backend uses: any sequence of view changes, applied by
 SQLite and by PostgreSQL, leaves the rows the memory views hold, and any view query
-(equality, `In`, `JsonContains`, order, keyset, limit, columns) answers the same rows.
+(equality, `In`, `JsonContains`, order, keyset, limit, columns, a blob read with each
+row) answers the same rows.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -17,7 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from eventlog import EventLog, open_log
+from eventlog import EventLog, content_digest, open_log
 from eventlog.storage.sqltext import (
     Numbered,
     Positional,
@@ -26,6 +28,7 @@ from eventlog.storage.sqltext import (
     query_params,
     query_sql,
 )
+from eventlog.testing.events import Noted
 from projections.changes import AT_POSITION, Change, Delete, InsertIfAbsent, Update, Upsert
 from projections.memory import ViewTables
 from projections.query import In, JsonContains, ViewQuery
@@ -38,6 +41,8 @@ TENANT = "acme"
 IDS = ("c1", "c2", "c3", "c4", "c5")
 KEYS = ("a", "b", "c")
 EPOCH = datetime(2030, 1, 1, tzinfo=UTC)
+HELD, FOREIGN = b"held by acme", b"held by another tenant only"
+DIGESTS = (content_digest(HELD), content_digest(FOREIGN), b"no such blob")
 
 scalars = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.sampled_from([0.5, 2.0]),
                     st.sampled_from(["x", "y", ""]))
@@ -58,7 +63,7 @@ def rows(draw: st.DrawFn) -> dict[str, Any]:
         "position": draw(st.just(AT_POSITION) | st.integers(1, 9)),
         "parent_id": draw(st.none() | st.sampled_from(IDS)),
         "run_key": None, "step": draw(st.none() | st.integers(0, 3)),
-        "state_encoding": "json", "state_digest": draw(st.binary(max_size=3)),
+        "state_encoding": "json", "state_digest": draw(st.sampled_from(DIGESTS)),
         "channels": "{}", "metadata": json.encode(draw(documents)).decode(),
         "recorded_at": EPOCH + timedelta(seconds=draw(st.integers(0, 5))),
     }
@@ -97,6 +102,7 @@ def queries(draw: st.DrawFn) -> ViewQuery:
         TABLE, where, order_by=order_by, descending=draw(st.booleans()), after=after,
         limit=draw(st.none() | st.integers(0, 4)),
         columns=draw(st.none() | st.just(("checkpoint_id", "step", "recorded_at"))),
+        with_blob=draw(st.none() | st.just("state_digest")),
     )
 
 
@@ -107,6 +113,9 @@ class OpenLog:
         self.loop = asyncio.new_event_loop()
         self.opened = open_log(url, schema=schema)
         self.log: EventLog = self.loop.run_until_complete(self.opened.__aenter__())
+        # The blobs rows may name: one of the row's tenant, one of another tenant only.
+        self.run(self.log.append(TENANT, "blobs", [Noted(text="held")], attach=[HELD]))
+        self.run(self.log.append("other", "blobs", [Noted(text="held")], attach=[FOREIGN]))
 
     def run(self, work: Any) -> Any:
         return self.loop.run_until_complete(work)
@@ -147,6 +156,12 @@ def test_sql_views_answer_as_the_memory_views_do(
         await apply_changes(storage, [(Delete(TABLE, {"tenant_id": TENANT}), 0), *numbered])
         for query in asked:
             expected = reference.select(query)
+            if query.with_blob:
+                # Only the row's own tenant's blob, never another tenant's.
+                digests = [row["state_digest"] for row in reference.select(
+                    dataclasses.replace(query, columns=None, with_blob=None))]
+                for row, digest in zip(expected, digests, strict=True):
+                    row["blob"] = HELD if digest == DIGESTS[0] else None
             found = await storage.query(query)
             if not query.order_by:
                 expected.sort(key=lambda row: row["checkpoint_id"])
