@@ -113,3 +113,12 @@ async def test_over_an_application_engine_the_log_uses_only_its_pool(pg_schema: 
         assert engine.pool.checkedout() == 0  # type: ignore[attr-defined]
     finally:
         await engine.dispose()
+
+
+async def test_a_replica_is_asked_how_far_it_replayed_before_it_opens(pg_schema: str) -> None:
+    """open_log with read_url waits for the replica to replay the primary's schema before
+    opening it: the reader's pool answers before `open` (here the server is its own
+    replica, which has replayed everything)."""
+    async with open_log(PG_URL, schema=pg_schema, read_url=PG_URL) as log:
+        await log.append("t", "s", [Noted(text="x")])
+        assert ["x"] == [event.event.text async for event in log.read_stream("t", "s")]

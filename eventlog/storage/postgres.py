@@ -114,8 +114,9 @@ class PostgresBackend(SqlBackend):
         self._dsn = url
         self._engine = engine
         self._pool_size = pool_size
-        self._pool: ConnectionPool | None = None
-        self._open = False
+        # Connections open on demand, so the pool can exist before `open` (a replica is
+        # asked how far it has replayed before it is opened).
+        self._pool = ConnectionPool(url, pool_size) if url is not None else None
         self._statements: dict[tuple[Any, ...], str] = {}
         super().__init__(schema=schema)
         tables = {**self.views, "events": self.events, "blobs": self.blobs}
@@ -154,9 +155,6 @@ class PostgresBackend(SqlBackend):
             finally:
                 if self._engine is None:
                     await engine.dispose()
-            if self._dsn is not None:
-                self._pool = ConnectionPool(self._dsn, self._pool_size)
-            self._open = True
             return revision
         except EventLogError:
             raise
@@ -164,10 +162,8 @@ class PostgresBackend(SqlBackend):
             raise self.translate(error, "open") from error
 
     async def close(self) -> None:
-        self._open = False
         if self._pool is not None:
             await self._pool.close()
-            self._pool = None
 
     @asynccontextmanager
     async def driver_connection(self) -> AsyncIterator[Any]:
@@ -177,8 +173,7 @@ class PostgresBackend(SqlBackend):
             async with self._pool.connection() as driver:
                 yield driver
             return
-        if self._engine is None or not self._open:
-            raise StorageError("postgresql", "connect", "the backend is not open")
+        assert self._engine is not None
         async with self._engine.connect() as connection:
             fairy = await connection.get_raw_connection()
             yield fairy.driver_connection
