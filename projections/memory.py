@@ -73,7 +73,8 @@ class ViewTables:
 
 
 def _sort_key(row: Mapping[str, Any], columns: tuple[str, ...]) -> tuple[Any, ...]:
-    return tuple((row.get(c) is not None, row.get(c)) for c in columns)
+    # None after every value, as SQL backends sort NULL (PostgreSQL's default).
+    return tuple((row.get(c) is None, row.get(c)) for c in columns)
 
 
 def _none_first(key: tuple[Any, ...]) -> tuple[Any, ...]:

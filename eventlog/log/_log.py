@@ -449,6 +449,15 @@ def _check_query(query: object) -> None:
     if query.table not in view_metadata.tables:
         raise InvalidInput("query", f"names no view table: {query.table!r}"[:200])
     columns = view_metadata.tables[query.table].columns
+    for name in query.order_by:
+        if name not in columns:
+            raise InvalidInput("query", f"order_by names no column of {query.table!r}: "
+                                        f"{name!r}"[:200])
+        # A keyset cannot step past NULL (SQL compares it to nothing): page by non-null
+        # columns. Unpaged, every backend sorts NULL after every value.
+        if query.after is not None and columns[name].nullable:
+            raise InvalidInput("query", f"after pages only by non-null columns; "
+                                        f"{name!r} of {query.table!r} may be NULL"[:200])
     if query.with_blob is not None and query.with_blob not in columns:
         raise InvalidInput("query", f"with_blob names no column of {query.table!r}: "
                                     f"{query.with_blob!r}"[:200])

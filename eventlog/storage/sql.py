@@ -51,6 +51,10 @@ class SqlBackend(StorageBackend, abc.ABC):
         }
         self.sequential = SequentialAppend(self.qualified, self.view_keys, self.new_param)
         self._queries: dict[Any, str] = {}
+        self._nullable = {
+            name: frozenset(column.name for column in table.columns if column.nullable)
+            for name, table in self.views.items()
+        }
 
     @abc.abstractmethod
     def new_param(self) -> Numbered | Positional:
@@ -80,7 +84,8 @@ class SqlBackend(StorageBackend, abc.ABC):
         sql = self._queries.get(shape)
         if sql is None:
             sql = self._queries[shape] = query_sql(
-                query, self.qualified, self.text, self.new_param())
+                query, self.qualified, self.text, self.new_param(),
+                self._nullable[query.table])
         return await self.fetch_view_rows(query.table, sql, query_params(query, self.text))
 
     async def dump_views(self) -> dict[str, list[dict[str, Any]]]:

@@ -12,7 +12,7 @@ the same order without building text again.
 from __future__ import annotations
 
 import abc
-from collections.abc import Callable, Generator, Hashable, Mapping, Sequence
+from collections.abc import Callable, Collection, Generator, Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -212,6 +212,10 @@ class SqlDialect(abc.ABC):
     def condition_shape(self, value: Any) -> Hashable:
         """What the text of one ``where`` condition depends on, beyond its column."""
 
+    def order_term(self, column: str, *, descending: bool, nullable: bool) -> str:
+        """One ORDER BY term, with NULL after every value (before them, descending)."""
+        return f"{column} DESC" if descending else column
+
 
 class PostgresDialect(SqlDialect):
     """``= ANY($n)`` over one array; ``@>`` over one JSON text."""
@@ -256,6 +260,12 @@ class SqliteDialect(SqlDialect):
             self._key_equals("", key, value, collected)
         return collected.values
 
+    def order_term(self, column: str, *, descending: bool, nullable: bool) -> str:
+        # SQLite sorts NULL before every value; PostgreSQL, and so we, after.
+        if not nullable:
+            return super().order_term(column, descending=descending, nullable=False)
+        return f"{column} DESC NULLS FIRST" if descending else f"{column} NULLS LAST"
+
     def condition_shape(self, value: Any) -> Hashable:
         if isinstance(value, In):
             return ("in", len(value.values))
@@ -286,9 +296,10 @@ class SqliteDialect(SqlDialect):
 
 
 def query_sql(query: ViewQuery, tables: Mapping[str, str], dialect: SqlDialect,
-              param: Param) -> str:
+              param: Param, nullable: Collection[str] = ()) -> str:
     """The SELECT that answers ``query`` (``tables`` maps table names to their qualified
-    names; the view is ``v``, and ``with_blob`` joins the tenant's blob as ``b``)."""
+    names; the view is ``v``, and ``with_blob`` joins the tenant's blob as ``b``;
+    ``nullable`` names the table's columns that may hold NULL)."""
     def column(name: str) -> str:
         return "v." + quote(name)
 
@@ -315,8 +326,9 @@ def query_sql(query: ViewQuery, tables: Mapping[str, str], dialect: SqlDialect,
     if conditions:
         sql += " WHERE " + " AND ".join(conditions)
     if query.order_by:
-        direction = " DESC" if query.descending else ""
-        sql += " ORDER BY " + ", ".join(f"{column(n)}{direction}" for n in query.order_by)
+        sql += " ORDER BY " + ", ".join(
+            dialect.order_term(column(n), descending=query.descending, nullable=n in nullable)
+            for n in query.order_by)
     if query.limit is not None:
         sql += f" LIMIT {param(query.limit)}"
     return sql

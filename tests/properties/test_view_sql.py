@@ -94,9 +94,12 @@ def queries(draw: st.DrawFn) -> ViewQuery:
         where["metadata"] = JsonContains(wanted)
     if draw(st.booleans()):
         where["version"] = draw(st.integers(1, 4))
-    order_by = draw(st.sampled_from([(), ("checkpoint_id",), ("version", "checkpoint_id")]))
+    order_by = draw(st.sampled_from([
+        (), ("checkpoint_id",), ("version", "checkpoint_id"),
+        ("step", "checkpoint_id"), ("parent_id", "checkpoint_id"),  # nullable first columns
+    ]))
     after = None
-    if order_by and draw(st.booleans()):
+    if order_by in (("checkpoint_id",), ("version", "checkpoint_id")) and draw(st.booleans()):
         after = ("c3",) if order_by == ("checkpoint_id",) else (2, "c2")
     return ViewQuery(
         TABLE, where, order_by=order_by, descending=draw(st.booleans()), after=after,

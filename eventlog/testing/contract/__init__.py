@@ -16,6 +16,7 @@ from eventlog.testing.contract.log_blobs import LogBlobsContract
 from eventlog.testing.contract.log_corrupt import LogCorruptContract
 from eventlog.testing.contract.log_lifecycle import LogLifecycleContract
 from eventlog.testing.contract.log_logging import LogLoggingContract
+from eventlog.testing.contract.log_query import LogQueryContract
 from eventlog.testing.contract.log_read import LogReadContract
 from eventlog.testing.contract.log_verify import LogVerifyContract
 
@@ -26,6 +27,7 @@ class BackendContract(
     LogReadContract,
     LogBatchContract,
     LogBlobsContract,
+    LogQueryContract,
     LogBadInputContract,
     LogCorruptContract,
     LogLifecycleContract,

@@ -3,21 +3,17 @@
 from __future__ import annotations
 
 import hashlib
-import uuid
 
 import pytest
 
-from eventlog import CheckpointRecord, EventLog, InvalidInput, VersionConflict, content_digest
+from eventlog import EventLog, VersionConflict, content_digest
 from eventlog.testing.contract._base import ContractBase
 from eventlog.testing.events import Noted
-from projections import In, ViewQuery
-from projections.checkpoints import CHECKPOINTS
 
 STATE = b'{"state": "some checkpoint state"}'
 
 
 DIGEST = content_digest(STATE)
-RUN = uuid.UUID("00000000-0000-4000-8000-000000000001")
 
 
 class LogBlobsContract(ContractBase):
@@ -99,27 +95,3 @@ class LogBlobsContract(ContractBase):
         """A zero-byte payload is a blob like any other."""
         await log.append("t", "s", [Noted(text="a")], attach=[b""])
         assert b"" == await log.get_blob("t", content_digest(b""))
-
-    async def test_a_view_row_reads_with_its_own_tenants_blob(self, log: EventLog) -> None:
-        """`ViewQuery.with_blob` returns each row once, with the blob of the row's own
-        tenant under ``blob`` (two tenants holding the same bytes do not double a row)."""
-        for tenant in ("t", "u"):
-            await log.checkpoints.create(CheckpointRecord(
-                tenant_id=tenant, session_id="s", run_id=RUN, checkpoint_id="c",
-                state={"same": "bytes"}))
-        await log.checkpoints.create(CheckpointRecord(
-            tenant_id="u", session_id="s", run_id=RUN, checkpoint_id="d", state={"other": 1}))
-        rows = await log.query(ViewQuery(
-            CHECKPOINTS, {"tenant_id": In(("t", "u"))}, order_by=("tenant_id", "version"),
-            columns=("tenant_id", "checkpoint_id"), with_blob="state_digest"))
-        assert [("t", "c"), ("u", "c"), ("u", "d")] == [
-            (row["tenant_id"], row["checkpoint_id"]) for row in rows]
-        assert {"tenant_id", "checkpoint_id", "blob"} == set(rows[0])
-        assert [b'{"same":"bytes"}', b'{"same":"bytes"}', b'{"other":1}'] == [
-            row["blob"] for row in rows]
-
-    async def test_with_blob_must_name_a_column_of_the_table(self, log: EventLog) -> None:
-        """A ``with_blob`` naming no column of the table is refused, naming it."""
-        with pytest.raises(InvalidInput, match="nosuch"):
-            await log.query(ViewQuery(CHECKPOINTS, {"tenant_id": "t"}, with_blob="nosuch"))
-

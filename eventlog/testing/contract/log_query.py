@@ -1,0 +1,61 @@
+"""Contract: view queries through the log's read side (`EventLog.query`)."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from eventlog import CheckpointRecord, EventLog, InvalidInput
+from eventlog.testing.contract._base import ContractBase
+from projections import In, ViewQuery
+from projections.checkpoints import CHECKPOINTS
+
+RUN = uuid.UUID("00000000-0000-4000-8000-000000000001")
+
+
+class LogQueryContract(ContractBase):
+    """Contract: view queries through the log's read side (`EventLog.query`)."""
+
+    async def test_a_view_row_reads_with_its_own_tenants_blob(self, log: EventLog) -> None:
+        """`ViewQuery.with_blob` returns each row once, with the blob of the row's own
+        tenant under ``blob`` (two tenants holding the same bytes do not double a row)."""
+        for tenant in ("t", "u"):
+            await log.checkpoints.create(CheckpointRecord(
+                tenant_id=tenant, session_id="s", run_id=RUN, checkpoint_id="c",
+                state={"same": "bytes"}))
+        await log.checkpoints.create(CheckpointRecord(
+            tenant_id="u", session_id="s", run_id=RUN, checkpoint_id="d", state={"other": 1}))
+        rows = await log.query(ViewQuery(
+            CHECKPOINTS, {"tenant_id": In(("t", "u"))}, order_by=("tenant_id", "version"),
+            columns=("tenant_id", "checkpoint_id"), with_blob="state_digest"))
+        assert [("t", "c"), ("u", "c"), ("u", "d")] == [
+            (row["tenant_id"], row["checkpoint_id"]) for row in rows]
+        assert {"tenant_id", "checkpoint_id", "blob"} == set(rows[0])
+        assert [b'{"same":"bytes"}', b'{"same":"bytes"}', b'{"other":1}'] == [
+            row["blob"] for row in rows]
+
+    async def test_with_blob_must_name_a_column_of_the_table(self, log: EventLog) -> None:
+        """A ``with_blob`` naming no column of the table is refused, naming it."""
+        with pytest.raises(InvalidInput, match="nosuch"):
+            await log.query(ViewQuery(CHECKPOINTS, {"tenant_id": "t"}, with_blob="nosuch"))
+
+    async def test_a_query_orders_null_after_every_value(self, log: EventLog) -> None:
+        """Rows whose order column is NULL come after every value (first, descending),
+        on every backend; paging by such a column is refused, naming it."""
+        for checkpoint_id, parent in (("p1", None), ("p2", None), ("a", "p2"), ("b", None),
+                                      ("c", "p1")):
+            await log.checkpoints.create(CheckpointRecord(
+                tenant_id="t", session_id="s", run_id=RUN, checkpoint_id=checkpoint_id,
+                parent_id=parent, state={"n": 1}))
+        ordered = ("parent_id", "checkpoint_id")
+        expected = ["c", "a", "b", "p1", "p2"]
+        for descending in (False, True):
+            rows = await log.query(ViewQuery(CHECKPOINTS, {"tenant_id": "t"}, order_by=ordered,
+                                             descending=descending))
+            wanted = expected[::-1] if descending else expected
+            assert wanted == [row["checkpoint_id"] for row in rows]
+        with pytest.raises(InvalidInput, match="parent_id"):
+            await log.query(ViewQuery(CHECKPOINTS, {"tenant_id": "t"}, order_by=ordered,
+                                      after=("p1", "c")))
+
