@@ -17,7 +17,7 @@ from eventlog.cli.render import cell, pairs_table, plural, redact, summary, when
 from eventlog.cli.scope import require_session, require_tenant
 from eventlog.cli.story import Timeline, build_timeline
 from eventlog.events.interrupts import batch_stream
-from eventlog.interrupts.admin import audit_entry
+from eventlog.interrupts.admin import audit_entry, inspect_batch
 from eventlog.interrupts.models import AuditEntry, BatchInspection
 from eventlog.log import EventLog
 from eventlog.records import RecordedEvent
@@ -139,14 +139,14 @@ async def run_inspect(context: Context) -> int:
 
 
 async def inspect_all(log: EventLog, tenant: str, batch_id: str) -> BatchInspection | None:
-    """`InterruptStore.inspect` with every page of the audit trail joined."""
-    first = await log.interrupts.inspect([tenant], batch_id, limit=_AUDIT_PAGE)
+    """`InterruptStore.inspect` with every page of the audit trail joined, read from the
+    log's read side (the replica, with ``--read-url``)."""
+    first = await inspect_batch(log, [tenant], batch_id, _AUDIT_PAGE, None)
     if first is None:
         return None
     audit, cursor = list(first.audit), first.cursor
     while cursor is not None:
-        page = await log.interrupts.inspect([tenant], batch_id, limit=_AUDIT_PAGE,
-                                            cursor=cursor)
+        page = await inspect_batch(log, [tenant], batch_id, _AUDIT_PAGE, cursor)
         if page is None:
             break
         audit.extend(page.audit)

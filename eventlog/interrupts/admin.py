@@ -39,6 +39,7 @@ from projections.query import In, ViewQuery
 if TYPE_CHECKING:
     from eventlog.checkpoints import CheckpointRecord
     from eventlog.interrupts.store import InterruptStore
+    from eventlog.log import EventLog
 
 logger = get_logger(__name__)
 
@@ -142,29 +143,10 @@ class BatchAdmin:
         self, scopes: Iterable[str], batch_id: str, limit: int, cursor: str | None
     ) -> BatchInspection | None:
         """The batch's metadata, interrupts and a page of its events (tokens removed)."""
-        permitted = inputs.check_scopes(scopes)
-        check_id("batch_id", batch_id)
-        limit = inputs.check_limit(limit)
-        after = inputs.decode_cursor("a", cursor) or 0
-        view = await self._find(permitted, batch_id)
-        if view is None:
-            return None
-        events = [event async for event in self.log.read_stream(
-            view.tenant_id, ev.batch_stream(batch_id), after + 1, limit=limit + 1
-        )]
-        entries = [audit_entry(event) for event in events[:limit]]
-        more = len(events) > limit
-        return BatchInspection(
-            batch=summarize(view), interrupts=view.interrupts, audit=entries,
-            cursor=inputs.encode_cursor("a", entries[-1].version) if more else None,
-        )
+        return await inspect_batch(self.log, scopes, batch_id, limit, cursor)
 
     async def _find(self, scopes: tuple[str, ...], batch_id: str) -> BatchView | None:
-        rows = await self.log.query(ViewQuery(
-            BATCHES, where={"tenant_id": In(scopes), "batch_id": batch_id},
-            order_by=("tenant_id",), limit=1,
-        ))
-        return BatchView.from_row(rows[0]) if rows else None
+        return await _find_batch(self.log, scopes, batch_id)
 
     # -- operators -----------------------------------------------------------------------
 
@@ -244,3 +226,35 @@ def audit_entry(recorded: RecordedEvent) -> AuditEntry:
         recorded_at=recorded.recorded_at,
         details={key: value for key, value in details.items() if key not in _HIDDEN},
     )
+
+
+async def inspect_batch(
+    log: EventLog, scopes: Iterable[str], batch_id: str, limit: int, cursor: str | None
+) -> BatchInspection | None:
+    """`InterruptStore.inspect` on any face of the log: it decides nothing, so a command
+    may answer it from the log's read side (a replica, with ``read_url``)."""
+    permitted = inputs.check_scopes(scopes)
+    check_id("batch_id", batch_id)
+    limit = inputs.check_limit(limit)
+    after = inputs.decode_cursor("a", cursor) or 0
+    view = await _find_batch(log, permitted, batch_id)
+    if view is None:
+        return None
+    events = [event async for event in log.read_stream(
+        view.tenant_id, ev.batch_stream(batch_id), after + 1, limit=limit + 1
+    )]
+    entries = [audit_entry(event) for event in events[:limit]]
+    more = len(events) > limit
+    return BatchInspection(
+        batch=summarize(view), interrupts=view.interrupts, audit=entries,
+        cursor=inputs.encode_cursor("a", entries[-1].version) if more else None,
+    )
+
+
+async def _find_batch(log: EventLog, scopes: tuple[str, ...], batch_id: str) -> BatchView | None:
+    rows = await log.query(ViewQuery(
+        BATCHES, where={"tenant_id": In(scopes), "batch_id": batch_id},
+        order_by=("tenant_id",), limit=1,
+    ))
+    return BatchView.from_row(rows[0]) if rows else None
+

@@ -185,3 +185,37 @@ def test_the_command_reads_from_the_standby(
     finally:
         standby.start()
     assert 3 == refused.returncode, refused.stdout + refused.stderr
+
+
+async def test_inspect_reads_the_batch_from_the_standby(
+    replication: tuple[Cluster, Cluster], replicated: EventLog
+) -> None:
+    """What `eventlog inspect` shows comes from the log's read side: with replay paused on
+    the standby, a claim made on the primary is not in it yet, while the store (which
+    decides on the primary) sees it."""
+    from eventlog import Interrupt, Resume, ResumeInput
+    from eventlog.interrupts.admin import inspect_batch
+
+    _, standby = replication
+    checkpoint = await replicated.checkpoints.create(CheckpointRecord(
+        tenant_id="t", session_id="inspected", run_id=uuid.uuid4(), state={}))
+    batch = await replicated.interrupts.create(
+        "t", "inspected", [Interrupt(id="ok", reason="confirmation")],
+        checkpoint.checkpoint_id, operation=("payments", "1"))
+    assert await replicated.wait_readable(30)
+    control = await asyncpg.connect(standby.url())
+    try:
+        await control.execute("SELECT pg_wal_replay_pause()")
+        claim = await replicated.interrupts.try_claim("t", ResumeInput(
+            thread_id="inspected", batch_id=batch.batch_id,
+            responses=[Resume(interrupt_id="ok", status="resolved", payload={})]))
+        assert claim.claim is not None
+        on_primary = await replicated.interrupts.inspect(["t"], batch.batch_id)
+        on_standby = await inspect_batch(replicated, ["t"], batch.batch_id, 50, None)
+        assert on_primary is not None
+        assert on_standby is not None
+        assert len(on_standby.audit) < len(on_primary.audit)
+        assert on_standby.batch.state != on_primary.batch.state
+    finally:
+        await control.execute("SELECT pg_wal_replay_resume()")
+        await control.close()
