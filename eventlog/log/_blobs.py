@@ -13,7 +13,9 @@ cover the digests but never the blob bytes.
 
 from __future__ import annotations
 
+import sqlite3
 from collections import Counter
+from collections.abc import AsyncIterator, Iterator
 
 from eventlog.errors import EventLogError
 from eventlog.events import Event, EventRegistry, fold_blob_references
@@ -21,28 +23,37 @@ from eventlog.hashing import content_digest
 from eventlog.records import StoredEvent, StreamProblem
 from eventlog.storage.base import StorageBackend
 
-Key = tuple[str, bytes]
-
-
 _BLOB_PAGE = 500
 """Blobs read per query while verifying (their bytes are held only for that page)."""
+_FLUSH = 2_000
+"""Tally rows buffered in memory before they go to the tally's file."""
+_COUNT_ROW = 1 << 62
+"""The ``seen`` of a count row: after every naming row, so never the first to name."""
 
 
 class BlobLedger:
     """The references the events hold, fed every event in (tenant, stream, version) order.
 
-    Memory follows the number of distinct blobs, not of events or streams: a stream's own
-    counts live only while the scan is inside it (they are needed for an older tombstone
-    that releases "everything this stream holds") and are then added to the totals.
+    Memory stays flat however many blobs the log holds: a stream's own counts live only
+    while the scan is inside it (they are needed for an older tombstone that releases
+    "everything this stream holds"); then they, and which stream first named each blob,
+    go to a tally in a private temporary SQLite file, which `counts` reads back summed,
+    in digest order, to be merged with the stored counts page by page.
     """
 
     def __init__(self, registry: EventRegistry) -> None:
         self.registry = registry
-        self.totals: Counter[Key] = Counter()
-        self.named_by: dict[Key, str] = {}
         self.tenants: set[str] = set()
         self._stream: tuple[str, str] | None = None
         self._live: Counter[bytes] = Counter()
+        # An empty file name: a private on-disk database, deleted when closed.
+        self._tally = sqlite3.connect("")
+        self._tally.execute("PRAGMA journal_mode = OFF")
+        self._tally.execute("PRAGMA synchronous = OFF")
+        self._tally.execute("CREATE TABLE tally (tenant TEXT NOT NULL, digest BLOB NOT NULL, "
+                            "refs INTEGER NOT NULL, seen INTEGER NOT NULL, stream TEXT)")
+        self._rows: list[tuple[str, bytes, int, int, str | None]] = []
+        self._seen = 0
 
     def feed(self, stored: StoredEvent) -> Event | None:
         """Count the event's references; the decoded event (None if it does not decode)."""
@@ -58,23 +69,43 @@ class BlobLedger:
         except EventLogError:
             return None  # verify reports an event that does not decode
         for digest in event.blob_digests():
-            self.named_by.setdefault((stored.tenant_id, digest), stored.stream_id)
+            self._seen += 1
+            self._add((stored.tenant_id, digest, 0, self._seen, stored.stream_id))
         fold_blob_references(self._live, event)
         return event
+
+    def counts(self, tenant: str) -> Iterator[tuple[bytes, int, str]]:
+        """(digest, references the events hold, first stream naming it) of every blob an
+        event of ``tenant`` names, in digest order."""
+        self._close_stream()
+        self._stream = None
+        self._flush()
+        # With exactly one min(), SQLite takes the bare column (stream) from its row.
+        yield from self._tally.execute(
+            "SELECT digest, sum(refs), stream, min(seen) FROM tally WHERE tenant = ? "
+            "GROUP BY digest ORDER BY digest", (tenant,))
+
+    def close(self) -> None:
+        """Delete the tally's file."""
+        self._tally.close()
 
     def _close_stream(self) -> None:
         if self._stream is not None:
             tenant = self._stream[0]
             for digest, count in self._live.items():
                 if count > 0:
-                    self.totals[(tenant, digest)] += count
+                    self._add((tenant, digest, count, _COUNT_ROW, None))
         self._live = Counter()
 
-    def expected(self) -> Counter[Key]:
-        """The reference count every (tenant, digest) should have."""
-        self._close_stream()
-        self._stream = None
-        return self.totals
+    def _add(self, row: tuple[str, bytes, int, int, str | None]) -> None:
+        self._rows.append(row)
+        if len(self._rows) >= _FLUSH:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self._rows:
+            self._tally.executemany("INSERT INTO tally VALUES (?, ?, ?, ?, ?)", self._rows)
+            self._rows = []
 
 
 async def blob_problems(
@@ -82,38 +113,73 @@ async def blob_problems(
 ) -> list[StreamProblem]:
     """Each blob whose stored count differs from the events', that is missing, or whose
     bytes do not hash to its digest; named by the first stream that references it."""
-    expected = ledger.expected()
     problems: list[StreamProblem] = []
     for tenant in sorted(tenants):
-        stored = dict(await storage.blob_refs(tenant))
-        wanted = {digest: n for (owner, digest), n in expected.items() if owner == tenant}
-        digests = sorted(set(stored) | set(wanted))
-        for start in range(0, len(digests), _BLOB_PAGE):
-            page = digests[start:start + _BLOB_PAGE]
-            payloads = await storage.get_blobs(tenant, [d for d in page if d in stored])
-            for digest in page:
-                # A blob no event names was attached by the application itself
-                # (`append(..., attach=...)` with its own event types): only its bytes
-                # can be checked.
-                counted = (tenant, digest) in ledger.named_by
-                problem = _check_blob(ledger, tenant, digest,
-                                      wanted.get(digest, 0) if counted else None,
-                                      stored.get(digest), payloads.get(digest))
-                if problem is not None:
-                    problems.append(problem)
+        page: list[tuple[bytes, int | None, str, int | None]] = []
+        async for found in _merged(ledger.counts(tenant), _stored_refs(storage, tenant)):
+            page.append(found)
+            if len(page) == _BLOB_PAGE:
+                problems += await _check_page(storage, tenant, page)
+                page = []
+        problems += await _check_page(storage, tenant, page)
     return problems
 
 
+async def _stored_refs(storage: StorageBackend, tenant: str) -> AsyncIterator[tuple[bytes, int]]:
+    after = b""
+    while True:
+        page = await storage.blob_refs_page(tenant, after, _BLOB_PAGE)
+        for row in page:
+            yield row
+        if len(page) < _BLOB_PAGE:
+            return
+        after = page[-1][0]
+
+
+async def _merged(
+    counted: Iterator[tuple[bytes, int, str]], stored: AsyncIterator[tuple[bytes, int]]
+) -> AsyncIterator[tuple[bytes, int | None, str, int | None]]:
+    """(digest, references the events hold or None if no event names it, first stream
+    naming it, stored count or None), over both sides in digest order."""
+    wanted = next(counted, None)
+    have = await anext(stored, None)
+    while wanted is not None or have is not None:
+        if have is None or (wanted is not None and wanted[0] < have[0]):
+            assert wanted is not None
+            yield wanted[0], wanted[1], wanted[2], None
+            wanted = next(counted, None)
+        elif wanted is None or have[0] < wanted[0]:
+            yield have[0], None, "", have[1]
+            have = await anext(stored, None)
+        else:
+            yield wanted[0], wanted[1], wanted[2], have[1]
+            wanted, have = next(counted, None), await anext(stored, None)
+
+
+async def _check_page(
+    storage: StorageBackend, tenant: str, page: list[tuple[bytes, int | None, str, int | None]]
+) -> list[StreamProblem]:
+    payloads = await storage.get_blobs(tenant, [d for d, _, _, refs in page if refs is not None])
+    return [
+        problem for digest, wanted, stream, refs in page
+        if (problem := _check_blob(tenant, digest, stream, wanted, refs, payloads.get(digest)))
+        is not None
+    ]
+
+
 def _check_blob(
-    ledger: BlobLedger, tenant: str, digest: bytes, wanted: int | None, refs: int | None,
+    tenant: str, digest: bytes, stream: str, wanted: int | None, refs: int | None,
     payload: bytes | None,
 ) -> StreamProblem | None:
-    """``wanted`` is None for a blob no event names (its count is not checked)."""
+    """``wanted`` is None for a blob no event names (its count is not checked: the
+    application attached it with its own event types, `append(..., attach=...)`)."""
     def problem(kind: str, detail: str) -> StreamProblem:
-        return StreamProblem(tenant_id=tenant, stream_id=ledger.named_by.get((tenant, digest), ""),
-                             version=0, kind=kind, detail=f"blob {digest.hex()[:16]}…: {detail}")
+        return StreamProblem(tenant_id=tenant, stream_id=stream, version=0, kind=kind,
+                             detail=f"blob {digest.hex()[:16]}…: {detail}")
 
     if refs is None:
+        if not wanted:
+            return None  # named once, every reference since released: rightly purged
         return problem("blob_missing", f"the events hold {wanted} references, no blob is stored")
     if payload is None:
         return problem("blob_missing", f"counted {refs} references but its bytes are gone")

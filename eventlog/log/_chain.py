@@ -42,7 +42,10 @@ async def verify_chains(
         if not await storage.query(ViewQuery(STREAM_HEADS, where)):
             checker.still_headless((tenant, stream))
     tenants = ledger.tenants | set(stored_before)
-    checker.problems += await _lasting_blob_problems(storage, registry, ledger, tenants)
+    try:
+        checker.problems += await _lasting_blob_problems(storage, registry, ledger, tenants)
+    finally:
+        ledger.close()
     return checker.finish()
 
 
@@ -55,11 +58,14 @@ async def _lasting_blob_problems(
     if not first:
         return first
     again = BlobLedger(registry)
-    for tenant in sorted({problem.tenant_id for problem in first}):
-        async for stored in storage.scan_streams(tenant):
-            again.feed(stored)
-    lasting = {(p.tenant_id, p.kind, p.detail) for p in
-               await blob_problems(storage, again, {p.tenant_id for p in first})}
+    try:
+        for tenant in sorted({problem.tenant_id for problem in first}):
+            async for stored in storage.scan_streams(tenant):
+                again.feed(stored)
+        lasting = {(p.tenant_id, p.kind, p.detail) for p in
+                   await blob_problems(storage, again, {p.tenant_id for p in first})}
+    finally:
+        again.close()
     return [p for p in first if (p.tenant_id, p.kind, p.detail) in lasting]
 
 

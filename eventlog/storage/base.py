@@ -8,6 +8,7 @@ durable atomically or not at all.
 from __future__ import annotations
 
 import abc
+import heapq
 import uuid
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from typing import Any
@@ -217,3 +218,13 @@ class StorageBackend(abc.ABC):
     async def blob_refs(self, tenant_id: str) -> Mapping[bytes, int]:
         """Reference counts of a tenant's blobs (diagnostics and tests)."""
         raise NotImplementedError
+
+    async def blob_refs_page(
+        self, tenant_id: str, after: bytes, limit: int
+    ) -> list[tuple[bytes, int]]:
+        """Up to ``limit`` (digest, reference count) pairs of the tenant's blobs whose
+        digest sorts after ``after`` (bytewise), in digest order: verify pages through
+        every blob with it. The default picks the page from `blob_refs` (fine for stores
+        held in memory); SQL backends read one page."""
+        refs = await self.blob_refs(tenant_id)
+        return heapq.nsmallest(limit, ((d, n) for d, n in refs.items() if d > after))

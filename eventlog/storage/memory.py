@@ -6,6 +6,7 @@ An append runs without awaiting, so within one event loop it is atomic by constr
 from __future__ import annotations
 
 import dataclasses
+import heapq
 import uuid
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from typing import Any
@@ -178,3 +179,12 @@ class MemoryBackend(StorageBackend):
 
     async def blob_refs(self, tenant_id: str) -> Mapping[bytes, int]:
         return {digest: n for (tenant, digest), n in self.refs.items() if tenant == tenant_id}
+
+    async def blob_refs_page(
+        self, tenant_id: str, after: bytes, limit: int
+    ) -> list[tuple[bytes, int]]:
+        # One pass over the counts, holding only the page: verify's memory stays flat.
+        return heapq.nsmallest(limit, (
+            (digest, n) for (tenant, digest), n in self.refs.items()
+            if tenant == tenant_id and digest > after
+        ))

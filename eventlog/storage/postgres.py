@@ -369,6 +369,14 @@ class PostgresBackend(SqlBackend):
             [tenant_id])
         return {bytes(row[0]): int(row[1]) for row in rows}
 
+    async def blob_refs_page(
+        self, tenant_id: str, after: bytes, limit: int
+    ) -> list[tuple[bytes, int]]:
+        rows = await self._fetch(
+            "read", f"SELECT digest, refs FROM {self.qualified['blobs']} WHERE tenant_id = $1 "
+            "AND digest > $2 ORDER BY digest LIMIT $3", [tenant_id, after, limit])
+        return [(bytes(row[0]), int(row[1])) for row in rows]
+
     async def _fetch(self, operation: str, sql: str, params: list[Any]) -> list[Any]:
         # A read is safe to repeat: one whose connection the server had ended (a restart,
         # pg_terminate_backend) is tried again on another; each dead one is dropped, so

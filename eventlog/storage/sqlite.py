@@ -256,6 +256,18 @@ class SqliteBackend(SqlBackend):
             )
             return {bytes(digest): int(refs) for digest, refs in rows}
 
+    async def blob_refs_page(
+        self, tenant_id: str, after: bytes, limit: int
+    ) -> list[tuple[bytes, int]]:
+        blobs = self.blobs
+        async with self.read_connection() as connection:
+            rows = await connection.execute(
+                sa.select(blobs.c.digest, blobs.c.refs)
+                .where(blobs.c.tenant_id == tenant_id, blobs.c.digest > after)
+                .order_by(blobs.c.digest).limit(limit)
+            )
+            return [(bytes(digest), int(refs)) for digest, refs in rows]
+
     def _select_events(self) -> sa.Select[Any]:
         # The driver's values, not SQLAlchemy's type processing: a row whose column was
         # rewritten with another type or format must become a finding of verify, not an
