@@ -16,7 +16,9 @@ import asyncio
 import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
+from typing import Any
 
 import asyncpg
 import pytest
@@ -97,6 +99,11 @@ class BackendTarget:
 
     def options(self) -> dict[str, str]:
         return {"schema": self.schema} if self.name == "postgresql" else {}
+
+    def open(self, **extra: Any) -> AbstractAsyncContextManager[EventLog]:
+        """`open_log` on this store with ``extra`` options added (as the contract suite's
+        `ContractBackend.open`; `eventlog.testing.interrupts.open_interrupt_log` takes either)."""
+        return open_log(self.url, **self.options(), **extra)
 
 
 @pytest.fixture(params=BACKENDS)

@@ -23,8 +23,8 @@ import pytest
 from eventlog import open_log
 from eventlog.events import interrupts as ev
 from eventlog.interrupts import ClaimRejection, Finish, InterruptClaim, batch_stream
+from eventlog.testing.interrupts import PAY, answer, interrupts
 from tests.conftest import PG_URL, BackendTarget, drop_schema, fresh_id, require_postgres
-from tests.contract.test_interrupts_helpers import PAY, answer, interrupts
 
 WORKERS = 4
 ROUNDS = 5

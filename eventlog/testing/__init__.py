@@ -3,7 +3,8 @@
 ``pip install "checkpoint-eventlog[testing]"`` brings pytest, pytest-asyncio and
 hypothesis; then subclass `BackendContract` in a test module (see its docstring). The
 test event type `Noted` and the helpers `fresh_id` and `settle` are here for a backend's
-own further tests.
+own further tests; `eventlog.testing.interrupts` has the interrupt tests' helpers (a fake
+clock, batches, answers).
 """
 
 from __future__ import annotations

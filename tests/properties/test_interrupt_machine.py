@@ -57,10 +57,7 @@ from eventlog.interrupts import (
     ResumeInput,
 )
 from eventlog.interrupts.decisions import BatchView, claim_is_current
-from projections import fold_events
-from projections.interrupts import InterruptBatches
-from tests.conftest import BackendTarget, fresh_id
-from tests.contract.test_interrupts_helpers import (
+from eventlog.testing.interrupts import (
     APPROVAL,
     PAY,
     FakeClock,
@@ -68,6 +65,9 @@ from tests.contract.test_interrupts_helpers import (
     open_interrupt_log,
     view_differences,
 )
+from projections import fold_events
+from projections.interrupts import InterruptBatches
+from tests.conftest import BackendTarget, fresh_id
 
 LEASE = timedelta(minutes=5)
 TTL = timedelta(hours=2)

@@ -9,6 +9,9 @@ from eventlog.testing.contract.checkpoints import CheckpointsContract
 from eventlog.testing.contract.checkpoints_input import CheckpointsInputContract
 from eventlog.testing.contract.checkpoints_threads import CheckpointsThreadsContract
 from eventlog.testing.contract.checkpoints_typed import CheckpointsTypedContract
+from eventlog.testing.contract.input_edges import InputEdgesContract
+from eventlog.testing.contract.interrupts import InterruptsContract
+from eventlog.testing.contract.interrupts_admin import InterruptsAdminContract
 from eventlog.testing.contract.log_append import LogAppendContract
 from eventlog.testing.contract.log_bad_input import LogBadInputContract
 from eventlog.testing.contract.log_batch import LogBatchContract
@@ -37,13 +40,18 @@ class BackendContract(
     CheckpointsInputContract,
     CheckpointsTypedContract,
     CheckpointsThreadsContract,
+    InterruptsContract,
+    InterruptsAdminContract,
+    InputEdgesContract,
 ):
     """Every contract a storage backend must keep, as one pytest test class to subclass.
 
     The tests open the backend only through `eventlog.open_log` (a backend registers its
     URL scheme with `eventlog.register_backend`) and use only what `open_log` gives back:
-    the `EventLog` API, ``log.checkpoints``, ``log.verify()`` and reopening the store.
-    The name has no ``Test`` prefix, so pytest collects it only through a subclass::
+    the `EventLog` API, ``log.checkpoints``, ``log.interrupts``, ``log.verify()`` and
+    reopening the store (or opening it again with extra options: a fake clock, interrupt
+    settings). The name has no ``Test`` prefix, so pytest collects it only through a
+    subclass::
 
         from eventlog.testing import BackendContract
 
@@ -71,8 +79,10 @@ class BackendContract(
     ``backend_url`` and ``open_options`` read on ``self``; pytest makes a new instance of
     the class for every test. The tests in a subclass can use the fixtures ``backend``
     (a `ContractBackend`: ``url``, ``options``, ``persistent``, ``open(**extra)``) and
-    ``log`` (an open `EventLog` on a fresh store). Every test is an asyncio test marked
-    explicitly, so the host project needs pytest-asyncio but not its auto mode.
+    ``log`` (an open `EventLog` on a fresh store); the interrupt tests add ``clock`` (a
+    `eventlog.testing.interrupts.FakeClock`) and ``ilog`` (a log driven by it). Every
+    test is an asyncio test marked explicitly, so the host project needs pytest-asyncio
+    but not its auto mode.
     """
 
 

@@ -1,15 +1,20 @@
-"""Helpers shared by the interrupt store's tests: a fake clock, batches, answers, opening."""
+"""Helpers for the interrupt store's tests: a fake clock, batches, answers, opening a log.
+
+The contract suite's interrupt tests use them, and so can a backend's own further tests
+(this repo's race and model tests do).
+"""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterable
-from contextlib import asynccontextmanager
+from collections.abc import Iterable
+from contextlib import AbstractAsyncContextManager
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
-from eventlog import EventLog, open_log
+from eventlog import EventLog
 from eventlog.interrupts import (
+    Finish,
     Interrupt,
     InterruptOptions,
     Operation,
@@ -17,7 +22,7 @@ from eventlog.interrupts import (
     Resume,
     ResumeInput,
 )
-from tests.conftest import BackendTarget
+from projections import ViewDifference, ViewQuery, compare_views
 
 START = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
 PAY = Operation("payments", "1")
@@ -26,7 +31,7 @@ OPTIONS = InterruptOptions(
     approval_ttl=timedelta(hours=1),
     audit_retention=timedelta(days=1),
 )
-APPROVAL = {
+APPROVAL: dict[str, Any] = {
     "type": "object",
     "properties": {"approved": {"type": "boolean"}, "note": {"type": "string"}},
     "required": ["approved"],
@@ -48,19 +53,23 @@ class FakeClock:
         self.now += timedelta(**delta)
 
 
-@asynccontextmanager
-async def open_interrupt_log(
-    target: BackendTarget,
+class OpensLog(Protocol):
+    """What opens a backend's store again with extra `open_log` options (the contract
+    suite's `ContractBackend` does)."""
+
+    def open(self, **extra: Any) -> AbstractAsyncContextManager[EventLog]:
+        """`open_log` on the store with ``extra`` options added."""
+        ...
+
+
+def open_interrupt_log(
+    backend: OpensLog,
     clock: FakeClock,
     options: InterruptOptions = OPTIONS,
     operations: Iterable[Operation] | None = None,
-) -> AsyncIterator[EventLog]:
-    """Open ``target``'s log with a fake clock and interrupt options."""
-    async with open_log(
-        target.url, clock=clock, interrupt_options=options, operations=operations,
-        **target.options(),
-    ) as log:
-        yield log
+) -> AbstractAsyncContextManager[EventLog]:
+    """Open ``backend``'s log with a fake clock and interrupt options."""
+    return backend.open(clock=clock, interrupt_options=options, operations=operations)
 
 
 def interrupts(*ids: str, schema: dict[str, Any] | None = APPROVAL) -> list[Interrupt]:
@@ -91,20 +100,30 @@ def answer(batch: PendingBatch, **overrides: Any) -> ResumeInput:
     return ResumeInput(**fields)
 
 
+async def whole_flow(log: EventLog) -> PendingBatch:
+    """A batch through its whole life: created, claimed, captured, its effect started, the
+    capture completed and the batch finalized."""
+    batch = await create(log)
+    claim = (await log.interrupts.try_claim("acme", answer(batch))).claim
+    assert claim is not None
+    handle = await log.interrupts.start_capture(claim)
+    assert handle is not None
+    await log.interrupts.try_start_effect(claim)
+    await log.interrupts.complete_capture(handle, "completed", "snapshot")
+    await log.interrupts.finish(claim, Finish.FINALIZE)
+    return batch
+
+
 async def event_count(log: EventLog) -> int:
     """How many events the whole log holds (from the stream heads: unlike ``read_all``,
     not held back by a transaction still open elsewhere on a PostgreSQL server)."""
-    from projections.query import ViewQuery
-
-    heads = await log.storage.query(ViewQuery("stream_heads", columns=("version",)))
+    heads = await log.query(ViewQuery("stream_heads", columns=("version",)))
     return sum(int(head["version"]) for head in heads)
 
 
-async def view_differences(log: EventLog) -> list[Any]:
+async def view_differences(log: EventLog) -> list[ViewDifference]:
     """`compare_views`, waiting briefly while PostgreSQL's gap-safe reads hold back events
     behind a transaction still open elsewhere on the server (another test's, say)."""
-    from projections import compare_views
-
     differences = await compare_views(log)
     for _ in range(50):
         if not differences:
@@ -116,9 +135,7 @@ async def view_differences(log: EventLog) -> list[Any]:
 
 async def batch_row(log: EventLog, scope: str, batch_id: str) -> dict[str, Any] | None:
     """The raw view row of a batch."""
-    from projections.query import ViewQuery
-
-    rows = await log.storage.query(
+    rows = await log.query(
         ViewQuery("interrupt_batches", where={"tenant_id": scope, "batch_id": batch_id})
     )
     return rows[0] if rows else None
