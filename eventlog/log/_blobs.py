@@ -27,8 +27,6 @@ _BLOB_PAGE = 500
 """Blobs read per query while verifying (their bytes are held only for that page)."""
 _FLUSH = 2_000
 """Tally rows buffered in memory before they go to the tally's file."""
-_COUNT_ROW = 1 << 62
-"""The ``seen`` of a count row: after every naming row, so never the first to name."""
 
 
 class BlobLedger:
@@ -51,8 +49,9 @@ class BlobLedger:
         self._tally.execute("PRAGMA journal_mode = OFF")
         self._tally.execute("PRAGMA synchronous = OFF")
         self._tally.execute("CREATE TABLE tally (tenant TEXT NOT NULL, digest BLOB NOT NULL, "
-                            "refs INTEGER NOT NULL, seen INTEGER NOT NULL, stream TEXT)")
-        self._rows: list[tuple[str, bytes, int, int, str | None]] = []
+                            "refs INTEGER NOT NULL, seen INTEGER NOT NULL, stream TEXT NOT NULL)")
+        self._rows: list[tuple[str, bytes, int, int, str]] = []
+        self._named: dict[bytes, int] = {}
         self._seen = 0
 
     def feed(self, stored: StoredEvent) -> Event | None:
@@ -69,38 +68,40 @@ class BlobLedger:
         except EventLogError:
             return None  # verify reports an event that does not decode
         for digest in event.blob_digests():
-            self._seen += 1
-            self._add((stored.tenant_id, digest, 0, self._seen, stored.stream_id))
+            if digest not in self._named:
+                self._seen += 1
+                self._named[digest] = self._seen
         fold_blob_references(self._live, event)
         return event
 
-    def counts(self, tenant: str) -> Iterator[tuple[bytes, int, str]]:
-        """(digest, references the events hold, first stream naming it) of every blob an
-        event of ``tenant`` names, in digest order."""
+    def counts(self) -> Iterator[tuple[str, bytes, int, str]]:
+        """(tenant, digest, references the events hold, first stream naming it) of every
+        blob an event names, in (tenant, digest) order (sorted by SQLite, on disk)."""
         self._close_stream()
         self._stream = None
         self._flush()
         # With exactly one min(), SQLite takes the bare column (stream) from its row.
-        yield from self._tally.execute(
-            "SELECT digest, sum(refs), stream, min(seen) FROM tally WHERE tenant = ? "
-            "GROUP BY digest ORDER BY digest", (tenant,))
+        for tenant, digest, refs, stream, _ in self._tally.execute(
+                "SELECT tenant, digest, sum(refs), stream, min(seen) FROM tally "
+                "GROUP BY tenant, digest ORDER BY tenant, digest"):
+            yield tenant, digest, refs, stream
 
     def close(self) -> None:
         """Delete the tally's file."""
         self._tally.close()
 
     def _close_stream(self) -> None:
+        # One row per blob the stream named: the references it still holds (a count that
+        # a release took below zero holds none) and when it was first named.
         if self._stream is not None:
-            tenant = self._stream[0]
-            for digest, count in self._live.items():
-                if count > 0:
-                    self._add((tenant, digest, count, _COUNT_ROW, None))
+            tenant, stream = self._stream
+            live = self._live
+            self._rows += [(tenant, digest, max(live[digest], 0), seen, stream)
+                           for digest, seen in self._named.items()]
+            if len(self._rows) >= _FLUSH:
+                self._flush()
         self._live = Counter()
-
-    def _add(self, row: tuple[str, bytes, int, int, str | None]) -> None:
-        self._rows.append(row)
-        if len(self._rows) >= _FLUSH:
-            self._flush()
+        self._named = {}
 
     def _flush(self) -> None:
         if self._rows:
@@ -114,15 +115,33 @@ async def blob_problems(
     """Each blob whose stored count differs from the events', that is missing, or whose
     bytes do not hash to its digest; named by the first stream that references it."""
     problems: list[StreamProblem] = []
+    counted = _TenantRows(ledger.counts())
     for tenant in sorted(tenants):
         page: list[tuple[bytes, int | None, str, int | None]] = []
-        async for found in _merged(ledger.counts(tenant), _stored_refs(storage, tenant)):
+        async for found in _merged(counted.take(tenant), _stored_refs(storage, tenant)):
             page.append(found)
             if len(page) == _BLOB_PAGE:
                 problems += await _check_page(storage, tenant, page)
                 page = []
         problems += await _check_page(storage, tenant, page)
     return problems
+
+
+class _TenantRows:
+    """The tally's rows, handed out one tenant at a time, tenants taken in sorted order."""
+
+    def __init__(self, rows: Iterator[tuple[str, bytes, int, str]]) -> None:
+        self._rows = rows
+        self._next = next(rows, None)
+
+    def take(self, tenant: str) -> Iterator[tuple[bytes, int, str]]:
+        """The rows of ``tenant`` (rows of tenants sorting before it are skipped)."""
+        while self._next is not None and self._next[0] < tenant:
+            self._next = next(self._rows, None)
+        while self._next is not None and self._next[0] == tenant:
+            _, digest, refs, stream = self._next
+            self._next = next(self._rows, None)
+            yield digest, refs, stream
 
 
 async def _stored_refs(storage: StorageBackend, tenant: str) -> AsyncIterator[tuple[bytes, int]]:
