@@ -11,9 +11,10 @@ import uuid
 from collections.abc import Awaitable, Callable
 
 import asyncpg
+import pytest
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from eventlog import EventLog, StreamAppend, open_log
+from eventlog import EventLog, InvalidInput, StreamAppend, open_log
 from eventlog.checkpoints import CheckpointRecord
 from tests.conftest import PG_URL
 from tests.events import Noted
@@ -122,3 +123,20 @@ async def test_a_replica_is_asked_how_far_it_replayed_before_it_opens(pg_schema:
     async with open_log(PG_URL, schema=pg_schema, read_url=PG_URL) as log:
         await log.append("t", "s", [Noted(text="x")])
         assert ["x"] == [event.event.text async for event in log.read_stream("t", "s")]
+
+
+@pytest.mark.parametrize("pool_size", [0, -1, 1001, "3", 2.5, True, None])
+async def test_a_pool_size_that_is_not_a_whole_number_from_1_is_refused(
+    pool_size: object, pg_schema: str
+) -> None:
+    """A pool of no connections would wait forever: refused at open, naming the option,
+    and nothing is created."""
+    with pytest.raises(InvalidInput, match="pool_size"):
+        async with open_log(PG_URL, schema=pg_schema, pool_size=pool_size):
+            pass
+    connection = await asyncpg.connect(PG_URL)
+    try:
+        assert not await connection.fetchval(
+            "SELECT count(*) FROM pg_namespace WHERE nspname = $1", pg_schema)
+    finally:
+        await connection.close()

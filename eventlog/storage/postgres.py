@@ -35,7 +35,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import NullPool
 
 from eventlog import cursors
-from eventlog.errors import CommitOutcomeUnknown, EventLogError, StorageError
+from eventlog.errors import CommitOutcomeUnknown, EventLogError, InvalidInput, StorageError
 from eventlog.records import StoredEvent
 from eventlog.storage.base import AppendRequest, StreamVersionTaken
 from eventlog.storage.pgbatch import BatchStatements
@@ -67,6 +67,8 @@ from projections.changes import (
 )
 
 R = TypeVar("R")
+MAX_POOL_SIZE = 1000
+"""The most connections one log's pool may hold (PostgreSQL's own default is 100)."""
 # The read horizon: the oldest transaction still running in THIS database (or whose
 # database we cannot see), else the next transaction id to be assigned. Every transaction
 # id below it has ended, or belongs to a backend connected to another database, which can
@@ -111,6 +113,11 @@ class PostgresBackend(SqlBackend):
         pool_size: int = 10,
     ) -> None:
         assert (url is None) != (engine is None), "a URL or an engine, not both"
+        if isinstance(pool_size, bool) or not isinstance(pool_size, int) or not (
+                1 <= pool_size <= MAX_POOL_SIZE):
+            # Zero would wait forever for a connection, and the pool is the only one.
+            raise InvalidInput("pool_size", f"must be a whole number from 1 to "
+                                            f"{MAX_POOL_SIZE}, not {pool_size!r}"[:200])
         self._dsn = url
         self._engine = engine
         self._pool_size = pool_size
