@@ -33,6 +33,7 @@ from eventlog.log._append import (
 )
 from eventlog.log._chain import verify_chains
 from eventlog.log._heads import HeadCache
+from eventlog.log._queries import check_query
 from eventlog.records import (
     AppendResult,
     ExpectedVersion,
@@ -46,7 +47,6 @@ from eventlog.storage.base import StorageBackend
 from eventlog.validation import check_id, check_positive_limit
 from projections.base import Projection
 from projections.query import ViewQuery
-from projections.views import metadata as view_metadata
 
 # The stores are named for type checkers only: `open_log` builds them and hands them to
 # the log (`attach_stores`); at run time the log never imports a store.
@@ -315,7 +315,7 @@ class EventLog:
         accident of a malformed id.
         """
         self._check_open("query")
-        _check_query(query)
+        check_query(query)
         return await self.reader.query(query)
 
     async def stream_head(self, tenant_id: str, stream_id: str) -> tuple[int, bytes] | None:
@@ -441,29 +441,6 @@ class _Lifecycle:
     """Whether a log (and the twin `on_primary` made of it) is closed."""
 
     closed = False
-
-
-def _check_query(query: object) -> None:
-    if not isinstance(query, ViewQuery):
-        raise InvalidInput("query", f"must be a ViewQuery, not {query!r}"[:200])
-    if query.table not in view_metadata.tables:
-        raise InvalidInput("query", f"names no view table: {query.table!r}"[:200])
-    columns = view_metadata.tables[query.table].columns
-    for name in query.order_by:
-        if name not in columns:
-            raise InvalidInput("query", f"order_by names no column of {query.table!r}: "
-                                        f"{name!r}"[:200])
-        # A keyset cannot step past NULL (SQL compares it to nothing): page by non-null
-        # columns. Unpaged, every backend sorts NULL after every value.
-        if query.after is not None and columns[name].nullable:
-            raise InvalidInput("query", f"after pages only by non-null columns; "
-                                        f"{name!r} of {query.table!r} may be NULL"[:200])
-    if query.with_blob is not None and query.with_blob not in columns:
-        raise InvalidInput("query", f"with_blob names no column of {query.table!r}: "
-                                    f"{query.with_blob!r}"[:200])
-    tenant_id = query.where.get("tenant_id")
-    if isinstance(tenant_id, str):
-        check_id("tenant_id", tenant_id)
 
 
 def _check_home(tag: str, event: Event, stream_id: str) -> None:

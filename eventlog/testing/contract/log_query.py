@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 
 import pytest
@@ -59,3 +60,30 @@ class LogQueryContract(ContractBase):
             await log.query(ViewQuery(CHECKPOINTS, {"tenant_id": "t"}, order_by=ordered,
                                       after=("p1", "c")))
 
+
+    @pytest.mark.parametrize(("query", "named"), [
+        (ViewQuery("no_such_view"), "no_such_view"),
+        (ViewQuery(CHECKPOINTS, {"no_such_column": 1}), "no_such_column"),
+        (ViewQuery(CHECKPOINTS, {"tenant_id": "t"}, order_by=("nope",)), "nope"),
+        (ViewQuery(CHECKPOINTS, {"tenant_id": "t"}, order_by="version"), "tuple"),  # type: ignore[arg-type]
+        (ViewQuery(CHECKPOINTS, {"tenant_id": "t"}, columns=("nope",)), "nope"),
+        (ViewQuery(CHECKPOINTS, {"tenant_id": "t"}, order_by=("version",), after=(1, 2)),
+         "one value per order_by"),
+        (ViewQuery(CHECKPOINTS, {"tenant_id": "t"}, after=(1,)), "one value per order_by"),
+        (ViewQuery(CHECKPOINTS, {"tenant_id": "t"}, limit=-1), "limit"),
+        (ViewQuery(CHECKPOINTS, {"tenant_id": "t"}, limit=True), "limit"),
+        (ViewQuery(CHECKPOINTS, {"tenant_id": "t"}, descending=1), "descending"),  # type: ignore[arg-type]
+        (ViewQuery(CHECKPOINTS, {"tenant_id": In(["t"])}), "tuple"),  # type: ignore[arg-type]
+        (ViewQuery(CHECKPOINTS, {"tenant_id": "t"}, with_blob=5), "5"),  # type: ignore[arg-type]
+        (ViewQuery(CHECKPOINTS, {"tenant_id": "bad id\n"}), "tenant_id"),
+    ])
+    async def test_a_malformed_query_is_refused_the_same_everywhere(
+        self, log: EventLog, query: ViewQuery, named: str
+    ) -> None:
+        """Every backend refuses the same malformed queries with `InvalidInput` naming the
+        fault, before reading anything (an unknown column, a keyset of the wrong length or
+        a negative limit would otherwise mean something different to each backend)."""
+        await log.checkpoints.create(CheckpointRecord(
+            tenant_id="t", session_id="s", run_id=RUN, checkpoint_id="c", state={"n": 1}))
+        with pytest.raises(InvalidInput, match=re.escape(named)):
+            await log.query(query)

@@ -1,0 +1,70 @@
+"""What a `ViewQuery` must be before any backend sees it: every backend then answers it
+the same way, or refuses it with the same error (an unknown column, a keyset of the
+wrong length or a negative limit would otherwise mean different things to each)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, NoReturn
+
+from eventlog.errors import InvalidInput
+from eventlog.validation import check_id
+from projections.query import In, JsonContains, ViewQuery
+from projections.views import metadata as view_metadata
+
+
+def check_query(query: object) -> ViewQuery:
+    """``query``, or `InvalidInput` naming what is wrong with it."""
+    if not isinstance(query, ViewQuery):
+        _refuse(f"must be a ViewQuery, not {query!r}")
+    if query.table not in view_metadata.tables:
+        _refuse(f"names no view table: {query.table!r}")
+    columns = view_metadata.tables[query.table].columns
+
+    def check_column(part: str, name: Any) -> None:
+        if not isinstance(name, str) or name not in columns:
+            _refuse(f"{part} names no column of {query.table!r}: {name!r}")
+
+    if not isinstance(query.where, Mapping):
+        _refuse(f"where must be a mapping of column to value, not {query.where!r}")
+    for name, value in query.where.items():
+        check_column("where", name)
+        if isinstance(value, In) and not isinstance(value.values, tuple):
+            _refuse(f"In for {name!r} needs a tuple of values, not {value.values!r}")
+        if isinstance(value, JsonContains) and not isinstance(value.value, Mapping):
+            _refuse(f"JsonContains for {name!r} needs a mapping, not {value.value!r}")
+    for part, names in (("order_by", query.order_by), ("columns", query.columns or ())):
+        if not isinstance(names, tuple):
+            _refuse(f"{part} must be a tuple of column names, not {names!r}")
+        for name in names:
+            check_column(part, name)
+    if query.with_blob is not None:
+        check_column("with_blob", query.with_blob)
+    if not isinstance(query.descending, bool):
+        _refuse(f"descending must be True or False, not {query.descending!r}")
+    if query.after is not None:
+        _check_keyset(query, columns)
+    if query.limit is not None and (
+            isinstance(query.limit, bool) or not isinstance(query.limit, int) or query.limit < 0):
+        _refuse(f"limit must be a whole number ≥ 0 or None, not {query.limit!r}")
+    tenant_id = query.where.get("tenant_id")
+    if isinstance(tenant_id, str):
+        check_id("tenant_id", tenant_id)
+    return query
+
+
+def _check_keyset(query: ViewQuery, columns: Any) -> None:
+    after = query.after
+    if not isinstance(after, tuple) or len(after) != len(query.order_by) or not after:
+        _refuse(f"after must be a tuple of one value per order_by column "
+                f"{query.order_by!r}, not {after!r}")
+    for name in query.order_by:
+        # A keyset cannot step past NULL (SQL compares it to nothing): page by non-null
+        # columns. Unpaged, every backend sorts NULL after every value.
+        if columns[name].nullable:
+            _refuse(f"after pages only by non-null columns; {name!r} of {query.table!r} "
+                    "may be NULL")
+
+
+def _refuse(problem: str) -> NoReturn:
+    raise InvalidInput("query", problem[:200])
