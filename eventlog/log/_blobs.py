@@ -5,10 +5,9 @@ tombstone, the references it releases (`Event.blob_releases`). Folding them stre
 stream gives the reference count each (tenant, digest) must have; the stored count must
 equal it, and the stored bytes must hash to the digest. A blob that no event names (an
 application attaching blobs to event types that do not declare them) has only its bytes
-checked. Someone who rewrites a blob (the
-state a `read` serves), deletes one, or leaves a count too low (so that a later delete
-purges state another session still reads) is found here, not by the hash chains, which
-cover the digests but never the blob bytes.
+checked. Someone who rewrites a blob (the state a `read` serves), deletes one, or leaves
+a count too low (so that a later delete purges state another session still reads) is
+found here, not by the hash chains, which cover the digests but never the blob bytes.
 """
 
 from __future__ import annotations

@@ -397,6 +397,20 @@ class EventLog:
         twin.reader = self.storage
         return twin
 
+    def sibling(self, *, registry: EventRegistry | None = None) -> EventLog:
+        """Another log over the same store, as a second process would see it: a head cache
+        of its own (knowing nothing this log appended) and, when given, its own event
+        registry. It shares this log's connections and open state: closing either closes
+        both, and `close` is for the log `open_log` gave."""
+        sibling = EventLog(
+            self.storage, projections=self.projections,
+            registry=self.registry if registry is None else registry, clock=self.clock,
+            max_payload_bytes=self.max_payload_bytes, reader=self.reader,
+        )
+        sibling.schema_revision = self.schema_revision
+        sibling._lifecycle = self._lifecycle
+        return sibling
+
     async def close(self) -> None:
         """Release the backend's connections and locks; the log refuses work afterwards."""
         if not self._lifecycle.closed:

@@ -153,10 +153,10 @@ class LogBatchContract(ContractBase):
         """NO_STREAM skips the head read; a stream another writer created is still a conflict
         (single append and batch), and nothing is written."""
         await log.append("t", "taken", [Noted(text="x")])
-        other = EventLog(log.storage, projections=log.projections)  # a cold head cache
+        other = log.sibling()  # a cold head cache
         with pytest.raises(VersionConflict):
             await other.append("t", "taken", [Noted(text="y")], expected_version=NO_STREAM)
-        cold = EventLog(log.storage, projections=log.projections)
+        cold = log.sibling()
         with pytest.raises(VersionConflict):
             await cold.append_batch([
                 StreamAppend(tenant_id="t", stream_id="fresh", events=[Noted(text="z")],

@@ -38,6 +38,20 @@ class LogLifecycleContract(ContractBase):
             with pytest.raises(StorageError, match="closed"):
                 await call()
 
+    async def test_a_sibling_reads_the_same_store_and_closes_with_its_log(
+        self, backend: ContractBackend
+    ) -> None:
+        """`EventLog.sibling` sees what its log appended (its own head cache learns the
+        stream from the store) and refuses work once that log is closed."""
+        async with backend.open() as log:
+            await log.append("t", "s", [Noted(text="a")])
+            sibling = log.sibling()
+            assert 2 == (await sibling.append("t", "s", [Noted(text="b")])).version
+            texts = [e.event.text async for e in log.read_stream("t", "s")]  # type: ignore[attr-defined]
+            assert ["a", "b"] == texts
+        with pytest.raises(StorageError, match="closed"):
+            await sibling.append("t", "s", [Noted(text="c")])
+
     async def test_closed_log_stores_refuse_every_call(self, backend: ContractBackend) -> None:
         """After close, the checkpoint, typed, interrupt and interrupt-admin stores refuse work
         (they read and write through the log, so none answers from a backend left behind)."""

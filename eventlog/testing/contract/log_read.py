@@ -166,7 +166,7 @@ class LogReadContract(ContractBase):
     async def test_unknown_tag_on_read_raises_naming_it(self, log: EventLog) -> None:
         """Reading a tag the registry lacks raises UnknownEventType naming the tag."""
         await log.append("t", "s", [Noted(text="a")])
-        blind = EventLog(log.storage, registry=EventRegistry(), projections=log.projections)
+        blind = log.sibling(registry=EventRegistry())
         await settle(log)
         with pytest.raises(UnknownEventType) as caught:
             await blind.read_all()
@@ -177,7 +177,7 @@ class LogReadContract(ContractBase):
     async def test_unknown_tag_in_read_stream_raises_too(self, log: EventLog) -> None:
         """read_stream never silently skips an event it cannot decode."""
         await log.append("t", "s", [Noted(text="a")])
-        blind = EventLog(log.storage, registry=EventRegistry(), projections=log.projections)
+        blind = log.sibling(registry=EventRegistry())
         with pytest.raises(UnknownEventType, match=r"test\.noted"):
             _ = [event async for event in blind.read_stream("t", "s")]
 
