@@ -5,7 +5,6 @@ Its events live in `eventlog.events.checkpoints` (importable without this store)
 `store` (`CheckpointStore`), `typed` (the Go-style ``Store[T]``), `ids` (UUIDv7).
 """
 
-from eventlog.checkpoints.ids import uuid7
 from eventlog.checkpoints.records import CheckpointRecord, RunInfo, SessionInfo
 from eventlog.checkpoints.store import CheckpointStore
 from eventlog.checkpoints.thread_records import (
@@ -24,6 +23,7 @@ from eventlog.events.threads import (
     ThreadDeleted,
     ThreadWritesPut,
 )
+from eventlog.ids import uuid7
 
 __all__ = [
     "ChannelValue",

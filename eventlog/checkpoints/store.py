@@ -44,7 +44,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from eventlog._logging import get_logger
 from eventlog.checkpoints import decisions
 from eventlog.checkpoints.decisions import EncodedState
-from eventlog.checkpoints.ids import uuid7
 from eventlog.checkpoints.records import (
     RECORD_COLUMNS,
     CheckpointRecord,
@@ -57,6 +56,7 @@ from eventlog.checkpoints.records import (
 from eventlog.checkpoints.typed import TypedCheckpointStore
 from eventlog.errors import VersionConflict
 from eventlog.events.checkpoints import SessionDeleted
+from eventlog.ids import uuid7
 from eventlog.log import EventLog
 from eventlog.validation import check_id, check_positive_limit, check_uuid
 from projections.checkpoints import CHECKPOINTS, RUNS, SESSIONS

@@ -3,7 +3,6 @@ which blob references a removal releases."""
 
 from __future__ import annotations
 
-import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -20,7 +19,7 @@ from eventlog.events.threads import (
     WriteRef,
 )
 from eventlog.hashing import content_digest
-from eventlog.validation import MAX_ID_LENGTH, check_id
+from eventlog.validation import CONTROL_CHARACTER, MAX_ID_LENGTH, check_id
 
 STREAM_PREFIX = THREAD_STREAM_PREFIX
 MAX_THREAD_ID_LENGTH = MAX_ID_LENGTH - len(STREAM_PREFIX)
@@ -52,9 +51,8 @@ def check_path(field: str, value: Any, *, empty: bool = True) -> str:
     if len(value) > MAX_PATH_LENGTH:
         raise InvalidInput(field, f"is {len(value)} characters, the maximum is "
                                   f"{MAX_PATH_LENGTH}")
-    for char in value:
-        if unicodedata.category(char) in ("Cc", "Cs"):
-            raise InvalidInput(field, f"contains the control character {char!r}")
+    if (found := CONTROL_CHARACTER.search(value)) is not None:
+        raise InvalidInput(field, f"contains the control character {found.group()!r}")
     return value
 
 

@@ -23,6 +23,7 @@ from eventlog.errors import (
 )
 from eventlog.events import Event, EventRegistry, default_registry
 from eventlog.hashing import content_digest
+from eventlog.ids import uuid7
 from eventlog.log._append import (
     Appender,
     Draft,
@@ -123,7 +124,7 @@ class EventLog:
         expected = check_expected(expected_version)
         recorded_at = read_clock(self.clock)
         drafts = [
-            Draft(uuid.uuid4(), tag, data, event, recorded_at)
+            Draft(uuid7(), tag, data, event, recorded_at)
             for tag, data, event in self._encode(events, stream_id)
         ]
         return await self._appender.commit(
@@ -154,7 +155,7 @@ class EventLog:
                 raise InvalidInput("appends", f"stream {item.stream_id!r} appears twice")
             seen.add(key)
             drafts = [
-                Draft(uuid.uuid4(), tag, data, event, recorded_at)
+                Draft(uuid7(), tag, data, event, recorded_at)
                 for tag, data, event in self._encode(item.events, item.stream_id)
             ]
             parts.append(Part(

@@ -8,8 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from eventlog import InvalidInput
-from eventlog.checkpoints import ids
+from eventlog import InvalidInput, ids
 from eventlog.checkpoints.decisions import (
     MAX_SESSION_ID_LENGTH,
     EncodedState,
@@ -22,7 +21,7 @@ from eventlog.checkpoints.decisions import (
     plan_delete,
     session_stream,
 )
-from eventlog.checkpoints.ids import uuid7
+from eventlog.ids import uuid7
 from eventlog.validation import MAX_ID_LENGTH
 
 

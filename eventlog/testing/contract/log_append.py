@@ -48,6 +48,16 @@ class LogAppendContract(ContractBase):
         stored = [event.event_id async for event in log.read_stream("t", "s")]
         assert list(result.event_ids) == stored
 
+    async def test_event_ids_are_time_ordered_uuid7(self, log: EventLog) -> None:
+        """Event ids are UUIDv7 and increase in append order (so the unique index on them
+        grows at its right edge), across appends and within one."""
+        first = await log.append("t", "s", [Noted(text="a"), Noted(text="b")])
+        second = await log.append("t", "other", [Noted(text="c")])
+        ids = [*first.event_ids, *second.event_ids]
+        assert [7, 7, 7] == [event_id.version for event_id in ids]
+        assert sorted(ids, key=lambda event_id: event_id.bytes) == ids
+        assert 3 == len(set(ids))
+
     async def test_positions_in_result_match_the_stored_positions(self, log: EventLog) -> None:
         """The positions an append returns are the positions its events are read back at."""
         result = await log.append("t", "s", [Noted(text="a"), Noted(text="b")])

@@ -1,4 +1,9 @@
-"""Time-ordered checkpoint ids: UUID version 7 (RFC 9562), which Python 3.11 lacks.
+"""Time-ordered ids: UUID version 7 (RFC 9562), which Python 3.11 lacks.
+
+Checkpoint ids and event ids are minted here. Ordered ids keep the unique indexes on them
+growing at their right edge: a random (version 4) id lands on a random leaf page of an
+index that outgrows memory, so every insert may read a page and, after each database
+checkpoint, log the whole page again.
 
 Layout: 48 bits of Unix time in milliseconds, the version (7), 12 + 62 bits of counter
 and randomness, the variant (10). Within one process ids are strictly increasing: when the
