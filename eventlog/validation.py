@@ -12,7 +12,7 @@ from eventlog.errors import InvalidId, InvalidInput
 MAX_ID_LENGTH = 255
 
 CONTROL_CHARACTER = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
-"""Unicode's control (Cc: U+0000–U+001F, U+007F–U+009F) and surrogate (Cs) characters,
+"""Unicode's control (Cc: U+0000 to U+001F and U+007F to U+009F) and surrogate (Cs) characters,
 which no id or path may hold (one regex search instead of a category lookup per
 character: every append checks several ids)."""
 
@@ -65,6 +65,8 @@ def check_json_value(field: str, value: Any) -> None:
     """Refuse (`InvalidInput` naming ``field`` and the path) a JSON-like value that nests
     deeper than `MAX_JSON_DEPTH` or holds NaN or ±Infinity, which JSON cannot carry and an
     encoder would silently write as null. Walks without recursion, so any depth is safe."""
+    if _json_fits(value):
+        return
     stack: list[tuple[str, Any, int]] = [("$", value, 0)]
     while stack:
         path, item, depth = stack.pop()
@@ -77,6 +79,29 @@ def check_json_value(field: str, value: Any) -> None:
                                       f"(at {path[:120]})")
         children = item.items() if isinstance(item, dict) else enumerate(item)
         stack.extend((_child_path(path, key), child, depth + 1) for key, child in children)
+
+
+def _json_fits(value: Any) -> bool:
+    """The same walk as `check_json_value` without building paths: every state and
+    metadata value passes through here, and paths are only needed to explain a refusal."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, float):
+            if not math.isfinite(item):
+                return False
+            continue
+        if not isinstance(item, dict | list | tuple):
+            continue
+        if depth >= MAX_JSON_DEPTH:
+            return False
+        for child in item.values() if isinstance(item, dict) else item:
+            if isinstance(child, float):
+                if not math.isfinite(child):
+                    return False
+            elif isinstance(child, dict | list | tuple):
+                stack.append((child, depth + 1))
+    return True
 
 
 def _child_path(path: str, key: Any) -> str:

@@ -84,6 +84,10 @@ def change_values(change: Change) -> list[tuple[str, Any]]:
 def change_shape(change: Change) -> tuple[Any, ...]:
     """What a change's SQL text depends on (its kind, table, columns, which of them are
     `AT_POSITION`, and an update's key): backends cache statements by it."""
+    if isinstance(change, Upsert | InsertIfAbsent):
+        row = change.row
+        return (type(change).__name__, change.table,
+                tuple([(name, row[name] is AT_POSITION) for name in row]), ())
     columns = tuple((name, value is AT_POSITION) for name, value in change_values(change))
     key = tuple(change.key) if isinstance(change, Update) else ()
     return (type(change).__name__, change.table, columns, key)

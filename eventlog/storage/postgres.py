@@ -529,6 +529,10 @@ def _coalesce(
     row with the same columns replaces, and an insert-if-absent of a row an earlier one
     already inserts; None when rows collide in a way only sequential statements handle
     (the CTEs of one statement cannot see each other's writes)."""
+    tables = {change.table for _, change in changes}
+    if len(tables) == len(changes) and not any(
+            isinstance(change, Delete) for _, change in changes):
+        return list(changes)  # one change per table: no two can meet (a create, a put)
     slots: dict[tuple[str, tuple[Any, ...]], int] = {}
     deleted: set[str] = set()
     touched: set[str] = set()
