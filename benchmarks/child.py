@@ -13,7 +13,7 @@ import sys
 import time
 
 from benchmarks.common import PG_URL, quiet_logs
-from eventlog import open_log
+from eventlog import SpilledViews, open_log
 from projections import rebuild
 
 
@@ -25,7 +25,8 @@ async def job(kind: str, schema: str) -> dict[str, float]:
             report = await log.verify()
             events, ok = report.events, report.ok
         else:
-            await rebuild(log)
+            with SpilledViews() as views:  # as `eventlog replay` and `report` rebuild
+                await rebuild(log, into=views)
             events, ok = -1, True  # the caller knows the count from verify
         seconds = time.perf_counter() - started
     peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

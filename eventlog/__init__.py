@@ -63,7 +63,7 @@ if TYPE_CHECKING:
         RecoveryDisposition,
         ResumeInput,
     )
-    from eventlog.log import EventLog
+    from eventlog.log import EventLog, SpilledViews
     from eventlog.opening import DEFAULT_URL, open_log, register_backend
     from eventlog.records import (
         ANY,
@@ -127,6 +127,7 @@ __all__ = [
     "SchemaError",
     "SessionDeleted",
     "SessionInfo",
+    "SpilledViews",
     "StateDecodeError",
     "StorageError",
     "StoreLocked",
@@ -177,7 +178,7 @@ _HOMES: dict[str, tuple[str, ...]] = {
         "ReconcileResult", "Reconciliation", "Recovery", "RecoveryDisposition", "ResumeInput",
     ),
     "eventlog.log": (
-        "EventLog",
+        "EventLog", "SpilledViews",
     ),
     "eventlog.opening": (
         "DEFAULT_URL", "open_log", "register_backend",

@@ -9,10 +9,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar, overload
 
 from eventlog.records import LogPage, RecordedEvent
 from projections.base import Projection
+from projections.changes import Change
 from projections.memory import Row, ViewTables
 from projections.views import key_columns
 
@@ -31,6 +32,16 @@ class FoldableLog(Protocol):
     async def dump_views(self) -> dict[str, list[dict[str, Any]]]: ...
 
 
+class ViewSink(Protocol):
+    """Where folded changes go: `ViewTables` in memory, or anything else that applies them
+    (``eventlog.log.SpilledViews`` keeps them in a temporary file)."""
+
+    def apply(self, change: Change, position: int) -> None: ...
+
+
+Sink = TypeVar("Sink", bound=ViewSink)
+
+
 @dataclass(frozen=True, slots=True)
 class ViewDifference:
     """One row where the stored view and a rebuild from the log disagree."""
@@ -41,30 +52,49 @@ class ViewDifference:
     stored: Row | None
 
 
+@overload
+def fold_events(projections: Sequence[Projection], events: Iterable[RecordedEvent]
+                ) -> ViewTables: ...
+@overload
+def fold_events(projections: Sequence[Projection], events: Iterable[RecordedEvent],
+                tables: Sink) -> Sink: ...
 def fold_events(
     projections: Sequence[Projection],
     events: Iterable[RecordedEvent],
-    tables: ViewTables | None = None,
-) -> ViewTables:
-    """Fold ``events`` through every projection into ``tables`` (new ones by default)."""
-    tables = tables if tables is not None else ViewTables()
+    tables: ViewSink | None = None,
+) -> Any:
+    """Fold ``events`` through every projection into ``tables`` (new `ViewTables` by
+    default); return them."""
+    sink = tables if tables is not None else ViewTables()
     for event in events:
         for projection in projections:
             for change in projection.fold(event):
-                tables.apply(change, event.position)
-    return tables
+                sink.apply(change, event.position)
+    return sink
 
 
+@overload
 async def rebuild(
     log: FoldableLog, *, until_position: int | None = None, until_time: datetime | None = None
-) -> ViewTables:
+) -> ViewTables: ...
+@overload
+async def rebuild(
+    log: FoldableLog, *, until_position: int | None = None, until_time: datetime | None = None,
+    into: Sink,
+) -> Sink: ...
+async def rebuild(
+    log: FoldableLog, *, until_position: int | None = None, until_time: datetime | None = None,
+    into: ViewSink | None = None,
+) -> Any:
     """Rebuild every view from the log alone, optionally as the views stood at a moment.
 
     ``until_position`` keeps the log-order prefix that ends before the first event whose
     position is above it; ``until_time`` the prefix before the first event recorded after
-    it. Each prefix is a state the views really had.
+    it. Each prefix is a state the views really had. The views are folded into ``into``
+    (returned), by default new `ViewTables` in memory; for a whole large log give
+    ``eventlog.log.SpilledViews()``, whose memory does not grow with the log.
     """
-    tables = ViewTables()
+    tables = into if into is not None else ViewTables()
     cursor: str | None = None
     while True:
         page = await log.read_all(after=cursor, limit=1000)

@@ -1,8 +1,9 @@
 """``eventlog replay --as-of``: the views as they stood at a past position or time.
 
-"What did the operator see at 14:02?" The views are rebuilt from the log alone, into
-memory, by `projections.rebuild(log, until_position=…)` or ``until_time=…``: the same
-folds the backends run inline, stopped at that moment. Nothing is written.
+"What did the operator see at 14:02?" The views are rebuilt from the log alone by
+`projections.rebuild(log, until_position=…)` or ``until_time=…`` (the same folds the
+backends run inline, stopped at that moment) into `SpilledViews`, a temporary file, so a
+log of any size replays in bounded memory. Nothing is written to the log.
 """
 
 from __future__ import annotations
@@ -21,12 +22,14 @@ from eventlog.cli.options import TIME_HELP, Moment, when_moment
 from eventlog.cli.progress import CountingLog
 from eventlog.cli.render import plural, redact, rows_or_records, when
 from eventlog.cli.scope import require_session, require_tenant
+from eventlog.log import SpilledViews
 from eventlog.transfer import count_events
 from projections.checkpoints import CHECKPOINTS, RUNS, SESSIONS
 from projections.interrupts import BATCHES
 from projections.memory import Row, ViewTables
+from projections.query import ViewQuery
 from projections.runner import rebuild
-from projections.views import STREAM_HEADS, metadata
+from projections.views import STREAM_HEADS, key_columns, metadata
 
 DEFAULT_TABLES = (SESSIONS, RUNS, CHECKPOINTS, BATCHES)
 """The views shown unless --table says otherwise (the session, run and interrupt views)."""
@@ -51,8 +54,8 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     parser = add_command(
         commands, common, "replay", "show the views as they stood at a past position or time",
         run,
-        description="Rebuild the session, run and interrupt views from the log alone, into "
-        "memory, as they stood at a log position or a time, and show them. Nothing is "
+        description="Rebuild the session, run and interrupt views from the log alone (into "
+        "a temporary file), as they stood at a log position or a time, and show them. Nothing is "
         "written.",
     )
     parser.add_argument(
@@ -74,26 +77,30 @@ async def run(context: Context) -> int:
     as_of = moment.value
     tables = tuple(args.tables or DEFAULT_TABLES)
     _check(args, tables)
-    async with context.open() as log:
-        if args.session:
-            await require_session(log, args.tenant, args.session)
-        elif args.tenant:
-            await require_tenant(log, args.tenant)
-        await settle_or_warn(context, log)
-        total = await count_events(log)
-        with context.progress() as progress:
-            task = progress.add_task("replaying the log", total=total)
-            counting = CountingLog(log, lambda n: progress.advance(task, n)).as_log()
-            if isinstance(as_of, int):
-                views = await rebuild(counting, until_position=as_of)
-            else:
-                views = await rebuild(counting, until_time=as_of)
-    snapshot = views.snapshot()
-    shown = {
-        name: [redact(row) for row in select_rows(snapshot[name], args.tenant, args.session)]
-        for name in tables
-    }
-    last = last_event(views)
+    with SpilledViews() as views:
+        async with context.open() as log:
+            if args.session:
+                await require_session(log, args.tenant, args.session)
+            elif args.tenant:
+                await require_tenant(log, args.tenant)
+            await settle_or_warn(context, log)
+            total = await count_events(log)
+            with context.progress() as progress:
+                task = progress.add_task("replaying the log", total=total)
+                counting = CountingLog(log, lambda n: progress.advance(task, n)).as_log()
+                if isinstance(as_of, int):
+                    await rebuild(counting, until_position=as_of, into=views)
+                else:
+                    await rebuild(counting, until_time=as_of, into=views)
+        where = {} if args.tenant is None else {"tenant_id": args.tenant}
+        keys = key_columns()
+        shown = {
+            name: [redact(row) for row in select_rows(
+                views.select(ViewQuery(name, where, order_by=keys[name])),
+                args.tenant, args.session)]
+            for name in tables
+        }
+        last = last_event(views)
     if context.json:
         context.print_json({
             "as_of": as_of, "as_of_read_as": moment.said, "last_position": last[0],
@@ -114,13 +121,13 @@ def select_rows(rows: list[Row], tenant: str | None, session: str | None) -> lis
     ]
 
 
-def last_event(views: ViewTables) -> tuple[int | None, datetime | None]:
+def last_event(views: ViewTables | SpilledViews) -> tuple[int | None, datetime | None]:
     """The position and time of the last event folded into ``views`` (None: none was)."""
-    heads = views.snapshot().get(STREAM_HEADS, [])
+    heads = views.select(ViewQuery(STREAM_HEADS, order_by=("last_position",),
+                                   descending=True, limit=1))
     if not heads:
         return None, None
-    last = max(heads, key=lambda row: int(row["last_position"]))
-    return int(last["last_position"]), last["updated_at"]
+    return int(heads[0]["last_position"]), heads[0]["updated_at"]
 
 
 def _check(args: argparse.Namespace, tables: tuple[str, ...]) -> None:

@@ -73,7 +73,7 @@ class SqliteBackend(SqlBackend):
         _install_connection_setup(engine)
         super().__init__(schema=None)
         self._decoders = {
-            name: {column.name: _result_processor(column.type) for column in table.columns}
+            name: {column.name: result_processor(column.type) for column in table.columns}
             for name, table in self.views.items()
         }
         # Our own file: appends take the one-hop writer thread. An application's engine (or
@@ -328,7 +328,8 @@ def encode_value(value: Any) -> Any:
     return value if encoder is None else encoder(value)
 
 
-def _result_processor(column_type: Any) -> Callable[[Any], Any] | None:
+def result_processor(column_type: Any) -> Callable[[Any], Any] | None:
+    """How SQLAlchemy's column type reads a SQLite value back (None: as it is)."""
     processor: Callable[[Any], Any] | None = column_type.dialect_impl(
         _DIALECT).result_processor(_DIALECT, None)
     return processor

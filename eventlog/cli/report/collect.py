@@ -24,9 +24,9 @@ from eventlog.cli.sessions import read_merged
 from eventlog.cli.verify import describe, view_findings
 from eventlog.events.checkpoints import CheckpointCreated
 from eventlog.events.interrupts import BatchCreated
-from eventlog.log import EventLog
+from eventlog.log import EventLog, SpilledViews
 from eventlog.records import RecordedEvent
-from projections.memory import Row
+from projections.query import In, ViewQuery
 from projections.runner import rebuild
 
 _PAGE = 1000
@@ -139,26 +139,29 @@ def undecodable_finding(event: RecordedEvent) -> Undecodable:
 async def states(
     log: EventLog, reports: Sequence[SessionReport], as_of: int | datetime | None
 ) -> dict[str, list[tuple[str, str]]]:
-    """Per session: what the views said at the moment (rebuilt from the log alone)."""
-    if isinstance(as_of, int):
-        views = await rebuild(log, until_position=as_of)
-    elif isinstance(as_of, datetime):
-        views = await rebuild(log, until_time=as_of)
-    else:
-        views = await rebuild(log)
-    snapshot = views.snapshot()
-    return {report.session: _state(report, snapshot) for report in reports}
+    """Per session: what the views said at the moment (rebuilt from the log alone, into a
+    temporary file, and read back for the chosen sessions only)."""
+    with SpilledViews() as views:
+        if isinstance(as_of, int):
+            await rebuild(log, until_position=as_of, into=views)
+        elif isinstance(as_of, datetime):
+            await rebuild(log, until_time=as_of, into=views)
+        else:
+            await rebuild(log, into=views)
+        return {report.session: _state(report, views) for report in reports}
 
 
-def _state(report: SessionReport, snapshot: dict[str, list[Row]]) -> list[tuple[str, str]]:
+def _state(report: SessionReport, views: SpilledViews) -> list[tuple[str, str]]:
     pairs: list[tuple[str, str]] = []
-    for row in snapshot.get("checkpoint_sessions", []):
-        if (row["tenant_id"], row["session_id"]) == (report.tenant, report.session):
-            pairs.append(("latest checkpoint", f"{row['latest_checkpoint_id']} "
-                                               f"(step {row['latest_step']})"))
+    session = {"tenant_id": report.tenant, "session_id": report.session}
+    for row in views.select(ViewQuery("checkpoint_sessions", session)):
+        pairs.append(("latest checkpoint", f"{row['latest_checkpoint_id']} "
+                                           f"(step {row['latest_step']})"))
     numbers = {lane.ident: lane.key for lane in report.lanes if lane.kind == "batch"}
-    for row in snapshot.get("interrupt_batches", []):
-        if row["tenant_id"] == report.tenant and row["batch_id"] in numbers:
+    if numbers:
+        for row in views.select(ViewQuery("interrupt_batches", {
+                "tenant_id": report.tenant, "batch_id": In(tuple(numbers))},
+                order_by=("batch_id",))):
             effect = ", effect started" if row.get("effect_started") else ""
             pairs.append((numbers[row["batch_id"]],
                           f"{row['state']}, generation {row['generation']}{effect}"))
