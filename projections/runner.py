@@ -1,20 +1,22 @@
 """Running projections outside an append: rebuild from the log, replay as of, compare.
 
 All three are the same folds the backends run inline, applied to a `ViewTables` in
-memory, so "the view is a function of the log" is checked by construction.
+memory (or to any other `ViewSink`, such as ``eventlog.log.SpilledViews``, a temporary
+file), so "the view is a function of the log" is checked by construction.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol, TypeVar, overload
 
 from eventlog.records import LogPage, RecordedEvent
 from projections.base import Projection
-from projections.changes import Change
+from projections.changes import Change, Upsert
 from projections.memory import Row, ViewTables
+from projections.query import ViewQuery
 from projections.views import key_columns
 
 
@@ -31,6 +33,8 @@ class FoldableLog(Protocol):
 
     async def dump_views(self) -> dict[str, list[dict[str, Any]]]: ...
 
+    async def query(self, query: ViewQuery) -> list[dict[str, Any]]: ...
+
 
 class ViewSink(Protocol):
     """Where folded changes go: `ViewTables` in memory, or anything else that applies them
@@ -40,6 +44,18 @@ class ViewSink(Protocol):
 
 
 Sink = TypeVar("Sink", bound=ViewSink)
+
+
+class ViewStore(ViewSink, Protocol):
+    """A sink that answers view queries and is closed after use (``SpilledViews``)."""
+
+    def select(self, query: ViewQuery) -> list[Row]: ...
+
+    def close(self) -> None: ...
+
+
+COMPARE_PAGE = 1000
+"""Rows per query when `compare_views` reads views a page at a time."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,11 +125,74 @@ async def rebuild(
         cursor = page.cursor
 
 
-async def compare_views(log: FoldableLog) -> list[ViewDifference]:
-    """Every row where the stored views differ from a rebuild from the log."""
-    rebuilt = (await rebuild(log)).snapshot()
-    stored = await log.dump_views()
-    return diff_snapshots(rebuilt, stored)
+async def compare_views(
+    log: FoldableLog, *, spill: Callable[[], ViewStore] | None = None
+) -> list[ViewDifference]:
+    """Every row where the stored views differ from a rebuild from the log.
+
+    By default both sides are held in memory. With ``spill`` (a factory such as
+    ``eventlog.log.SpilledViews``) the rebuild goes into one store it makes and the stored
+    views, read a page at a time, into another; the two are then compared a page at a
+    time in key order, so memory stays bounded however large the log.
+    """
+    if spill is None:
+        rebuilt = (await rebuild(log)).snapshot()
+        stored = await log.dump_views()
+        return diff_snapshots(rebuilt, stored)
+    rebuilt_store, stored_store = spill(), spill()
+    try:
+        await rebuild(log, into=rebuilt_store)
+        keys = key_columns()
+        for table, columns in sorted(keys.items()):
+            after: tuple[Any, ...] | None = None
+            while True:
+                page = await log.query(ViewQuery(table, order_by=columns, after=after,
+                                                 limit=COMPARE_PAGE))
+                for row in page:
+                    stored_store.apply(Upsert(table, row), 0)
+                if len(page) < COMPARE_PAGE:
+                    break
+                after = tuple(page[-1][column] for column in columns)
+        return [
+            difference
+            for table, columns in sorted(keys.items())
+            for difference in _merge(table, columns, _rows_in_key_order(
+                rebuilt_store, table, columns), _rows_in_key_order(stored_store, table, columns))
+        ]
+    finally:
+        rebuilt_store.close()
+        stored_store.close()
+
+
+def _rows_in_key_order(store: ViewStore, table: str, columns: tuple[str, ...]) -> Iterator[Row]:
+    after: tuple[Any, ...] | None = None
+    while True:
+        page = store.select(ViewQuery(table, order_by=columns, after=after, limit=COMPARE_PAGE))
+        yield from page
+        if len(page) < COMPARE_PAGE:
+            return
+        after = tuple(page[-1][column] for column in columns)
+
+
+def _merge(table: str, columns: tuple[str, ...], rebuilt: Iterator[Row],
+           stored: Iterator[Row]) -> Iterator[ViewDifference]:
+    """The differences of two row streams sorted by the same key (both from stores of one
+    kind, so they order keys alike)."""
+    left, right = next(rebuilt, None), next(stored, None)
+    while left is not None or right is not None:
+        left_key = None if left is None else tuple(left[c] for c in columns)
+        right_key = None if right is None else tuple(right[c] for c in columns)
+        if right_key is None or (left_key is not None and left_key < right_key):
+            assert left_key is not None
+            yield ViewDifference(table, left_key, left, None)
+            left = next(rebuilt, None)
+        elif left_key is None or right_key < left_key:
+            yield ViewDifference(table, right_key, None, right)
+            right = next(stored, None)
+        else:
+            if left != right:
+                yield ViewDifference(table, left_key, left, right)
+            left, right = next(rebuilt, None), next(stored, None)
 
 
 def diff_snapshots(

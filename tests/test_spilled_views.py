@@ -4,6 +4,7 @@ cannot answer, and keeps its memory flat however large the log."""
 
 from __future__ import annotations
 
+import sqlite3
 import tracemalloc
 import uuid
 from pathlib import Path
@@ -14,7 +15,7 @@ from hypothesis import strategies as st
 
 from eventlog import CheckpointRecord, EventLog, InvalidInput, SpilledViews, open_log
 from eventlog.checkpoints import ChannelValue, Payload
-from projections import rebuild
+from projections import compare_views, rebuild, runner
 from projections.changes import Change, Delete
 from projections.memory import ViewTables
 from projections.query import ViewQuery
@@ -130,3 +131,45 @@ async def test_a_spilled_rebuild_keeps_its_memory_flat() -> None:
     every row it holds)."""
     small, large = await _rebuild_peak(40), await _rebuild_peak(160)
     assert large < 1.5 * small, (small, large)
+
+
+async def test_compare_views_spilled_finds_what_the_memory_compare_finds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A changed row, a missing row and a row the log never made: both compares name the
+    same differences, also when every table spans several pages."""
+    monkeypatch.setattr(runner, "COMPARE_PAGE", 2)
+    target = BackendTarget("sqlite", f"sqlite:///{tmp_path}/log.db")
+    story = await seed(target)
+    async with target.open() as log:
+        await _threads(log)
+        assert [] == await compare_views(log, spill=SpilledViews)
+    with sqlite3.connect(tmp_path / "log.db") as connection:
+        connection.execute("UPDATE checkpoint_sessions SET latest_step = 99 "
+                           "WHERE tenant_id = ?", (story.tenant,))
+        connection.execute("DELETE FROM thread_writes WHERE thread_id = 'kept' AND "
+                           "checkpoint_id = 'c3'")
+        connection.execute("INSERT INTO stream_heads (tenant_id, stream_id, version, "
+                           "head_hash, last_position, updated_at) SELECT tenant_id, "
+                           "'forged', version, head_hash, last_position, updated_at "
+                           "FROM stream_heads LIMIT 1")
+    async with target.open() as log:
+        in_memory = await compare_views(log)
+        spilled = await compare_views(log, spill=SpilledViews)
+    assert {"checkpoint_sessions", "thread_writes", "stream_heads"} == {
+        difference.table for difference in in_memory}
+    assert sorted(in_memory, key=repr) == sorted(spilled, key=repr)
+    forged = [d for d in spilled if d.table == "stream_heads"]
+    assert [(None, "forged")] == [(d.rebuilt, d.stored and d.stored["stream_id"])
+                                  for d in forged]
+
+
+def test_a_uuid_subclass_binds_as_a_uuid() -> None:
+    """asyncpg reads uuid columns as its own UUID subclass: rows copied from PostgreSQL
+    into a spilled store bind them as SQLAlchemy binds a UUID."""
+    from asyncpg.pgproto.pgproto import UUID as AsyncpgUUID
+
+    from eventlog.storage.sqlite import encode_value
+
+    plain = uuid.UUID("12345678-1234-5678-1234-567812345678")
+    assert encode_value(plain) == encode_value(AsyncpgUUID(str(plain))) == plain.hex

@@ -1,8 +1,9 @@
 """``eventlog verify``: every hash chain, and every stored view against a rebuild.
 
 Two library calls do the work: `EventLog.verify` recomputes each stream's SHA-256 chain
-from the stored bytes, and `projections.compare_views` folds the whole log into memory
-and compares every view row with the stored one. Any finding exits with status 1.
+from the stored bytes, and `projections.compare_views` folds the whole log (into
+`SpilledViews`, a temporary file, so memory stays bounded at any size) and compares every
+view row with the stored one, a page at a time. Any finding exits with status 1.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from eventlog.cli.progress import CountingLog
 from eventlog.cli.render import cell, verdict
 from eventlog.cli.scope import require_tenant
 from eventlog.digest import LogDigest, check_digest
-from eventlog.log import EventLog
+from eventlog.log import EventLog, SpilledViews
 from eventlog.records import RecordedEvent, StreamProblem, VerifyReport
 from eventlog.transfer import count_events
 from projections.runner import ViewDifference, compare_views
@@ -117,7 +118,7 @@ async def _compare(
                 and all(event.position != e.position for e in undecodable))
 
     counting = CountingLog(log, lambda n: progress.advance(task, n), seen)
-    differences = await compare_views(counting.as_log())
+    differences = await compare_views(counting.as_log(), spill=SpilledViews)
     progress.update(task, visible=False)
     return [d for d in differences if tenant is None or (d.key and d.key[0] == tenant)]
 

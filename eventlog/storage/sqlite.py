@@ -323,9 +323,19 @@ _ENCODERS: dict[type, Callable[[Any], Any]] = {
 
 def encode_value(value: Any) -> Any:
     """A value as SQLAlchemy's column types bind it on SQLite (a datetime as its text, a
-    UUID as 32 hex digits), so rows are byte-for-byte what SQLAlchemy would write."""
-    encoder = _ENCODERS.get(type(value))
+    UUID as 32 hex digits), so rows are byte-for-byte what SQLAlchemy would write. A
+    subclass (asyncpg's UUID, a datetime subclass) is bound as its base type."""
+    kind = type(value)
+    try:
+        encoder = _ENCODERS_BY_TYPE[kind]
+    except KeyError:
+        encoder = _ENCODERS_BY_TYPE[kind] = next(
+            (found for base, found in _ENCODERS.items() if issubclass(kind, base)), None)
     return value if encoder is None else encoder(value)
+
+
+_ENCODERS_BY_TYPE: dict[type, Callable[[Any], Any] | None] = dict(_ENCODERS)
+"""`_ENCODERS` and every other type seen so far (None: bound as it is)."""
 
 
 def result_processor(column_type: Any) -> Callable[[Any], Any] | None:
