@@ -2,8 +2,9 @@
 
 A projection folds one recorded event into view changes (`projections.changes`), with no
 I/O. Backends apply the changes inline, in the append's transaction; `rebuild` applies the
-same folds to the whole log in memory, `rebuild(until_position=…)` replays the views as
-they stood at a past moment, and `compare_views` checks stored views against a rebuild.
+same folds to the whole log (into memory, or into any `ViewSink` such as
+``eventlog.SpilledViews``, a temporary file), `rebuild(until_position=…)` replays the views
+as they stood at a past moment, and `compare_views` checks stored views against a rebuild.
 """
 
 from projections.base import Projection
@@ -12,7 +13,14 @@ from projections.checkpoints import CheckpointViews
 from projections.interrupts import InterruptBatches
 from projections.memory import ViewTables
 from projections.query import In, JsonContains, ViewQuery
-from projections.runner import ViewDifference, compare_views, fold_events, rebuild
+from projections.runner import (
+    ViewDifference,
+    ViewSink,
+    ViewStore,
+    compare_views,
+    fold_events,
+    rebuild,
+)
 from projections.stream_heads import StreamHeads
 from projections.threads import ThreadViews
 
@@ -39,6 +47,8 @@ __all__ = [
     "Upsert",
     "ViewDifference",
     "ViewQuery",
+    "ViewSink",
+    "ViewStore",
     "ViewTables",
     "compare_views",
     "fold_events",
