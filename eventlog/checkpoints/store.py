@@ -54,8 +54,9 @@ from eventlog.checkpoints.records import (
     session_from_row,
 )
 from eventlog.checkpoints.typed import TypedCheckpointStore
-from eventlog.errors import VersionConflict
+from eventlog.errors import CorruptBlob, VersionConflict
 from eventlog.events.checkpoints import SessionDeleted
+from eventlog.hashing import content_digest
 from eventlog.ids import uuid7
 from eventlog.log import EventLog
 from eventlog.validation import check_id, check_positive_limit, check_uuid
@@ -127,14 +128,22 @@ class CheckpointStore:
     async def read_encoded(
         self, tenant_id: str, session_id: str, checkpoint_id: str
     ) -> EncodedState | None:
-        """The stored blob of the newest record with this id: one view query, one blob read."""
+        """The stored blob of the newest record with this id: one view query that reads the
+        row with its blob (`CorruptBlob` when the blob's bytes do not hash to its digest)."""
         _check_session(tenant_id, session_id)
         check_id("checkpoint_id", checkpoint_id)
-        rows = await self._rows_with_id(tenant_id, session_id, checkpoint_id, limit=1)
-        if not rows:
+        rows = await self._log.query(ViewQuery(
+            CHECKPOINTS,
+            {"tenant_id": tenant_id, "session_id": session_id, "checkpoint_id": checkpoint_id},
+            order_by=("version",), descending=True, limit=1,
+            columns=("state_digest", "state_encoding"), with_blob="state_digest",
+        ))
+        if not rows or rows[0]["blob"] is None:
             return None
-        data = await self._log.get_blob(tenant_id, rows[0]["state_digest"])
-        return None if data is None else EncodedState(rows[0]["state_encoding"], data)
+        digest, data = rows[0]["state_digest"], rows[0]["blob"]
+        if content_digest(data) != digest:
+            raise CorruptBlob(digest)
+        return EncodedState(rows[0]["state_encoding"], data)
 
     async def list(self, tenant_id: str, session_id: str) -> builtins.list[CheckpointRecord]:
         """Every record of the session since its last delete, oldest first; state not read."""
