@@ -9,7 +9,9 @@ Three tables, all keyed from ``tenant_id`` and folded from two events:
   by checkpoint id (tenant, session, checkpoint id, version) and by parent (tenant,
   session, parent, version). The state is never here, only its digest and size.
 - ``checkpoint_sessions``: one row per session with the latest checkpoint's version,
-  position, id, run and step.
+  position, id, run, step, parent and metadata: the whole listed record, so ``latest``
+  reads this small table (one row per session, which stays in cache) and never the
+  checkpoints index, which grows with every checkpoint.
 - ``checkpoint_runs``: one row per (tenant, session, run) with the run's first
   checkpoint: the order runs started in, and where each resumed from.
 
@@ -72,6 +74,8 @@ checkpoint_sessions = sa.Table(
     sa.Column("latest_run_id", sa.Uuid, nullable=False),
     sa.Column("latest_step", sa.BigInteger, nullable=False),
     sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("latest_parent_id", ID, nullable=True),
+    sa.Column("latest_metadata", sa.Text, nullable=False, server_default="{}"),
 )
 
 checkpoint_runs = sa.Table(
@@ -107,6 +111,7 @@ class CheckpointViews:
 
 def _created(recorded: RecordedEvent, created: CheckpointCreated) -> tuple[Change, ...]:
     session = {"tenant_id": recorded.tenant_id, "session_id": created.session_id}
+    metadata_text = msgspec.json.encode(created.metadata).decode()
     row = {
         **session,
         "version": recorded.version,
@@ -118,7 +123,7 @@ def _created(recorded: RecordedEvent, created: CheckpointCreated) -> tuple[Chang
         "state_digest": bytes.fromhex(created.state_digest),
         "state_encoding": created.state_encoding,
         "state_size": created.state_size,
-        "metadata": msgspec.json.encode(created.metadata).decode(),
+        "metadata": metadata_text,
         "recorded_at": recorded.recorded_at,
     }
     latest = {
@@ -129,6 +134,8 @@ def _created(recorded: RecordedEvent, created: CheckpointCreated) -> tuple[Chang
         "latest_run_id": created.run_id,
         "latest_step": created.step,
         "updated_at": recorded.recorded_at,
+        "latest_parent_id": created.parent_id,
+        "latest_metadata": metadata_text,
     }
     run = {
         **session,

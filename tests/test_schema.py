@@ -7,7 +7,9 @@ import os
 import sqlite3
 import subprocess
 import sys
+import uuid
 import zipfile
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -234,3 +236,59 @@ def test_installed_wheel_migrates_from_its_own_scripts(wheel: Path, tmp_path: Pa
     revision, migrations, package = result.stdout.splitlines()[-1].split()
     assert (head_revision(), str(site / "eventlog" / "migrations")) == (revision, migrations)
     assert package.startswith(str(site))
+
+
+async def _session_at_revision_4(url: str, schema: str | None) -> None:
+    """A database migrated only to 0004 holding one session of two checkpoints, its view
+    rows written as that revision's code wrote them (no latest parent or metadata)."""
+    from alembic import command
+
+    from eventlog.storage.migrate import alembic_config
+
+    dialect = "postgresql" if schema else "sqlite"
+    metadata = build_metadata(dialect, schema)
+    key = f"{schema}." if schema else ""
+    checkpoints, sessions = metadata.tables[f"{key}checkpoints"], metadata.tables[
+        f"{key}checkpoint_sessions"]
+    engine = create_async_engine(url)
+    run = uuid.UUID("00000000-0000-4000-8000-000000000001")
+    when = datetime(2030, 1, 1, tzinfo=UTC)
+    try:
+        async with engine.begin() as connection:
+            if schema:
+                await connection.execute(sa.text(f'CREATE SCHEMA "{schema}"'))
+            await connection.run_sync(lambda sync: command.upgrade(
+                alembic_config(sync, schema, metadata), "0004_threads"))
+            for version, parent in ((1, None), (2, "c1")):
+                await connection.execute(sa.insert(checkpoints).values(
+                    tenant_id="t", session_id="s", version=version, position=version,
+                    run_id=run, checkpoint_id=f"c{version}", parent_id=parent, step=version,
+                    state_digest=bytes(32), state_encoding="json", state_size=2,
+                    metadata=f'{{"n": {version}}}', recorded_at=when))
+            await connection.execute(sa.insert(sessions).values(
+                tenant_id="t", session_id="s", latest_version=2, latest_position=2,
+                latest_checkpoint_id="c2", latest_run_id=run, latest_step=2, updated_at=when))
+    finally:
+        await engine.dispose()
+
+
+@pytest.mark.parametrize("dialect", ["sqlite", "postgresql"])
+async def test_upgrading_to_0005_gives_existing_sessions_their_latest_record(
+    dialect: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """Sessions written before 0005 take their latest checkpoint's parent and metadata,
+    so ``latest`` (which now reads the session row) answers as it did."""
+    if dialect == "sqlite":
+        schema, url, log_url = None, f"sqlite+aiosqlite:///{tmp_path / 'log.db'}", \
+            f"sqlite:///{tmp_path / 'log.db'}"
+    else:
+        schema, url, log_url = request.getfixturevalue("pg_schema"), PG_ASYNC, PG_URL
+    await _session_at_revision_4(url, schema)
+    options = {"schema": schema} if schema else {}
+    async with open_log(log_url, **options) as log:
+        latest = await log.checkpoints.latest("t", "s")
+        listed = await log.checkpoints.list("t", "s")
+    assert latest is not None
+    assert (latest.checkpoint_id, latest.parent_id, latest.metadata, latest.step) == (
+        "c2", "c1", {"n": 2}, 2)
+    assert latest == listed[-1]

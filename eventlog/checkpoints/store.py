@@ -76,6 +76,12 @@ T = TypeVar("T")
 DELETE_ATTEMPTS = 16
 """How often ``delete`` re-decides after losing a race with a concurrent write."""
 
+_LATEST_COLUMNS = (
+    "session_id", "latest_run_id", "latest_checkpoint_id", "latest_parent_id", "latest_step",
+    "latest_metadata", "latest_position", "updated_at",
+)
+"""The session-view columns `latest` builds its record from."""
+
 
 class CheckpointStore:
     """Tenant-scoped workflow checkpoints (``log.checkpoints``); see the module docstring."""
@@ -162,10 +168,18 @@ class CheckpointStore:
         """The session's most recently written record (by log order), or None."""
         _check_session(tenant_id, session_id)
         rows = await self._log.query(ViewQuery(
-            CHECKPOINTS, {"tenant_id": tenant_id, "session_id": session_id},
-            order_by=("version",), descending=True, limit=1, columns=RECORD_COLUMNS,
+            SESSIONS, {"tenant_id": tenant_id, "session_id": session_id},
+            columns=_LATEST_COLUMNS,
         ))
-        return record_from_row(tenant_id, rows[0]) if rows else None
+        if not rows:
+            return None
+        row = rows[0]
+        return record_from_row(tenant_id, {
+            "session_id": row["session_id"], "run_id": row["latest_run_id"],
+            "checkpoint_id": row["latest_checkpoint_id"], "parent_id": row["latest_parent_id"],
+            "step": row["latest_step"], "metadata": row["latest_metadata"],
+            "position": row["latest_position"], "recorded_at": row["updated_at"],
+        })
 
     async def index(
         self, tenant_id: str, session_id: str, parent_id: str | None = None
