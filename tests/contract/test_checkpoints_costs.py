@@ -1,5 +1,5 @@
-"""Contract: what checkpoint reads and writes cost — list never loads state, read loads one
-blob, and a PostgreSQL create is one statement."""
+"""Contract: what checkpoint reads and writes cost — list never loads state, read is one
+query bringing its blob, and a PostgreSQL create is one statement."""
 
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ import pytest
 
 from eventlog import CheckpointRecord, EventLog, open_log
 from eventlog.storage.postgres import PostgresBackend
+from eventlog.storage.sql import SqlBackend
+from projections.query import ViewQuery
 from tests.conftest import BackendTarget
 
 BIG = 24 * 1024 * 1024
@@ -79,16 +81,28 @@ async def test_list_reads_no_blob(log: EventLog, monkeypatch: pytest.MonkeyPatch
     assert [] == asked
 
 
-async def test_read_asks_for_exactly_one_blob(
+async def test_read_is_one_view_query_bringing_its_blob(
     log: EventLog, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """read makes one blob read for a checkpoint that exists, none for one that does not."""
+    """read asks the backend one view query, which brings the row's blob along (on SQL, in
+    the same statement: no separate blob read), for a checkpoint that exists, one that
+    does not and another tenant's."""
     await log.checkpoints.create(record("s", {"a": 1}))
     asked = count_blob_reads(log, monkeypatch)
-    await log.checkpoints.read("t", "s", "c")
-    await log.checkpoints.read("t", "s", "absent")
-    await log.checkpoints.read("other-tenant", "s", "c")
-    assert 1 == len(asked)
+    queries: list[ViewQuery] = []
+    real = log.storage.query
+
+    async def query(wanted: ViewQuery) -> list[dict[str, Any]]:
+        queries.append(wanted)
+        return await real(wanted)
+
+    monkeypatch.setattr(log.storage, "query", query)
+    assert {"a": 1} == await log.checkpoints.read("t", "s", "c")
+    assert None is await log.checkpoints.read("t", "s", "absent")
+    assert None is await log.checkpoints.read("other-tenant", "s", "c")
+    assert ["state_digest"] * 3 == [wanted.with_blob for wanted in queries]
+    if isinstance(log.storage, SqlBackend):
+        assert [] == asked
 
 
 async def test_postgres_create_is_one_statement(
