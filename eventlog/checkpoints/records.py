@@ -91,6 +91,23 @@ def record_from_row(tenant_id: str, row: Mapping[str, Any]) -> CheckpointRecord:
     )
 
 
+LATEST_COLUMNS = (
+    "session_id", "latest_run_id", "latest_checkpoint_id", "latest_parent_id", "latest_step",
+    "latest_metadata", "latest_position", "updated_at",
+)
+"""The session-view columns the session's latest record is built from."""
+
+
+def latest_from_row(tenant_id: str, row: Mapping[str, Any]) -> CheckpointRecord:
+    """The session's latest record (``state=None``) from its row of the session view."""
+    return record_from_row(tenant_id, {
+        "session_id": row["session_id"], "run_id": row["latest_run_id"],
+        "checkpoint_id": row["latest_checkpoint_id"], "parent_id": row["latest_parent_id"],
+        "step": row["latest_step"], "metadata": row["latest_metadata"],
+        "position": row["latest_position"], "recorded_at": row["updated_at"],
+    })
+
+
 def session_from_row(row: Mapping[str, Any]) -> SessionInfo:
     """A `SessionInfo` from a row of the sessions view."""
     return SessionInfo(

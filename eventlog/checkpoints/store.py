@@ -45,10 +45,12 @@ from eventlog._logging import get_logger
 from eventlog.checkpoints import decisions
 from eventlog.checkpoints.decisions import EncodedState
 from eventlog.checkpoints.records import (
+    LATEST_COLUMNS,
     RECORD_COLUMNS,
     CheckpointRecord,
     RunInfo,
     SessionInfo,
+    latest_from_row,
     record_from_row,
     run_from_row,
     session_from_row,
@@ -75,12 +77,6 @@ T = TypeVar("T")
 
 DELETE_ATTEMPTS = 16
 """How often ``delete`` re-decides after losing a race with a concurrent write."""
-
-_LATEST_COLUMNS = (
-    "session_id", "latest_run_id", "latest_checkpoint_id", "latest_parent_id", "latest_step",
-    "latest_metadata", "latest_position", "updated_at",
-)
-"""The session-view columns `latest` builds its record from."""
 
 
 class CheckpointStore:
@@ -169,17 +165,9 @@ class CheckpointStore:
         _check_session(tenant_id, session_id)
         rows = await self._log.query(ViewQuery(
             SESSIONS, {"tenant_id": tenant_id, "session_id": session_id},
-            columns=_LATEST_COLUMNS,
+            columns=LATEST_COLUMNS,
         ))
-        if not rows:
-            return None
-        row = rows[0]
-        return record_from_row(tenant_id, {
-            "session_id": row["session_id"], "run_id": row["latest_run_id"],
-            "checkpoint_id": row["latest_checkpoint_id"], "parent_id": row["latest_parent_id"],
-            "step": row["latest_step"], "metadata": row["latest_metadata"],
-            "position": row["latest_position"], "recorded_at": row["updated_at"],
-        })
+        return latest_from_row(tenant_id, rows[0]) if rows else None
 
     async def index(
         self, tenant_id: str, session_id: str, parent_id: str | None = None

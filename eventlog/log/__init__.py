@@ -3,11 +3,11 @@
 `EventLog` (`_log`) is what stores, the CLI and applications hold. Behind it, one module
 per seam: `_append` chains and commits appends (the retry loop and commit-outcome
 resolution), `_heads` caches stream heads, `_chain` verifies hash chains. Only this
-package and `eventlog.opening` touch a storage backend. `SpilledViews` (from the storage
-layer) is where a rebuild of a whole large log folds its views.
+package and `eventlog.opening` touch a storage backend. `_spill` holds
+`SpilledViews`, where a rebuild of a whole large log folds its views.
 """
 
 from eventlog.log._log import DEFAULT_MAX_PAYLOAD_BYTES, EventLog
-from eventlog.storage.spill import SpilledViews
+from eventlog.log._spill import SpilledViews
 
 __all__ = ["DEFAULT_MAX_PAYLOAD_BYTES", "EventLog", "SpilledViews"]

@@ -72,10 +72,7 @@ class SqliteBackend(SqlBackend):
         self.engine = engine
         _install_connection_setup(engine)
         super().__init__(schema=None)
-        self._decoders = {
-            name: {column.name: result_processor(column.type) for column in table.columns}
-            for name, table in self.views.items()
-        }
+        self._decoders = view_decoders(self.views)
         # Our own file: appends take the one-hop writer thread. An application's engine (or
         # an in-memory database, which another connection would not see) keeps SQLAlchemy.
         self._writer: SqliteWriter | None = None
@@ -151,14 +148,7 @@ class SqliteBackend(SqlBackend):
             result = await connection.exec_driver_sql(sql, tuple(map(encode_value, params)))
             names = list(result.keys())
             rows = result.all()
-        return [
-            normalise_row({
-                name: value if value is None or (decode := decoders.get(name)) is None
-                else decode(value)
-                for name, value in zip(names, row, strict=True)
-            })
-            for row in rows
-        ]
+        return [decode_view_row(names, row, decoders) for row in rows]
 
     async def stream_head(self, tenant_id: str, stream_id: str) -> tuple[int, bytes] | None:
         events = self.events
@@ -336,6 +326,27 @@ def encode_value(value: Any) -> Any:
 
 _ENCODERS_BY_TYPE: dict[type, Callable[[Any], Any] | None] = dict(_ENCODERS)
 """`_ENCODERS` and every other type seen so far (None: bound as it is)."""
+
+
+Decoders = dict[str, Callable[[Any], Any] | None]
+"""How each column of one view reads back (None: as it is)."""
+
+
+def view_decoders(views: Mapping[str, sa.Table]) -> dict[str, Decoders]:
+    """The decoders of every column of every view, by view name."""
+    return {name: {column.name: result_processor(column.type) for column in table.columns}
+            for name, table in views.items()}
+
+
+def decode_view_row(
+    names: Sequence[str], row: Sequence[Any], decoders: Decoders
+) -> dict[str, Any]:
+    """One view row read from SQLite, as the memory views hold it (our types)."""
+    return normalise_row({
+        name: value if value is None or (decode := decoders.get(name)) is None
+        else decode(value)
+        for name, value in zip(names, row, strict=True)
+    })
 
 
 def result_processor(column_type: Any) -> Callable[[Any], Any] | None:

@@ -119,6 +119,30 @@ Statement = tuple[str, list[Any], bool]
 value the append needs next (an event's position)."""
 
 
+class ChangeStatements:
+    """The statement applying a view change and its values, the text cached by the
+    change's shape (`change_shape`): what a sequential append runs for each change, and
+    what `eventlog.log.SpilledViews` runs on its temporary file."""
+
+    def __init__(self, tables: Mapping[str, str], keys: Mapping[str, Sequence[str]],
+                 new_param: Callable[[], Numbered | Positional]) -> None:
+        self._tables = tables
+        self._keys = keys
+        self._new_param = new_param
+        self._text: dict[Hashable, str] = {}
+
+    def __call__(self, change: Change, position: int) -> tuple[str, list[Any]]:
+        """The text and values of ``change``, `AT_POSITION` standing for ``position``."""
+        shape = change_shape(change)
+        sql = self._text.get(shape)
+        if sql is None:
+            sql = self._text[shape] = change_sql(
+                change, self._tables[change.table], self._keys[change.table],
+                self._new_param())
+        return sql, [position if value is AT_POSITION else value
+                     for value in change_params(change)]
+
+
 class SequentialAppend:
     """An append as a sequence of statements inside the caller's transaction: each event
     row (returning its position), each view change, each blob reference change.
@@ -130,10 +154,9 @@ class SequentialAppend:
 
     def __init__(self, tables: Mapping[str, str], keys: Mapping[str, Sequence[str]],
                  new_param: Callable[[], Numbered | Positional]) -> None:
-        self._tables = tables
-        self._keys = keys
         self._new_param = new_param
         self._text: dict[Hashable, str] = {}
+        self._changes = ChangeStatements(tables, keys, new_param)
         names = tables["events"], tables["blobs"]
         self._event_sql = self._cached("event", lambda p: event_insert(
             names[0], p, [None] * len(EVENT_COLUMNS)))
@@ -158,10 +181,7 @@ class SequentialAppend:
                       pending.hash]
             positions.append(int((yield self._event_sql, values, True)))
         for index, change in request.changes:
-            position = positions[index]
-            yield self._change_sql(change), [
-                position if value is AT_POSITION else value for value in change_params(change)
-            ], False
+            yield (*self._changes(change, positions[index]), False)
         for digest in sorted(request.blob_adds.keys() | request.blob_releases.keys()):
             if digest in request.blob_adds:
                 payload, count = request.blob_adds[digest]
@@ -171,15 +191,6 @@ class SequentialAppend:
                 yield self._blob_release_sql, [count, tenant, digest], False
                 yield self._blob_purge_sql, [tenant, digest], False
         return positions
-
-    def _change_sql(self, change: Change) -> str:
-        shape = change_shape(change)
-        sql = self._text.get(shape)
-        if sql is None:
-            sql = self._text[shape] = change_sql(
-                change, self._tables[change.table], self._keys[change.table],
-                self._new_param())
-        return sql
 
     def _cached(self, name: str, build: Callable[[Param], str]) -> str:
         self._text[name] = build(self._new_param())

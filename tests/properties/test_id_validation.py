@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Callable
 
 import pytest
 from hypothesis import given
@@ -27,23 +28,18 @@ def _first_refused(value: str) -> str | None:
     return next((c for c in value if unicodedata.category(c) in ("Cc", "Cs")), None)
 
 
-@given(_TEXT)
-def test_check_id_refuses_exactly_control_and_surrogate_characters(value: str) -> None:
+@pytest.mark.parametrize(("check", "refusal"), [
+    (lambda value: check_id("field", value), InvalidId),
+    (lambda value: check_path("namespace", value), InvalidInput),
+], ids=["check_id", "check_path"])
+@given(value=_TEXT)
+def test_ids_and_paths_refuse_exactly_control_and_surrogate_characters(
+    check: Callable[[str], str], refusal: type[Exception], value: str
+) -> None:
     refused = _first_refused(value)
     if refused is None:
-        assert value == check_id("field", value)
+        assert value == check(value)
         return
-    with pytest.raises(InvalidId) as raised:
-        check_id("field", value)
-    assert repr(refused) in str(raised.value)
-
-
-@given(_TEXT)
-def test_check_path_refuses_exactly_control_and_surrogate_characters(value: str) -> None:
-    refused = _first_refused(value)
-    if refused is None:
-        assert value == check_path("namespace", value)
-        return
-    with pytest.raises(InvalidInput) as raised:
-        check_path("namespace", value)
+    with pytest.raises(refusal) as raised:
+        check(value)
     assert repr(refused) in str(raised.value)

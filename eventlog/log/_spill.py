@@ -1,4 +1,5 @@
-"""View rows in a private temporary SQLite file, for rebuilds of any size.
+"""View rows in a private temporary SQLite file, for rebuilds of any size (the log's
+scratch store: built on the SQLite backend's SQL, written to by folds only).
 
 `projections.rebuild` folds a whole log into view tables. Held in memory (`ViewTables`)
 they grow with the log: a replay or report of a log of millions of events needs gigabytes.
@@ -11,7 +12,7 @@ the rest in a file it deletes on close), with the SQL text the SQL backends run
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Iterable
 from types import TracebackType
 from typing import Any
 
@@ -20,18 +21,16 @@ from sqlalchemy.schema import CreateIndex, CreateTable
 
 from eventlog.errors import InvalidInput
 from eventlog.storage.schema import build_metadata, view_table_names
-from eventlog.storage.sql import normalise_row
-from eventlog.storage.sqlite import encode_value, result_processor
+from eventlog.storage.sqlite import decode_view_row, encode_value, view_decoders
 from eventlog.storage.sqltext import (
+    ChangeStatements,
     Positional,
     SqliteDialect,
-    change_params,
-    change_sql,
     query_params,
     query_sql,
     quote,
 )
-from projections.changes import AT_POSITION, Change, change_shape
+from projections.changes import Change
 from projections.query import ViewQuery
 
 Row = dict[str, Any]
@@ -64,26 +63,16 @@ class SpilledViews:
                       for name, table in tables.items()}
         self._nullable = {name: frozenset(c.name for c in table.columns if c.nullable)
                           for name, table in tables.items()}
-        self._decoders: dict[str, dict[str, Callable[[Any], Any] | None]] = {
-            name: {column.name: result_processor(column.type) for column in table.columns}
-            for name, table in tables.items()
-        }
-        self._text: dict[Hashable, str] = {}
+        self._decoders = view_decoders(tables)
+        self._changes = ChangeStatements(self._names, self._keys, Positional)
         self._commit_every = commit_every
         self._pending = 0
         self._connection.execute("BEGIN")
 
     def apply(self, change: Change, position: int) -> None:
         """Apply one change, with `AT_POSITION` standing for ``position``."""
-        shape = change_shape(change)
-        sql = self._text.get(shape)
-        if sql is None:
-            sql = self._text[shape] = change_sql(
-                change, self._names[change.table], self._keys[change.table], Positional())
-        self._connection.execute(sql, [
-            encode_value(position if value is AT_POSITION else value)
-            for value in change_params(change)
-        ])
+        sql, values = self._changes(change, position)
+        self._connection.execute(sql, [encode_value(value) for value in values])
         self._pending += 1
         if self._pending >= self._commit_every:
             # Committed in batches only to bound the transaction; nothing needs durability.
@@ -109,14 +98,7 @@ class SpilledViews:
             encode_value(value) for value in query_params(query, _TEXT)])
         names = [column[0] for column in cursor.description]
         decoders = self._decoders[query.table]
-        return [
-            normalise_row({
-                name: value if value is None or (decode := decoders.get(name)) is None
-                else decode(value)
-                for name, value in zip(names, row, strict=True)
-            })
-            for row in cursor
-        ]
+        return [decode_view_row(names, row, decoders) for row in cursor]
 
     def snapshot(self) -> dict[str, list[Row]]:
         """Every table's rows, sorted by key: the form views are compared in."""
