@@ -14,6 +14,10 @@ at each call, never by configuring anything:
 
 An unconfigured structlog would print every debug event on standard output, which broke
 a host that spoke a protocol over its stdout.
+
+A call below the level a host shows costs a check, not a rendering: with structlog
+configured, the bound logger is built once per configuration (structlog's lazy proxy
+would bind anew on every call) and asked ``is_enabled_for`` before the event is passed.
 """
 
 from __future__ import annotations
@@ -27,11 +31,13 @@ import structlog
 class LibraryLogger:
     """A logger with structlog's methods that routes each event as described above."""
 
-    __slots__ = ("_stdlib", "_structlog")
+    __slots__ = ("_bound", "_bound_for", "_name", "_stdlib")
 
     def __init__(self, name: str) -> None:
+        self._name = name
         self._stdlib = logging.getLogger(name)
-        self._structlog = structlog.get_logger(name)
+        self._bound: Any = None
+        self._bound_for: tuple[Any, ...] = ()
 
     def debug(self, event: str, **values: Any) -> None:
         self._log(logging.DEBUG, "debug", event, values)
@@ -47,11 +53,24 @@ class LibraryLogger:
 
     def _log(self, level: int, method: str, event: str, values: dict[str, Any]) -> None:
         if structlog.is_configured():
-            getattr(self._structlog, method)(event, **values)
+            bound = self._structlog_logger()
+            enabled = getattr(bound, "is_enabled_for", None)
+            if enabled is None or enabled(level):
+                getattr(bound, method)(event, **values)
         elif self._stdlib.isEnabledFor(level):
             rendered = " ".join(f"{key}={value!r}" for key, value in values.items())
             self._stdlib.log(level, "%s %s", event, rendered, stacklevel=3,
                              extra={"structured": {"event": event, **values}})
+
+    def _structlog_logger(self) -> Any:
+        """structlog's logger for this name, bound once per configuration."""
+        config = structlog.get_config()
+        key = (config["wrapper_class"], config["logger_factory"], id(config["processors"]),
+               config["context_class"])
+        if key != self._bound_for:
+            self._bound = structlog.get_logger(self._name).bind()
+            self._bound_for = key
+        return self._bound
 
 
 def get_logger(name: str) -> LibraryLogger:

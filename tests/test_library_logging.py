@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 import structlog
 from structlog.testing import capture_logs
 
 from eventlog import open_log
+from eventlog._logging import get_logger
 from tests.events import Noted
 
 
@@ -51,3 +53,61 @@ async def test_a_host_that_configured_structlog_gets_structlog_events() -> None:
         async with open_log("memory://") as log:
             await log.append("t", "s", [Noted(text="a")])
     assert ["appended"] == [entry["event"] for entry in logs]
+
+
+class _Loud:
+    """A value that records whether anything rendered it."""
+
+    rendered = 0
+
+    def __repr__(self) -> str:
+        _Loud.rendered += 1
+        return "loud"
+
+
+@pytest.mark.usefixtures("unconfigured_structlog")
+def test_a_filtered_event_is_not_rendered_and_a_new_configuration_takes_effect() -> None:
+    """Below a configured structlog level nothing is rendered; configuring structlog again
+    (a level, a processor) applies to the very next call, although the bound logger is
+    kept between calls."""
+    logger = get_logger("eventlog.test")
+    seen: list[dict[str, Any]] = []
+
+    def keep(_: Any, __: str, event: dict[str, Any]) -> str:
+        seen.append(dict(event))
+        return repr(event)
+
+    structlog.configure(processors=[keep],
+                        wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING),
+                        logger_factory=structlog.ReturnLoggerFactory())
+    _Loud.rendered = 0
+    logger.debug("quiet", value=_Loud())
+    assert (0, []) == (_Loud.rendered, seen)
+    logger.warning("loud", value=_Loud())
+    assert ["loud"] == [event["event"] for event in seen]
+    assert 1 == _Loud.rendered
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.DEBUG))
+    logger.debug("now shown")
+    with capture_logs() as captured:
+        logger.info("captured")
+    logger.info("after capture")
+    assert ["loud", "now shown", "after capture"] == [event["event"] for event in seen]
+    assert ["captured"] == [event["event"] for event in captured]
+
+
+@pytest.mark.usefixtures("unconfigured_structlog")
+def test_structlog_logger_is_built_once_per_configuration() -> None:
+    """Filtered calls do not build a structlog logger each time (its lazy proxy would call
+    the logger factory on every call): one build per configuration."""
+    built: list[tuple[Any, ...]] = []
+
+    def factory(*args: Any) -> structlog.ReturnLogger:
+        built.append(args)
+        return structlog.ReturnLogger()
+
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING),
+                        logger_factory=factory)
+    logger = get_logger("eventlog.test")
+    for _ in range(100):
+        logger.debug("filtered", n=1)
+    assert [("eventlog.test",)] == built
