@@ -5,19 +5,24 @@ commit fsyncs the WAL, so an acknowledged checkpoint survives a power cut):
 - raw ``sqlite3`` autocommit INSERT of the same ~2 KB bytes, called inline (no thread);
 - LangGraph's ``AsyncSqliteSaver.aput`` (aiosqlite), its connection set to the same level;
 - our ``checkpoints.create`` on ``sqlite:///…``.
+Then 8 writers at once, each on its own session: 8 tasks creating on one log (their
+appends share commits: group commit), next to 8 threads each inserting on a raw
+``sqlite3`` connection of its own, and 8 tasks putting through LangGraph's saver.
 Caveat: the fsync cost is the disk's (here a virtual disk); ratios are what carry over.
 """
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 import tempfile
+import time
 import uuid
 from pathlib import Path
 from typing import Any
 
 from benchmarks.bench_checkpoints import STATE
-from benchmarks.common import Results, interleave, section, size
+from benchmarks.common import Results, interleave, rounds, section, size
 from eventlog import CheckpointRecord, open_log
 
 SYNCHRONOUS = "FULL"
@@ -55,8 +60,60 @@ async def run(results: Results) -> None:
             if manager is not None:
                 results.compare("SQLite checkpoint create vs LangGraph SQLite aput", "create",
                                 "langgraph_aput", figures, goal="≥ 1.6", at_least=1.6)
+            await _concurrent(results, root, log, contestants.get("langgraph_aput"))
+            if manager is not None:
                 await manager.__aexit__(None, None, None)
         raw.close()
+
+
+WRITERS = 8
+
+
+async def _concurrent(results: Results, root: Path, log: Any, langgraph: Any) -> None:
+    """8 writers at once, each on its own session, rounds interleaved."""
+    count = size(100, 5)  # at most 100: LangGraph's writer puts into one thread
+    section(f"SQLite, {WRITERS} concurrent writers × {count} calls per round")
+    payload = str(STATE).encode()
+    run_id = uuid.uuid4()
+
+    def raw_thread(writer: int) -> None:
+        connection = sqlite3.connect(root / "raw.db", isolation_level=None, timeout=60)
+        connection.execute(f"PRAGMA synchronous = {SYNCHRONOUS}")
+        for _ in range(count):
+            connection.execute("INSERT INTO raw_checkpoints (tenant_id, session_id, state) "
+                               "VALUES (?, ?, ?)", ("t", f"w{writer}", payload))
+        connection.close()
+
+    async def creates(session: str) -> None:
+        for step in range(count):
+            await log.checkpoints.create(CheckpointRecord(
+                tenant_id="t", session_id=session, run_id=run_id, step=step,
+                state={**STATE, "step": step}))
+
+    async def puts(thread: int) -> None:  # LangGraph's thread is the call number // 100
+        for step in range(min(count, 100)):
+            await langgraph((10_000 + thread) * 100 + step)
+
+    figures: dict[str, list[float]] = {"raw_sqlite3_8_threads": [], "create_8_tasks": []}
+    if langgraph is not None:
+        figures["langgraph_aput_8_tasks"] = []
+    for number in range(rounds()):
+        started = time.perf_counter()
+        await asyncio.gather(*(asyncio.to_thread(raw_thread, n) for n in range(WRITERS)))
+        figures["raw_sqlite3_8_threads"].append(WRITERS * count / (time.perf_counter() - started))
+        started = time.perf_counter()
+        await asyncio.gather(*(creates(f"c{number}-{n}") for n in range(WRITERS)))
+        figures["create_8_tasks"].append(WRITERS * count / (time.perf_counter() - started))
+        if langgraph is not None:
+            started = time.perf_counter()
+            await asyncio.gather(*(puts(number * WRITERS + n) for n in range(WRITERS)))
+            figures["langgraph_aput_8_tasks"].append(
+                WRITERS * count / (time.perf_counter() - started))
+    results.compare(f"SQLite, {WRITERS} concurrent creates, tasks on one log",
+                    "create_8_tasks", "raw_sqlite3_8_threads", figures, goal="(info)")
+    if langgraph is not None:
+        results.compare(f"SQLite, {WRITERS} concurrent creates vs LangGraph SQLite aput",
+                        "create_8_tasks", "langgraph_aput_8_tasks", figures, goal="(info)")
 
 
 async def _langgraph(path: Path, contestants: dict[str, Any]) -> Any:

@@ -1,0 +1,139 @@
+"""SQLite group commit: appends waiting for the writer thread share one transaction, and
+each keeps its own atomicity inside it."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from eventlog import NO_STREAM, EventLog, VersionConflict, open_log
+from eventlog.storage.base import AppendRequest
+from eventlog.storage.sqlite_writer import SqliteWriter, WriterClosed
+from tests.events import Noted
+
+
+def writer_of(log: EventLog) -> SqliteWriter:
+    writer = getattr(log.storage, "_writer", None)
+    assert isinstance(writer, SqliteWriter)
+    return writer
+
+
+@contextmanager
+def database_locked(path: Path) -> Iterator[None]:
+    """Another connection holds the write lock: the writer's BEGIN IMMEDIATE waits."""
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+
+
+async def queued(writer: SqliteWriter, count: int) -> None:
+    """Wait until ``count`` calls wait in the writer's queue (the first one is blocked)."""
+    deadline = time.monotonic() + 10
+    while len(writer._queue) < count:
+        assert time.monotonic() < deadline, f"only {len(writer._queue)} calls queued"
+        await asyncio.sleep(0.005)
+
+
+async def test_waiting_appends_share_one_transaction(tmp_path: Path) -> None:
+    """Twenty appends that arrive while the writer waits go in one transaction, and all
+    of them are stored and verify."""
+    path = tmp_path / "log.db"
+    async with open_log(f"sqlite:///{path}") as log:
+        writer = writer_of(log)
+        await log.append("t", "warm", [Noted(text="w")])
+        before = writer.transactions
+        with database_locked(path):
+            first = asyncio.create_task(log.append("t", "first", [Noted(text="0")]))
+            await queued(writer, 0)
+            await asyncio.sleep(0.05)  # the first call is now blocked in BEGIN IMMEDIATE
+            rest = [asyncio.create_task(log.append("t", f"s{i}", [Noted(text=str(i))]))
+                    for i in range(20)]
+            await queued(writer, 20)
+        results = await asyncio.gather(first, *rest)
+        assert 2 == writer.transactions - before
+        assert [1] * 21 == [result.version for result in results]
+        assert len({p for r in results for p in r.positions}) == 21
+        report = await log.verify()
+        assert (True, 22) == (report.ok, report.events)
+
+
+async def test_a_failing_append_in_a_group_fails_alone(tmp_path: Path) -> None:
+    """Two appends expecting a new stream race in one group: one stores its event, the
+    other is rolled back to its savepoint and conflicts; the rest of the group commits."""
+    path = tmp_path / "log.db"
+    async with open_log(f"sqlite:///{path}") as log:
+        writer = writer_of(log)
+        with database_locked(path):
+            blocker = asyncio.create_task(log.append("t", "blocker", [Noted(text="b")]))
+            await asyncio.sleep(0.05)
+            racers = [asyncio.create_task(log.append("t", "contested", [Noted(text=str(i))],
+                                                     expected_version=NO_STREAM))
+                      for i in range(2)]
+            others = [asyncio.create_task(log.append("t", f"o{i}", [Noted(text=str(i))]))
+                      for i in range(5)]
+            await queued(writer, 7)
+        outcomes = await asyncio.gather(*racers, return_exceptions=True)
+        await asyncio.gather(blocker, *others)
+        assert 1 == sum(isinstance(o, VersionConflict) for o in outcomes)
+        assert 1 == sum(not isinstance(o, BaseException) for o in outcomes)
+        stored = [event async for event in log.read_stream("t", "contested")]
+        assert 1 == len(stored)
+        report = await log.verify()
+        assert (True, 7) == (report.ok, report.events)
+
+
+async def test_an_error_mid_call_rolls_back_that_call_only(tmp_path: Path) -> None:
+    """A call whose second statement fails leaves none of its rows; its neighbours in
+    the transaction commit theirs."""
+    path = tmp_path / "raw.db"
+    setup = sqlite3.connect(path, isolation_level=None)
+    setup.execute("CREATE TABLE rows (name TEXT PRIMARY KEY)")
+    setup.close()
+
+    def write(connection: sqlite3.Connection, request: AppendRequest) -> list[int]:
+        connection.execute("INSERT INTO rows VALUES (?)", (request.stream_id,))
+        if request.stream_id.startswith("bad"):
+            raise ValueError(f"refused {request.stream_id}")
+        connection.execute("INSERT INTO rows VALUES (?)", (request.stream_id + "/2",))
+        return [1]
+
+    def request(stream: str) -> AppendRequest:
+        return AppendRequest(tenant_id="t", stream_id=stream, events=[], changes=[])
+
+    writer = SqliteWriter(str(path), ["PRAGMA busy_timeout = 60000"], write)
+    try:
+        with database_locked(path):
+            first = asyncio.create_task(writer.append_batch([request("a")]))
+            await asyncio.sleep(0.05)
+            calls = [asyncio.create_task(writer.append_batch(
+                [request(name), request(name + "+")])) for name in ("b", "bad", "c")]
+            await queued(writer, 3)
+        outcomes: list[Any] = await asyncio.gather(first, *calls, return_exceptions=True)
+    finally:
+        await writer.close()
+    assert [[[1]], [[1], [1]], "refused bad", [[1], [1]]] == [
+        str(o) if isinstance(o, ValueError) else o for o in outcomes]
+    check = sqlite3.connect(path)
+    names = sorted(row[0] for row in check.execute("SELECT name FROM rows"))
+    check.close()
+    assert ["a", "a/2", "b", "b+", "b+/2", "b/2", "c", "c+", "c+/2", "c/2"] == names
+    assert 2 == writer.transactions
+
+
+async def test_a_closed_writer_refuses_appends(tmp_path: Path) -> None:
+    """After close, an append fails at once instead of waiting for a thread that is gone."""
+    writer = SqliteWriter(str(tmp_path / "raw.db"), [], lambda connection, request: [])
+    await writer.close()
+    with pytest.raises(WriterClosed, match="closed"):
+        await asyncio.wait_for(writer.append_batch([]), timeout=5)
