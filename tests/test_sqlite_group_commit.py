@@ -137,3 +137,25 @@ async def test_a_closed_writer_refuses_appends(tmp_path: Path) -> None:
     await writer.close()
     with pytest.raises(WriterClosed, match="closed"):
         await asyncio.wait_for(writer.append_batch([]), timeout=5)
+
+
+async def test_an_append_cancelled_while_queued_is_not_written(tmp_path: Path) -> None:
+    """A caller cancelled while its append waits in the queue leaves nothing behind; the
+    appends queued with it are written."""
+    path = tmp_path / "log.db"
+    async with open_log(f"sqlite:///{path}") as log:
+        writer = writer_of(log)
+        with database_locked(path):
+            first = asyncio.create_task(log.append("t", "first", [Noted(text="0")]))
+            await asyncio.sleep(0.05)
+            doomed = asyncio.create_task(log.append("t", "doomed", [Noted(text="x")]))
+            kept = asyncio.create_task(log.append("t", "kept", [Noted(text="k")]))
+            await queued(writer, 2)
+            doomed.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await doomed
+        await asyncio.gather(first, kept)
+        assert [] == [event async for event in log.read_stream("t", "doomed")]
+        assert 1 == len([event async for event in log.read_stream("t", "kept")])
+        report = await log.verify()
+        assert (True, 2) == (report.ok, report.events)

@@ -114,6 +114,12 @@ class SqliteWriter:
                 if not calls:
                     self._draining = False
                     return
+            # A caller cancelled before its call began is not written (as a queued
+            # executor job is dropped when its caller is cancelled). Reading the flag from
+            # this thread races only with a cancel that comes too late to count anyway.
+            calls = [call for call in calls if not call.future.cancelled()]
+            if not calls:
+                continue
             outcomes = self._commit_group(calls)
             for call, outcome in zip(calls, outcomes, strict=True):
                 # A RuntimeError: the caller's loop is closed, nobody is waiting.
