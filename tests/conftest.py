@@ -13,6 +13,7 @@ and ``log`` fixtures here serve the tests that need a backend's insides or its p
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import tempfile
 import uuid
@@ -81,9 +82,34 @@ def require_postgres() -> None:
     pytest.skip(message)
 
 
-async def drop_schema(schema: str) -> None:
+ICU_DATABASE = "eventlog_test_icu"
+
+
+def icu_database_url() -> str:
+    """A database on the test server whose default collation is ICU's ``en-US`` (as most
+    production databases sort text, unlike the test database's ``C.UTF-8``), created on
+    first use."""
+    require_postgres()
+
+    async def create() -> None:
+        connection = await asyncpg.connect(PG_URL)
+        try:
+            if not await connection.fetchval(
+                    "SELECT 1 FROM pg_database WHERE datname = $1", ICU_DATABASE):
+                with contextlib.suppress(asyncpg.DuplicateDatabaseError):
+                    await connection.execute(
+                        f"CREATE DATABASE {ICU_DATABASE} TEMPLATE template0 "
+                        "LOCALE_PROVIDER icu ICU_LOCALE 'en-US' LOCALE 'C.UTF-8'")
+        finally:
+            await connection.close()
+
+    asyncio.run(create())
+    return PG_URL.rsplit("/", 1)[0] + "/" + ICU_DATABASE
+
+
+async def drop_schema(schema: str, url: str = PG_URL) -> None:
     """Drop a test schema and everything in it."""
-    connection = await asyncpg.connect(PG_URL)
+    connection = await asyncpg.connect(url)
     try:
         await connection.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
     finally:

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 import pytest
 import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
@@ -292,3 +293,28 @@ async def test_upgrading_to_0005_gives_existing_sessions_their_latest_record(
     assert (latest.checkpoint_id, latest.parent_id, latest.metadata, latest.step) == (
         "c2", "c1", {"n": 2}, 2)
     assert latest == listed[-1]
+
+
+async def test_postgres_text_columns_compare_bytewise(pg_schema: str) -> None:
+    """Every text column of an upgraded PostgreSQL schema, and of the metadata the
+    backend builds its statements from, has the "C" collation: byte order, as SQLite and
+    the memory backend compare (autogenerate does not compare collations)."""
+    async with open_log(PG_URL, schema=pg_schema):
+        pass
+    connection = await asyncpg.connect(PG_URL)
+    try:
+        rows = await connection.fetch(
+            "SELECT table_name, column_name, collation_name FROM information_schema.columns "
+            "WHERE table_schema = $1 AND data_type IN ('text', 'character varying') "
+            "AND table_name != 'alembic_version'", pg_schema)
+    finally:
+        await connection.close()
+    assert len(rows) > 40
+    assert [] == [tuple(row) for row in rows if row["collation_name"] != "C"]
+    declared = [
+        (table.name, column.name, column.type.collation)
+        for table in build_metadata("postgresql", pg_schema).tables.values()
+        for column in table.columns if isinstance(column.type, sa.String)
+    ]
+    assert len(declared) == len(rows)
+    assert [] == [entry for entry in declared if entry[2] != "C"]

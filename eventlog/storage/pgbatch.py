@@ -183,4 +183,8 @@ def _change_arrays(requests: Sequence[AppendRequest], shape: Shape,
 
 
 def _array_type(table: sa.Table, column: str) -> str:
-    return f"{table.c[column].type.compile(dialect=_DIALECT)}[]"
+    kind = table.c[column].type
+    if isinstance(kind, sa.String) and kind.collation is not None:
+        # A cast names the type alone; the column's collation applies where it is stored.
+        kind = sa.Text() if isinstance(kind, sa.Text) else sa.String(kind.length)
+    return f"{kind.compile(dialect=_DIALECT)}[]"

@@ -78,7 +78,25 @@ def build_metadata(dialect: str, schema: str | None) -> sa.MetaData:
             table.to_metadata(metadata)
         else:
             table.to_metadata(metadata, schema=schema)
+    if postgres:
+        _compare_text_bytewise(metadata)
     return metadata
+
+
+BYTEWISE = "C"
+"""PostgreSQL's collation for every text column: byte order, as SQLite and the memory
+backend compare. Under a database's default collation (``en_US.UTF-8``, ICU) ``C2``
+sorts after ``c2`` and punctuation is skipped, so view queries and keyset pages on text
+keys came back in another order than on the other backends."""
+
+
+def _compare_text_bytewise(metadata: sa.MetaData) -> None:
+    for table in metadata.tables.values():
+        for column in table.columns:
+            kind = column.type
+            if isinstance(kind, sa.String) and kind.collation is None:
+                column.type = sa.Text(collation=BYTEWISE) if isinstance(kind, sa.Text) \
+                    else sa.String(kind.length, collation=BYTEWISE)
 
 
 def view_table_names() -> tuple[str, ...]:

@@ -33,12 +33,13 @@ from projections.changes import AT_POSITION, Change, Delete, InsertIfAbsent, Upd
 from projections.memory import ViewTables
 from projections.query import In, JsonContains, ViewQuery
 from projections.threads import THREAD_CHECKPOINTS
-from tests.conftest import PG_URL, drop_schema, require_postgres
+from tests.conftest import PG_URL, drop_schema, icu_database_url, require_postgres
 from tests.properties.sql_changes import apply_changes
 
 TABLE = THREAD_CHECKPOINTS
 TENANT = "acme"
-IDS = ("c1", "c2", "c3", "c4", "c5")
+# Case and punctuation: a collation other than byte order sorts these differently.
+IDS = ("c1", "C2", "c-3", "c_4", "c5")
 KEYS = ("a", "b", "c")
 EPOCH = datetime(2030, 1, 1, tzinfo=UTC)
 HELD, FOREIGN = b"held by acme", b"held by another tenant only"
@@ -100,7 +101,8 @@ def queries(draw: st.DrawFn) -> ViewQuery:
     ]))
     after = None
     if order_by in (("checkpoint_id",), ("version", "checkpoint_id")) and draw(st.booleans()):
-        after = ("c3",) if order_by == ("checkpoint_id",) else (2, "c2")
+        mark = draw(st.sampled_from(IDS))
+        after = (mark,) if order_by == ("checkpoint_id",) else (2, mark)
     return ViewQuery(
         TABLE, where, order_by=order_by, descending=draw(st.booleans()), after=after,
         limit=draw(st.none() | st.integers(0, 4)),
@@ -128,20 +130,22 @@ class OpenLog:
         self.loop.close()
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=["sqlite", "postgresql", "postgresql-icu"])
 def sql_log(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[OpenLog]:
-    """An open log on each SQL backend."""
+    """An open log on each SQL backend (PostgreSQL also in a database whose default
+    collation is not byte order)."""
     if request.param == "sqlite":
         opened = OpenLog(f"sqlite:///{tmp_path / 'views.db'}", "eventlog")
     else:
         require_postgres()
-        opened = OpenLog(PG_URL, f"t_views_{uuid.uuid4().hex[:12]}")
+        url = icu_database_url() if request.param == "postgresql-icu" else PG_URL
+        opened = OpenLog(url, f"t_views_{uuid.uuid4().hex[:12]}")
     try:
         yield opened
     finally:
         opened.close()
-        if request.param == "postgresql":
-            asyncio.run(drop_schema(opened.log.storage.schema))  # type: ignore[attr-defined]
+        if request.param != "sqlite":
+            asyncio.run(drop_schema(opened.log.storage.schema, url))  # type: ignore[attr-defined]
 
 
 @settings(max_examples=60)
