@@ -33,3 +33,19 @@ def test_quick_run_writes_every_ratio(tmp_path: Path) -> None:
     for ratio in ratios:
         assert {"name", "baseline", "ratio", "medians", "rounds"} <= set(ratio)
         assert all(len(values) >= 3 for values in ratio["rounds"].values())
+
+
+def test_a_job_reports_its_own_peak_memory_not_its_parents() -> None:
+    """A job process started by a parent holding 300 MiB reports its own peak: on Linux
+    ``ru_maxrss`` would report the parent's (a vfork'd child inherits it at exec)."""
+    script = (
+        "import subprocess, sys\n"
+        "held = bytearray(300 * 1024 * 1024)\n"
+        "for i in range(0, len(held), 4096): held[i] = 1\n"
+        "print(subprocess.run([sys.executable, '-c', 'from benchmarks.child import "
+        "peak_rss_kb; print(peak_rss_kb())'], capture_output=True, text=True, "
+        "check=True).stdout)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, check=True,
+                          capture_output=True, text=True, timeout=120)
+    assert 0 < int(done.stdout) < 200 * 1024, done.stdout
