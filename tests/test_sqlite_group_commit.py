@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -37,6 +37,19 @@ def database_locked(path: Path) -> Iterator[None]:
         other.close()
 
 
+async def first_blocked(writer: SqliteWriter, append: Coroutine[Any, Any, Any]
+                        ) -> asyncio.Task[Any]:
+    """Start ``append`` and wait until the writer thread has taken it (it then waits in
+    BEGIN IMMEDIATE on the held lock): whatever comes next queues behind it."""
+    before = writer.transactions
+    task = asyncio.create_task(append)
+    deadline = time.monotonic() + 10
+    while writer.transactions == before:
+        assert time.monotonic() < deadline, "the writer never took the first call"
+        await asyncio.sleep(0.005)
+    return task
+
+
 async def queued(writer: SqliteWriter, count: int) -> None:
     """Wait until ``count`` calls wait in the writer's queue (the first one is blocked)."""
     deadline = time.monotonic() + 10
@@ -54,9 +67,7 @@ async def test_waiting_appends_share_one_transaction(tmp_path: Path) -> None:
         await log.append("t", "warm", [Noted(text="w")])
         before = writer.transactions
         with database_locked(path):
-            first = asyncio.create_task(log.append("t", "first", [Noted(text="0")]))
-            await queued(writer, 0)
-            await asyncio.sleep(0.05)  # the first call is now blocked in BEGIN IMMEDIATE
+            first = await first_blocked(writer, log.append("t", "first", [Noted(text="0")]))
             rest = [asyncio.create_task(log.append("t", f"s{i}", [Noted(text=str(i))]))
                     for i in range(20)]
             await queued(writer, 20)
@@ -75,8 +86,8 @@ async def test_a_failing_append_in_a_group_fails_alone(tmp_path: Path) -> None:
     async with open_log(f"sqlite:///{path}") as log:
         writer = writer_of(log)
         with database_locked(path):
-            blocker = asyncio.create_task(log.append("t", "blocker", [Noted(text="b")]))
-            await asyncio.sleep(0.05)
+            blocker = await first_blocked(writer, log.append("t", "blocker",
+                                                             [Noted(text="b")]))
             racers = [asyncio.create_task(log.append("t", "contested", [Noted(text=str(i))],
                                                      expected_version=NO_STREAM))
                       for i in range(2)]
@@ -114,8 +125,7 @@ async def test_an_error_mid_call_rolls_back_that_call_only(tmp_path: Path) -> No
     writer = SqliteWriter(str(path), ["PRAGMA busy_timeout = 60000"], write)
     try:
         with database_locked(path):
-            first = asyncio.create_task(writer.append_batch([request("a")]))
-            await asyncio.sleep(0.05)
+            first = await first_blocked(writer, writer.append_batch([request("a")]))
             calls = [asyncio.create_task(writer.append_batch(
                 [request(name), request(name + "+")])) for name in ("b", "bad", "c")]
             await queued(writer, 3)
@@ -146,8 +156,7 @@ async def test_an_append_cancelled_while_queued_is_not_written(tmp_path: Path) -
     async with open_log(f"sqlite:///{path}") as log:
         writer = writer_of(log)
         with database_locked(path):
-            first = asyncio.create_task(log.append("t", "first", [Noted(text="0")]))
-            await asyncio.sleep(0.05)
+            first = await first_blocked(writer, log.append("t", "first", [Noted(text="0")]))
             doomed = asyncio.create_task(log.append("t", "doomed", [Noted(text="x")]))
             kept = asyncio.create_task(log.append("t", "kept", [Noted(text="k")]))
             await queued(writer, 2)

@@ -186,5 +186,6 @@ def _array_type(table: sa.Table, column: str) -> str:
     kind = table.c[column].type
     if isinstance(kind, sa.String) and kind.collation is not None:
         # A cast names the type alone; the column's collation applies where it is stored.
-        kind = sa.Text() if isinstance(kind, sa.Text) else sa.String(kind.length)
+        kind = kind.copy()
+        kind.collation = None
     return f"{kind.compile(dialect=_DIALECT)}[]"

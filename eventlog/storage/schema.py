@@ -95,8 +95,9 @@ def _compare_text_bytewise(metadata: sa.MetaData) -> None:
         for column in table.columns:
             kind = column.type
             if isinstance(kind, sa.String) and kind.collation is None:
-                column.type = sa.Text(collation=BYTEWISE) if isinstance(kind, sa.Text) \
-                    else sa.String(kind.length, collation=BYTEWISE)
+                collated = kind.copy()
+                collated.collation = BYTEWISE
+                column.type = collated
 
 
 def view_table_names() -> tuple[str, ...]:
