@@ -43,8 +43,22 @@ def writer(target: BackendTarget, tenant: str, streams: str, count: int,
 
 
 def acknowledged(output: str) -> list[dict[str, Any]]:
-    """The appends a writer reported as returned."""
-    return [line for line in map(json.loads, output.splitlines()) if "event_id" in line]
+    """The appends a writer reported as returned: its whole lines (a line is written with
+    one ``write`` to the pipe, so a kill leaves it whole or absent)."""
+    whole = output[: output.rfind("\n") + 1]
+    return [line for line in map(json.loads, whole.splitlines()) if "event_id" in line]
+
+
+def rest_of_output(process: subprocess.Popen[str], timeout: float = 30) -> str:
+    """What the child printed that the parent has not read yet, once it has ended.
+
+    Read through ``process.stdout`` itself, never ``communicate()``: once ``readline`` has
+    been called, the text wrapper holds read-ahead bytes that ``communicate`` (which reads
+    the pipe's descriptor directly) would skip, leaving it to start mid-line."""
+    assert process.stdout is not None
+    rest = process.stdout.read()
+    process.wait(timeout=timeout)
+    return rest
 
 
 # -- the file store's lock ---------------------------------------------------------------
@@ -100,13 +114,13 @@ async def test_sigkill_mid_append_leaves_a_consistent_log(target: BackendTarget)
     acked: list[dict[str, Any]] = []
     for _ in range(3):
         process = writer(target, "crash", "s0,s1,s2", 0, blob_every=2)
-        assert '{"ready": true}' == process.stdout.readline().strip()  # type: ignore[union-attr]
-        for _ in range(rng.randint(1, 40)):
-            process.stdout.readline()  # type: ignore[union-attr]
+        assert process.stdin is not None and process.stdout is not None
+        process.stdin.close()
+        assert '{"ready": true}' == process.stdout.readline().strip()
+        seen = "".join(process.stdout.readline() for _ in range(rng.randint(1, 40)))
         await asyncio.sleep(rng.uniform(0, 0.02))
         process.send_signal(signal.SIGKILL)
-        output, _ = process.communicate(timeout=30)
-        acked.extend(acknowledged(output))
+        acked.extend(acknowledged(seen + rest_of_output(process)))
     async with open_log(target.url, **target.options()) as log:
         await settle(log)
         await assert_consistent(log, "crash", acked)

@@ -134,7 +134,11 @@ def test_follow_sees_an_event_appended_after_it_started(
     assert follower.stdout is not None
     seen = [json.loads(follower.stdout.readline()) for _ in range(before)]
     appended = asyncio.run(_append_late(target, own_story))
-    out, err = follower.communicate(timeout=60)
+    # Not communicate(): it reads the pipe's descriptor and would skip what readline's
+    # wrapper already holds.
+    out = follower.stdout.read()
+    err = follower.stderr.read()  # type: ignore[union-attr]
+    follower.wait(timeout=60)
     late = [json.loads(line) for line in out.splitlines()]
     assert (EXIT_OK, before, 1) == (follower.returncode, len(seen), len(late)), err
     assert (appended, "checkpoint_created") == (late[0]["position"], late[0]["type"])
