@@ -278,8 +278,8 @@ def _mark(story: ThreadStory, event: RecordedEvent, payload: ThreadEvent) -> Mar
     ids = [key.checkpoint_id for key in payload.removed]
     if payload.reason == "prune":
         return Mark(event.position, event.recorded_at, "prune",
-                    f"prune kept the latest {payload.keep} per namespace and removed "
-                    f"{len(ids)} checkpoints: {', '.join(ids)}")
+                    f"prune: pruned to the latest {payload.keep} per namespace, "
+                    f"{len(ids)} checkpoints removed with their writes: {', '.join(ids)}")
     steps = [story.step(k.namespace, k.checkpoint_id) for k in payload.removed]
     if steps and all(s is not None and s.framework == AGENT_FRAMEWORK for s in steps):
         told = ", ".join(f"{s.checkpoint_id} (superstep {s.step})" for s in steps if s)
