@@ -16,7 +16,13 @@ from eventlog.cli.errors import EXIT_OK, CommandError
 from eventlog.cli.render import cell, pairs_table, plural, redact, summary, when
 from eventlog.cli.scope import require_session, require_tenant
 from eventlog.cli.story import Timeline, build_timeline
-from eventlog.cli.thread_report import print_thread_details, thread_headline, thread_json
+from eventlog.cli.thread_report import (
+    inspect_thread,
+    print_thread_details,
+    thread_exists,
+    thread_headline,
+    thread_json,
+)
 from eventlog.cli.thread_story import read_payloads
 from eventlog.events.interrupts import batch_stream
 from eventlog.interrupts.admin import audit_entry, inspect_batch
@@ -44,13 +50,21 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
              "batches retired from the views)",
     )
     inspect = add_command(
-        commands, common, "inspect", "one interrupt batch and its whole audit trail",
-        run_inspect,
+        commands, common, "inspect",
+        "one interrupt batch and its audit trail, or one checkpoint of a thread", run_inspect,
         description="One interrupt batch: state, lease, effect, capture outcome, "
-        "reconciliation, its interrupts and its whole audit trail (never a token).",
+        "reconciliation, its interrupts and its whole audit trail (never a token). Or one "
+        "checkpoint of a LangGraph or Agent Framework thread: its step, the nodes that ran, "
+        "its values pretty-printed, what changed since its parent, its pending writes and "
+        "questions (the thread's last checkpoint unless --checkpoint names one).",
     )
     inspect.add_argument("tenant", metavar="TENANT")
-    inspect.add_argument("batch", metavar="BATCH")
+    inspect.add_argument("batch", metavar="BATCH|THREAD")
+    inspect.add_argument("--checkpoint", metavar="ID",
+                         help="this checkpoint of the thread (default: its last one put)")
+    inspect.add_argument("--namespace", metavar="NS",
+                         help="the checkpoint's namespace (a subgraph's checkpoint_ns; "
+                              "default: wherever the id is found)")
 
 
 # -- timeline --------------------------------------------------------------------------------
@@ -140,7 +154,11 @@ async def run_inspect(context: Context) -> int:
     args = context.args
     async with context.open() as log:
         await require_tenant(log, args.tenant)
+        if args.checkpoint is not None or args.namespace is not None:
+            return await inspect_thread(context, log)
         inspection = await inspect_all(log, args.tenant, args.batch)
+        if inspection is None and await thread_exists(log, args.tenant, args.batch):
+            return await inspect_thread(context, log)
         retired: list[AuditEntry] | None = None
         if inspection is None:
             retired = [audit_entry(event) async for event in

@@ -10,9 +10,23 @@ from rich.console import Console
 from rich.text import Text
 from rich.tree import Tree
 
-from eventlog.cli.render import plural
-from eventlog.cli.thread_story import Step, ThreadStory, diff, pretty, short
+from eventlog.checkpoints.thread_decisions import MAX_THREAD_ID_LENGTH, thread_stream
+from eventlog.cli.context import Context
+from eventlog.cli.errors import EXIT_OK, CommandError
+from eventlog.cli.render import pairs_table, plural, when
+from eventlog.cli.thread_story import (
+    Step,
+    ThreadStory,
+    build_thread_story,
+    diff,
+    pretty,
+    read_payloads,
+    short,
+)
 from eventlog.cli.thread_story.values import plain
+from eventlog.log import EventLog
+from projections.query import ViewQuery
+from projections.views import STREAM_HEADS
 
 
 def thread_headline(tenant: str, story: ThreadStory) -> Text:
@@ -135,3 +149,84 @@ def checkpoint_view(story: ThreadStory, step: Step) -> tuple[str, list[str]]:
     parent = story.step(step.namespace, step.parent_id) if step.parent_id else None
     values = step.values or {}
     return pretty(values), diff(parent.values or {} if parent else {}, values)
+
+
+# -- inspect -------------------------------------------------------------------------------
+
+
+async def thread_exists(log: EventLog, tenant: str, thread_id: str) -> bool:
+    """Whether the tenant has a thread of this id (any event on its stream)."""
+    if len(thread_id) > MAX_THREAD_ID_LENGTH:
+        return False
+    rows = await log.query(ViewQuery(
+        STREAM_HEADS, {"tenant_id": tenant, "stream_id": thread_stream(thread_id)},
+        limit=1, columns=("version",)))
+    return bool(rows)
+
+
+async def inspect_thread(context: Context, log: EventLog) -> int:
+    """One checkpoint of a thread: what its step did, its values, its diff."""
+    args = context.args
+    thread_id: str = args.batch
+    if not await thread_exists(log, args.tenant, thread_id):
+        raise CommandError(f"unknown thread {thread_id!r} in tenant {args.tenant!r}: it "
+                           "has no checkpoints or writes")
+    events = [event async for event in log.read_stream(args.tenant, thread_stream(thread_id))]
+    story, _ = build_thread_story(thread_id, events, await read_payloads(
+        log, args.tenant, events))
+    step = _chosen(story, args.checkpoint, args.namespace)
+    values, changes = checkpoint_view(story, step)
+    if context.json:
+        context.print_json({"tenant": args.tenant, "thread_id": thread_id,
+                            "checkpoint": _step_json(step), "values": plain(step.values),
+                            "diff": changes})
+        return EXIT_OK
+    _print_checkpoint(context.out, story, step, values, changes)
+    return EXIT_OK
+
+
+def _chosen(story: ThreadStory, checkpoint_id: str | None, namespace: str | None) -> Step:
+    latest = {(s.namespace, s.checkpoint_id): s for s in story.steps}
+    found = [s for s in latest.values()
+             if (checkpoint_id is None or s.checkpoint_id == checkpoint_id)
+             and (namespace is None or s.namespace == namespace)]
+    if not found:
+        where = "" if namespace is None else f" in namespace {namespace!r}"
+        known = "" if checkpoint_id is None else f" {checkpoint_id!r}"
+        raise CommandError(f"thread {story.thread_id!r} has no checkpoint{known}{where} "
+                           "(deleted checkpoints keep their events: see `eventlog timeline`)")
+    return max(found, key=lambda s: s.position)
+
+
+def _print_checkpoint(console: Console, story: ThreadStory, step: Step, values: str,
+                      changes: list[str]) -> None:
+    console.print(pairs_table(f"Checkpoint {step.checkpoint_id} of thread {story.thread_id}", [
+        ("framework", step.framework), ("namespace", step.namespace or "(root)"),
+        ("step", step.step), ("source", step.source), ("parent", step.parent_id),
+        ("ran", ", ".join(step.nodes) or None), ("next", ", ".join(step.next) or None),
+        ("fork of", step.fork_of), ("branch", step.branch),
+        ("unfinished", step.unfinished), ("position", step.position),
+        ("recorded", when(step.recorded_at)),
+    ]))
+    if step.unfinished is not None:
+        console.print(Text(f"UNFINISHED: {step.unfinished}", style="bold red"))
+    console.print(Text("Values", style="bold"))
+    console.print(values, markup=False, highlight=False)
+    parent = f"parent {step.parent_id}" if step.parent_id else "nothing (no parent)"
+    console.print(Text(f"Changed since {parent}", style="bold"))
+    for line in changes or ["(nothing)"]:
+        console.print(line, markup=False, highlight=False)
+    for task in step.tasks:
+        writes = ", ".join(f"{w.name} = {short(w.value, w.size)}" for w in task.writes)
+        failed = f" RAISED {task.error}" if task.error else ""
+        console.print(Text(f"pending writes of {task.node} (task {task.task_id}): "
+                           f"{writes}{failed}"))
+    for question in story.questions:
+        if question.checkpoint_id == step.checkpoint_id:
+            answer = short(question.answer) if question.answered else "not answered"
+            console.print(Text(f"question from {question.node}: {short(question.value)} → "
+                               f"{answer}", style="magenta"))
+    for message in step.messages:
+        console.print(Text(f"message {message}"))
+    for request in step.requests:
+        console.print(Text(f"request pending {request}", style="magenta"))
