@@ -95,14 +95,22 @@ async def run_stats(context: Context) -> int:
     if context.json:
         context.print_json({"tenants": [asdict(row) for row in stats]})
         return EXIT_OK
-    table = Table(title="Per tenant", title_justify="left")
-    names = [name for name in TenantStats.__dataclass_fields__]
+    names = list(TenantStats.__dataclass_fields__)
+    split = names.index("threads")
+    context.out.print(_table("Per tenant", stats, names[:split]))
+    context.out.print(_table("Per tenant: framework threads (LangGraph, Agent Framework)",
+                             stats, ["tenant_id", *names[split:]]))
+    return EXIT_OK
+
+
+def _table(title: str, stats: list[TenantStats], names: list[str]) -> Table:
+    table = Table(title=title, title_justify="left")
     for name in names:
-        table.add_column(name.replace("_", " "), justify="left" if name == "tenant_id" else "right")
+        table.add_column(name.replace("_", " "), no_wrap=name == "tenant_id",
+                         justify="left" if name == "tenant_id" else "right")
     for row in stats:
         table.add_row(*(str(getattr(row, name)) for name in names))
-    context.out.print(table)
-    return EXIT_OK
+    return table
 
 
 async def tenant_stats(log: EventLog, tenant: str | None) -> list[TenantStats]:
