@@ -31,7 +31,7 @@ from projections.views import STREAM_HEADS
 
 def thread_headline(tenant: str, story: ThreadStory) -> Text:
     """``Thread trip of tenant acme (LangGraph): 5 checkpoints, 3 steps, …``."""
-    latest = {(s.namespace, s.checkpoint_id): s for s in story.steps}
+    latest = story.latest
     forks = sum(1 for s in latest.values() if s.fork_of is not None)
     unfinished = sum(1 for s in latest.values() if s.unfinished is not None)
     answered = sum(1 for q in story.questions if q.answered)
