@@ -165,7 +165,8 @@ async def run_inspect(context: Context) -> int:
                        log.read_stream(args.tenant, batch_stream(args.batch))]
             if not retired:
                 raise CommandError(
-                    f"unknown interrupt batch {args.batch!r} in tenant {args.tenant!r}")
+                    f"unknown interrupt batch {args.batch!r} in tenant {args.tenant!r} (and "
+                    "no thread has that name)")
     if retired is not None:
         _print_retired(context, args.batch, retired)
     elif context.json:

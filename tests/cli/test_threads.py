@@ -347,3 +347,32 @@ def test_copy_prune_and_delete_thread_are_their_own_marks(
     asyncio.run(scenario())
     story = _story(make_runner(capsys, target), "acme", "copy")
     assert ["copy_thread", "prune", "delete_thread"] == [m["kind"] for m in story["marks"]]
+
+
+def test_delete_for_runs_is_its_own_mark(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """delete_for_runs names the run and the checkpoints it removed."""
+    from langgraph.types import Command
+
+    from eventlog.adapters.langgraph import AsyncEventlogSaver
+    from tests.forensic_threads import _three_nodes
+
+    target = BackendTarget("sqlite", f"sqlite:///{tmp_path / 'log.db'}")
+    run_id = str(uuid.uuid4())
+
+    async def scenario() -> list[str]:
+        async with open_log(target.url) as log:
+            saver = AsyncEventlogSaver(log, tenant_id="acme")
+            config: Any = {"configurable": {"thread_id": "trip", "run_id": run_id}}
+            await _three_nodes(saver).ainvoke({"items": []}, config)
+            await _three_nodes(saver).ainvoke(Command(resume=ANSWER), config)
+            ids = [c.checkpoint_id for c in await log.checkpoints.threads.page("acme", "trip")]
+            await saver.adelete_for_runs([run_id])
+            return ids
+
+    removed = asyncio.run(scenario())
+    story = _story(make_runner(capsys, target), "acme", "trip")
+    marks = [(m["kind"], run_id in m["text"], all(i in m["text"] for i in removed))
+             for m in story["marks"]]
+    assert [("delete_for_runs", True, True)] == marks
