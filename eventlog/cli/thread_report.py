@@ -38,11 +38,11 @@ def thread_headline(tenant: str, story: ThreadStory) -> Text:
     asked = "interrupt" if story.frameworks != ["Agent Framework"] else "request for a human"
     asked_many = "interrupts" if asked == "interrupt" else "requests for a human"
     subgraphs = len([ns for ns in story.namespaces if ns])
+    nested = f"{plural(subgraphs, 'subgraph namespace')}, " if subgraphs else ""
     return Text.assemble(
         ("Thread ", "bold"), (story.thread_id, "bold cyan"), (" of tenant ", "bold"),
         (tenant, "bold cyan"), f" ({' and '.join(story.frameworks) or 'no checkpoints'}): "
-        f"{plural(len(latest), 'checkpoint')}, "
-        f"{plural(subgraphs, 'subgraph namespace')}, "
+        f"{plural(len(latest), 'checkpoint')}, {nested}"
         f"{plural(len(story.questions), asked, asked_many)} ({answered} answered), "
         f"{plural(forks, 'fork')}, {plural(unfinished, 'unfinished step')}, "
         f"{plural(len(story.marks), 'deletion or copy', 'deletions or copies')}",
