@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -172,6 +173,15 @@ def test_timeline_tells_a_workflow_in_its_own_words(written: Written, run: Run) 
         story["frameworks"], executors, asked)
 
 
+def test_timeline_tells_a_workflows_shared_state_changes(written: Written, run: Run) -> None:
+    """Each superstep names the shared-state keys it changed, with their values."""
+    workflow = written.threads.workflow
+    story = _story(run, workflow.tenant, workflow.workflow)
+    changed = {name: json.loads(value) for step in story["steps"]
+               for name, value in step["changed"].items()}
+    assert workflow.shared_state == changed
+
+
 def test_timeline_keeps_tenants_apart(
     written: Written, run: Run, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -296,8 +306,6 @@ def test_export_session_carries_a_thread_that_verifies(
 
 
 def _compact(value: Any) -> str:
-    import json
-
     return json.dumps(value, ensure_ascii=False)
 
 
