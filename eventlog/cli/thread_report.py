@@ -109,6 +109,8 @@ def _label(step: Step) -> Text:
         label.append("  FORK", style="bold cyan")
     if step.unfinished is not None:
         label.append("  UNFINISHED", style="bold red")
+    if step.removed is not None:
+        label.append(f"  removed #{step.removed}", style="dim")
     return label
 
 
@@ -135,7 +137,7 @@ def _step_json(step: Step) -> dict[str, Any]:
         "namespace": step.namespace, "checkpoint_id": step.checkpoint_id,
         "parent_id": step.parent_id, "step": step.step, "source": step.source,
         "nodes": step.nodes, "next": step.next, "branch": step.branch,
-        "fork_of": step.fork_of, "unfinished": step.unfinished,
+        "fork_of": step.fork_of, "unfinished": step.unfinished, "removed": step.removed,
         "changed": {c.name: short(c.value, c.size) for c in step.changed},
         "messages": step.messages, "requests": step.requests,
         "tasks": [{"node": t.node, "task_id": t.task_id, "path": t.path, "error": t.error,
@@ -210,6 +212,10 @@ def _print_checkpoint(console: Console, story: ThreadStory, step: Step, values: 
     ]))
     if step.unfinished is not None:
         console.print(Text(f"UNFINISHED: {step.unfinished}", style="bold red"))
+    if step.removed is not None:
+        console.print(Text(f"REMOVED by event #{step.removed}: the events stay, its "
+                           "payloads were purged unless a live checkpoint shares them",
+                           style="bold yellow"))
     console.print(Text("Values", style="bold"))
     console.print(values, markup=False, highlight=False)
     parent = f"parent {step.parent_id}" if step.parent_id else "nothing (no parent)"

@@ -357,6 +357,37 @@ def test_copy_prune_and_delete_thread_are_their_own_marks(
     assert ["copy_thread", "prune", "delete_thread"] == [m["kind"] for m in story["marks"]]
 
 
+def test_inspect_says_a_checkpoint_was_removed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A checkpoint pruned away is still told, as removed by the prune's event."""
+    from eventlog.adapters.langgraph import AsyncEventlogSaver
+    from tests.forensic_threads import interrupted_thread
+
+    target = BackendTarget("sqlite", f"sqlite:///{tmp_path / 'log.db'}")
+
+    async def scenario() -> tuple[str, int]:
+        async with open_log(target.url) as log:
+            trip = await interrupted_thread(log, "acme", "trip")
+            await AsyncEventlogSaver(log, tenant_id="acme").aprune(["trip"])
+            events = [event async for event in log.read_stream("acme", "thread:trip")]
+            return trip.checkpoint_ids[1], events[-1].position
+
+    pruned, prune_position = asyncio.run(scenario())
+    ran = make_runner(capsys, target)("inspect", "--json", "acme", "trip", "--checkpoint",
+                                      pruned)
+    assert prune_position == ran.json()["checkpoint"]["removed"]
+
+
+def test_timeline_scan_tells_each_thread_event_once(written: Written, run: Run) -> None:
+    """--scan reads the tenant's log for batches and lists the thread's stream once."""
+    trip = written.threads.interrupted
+    events = asyncio.run(tenant_events(written.target, trip.tenant))
+    expected = [e.position for e in events if e.stream_id == f"thread:{trip.thread_id}"]
+    ran = run("timeline", "--json", "--scan", trip.tenant, trip.thread_id)
+    assert expected == [entry["position"] for entry in ran.json()["entries"]]
+
+
 def test_delete_for_runs_is_its_own_mark(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

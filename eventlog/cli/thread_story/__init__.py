@@ -160,6 +160,15 @@ class _Builder:
         return answered
 
     def _mark(self, event: RecordedEvent, payload: ThreadEvent) -> None:
+        if isinstance(payload, ThreadDeleted):
+            gone = [s for s in self.story.latest.values() if s.removed is None]
+        elif isinstance(payload, ThreadCheckpointsRemoved):
+            gone = [s for k in payload.removed
+                    if (s := self.story.step(k.namespace, k.checkpoint_id)) is not None]
+        else:
+            gone = []
+        for step in gone:
+            step.removed = event.position
         mark = _mark(self.story, event, payload)
         self.story.marks.append(mark)
         self.lines[event.position] = Line(self.story.lane(""), mark.kind, mark.text)

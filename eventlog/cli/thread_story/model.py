@@ -86,6 +86,9 @@ class Step:
     """Why the step after this checkpoint never finished (failed, crashed), if so."""
     values: dict[str, Any] | None = None
     """The checkpoint's channel values (or Agent Framework state), when decoded."""
+    removed: int | None = None
+    """The position of the deletion, prune or delete of runs that removed it, if one did
+    (its events stay; its payloads were purged unless another checkpoint shares them)."""
 
 
 @dataclass
