@@ -11,6 +11,7 @@ import sys
 import tomllib
 from pathlib import Path
 
+import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
@@ -23,19 +24,37 @@ def test_the_readme_has_examples() -> None:
     assert 3 <= len(EXAMPLES)
 
 
-def test_readme_examples_run_one_after_another_twice(tmp_path: Path) -> None:
-    """Every example runs to completion (its own asserts included) in one directory, in
-    README order and then all again: none trips over what another, or itself, left."""
+@pytest.fixture(scope="module")
+def tried(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
+    """Every example run in README order in one directory, then all again, as a reader
+    trying them would: the directory and what failed."""
+    directory = tmp_path_factory.mktemp("readme")
     failures = []
     for round_ in (1, 2):
         for number, example in enumerate(EXAMPLES):
-            script = tmp_path / f"example_{number}.py"
+            script = directory / f"example_{number}.py"
             script.write_text(example)
-            result = subprocess.run([sys.executable, script.name], cwd=tmp_path,
+            result = subprocess.run([sys.executable, script.name], cwd=directory,
                                     capture_output=True, text=True, timeout=120)
             if result.returncode != 0:
                 failures.append(f"round {round_}, example {number}: {result.stderr[-2000:]}")
-    assert [] == failures
+    return directory, failures
+
+
+def test_readme_examples_run_one_after_another_twice(tried: tuple[Path, list[str]]) -> None:
+    """Every example runs to completion (its own asserts included): none trips over what
+    another, or itself, left in the directory."""
+    assert [] == tried[1]
+
+
+def test_what_the_examples_write_is_ignored_by_git(tried: tuple[Path, list[str]]) -> None:
+    """The files the examples leave where they ran never show in `git status`."""
+    written = sorted(path.name for path in tried[0].iterdir()
+                     if not path.name.startswith("example_"))
+    ignored = subprocess.run(["git", "check-ignore", "--no-index", *written],
+                             cwd=README.parent, capture_output=True, text=True,
+                             check=False).stdout.split()
+    assert written == sorted(ignored)
 
 
 def _distributions(requirements: list[str]) -> set[str]:

@@ -7,6 +7,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import sys
 from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
@@ -186,6 +187,19 @@ def _console(stream: Any) -> Console:
     width = None if terminal else int(os.environ.get("COLUMNS", _PIPE_WIDTH))
     # markup=False: ids and event data are printed as they are, never read as markup.
     return Console(file=stream, width=width, highlight=False, markup=False, soft_wrap=True)
+
+
+def invoked_as() -> str:
+    """How to run this command again from the same shell: ``eventlog`` when that name
+    finds this program on PATH, else the path it was started by (``.venv/bin/eventlog``
+    after the README's set-up, which never activates the virtualenv)."""
+    started = sys.argv[0] if sys.argv else ""
+    if Path(started).name != "eventlog":  # run in-process, or as python -m
+        return "eventlog"
+    on_path = shutil.which("eventlog")
+    if on_path is not None and Path(on_path).resolve() == Path(started).resolve():
+        return "eventlog"
+    return shlex.quote(started)
 
 
 def mask_password(url: str) -> str:

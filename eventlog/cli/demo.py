@@ -35,7 +35,7 @@ from typing import Any
 from rich.text import Text
 
 from eventlog.checkpoints import CheckpointRecord
-from eventlog.cli.context import Context, add_command
+from eventlog.cli.context import Context, add_command, invoked_as
 from eventlog.cli.errors import EXIT_FINDINGS, EXIT_OK
 from eventlog.cli.horizon import settle_or_warn
 from eventlog.cli.render import verdict, when
@@ -346,16 +346,17 @@ async def finale(story: Story, batch: PendingBatch) -> bool:
 
 def _next_steps(context: Context, session: str, batch_id: str, claimed_at: int) -> None:
     url = context.connection_args()
+    eventlog = invoked_as()
     context.out.print(Text("\nLook closer:", style="bold"))
     for command in (
-        f"eventlog timeline {TENANT} {session}{url}",
-        f"eventlog inspect {TENANT} {batch_id}{url}",
-        f"eventlog log --tenant {TENANT} --session {session}{url}",
-        f"eventlog replay --as-of {claimed_at} --tenant {TENANT} --session {session}{url}"
+        f"{eventlog} timeline {TENANT} {session}{url}",
+        f"{eventlog} inspect {TENANT} {batch_id}{url}",
+        f"{eventlog} log --tenant {TENANT} --session {session}{url}",
+        f"{eventlog} replay --as-of {claimed_at} --tenant {TENANT} --session {session}{url}"
         "   # the views while worker 1 held its claim",
-        f"eventlog report {TENANT} {session} --as-of {claimed_at} -o as-of-claim.html{url}"
+        f"{eventlog} report {TENANT} {session} --as-of {claimed_at} -o as-of-claim.html{url}"
         "   # the same moment, drawn",
-        f"eventlog verify{url}",
+        f"{eventlog} verify{url}",
     ):
         context.out.print(f"  {command}")
 
