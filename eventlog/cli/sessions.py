@@ -33,8 +33,8 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         "(duplicates marked), its interrupt batches with claims (by generation, never a "
         "token), effects, captures, finishes, reconciliations, and tombstones.",
     )
-    timeline.add_argument("tenant", metavar="TENANT")
-    timeline.add_argument("session", metavar="SESSION")
+    timeline.add_argument("tenant", metavar="TENANT", help="the tenant the session is in")
+    timeline.add_argument("session", metavar="SESSION", help="the session to tell")
     timeline.add_argument(
         "--scan", action="store_true",
         help="find the session's batches by reading the tenant's whole log (also finds "
@@ -46,8 +46,8 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         description="One interrupt batch: state, lease, effect, capture outcome, "
         "reconciliation, its interrupts and its whole audit trail (never a token).",
     )
-    inspect.add_argument("tenant", metavar="TENANT")
-    inspect.add_argument("batch", metavar="BATCH")
+    inspect.add_argument("tenant", metavar="TENANT", help="the tenant the batch is in")
+    inspect.add_argument("batch", metavar="BATCH", help="the interrupt batch's id")
 
 
 # -- timeline --------------------------------------------------------------------------------
