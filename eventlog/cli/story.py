@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from eventlog.cli.lenient import UndecodableEvent
-from eventlog.cli.render import event_fields, summary, when
+from eventlog.cli.render import event_fields, plural, summary, when
 from eventlog.events import Event
 from eventlog.events import interrupts as ev
 from eventlog.events import threads as th
@@ -75,8 +75,8 @@ class _Builder:
             self.by_id.clear()
             self.by_step.clear()
             self._entry(event, "session", "tombstone",
-                        f"session deleted: {payload.checkpoints} checkpoints left the views, "
-                        "their unshared state was purged (the events stay)")
+                        f"session deleted: {plural(payload.checkpoints, 'checkpoint')} left "
+                        "the views, their unshared state was purged (the events stay)")
         elif isinstance(payload, _THREAD_EVENTS):
             self._thread_event(event, payload)
         elif isinstance(payload, ev.BatchCreated):
@@ -124,7 +124,7 @@ class _Builder:
             details = f"{payload.checkpoint_id} step {payload.step}"
             if payload.parent_id is not None:
                 details += f" after {payload.parent_id}"
-            details += f", {len(payload.channels)} channels"
+            details += f", {plural(len(payload.channels), 'channel')}"
             if earlier is None:
                 self._entry(event, lane, "checkpoint", details)
                 return
@@ -138,8 +138,9 @@ class _Builder:
                         f"task {payload.task_id} on {payload.checkpoint_id}: {channels}")
         elif isinstance(payload, th.ThreadCopied):
             self._entry(event, "thread", "copied",
-                        f"from thread {payload.source_thread_id}: {payload.checkpoints} "
-                        f"checkpoints, {payload.writes} writes follow")
+                        f"from thread {payload.source_thread_id}: "
+                        f"{plural(payload.checkpoints, 'checkpoint')}, "
+                        f"{plural(payload.writes, 'write')} follow")
         else:
             self.timeline.tombstones += 1
             gone = ({f"thread:{k.namespace}:{k.checkpoint_id}" for k in payload.removed}
@@ -185,12 +186,13 @@ _THREAD_EVENTS = (th.ThreadCheckpointPut, th.ThreadWritesPut, th.ThreadCopied,
 
 def _thread_tombstone(payload: Any) -> str:
     if isinstance(payload, th.ThreadDeleted):
-        return (f"thread deleted: {payload.checkpoints} checkpoints and {payload.writes} "
-                "writes left the views in every namespace, their unshared payloads were "
-                "purged (the events stay)")
+        return (f"thread deleted: {plural(payload.checkpoints, 'checkpoint')} and "
+                f"{plural(payload.writes, 'write')} left the views in every namespace, "
+                "their unshared payloads were purged (the events stay)")
     why = (f"runs {', '.join(payload.run_keys)} deleted" if payload.reason == "runs"
            else f"pruned to the latest {payload.keep} per namespace")
-    return (f"{why}: {len(payload.removed)} checkpoints and their writes left the views, "
+    return (f"{why}: {plural(len(payload.removed), 'checkpoint')} and their writes left the "
+            "views, "
             "their unshared payloads were purged")
 
 
