@@ -144,9 +144,9 @@ def _unknown_command(parser: argparse.ArgumentParser, arguments: list[str]) -> s
     given = arguments[0]
     if given in names:
         return None
-    near = difflib.get_close_matches(given, names, n=3, cutoff=0.5)
+    near = difflib.get_close_matches(given, _listed(names), n=3, cutoff=0.5)
     hint = f"; did you mean {' or '.join(near)}?" if near else ""
-    return f"unknown command {given!r}{hint} (the commands: {', '.join(names)})"
+    return f"unknown command {given!r}{hint} (the commands: {', '.join(_listed(names))})"
 
 
 def _command_names(parser: argparse.ArgumentParser) -> list[str]:
@@ -154,6 +154,11 @@ def _command_names(parser: argparse.ArgumentParser) -> list[str]:
         if isinstance(action, argparse._SubParsersAction):
             return list(action.choices)
     return []
+
+
+def _listed(names: list[str]) -> list[str]:
+    """The commands a person is shown (not the hidden one completion scripts call)."""
+    return [name for name in names if not name.startswith("_")]
 
 
 def _usage_error(message: str, as_json: bool) -> int:
