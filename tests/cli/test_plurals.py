@@ -16,7 +16,7 @@ from eventlog.checkpoints import CheckpointRecord, Payload
 from eventlog.cli import EXIT_OK, main
 
 CLI = Path(__file__).resolve().parents[2] / "eventlog" / "cli"
-_PLURAL_NOUN = re.compile(r"^ (?:[a-z]+ )?([a-z]+s)\b")
+_PLURAL_NOUN = re.compile(r"^ (?:[a-z]+ )?([a-z]+s)\b(?!=)")  # not "name=" (a shell variable)
 _VERBS = {"is", "was", "has", "does", "exists"}
 
 
@@ -29,6 +29,8 @@ def _blind_plurals(path: Path) -> list[str]:
         for value, text in zip(node.values, node.values[1:], strict=False):
             if not (isinstance(value, ast.FormattedValue) and isinstance(text, ast.Constant)):
                 continue
+            if isinstance(value.value, ast.Name) and value.value.id.isupper():
+                continue  # a constant (a command's name), not a count
             noun = _PLURAL_NOUN.match(str(text.value))
             if noun and noun.group(1) not in _VERBS and not noun.group(1).endswith("ss"):
                 found.append(f"{path.name}:{node.lineno} {{{ast.unparse(value.value)}}}"
