@@ -1,5 +1,5 @@
-"""Print ``--json`` files of ratios as the README's markdown table, one ratio column per
-run (the last run holding a figure decides its verdict):
+"""Print ``--json`` files of ratios as the markdown table of docs/benchmarks.md, one ratio
+column per run (the last run holding a figure decides its verdict):
 ``python -m benchmarks.table run1.json run2.json``."""
 
 from __future__ import annotations

@@ -4,7 +4,8 @@
     ├── InvalidInput (also a ValueError)      a caller's argument was wrong; nothing written
     │   ├── InvalidId                          an id empty, too long, or with control characters
     │   ├── PayloadTooLarge                    event or state bytes over the configured maximum
-    │   └── InvalidEvent                       not an instance of a registered event type
+    │   ├── InvalidEvent                       not an instance of a registered event type
+    │   └── FrameworkConflict                  a thread another framework's adapter holds
     ├── InvalidURL (also a ValueError)         a malformed log URL or an unknown scheme
     ├── UnknownEventType                       a stored tag that the registry does not know
     ├── CorruptEvent                           stored bytes that do not decode as their type
@@ -54,6 +55,22 @@ class PayloadTooLarge(InvalidInput):
 
 class InvalidEvent(InvalidInput):
     """An object given as an event is not an instance of a registered event type."""
+
+
+class FrameworkConflict(InvalidInput):
+    """A framework adapter was pointed at a thread another framework's adapter holds (a
+    LangGraph thread and an Agent Framework workflow share the tenant's thread names)."""
+
+    def __init__(self, tenant_id: str, thread_id: str, holder: str, caller: str) -> None:
+        self.tenant_id = tenant_id
+        self.thread_id = thread_id
+        self.holder = holder
+        self.caller = caller
+        super().__init__("thread_id", (
+            f"thread {thread_id!r} of tenant {tenant_id!r} holds {holder} checkpoints, so "
+            f"{caller} cannot use it: give one of them another name (LangGraph's thread_id, "
+            "Agent Framework's workflow name) or another tenant_id"
+        ))
 
 
 class InvalidURL(EventLogError, ValueError):

@@ -1,13 +1,19 @@
-"""The README's Python examples run as written (each in a fresh directory, on SQLite)."""
+"""The README's Python examples run as written: one after another in one directory, twice,
+as a reader trying them would; and what they import comes with what the README installs."""
 
 from __future__ import annotations
 
+import ast
+import importlib.metadata
 import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 EXAMPLES = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.DOTALL)
@@ -18,15 +24,92 @@ def test_the_readme_has_examples() -> None:
     assert 3 <= len(EXAMPLES)
 
 
-@pytest.mark.parametrize("example", EXAMPLES, ids=[f"example-{i}" for i in range(len(EXAMPLES))])
-def test_readme_example_runs(example: str, tmp_path: Path) -> None:
-    """A README example runs to completion (its own asserts included) in a new directory."""
-    script = tmp_path / "example.py"
-    script.write_text(example)
-    result = subprocess.run(
-        [sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=120
-    )
-    assert 0 == result.returncode, result.stderr[-3000:]
+@pytest.fixture(scope="module")
+def tried(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
+    """Every example run in README order in one directory, then all again, as a reader
+    trying them would: the directory and what failed."""
+    directory = tmp_path_factory.mktemp("readme")
+    failures = []
+    for round_ in (1, 2):
+        for number, example in enumerate(EXAMPLES):
+            script = directory / f"example_{number}.py"
+            script.write_text(example)
+            result = subprocess.run([sys.executable, script.name], cwd=directory,
+                                    capture_output=True, text=True, timeout=120)
+            if result.returncode != 0:
+                failures.append(f"round {round_}, example {number}: {result.stderr[-2000:]}")
+    return directory, failures
+
+
+def test_readme_examples_run_one_after_another_twice(tried: tuple[Path, list[str]]) -> None:
+    """Every example runs to completion (its own asserts included): none trips over what
+    another, or itself, left in the directory."""
+    assert [] == tried[1]
+
+
+def test_what_the_examples_write_is_ignored_by_git(tried: tuple[Path, list[str]]) -> None:
+    """The files the examples leave where they ran never show in `git status`."""
+    written = sorted(path.name for path in tried[0].iterdir()
+                     if not path.name.startswith("example_"))
+    ignored = subprocess.run(["git", "check-ignore", "--no-index", *written],
+                             cwd=README.parent, capture_output=True, text=True,
+                             check=False).stdout.split()
+    assert written == sorted(ignored)
+
+
+def _distributions(requirements: list[str]) -> set[str]:
+    """The distributions these requirements install, with everything they require."""
+    found: set[str] = set()
+    pending = [Requirement(text) for text in requirements]
+    while pending:
+        requirement = pending.pop()
+        name = canonicalize_name(requirement.name)
+        if name in found:
+            continue
+        found.add(name)
+        for text in importlib.metadata.requires(requirement.name) or []:
+            nested = Requirement(text)
+            if nested.marker is None or nested.marker.evaluate({"extra": ""}):
+                pending.append(nested)
+    return found
+
+
+def _owner(module: str) -> str:
+    """The distribution that installs a dotted module (namespace packages such as
+    ``langgraph`` are shared by several distributions: the module's own files decide)."""
+    candidates = importlib.metadata.packages_distributions()[module.split(".")[0]]
+    path = module.replace(".", "/")
+    for candidate in candidates:
+        files = importlib.metadata.files(candidate) or []
+        if any(str(file).startswith((path + "/", path + ".py")) for file in files):
+            return canonicalize_name(candidate)
+    return canonicalize_name(candidates[0])
+
+
+def _imported_distributions(example: str) -> set[str]:
+    """The third-party distributions an example's imports come from."""
+    modules = set()
+    for node in ast.walk(ast.parse(example)):
+        if isinstance(node, ast.Import):
+            modules.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            modules.add(node.module)
+    return {_owner(module) for module in modules
+            if module.split(".")[0] not in sys.stdlib_module_names | {"eventlog", "projections"}}
+
+
+def test_each_example_imports_only_what_its_install_line_brings() -> None:
+    """A section's `pip install "checkpoint-eventlog[extra]"` installs every distribution
+    its examples import (the LangGraph examples import `langgraph` itself)."""
+    project = tomllib.loads((README.parent / "pyproject.toml").read_text())["project"]
+    missing = []
+    for section in README.read_text().split("\n## "):
+        extras = re.findall(r"checkpoint-eventlog\[(\w+)\]", section)
+        installed = _distributions(project["dependencies"] + [
+            text for extra in extras for text in project["optional-dependencies"][extra]])
+        for example in re.findall(r"```python\n(.*?)```", section, flags=re.DOTALL):
+            missing += sorted(_imported_distributions(example) - installed)
+    assert [] == missing
 
 
 def test_readme_examples_type_check(tmp_path: Path) -> None:

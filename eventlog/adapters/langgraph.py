@@ -22,7 +22,10 @@ How LangGraph's model maps onto `ThreadCheckpoints` (``log.checkpoints.threads``
 - Pending writes get LangGraph's indexes (``WRITES_IDX_MAP`` for special channels); the
   store keeps the first per (task, idx ≥ 0) and lets negative indexes overwrite.
 - Tenants are walls: a saver reads and writes only its ``tenant_id``; ``list(None)`` lists
-  every thread of that tenant.
+  every LangGraph thread of that tenant.
+- A thread an Agent Framework workflow of the same name holds is refused with
+  `FrameworkConflict` (on the first put, a delete, a prune or a copy, and on any read that
+  meets one of its checkpoints), never with the serde's own error.
 
 Sync methods (``graph.invoke``) run the async ones on the saver's loop: from any thread
 but that loop's own, where they refuse with `WrongThread` (as LangGraph's async savers do).
@@ -51,6 +54,12 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
+from eventlog.adapters._frameworks import (
+    LANGGRAPH,
+    MAF_ENCODING,
+    ThreadClaims,
+    refuse_foreign,
+)
 from eventlog.adapters._loops import (
     BackgroundLoop,
     NotRunning,
@@ -84,6 +93,7 @@ class AsyncEventlogSaver(BaseCheckpointSaver[str]):
         self.log = log
         self.tenant_id = check_id("tenant_id", tenant_id)
         self.loop: asyncio.AbstractEventLoop | None = _current_loop()
+        self._claims = ThreadClaims(log, self.tenant_id, LANGGRAPH)
 
     @classmethod
     @asynccontextmanager
@@ -132,6 +142,8 @@ class AsyncEventlogSaver(BaseCheckpointSaver[str]):
             limit=limit, metadata=filter,
         ))
         for checkpoint in found:
+            if thread_id is None and _foreign(checkpoint):
+                continue  # another framework's workflow in the tenant: not a LangGraph thread
             yield self._tuple(checkpoint)
 
     async def aput(
@@ -148,6 +160,7 @@ class AsyncEventlogSaver(BaseCheckpointSaver[str]):
         stored = get_serializable_checkpoint_metadata(config, metadata)
         run = stored.get("run_id")
         step = stored.get("step")
+        await self._on_loop(self._claims.check(thread_id))
         await self._on_loop(self._threads.put(
             self.tenant_id, thread_id, checkpoint["id"], namespace=namespace,
             state=self._dump(state),
@@ -179,6 +192,7 @@ class AsyncEventlogSaver(BaseCheckpointSaver[str]):
 
     async def adelete_thread(self, thread_id: str) -> None:
         """Delete every checkpoint and write of the thread, in every namespace."""
+        await self._on_loop(self._claims.check(str(thread_id)))
         await self._on_loop(self._threads.delete_thread(self.tenant_id, str(thread_id)))
 
     async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
@@ -187,6 +201,8 @@ class AsyncEventlogSaver(BaseCheckpointSaver[str]):
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Copy every checkpoint and write of a thread to another thread."""
+        for thread_id in (str(source_thread_id), str(target_thread_id)):
+            await self._on_loop(self._claims.check(thread_id))
         await self._on_loop(self._threads.copy_thread(
             self.tenant_id, str(source_thread_id), str(target_thread_id)
         ))
@@ -196,6 +212,7 @@ class AsyncEventlogSaver(BaseCheckpointSaver[str]):
         if strategy not in ("keep_latest", "delete"):
             raise ValueError(f"unknown prune strategy {strategy!r}: keep_latest or delete")
         for thread_id in thread_ids:
+            await self._on_loop(self._claims.check(str(thread_id)))
             await self._on_loop(self._threads.prune(
                 self.tenant_id, str(thread_id), keep_latest=1 if strategy == "keep_latest" else 0
             ))
@@ -285,6 +302,7 @@ class AsyncEventlogSaver(BaseCheckpointSaver[str]):
 
     def _tuple(self, found: ThreadCheckpoint) -> CheckpointTuple:
         assert found.state is not None
+        refuse_foreign(self.tenant_id, found.thread_id, found.state.encoding, LANGGRAPH)
         checkpoint = self._load(found.state)
         checkpoint["channel_values"] = {
             name: self._load(payload) for name, payload in (found.channels or {}).items()
@@ -330,6 +348,10 @@ class EventlogSaver(AsyncEventlogSaver):
                 background.run(manager.__aexit__(None, None, None))
         finally:
             background.stop()
+
+
+def _foreign(found: ThreadCheckpoint) -> bool:
+    return found.state is not None and found.state.encoding == MAF_ENCODING
 
 
 def _thread(config: RunnableConfig) -> tuple[str, str]:

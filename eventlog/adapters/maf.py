@@ -24,6 +24,8 @@ How MAF's model maps onto `ThreadCheckpoints` (``log.checkpoints.threads``):
   up within the tenant. Each checkpoint is its own run key, so ``delete`` removes it with
   one tombstone that purges its state blob (``delete_runs``).
 - Tenants are walls: a storage reads and writes only its ``tenant_id``.
+- A workflow name that is a LangGraph thread of the tenant is refused at the first save
+  with `FrameworkConflict`; lists and ``get_latest`` show only this adapter's checkpoints.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from agent_framework._workflows._checkpoint_encoding import (
     encode_checkpoint_value,
 )
 
+from eventlog.adapters._frameworks import MAF, MAF_ENCODING, ThreadClaims
 from eventlog.checkpoints.thread_records import Payload, ThreadCheckpoint
 from eventlog.checkpoints.threads import ThreadCheckpoints
 from eventlog.errors import InvalidInput
@@ -48,7 +51,7 @@ from eventlog.validation import check_id
 
 __all__ = ["ENCODING", "EventlogCheckpointStorage"]
 
-ENCODING = "maf-checkpoint+json"
+ENCODING = MAF_ENCODING
 """The payload label of a checkpoint in MAF's checkpoint encoding, as JSON bytes."""
 
 
@@ -62,6 +65,7 @@ class EventlogCheckpointStorage:
         self.log = log
         self.tenant_id = check_id("tenant_id", tenant_id)
         self._allowed = frozenset(allowed_checkpoint_types or ())
+        self._claims = ThreadClaims(log, self.tenant_id, MAF)
 
     @classmethod
     @asynccontextmanager
@@ -81,6 +85,7 @@ class EventlogCheckpointStorage:
     async def save(self, checkpoint: WorkflowCheckpoint) -> str:
         """Store a snapshot of ``checkpoint`` (replacing an earlier save of its id)."""
         state = self._encode(checkpoint)
+        await self._claims.check(checkpoint.workflow_name)
         await self._threads.put(
             self.tenant_id, checkpoint.workflow_name, checkpoint.checkpoint_id,
             state=state, parent_id=checkpoint.previous_checkpoint_id,

@@ -28,7 +28,7 @@ from eventlog.cli import (
     transfer,
     verify,
 )
-from eventlog.cli.context import Context, Handler
+from eventlog.cli.context import Context, Handler, SharedOptions
 from eventlog.cli.errors import (
     EXIT_FINDINGS,
     EXIT_OK,
@@ -59,27 +59,7 @@ class _JsonErrorParser(argparse.ArgumentParser):
 
 def build_parser(*, json_errors: bool = False) -> argparse.ArgumentParser:
     """The whole command line: every command with its options and the shared ones."""
-    common = argparse.ArgumentParser(add_help=False)
-    shared = common.add_argument_group("shared options")
-    shared.add_argument(
-        "--url", metavar="URL",
-        help="the log: sqlite:///path.db, postgresql://user@host/db, file:///dir "
-             "(default: $EVENTLOG_URL, else sqlite:///eventlog.db)",
-    )
-    shared.add_argument(
-        "--read-url", metavar="URL",
-        help="a hot standby of the PostgreSQL log to read from (log, verify, replay, export, "
-             "timeline, stats…); writes still go to --url (default: $EVENTLOG_READ_URL)",
-    )
-    shared.add_argument(
-        "--schema", metavar="NAME",
-        help="the PostgreSQL schema (default: the URL's ?schema=, else $EVENTLOG_SCHEMA, else "
-             "eventlog)",
-    )
-    shared.add_argument("--json", action="store_true", help="print JSON for scripts")
-    shared.add_argument(
-        "--debug", action="store_true", help="show tracebacks and the library's debug logs"
-    )
+    common = SharedOptions()
     parser_class = _JsonErrorParser if json_errors else argparse.ArgumentParser
     parser = parser_class(
         prog="eventlog", description=_DESCRIPTION, epilog=EXIT_STATUSES_HELP,
@@ -109,6 +89,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     arguments = list(argv) if argv is not None else sys.argv[1:]
     parser = build_parser()
+    if not arguments:  # as git does: what the command can do, not a usage error
+        parser.print_help()
+        return EXIT_OK
     wants_json = "--json" in arguments
     unknown = _unknown_command(parser, arguments)
     if unknown is not None:
@@ -161,9 +144,9 @@ def _unknown_command(parser: argparse.ArgumentParser, arguments: list[str]) -> s
     given = arguments[0]
     if given in names:
         return None
-    near = difflib.get_close_matches(given, names, n=3, cutoff=0.5)
+    near = difflib.get_close_matches(given, _listed(names), n=3, cutoff=0.5)
     hint = f"; did you mean {' or '.join(near)}?" if near else ""
-    return f"unknown command {given!r}{hint} (the commands: {', '.join(names)})"
+    return f"unknown command {given!r}{hint} (the commands: {', '.join(_listed(names))})"
 
 
 def _command_names(parser: argparse.ArgumentParser) -> list[str]:
@@ -171,6 +154,11 @@ def _command_names(parser: argparse.ArgumentParser) -> list[str]:
         if isinstance(action, argparse._SubParsersAction):
             return list(action.choices)
     return []
+
+
+def _listed(names: list[str]) -> list[str]:
+    """The commands a person is shown (not the hidden one completion scripts call)."""
+    return [name for name in names if not name.startswith("_")]
 
 
 def _usage_error(message: str, as_json: bool) -> int:

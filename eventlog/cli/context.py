@@ -7,6 +7,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import sys
 from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
@@ -55,7 +56,7 @@ class Context:
     @property
     def url(self) -> str:
         """The log URL: ``--url``, else ``$EVENTLOG_URL``, else the embedded default."""
-        given: str | None = self.args.url
+        given: str | None = getattr(self.args, "url", None)
         return given or os.environ.get("EVENTLOG_URL") or DEFAULT_URL
 
     @property
@@ -68,14 +69,14 @@ class Context:
     def schema(self) -> str:
         """The PostgreSQL schema: ``--schema``, else the URL's ``?schema=``, else
         ``$EVENTLOG_SCHEMA``, else the default."""
-        given: str | None = self.args.schema
+        given: str | None = getattr(self.args, "schema", None)
         in_url = url_schema(self.url) if self.is_postgres else None
         return given or in_url or os.environ.get("EVENTLOG_SCHEMA") or DEFAULT_SCHEMA
 
     @property
     def json(self) -> bool:
         """Whether to print JSON for scripts instead of tables for people."""
-        return bool(self.args.json)
+        return bool(getattr(self.args, "json", False))
 
     def shown_url(self) -> str:
         """The URL with any password masked, for messages."""
@@ -96,7 +97,7 @@ class Context:
         defaults and the environment already do): ``--url`` as given, ``--schema`` on
         PostgreSQL whenever it is not the default. A password is masked, never printed."""
         parts = []
-        if self.args.url is not None:
+        if getattr(self.args, "url", None) is not None:
             parts += ["--url", self.shown_url()]
         if self.is_postgres and self.schema not in (DEFAULT_SCHEMA, url_schema(self.url)):
             parts += ["--schema", self.schema]
@@ -188,19 +189,76 @@ def _console(stream: Any) -> Console:
     return Console(file=stream, width=width, highlight=False, markup=False, soft_wrap=True)
 
 
+def invoked_as() -> str:
+    """How to run this command again from the same shell: ``eventlog`` when that name
+    finds this program on PATH, else the path it was started by (``.venv/bin/eventlog``
+    after the README's set-up, which never activates the virtualenv)."""
+    started = sys.argv[0] if sys.argv else ""
+    if Path(started).name != "eventlog":  # run in-process, or as python -m
+        return "eventlog"
+    on_path = shutil.which("eventlog")
+    if on_path is not None and Path(on_path).resolve() == Path(started).resolve():
+        return "eventlog"
+    return shlex.quote(started)
+
+
 def mask_password(url: str) -> str:
     """``url`` with the password of its ``user:password@`` part replaced by ``***``."""
     return re.sub(r"(://[^/:@]*):[^/@]*@", r"\1:***@", url)
+
+
+WRITERS = frozenset({"demo", "migrate", "cleanup", "import"})
+"""Commands that write: a hot standby (``--read-url``) is no use to them."""
+NO_LOG = frozenset({"completion"})
+"""Commands that never open a log: no connection options, no ``--json``."""
+
+
+class SharedOptions(argparse.ArgumentParser):
+    """The options commands share, in parts: each command is given only the parts that
+    act on it (`add_command` asks `parents_for`)."""
+
+    def __init__(self) -> None:
+        super().__init__(add_help=False)
+        self.connection = _part(
+            ("--url", dict(metavar="URL", help="the log: sqlite:///path.db, "
+                           "postgresql://user@host/db, file:///dir (default: $EVENTLOG_URL, "
+                           "else sqlite:///eventlog.db)")),
+            ("--schema", dict(metavar="NAME", help="the PostgreSQL schema (default: the "
+                              "URL's ?schema=, else $EVENTLOG_SCHEMA, else eventlog)")),
+        )
+        self.replica = _part(("--read-url", dict(
+            metavar="URL", help="a hot standby of the PostgreSQL log to read from "
+            "(default: $EVENTLOG_READ_URL)")))
+        self.output = _part(("--json", dict(action="store_true", help="print JSON for scripts")))
+        self.debug = _part(("--debug", dict(
+            action="store_true", help="show tracebacks and the library's debug logs")))
+
+    def parents_for(self, command: str) -> list[argparse.ArgumentParser]:
+        """The parts of the shared options that act on ``command``."""
+        if command in NO_LOG:
+            return [self.debug]
+        if command in WRITERS:
+            return [self.connection, self.output, self.debug]
+        return [self.connection, self.replica, self.output, self.debug]
+
+
+def _part(*options: tuple[str, dict[str, Any]]) -> argparse.ArgumentParser:
+    part = argparse.ArgumentParser(add_help=False)
+    group = part.add_argument_group("shared options")  # argparse merges same-named groups
+    for flag, settings in options:
+        group.add_argument(flag, **settings)
+    return part
 
 
 def add_command(
     commands: Any, common: argparse.ArgumentParser, name: str, summary: str, handler: Handler,
     description: str | None = None,
 ) -> argparse.ArgumentParser:
-    """Add one command with the shared options, its examples (`eventlog.cli.examples`),
-    the exit statuses and its handler."""
+    """Add one command with the shared options that act on it, its examples
+    (`eventlog.cli.examples`), the exit statuses and its handler."""
+    parents = common.parents_for(name) if isinstance(common, SharedOptions) else [common]
     parser: argparse.ArgumentParser = commands.add_parser(
-        name, parents=[common], help=summary, description=description or summary,
+        name, parents=parents, help=summary, description=description or summary,
         epilog=examples_help(name) + EXIT_STATUSES_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -35,10 +35,10 @@ from typing import Any
 from rich.text import Text
 
 from eventlog.checkpoints import CheckpointRecord
-from eventlog.cli.context import Context, add_command
+from eventlog.cli.context import Context, add_command, invoked_as
 from eventlog.cli.errors import EXIT_FINDINGS, EXIT_OK
 from eventlog.cli.horizon import settle_or_warn
-from eventlog.cli.render import verdict, when
+from eventlog.cli.render import plural, verdict, when
 from eventlog.cli.report import write_report
 from eventlog.cli.sessions import print_timeline, read_merged, timeline_json
 from eventlog.cli.story import build_timeline
@@ -212,7 +212,7 @@ async def resumed_run(
                                       parent_id="pick-flight")
     records = await story.log.checkpoints.list(TENANT, story.session)
     steps = [record.step for record in records]
-    story.say(f"the session lists {len(records)} records: steps {steps} (at-least-once: "
+    story.say(f"the session lists {plural(len(records), 'record')}: steps {steps} (at-least-once: "
               "the replayed steps are kept, one under a new id, one under the same id)",
               expected=steps == [0, 1, 2, 1, 2, 3])
     return run, approval
@@ -328,10 +328,11 @@ async def finale(story: Story, batch: PendingBatch) -> bool:
     context.out.print(Text("\nWhat the log recorded", style="bold"))
     print_timeline(context, TENANT, story.session, timeline)
     context.out.print(verdict(
-        f"\nHash chains of every stream ({report.streams} streams, {report.events} events)",
+        f"\nHash chains of every stream ({plural(report.streams, 'stream')}, "
+        f"{plural(report.events, 'event')})",
         report.ok, f"{len(report.problems)} broken"))
     context.out.print(verdict("Every view against a rebuild from the log", not differences,
-                              f"{len(differences)} rows differ"))
+                              plural(len(differences), "row differs", "rows differ")))
     if story.clock_span is not None:
         first, last = story.clock_span
         context.out.print(Text(
@@ -346,16 +347,17 @@ async def finale(story: Story, batch: PendingBatch) -> bool:
 
 def _next_steps(context: Context, session: str, batch_id: str, claimed_at: int) -> None:
     url = context.connection_args()
+    eventlog = invoked_as()
     context.out.print(Text("\nLook closer:", style="bold"))
     for command in (
-        f"eventlog timeline {TENANT} {session}{url}",
-        f"eventlog inspect {TENANT} {batch_id}{url}",
-        f"eventlog log --tenant {TENANT} --session {session}{url}",
-        f"eventlog replay --as-of {claimed_at} --tenant {TENANT} --session {session}{url}"
+        f"{eventlog} timeline {TENANT} {session}{url}",
+        f"{eventlog} inspect {TENANT} {batch_id}{url}",
+        f"{eventlog} log --tenant {TENANT} --session {session}{url}",
+        f"{eventlog} replay --as-of {claimed_at} --tenant {TENANT} --session {session}{url}"
         "   # the views while worker 1 held its claim",
-        f"eventlog report {TENANT} {session} --as-of {claimed_at} -o as-of-claim.html{url}"
+        f"{eventlog} report {TENANT} {session} --as-of {claimed_at} -o as-of-claim.html{url}"
         "   # the same moment, drawn",
-        f"eventlog verify{url}",
+        f"{eventlog} verify{url}",
     ):
         context.out.print(f"  {command}")
 

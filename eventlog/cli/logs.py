@@ -64,7 +64,11 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     parser.add_argument("--limit", type=positive_int, metavar="N",
                         help="stop after N events")
     parser.add_argument("--follow", "-f", action="store_true",
-                        help="keep printing new events until interrupted")
+                        help="print events as they commit, from now on (as tail -f), until "
+                             "interrupted or --max-wait")
+    parser.add_argument("--from-start", action="store_true",
+                        help="with --follow: first print the events already there (implied "
+                             "by --from-position and --since)")
     parser.add_argument("--poll-interval", type=non_negative_float, default=0.5,
                         metavar="SECONDS", help="with --follow: how often to look (0.5)")
     parser.add_argument("--max-wait", type=non_negative_float, metavar="SECONDS",
@@ -111,18 +115,50 @@ async def run(context: Context) -> int:
         shown = 0
         printer = Printer(context)
         types = TypeCheck(set(args.types or ()))
+        tail = Tail(context, live=not args.follow or _replays(args))
         async for event in follow(
             log, args.tenant, follow=args.follow, poll_interval=args.poll_interval,
-            max_wait=args.max_wait, caught_up=lambda: types.caught_up(context, args.tenant),
+            max_wait=args.max_wait, caught_up=lambda: tail.caught_up(types, args.tenant),
         ):
             types.seen.add(event.type)
-            if not event_filter.matches(event):
+            if not tail.live or not event_filter.matches(event):
                 continue
             printer.print(event)
             shown += 1
             if args.limit is not None and shown >= args.limit:
                 break
+        else:
+            if args.follow:  # only --max-wait ends a follower
+                tail.stopped(args.max_wait)
     return EXIT_OK
+
+
+def _replays(args: argparse.Namespace) -> bool:
+    """Whether a follower first prints the events already in the log."""
+    return bool(args.from_start or args.from_position is not None or args.since is not None)
+
+
+@dataclass
+class Tail:
+    """Where ``--follow`` starts and why it stops: like ``tail -f``, only what commits
+    after it reached the end of the log, unless it replays; it says when it is waiting
+    and, when ``--max-wait`` ends it, that this is why."""
+
+    context: Context
+    live: bool
+
+    def caught_up(self, types: TypeCheck, tenant: str | None) -> None:
+        """The log was read to its end: from here on every event is new."""
+        types.caught_up(self.context, tenant)
+        if not self.live:
+            self.live = True
+            self.context.err.print("following: new events are printed as they commit "
+                                   "(--from-start replays the log first)", style="dim")
+
+    def stopped(self, max_wait: float) -> None:
+        """Say that the follower gave up waiting."""
+        self.context.err.print(f"stopped following: no new event for {max_wait:g} s "
+                               "(--max-wait)", style="dim")
 
 
 @dataclass
@@ -206,6 +242,8 @@ def _check_arguments(args: argparse.Namespace) -> None:
         raise CommandError("--stream and --session need --tenant (ids are per tenant)")
     if not args.follow and (args.max_wait is not None):
         raise CommandError("--max-wait only makes sense with --follow")
+    if not args.follow and args.from_start:
+        raise CommandError("--from-start only makes sense with --follow")
 
 
 async def _build_filter(log: EventLog, args: argparse.Namespace) -> EventFilter:

@@ -43,12 +43,16 @@ def timestamp(text: str) -> datetime:
     return moment.astimezone(UTC)
 
 
-TIME_HELP = ("an ISO 8601 time (2026-11-29T14:02Z; no zone = UTC), a time of day (14:02: "
-             "today's, in UTC, the zone the log records), or a relative time (10m ago)")
+TIME_HELP = ("an ISO 8601 time (2026-11-29T14:02Z; no zone = UTC), a time of day (14:02 or "
+             "'14:02 UTC': today's, in UTC, the zone the log records; 'yesterday 14:02'), "
+             "now, today or yesterday (from midnight, UTC), or a relative time (10m ago)")
 _AHEAD = timedelta(hours=12)
 
 _TIME_OF_DAY = re.compile(r"^(\d{1,2}):(\d{2})(?::(\d{2})(?:\.(\d{1,6}))?)?$")
 _AGO = re.compile(r"^(\d+(?:\.\d+)?)\s*([a-z]+)\s+ago$")
+_DAY = re.compile(r"^(today|yesterday)(?:\s+(.+))?$")
+_UTC = re.compile(r"\s*(?:z|utc)$")  # a time of day said in UTC, as the log records it
+_ZONE = "UTC: the zone the log records"
 _UNITS = {
     "s": "seconds", "sec": "seconds", "secs": "seconds", "second": "seconds",
     "seconds": "seconds", "m": "minutes", "min": "minutes", "mins": "minutes",
@@ -76,25 +80,55 @@ class Moment:
 
 def parse_time(text: str, now: datetime) -> Moment:
     """``text`` as a time: ISO 8601 (no zone = UTC), a time of day (today in UTC, or
-    yesterday when today's is more than 12 hours ahead of ``now``) or ``N units ago``;
-    ValueError otherwise. (A time of day a little ahead stays today: a log written with a
-    simulated clock, like the demo's, runs ahead of the wall clock.)"""
-    cleaned = text.strip().lower()
-    day_time = _TIME_OF_DAY.match(cleaned)
-    if day_time:
-        hour, minute, second, fraction = day_time.groups()
-        moment = now.astimezone(UTC).replace(
-            hour=int(hour), minute=int(minute), second=int(second or 0),
-            microsecond=int((fraction or "0").ljust(6, "0")))
-        day = "today"
+    yesterday when today's is more than 12 hours ahead of ``now``; ``UTC`` or ``Z`` may
+    follow it), ``today``/``yesterday`` (from midnight UTC, or at a time of day after
+    them), ``now`` or ``N units ago``; ValueError otherwise. (A time of day a little
+    ahead stays today: a log written with a simulated clock, like the demo's, runs ahead
+    of the wall clock.)"""
+    said = text.strip()
+    cleaned = said.lower()
+    if cleaned == "now":
+        return Moment(now, f"now, {now.astimezone(UTC):%H:%M:%S}Z")
+    day = _DAY.match(cleaned)
+    if day:
+        return _on_day(day.group(1), day.group(2), said, now)
+    day_time = _time_of_day(cleaned, now)
+    if day_time is not None:
+        moment, which = day_time, "today"
         if moment - now > _AHEAD:  # 23:50 typed at 00:10 means last night
-            moment, day = moment - timedelta(days=1), "yesterday"
-        return Moment(moment, f"{text.strip()} {day}, UTC: the zone the log records")
+            moment, which = moment - timedelta(days=1), "yesterday"
+        return Moment(moment, f"{said} {which}, {_ZONE}")
     ago = _AGO.match(cleaned)
     if ago and ago.group(2) in _UNITS:
         delta = timedelta(**{_UNITS[ago.group(2)]: float(ago.group(1))})
-        return Moment(now - delta, f"{text.strip()}, from {now:%H:%M:%S}Z")
+        return Moment(now - delta, f"{said}, from {now:%H:%M:%S}Z")
     return Moment(timestamp(text))
+
+
+def _time_of_day(text: str, now: datetime) -> datetime | None:
+    """``14:02``, ``14:02:05.25``, ``14:02 UTC`` on ``now``'s day (UTC), else None."""
+    found = _TIME_OF_DAY.match(_UTC.sub("", text))
+    if found is None:
+        return None
+    hour, minute, second, fraction = found.groups()
+    try:
+        return now.astimezone(UTC).replace(
+            hour=int(hour), minute=int(minute), second=int(second or 0),
+            microsecond=int((fraction or "0").ljust(6, "0")))
+    except ValueError:
+        raise ValueError(f"{text!r} is not a time of day") from None
+
+
+def _on_day(which: str, at: str | None, said: str, now: datetime) -> Moment:
+    """``today``/``yesterday``: its midnight (UTC), or the time of day ``at`` on it."""
+    back = timedelta(days=1 if which == "yesterday" else 0)
+    midnight = now.astimezone(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+    if at is None:
+        return Moment(midnight - back, f"{said}: from midnight, {_ZONE}")
+    moment = _time_of_day(at, now)
+    if moment is None:
+        raise ValueError(f"{at!r} is not a time of day")
+    return Moment(moment - back, f"{said}, {_ZONE}")
 
 
 def time_moment(text: str) -> Moment:

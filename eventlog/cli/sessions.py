@@ -47,8 +47,10 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         "answer, forks, subgraph lanes, steps that never finished, deletions and copies; "
         "then its tree of checkpoints.",
     )
-    timeline.add_argument("tenant", metavar="TENANT")
-    timeline.add_argument("session", metavar="SESSION|THREAD")
+    timeline.add_argument("tenant", metavar="TENANT", help="the tenant the session or thread is in")
+    timeline.add_argument("session", metavar="SESSION|THREAD",
+                          help="the session, or the LangGraph thread or Agent Framework "
+                               "workflow, to tell")
     timeline.add_argument(
         "--scan", action="store_true",
         help="find the session's batches by reading the tenant's whole log (also finds "
@@ -63,8 +65,9 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         "its values pretty-printed, what changed since its parent, its pending writes and "
         "questions (the thread's last checkpoint unless --checkpoint names one).",
     )
-    inspect.add_argument("tenant", metavar="TENANT")
-    inspect.add_argument("batch", metavar="BATCH|THREAD")
+    inspect.add_argument("tenant", metavar="TENANT", help="the tenant the batch or thread is in")
+    inspect.add_argument("batch", metavar="BATCH|THREAD",
+                         help="the interrupt batch's id, or a thread to show one checkpoint of")
     inspect.add_argument("--checkpoint", metavar="ID",
                          help="this checkpoint of the thread (default: its last one put)")
     inspect.add_argument("--namespace", metavar="NS",

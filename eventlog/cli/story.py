@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from eventlog.cli.lenient import UndecodableEvent
-from eventlog.cli.render import event_fields, summary, when
+from eventlog.cli.render import event_fields, plural, summary, when
 from eventlog.cli.thread_story import Line, ThreadStory, build_thread_story
 from eventlog.events import Event
 from eventlog.events import interrupts as ev
@@ -79,8 +79,8 @@ class _Builder:
             self.by_id.clear()
             self.by_step.clear()
             self._entry(event, "session", "tombstone",
-                        f"session deleted: {payload.checkpoints} checkpoints left the views, "
-                        "their unshared state was purged (the events stay)")
+                        f"session deleted: {plural(payload.checkpoints, 'checkpoint')} left "
+                        "the views, their unshared state was purged (the events stay)")
         elif isinstance(payload, _THREAD_EVENTS):
             self._thread_event(event, payload)
         elif isinstance(payload, ev.BatchCreated):

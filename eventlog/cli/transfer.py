@@ -41,7 +41,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     export.add_argument("--without-state", action="store_true",
                         help="leave the checkpoint state blobs out (events only)")
     export.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
-    export.add_argument("file", metavar="FILE")
+    export.add_argument("file", metavar="FILE", help="the JSON Lines file to write (- for stdout)")
     imported = add_command(
         commands, common, "import", "append an exported file's events to this log",
         run_import,
@@ -51,7 +51,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         "same file twice changes nothing; a stream whose history differs is refused "
         "before anything is written (exit status 1).",
     )
-    imported.add_argument("file", metavar="FILE")
+    imported.add_argument("file", metavar="FILE", help="the export file to read")
 
 
 async def run_export(context: Context) -> int:

@@ -21,7 +21,7 @@ from eventlog.cli.horizon import settle, settle_or_warn
 from eventlog.cli.lenient import UndecodableEvent
 from eventlog.cli.options import positive_int
 from eventlog.cli.progress import CountingLog
-from eventlog.cli.render import cell, verdict
+from eventlog.cli.render import cell, plural, verdict
 from eventlog.cli.scope import require_tenant
 from eventlog.digest import LogDigest, check_digest
 from eventlog.log import EventLog, SpilledViews
@@ -180,7 +180,8 @@ def _print(
     undecodable: list[RecordedEvent],
 ) -> None:
     out = context.out
-    out.print(verdict(f"Hash chains: {report.streams} streams, {report.events} events",
+    out.print(verdict(f"Hash chains: {plural(report.streams, 'stream')}, "
+                      f"{plural(report.events, 'event')}",
                       report.ok, f"{len(report.problems)} broken"))
     if report.problems:
         table = Table("tenant", "stream", "version", "problem", "detail",
@@ -190,7 +191,7 @@ def _print(
                           problem.kind, problem.detail)
         out.print(table)
     out.print(verdict("Every event decodes as its type", not undecodable,
-                      f"{len(undecodable)} do not"))
+                      plural(len(undecodable), "does not", "do not")))
     if undecodable:
         table = Table("#", "tenant", "stream", "version", "type", "error",
                       title="Events that do not decode", title_justify="left")
@@ -200,7 +201,7 @@ def _print(
                           str(event.version), event.type, found["error"])
         out.print(table)
     out.print(verdict("Views against a rebuild from the log", not differences,
-                      f"{len(differences)} rows differ"))
+                      plural(len(differences), "row differs", "rows differ")))
     if differences:
         shown = differences[: context.args.max_rows]
         table = Table("table", "key", "difference", title="Differing view rows",

@@ -120,3 +120,56 @@ def test_demo_on_postgresql(
     assert EXIT_OK == ran.status, ran.err
     played = ran.json()
     assert_demo_recorded(target, played["session"], played["batch_id"])
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def readme_setup(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, dict[str, str]]:
+    """The demo run as the README's first command runs it: by a relative path to the
+    virtualenv's script, which is not on PATH. Its directory, output and environment."""
+    cwd = tmp_path_factory.mktemp("readme")
+    env = {k: v for k, v in os.environ.items() if k != "EVENTLOG_URL"}
+    env["PATH"] = os.pathsep.join(part for part in env.get("PATH", "").split(os.pathsep)
+                                  if Path(part).resolve() != EVENTLOG.parent.resolve())
+    script = os.path.relpath(EVENTLOG, cwd)
+    played = subprocess.run([script, "demo"], cwd=cwd, env=env, capture_output=True,
+                            text=True, timeout=120, check=False)
+    assert EXIT_OK == played.returncode, played.stderr
+    return cwd, played.stdout, env
+
+
+def test_look_closer_names_the_command_as_it_was_run(
+    readme_setup: tuple[Path, str, dict[str, str]]
+) -> None:
+    """Each hint starts with the path the demo was started by (eventlog is not on PATH)."""
+    cwd, out, _ = readme_setup
+    hints = out.split("Look closer:\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert [os.path.relpath(EVENTLOG, cwd)] * 6 == [hint.split()[0] for hint in hints]
+
+
+def test_look_closer_hints_run_as_printed(
+    readme_setup: tuple[Path, str, dict[str, str]]
+) -> None:
+    """Every hint, pasted into a shell in the same directory, exits 0."""
+    cwd, out, env = readme_setup
+    hints = out.split("Look closer:\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    statuses = [subprocess.run(hint, shell=True, cwd=cwd, env=env, capture_output=True,
+                               timeout=120, check=False).returncode for hint in hints]
+    assert [EXIT_OK] * 6 == statuses
+
+
+def test_what_the_demo_and_its_hints_write_is_ignored_by_git(
+    readme_setup: tuple[Path, str, dict[str, str]]
+) -> None:
+    """The database, the reports (as-of-claim.html too): none shows in `git status`."""
+    cwd, out, env = readme_setup
+    hints = out.split("Look closer:\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    report = next(hint for hint in hints if " report " in hint)
+    subprocess.run(report, shell=True, cwd=cwd, env=env, capture_output=True, timeout=120,
+                   check=True)
+    written = sorted(path.name for path in cwd.iterdir())
+    ignored = subprocess.run(["git", "check-ignore", "--no-index", *written], cwd=ROOT,
+                             capture_output=True, text=True, check=False).stdout.split()
+    assert written == sorted(ignored)

@@ -95,7 +95,7 @@ def test_a_missing_postgresql_database_is_operational(
 
 def test_a_bad_as_of_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     """--as-of takes a position or an ISO 8601 time; anything else exits 2."""
-    ran = run_bare(capsys, "replay", "--as-of", "yesterday")
+    ran = run_bare(capsys, "replay", "--as-of", "the day before")
     assert (EXIT_USAGE, True) == (ran.status, "neither a log position" in ran.err)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import shlex
 
@@ -13,8 +14,11 @@ from tests.cli.test_errors import run_bare
 
 
 def test_every_command_has_examples_in_its_help(capsys: pytest.CaptureFixture[str]) -> None:
-    """Each command's --help has an examples section."""
+    """Each command's --help has an examples section (not the hidden one that completion
+    scripts call)."""
     for command in build_parser()._subparsers._group_actions[0].choices:  # type: ignore[union-attr]
+        if command.startswith("_"):
+            continue
         ran = run_bare(capsys, command, "--help")
         assert (EXIT_OK, True) == (ran.status, "examples:\n  eventlog " + command in ran.out)
 
@@ -50,3 +54,40 @@ def test_with_json_a_command_error_is_json(capsys: pytest.CaptureFixture[str]) -
     error = json.loads(ran.err)
     assert ("", "operational") == (ran.out, error["kind"])
     assert "no log at sqlite:///no/such/dir/x.db" in error["error"]
+
+
+def _commands() -> dict[str, argparse.ArgumentParser]:
+    parser = build_parser()
+    [sub] = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return {name: sub for name, sub in sub.choices.items() if not name.startswith("_")}
+
+
+def _offering(option: str) -> set[str]:
+    return {name for name, sub in _commands().items()
+            if any(option in action.option_strings for action in sub._actions)}
+
+
+def test_bare_eventlog_prints_its_help(capsys: pytest.CaptureFixture[str]) -> None:
+    """`eventlog` alone prints the help (the commands), exit 0, nothing on stderr."""
+    ran = run_bare(capsys)
+    assert (EXIT_OK, True, "") == (ran.status, ran.out.startswith("usage: eventlog"), ran.err)
+
+
+def test_every_argument_has_help_text() -> None:
+    """Each option and positional of each command (-o FILE, TENANT, …) says what it is."""
+    missing = [f"{name} {action.option_strings or action.dest}"
+               for name, sub in _commands().items() for action in sub._actions
+               if not action.help]
+    assert [] == missing
+
+
+def test_read_url_is_offered_only_to_commands_that_read() -> None:
+    """A hot standby is no use to the commands that write or open no log."""
+    assert {"cleanup", "completion", "demo", "import", "migrate"} == (
+        set(_commands()) - _offering("--read-url"))
+
+
+def test_json_is_offered_only_where_it_prints_json() -> None:
+    """completion prints a shell script whatever is asked: it takes no --json (nor --url)."""
+    assert ({"completion"}, {"completion"}) == (
+        set(_commands()) - _offering("--json"), set(_commands()) - _offering("--url"))

@@ -122,11 +122,13 @@ def test_max_wait_needs_follow(run: Run) -> None:
 def test_follow_sees_an_event_appended_after_it_started(
     target: BackendTarget, own_story: Story
 ) -> None:
-    """A real `eventlog log --follow` process prints the existing events, then one
-    appended while it waits, and stops at --limit (gap-safe cursor, bounded wait)."""
+    """A real `eventlog log --follow --from-start` process prints the existing events,
+    then one appended while it waits, and stops at --limit (gap-safe cursor, bounded
+    wait)."""
     before = len(asyncio.run(tenant_events(target, own_story.tenant)))
     follower = subprocess.Popen(
-        [str(EVENTLOG), "log", "--follow", "--json", "--tenant", own_story.tenant,
+        [str(EVENTLOG), "log", "--follow", "--from-start", "--json", "--tenant",
+         own_story.tenant,
          "--limit", str(before + 1), "--poll-interval", "0.05", "--max-wait", "30",
          *url_args(target)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -155,11 +157,52 @@ async def _append_late(target: BackendTarget, story: Story) -> int:
         return record.position
 
 
+@pytest.mark.parametrize("target", ["sqlite", "postgresql"], indirect=True)
+def test_follow_starts_at_the_end_as_tail_does(target: BackendTarget, own_story: Story) -> None:
+    """Without --from-start a follower prints only what commits after it said it is
+    following: the one event appended then, none of those already there."""
+    follower = subprocess.Popen(
+        [str(EVENTLOG), "log", "--follow", "--json", "--tenant", own_story.tenant,
+         "--limit", "1", "--poll-interval", "0.05", "--max-wait", "30", *url_args(target)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    assert follower.stderr is not None
+    assert follower.stdout is not None
+    waiting = follower.stderr.readline()
+    appended = asyncio.run(_append_late(target, own_story))
+    out = follower.stdout.read()  # its own wrapper, as above
+    follower.wait(timeout=60)
+    late = [json.loads(line) for line in out.splitlines()]
+    assert ("following", EXIT_OK, [appended]) == (
+        waiting.split(":")[0], follower.returncode, [event["position"] for event in late])
+
+
 def test_follow_stops_after_max_wait(story: Story, run: Run) -> None:
-    """With nothing new, --follow gives up after --max-wait seconds, exit 0."""
+    """With nothing new, --follow gives up after --max-wait seconds, exit 0, having shown
+    nothing (it starts at the end)."""
     ran = run("log", "--follow", "--json", "--tenant", story.tenant, "--max-wait", "0.2",
               "--poll-interval", "0.05")
-    assert (EXIT_OK, True) == (ran.status, len(ran.json_lines()) > 0)
+    assert (EXIT_OK, []) == (ran.status, ran.json_lines())
+
+
+def test_follow_says_why_it_stopped(story: Story, run: Run) -> None:
+    """When --max-wait ends a follower, its last line on stderr says so."""
+    ran = run("log", "--follow", "--tenant", story.tenant, "--max-wait", "0.2",
+              "--poll-interval", "0.05")
+    assert "stopped following: no new event for 0.2 s (--max-wait)" == (
+        ran.err.strip().splitlines()[-1])
+
+
+def test_from_start_replays_before_following(story: Story, run: Run) -> None:
+    """--from-start prints the tenant's events already there, then follows."""
+    ran = run("log", "--follow", "--from-start", "--json", "--tenant", story.tenant,
+              "--max-wait", "0.1", "--poll-interval", "0.05")
+    assert shown(run, "--tenant", story.tenant) == ran.json_lines()
+
+
+def test_from_start_needs_follow(run: Run) -> None:
+    """--from-start without --follow is a usage error."""
+    assert EXIT_USAGE == run("log", "--from-start").status
 
 
 

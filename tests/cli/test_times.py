@@ -57,11 +57,46 @@ def test_iso_8601_is_taken_as_written() -> None:
     assert (datetime(2026, 11, 29, 14, 2, tzinfo=UTC), None) == (moment.value, moment.said)
 
 
-@pytest.mark.parametrize("text", ["25:00", "yesterday", "10 parsecs ago", "14h02"])
+@pytest.mark.parametrize("text", ["25:00", "yesterdays", "10 parsecs ago", "14h02",
+                                  "yesterday noon", "16:12 CET"])
 def test_nonsense_is_refused(text: str) -> None:
     """Neither a position nor a time: a usage error naming every accepted form."""
     with pytest.raises(argparse.ArgumentTypeError, match="time of day"):
         when_moment(text)
+
+
+def test_now_is_now_and_says_so() -> None:
+    """--as-of now: this moment, said with its time."""
+    assert (NOW, "now, 21:30:15Z") == (parse_time("now", NOW).value, parse_time("now", NOW).said)
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("today", datetime(2026, 11, 30, tzinfo=UTC)),
+    ("yesterday", datetime(2026, 11, 29, tzinfo=UTC)),
+    ("Yesterday 16:12", datetime(2026, 11, 29, 16, 12, tzinfo=UTC)),
+    ("today 09:05:30", datetime(2026, 11, 30, 9, 5, 30, tzinfo=UTC)),
+])
+def test_today_and_yesterday_are_days_in_utc(text: str, expected: datetime) -> None:
+    """today and yesterday start at midnight UTC (as journalctl reads them); a time of
+    day after them is that time on that day."""
+    assert expected == parse_time(text, NOW).value
+
+
+@pytest.mark.parametrize("text", ["16:12 UTC", "16:12 utc", "16:12Z", "16:12UTC"])
+def test_a_time_of_day_may_say_utc(text: str) -> None:
+    """'16:12 UTC' is 16:12 today, UTC, as 16:12 is."""
+    assert datetime(2026, 11, 30, 16, 12, tzinfo=UTC) == parse_time(text, NOW).value
+
+
+def test_yesterday_says_how_it_was_read() -> None:
+    """The moment says it was taken from midnight, in UTC."""
+    assert "yesterday: from midnight, UTC" in parse_time("yesterday", NOW).describe()
+
+
+def test_replay_as_of_now_is_read(run: Run) -> None:
+    """`replay --as-of now` runs (exit 0) and says how it read now."""
+    ran = run("replay", "--as-of", "now", "--json")
+    assert (EXIT_OK, True) == (ran.status, ran.json()["as_of_read_as"].startswith("now, "))
 
 
 def test_a_number_for_since_points_at_the_position_options() -> None:

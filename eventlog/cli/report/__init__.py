@@ -43,8 +43,8 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         f"{DEFAULT_SESSIONS} drawn); without TENANT: the whole log. Exit status 1 when "
         "verify found a problem (the report is written all the same).",
     )
-    parser.add_argument("tenant", metavar="TENANT", nargs="?")
-    parser.add_argument("session", metavar="SESSION", nargs="?")
+    parser.add_argument("tenant", metavar="TENANT", nargs="?", help="only this tenant")
+    parser.add_argument("session", metavar="SESSION", nargs="?", help="only this session")
     parser.add_argument(
         "--as-of", type=when_moment, metavar="WHEN",
         help="show the log as it stood then: a position or a time (see `replay --help`)",

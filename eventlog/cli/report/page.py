@@ -226,7 +226,7 @@ def session_section(report: SessionReport, state: list[tuple[str, str]]) -> str:
         f"<span>from <b>{escape(when(report.first_recorded))}</b> to "
         f"<b>{escape(when(report.last_recorded))}</b></span>",
     ]
-    links_note = (f'<p class="note">{report.links_left_out} more links not drawn.</p>'
+    links_note = (f'<p class="note">{plural(report.links_left_out, "more link")} not drawn.</p>'
                   if report.links_left_out else "")
     return "".join([
         f'<section class="card session" id="s-{anchor}" data-session="'
@@ -239,7 +239,7 @@ def session_section(report: SessionReport, state: list[tuple[str, str]]) -> str:
         "<h3>Checkpoint tree (parent → children; duplicates marked)</h3>",
         _tree(report.tree),
         f"<h3>Events ({len(report.rows)} listed"
-        + (f", {report.rows_left_out} plain checkpoints left out" if report.rows_left_out
+        + (f", {plural(report.rows_left_out, 'plain checkpoint')} left out" if report.rows_left_out
            else "") + ")</h3>",
         _events(report.rows, f"t-{anchor}"),
         "</section>",
@@ -284,8 +284,8 @@ def _tree(rows: list[TreeRow]) -> str:
     for row in rows:
         if row.folded:
             note = f" ({escape(row.duplicate)})" if row.duplicate else ""
-            items.append(f'<li class="fold" style="--d:{row.depth}">… {row.folded} more '
-                         f"checkpoints in a straight line{note} …</li>")
+            items.append(f'<li class="fold" style="--d:{row.depth}">… '
+                         f"{plural(row.folded, 'more checkpoint')} in a straight line{note} …</li>")
             continue
         dup = (f'<span class="tag dup" title="{escape(row.duplicate)}">duplicate</span>'
                if row.duplicate else "")

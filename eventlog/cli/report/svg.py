@@ -12,6 +12,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from html import escape
 
+from eventlog.cli.render import plural
 from eventlog.cli.report.model import Lane, Link, Mark, SessionReport
 
 LABEL_WIDTH = 180
@@ -100,7 +101,7 @@ def _lane_backgrounds(lanes: list[Lane], shape: Layout) -> str:
         y = TOP + row * LANE_HEIGHT
         lane = lanes[row] if row < MAX_LANES or len(lanes) == MAX_LANES + 1 else None
         if lane is None:
-            label, title, kind = f"{len(lanes) - MAX_LANES} more lanes", "", "run"
+            label, title, kind = plural(len(lanes) - MAX_LANES, "more lane"), "", "run"
         else:
             label = lane.key
             title, kind = lane.ident, lane.kind

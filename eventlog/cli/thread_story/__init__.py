@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from eventlog.cli.render import plural
 from eventlog.cli.thread_story.graph import (
     GraphReader,
     answer_of,
@@ -273,25 +274,26 @@ def _mark(story: ThreadStory, event: RecordedEvent, payload: ThreadEvent) -> Mar
     maf = story.frameworks == [AGENT_FRAMEWORK]
     if isinstance(payload, ThreadCopied):
         return Mark(event.position, event.recorded_at, "copy_thread",
-                    f"copy_thread from {payload.source_thread_id}: {payload.checkpoints} "
-                    f"checkpoints and {payload.writes} writes follow as puts")
+                    f"copy_thread from {payload.source_thread_id}: "
+                    f"{plural(payload.checkpoints, 'checkpoint')} and "
+                    f"{plural(payload.writes, 'write')} that follow as puts")
     if isinstance(payload, ThreadDeleted):
         kind = "workflow deleted" if maf else "delete_thread"
         return Mark(event.position, event.recorded_at, kind,
-                    f"{kind}: {payload.checkpoints} checkpoints and {payload.writes} "
-                    "pending writes removed in every namespace; their unshared payloads "
-                    "were purged (the events stay)")
+                    f"{kind}: {plural(payload.checkpoints, 'checkpoint')} and "
+                    f"{plural(payload.writes, 'pending write')} removed in every namespace; "
+                    "their unshared payloads were purged (the events stay)")
     assert isinstance(payload, ThreadCheckpointsRemoved)
     ids = [key.checkpoint_id for key in payload.removed]
     if payload.reason == "prune":
         return Mark(event.position, event.recorded_at, "prune",
                     f"prune: pruned to the latest {payload.keep} per namespace, "
-                    f"{len(ids)} checkpoints removed with their writes: {', '.join(ids)}")
+                    f"{plural(len(ids), 'checkpoint')} removed with their writes: {', '.join(ids)}")
     steps = [story.step(k.namespace, k.checkpoint_id) for k in payload.removed]
     if steps and all(s is not None and s.framework == AGENT_FRAMEWORK for s in steps):
         told = ", ".join(f"{s.checkpoint_id} (superstep {s.step})" for s in steps if s)
         return Mark(event.position, event.recorded_at, "checkpoint deleted",
                     f"Agent Framework deleted checkpoint {told}; its state was purged")
     return Mark(event.position, event.recorded_at, "delete_for_runs",
-                f"delete_for_runs({', '.join(payload.run_keys)}) removed {len(ids)} "
-                f"checkpoints and their writes: {', '.join(ids)}")
+                f"delete_for_runs({', '.join(payload.run_keys)}) removed "
+                f"{plural(len(ids), 'checkpoint')} and their writes: {', '.join(ids)}")

@@ -121,7 +121,7 @@ def plain(value: Any) -> Any:
     if isinstance(value, Undecoded):
         return repr(value)
     if isinstance(value, bytes | bytearray):
-        return f"<{len(value):,} bytes>"
+        return f"<{len(value):,} byte{'' if len(value) == 1 else 's'}>"
     if isinstance(value, Mapping):
         return {str(key): plain(item) for key, item in value.items()}
     if isinstance(value, list | tuple | set | frozenset):
