@@ -96,7 +96,9 @@ class ExportSummary:
 
 @dataclass(frozen=True, slots=True)
 class ImportSummary:
-    """What `import_log` did: events written, events the target already held, blobs."""
+    """What `import_log` did: events written, events the target already held, and
+    ``blobs_imported``, how many distinct blobs of the file the new events took (each
+    counted once, as the export counts the blobs it writes)."""
 
     tenant_id: str
     session_id: str | None
@@ -295,11 +297,11 @@ async def import_log(
             await importer.feed(record)
     await importer.flush(final=True)
     logger.info("imported", tenant=tenant_id, events=importer.imported,
-                present=importer.present, blobs=importer.blobs)
+                present=importer.present, blobs=len(importer.stored))
     return ImportSummary(
         tenant_id=tenant_id, session_id=plan.header.get("session"),
         events_imported=importer.imported, events_present=importer.present,
-        streams_imported=len(importer.streams), blobs_imported=importer.blobs,
+        streams_imported=len(importer.streams), blobs_imported=len(importer.stored),
     )
 
 
@@ -444,7 +446,11 @@ class _Importer:
         self.payloads: dict[bytes, bytes] = {}
         self.live: dict[str, Counter[bytes]] = {}
         self.unheld: dict[str, Counter[bytes]] = {}
-        self.imported = self.present = self.blobs = 0
+        self.imported = self.present = 0
+        self.carried: set[bytes] = set()
+        """Digests of the blobs the file carries (the ones its export counted)."""
+        self.stored: set[bytes] = set()
+        """Digests of the file's blobs this import gave references to."""
         self.streams: set[str] = set()
 
     async def feed(self, record: dict[str, Any]) -> None:
@@ -452,6 +458,7 @@ class _Importer:
         if kind == "blob":
             digest, payload, _refs = _blob_of(record, 0)
             self.payloads[digest] = payload
+            self.carried.add(digest)
         elif kind == "event":
             await self.event(_event_of(record, 0, self.tenant_id))
 
@@ -498,7 +505,7 @@ class _Importer:
         await self.log.append_recorded(self.tenant_id, self.group, blobs=blobs,
                                        release=dict(self.releases) or None)
         self.imported += len(self.group)
-        self.blobs += len(blobs)
+        self.stored.update(digest for digest in blobs if digest in self.carried)
         self.streams.update(self.group_streams)
         self.group, self.adds, self.releases, self.group_streams = [], Counter(), Counter(), set()
         self._report()

@@ -419,3 +419,19 @@ async def test_export_places_declared_blobs_and_stamps_the_injected_clock() -> N
     assert moment.isoformat() == records[0]["exported_at"]
     assert ["header", "blob", "event", "event", "event", "end"] == kinds
     assert "checkpoint_created" == records[2]["type"]
+
+
+def test_export_and_import_count_the_same_blobs(
+    capsys: pytest.CaptureFixture[str], sqlite_pair: tuple[BackendTarget, BackendTarget],
+    tmp_path: Path,
+) -> None:
+    """Sessions sharing one state, written in turns (so the import commits them in several
+    batches): the import counts each blob of the file once, as the export did."""
+    source, copy = sqlite_pair
+    tenant = fresh_id("t")
+    asyncio.run(build(source, tenant, [("checkpoint", 0, 0, 0, 0), ("checkpoint", 1, 0, 0, 0),
+                                       ("checkpoint", 0, 0, 1, 0), ("checkpoint", 1, 0, 1, 2)]))
+    path = tmp_path / "t.jsonl"
+    exported = make_runner(capsys, source)("export", "--json", "--tenant", tenant, str(path))
+    imported = make_runner(capsys, copy)("import", "--json", str(path))
+    assert (2, 2) == (exported.json()["blobs"], imported.json()["blobs_imported"])
