@@ -275,7 +275,8 @@ class _FilePlan:
 
 
 async def import_log(
-    log: EventLog, source: IO[bytes], *, progress: Progress | None = None
+    log: EventLog, source: IO[bytes], *, progress: Progress | None = None,
+    registry: EventRegistry | None = None,
 ) -> ImportSummary:
     """Append the history in ``source`` (a seekable export file) to ``log``.
 
@@ -283,11 +284,12 @@ async def import_log(
     the footer) and against the target's streams, writing nothing if anything is wrong;
     then to append, in batches of many streams' events per transaction, each blob with
     the first event that names it. Raises `InvalidInput` naming ``file`` for a malformed,
-    altered or truncated file and `ImportRefused` for a conflicting history.
+    altered or truncated file (or one holding an event that does not decode with
+    ``registry``, the log's unless given) and `ImportRefused` for a conflicting history.
     """
     header = _read_header(source)
     heads = await _target_heads(log, header["tenant"])
-    plan = _check_file(source, header, heads, log.registry)
+    plan = _check_file(source, header, heads, registry or log.registry)
     await _plan_skips(log, plan, heads)
     tenant_id: str = plan.header["tenant"]
     importer = _Importer(log, tenant_id, plan, progress)
@@ -305,12 +307,13 @@ async def import_log(
     )
 
 
-def check_export(source: IO[bytes]) -> str:
+def check_export(source: IO[bytes], registry: EventRegistry | None = None) -> str:
     """Check an export file whole, without a log (format, every chain link and hash, the
-    end record); return the tenant it holds. Raises `InvalidInput` naming ``file`` as
-    `import_log` does. `import_log` checks all this again, and the target's streams too."""
+    end record, and with ``registry`` that every event decodes and sits in its stream);
+    return the tenant it holds. Raises `InvalidInput` naming ``file`` as `import_log`
+    does. `import_log` checks all this again, and the target's streams too."""
     header = _read_header(source)
-    _check_file(source, header, {})
+    _check_file(source, header, {}, registry)
     tenant: str = header["tenant"]
     return tenant
 

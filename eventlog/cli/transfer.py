@@ -17,9 +17,11 @@ from typing import IO, Any
 from eventlog.cli.context import Context, add_command
 from eventlog.cli.errors import EXIT_FINDINGS, EXIT_OK, CommandError
 from eventlog.cli.horizon import settle_or_warn
+from eventlog.cli.lenient import ImportingRegistry
 from eventlog.cli.render import pairs_table
 from eventlog.cli.scope import require_session, require_tenant
 from eventlog.errors import InvalidInput
+from eventlog.events import default_registry
 from eventlog.transfer import ImportRefused, check_export, export_log, import_log
 
 
@@ -46,7 +48,9 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         "(same ids, versions, times and hashes: the chains verify in the copy), folding "
         "the views afresh. Streams the log already holds are skipped, so importing the "
         "same file twice changes nothing; a stream whose history differs is refused "
-        "before anything is written (exit status 1).",
+        "before anything is written (exit status 1). A file that is damaged, or holds an "
+        "event that does not decode as its type (or, of a type this command does not "
+        "know, is not a JSON object), is refused whole (exit status 2).",
     )
     imported.add_argument("file", metavar="FILE")
 
@@ -95,7 +99,7 @@ async def run_import(context: Context) -> int:
             task = progress.add_task("importing", total=None)
             try:
                 summary = await import_log(
-                    log, handle,
+                    log, handle, registry=ImportingRegistry(default_registry),
                     progress=lambda _phase, done, total: progress.update(
                         task, completed=done, total=total),
                 )
@@ -114,7 +118,7 @@ async def run_import(context: Context) -> int:
 def _check_source(source: Path) -> None:
     try:
         with source.open("rb") as handle:
-            check_export(handle)
+            check_export(handle, ImportingRegistry(default_registry))
     except InvalidInput as error:
         raise _bad_file(source, error) from error
 
