@@ -173,8 +173,26 @@ def test_command_digest_then_verify_names_the_rewritten_stream(
     assert EXIT_OK == own_run("verify").status
     checked = own_run("verify", "--digest", str(kept), "--json")
     assert EXIT_FINDINGS == checked.status
-    assert [("t", "b", "stream_rewritten")] == [
-        (p["tenant_id"], p["stream_id"], p["kind"]) for p in checked.json()["chain_problems"]]
+    assert [("t", "b", "stream_rewritten")] == [(p["tenant_id"], p["stream_id"], p["kind"])
+                                               for p in checked.json()["digest"]["problems"]]
+
+
+@sql_stores
+def test_verify_says_how_many_streams_the_digest_held(
+    own_run: Run, target: BackendTarget, tmp_path: Path,
+) -> None:
+    """On an untouched log `verify --digest F` says how many streams were held against the
+    digest and that all reached their recorded heads; --json carries the same."""
+    asyncio.run(build(target))
+    kept = tmp_path / "digest.json"
+    assert EXIT_OK == own_run("digest", "-o", str(kept)).status
+    said = own_run("verify", "--digest", str(kept))
+    checked = own_run("verify", "--digest", str(kept), "--json").json()["digest"]
+    assert EXIT_OK == said.status
+    assert re.search(rf"Digest {re.escape(str(kept))} \(taken [^)]+\): 3 streams held "
+                     r"against it: all reached their recorded heads", said.out), said.out
+    assert (str(kept), 3, 3, []) == (checked["file"], checked["streams_held"],
+                                     checked["streams_at_heads"], checked["problems"])
 
 
 @sql_stores
