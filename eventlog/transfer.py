@@ -22,9 +22,17 @@ Importing is idempotent: a stream whose events the target already holds (same ve
 same hash) is skipped, and a target stream that is a prefix of the file's is extended,
 so importing a file twice, or a later export of the same tenant, never doubles anything.
 A target stream whose history differs from the file's is refused before anything is
-written (`ImportRefused`). Blob reference counts come from the source: a whole-tenant
-export carries each blob's count, a session export the number of that session's live
-checkpoints that reference it. Purged state (deleted sessions) is never exported.
+written (`ImportRefused`).
+
+State withheld: a file exported without state carries no blob. Importing it records, in
+the same transaction as its last events, a `StateWithheld` event (stream ``import:<id>``)
+naming every blob the imported events still reference that the target does not hold, so
+that `verify` reports those as withheld (a notice) and any other missing blob as a
+finding. Export and import both count the withheld blobs (``blobs_withheld``).
+
+Blob reference counts come from the source: a whole-tenant export carries each blob's
+count, a session export the number of that session's live checkpoints that reference
+it. Purged state (deleted sessions) is never exported.
 """
 
 from __future__ import annotations
@@ -45,7 +53,9 @@ from eventlog.clock import read_clock
 from eventlog.errors import EventLogError, InvalidInput
 from eventlog.events import EventRegistry, fold_blob_references
 from eventlog.events.interrupts import BatchCreated
+from eventlog.events.transfer import IMPORT_STREAM_PREFIX, StateWithheld
 from eventlog.hashing import GENESIS_HASH, content_digest, recompute_hash, to_micros
+from eventlog.ids import uuid7
 from eventlog.log import EventLog
 from eventlog.records import RecordedEvent, StoredEvent
 from eventlog.validation import check_id, check_optional_id
@@ -64,6 +74,7 @@ Progress = Callable[[str, int, int | None], None]
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _PAGE = 1000
 _MAX_GROUP = 256  # events (of one or many streams) committed in one batch while importing
+_WITHHELD_PER_EVENT = 1000  # digests named by one StateWithheld event (about 66 kB)
 _encoder = msgspec.json.Encoder()
 
 
@@ -92,6 +103,8 @@ class ExportSummary:
     streams: int
     blobs: int
     blob_bytes: int
+    blobs_withheld: int = 0
+    """Blobs the exported events reference that a ``with_state=False`` export left out."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +119,9 @@ class ImportSummary:
     events_present: int
     streams_imported: int
     blobs_imported: int
+    blobs_withheld: int = 0
+    """Blobs the imported events reference that the file left out and the target does
+    not hold, recorded as withheld (`StateWithheld`)."""
 
 
 class SessionMembership:
@@ -160,8 +176,8 @@ async def export_log(
     total = await count_events(log, tenant_id)
     if total == 0:
         raise InvalidInput("tenant_id", f"tenant {tenant_id!r} has no events in this log")
-    blobs = await _blob_refs(log, tenant_id, session_id) if with_state else {}
-    writer = _ExportWriter(log, sink, tenant_id, blobs)
+    blobs = await _blob_refs(log, tenant_id, session_id)
+    writer = _ExportWriter(log, sink, tenant_id, blobs, carry=with_state)
     writer.line({
         "format": FORMAT, "version": FORMAT_VERSION, "tenant": tenant_id,
         "session": session_id, "with_state": with_state,
@@ -184,19 +200,21 @@ async def export_log(
     return ExportSummary(
         tenant_id=tenant_id, session_id=session_id, with_state=with_state,
         events=writer.events, streams=len(writer.streams), blobs=writer.blobs,
-        blob_bytes=writer.blob_bytes,
+        blob_bytes=writer.blob_bytes, blobs_withheld=writer.withheld,
     )
 
 
 class _ExportWriter:
-    """Writes lines, placing each blob right before the first event naming its digest."""
+    """Writes lines, placing each blob right before the first event naming its digest
+    (or, when not ``carry``ing state, counting it as withheld)."""
 
     def __init__(
-        self, log: EventLog, sink: IO[bytes], tenant_id: str, blobs: dict[bytes, int]
+        self, log: EventLog, sink: IO[bytes], tenant_id: str, blobs: dict[bytes, int],
+        *, carry: bool = True,
     ) -> None:
-        self.log, self.sink, self.tenant_id = log, sink, tenant_id
+        self.log, self.sink, self.tenant_id, self.carry = log, sink, tenant_id, carry
         self.pending = blobs
-        self.events = self.blobs = self.blob_bytes = 0
+        self.events = self.blobs = self.blob_bytes = self.withheld = 0
         self.streams: set[str] = set()
 
     def line(self, record: dict[str, Any]) -> None:
@@ -219,6 +237,9 @@ class _ExportWriter:
         refs = self.pending.pop(digest, None)
         if refs is None:
             return
+        if not self.carry:
+            self.withheld += 1
+            return
         payload = await self.log.get_blob(self.tenant_id, digest)
         if payload is None:  # purged since we listed it
             return
@@ -228,6 +249,8 @@ class _ExportWriter:
         self.blob_bytes += len(payload)
 
     async def remaining_blobs(self) -> None:
+        if not self.carry:
+            return  # no event names them: nothing the copy will miss
         for digest in sorted(self.pending):
             await self.blob(digest)
 
@@ -297,13 +320,15 @@ async def import_log(
     for number, record in _records(source):
         if number > 1:
             await importer.feed(record)
+    withheld = await importer.withhold()
     await importer.flush(final=True)
     logger.info("imported", tenant=tenant_id, events=importer.imported,
-                present=importer.present, blobs=len(importer.stored))
+                present=importer.present, blobs=len(importer.stored), withheld=withheld)
     return ImportSummary(
         tenant_id=tenant_id, session_id=plan.header.get("session"),
         events_imported=importer.imported, events_present=importer.present,
         streams_imported=len(importer.streams), blobs_imported=len(importer.stored),
+        blobs_withheld=withheld,
     )
 
 
@@ -455,6 +480,8 @@ class _Importer:
         self.stored: set[bytes] = set()
         """Digests of the file's blobs this import gave references to."""
         self.streams: set[str] = set()
+        self.record = ""
+        """The stream of this import's own record (`StateWithheld`), if it writes one."""
 
     async def feed(self, record: dict[str, Any]) -> None:
         kind = record["kind"]
@@ -507,11 +534,40 @@ class _Importer:
         blobs = {digest: (self.payloads[digest], count) for digest, count in self.adds.items()}
         await self.log.append_recorded(self.tenant_id, self.group, blobs=blobs,
                                        release=dict(self.releases) or None)
-        self.imported += len(self.group)
+        self.imported += sum(1 for event in self.group if event.stream_id != self.record)
         self.stored.update(digest for digest in blobs if digest in self.carried)
-        self.streams.update(self.group_streams)
+        self.streams.update(self.group_streams - {self.record})
         self.group, self.adds, self.releases, self.group_streams = [], Counter(), Counter(), set()
         self._report()
+
+    async def withhold(self) -> int:
+        """For a file exported without state that brought new events: add to the last
+        batch a `StateWithheld` record of the blobs the events still reference that the
+        target does not hold; how many."""
+        if self.plan.header.get("with_state", True) or not (self.imported or self.group):
+            return 0
+        referenced = {digest for live in self.live.values() for digest, n in live.items() if n}
+        digests = sorted([d.hex() for d in referenced if await self._payload(d) is None])
+        if digests:
+            self._append_record(digests)
+        return len(digests)
+
+    def _append_record(self, digests: list[str]) -> None:
+        stream_id = self.record = f"{IMPORT_STREAM_PREFIX}{uuid7()}"
+        recorded_at = read_clock(self.log.clock)
+        prev_hash = GENESIS_HASH
+        for version, start in enumerate(range(0, len(digests), _WITHHELD_PER_EVENT), 1):
+            event = StateWithheld(digests=digests[start:start + _WITHHELD_PER_EVENT],
+                                  exported_at=str(self.plan.header.get("exported_at", "")),
+                                  source=str(self.plan.header.get("source", "")))
+            tag, data = self.log.registry.encode(event)
+            draft = StoredEvent(position=0, event_id=uuid7(), tenant_id=self.tenant_id,
+                                stream_id=stream_id, version=version, recorded_at=recorded_at,
+                                type=tag, data=data, prev_hash=prev_hash, hash=b"")
+            stored = msgspec.structs.replace(draft, hash=recompute_hash(draft))
+            self.group.append(stored)
+            prev_hash = stored.hash
+        self.group_streams.add(stream_id)
 
     def _report(self) -> None:
         if self.progress is not None:

@@ -18,7 +18,7 @@ from eventlog.cli.context import Context, add_command
 from eventlog.cli.errors import EXIT_FINDINGS, EXIT_OK, CommandError
 from eventlog.cli.horizon import settle_or_warn
 from eventlog.cli.lenient import ImportingRegistry
-from eventlog.cli.render import pairs_table
+from eventlog.cli.render import pairs_table, plural
 from eventlog.cli.scope import require_session, require_tenant
 from eventlog.errors import InvalidInput
 from eventlog.events import default_registry
@@ -38,7 +38,9 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     export.add_argument("--tenant", required=True, metavar="T", help="the tenant to export")
     export.add_argument("--session", metavar="S", help="only this session")
     export.add_argument("--without-state", action="store_true",
-                        help="leave the checkpoint state blobs out (events only)")
+                        help="leave the checkpoint state blobs out (events only); an import "
+                             "records them as withheld, and verify of the copy reports them "
+                             "as a notice, not a finding")
     export.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
     export.add_argument("file", metavar="FILE")
     imported = add_command(
@@ -83,6 +85,10 @@ async def run_export(context: Context) -> int:
     else:
         out.print(pairs_table(f"Exported to {'standard output' if to_stdout else target}",
                               _fields(summary).items()))
+        if summary.blobs_withheld:
+            out.print(f"State withheld: {plural(summary.blobs_withheld, 'blob')} left out. "
+                      "An import records them as withheld; `eventlog verify` of the copy "
+                      "reports them as a notice, not a finding.")
     return EXIT_OK
 
 
@@ -112,6 +118,11 @@ async def run_import(context: Context) -> int:
         context.print_json({"file": str(source), **_fields(summary)})
     else:
         context.out.print(pairs_table(f"Imported {source}", _fields(summary).items()))
+        if summary.blobs_withheld:
+            context.out.print(
+                f"State withheld: the file left out {plural(summary.blobs_withheld, 'blob')} "
+                "the imported events reference; recorded in the log as withheld, so "
+                "`eventlog verify` reports them as a notice, not a finding.")
     return EXIT_OK
 
 

@@ -343,16 +343,20 @@ def test_without_state_leaves_the_blobs_behind(
     capsys: pytest.CaptureFixture[str], sqlite_pair: tuple[BackendTarget, BackendTarget],
     tmp_path: Path,
 ) -> None:
-    """--without-state: the same events, no blob in the file or the copy."""
+    """--without-state: the same events, no blob in the file or the copy, and one
+    state_withheld event (on an import stream of its own) naming the blobs left out."""
     source, copy = sqlite_pair
     tenant = fresh_id("t")
     asyncio.run(build(source, tenant, [("checkpoint", 0, 0, 0, 0), ("checkpoint", 1, 0, 1, 2)]))
     path = tmp_path / "t.jsonl"
     transfer(capsys, source, copy, tenant, path, "--without-state")
     assert not any('"kind":"blob"' in line for line in path.read_text().splitlines())
-    copied = asyncio.run(snapshot(copy, tenant))
-    assert (asyncio.run(snapshot(source, tenant))["events"], {}) == (copied["events"],
-                                                                     copied["refs"])
+    original, copied = asyncio.run(snapshot(source, tenant)), asyncio.run(snapshot(copy, tenant))
+    imported = [event for event in copied["events"] if not event[1].startswith("import:")]
+    withheld = [json.loads(event[5])["digests"] for event in copied["events"]
+                if event[4] == "state_withheld"]
+    assert (original["events"], {}) == (imported, copied["refs"])
+    assert [sorted(digest.hex() for digest in original["refs"])] == withheld
 
 
 def test_export_refuses_to_overwrite(

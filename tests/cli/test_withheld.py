@@ -1,0 +1,103 @@
+"""A copy made with ``export --without-state`` verifies: its import records the blobs it
+withheld, and ``verify`` reports them as a notice, while a blob missing for any other
+reason is still a finding."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from eventlog import open_log
+from eventlog.checkpoints import CheckpointRecord
+from eventlog.cli import EXIT_OK
+from eventlog.hashing import content_digest
+from tests.cli.helpers import make_runner
+from tests.cli.test_transfer import build
+from tests.conftest import BackendTarget, fresh_id
+from tests.test_tamper import sql
+
+sql_stores = pytest.mark.parametrize("target", ["sqlite", "postgresql"], indirect=True)
+
+
+def copy_without_state(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                       copy: BackendTarget) -> tuple[str, int, int]:
+    """A tenant of three checkpoints over two states (one shared by two sessions) exported
+    without state and imported into ``copy``: the tenant and both commands' withheld
+    counts."""
+    source = BackendTarget("sqlite", f"sqlite:///{tmp_path / 'source.db'}")
+    tenant = fresh_id("t")
+    asyncio.run(build(source, tenant, [("checkpoint", 0, 0, 0, 0), ("checkpoint", 1, 0, 0, 0),
+                                       ("checkpoint", 1, 0, 1, 2)]))
+    path = tmp_path / "t.jsonl"
+    exported = make_runner(capsys, source)("export", "--json", "--without-state", "--tenant",
+                                           tenant, str(path))
+    imported = make_runner(capsys, copy)("import", "--json", str(path))
+    assert (EXIT_OK, EXIT_OK) == (exported.status, imported.status), imported.err
+    assert (exported.json()["events"], exported.json()["streams"]) == (
+        imported.json()["events_imported"], imported.json()["streams_imported"])
+    return tenant, exported.json()["blobs_withheld"], imported.json()["blobs_withheld"]
+
+
+@sql_stores
+def test_a_copy_without_state_verifies_with_a_notice(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, target: BackendTarget
+) -> None:
+    """Export and import both count 2 blobs withheld; verify exits 0 and counts them as
+    withheld, with no blob finding."""
+    _tenant, exported, imported = copy_without_state(capsys, tmp_path, target)
+    ran = make_runner(capsys, target)("verify", "--json")
+    report = ran.json()
+    assert (2, 2) == (exported, imported)
+    assert (EXIT_OK, True, 2, []) == (ran.status, report["ok"], report["blobs_withheld"],
+                                      report["blob_problems"]), ran.out
+
+
+def test_people_read_the_withheld_blobs_as_a_notice(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Without --json the blobs line is ok and a notice counts the withheld blobs."""
+    copy = BackendTarget("sqlite", f"sqlite:///{tmp_path / 'copy.db'}")
+    copy_without_state(capsys, tmp_path, copy)
+    ran = make_runner(capsys, copy)("verify")
+    assert EXIT_OK == ran.status
+    assert "State blobs: 2 checked: ok\n  notice: 2 blobs withheld by an import" in ran.out
+
+
+@sql_stores
+def test_a_blob_lost_beside_withheld_ones_is_still_a_finding(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, target: BackendTarget
+) -> None:
+    """A checkpoint written in the copy after the import, its blob then deleted behind the
+    log's back: blob_missing, while the imported blobs stay withheld."""
+    tenant, _exported, _imported = copy_without_state(capsys, tmp_path, target)
+    state = {"written": "in the copy"}
+
+    async def write() -> None:
+        async with open_log(target.url, **target.options()) as log:
+            await log.checkpoints.create(CheckpointRecord(
+                tenant_id=tenant, session_id="s9", run_id=uuid.uuid4(), state=state))
+
+    asyncio.run(write())
+    digest = content_digest(msgspec.json.encode(state))
+    asyncio.run(sql(target, "DELETE FROM blobs WHERE digest = $1", digest))
+    report = make_runner(capsys, target)("verify", "--json").json()
+    assert (False, 2, [(digest.hex(), "blob_missing", ["session:s9"])]) == (
+        report["ok"], report["blobs_withheld"],
+        [(p["blob"], p["kind"], p["streams"]) for p in report["blob_problems"]])
+
+
+def test_importing_the_file_again_records_nothing_more(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The same file imported twice: the second import writes nothing, withholds nothing,
+    and the copy holds one record of withheld state."""
+    copy = BackendTarget("sqlite", f"sqlite:///{tmp_path / 'copy.db'}")
+    copy_without_state(capsys, tmp_path, copy)
+    again = make_runner(capsys, copy)("import", "--json", str(tmp_path / "t.jsonl")).json()
+    records = make_runner(capsys, copy)("log", "--json", "--type", "state_withheld")
+    assert (0, 0, 1) == (again["events_imported"], again["blobs_withheld"],
+                         len(records.json_lines()))
