@@ -93,6 +93,22 @@ def test_import_refuses_an_event_that_does_not_decode(
     assert said in ran.err
 
 
+@pytest.mark.parametrize("target", ["postgresql"], indirect=True)
+def test_a_refused_import_writes_nothing_to_postgresql(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, target: BackendTarget
+) -> None:
+    """The same refusal into PostgreSQL: exit 2, and the sound file imported afterwards
+    finds nothing of it there (every event new)."""
+    path, lines = exported(capsys, tmp_path)
+    path.write_text("\n".join(rechain(lines, first_checkpoint(lines), cut_short)) + "\n")
+    run = make_runner(capsys, target)
+    refused = run("import", str(path))
+    path.write_text("\n".join(lines) + "\n")
+    sound = run("import", "--json", str(path))
+    assert (EXIT_USAGE, EXIT_OK) == (refused.status, sound.status)
+    assert (2, 0) == (sound.json()["events_imported"], sound.json()["events_present"])
+
+
 def test_import_takes_a_well_formed_event_of_an_unknown_type(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

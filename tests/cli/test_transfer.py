@@ -425,13 +425,15 @@ async def test_export_places_declared_blobs_and_stamps_the_injected_clock() -> N
     assert "checkpoint_created" == records[2]["type"]
 
 
+@pytest.mark.parametrize("target", ["sqlite", "postgresql"], indirect=True)
 def test_export_and_import_count_the_same_blobs(
     capsys: pytest.CaptureFixture[str], sqlite_pair: tuple[BackendTarget, BackendTarget],
-    tmp_path: Path,
+    tmp_path: Path, target: BackendTarget,
 ) -> None:
     """Sessions sharing one state, written in turns (so the import commits them in several
-    batches): the import counts each blob of the file once, as the export did."""
-    source, copy = sqlite_pair
+    batches): the import (into SQLite or PostgreSQL) counts each blob of the file once,
+    as the export did."""
+    source, copy = sqlite_pair[0], target
     tenant = fresh_id("t")
     asyncio.run(build(source, tenant, [("checkpoint", 0, 0, 0, 0), ("checkpoint", 1, 0, 0, 0),
                                        ("checkpoint", 0, 0, 1, 0), ("checkpoint", 1, 0, 1, 2)]))

@@ -101,3 +101,24 @@ def test_importing_the_file_again_records_nothing_more(
     records = make_runner(capsys, copy)("log", "--json", "--type", "state_withheld")
     assert (0, 0, 1) == (again["events_imported"], again["blobs_withheld"],
                          len(records.json_lines()))
+
+
+def test_state_supplied_later_verifies(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A copy without state, then a later export with state of the same tenant whose new
+    checkpoint names the withheld state again: the blob arrives holding the new event's
+    reference only, and verify accepts that count for a blob once withheld."""
+    source = BackendTarget("sqlite", f"sqlite:///{tmp_path / 'source.db'}")
+    copy = BackendTarget("sqlite", f"sqlite:///{tmp_path / 'copy.db'}")
+    tenant = fresh_id("t")
+    asyncio.run(build(source, tenant, [("checkpoint", 0, 0, 0, 0)]))
+    source_run, copy_run = make_runner(capsys, source), make_runner(capsys, copy)
+    source_run("export", "--without-state", "--tenant", tenant, str(tmp_path / "1.jsonl"))
+    copy_run("import", str(tmp_path / "1.jsonl"))
+    asyncio.run(build(source, tenant, [("checkpoint", 0, 0, 1, 0)]))
+    source_run("export", "--tenant", tenant, str(tmp_path / "2.jsonl"))
+    imported = copy_run("import", "--json", str(tmp_path / "2.jsonl")).json()
+    report = copy_run("verify", "--json").json()
+    assert (1, 1, True, 0) == (imported["events_imported"], imported["blobs_imported"],
+                               report["ok"], report["blobs_withheld"]), report
