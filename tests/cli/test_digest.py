@@ -27,6 +27,8 @@ from tests.cli.helpers import Run
 from tests.conftest import PG_URL, BackendTarget
 from tests.events import Noted
 from tests.procs.settle import settle
+from tests.test_blob_tamper import build as build_blobs
+from tests.test_blob_tamper import shared_digest
 
 sql_stores = pytest.mark.parametrize("target", ["sqlite", "postgresql"], indirect=True)
 
@@ -223,3 +225,17 @@ def test_command_writes_no_digest_of_a_broken_log(
     assert EXIT_FINDINGS == refused.status
     assert not kept.exists()
     assert "hash_mismatch" in refused.err
+
+
+@pytest.mark.parametrize("target", ["sqlite"], indirect=True)
+def test_command_names_a_blob_finding_by_its_streams(
+    own_run: Run, target: BackendTarget, tmp_path: Path,
+) -> None:
+    """A log with a blob finding gets no digest; the refusal names the blob's finding
+    and every stream that references it, not a stream at "v0"."""
+    asyncio.run(build_blobs(target))
+    asyncio.run(sql(target, "UPDATE blobs SET refs = 1 WHERE digest = $1", shared_digest()))
+    refused = own_run("digest", "-o", str(tmp_path / "digest.json"))
+    assert EXIT_FINDINGS == refused.status
+    assert (f"t blob_refs: blob {shared_digest().hex()[:16]}…: stored count 1, the events "
+            "hold 2 references (referenced by session:s1, session:s2)") in refused.err
