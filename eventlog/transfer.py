@@ -14,7 +14,8 @@ The file (format ``checkpoint-eventlog/export``, version 1) is JSON Lines:
   (hex), "position" (in the source; informational)}`` in the source's log order;
 - ``{"kind": "blob", "digest", "refs", "data" (base64)}`` right before the first event
   that references the blob (`Event.blob_digests`), so an import commits each blob
-  together with that event; a blob no exported event references comes last;
+  together with that event; a blob no exported event references comes last (an import
+  stores it with its ``refs`` unless the target holds it);
 - a footer ``{"kind": "end", "events", "blobs"}``: a file without it is truncated and
   refused.
 
@@ -320,6 +321,7 @@ async def import_log(
     for number, record in _records(source):
         if number > 1:
             await importer.feed(record)
+    await importer.adopt_unnamed()
     withheld = await importer.withhold()
     await importer.flush(final=True)
     logger.info("imported", tenant=tenant_id, events=importer.imported,
@@ -475,8 +477,10 @@ class _Importer:
         self.live: dict[str, Counter[bytes]] = {}
         self.unheld: dict[str, Counter[bytes]] = {}
         self.imported = self.present = 0
-        self.carried: set[bytes] = set()
-        """Digests of the blobs the file carries (the ones its export counted)."""
+        self.carried: dict[bytes, int] = {}
+        """The blobs the file carries (the ones its export counted): digest → its refs."""
+        self.named: set[bytes] = set()
+        """Digests the file's events name (`Event.blob_digests`)."""
         self.stored: set[bytes] = set()
         """Digests of the file's blobs this import gave references to."""
         self.streams: set[str] = set()
@@ -486,14 +490,15 @@ class _Importer:
     async def feed(self, record: dict[str, Any]) -> None:
         kind = record["kind"]
         if kind == "blob":
-            digest, payload, _refs = _blob_of(record, 0)
+            digest, payload, refs = _blob_of(record, 0)
             self.payloads[digest] = payload
-            self.carried.add(digest)
+            self.carried[digest] = refs
         elif kind == "event":
             await self.event(_event_of(record, 0, self.tenant_id))
 
     async def event(self, stored: StoredEvent) -> None:
         event = self.log.decode(stored).event
+        self.named.update(event.blob_digests())
         live = self.live.setdefault(stored.stream_id, Counter())
         if stored.version <= self.plan.skip.get(stored.stream_id, 0):
             self.present += 1
@@ -539,6 +544,17 @@ class _Importer:
         self.streams.update(self.group_streams - {self.record})
         self.group, self.adds, self.releases, self.group_streams = [], Counter(), Counter(), set()
         self._report()
+
+    async def adopt_unnamed(self) -> None:
+        """Add to the last batch each blob of the file that no event names (attached by
+        an application to its own event types) and the target lacks, with the file's
+        count: nothing else would ever take a reference to it."""
+        if not self.group:
+            return  # nothing new: an earlier import of these events took them
+        for digest, refs in self.carried.items():
+            if digest not in self.named and await self.log.get_blob(
+                    self.tenant_id, digest) is None:
+                self.adds[digest] += refs
 
     async def withhold(self) -> int:
         """For a file exported without state that brought new events: add to the last

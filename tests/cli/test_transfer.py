@@ -441,3 +441,25 @@ def test_export_and_import_count_the_same_blobs(
     exported = make_runner(capsys, source)("export", "--json", "--tenant", tenant, str(path))
     imported = make_runner(capsys, copy)("import", "--json", str(path))
     assert (2, 2) == (exported.json()["blobs"], imported.json()["blobs_imported"])
+
+
+def test_a_blob_no_event_names_arrives_and_is_counted(
+    capsys: pytest.CaptureFixture[str], sqlite_pair: tuple[BackendTarget, BackendTarget],
+    tmp_path: Path,
+) -> None:
+    """A blob an application attached to its own event type (no event names its digest)
+    travels at the end of the file: the import stores it with its count, and both sides
+    count it."""
+    source, copy = sqlite_pair
+    tenant = fresh_id("t")
+
+    async def attach() -> None:
+        async with open_log(source.url) as log:
+            await log.append(tenant, "notes", [Noted(text="with a blob")], attach=[b"opaque"])
+
+    asyncio.run(attach())
+    path = tmp_path / "t.jsonl"
+    exported = make_runner(capsys, source)("export", "--json", "--tenant", tenant, str(path))
+    imported = make_runner(capsys, copy)("import", "--json", str(path))
+    assert (1, 1) == (exported.json()["blobs"], imported.json()["blobs_imported"])
+    assert asyncio.run(snapshot(source, tenant)) == asyncio.run(snapshot(copy, tenant))
