@@ -188,7 +188,10 @@ async def export_log(
     scanned = 0
     async for event in _tenant_events(log, tenant_id):
         scanned += 1
-        if membership is None or membership.includes(event):
+        # A record of withheld state goes with every session export: it covers
+        # whichever of the session's blobs its import withheld.
+        if membership is None or membership.includes(event) or isinstance(
+                event.event, StateWithheld):
             await writer.event(event)
         if progress is not None and scanned % _PAGE == 0:
             progress("export", scanned, total)

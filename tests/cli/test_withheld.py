@@ -122,3 +122,20 @@ def test_state_supplied_later_verifies(
     report = copy_run("verify", "--json").json()
     assert (1, 1, True, 0) == (imported["events_imported"], imported["blobs_imported"],
                                report["ok"], report["blobs_withheld"]), report
+
+
+def test_a_session_exported_from_a_copy_without_state_verifies(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """One session exported (with state) from a copy made without state carries the
+    import's record, so its own copy verifies too, counting the session's blob withheld."""
+    copy = BackendTarget("sqlite", f"sqlite:///{tmp_path / 'copy.db'}")
+    again = BackendTarget("sqlite", f"sqlite:///{tmp_path / 'again.db'}")
+    tenant, _exported, _imported = copy_without_state(capsys, tmp_path, copy)
+    path = tmp_path / "s0.jsonl"
+    exported = make_runner(capsys, copy)("export", "--tenant", tenant, "--session", "s0",
+                                         str(path))
+    imported = make_runner(capsys, again)("import", str(path))
+    ran = make_runner(capsys, again)("verify", "--json")
+    assert (EXIT_OK, EXIT_OK) == (exported.status, imported.status), imported.err
+    assert (EXIT_OK, 1) == (ran.status, ran.json()["blobs_withheld"]), ran.out
