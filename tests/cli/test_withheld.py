@@ -42,7 +42,7 @@ def copy_without_state(capsys: pytest.CaptureFixture[str], tmp_path: Path,
     return tenant, exported.json()["blobs_withheld"], imported.json()["blobs_withheld"]
 
 
-@sql_stores
+@pytest.mark.parametrize("target", ["sqlite", "file", "postgresql"], indirect=True)
 def test_a_copy_without_state_verifies_with_a_notice(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, target: BackendTarget
 ) -> None:
