@@ -26,10 +26,10 @@ A target stream whose history differs from the file's is refused before anything
 written (`ImportRefused`).
 
 State withheld: a file exported without state carries no blob. Importing it records, in
-the same transaction as its last events, a `StateWithheld` event (stream ``import:<id>``)
-naming every blob the imported events still reference that the target does not hold, so
-that `verify` reports those as withheld (a notice) and any other missing blob as a
-finding. Export and import both count the withheld blobs (``blobs_withheld``).
+the transaction of its first events, a `StateWithheld` event (stream ``import:<id>``)
+naming every blob its new events name that the target does not hold (and its own events
+do not already name), so that `verify` reports those as withheld (a notice) and any other
+missing blob as a finding. Export and import both count the withheld blobs (``blobs_withheld``).
 
 Blob reference counts come from the source: a whole-tenant export carries each blob's
 count, a session export the number of that session's live checkpoints that reference
@@ -52,7 +52,7 @@ import msgspec
 from eventlog._logging import get_logger
 from eventlog.clock import read_clock
 from eventlog.errors import EventLogError, InvalidInput
-from eventlog.events import EventRegistry, fold_blob_references
+from eventlog.events import Event, EventRegistry, fold_blob_references
 from eventlog.events.interrupts import BatchCreated
 from eventlog.events.transfer import IMPORT_STREAM_PREFIX, StateWithheld
 from eventlog.hashing import GENESIS_HASH, content_digest, recompute_hash, to_micros
@@ -299,6 +299,10 @@ class _FilePlan:
     last: dict[str, tuple[int, bytes]] = field(default_factory=dict)
     at_target_head: dict[str, bytes] = field(default_factory=dict)
     skip: dict[str, int] = field(default_factory=dict)
+    new_digests: set[bytes] = field(default_factory=set)
+    """Blobs named by the events the target does not hold yet."""
+    present_digests: set[bytes] = field(default_factory=set)
+    """Blobs named by the events the target already holds."""
 
 
 async def import_log(
@@ -320,12 +324,12 @@ async def import_log(
     await _plan_skips(log, plan, heads)
     tenant_id: str = plan.header["tenant"]
     importer = _Importer(log, tenant_id, plan, progress)
+    withheld = await importer.withhold()
     source.seek(0)
     for number, record in _records(source):
         if number > 1:
             await importer.feed(record)
     await importer.adopt_unnamed()
-    withheld = await importer.withhold()
     await importer.flush(final=True)
     logger.info("imported", tenant=tenant_id, events=importer.imported,
                 present=importer.present, blobs=len(importer.stored), withheld=withheld)
@@ -393,7 +397,12 @@ def _check_file(
             stored = _event_of(record, number, plan.header["tenant"])
             _check_link(plan, stored, heads, number)
             if registry is not None:
-                _check_event(registry, stored, number)
+                named = _check_event(registry, stored, number).blob_digests()
+                head = heads.get(stored.stream_id)
+                if head is None or stored.version > int(head["version"]):
+                    plan.new_digests.update(named)
+                else:
+                    plan.present_digests.update(named)
             counts["event"] += 1
         else:
             raise InvalidInput("file", f"line {number}: unknown record kind {kind!r}")
@@ -421,9 +430,9 @@ def _check_link(plan: _FilePlan, stored: StoredEvent, heads: dict[str, Any], num
         plan.at_target_head[stored.stream_id] = stored.hash
 
 
-def _check_event(registry: EventRegistry, stored: StoredEvent, number: int) -> None:
-    """The event decodes and sits in its home stream (a forged batch or session stream
-    would fold into another subject's view rows)."""
+def _check_event(registry: EventRegistry, stored: StoredEvent, number: int) -> Event:
+    """The event, which decodes and sits in its home stream (a forged batch or session
+    stream would fold into another subject's view rows)."""
     try:
         event = registry.decode(stored.type, stored.data, stream_id=stored.stream_id,
                                 version=stored.version)
@@ -433,6 +442,7 @@ def _check_event(registry: EventRegistry, stored: StoredEvent, number: int) -> N
     if home is not None and home != stored.stream_id:
         raise InvalidInput("file", f"line {number}: a {stored.type!r} event of stream "
                                    f"{home!r} sits in stream {stored.stream_id!r}"[:300])
+    return event
 
 
 async def _plan_skips(log: EventLog, plan: _FilePlan, heads: dict[str, dict[str, Any]]) -> None:
@@ -560,13 +570,19 @@ class _Importer:
                 self.adds[digest] += refs
 
     async def withhold(self) -> int:
-        """For a file exported without state that brought new events: add to the last
-        batch a `StateWithheld` record of the blobs the events still reference that the
-        target does not hold; how many."""
-        if self.plan.header.get("with_state", True) or not (self.imported or self.group):
+        """For a file exported without state: open the first batch with a `StateWithheld`
+        record of the blobs the new events name that the target does not hold; how many.
+
+        In the first batch, so that no event the import commits is ever without it. A
+        blob the target's own events already name and it lacks is not recorded: that
+        loss is the target's, and verify keeps reporting it.
+        """
+        if self.plan.header.get("with_state", True):
             return 0
-        referenced = {digest for live in self.live.values() for digest, n in live.items() if n}
-        digests = sorted([d.hex() for d in referenced if await self._payload(d) is None])
+        digests = []
+        for digest in sorted(self.plan.new_digests - self.plan.present_digests):
+            if await self.log.get_blob(self.tenant_id, digest) is None:
+                digests.append(digest.hex())
         if digests:
             self._append_record(digests)
         return len(digests)

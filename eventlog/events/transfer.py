@@ -18,7 +18,7 @@ class StateWithheld(Event, tag="state_withheld", frozen=True, kw_only=True):
     without state): these blobs are absent by intent, not lost.
 
     `verify` reports a missing blob named here as withheld (a notice), and any other
-    missing blob as a finding. Written in the same transaction as the import's last
+    missing blob as a finding. Written in the same transaction as the import's first
     events; a long list is split over several events of the import's stream.
     """
 

@@ -139,3 +139,26 @@ def test_a_session_exported_from_a_copy_without_state_verifies(
     ran = make_runner(capsys, again)("verify", "--json")
     assert (EXIT_OK, EXIT_OK) == (exported.status, imported.status), imported.err
     assert (EXIT_OK, 1) == (ran.status, ran.json()["blobs_withheld"]), ran.out
+
+
+def test_a_blob_lost_before_the_import_is_never_recorded_as_withheld(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A copy made with state loses a blob behind the log's back; a later file without
+    state whose new checkpoint names the same state does not turn that loss into a
+    notice: it stays blob_missing."""
+    source = BackendTarget("sqlite", f"sqlite:///{tmp_path / 'source.db'}")
+    copy = BackendTarget("sqlite", f"sqlite:///{tmp_path / 'copy.db'}")
+    tenant = fresh_id("t")
+    asyncio.run(build(source, tenant, [("checkpoint", 0, 0, 0, 0)]))
+    source_run, copy_run = make_runner(capsys, source), make_runner(capsys, copy)
+    source_run("export", "--tenant", tenant, str(tmp_path / "1.jsonl"))
+    copy_run("import", str(tmp_path / "1.jsonl"))
+    asyncio.run(sql(copy, "DELETE FROM blobs"))
+    asyncio.run(build(source, tenant, [("checkpoint", 1, 0, 0, 0)]))
+    source_run("export", "--without-state", "--tenant", tenant, str(tmp_path / "2.jsonl"))
+    imported = copy_run("import", "--json", str(tmp_path / "2.jsonl")).json()
+    report = copy_run("verify", "--json").json()
+    assert (1, 0, 0, ["blob_missing"]) == (
+        imported["events_imported"], imported["blobs_withheld"], report["blobs_withheld"],
+        [problem["kind"] for problem in report["blob_problems"]])
