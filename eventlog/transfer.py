@@ -303,6 +303,14 @@ class _FilePlan:
     """Blobs named by the events the target does not hold yet."""
     present_digests: set[bytes] = field(default_factory=set)
     """Blobs named by the events the target already holds."""
+    live: dict[str, Counter[bytes]] = field(default_factory=dict)
+    """The references each stream's events hold at the end of the file."""
+
+    def withheld_candidates(self) -> list[bytes]:
+        """Blobs the new events name, still referenced at the end of the file, that the
+        target's own events do not name, sorted."""
+        live = {digest for held in self.live.values() for digest, n in held.items() if n}
+        return sorted((self.new_digests & live) - self.present_digests)
 
 
 async def import_log(
@@ -397,7 +405,9 @@ def _check_file(
             stored = _event_of(record, number, plan.header["tenant"])
             _check_link(plan, stored, heads, number)
             if registry is not None:
-                named = _check_event(registry, stored, number).blob_digests()
+                event = _check_event(registry, stored, number)
+                named = event.blob_digests()
+                fold_blob_references(plan.live.setdefault(stored.stream_id, Counter()), event)
                 head = heads.get(stored.stream_id)
                 if head is None or stored.version > int(head["version"]):
                     plan.new_digests.update(named)
@@ -580,7 +590,7 @@ class _Importer:
         if self.plan.header.get("with_state", True):
             return 0
         digests = []
-        for digest in sorted(self.plan.new_digests - self.plan.present_digests):
+        for digest in self.plan.withheld_candidates():
             if await self.log.get_blob(self.tenant_id, digest) is None:
                 digests.append(digest.hex())
         if digests:

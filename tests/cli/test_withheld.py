@@ -162,3 +162,22 @@ def test_a_blob_lost_before_the_import_is_never_recorded_as_withheld(
     assert (1, 0, 0, ["blob_missing"]) == (
         imported["events_imported"], imported["blobs_withheld"], report["blobs_withheld"],
         [problem["kind"] for problem in report["blob_problems"]])
+
+
+def test_purged_state_is_not_counted_as_withheld(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A deleted session's purged state is not withheld: export and import both count only
+    the live session's blob, and the copy verifies."""
+    source = BackendTarget("sqlite", f"sqlite:///{tmp_path / 'source.db'}")
+    copy = BackendTarget("sqlite", f"sqlite:///{tmp_path / 'copy.db'}")
+    tenant = fresh_id("t")
+    asyncio.run(build(source, tenant, [("checkpoint", 0, 0, 0, 0), ("checkpoint", 2, 0, 0, 3),
+                                       ("delete", 2)]))
+    path = tmp_path / "t.jsonl"
+    exported = make_runner(capsys, source)("export", "--json", "--without-state", "--tenant",
+                                           tenant, str(path)).json()
+    imported = make_runner(capsys, copy)("import", "--json", str(path)).json()
+    verified = make_runner(capsys, copy)("verify", "--json")
+    assert (1, 1, EXIT_OK, 1) == (exported["blobs_withheld"], imported["blobs_withheld"],
+                                  verified.status, verified.json()["blobs_withheld"])
