@@ -38,9 +38,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     export.add_argument("--tenant", required=True, metavar="T", help="the tenant to export")
     export.add_argument("--session", metavar="S", help="only this session")
     export.add_argument("--without-state", action="store_true",
-                        help="leave the checkpoint state blobs out (events only); an import "
-                             "records them as withheld, and verify of the copy reports them "
-                             "as a notice, not a finding")
+                        help="leave the checkpoint state blobs out (events only)")
     export.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
     export.add_argument("file", metavar="FILE")
     imported = add_command(
@@ -52,7 +50,9 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         "same file twice changes nothing; a stream whose history differs is refused "
         "before anything is written (exit status 1). A file that is damaged, or holds an "
         "event that does not decode as its type (or, of a type this command does not "
-        "know, is not a JSON object), is refused whole (exit status 2).",
+        "know, is not a JSON object), is refused whole (exit status 2). The state that a "
+        "file exported --without-state left out is recorded in the log as withheld: "
+        "`eventlog verify` reports it as a notice, not a finding.",
     )
     imported.add_argument("file", metavar="FILE")
 
