@@ -104,7 +104,8 @@ class LogPage(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class StreamProblem(msgspec.Struct, frozen=True, kw_only=True):
-    """The first thing found wrong with one stream's hash chain."""
+    """The first thing found wrong with one stream's hash chain, or with one state blob
+    (then ``blob`` is set)."""
 
     tenant_id: str
     stream_id: str
