@@ -218,3 +218,43 @@ def test_a_langgraph_tenant_without_state_verifies(
               verified.json()["blobs_withheld"])
     assert (EXIT_OK, True) == (verified.status, counts[0] > 0), verified.out
     assert (counts[0], counts[0]) == counts[1:]
+
+
+async def test_an_import_cut_short_leaves_no_event_without_its_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The import dies after its first batch (the record and one event, here): what it
+    committed verifies, its state withheld; importing the file again completes it."""
+    import io
+
+    import eventlog.transfer as transfer
+
+    source = BackendTarget("sqlite", f"sqlite:///{tmp_path / 'source.db'}")
+    tenant = fresh_id("t")
+    await asyncio.to_thread(asyncio.run, build(source, tenant, [
+        ("checkpoint", 0, 0, 0, 0), ("checkpoint", 1, 0, 0, 2), ("checkpoint", 2, 0, 0, 3)]))
+    exported = io.BytesIO()
+    async with open_log(source.url) as log:
+        await transfer.export_log(log, exported, tenant_id=tenant, with_state=False)
+    monkeypatch.setattr(transfer, "_MAX_GROUP", 2)
+    async with open_log(f"sqlite:///{tmp_path / 'copy.db'}") as copy:
+        real = copy.append_recorded
+        calls = 0
+
+        async def dies_after_one(*args: object, **kwargs: object) -> object:
+            nonlocal calls
+            calls += 1
+            if calls > 1:
+                raise ConnectionError("the process died")
+            return await real(*args, **kwargs)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(copy, "append_recorded", dies_after_one)
+        with pytest.raises(ConnectionError):
+            await transfer.import_log(copy, exported)
+        cut = await copy.verify(tenant)
+        monkeypatch.setattr(copy, "append_recorded", real)
+        exported.seek(0)
+        await transfer.import_log(copy, exported)
+        done = await copy.verify(tenant)
+    assert ([], 1, [], 3) == (cut.problems, cut.withheld_blobs, done.problems,
+                              done.withheld_blobs)
