@@ -258,3 +258,37 @@ async def test_an_import_cut_short_leaves_no_event_without_its_record(
         done = await copy.verify(tenant)
     assert ([], 1, [], 3) == (cut.problems, cut.withheld_blobs, done.problems,
                               done.withheld_blobs)
+
+
+def test_an_agent_framework_workflow_without_state_verifies(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """An Agent Framework workflow that paused for a human and resumed with the answer,
+    copied without state: verify of the copy exits 0, counting what export and import
+    both counted as withheld."""
+    from eventlog.adapters.maf import EventlogCheckpointStorage
+    from tests.adapters.test_maf import build as workflow_of
+
+    source = BackendTarget("sqlite", f"sqlite:///{tmp_path / 'source.db'}")
+    copy = BackendTarget("sqlite", f"sqlite:///{tmp_path / 'copy.db'}")
+    tenant = fresh_id("t")
+
+    async def play() -> None:
+        async with EventlogCheckpointStorage.from_url(source.url, tenant_id=tenant) as storage:
+            paused = await workflow_of(storage).run("order")
+            request = paused.get_request_info_events()[0]
+            latest = await storage.get_latest(workflow_name="payments")
+            assert latest is not None
+            await workflow_of(storage).run(checkpoint_id=latest.checkpoint_id,
+                                           responses={request.request_id: "yes"})
+
+    asyncio.run(play())
+    path = tmp_path / "t.jsonl"
+    exported = make_runner(capsys, source)("export", "--json", "--without-state", "--tenant",
+                                           tenant, str(path)).json()
+    imported = make_runner(capsys, copy)("import", "--json", str(path)).json()
+    verified = make_runner(capsys, copy)("verify", "--json")
+    counts = (exported["blobs_withheld"], imported["blobs_withheld"],
+              verified.json()["blobs_withheld"])
+    assert (EXIT_OK, True) == (verified.status, counts[0] > 0), verified.out
+    assert (counts[0], counts[0]) == counts[1:]
