@@ -104,16 +104,23 @@ class LogPage(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class StreamProblem(msgspec.Struct, frozen=True, kw_only=True):
-    """The first thing found wrong with one stream's hash chain."""
+    """The first thing found wrong with one stream's hash chain, or with one state blob
+    (then ``blob`` is set)."""
 
     tenant_id: str
     stream_id: str
     version: int
     kind: str
     """One of ``broken_link``, ``hash_mismatch``, ``missing_version``, ``truncated``,
-    ``head_mismatch``, ``unread_events`` (the scan read fewer of a tenant's events than the
-    storage counted before it began; ``stream_id`` is empty and ``version`` 0)."""
+    ``head_mismatch``, ``wrong_stream``, ``unread_events`` (the scan read fewer of a
+    tenant's events than the storage counted before it began; ``stream_id`` is empty and
+    ``version`` 0), or a state blob's ``blob_missing``, ``blob_corrupt``, ``blob_refs``
+    (``blob`` names it, ``stream_id`` the first stream referencing it, ``version`` 0)."""
     detail: str
+    blob: str | None = None
+    """A blob problem's digest (hex); None for a stream's."""
+    streams: tuple[str, ...] = ()
+    """A blob problem's streams whose events reference the blob, first named first."""
 
 
 class VerifyReport(msgspec.Struct, frozen=True, kw_only=True):
@@ -122,8 +129,13 @@ class VerifyReport(msgspec.Struct, frozen=True, kw_only=True):
     streams: int
     events: int
     problems: list[StreamProblem]
+    blobs: int = 0
+    """State blobs checked (stored, or referenced by live events)."""
+    withheld_blobs: int = 0
+    """Blobs the events reference that an import recorded as withheld (`StateWithheld`):
+    absent by intent, a notice rather than a problem."""
 
     @property
     def ok(self) -> bool:
-        """True when no stream has a problem."""
+        """True when no stream and no blob has a problem."""
         return not self.problems

@@ -14,7 +14,8 @@ The file (format ``checkpoint-eventlog/export``, version 1) is JSON Lines:
   (hex), "position" (in the source; informational)}`` in the source's log order;
 - ``{"kind": "blob", "digest", "refs", "data" (base64)}`` right before the first event
   that references the blob (`Event.blob_digests`), so an import commits each blob
-  together with that event; a blob no exported event references comes last;
+  together with that event; a blob no exported event references comes last (an import
+  stores it with its ``refs`` unless the target holds it);
 - a footer ``{"kind": "end", "events", "blobs"}``: a file without it is truncated and
   refused.
 
@@ -22,9 +23,17 @@ Importing is idempotent: a stream whose events the target already holds (same ve
 same hash) is skipped, and a target stream that is a prefix of the file's is extended,
 so importing a file twice, or a later export of the same tenant, never doubles anything.
 A target stream whose history differs from the file's is refused before anything is
-written (`ImportRefused`). Blob reference counts come from the source: a whole-tenant
-export carries each blob's count, a session export the number of that session's live
-checkpoints that reference it. Purged state (deleted sessions) is never exported.
+written (`ImportRefused`).
+
+State withheld: a file exported without state carries no blob. Importing it records, in
+the transaction of its first events, a `StateWithheld` event (stream ``import:<id>``)
+naming every blob its new events name that the target does not hold (and its own events
+do not already name), so that `verify` reports those as withheld (a notice) and any other
+missing blob as a finding. Export and import both count the withheld blobs (``blobs_withheld``).
+
+Blob reference counts come from the source: a whole-tenant export carries each blob's
+count, a session export the number of that session's live checkpoints that reference
+it. Purged state (deleted sessions) is never exported.
 """
 
 from __future__ import annotations
@@ -43,10 +52,12 @@ import msgspec
 from eventlog._logging import get_logger
 from eventlog.clock import read_clock
 from eventlog.errors import EventLogError, InvalidInput
-from eventlog.events import EventRegistry, fold_blob_references
+from eventlog.events import Event, EventRegistry, fold_blob_references
 from eventlog.events.interrupts import BatchCreated
 from eventlog.events.threads import ThreadEvent
+from eventlog.events.transfer import IMPORT_STREAM_PREFIX, StateWithheld
 from eventlog.hashing import GENESIS_HASH, content_digest, recompute_hash, to_micros
+from eventlog.ids import uuid7
 from eventlog.log import EventLog
 from eventlog.records import RecordedEvent, StoredEvent
 from eventlog.validation import check_id, check_optional_id
@@ -66,6 +77,7 @@ Progress = Callable[[str, int, int | None], None]
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _PAGE = 1000
 _MAX_GROUP = 256  # events (of one or many streams) committed in one batch while importing
+_WITHHELD_PER_EVENT = 1000  # digests named by one StateWithheld event (about 66 kB)
 _encoder = msgspec.json.Encoder()
 
 
@@ -94,11 +106,15 @@ class ExportSummary:
     streams: int
     blobs: int
     blob_bytes: int
+    blobs_withheld: int = 0
+    """Blobs the exported events reference that a ``with_state=False`` export left out."""
 
 
 @dataclass(frozen=True, slots=True)
 class ImportSummary:
-    """What `import_log` did: events written, events the target already held, blobs."""
+    """What `import_log` did: events written, events the target already held, and
+    ``blobs_imported``, how many distinct blobs of the file the new events took (each
+    counted once, as the export counts the blobs it writes)."""
 
     tenant_id: str
     session_id: str | None
@@ -106,6 +122,9 @@ class ImportSummary:
     events_present: int
     streams_imported: int
     blobs_imported: int
+    blobs_withheld: int = 0
+    """Blobs the imported events reference that the file left out and the target does
+    not hold, recorded as withheld (`StateWithheld`)."""
 
 
 class SessionMembership:
@@ -161,8 +180,8 @@ async def export_log(
     total = await count_events(log, tenant_id)
     if total == 0:
         raise InvalidInput("tenant_id", f"tenant {tenant_id!r} has no events in this log")
-    blobs = await _blob_refs(log, tenant_id, session_id) if with_state else {}
-    writer = _ExportWriter(log, sink, tenant_id, blobs)
+    blobs = await _blob_refs(log, tenant_id, session_id)
+    writer = _ExportWriter(log, sink, tenant_id, blobs, carry=with_state)
     writer.line({
         "format": FORMAT, "version": FORMAT_VERSION, "tenant": tenant_id,
         "session": session_id, "with_state": with_state,
@@ -172,7 +191,10 @@ async def export_log(
     scanned = 0
     async for event in _tenant_events(log, tenant_id):
         scanned += 1
-        if membership is None or membership.includes(event):
+        # A record of withheld state goes with every session export: it covers
+        # whichever of the session's blobs its import withheld.
+        if membership is None or membership.includes(event) or isinstance(
+                event.event, StateWithheld):
             await writer.event(event)
         if progress is not None and scanned % _PAGE == 0:
             progress("export", scanned, total)
@@ -185,19 +207,21 @@ async def export_log(
     return ExportSummary(
         tenant_id=tenant_id, session_id=session_id, with_state=with_state,
         events=writer.events, streams=len(writer.streams), blobs=writer.blobs,
-        blob_bytes=writer.blob_bytes,
+        blob_bytes=writer.blob_bytes, blobs_withheld=writer.withheld,
     )
 
 
 class _ExportWriter:
-    """Writes lines, placing each blob right before the first event naming its digest."""
+    """Writes lines, placing each blob right before the first event naming its digest
+    (or, when not ``carry``ing state, counting it as withheld)."""
 
     def __init__(
-        self, log: EventLog, sink: IO[bytes], tenant_id: str, blobs: dict[bytes, int]
+        self, log: EventLog, sink: IO[bytes], tenant_id: str, blobs: dict[bytes, int],
+        *, carry: bool = True,
     ) -> None:
-        self.log, self.sink, self.tenant_id = log, sink, tenant_id
+        self.log, self.sink, self.tenant_id, self.carry = log, sink, tenant_id, carry
         self.pending = blobs
-        self.events = self.blobs = self.blob_bytes = 0
+        self.events = self.blobs = self.blob_bytes = self.withheld = 0
         self.streams: set[str] = set()
 
     def line(self, record: dict[str, Any]) -> None:
@@ -220,6 +244,9 @@ class _ExportWriter:
         refs = self.pending.pop(digest, None)
         if refs is None:
             return
+        if not self.carry:
+            self.withheld += 1
+            return
         payload = await self.log.get_blob(self.tenant_id, digest)
         if payload is None:  # purged since we listed it
             return
@@ -229,6 +256,8 @@ class _ExportWriter:
         self.blob_bytes += len(payload)
 
     async def remaining_blobs(self) -> None:
+        if not self.carry:
+            return  # no event names them: nothing the copy will miss
         for digest in sorted(self.pending):
             await self.blob(digest)
 
@@ -288,10 +317,23 @@ class _FilePlan:
     last: dict[str, tuple[int, bytes]] = field(default_factory=dict)
     at_target_head: dict[str, bytes] = field(default_factory=dict)
     skip: dict[str, int] = field(default_factory=dict)
+    new_digests: set[bytes] = field(default_factory=set)
+    """Blobs named by the events the target does not hold yet."""
+    present_digests: set[bytes] = field(default_factory=set)
+    """Blobs named by the events the target already holds."""
+    live: dict[str, Counter[bytes]] = field(default_factory=dict)
+    """The references each stream's events hold at the end of the file."""
+
+    def withheld_candidates(self) -> list[bytes]:
+        """Blobs the new events name, still referenced at the end of the file, that the
+        target's own events do not name, sorted."""
+        live = {digest for held in self.live.values() for digest, n in held.items() if n}
+        return sorted((self.new_digests & live) - self.present_digests)
 
 
 async def import_log(
-    log: EventLog, source: IO[bytes], *, progress: Progress | None = None
+    log: EventLog, source: IO[bytes], *, progress: Progress | None = None,
+    registry: EventRegistry | None = None,
 ) -> ImportSummary:
     """Append the history in ``source`` (a seekable export file) to ``log``.
 
@@ -299,34 +341,39 @@ async def import_log(
     the footer) and against the target's streams, writing nothing if anything is wrong;
     then to append, in batches of many streams' events per transaction, each blob with
     the first event that names it. Raises `InvalidInput` naming ``file`` for a malformed,
-    altered or truncated file and `ImportRefused` for a conflicting history.
+    altered or truncated file (or one holding an event that does not decode with
+    ``registry``, the log's unless given) and `ImportRefused` for a conflicting history.
     """
     header = _read_header(source)
     heads = await _target_heads(log, header["tenant"])
-    plan = _check_file(source, header, heads, log.registry)
+    plan = _check_file(source, header, heads, registry or log.registry)
     await _plan_skips(log, plan, heads)
     tenant_id: str = plan.header["tenant"]
     importer = _Importer(log, tenant_id, plan, progress)
+    withheld = await importer.withhold()
     source.seek(0)
     for number, record in _records(source):
         if number > 1:
             await importer.feed(record)
+    await importer.adopt_unnamed()
     await importer.flush(final=True)
     logger.info("imported", tenant=tenant_id, events=importer.imported,
-                present=importer.present, blobs=importer.blobs)
+                present=importer.present, blobs=len(importer.stored), withheld=withheld)
     return ImportSummary(
         tenant_id=tenant_id, session_id=plan.header.get("session"),
         events_imported=importer.imported, events_present=importer.present,
-        streams_imported=len(importer.streams), blobs_imported=importer.blobs,
+        streams_imported=len(importer.streams), blobs_imported=len(importer.stored),
+        blobs_withheld=withheld,
     )
 
 
-def check_export(source: IO[bytes]) -> str:
+def check_export(source: IO[bytes], registry: EventRegistry | None = None) -> str:
     """Check an export file whole, without a log (format, every chain link and hash, the
-    end record); return the tenant it holds. Raises `InvalidInput` naming ``file`` as
-    `import_log` does. `import_log` checks all this again, and the target's streams too."""
+    end record, and with ``registry`` that every event decodes and sits in its stream);
+    return the tenant it holds. Raises `InvalidInput` naming ``file`` as `import_log`
+    does. `import_log` checks all this again, and the target's streams too."""
     header = _read_header(source)
-    _check_file(source, header, {})
+    _check_file(source, header, {}, registry)
     tenant: str = header["tenant"]
     return tenant
 
@@ -376,7 +423,14 @@ def _check_file(
             stored = _event_of(record, number, plan.header["tenant"])
             _check_link(plan, stored, heads, number)
             if registry is not None:
-                _check_event(registry, stored, number)
+                event = _check_event(registry, stored, number)
+                named = event.blob_digests()
+                fold_blob_references(plan.live.setdefault(stored.stream_id, Counter()), event)
+                head = heads.get(stored.stream_id)
+                if head is None or stored.version > int(head["version"]):
+                    plan.new_digests.update(named)
+                else:
+                    plan.present_digests.update(named)
             counts["event"] += 1
         else:
             raise InvalidInput("file", f"line {number}: unknown record kind {kind!r}")
@@ -404,9 +458,9 @@ def _check_link(plan: _FilePlan, stored: StoredEvent, heads: dict[str, Any], num
         plan.at_target_head[stored.stream_id] = stored.hash
 
 
-def _check_event(registry: EventRegistry, stored: StoredEvent, number: int) -> None:
-    """The event decodes and sits in its home stream (a forged batch or session stream
-    would fold into another subject's view rows)."""
+def _check_event(registry: EventRegistry, stored: StoredEvent, number: int) -> Event:
+    """The event, which decodes and sits in its home stream (a forged batch or session
+    stream would fold into another subject's view rows)."""
     try:
         event = registry.decode(stored.type, stored.data, stream_id=stored.stream_id,
                                 version=stored.version)
@@ -416,6 +470,7 @@ def _check_event(registry: EventRegistry, stored: StoredEvent, number: int) -> N
     if home is not None and home != stored.stream_id:
         raise InvalidInput("file", f"line {number}: a {stored.type!r} event of stream "
                                    f"{home!r} sits in stream {stored.stream_id!r}"[:300])
+    return event
 
 
 async def _plan_skips(log: EventLog, plan: _FilePlan, heads: dict[str, dict[str, Any]]) -> None:
@@ -462,19 +517,29 @@ class _Importer:
         self.payloads: dict[bytes, bytes] = {}
         self.live: dict[str, Counter[bytes]] = {}
         self.unheld: dict[str, Counter[bytes]] = {}
-        self.imported = self.present = self.blobs = 0
+        self.imported = self.present = 0
+        self.carried: dict[bytes, int] = {}
+        """The blobs the file carries (the ones its export counted): digest → its refs."""
+        self.named: set[bytes] = set()
+        """Digests the file's events name (`Event.blob_digests`)."""
+        self.stored: set[bytes] = set()
+        """Digests of the file's blobs this import gave references to."""
         self.streams: set[str] = set()
+        self.record = ""
+        """The stream of this import's own record (`StateWithheld`), if it writes one."""
 
     async def feed(self, record: dict[str, Any]) -> None:
         kind = record["kind"]
         if kind == "blob":
-            digest, payload, _refs = _blob_of(record, 0)
+            digest, payload, refs = _blob_of(record, 0)
             self.payloads[digest] = payload
+            self.carried[digest] = refs
         elif kind == "event":
             await self.event(_event_of(record, 0, self.tenant_id))
 
     async def event(self, stored: StoredEvent) -> None:
         event = self.log.decode(stored).event
+        self.named.update(event.blob_digests())
         live = self.live.setdefault(stored.stream_id, Counter())
         if stored.version <= self.plan.skip.get(stored.stream_id, 0):
             self.present += 1
@@ -515,11 +580,57 @@ class _Importer:
         blobs = {digest: (self.payloads[digest], count) for digest, count in self.adds.items()}
         await self.log.append_recorded(self.tenant_id, self.group, blobs=blobs,
                                        release=dict(self.releases) or None)
-        self.imported += len(self.group)
-        self.blobs += len(blobs)
-        self.streams.update(self.group_streams)
+        self.imported += sum(1 for event in self.group if event.stream_id != self.record)
+        self.stored.update(digest for digest in blobs if digest in self.carried)
+        self.streams.update(self.group_streams - {self.record})
         self.group, self.adds, self.releases, self.group_streams = [], Counter(), Counter(), set()
         self._report()
+
+    async def adopt_unnamed(self) -> None:
+        """Add to the last batch each blob of the file that no event names (attached by
+        an application to its own event types) and the target lacks, with the file's
+        count: nothing else would ever take a reference to it."""
+        if not self.group:
+            return  # nothing new: an earlier import of these events took them
+        for digest, refs in self.carried.items():
+            if digest not in self.named and await self.log.get_blob(
+                    self.tenant_id, digest) is None:
+                self.adds[digest] += refs
+
+    async def withhold(self) -> int:
+        """For a file exported without state: open the first batch with a `StateWithheld`
+        record of the blobs the new events name that the target does not hold; how many.
+
+        In the first batch, so that no event the import commits is ever without it. A
+        blob the target's own events already name and it lacks is not recorded: that
+        loss is the target's, and verify keeps reporting it.
+        """
+        if self.plan.header.get("with_state", True):
+            return 0
+        digests = []
+        for digest in self.plan.withheld_candidates():
+            if await self.log.get_blob(self.tenant_id, digest) is None:
+                digests.append(digest.hex())
+        if digests:
+            self._append_record(digests)
+        return len(digests)
+
+    def _append_record(self, digests: list[str]) -> None:
+        stream_id = self.record = f"{IMPORT_STREAM_PREFIX}{uuid7()}"
+        recorded_at = read_clock(self.log.clock)
+        prev_hash = GENESIS_HASH
+        for version, start in enumerate(range(0, len(digests), _WITHHELD_PER_EVENT), 1):
+            event = StateWithheld(digests=digests[start:start + _WITHHELD_PER_EVENT],
+                                  exported_at=str(self.plan.header.get("exported_at", "")),
+                                  source=str(self.plan.header.get("source", "")))
+            tag, data = self.log.registry.encode(event)
+            draft = StoredEvent(position=0, event_id=uuid7(), tenant_id=self.tenant_id,
+                                stream_id=stream_id, version=version, recorded_at=recorded_at,
+                                type=tag, data=data, prev_hash=prev_hash, hash=b"")
+            stored = msgspec.structs.replace(draft, hash=recompute_hash(draft))
+            self.group.append(stored)
+            prev_hash = stored.hash
+        self.group_streams.add(stream_id)
 
     def _report(self) -> None:
         if self.progress is not None:

@@ -16,6 +16,7 @@ from eventlog.cli.horizon import settle_or_warn
 from eventlog.cli.render import pairs_table
 from eventlog.cli.scope import require_tenant
 from eventlog.digest import LogDigest, decode_digest, encode_digest, take_digest
+from eventlog.records import StreamProblem
 
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
@@ -45,8 +46,7 @@ async def run(context: Context) -> int:
         report = await log.verify(args.tenant)
         if not report.ok:
             for problem in report.problems:
-                context.err.print(f"{problem.tenant_id} {problem.stream_id} "
-                                  f"v{problem.version}: {problem.kind}: {problem.detail}")
+                context.err.print(_problem_line(problem))
             context.err.print("the log does not verify: no digest written "
                               "(see `eventlog verify`)")
             return EXIT_FINDINGS
@@ -76,6 +76,15 @@ def read_digest_file(name: str) -> LogDigest:
         return decode_digest(data)
     except Exception as error:
         raise CommandError(f"{name}: {error}") from error
+
+
+def _problem_line(problem: StreamProblem) -> str:
+    """One finding on one line: a stream's at its version, a blob's with its streams."""
+    if problem.blob is None:
+        return (f"{problem.tenant_id} {problem.stream_id} v{problem.version}: "
+                f"{problem.kind}: {problem.detail}")
+    streams = ", ".join(problem.streams) or "no event names it"
+    return f"{problem.tenant_id} {problem.kind}: {problem.detail} (referenced by {streams})"
 
 
 def _summary(digest: LogDigest, where: str) -> Any:

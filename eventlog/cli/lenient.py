@@ -81,6 +81,30 @@ class LenientRegistry(EventRegistry):
         return OpaqueEvent(fields=decoded if isinstance(decoded, dict) else {"value": decoded})
 
 
+class ImportingRegistry(LenientRegistry):
+    """The check an import makes before writing: an event of a known type must decode
+    as that type, and one of a type this process does not know must at least be a JSON
+    object (naming no other type); anything else raises `CorruptEvent`.
+
+    A reading command carries on past such an event (`LenientRegistry`); an import must
+    not write one, since nothing could read it back as what its type says.
+    """
+
+    def copy(self) -> EventRegistry:
+        return ImportingRegistry(self._base.copy())
+
+    def decode(
+        self, tag: str, data: bytes, *, stream_id: str | None = None, version: int | None = None
+    ) -> Event:
+        if tag in self._base:
+            return self._base.decode(tag, data, stream_id=stream_id, version=version)
+        decoded = _json_or_none(data)
+        if not isinstance(decoded, dict) or decoded.get("type", tag) != tag:
+            raise CorruptEvent(tag, "not a JSON object of its type", stream_id=stream_id,
+                               version=version)
+        return OpaqueEvent(fields=decoded)
+
+
 def _json_or_none(data: bytes) -> Any:
     try:
         return msgspec.json.decode(data)

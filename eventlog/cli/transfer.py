@@ -17,9 +17,11 @@ from typing import IO, Any
 from eventlog.cli.context import Context, add_command
 from eventlog.cli.errors import EXIT_FINDINGS, EXIT_OK, CommandError
 from eventlog.cli.horizon import settle_or_warn
-from eventlog.cli.render import pairs_table
+from eventlog.cli.lenient import ImportingRegistry
+from eventlog.cli.render import pairs_table, plural
 from eventlog.cli.scope import require_session, require_tenant
 from eventlog.errors import InvalidInput
+from eventlog.events import default_registry
 from eventlog.transfer import ImportRefused, check_export, export_log, import_log
 
 
@@ -49,7 +51,11 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         "(same ids, versions, times and hashes: the chains verify in the copy), folding "
         "the views afresh. Streams the log already holds are skipped, so importing the "
         "same file twice changes nothing; a stream whose history differs is refused "
-        "before anything is written (exit status 1).",
+        "before anything is written (exit status 1). A file that is damaged, or holds an "
+        "event that does not decode as its type (or, of a type this command does not "
+        "know, is not a JSON object), is refused whole (exit status 2). The state that a "
+        "file exported --without-state left out is recorded in the log as withheld: "
+        "`eventlog verify` reports it as a notice, not a finding.",
     )
     imported.add_argument("file", metavar="FILE", help="the export file to read")
 
@@ -82,6 +88,10 @@ async def run_export(context: Context) -> int:
     else:
         out.print(pairs_table(f"Exported to {'standard output' if to_stdout else target}",
                               _fields(summary).items()))
+        if summary.blobs_withheld:
+            out.print(f"State withheld: {plural(summary.blobs_withheld, 'blob')} left out. "
+                      "An import records them as withheld; `eventlog verify` of the copy "
+                      "reports them as a notice, not a finding.")
     return EXIT_OK
 
 
@@ -98,7 +108,7 @@ async def run_import(context: Context) -> int:
             task = progress.add_task("importing", total=None)
             try:
                 summary = await import_log(
-                    log, handle,
+                    log, handle, registry=ImportingRegistry(default_registry),
                     progress=lambda _phase, done, total: progress.update(
                         task, completed=done, total=total),
                 )
@@ -111,13 +121,18 @@ async def run_import(context: Context) -> int:
         context.print_json({"file": str(source), **_fields(summary)})
     else:
         context.out.print(pairs_table(f"Imported {source}", _fields(summary).items()))
+        if summary.blobs_withheld:
+            context.out.print(
+                f"State withheld: the file left out {plural(summary.blobs_withheld, 'blob')} "
+                "the imported events reference; recorded in the log as withheld, so "
+                "`eventlog verify` reports them as a notice, not a finding.")
     return EXIT_OK
 
 
 def _check_source(source: Path) -> None:
     try:
         with source.open("rb") as handle:
-            check_export(handle)
+            check_export(handle, ImportingRegistry(default_registry))
     except InvalidInput as error:
         raise _bad_file(source, error) from error
 

@@ -9,10 +9,12 @@ view row with the stored one, a page at a time. Any finding exits with status 1.
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass, field
 from typing import Any
 
 from rich.progress import Progress
 from rich.table import Table
+from rich.text import Text
 
 from eventlog.cli.context import Context, add_command
 from eventlog.cli.digest import read_digest_file
@@ -48,6 +50,42 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
                              "of a digest written earlier by `eventlog digest`")
 
 
+@dataclass(frozen=True)
+class Findings:
+    """Everything `verify` found, section by section."""
+
+    report: VerifyReport
+    differences: list[ViewDifference]
+    undecodable: list[RecordedEvent]
+    digest: DigestCheck | None = None
+
+    @property
+    def chains(self) -> list[StreamProblem]:
+        """The streams' own problems (the blobs' have their section)."""
+        return [problem for problem in self.report.problems if problem.blob is None]
+
+    @property
+    def blobs(self) -> list[StreamProblem]:
+        """The state blobs' problems."""
+        return [problem for problem in self.report.problems if problem.blob is not None]
+
+    @property
+    def ok(self) -> bool:
+        """No finding in any section."""
+        return (self.report.ok and not self.differences and not self.undecodable
+                and (self.digest is None or not self.digest.problems))
+
+
+@dataclass(frozen=True)
+class DigestCheck:
+    """A kept digest held against the log: its streams, and those that did not reach
+    their recorded heads."""
+
+    file: str
+    digest: LogDigest
+    problems: list[StreamProblem] = field(default_factory=list)
+
+
 async def run(context: Context) -> int:
     """Verify, print the findings, and exit 1 if there are any."""
     tenant: str | None = context.args.tenant
@@ -59,29 +97,28 @@ async def run(context: Context) -> int:
         with context.progress() as progress:
             chains = progress.add_task("checking hash chains", total=None)
             report = await log.verify(tenant)
-            if digest is not None:
-                report = await _with_digest(log, report, digest, tenant)
+            held = None if digest is None else await _hold_digest(
+                log, context.args.digest, digest, tenant)
             progress.update(chains, visible=False)
             undecodable: list[RecordedEvent] = []
             differences = await view_findings(log, tenant, progress, undecodable)
+    findings = Findings(report, differences, undecodable, held)
     if context.json:
-        context.print_json(_as_json(report, differences, undecodable))
+        context.print_json(_as_json(findings))
     else:
-        _print(context, report, differences, undecodable)
-    return EXIT_OK if report.ok and not differences and not undecodable else EXIT_FINDINGS
+        _print(context, findings)
+    return EXIT_OK if findings.ok else EXIT_FINDINGS
 
 
-async def _with_digest(
-    log: EventLog, report: VerifyReport, digest: LogDigest, tenant: str | None
-) -> VerifyReport:
-    """``report`` with the streams the digest proves were cut, dropped or rewritten."""
+async def _hold_digest(
+    log: EventLog, file: str, digest: LogDigest, tenant: str | None
+) -> DigestCheck:
+    """The streams of ``digest`` (of ``tenant``'s) the log no longer holds up to their
+    heads: cut, dropped or rewritten."""
     if tenant is not None:
         heads = tuple(head for head in digest.streams if head.tenant_id == tenant)
         digest = LogDigest(taken_at=digest.taken_at, tenant_id=tenant, streams=heads)
-    found = await check_digest(log, digest)
-    problems = sorted([*report.problems, *found],
-                      key=lambda problem: (problem.tenant_id, problem.stream_id))
-    return VerifyReport(streams=report.streams, events=report.events, problems=problems)
+    return DigestCheck(file, digest, await check_digest(log, digest))
 
 
 async def view_findings(
@@ -153,20 +190,23 @@ def undecodable_json(event: RecordedEvent) -> dict[str, Any]:
             "error": error}
 
 
-def _as_json(
-    report: VerifyReport, differences: list[ViewDifference], undecodable: list[RecordedEvent]
-) -> dict[str, Any]:
+def _as_json(findings: Findings) -> dict[str, Any]:
+    report = findings.report
     return {
-        "ok": report.ok and not differences and not undecodable,
+        "ok": findings.ok,
         "streams": report.streams,
         "events": report.events,
-        "chain_problems": [_problem_json(problem) for problem in report.problems],
+        "chain_problems": [_problem_json(problem) for problem in findings.chains],
+        "blobs_checked": report.blobs,
+        "blobs_withheld": report.withheld_blobs,
+        "blob_problems": [_blob_json(problem) for problem in findings.blobs],
+        "digest": None if findings.digest is None else _digest_json(findings.digest),
         "view_differences": [
             {"table": d.table, "key": list(d.key), "columns": changed_columns(d),
              "stored": d.stored, "rebuilt": d.rebuilt}
-            for d in differences
+            for d in findings.differences
         ],
-        "undecodable_events": [undecodable_json(event) for event in undecodable],
+        "undecodable_events": [undecodable_json(event) for event in findings.undecodable],
     }
 
 
@@ -175,21 +215,39 @@ def _problem_json(problem: StreamProblem) -> dict[str, Any]:
             "version": problem.version, "kind": problem.kind, "detail": problem.detail}
 
 
-def _print(
-    context: Context, report: VerifyReport, differences: list[ViewDifference],
-    undecodable: list[RecordedEvent],
-) -> None:
-    out = context.out
+def _blob_json(problem: StreamProblem) -> dict[str, Any]:
+    return {"tenant_id": problem.tenant_id, "blob": problem.blob, "kind": problem.kind,
+            "detail": problem.detail, "streams": list(problem.streams)}
+
+
+def _digest_json(check: DigestCheck) -> dict[str, Any]:
+    held = len(check.digest.streams)
+    return {"file": check.file, "digest": check.digest.digest,
+            "taken_at": check.digest.taken_at.isoformat(), "streams_held": held,
+            "streams_at_heads": held - len(check.problems),
+            "problems": [_problem_json(problem) for problem in check.problems]}
+
+
+_SHOWN_STREAMS = 5
+"""Streams named per blob problem on the screen (JSON names them all)."""
+
+
+def _print(context: Context, findings: Findings) -> None:
+    out, report = context.out, findings.report
     out.print(verdict(f"Hash chains: {plural(report.streams, 'stream')}, "
                       f"{plural(report.events, 'event')}",
-                      report.ok, f"{len(report.problems)} broken"))
-    if report.problems:
+                      not findings.chains, f"{len(findings.chains)} broken"))
+    if findings.chains:
         table = Table("tenant", "stream", "version", "problem", "detail",
                       title="First broken link of each stream", title_justify="left")
-        for problem in report.problems:
+        for problem in findings.chains:
             table.add_row(problem.tenant_id, problem.stream_id, str(problem.version),
                           problem.kind, problem.detail)
         out.print(table)
+    _print_blobs(context, findings)
+    if findings.digest is not None:
+        _print_digest(context, findings.digest)
+    undecodable, differences = findings.undecodable, findings.differences
     out.print(verdict("Every event decodes as its type", not undecodable,
                       plural(len(undecodable), "does not", "do not")))
     if undecodable:
@@ -212,3 +270,44 @@ def _print(
         out.print(table)
         if len(differences) > len(shown):
             out.print(f"… and {len(differences) - len(shown)} more (--max-rows)")
+
+
+def _print_blobs(context: Context, findings: Findings) -> None:
+    out, report, blobs = context.out, findings.report, findings.blobs
+    out.print(verdict(f"State blobs: {report.blobs} checked", not blobs, f"{len(blobs)} wrong"))
+    if report.withheld_blobs:
+        out.print(f"  notice: {plural(report.withheld_blobs, 'blob')} withheld by an import "
+                  "of a file exported without state (recorded in the log as withheld; "
+                  "absent by intent, not a finding)")
+    if not blobs:
+        return
+    table = Table("tenant", "blob", "problem", "detail", "referenced by",
+                  title="State blobs", title_justify="left")
+    for problem in blobs:
+        shown = list(problem.streams[:_SHOWN_STREAMS])
+        if len(problem.streams) > len(shown):
+            shown.append(f"… and {len(problem.streams) - len(shown)} more")
+        table.add_row(problem.tenant_id, f"{(problem.blob or '')[:16]}…", problem.kind,
+                      problem.detail.split(": ", 1)[-1],
+                      "\n".join(shown) or "no event names it")
+    out.print(table)
+
+
+def _print_digest(context: Context, check: DigestCheck) -> None:
+    held = len(check.digest.streams)
+    label = (f"Digest {check.file} (taken {check.digest.taken_at:%Y-%m-%d %H:%M:%S %Z}): "
+             f"{plural(held, 'stream')} held against it")
+    if not check.problems:
+        context.out.print(Text.assemble(f"{label}: ", (
+            "all reached their recorded heads" if held != 1
+            else "it reached its recorded head", "green")))
+        return
+    context.out.print(verdict(label, False, f"{len(check.problems)} did not reach their "
+                                            "recorded heads"))
+    table = Table("tenant", "stream", "head", "problem", "detail",
+                  title="Streams the digest holds that the log no longer does",
+                  title_justify="left")
+    for problem in check.problems:
+        table.add_row(problem.tenant_id, problem.stream_id, str(problem.version),
+                      problem.kind, problem.detail)
+    context.out.print(table)

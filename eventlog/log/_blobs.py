@@ -8,6 +8,10 @@ application attaching blobs to event types that do not declare them) has only it
 checked. Someone who rewrites a blob (the state a `read` serves), deletes one, or leaves
 a count too low (so that a later delete purges state another session still reads) is
 found here, not by the hash chains, which cover the digests but never the blob bytes.
+
+A blob that an import recorded as withheld (`StateWithheld`: its file was exported without
+state) and that is not stored is counted as withheld, not reported: it is absent by
+intent. Any other missing blob is a finding.
 """
 
 from __future__ import annotations
@@ -15,9 +19,11 @@ from __future__ import annotations
 import sqlite3
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
 
 from eventlog.errors import EventLogError
 from eventlog.events import Event, EventRegistry, fold_blob_references
+from eventlog.events.transfer import StateWithheld
 from eventlog.hashing import content_digest
 from eventlog.records import StoredEvent, StreamProblem
 from eventlog.storage.base import StorageBackend
@@ -49,6 +55,8 @@ class BlobLedger:
         self._tally.execute("PRAGMA synchronous = OFF")
         self._tally.execute("CREATE TABLE tally (tenant TEXT NOT NULL, digest BLOB NOT NULL, "
                             "refs INTEGER NOT NULL, seen INTEGER NOT NULL, stream TEXT NOT NULL)")
+        self._tally.execute("CREATE TABLE withheld (tenant TEXT NOT NULL, digest BLOB NOT NULL, "
+                            "PRIMARY KEY (tenant, digest)) WITHOUT ROWID")
         self._rows: list[tuple[str, bytes, int, int, str]] = []
         self._named: dict[bytes, int] = {}
         self._seen = 0
@@ -66,6 +74,8 @@ class BlobLedger:
             event = self.registry.decode(stored.type, stored.data)
         except EventLogError:
             return None  # verify reports an event that does not decode
+        if isinstance(event, StateWithheld):
+            self._withhold(stored.tenant_id, event)
         for digest in event.blob_digests():
             if digest not in self._named:
                 self._seen += 1
@@ -73,17 +83,37 @@ class BlobLedger:
         fold_blob_references(self._live, event)
         return event
 
-    def counts(self) -> Iterator[tuple[str, bytes, int, str]]:
-        """(tenant, digest, references the events hold, first stream naming it) of every
-        blob an event names, in (tenant, digest) order (sorted by SQLite, on disk)."""
+    def counts(self) -> Iterator[tuple[str, bytes, int, str, bool]]:
+        """(tenant, digest, references the events hold, first stream naming it, whether an
+        import recorded it as withheld) of every blob an event names, in (tenant, digest)
+        order (sorted by SQLite, on disk)."""
         self._close_stream()
         self._stream = None
         self._flush()
         # With exactly one min(), SQLite takes the bare column (stream) from its row.
-        for tenant, digest, refs, stream, _ in self._tally.execute(
-                "SELECT tenant, digest, sum(refs), stream, min(seen) FROM tally "
-                "GROUP BY tenant, digest ORDER BY tenant, digest"):
-            yield tenant, digest, refs, stream
+        for tenant, digest, refs, stream, _, withheld in self._tally.execute(
+                "SELECT tenant, digest, sum(refs), stream, min(seen), EXISTS (SELECT 1 FROM "
+                "withheld w WHERE w.tenant = tally.tenant AND w.digest = tally.digest) "
+                "FROM tally GROUP BY tenant, digest ORDER BY tenant, digest"):
+            yield tenant, digest, refs, stream, bool(withheld)
+
+    def streams_naming(self, tenant: str, digest: bytes) -> tuple[str, ...]:
+        """Every stream whose events name the blob, in the order they first named it
+        (after `counts`)."""
+        self._tally.execute("CREATE INDEX IF NOT EXISTS tally_blob ON tally (tenant, digest)")
+        rows = self._tally.execute(
+            "SELECT stream FROM tally WHERE tenant = ? AND digest = ? GROUP BY stream "
+            "ORDER BY min(seen)", (tenant, digest))
+        return tuple(stream for (stream,) in rows)
+
+    def _withhold(self, tenant: str, event: StateWithheld) -> None:
+        digests = []
+        for digest in event.digests:
+            try:
+                digests.append((tenant, bytes.fromhex(digest)))
+            except ValueError:
+                continue  # names no blob: withholds nothing
+        self._tally.executemany("INSERT OR IGNORE INTO withheld VALUES (?, ?)", digests)
 
     def close(self) -> None:
         """Delete the tally's file."""
@@ -108,39 +138,53 @@ class BlobLedger:
             self._rows = []
 
 
-async def blob_problems(
-    storage: StorageBackend, ledger: BlobLedger, tenants: set[str]
-) -> list[StreamProblem]:
-    """Each blob whose stored count differs from the events', that is missing, or whose
-    bytes do not hash to its digest; named by the first stream that references it."""
-    problems: list[StreamProblem] = []
+@dataclass
+class BlobCheck:
+    """What `check_blobs` found: problems, blobs checked, blobs withheld by an import."""
+
+    problems: list[StreamProblem] = field(default_factory=list)
+    checked: int = 0
+    withheld: int = 0
+
+
+_Row = tuple[bytes, int | None, str, int | None, bool]
+"""(digest, references the events hold or None if no event names it, first stream naming
+it, stored count or None, recorded as withheld)."""
+
+
+async def check_blobs(storage: StorageBackend, ledger: BlobLedger, tenants: set[str]
+                      ) -> BlobCheck:
+    """Each blob whose stored count differs from the events', that is missing (and not
+    withheld), or whose bytes do not hash to its digest; named by the first stream that
+    references it."""
+    check = BlobCheck()
     counted = _TenantRows(ledger.counts())
     for tenant in sorted(tenants):
-        page: list[tuple[bytes, int | None, str, int | None]] = []
+        page: list[_Row] = []
         async for found in _merged(counted.take(tenant), _stored_refs(storage, tenant)):
             page.append(found)
             if len(page) == _BLOB_PAGE:
-                problems += await _check_page(storage, tenant, page)
+                await _check_page(storage, tenant, page, check)
                 page = []
-        problems += await _check_page(storage, tenant, page)
-    return problems
+        await _check_page(storage, tenant, page, check)
+    return check
 
 
 class _TenantRows:
     """The tally's rows, handed out one tenant at a time, tenants taken in sorted order."""
 
-    def __init__(self, rows: Iterator[tuple[str, bytes, int, str]]) -> None:
+    def __init__(self, rows: Iterator[tuple[str, bytes, int, str, bool]]) -> None:
         self._rows = rows
         self._next = next(rows, None)
 
-    def take(self, tenant: str) -> Iterator[tuple[bytes, int, str]]:
+    def take(self, tenant: str) -> Iterator[tuple[bytes, int, str, bool]]:
         """The rows of ``tenant`` (rows of tenants sorting before it are skipped)."""
         while self._next is not None and self._next[0] < tenant:
             self._next = next(self._rows, None)
         while self._next is not None and self._next[0] == tenant:
-            _, digest, refs, stream = self._next
+            _, digest, refs, stream, withheld = self._next
             self._next = next(self._rows, None)
-            yield digest, refs, stream
+            yield digest, refs, stream, withheld
 
 
 async def _stored_refs(storage: StorageBackend, tenant: str) -> AsyncIterator[tuple[bytes, int]]:
@@ -155,54 +199,63 @@ async def _stored_refs(storage: StorageBackend, tenant: str) -> AsyncIterator[tu
 
 
 async def _merged(
-    counted: Iterator[tuple[bytes, int, str]], stored: AsyncIterator[tuple[bytes, int]]
-) -> AsyncIterator[tuple[bytes, int | None, str, int | None]]:
-    """(digest, references the events hold or None if no event names it, first stream
-    naming it, stored count or None), over both sides in digest order."""
+    counted: Iterator[tuple[bytes, int, str, bool]], stored: AsyncIterator[tuple[bytes, int]]
+) -> AsyncIterator[_Row]:
+    """`_Row`s over both sides, in digest order."""
     wanted = next(counted, None)
     have = await anext(stored, None)
     while wanted is not None or have is not None:
         if have is None or (wanted is not None and wanted[0] < have[0]):
             assert wanted is not None
-            yield wanted[0], wanted[1], wanted[2], None
+            yield wanted[0], wanted[1], wanted[2], None, wanted[3]
             wanted = next(counted, None)
         elif wanted is None or have[0] < wanted[0]:
-            yield have[0], None, "", have[1]
+            yield have[0], None, "", have[1], False
             have = await anext(stored, None)
         else:
-            yield wanted[0], wanted[1], wanted[2], have[1]
+            yield wanted[0], wanted[1], wanted[2], have[1], wanted[3]
             wanted, have = next(counted, None), await anext(stored, None)
 
 
 async def _check_page(
-    storage: StorageBackend, tenant: str, page: list[tuple[bytes, int | None, str, int | None]]
-) -> list[StreamProblem]:
-    payloads = await storage.get_blobs(tenant, [d for d, _, _, refs in page if refs is not None])
-    return [
-        problem for digest, wanted, stream, refs in page
-        if (problem := _check_blob(tenant, digest, stream, wanted, refs, payloads.get(digest)))
-        is not None
-    ]
+    storage: StorageBackend, tenant: str, page: list[_Row], check: BlobCheck
+) -> None:
+    payloads = await storage.get_blobs(tenant, [row[0] for row in page if row[3] is not None])
+    for digest, wanted, stream, refs, withheld in page:
+        if refs is None and not wanted:
+            continue  # named once, every reference since released: rightly purged
+        check.checked += 1
+        if refs is None and withheld:
+            check.withheld += 1
+            continue
+        problem = _check_blob(tenant, digest, stream, wanted, refs, payloads.get(digest),
+                              withheld)
+        if problem is not None:
+            check.problems.append(problem)
 
 
 def _check_blob(
     tenant: str, digest: bytes, stream: str, wanted: int | None, refs: int | None,
-    payload: bytes | None,
+    payload: bytes | None, withheld: bool,
 ) -> StreamProblem | None:
     """``wanted`` is None for a blob no event names (its count is not checked: the
-    application attached it with its own event types, `append(..., attach=...)`)."""
+    application attached it with its own event types, `append(..., attach=...)`). A
+    blob once withheld may hold fewer references than the events: the events imported
+    without it took none."""
     def problem(kind: str, detail: str) -> StreamProblem:
         return StreamProblem(tenant_id=tenant, stream_id=stream, version=0, kind=kind,
-                             detail=f"blob {digest.hex()[:16]}…: {detail}")
+                             detail=f"blob {digest.hex()[:16]}…: {detail}", blob=digest.hex())
 
     if refs is None:
-        if not wanted:
-            return None  # named once, every reference since released: rightly purged
-        return problem("blob_missing", f"the events hold {wanted} references, no blob is stored")
+        return problem("blob_missing", f"the events hold {_references(wanted)}, no blob is stored")
     if payload is None:
-        return problem("blob_missing", f"counted {refs} references but its bytes are gone")
+        return problem("blob_missing", f"counted {_references(refs)} but its bytes are gone")
     if content_digest(payload) != digest:
         return problem("blob_corrupt", "the stored bytes do not hash to the digest")
-    if wanted is not None and refs != wanted:
-        return problem("blob_refs", f"stored count {refs}, the events hold {wanted} references")
+    if wanted is not None and refs != wanted and not (withheld and refs < wanted):
+        return problem("blob_refs", f"stored count {refs}, the events hold {_references(wanted)}")
     return None
+
+
+def _references(count: int | None) -> str:
+    return "1 reference" if count == 1 else f"{count} references"

@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import msgspec
+
 from eventlog.events import EventRegistry
 from eventlog.hashing import GENESIS_HASH, recompute_hash
-from eventlog.log._blobs import BlobLedger, blob_problems
+from eventlog.log._blobs import BlobCheck, BlobLedger, check_blobs
 from eventlog.records import StoredEvent, StreamProblem, VerifyReport
 from eventlog.storage.base import StorageBackend
 from projections.base import Projection
@@ -43,30 +45,37 @@ async def verify_chains(
             checker.still_headless((tenant, stream))
     tenants = ledger.tenants | set(stored_before)
     try:
-        checker.problems += await _lasting_blob_problems(storage, registry, ledger, tenants)
+        blobs = await _lasting_blob_problems(storage, registry, ledger, tenants)
+        checker.problems += [
+            msgspec.structs.replace(problem, streams=ledger.streams_naming(
+                problem.tenant_id, bytes.fromhex(problem.blob or "")))
+            for problem in blobs.problems
+        ]
     finally:
         ledger.close()
-    return checker.finish()
+    return msgspec.structs.replace(checker.finish(), blobs=blobs.checked,
+                                   withheld_blobs=blobs.withheld)
 
 
 async def _lasting_blob_problems(
     storage: StorageBackend, registry: EventRegistry, ledger: BlobLedger, tenants: set[str]
-) -> list[StreamProblem]:
+) -> BlobCheck:
     """Blob problems found twice: a create or delete committing between the scan and the
     blob reads can make a count differ once; tampering makes it differ every time."""
-    first = await blob_problems(storage, ledger, tenants)
-    if not first:
+    first = await check_blobs(storage, ledger, tenants)
+    if not first.problems:
         return first
     again = BlobLedger(registry)
     try:
-        for tenant in sorted({problem.tenant_id for problem in first}):
+        for tenant in sorted({problem.tenant_id for problem in first.problems}):
             async for stored in storage.scan_streams(tenant):
                 again.feed(stored)
-        lasting = {(p.tenant_id, p.kind, p.detail) for p in
-                   await blob_problems(storage, again, {p.tenant_id for p in first})}
+        recheck = await check_blobs(storage, again, {p.tenant_id for p in first.problems})
+        lasting = {(p.tenant_id, p.kind, p.detail) for p in recheck.problems}
     finally:
         again.close()
-    return [p for p in first if (p.tenant_id, p.kind, p.detail) in lasting]
+    first.problems = [p for p in first.problems if (p.tenant_id, p.kind, p.detail) in lasting]
+    return first
 
 
 class ChainChecker:

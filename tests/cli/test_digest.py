@@ -27,6 +27,8 @@ from tests.cli.helpers import Run
 from tests.conftest import PG_URL, BackendTarget
 from tests.events import Noted
 from tests.procs.settle import settle
+from tests.test_blob_tamper import build as build_blobs
+from tests.test_blob_tamper import shared_digest
 
 sql_stores = pytest.mark.parametrize("target", ["sqlite", "postgresql"], indirect=True)
 
@@ -173,8 +175,26 @@ def test_command_digest_then_verify_names_the_rewritten_stream(
     assert EXIT_OK == own_run("verify").status
     checked = own_run("verify", "--digest", str(kept), "--json")
     assert EXIT_FINDINGS == checked.status
-    assert [("t", "b", "stream_rewritten")] == [
-        (p["tenant_id"], p["stream_id"], p["kind"]) for p in checked.json()["chain_problems"]]
+    assert [("t", "b", "stream_rewritten")] == [(p["tenant_id"], p["stream_id"], p["kind"])
+                                               for p in checked.json()["digest"]["problems"]]
+
+
+@sql_stores
+def test_verify_says_how_many_streams_the_digest_held(
+    own_run: Run, target: BackendTarget, tmp_path: Path,
+) -> None:
+    """On an untouched log `verify --digest F` says how many streams were held against the
+    digest and that all reached their recorded heads; --json carries the same."""
+    asyncio.run(build(target))
+    kept = tmp_path / "digest.json"
+    assert EXIT_OK == own_run("digest", "-o", str(kept)).status
+    said = own_run("verify", "--digest", str(kept))
+    checked = own_run("verify", "--digest", str(kept), "--json").json()["digest"]
+    assert EXIT_OK == said.status
+    assert re.search(rf"Digest {re.escape(str(kept))} \(taken [^)]+\): 3 streams held "
+                     r"against it: all reached their recorded heads", said.out), said.out
+    assert (str(kept), 3, 3, []) == (checked["file"], checked["streams_held"],
+                                     checked["streams_at_heads"], checked["problems"])
 
 
 @sql_stores
@@ -205,3 +225,17 @@ def test_command_writes_no_digest_of_a_broken_log(
     assert EXIT_FINDINGS == refused.status
     assert not kept.exists()
     assert "hash_mismatch" in refused.err
+
+
+@pytest.mark.parametrize("target", ["sqlite"], indirect=True)
+def test_command_names_a_blob_finding_by_its_streams(
+    own_run: Run, target: BackendTarget, tmp_path: Path,
+) -> None:
+    """A log with a blob finding gets no digest; the refusal names the blob's finding
+    and every stream that references it, not a stream at "v0"."""
+    asyncio.run(build_blobs(target))
+    asyncio.run(sql(target, "UPDATE blobs SET refs = 1 WHERE digest = $1", shared_digest()))
+    refused = own_run("digest", "-o", str(tmp_path / "digest.json"))
+    assert EXIT_FINDINGS == refused.status
+    assert (f"t blob_refs: blob {shared_digest().hex()[:16]}…: stored count 1, the events "
+            "hold 2 references (referenced by session:s1, session:s2)") in refused.err

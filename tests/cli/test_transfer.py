@@ -343,16 +343,20 @@ def test_without_state_leaves_the_blobs_behind(
     capsys: pytest.CaptureFixture[str], sqlite_pair: tuple[BackendTarget, BackendTarget],
     tmp_path: Path,
 ) -> None:
-    """--without-state: the same events, no blob in the file or the copy."""
+    """--without-state: the same events, no blob in the file or the copy, and one
+    state_withheld event (on an import stream of its own) naming the blobs left out."""
     source, copy = sqlite_pair
     tenant = fresh_id("t")
     asyncio.run(build(source, tenant, [("checkpoint", 0, 0, 0, 0), ("checkpoint", 1, 0, 1, 2)]))
     path = tmp_path / "t.jsonl"
     transfer(capsys, source, copy, tenant, path, "--without-state")
     assert not any('"kind":"blob"' in line for line in path.read_text().splitlines())
-    copied = asyncio.run(snapshot(copy, tenant))
-    assert (asyncio.run(snapshot(source, tenant))["events"], {}) == (copied["events"],
-                                                                     copied["refs"])
+    original, copied = asyncio.run(snapshot(source, tenant)), asyncio.run(snapshot(copy, tenant))
+    imported = [event for event in copied["events"] if not event[1].startswith("import:")]
+    withheld = [json.loads(event[5])["digests"] for event in copied["events"]
+                if event[4] == "state_withheld"]
+    assert (original["events"], {}) == (imported, copied["refs"])
+    assert [sorted(digest.hex() for digest in original["refs"])] == withheld
 
 
 def test_export_refuses_to_overwrite(
@@ -419,3 +423,43 @@ async def test_export_places_declared_blobs_and_stamps_the_injected_clock() -> N
     assert moment.isoformat() == records[0]["exported_at"]
     assert ["header", "blob", "event", "event", "event", "end"] == kinds
     assert "checkpoint_created" == records[2]["type"]
+
+
+@pytest.mark.parametrize("target", ["sqlite", "postgresql"], indirect=True)
+def test_export_and_import_count_the_same_blobs(
+    capsys: pytest.CaptureFixture[str], sqlite_pair: tuple[BackendTarget, BackendTarget],
+    tmp_path: Path, target: BackendTarget,
+) -> None:
+    """Sessions sharing one state, written in turns (so the import commits them in several
+    batches): the import (into SQLite or PostgreSQL) counts each blob of the file once,
+    as the export did."""
+    source, copy = sqlite_pair[0], target
+    tenant = fresh_id("t")
+    asyncio.run(build(source, tenant, [("checkpoint", 0, 0, 0, 0), ("checkpoint", 1, 0, 0, 0),
+                                       ("checkpoint", 0, 0, 1, 0), ("checkpoint", 1, 0, 1, 2)]))
+    path = tmp_path / "t.jsonl"
+    exported = make_runner(capsys, source)("export", "--json", "--tenant", tenant, str(path))
+    imported = make_runner(capsys, copy)("import", "--json", str(path))
+    assert (2, 2) == (exported.json()["blobs"], imported.json()["blobs_imported"])
+
+
+def test_a_blob_no_event_names_arrives_and_is_counted(
+    capsys: pytest.CaptureFixture[str], sqlite_pair: tuple[BackendTarget, BackendTarget],
+    tmp_path: Path,
+) -> None:
+    """A blob an application attached to its own event type (no event names its digest)
+    travels at the end of the file: the import stores it with its count, and both sides
+    count it."""
+    source, copy = sqlite_pair
+    tenant = fresh_id("t")
+
+    async def attach() -> None:
+        async with open_log(source.url) as log:
+            await log.append(tenant, "notes", [Noted(text="with a blob")], attach=[b"opaque"])
+
+    asyncio.run(attach())
+    path = tmp_path / "t.jsonl"
+    exported = make_runner(capsys, source)("export", "--json", "--tenant", tenant, str(path))
+    imported = make_runner(capsys, copy)("import", "--json", str(path))
+    assert (1, 1) == (exported.json()["blobs"], imported.json()["blobs_imported"])
+    assert asyncio.run(snapshot(source, tenant)) == asyncio.run(snapshot(copy, tenant))

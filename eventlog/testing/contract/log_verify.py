@@ -26,7 +26,7 @@ class LogVerifyContract(ContractBase):
     async def test_verify_is_ok_on_a_healthy_log(self, log: EventLog) -> None:
         """Every chain checks out: no problems, every stream and event counted."""
         await fill(log)
-        assert VerifyReport(streams=3, events=5, problems=[]) == await log.verify()
+        assert VerifyReport(streams=3, events=5, problems=[], blobs=1) == await log.verify()
 
     async def test_verify_is_ok_on_an_empty_log(self, log: EventLog) -> None:
         """Nothing stored, nothing wrong."""
