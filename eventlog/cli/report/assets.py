@@ -62,6 +62,7 @@ svg.lanes { display:block; font-size:11px; }
 .k-unresolved > *:not(title) { fill:#fff; stroke:var(--bad); stroke-width:2; }
 .k-reconcile > *:not(title) { fill:#b02a8f; }
 .k-tombstone > *:not(title) { fill:#222; }
+.k-writes > *:not(title) { fill:#fff; stroke:var(--run); stroke-width:1.5; }
 .k-undecodable rect { fill:var(--bad); } .k-undecodable .glyph { fill:#fff;
   font-weight:700; text-anchor:middle; font-size:11px; }
 .k-other > *:not(title) { fill:#7a8494; }

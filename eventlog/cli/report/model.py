@@ -21,6 +21,7 @@ from eventlog.cli.lenient import UndecodableEvent
 from eventlog.cli.render import event_json, short_hash
 from eventlog.cli.story import Entry, build_timeline
 from eventlog.events import interrupts as ev
+from eventlog.events import threads as th
 from eventlog.events.checkpoints import CheckpointCreated
 from eventlog.records import RecordedEvent, StreamProblem
 
@@ -62,7 +63,7 @@ class Mark:
     position: int
     lane: str
     kind: str
-    """``checkpoint``, ``duplicate``, ``created``, ``claim``, ``stale``, ``capture``,
+    """``checkpoint``, ``duplicate``, ``writes``, ``created``, ``claim``, ``stale``, ``capture``,
     ``effect``, ``finish``, ``expired``, ``unresolved``, ``reconcile``, ``tombstone``,
     ``undecodable`` or ``other``."""
     label: str
@@ -166,6 +167,11 @@ def build_session_report(
 def _lanes(runs: dict[str, int], batches: dict[str, int], entries: list[Entry]) -> list[Lane]:
     lanes = [Lane(f"run {n}", "run", run) for run, n in runs.items()]
     lanes += [Lane(f"batch {n}", "batch", batch) for batch, n in batches.items()]
+    known = {lane.key for lane in lanes}
+    for entry in entries:  # a thread's lanes (one per namespace), then the session's
+        if entry.lane not in known and entry.lane != "session":
+            known.add(entry.lane)
+            lanes.append(Lane(entry.lane, "thread", entry.lane.removeprefix("ns ")))
     if any(entry.lane == "session" for entry in entries):
         lanes.append(Lane("session", "session", ""))
     return lanes
@@ -175,8 +181,10 @@ def _mark(index: int, entry: Entry, event: RecordedEvent, broken: bool) -> Mark:
     payload = event.event
     if isinstance(payload, UndecodableEvent):
         kind = "undecodable"
-    elif isinstance(payload, CheckpointCreated):
+    elif isinstance(payload, CheckpointCreated | th.ThreadCheckpointPut):
         kind = "duplicate" if entry.duplicate_of is not None else "checkpoint"
+    elif isinstance(payload, th.ThreadWritesPut):
+        kind = "writes"
     elif entry.what == "tombstone":
         kind = "tombstone"
     else:

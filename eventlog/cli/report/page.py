@@ -255,12 +255,13 @@ def _state(state: list[tuple[str, str]]) -> str:
 
 
 _LEGEND = (("checkpoint", "checkpoint"), ("duplicate", "duplicate (replayed step)"),
+           ("writes", "pending writes (a task's output)"),
            ("created", "batch created"), ("claim", "claim"),
            ("stale", "superseded claim (its later attempts refused)"),
            ("capture", "capture"), ("effect", "dispatch marker (effect)"),
            ("finish", "finish / release"), ("expired", "expired"),
            ("unresolved", "effect unresolved (needs a reconcile)"),
-           ("reconcile", "reconciliation"), ("tombstone", "session deleted"),
+           ("reconcile", "reconciliation"), ("tombstone", "deleted / removed"),
            ("undecodable", "undecodable event"))
 
 

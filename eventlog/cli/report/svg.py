@@ -28,7 +28,7 @@ MAX_LANES = 60
 
 _PRIORITY = ("undecodable", "stale", "effect", "reconcile", "claim", "duplicate",
              "unresolved", "expired", "finish", "capture", "created", "tombstone",
-             "checkpoint", "other")
+             "checkpoint", "writes", "other")
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,6 +190,8 @@ def mark_shape(kind: str, x: float, y: float) -> str:
     if kind == "capture":
         return (f'<polygon points="{x - 6:.1f},{y + 5:.1f} {x + 6:.1f},{y + 5:.1f} '
                 f'{x:.1f},{y - 6:.1f}"/>')
+    if kind == "writes":
+        return f'<rect x="{x - 4:.1f}" y="{y - 4:.1f}" width="8" height="8" rx="1"/>'
     if kind == "undecodable":
         return (f'<rect x="{x - 6:.1f}" y="{y - 6:.1f}" width="12" height="12"/>'
                 f'<text x="{x:.1f}" y="{y + 4:.1f}" class="glyph">!</text>')
