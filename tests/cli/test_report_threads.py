@@ -167,3 +167,62 @@ def test_a_workflow_report_is_written(run_adapters: Run, tmp_path: Path) -> None
     html = out.read_text()
     assert 0 < len(_lanes(html))
     assert 0 < html.count('class="mark k-checkpoint')
+
+
+def _index(html: str) -> dict[str, list[str]]:
+    """The index's lines: name -> the texts of its cells."""
+    rows = re.findall(r'<tr class="subject" data-subject="([^"]+)">(.*?)</tr>', html)
+    return {name: [re.sub(r"<[^>]+>", "", cell) for cell in re.findall(r"<td[^>]*>(.*?)</td>",
+                                                                          row)]
+            for name, row in rows}
+
+
+def test_a_tenant_report_lists_its_threads_with_their_framework(
+    run_adapters: Run, tmp_path: Path
+) -> None:
+    """TENANT alone: a line per thread, saying which framework wrote it."""
+    out = tmp_path / "tenant.html"
+    ran = run_adapters("report", TENANT, "-o", str(out))
+    assert EXIT_OK == ran.status, ran.err
+    index = _index(out.read_text())
+    assert {GRAPH_THREAD: "LangGraph thread", WORKFLOW: "Agent Framework workflow"} == {
+        name: cells[2] for name, cells in index.items()}
+
+
+def test_a_tenant_report_counts_each_threads_checkpoints_and_interrupts(
+    run_adapters: Run, adapters_target: BackendTarget, tmp_path: Path
+) -> None:
+    """The graph thread's line counts its puts (as the log holds them) and its interrupt."""
+    out = tmp_path / "tenant.html"
+    run_adapters("report", TENANT, "-o", str(out))
+    puts = asyncio.run(_count_puts(adapters_target, GRAPH_THREAD))
+    cells = _index(out.read_text())[GRAPH_THREAD]
+    assert [str(puts), "1"] == [cells[4], cells[6]]
+
+
+async def _count_puts(target: BackendTarget, thread_id: str) -> int:
+    async with target.open() as log:
+        return len([e async for e in log.read_stream(TENANT, f"thread:{thread_id}")
+                    if e.type == "thread_checkpoint_put"])
+
+
+def test_a_tenant_report_links_each_line_to_its_section(
+    run_adapters: Run, tmp_path: Path
+) -> None:
+    """Every drawn thread's line links to the section that draws it."""
+    out = tmp_path / "tenant.html"
+    run_adapters("report", TENANT, "-o", str(out))
+    html = out.read_text()
+    links = re.findall(r'<a href="#(s-[^"]+)">its section below</a>', html)
+    sections = re.findall(r'<section class="card session" id="(s-[^"]+)"', html)
+    assert (2, sorted(sections)) == (len(links), sorted(links))
+
+
+def test_a_thread_not_drawn_names_the_command_for_its_page(
+    run_adapters: Run, tmp_path: Path
+) -> None:
+    """--max-sessions 1: the older thread's line says how to write its own page."""
+    out = tmp_path / "tenant.html"
+    run_adapters("report", TENANT, "--max-sessions", "1", "-o", str(out))
+    assert f"eventlog report {TENANT} {GRAPH_THREAD}" == _index(out.read_text())[
+        GRAPH_THREAD][-1]

@@ -21,6 +21,7 @@ from eventlog.cli.errors import EXIT_FINDINGS, EXIT_OK, CommandError
 from eventlog.cli.horizon import settle_or_warn
 from eventlog.cli.options import Moment, positive_int, when_moment
 from eventlog.cli.report import collect
+from eventlog.cli.report.index import index_lines
 from eventlog.cli.report.page import ReportData, VerifySummary, render_page
 from eventlog.cli.scope import require_session, require_tenant
 from eventlog.log import EventLog
@@ -131,7 +132,7 @@ async def build_page(
     data = ReportData(
         title=_title(tenant, session), source=context.shown_url(),
         generated_at=datetime.now(UTC), verify=verify, sessions=reports,
-        index=collect.index_lines(scan, set(keys)),
+        index=index_lines(scan.sessions, set(keys)) if session is None else [],
         as_of=collect.moment_text(as_of_moment, last), left_after=scan.after_moment,
         states=await collect.states(log, reports, as_of),
     )

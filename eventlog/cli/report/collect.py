@@ -19,11 +19,11 @@ from eventlog.cli.lenient import UndecodableEvent
 from eventlog.cli.options import Moment
 from eventlog.cli.render import cell, when
 from eventlog.cli.report.model import SessionReport, build_session_report
-from eventlog.cli.report.page import SessionLine, Undecodable, VerifySummary
+from eventlog.cli.report.page import Undecodable, VerifySummary
 from eventlog.cli.sessions import read_merged
 from eventlog.cli.verify import describe, view_findings
-from eventlog.events.checkpoints import CheckpointCreated
 from eventlog.events.interrupts import BatchCreated
+from eventlog.events.threads import ThreadEvent
 from eventlog.log import EventLog, SpilledViews
 from eventlog.records import RecordedEvent
 from projections.query import In, ViewQuery
@@ -100,7 +100,7 @@ def _session_of(event: RecordedEvent, owner: dict[tuple[str, str], SessionKey]) 
     if known is not None:
         return known
     payload = event.event
-    session: object = (payload.thread_id if isinstance(payload, BatchCreated)
+    session: object = (payload.thread_id if isinstance(payload, BatchCreated | ThreadEvent)
                        else getattr(payload, "session_id", None))
     if not isinstance(session, str) and event.stream_id.startswith("session:"):
         session = event.stream_id.removeprefix("session:")
@@ -166,22 +166,6 @@ def _state(report: SessionReport, views: SpilledViews) -> list[tuple[str, str]]:
             pairs.append((numbers[row["batch_id"]],
                           f"{row['state']}, generation {row['generation']}{effect}"))
     return pairs
-
-
-def index_lines(scan: Scan, shown: set[SessionKey]) -> list[SessionLine]:
-    """One line per session in scope, the latest active first."""
-    lines = []
-    for (tenant, session), events in scan.sessions.items():
-        checkpoints = [e.event for e in events if isinstance(e.event, CheckpointCreated)]
-        lines.append(SessionLine(
-            tenant=tenant, session=session, events=len(events),
-            checkpoints=len(checkpoints),
-            runs=len({c.run_id for c in checkpoints if isinstance(c, CheckpointCreated)}),
-            batches=sum(isinstance(e.event, BatchCreated) for e in events),
-            last_recorded=events[-1].recorded_at if events else None,
-            shown=(tenant, session) in shown))
-    lines.sort(key=lambda line: (line.last_recorded is None, line.last_recorded), reverse=True)
-    return lines
 
 
 def latest_sessions(scan: Scan, limit: int) -> list[SessionKey]:

@@ -19,6 +19,7 @@ from typing import Any
 
 from eventlog.cli.lenient import UndecodableEvent
 from eventlog.cli.render import event_json, short_hash
+from eventlog.cli.report.index import framework_of
 from eventlog.cli.story import Entry, build_timeline
 from eventlog.events import interrupts as ev
 from eventlog.events import threads as th
@@ -134,6 +135,8 @@ class SessionReport:
     last_recorded: datetime | None
     counts: dict[str, int] = field(default_factory=dict)
     """How many marks of each kind."""
+    framework: str = "session"
+    """What wrote it (`eventlog.cli.report.index.framework_of`)."""
 
 
 def build_session_report(
@@ -160,7 +163,7 @@ def build_session_report(
         stale_claims=counts.get("stale", 0),
         first_recorded=events[0].recorded_at if events else None,
         last_recorded=events[-1].recorded_at if events else None,
-        counts=dict(counts),
+        counts=dict(counts), framework=framework_of(events),
     )
 
 

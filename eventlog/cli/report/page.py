@@ -17,6 +17,7 @@ from typing import Any
 
 from eventlog.cli.render import jsonable, plural, when
 from eventlog.cli.report.assets import CSS, SCRIPT
+from eventlog.cli.report.index import SessionLine, anchor, render_index
 from eventlog.cli.report.model import Row, SessionReport, TreeRow
 from eventlog.cli.report.svg import mark_shape, swimlanes
 from eventlog.records import StreamProblem
@@ -51,20 +52,6 @@ class VerifySummary:
         return not (self.problems or self.view_differences or self.undecodable)
 
 
-@dataclass(frozen=True, slots=True)
-class SessionLine:
-    """One session in the index of a tenant-wide report."""
-
-    tenant: str
-    session: str
-    events: int
-    checkpoints: int
-    runs: int
-    batches: int
-    last_recorded: datetime | None
-    shown: bool
-
-
 @dataclass
 class ReportData:
     """Everything one page shows."""
@@ -90,7 +77,7 @@ def render_page(report: ReportData) -> str:
         _as_of(report),
         '<main>',
         verify_section(report.verify, report.sessions),
-        _index(report.index) if len(report.index) > 1 else "",
+        render_index(report.index) if report.index else "",
         *(session_section(s, report.states.get(s.session, [])) for s in report.sessions),
         "</main>",
         _detail_panel(),
@@ -193,29 +180,10 @@ def _problem_row(
             f"<td>{escape(detail)}</td></tr>")
 
 
-def _index(lines: list[SessionLine]) -> str:
-    parts = ['<section class="card" id="sessions"><h2>Sessions</h2><div class="scroll tall">'
-             "<table><tr><th>tenant</th><th>session</th><th class=num>events</th>"
-             "<th class=num>checkpoints</th><th class=num>runs</th><th class=num>batches</th>"
-             "<th>last recorded</th></tr>"]
-    for line in lines:
-        name = (f'<a href="#s-{_anchor(line.tenant, line.session)}">{escape(line.session)}</a>'
-                if line.shown else escape(line.session))
-        parts.append(f"<tr><td>{escape(line.tenant)}</td><td>{name}</td>"
-                     f"<td class=num>{line.events}</td><td class=num>{line.checkpoints}</td>"
-                     f"<td class=num>{line.runs}</td><td class=num>{line.batches}</td>"
-                     f"<td>{escape(when(line.last_recorded))}</td></tr>")
-    parts.append("</table></div></section>")
-    return "".join(parts)
-
-
-def _anchor(tenant: str, session: str) -> str:
-    return "".join(c if c.isalnum() else "-" for c in f"{tenant}-{session}")
-
-
 def session_section(report: SessionReport, state: list[tuple[str, str]]) -> str:
     """One session: facts, swimlanes with a legend, the checkpoint tree, the events."""
-    anchor = _anchor(report.tenant, report.session)
+    section = anchor(report.tenant, report.session)
+    kind = report.framework[:1].upper() + report.framework[1:]
     facts = [
         f"<span><b>{len([lane for lane in report.lanes if lane.kind == 'run'])}</b> runs</span>",
         f"<span><b>{report.checkpoints}</b> checkpoints</span>",
@@ -229,8 +197,9 @@ def session_section(report: SessionReport, state: list[tuple[str, str]]) -> str:
     links_note = (f'<p class="note">{report.links_left_out} more links not drawn.</p>'
                   if report.links_left_out else "")
     return "".join([
-        f'<section class="card session" id="s-{anchor}" data-session="'
-        f'{escape(report.session)}"><h2>Session {escape(report.session)} '
+        f'<section class="card session" id="s-{section}" data-session="'
+        f'{escape(report.session)}"><h2>{escape(kind)} '
+        f'{escape(report.session)} '
         f'<span class="tag">tenant {escape(report.tenant)}</span></h2>',
         f'<div class="facts">{"".join(facts)}</div>',
         _state(state),
@@ -241,7 +210,7 @@ def session_section(report: SessionReport, state: list[tuple[str, str]]) -> str:
         f"<h3>Events ({len(report.rows)} listed"
         + (f", {report.rows_left_out} plain checkpoints left out" if report.rows_left_out
            else "") + ")</h3>",
-        _events(report.rows, f"t-{anchor}"),
+        _events(report.rows, f"t-{section}"),
         "</section>",
     ])
 
