@@ -63,12 +63,27 @@ def screenshots(tmp_path: Path) -> Path:
     return where
 
 
-def test_the_demo_report_in_a_browser(browser: Any, tmp_path: Path, screenshots: Path) -> None:
+@pytest.fixture(scope="module")
+def demo_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The report the demo writes."""
+    played = demo_process(tmp_path_factory.mktemp("demo"), "--json")
+    assert 0 == played.returncode, played.stderr
+    return Path(json.loads(played.stdout)["report"])
+
+
+@pytest.fixture
+def demo_page(browser: Any, demo_report: Path) -> Iterator[Any]:
+    """The demo's report open in a 1400 by 1000 window."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(demo_report.as_uri())
+    yield page
+    page.close()
+
+
+def test_the_demo_report_in_a_browser(browser: Any, demo_report: Path, screenshots: Path) -> None:
     """The demo's report: three lanes, the story's marks, a green verify badge; clicking
     an event shows all of it (never a token); no script error."""
-    played = demo_process(tmp_path, "--json")
-    assert 0 == played.returncode, played.stderr
-    report = Path(json.loads(played.stdout)["report"])
+    report = demo_report
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     errors: list[str] = []
     page.on("pageerror", lambda error: errors.append(str(error)))
@@ -94,6 +109,45 @@ def test_the_demo_report_in_a_browser(browser: Any, tmp_path: Path, screenshots:
     assert "checkpoint_created" in page.locator("#detail-body").inner_text()
     page.screenshot(path=str(screenshots / "report-demo.png"), full_page=True)
     assert [] == errors
+
+
+def test_the_lanes_use_the_width_of_the_page(demo_page: Any) -> None:
+    """The timeline is as wide as its section's content (it used a third of it)."""
+    widths = demo_page.evaluate("""() => {
+        const svg = document.querySelector('svg.lanes');
+        const card = svg.closest('section');
+        const style = getComputedStyle(card);
+        const inner = card.clientWidth - parseFloat(style.paddingLeft)
+            - parseFloat(style.paddingRight);
+        return [Math.round(svg.getBoundingClientRect().width), Math.round(inner)];
+    }""")
+    assert widths[1] - 4 <= widths[0] <= widths[1]
+
+
+def test_the_events_table_flows_with_the_page(demo_page: Any) -> None:
+    """No box around the events table scrolls on its own: every row is on the page."""
+    clipping = demo_page.evaluate("""() => {
+        const found = [];
+        for (let el = document.querySelector('table.events').parentElement; el;
+             el = el.parentElement) {
+            const overflow = getComputedStyle(el).overflowY;
+            if ((overflow === 'auto' || overflow === 'scroll') && el !== document.body
+                && el !== document.documentElement && el.scrollHeight > el.clientHeight) {
+                found.push(el.className);
+            }
+        }
+        return found;
+    }""")
+    assert [] == clipping
+
+
+def test_the_filter_count_follows_the_filter(demo_page: Any) -> None:
+    """Typing in the filter says how many rows of how many are listed."""
+    total = demo_page.locator("table.events tr.ev").count()
+    demo_page.locator("input.filter").fill("claim")
+    shown = demo_page.locator("table.events tr.ev:visible").count()
+    count = demo_page.locator("h3 span[id$='-count']").text_content()
+    assert (f"{shown} of {total}", True) == (count, 0 < shown < total)
 
 
 def test_ten_thousand_checkpoints_render_within_two_seconds(

@@ -38,7 +38,15 @@ tr.selected { outline:2px solid var(--run); outline-offset:-2px; background:#e6e
 tr.problem td { color:var(--bad); }
 .scroll { overflow:auto; border:1px solid var(--line); border-radius:6px; background:#fff; }
 .scroll.tall { max-height:520px; }
+.flow { border:1px solid var(--line); border-radius:6px; background:#fff; }
 svg.lanes { display:block; font-size:11px; }
+svg.lanes.fit { width:100%; height:auto; }
+.pause rect { fill:#eef0f4; opacity:.8; } .pause text { fill:var(--muted); text-anchor:middle;
+  font-style:italic; }
+.axis .tick-time { fill:var(--ink); } .pause-key { fill:#eef0f4; stroke:#c9ced8; }
+.facts .bad, .facts .bad b { color:var(--bad); }
+.stop .bar { stroke:var(--bad); stroke-width:3; } .stop .cross { stroke:var(--bad);
+  stroke-width:2.2; } .stop { cursor:help; }
 .lane-bg { fill:#fff; stroke:var(--line); }
 .lane-batch .lane-bg { fill:#faf6ff; } .lane-session .lane-bg { fill:#f4f4f4; }
 .lane-label { font-weight:600; fill:var(--ink); font-size:12px; }
@@ -142,9 +150,16 @@ SCRIPT = """
     input.addEventListener('input', function () {
       var needle = input.value.toLowerCase();
       var rows = document.querySelectorAll('#' + input.getAttribute('data-table') + ' tr.ev');
+      var shown = 0;
       rows.forEach(function (row) {
-        row.style.display = row.textContent.toLowerCase().indexOf(needle) < 0 ? 'none' : '';
+        var hit = row.textContent.toLowerCase().indexOf(needle) >= 0;
+        row.style.display = hit ? '' : 'none';
+        if (hit) { shown += 1; }
       });
+      var count = document.getElementById(input.getAttribute('data-table') + '-count');
+      if (count) {
+        count.textContent = needle ? shown + ' of ' + rows.length : String(rows.length);
+      }
     });
   });
 })();

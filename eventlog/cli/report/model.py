@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -69,6 +69,17 @@ class Mark:
     ``undecodable`` or ``other``."""
     label: str
     broken: bool = False
+    at: float = 0.0
+    """Seconds from the session's first event to this one, on the events' clock."""
+
+
+@dataclass(frozen=True, slots=True)
+class Stop:
+    """Where a run stopped without finishing: after the mark at ``index`` on ``lane``."""
+
+    index: int
+    lane: str
+    label: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +148,8 @@ class SessionReport:
     """How many marks of each kind."""
     framework: str = "session"
     """What wrote it (`eventlog.cli.report.index.framework_of`)."""
+    stops: list[Stop] = field(default_factory=list)
+    """Where runs stopped without finishing."""
 
 
 def build_session_report(
@@ -149,7 +162,8 @@ def build_session_report(
     timeline = build_timeline(events)
     entries = timeline.entries
     lanes = _lanes(timeline.runs, timeline.batches, entries)
-    marks = [_mark(i, entry, event, (event.stream_id, event.version) in broken)
+    clock = elapsed(events)
+    marks = [_mark(i, entry, event, (event.stream_id, event.version) in broken, clock[i])
              for i, (entry, event) in enumerate(zip(entries, events, strict=True))]
     marks = _mark_stale_claims(marks, events)
     links = _links(events, entries)
@@ -163,8 +177,21 @@ def build_session_report(
         stale_claims=counts.get("stale", 0),
         first_recorded=events[0].recorded_at if events else None,
         last_recorded=events[-1].recorded_at if events else None,
-        counts=dict(counts), framework=framework_of(events),
+        counts=dict(counts), framework=framework_of(events), stops=run_stops(events, entries),
     )
+
+
+def elapsed(events: Sequence[RecordedEvent]) -> list[float]:
+    """Seconds from the first event to each, never going back: a writer whose clock is
+    behind an earlier one's adds no time (log order is the order)."""
+    result: list[float] = []
+    total, previous = 0.0, None
+    for event in events:
+        if previous is not None:
+            total += max(0.0, (event.recorded_at - previous).total_seconds())
+        previous = event.recorded_at if previous is None else max(previous, event.recorded_at)
+        result.append(total)
+    return result
 
 
 def _lanes(runs: dict[str, int], batches: dict[str, int], entries: list[Entry]) -> list[Lane]:
@@ -180,7 +207,7 @@ def _lanes(runs: dict[str, int], batches: dict[str, int], entries: list[Entry]) 
     return lanes
 
 
-def _mark(index: int, entry: Entry, event: RecordedEvent, broken: bool) -> Mark:
+def _mark(index: int, entry: Entry, event: RecordedEvent, broken: bool, at: float) -> Mark:
     payload = event.event
     if isinstance(payload, UndecodableEvent):
         kind = "undecodable"
@@ -193,7 +220,7 @@ def _mark(index: int, entry: Entry, event: RecordedEvent, broken: bool) -> Mark:
     else:
         kind = _KIND_OF_TYPE.get(type(payload), "other")
     label = f"#{event.position} {entry.what}: {entry.details}"
-    return Mark(index, event.position, entry.lane, kind, label[:300], broken)
+    return Mark(index, event.position, entry.lane, kind, label[:300], broken, at)
 
 
 def _mark_stale_claims(marks: list[Mark], events: Sequence[RecordedEvent]) -> list[Mark]:
@@ -208,11 +235,10 @@ def _mark_stale_claims(marks: list[Mark], events: Sequence[RecordedEvent]) -> li
             earlier = live.get(payload.batch_id)
             if earlier is not None:
                 old = result[earlier]
-                result[earlier] = Mark(
-                    old.index, old.position, old.lane, "stale",
-                    f"{old.label} — superseded at #{event.position} by generation "
-                    f"{payload.generation}: this claim's later attempts were refused",
-                    old.broken)
+                result[earlier] = replace(
+                    old, kind="stale",
+                    label=f"{old.label} — superseded at #{event.position} by generation "
+                          f"{payload.generation}: this claim's later attempts were refused")
             live[payload.batch_id] = index
         elif not isinstance(payload, ev.CaptureStarted | ev.CaptureCompleted
                             | ev.EffectStarted):
@@ -220,6 +246,32 @@ def _mark_stale_claims(marks: list[Mark], events: Sequence[RecordedEvent]) -> li
             if isinstance(batch_id, str):
                 live.pop(batch_id, None)
     return result
+
+
+def run_stops(events: Sequence[RecordedEvent], entries: list[Entry]) -> list[Stop]:
+    """Runs that stopped without finishing: a later run redid their work (it replays one
+    of their steps, or resumes from one of their checkpoints that was not their last)
+    after they wrote their last event. The log needs no event for a crash; this is it."""
+    last = {entry.lane: index for index, entry in enumerate(entries)}
+    index_of = {event.position: index for index, event in enumerate(events)}
+    by_id: dict[str, int] = {}
+    stops: dict[str, Stop] = {}
+    for index, (event, entry) in enumerate(zip(events, entries, strict=True)):
+        payload = event.event
+        if not isinstance(payload, CheckpointCreated):
+            continue
+        parent = by_id.get(payload.parent_id or "")
+        redone = [(parent, f"resumed from its earlier checkpoint {payload.parent_id}")
+                  ] if parent is not None and parent < last[entries[parent].lane] else []
+        if entry.duplicate_of is not None and entry.duplicate_of in index_of:
+            redone.append((index_of[entry.duplicate_of], f"replayed its step {payload.step}"))
+        for source, how in redone:
+            other = entries[source].lane
+            if other != entry.lane and other not in stops and last[other] < index:
+                stops[other] = Stop(last[other], other, f"{other} stopped here without "
+                                    f"finishing: {entry.lane} {how} at #{event.position}")
+        by_id[payload.checkpoint_id] = index
+    return sorted(stops.values(), key=lambda stop: stop.index)
 
 
 def _links(events: Sequence[RecordedEvent], entries: list[Entry]) -> list[Link]:

@@ -19,7 +19,7 @@ from eventlog.cli.render import jsonable, plural, when
 from eventlog.cli.report.assets import CSS, SCRIPT
 from eventlog.cli.report.index import SessionLine, anchor, render_index
 from eventlog.cli.report.model import Row, SessionReport, TreeRow
-from eventlog.cli.report.svg import mark_shape, swimlanes
+from eventlog.cli.report.svg import mark_shape, stop_shape, swimlanes
 from eventlog.records import StreamProblem
 
 
@@ -106,8 +106,21 @@ def _header(report: ReportData) -> str:
     return (
         f'<header class="top"><h1>{escape(report.title)}</h1><div class="sub">'
         f"log {escape(report.source)} · written {escape(when(report.generated_at))} by "
-        "<code>eventlog report</code></div></header>"
+        "<code>eventlog report</code> (this machine's clock)</div>"
+        f'<div class="sub" id="clocks">{escape(clock_note(report))}</div></header>'
     )
+
+
+def clock_note(report: ReportData) -> str:
+    """Which clock the events' times are read from, and whether it runs ahead."""
+    note = ("Event times are each event's recorded time, read from the clock of the "
+            "process that wrote it (the log's injected clock), not from this machine's.")
+    latest = max((s.last_recorded for s in report.sessions if s.last_recorded is not None),
+                 default=None)
+    if latest is not None and latest > report.generated_at:
+        note += (f" Here they run ahead of it (the latest is {when(latest)}): the writer's "
+                 "clock was simulated or set ahead; order by position, not by time.")
+    return note
 
 
 def _as_of(report: ReportData) -> str:
@@ -194,6 +207,9 @@ def session_section(report: SessionReport, state: list[tuple[str, str]]) -> str:
         f"<span>from <b>{escape(when(report.first_recorded))}</b> to "
         f"<b>{escape(when(report.last_recorded))}</b></span>",
     ]
+    if report.stops:
+        facts.insert(1, f'<span class="bad"><b>{len(report.stops)}</b> stopped without '
+                        "finishing</span>")
     links_note = (f'<p class="note">{report.links_left_out} more links not drawn.</p>'
                   if report.links_left_out else "")
     return "".join([
@@ -203,11 +219,12 @@ def session_section(report: SessionReport, state: list[tuple[str, str]]) -> str:
         f'<span class="tag">tenant {escape(report.tenant)}</span></h2>',
         f'<div class="facts">{"".join(facts)}</div>',
         _state(state),
-        "<h3>Timeline: one lane per run and per interrupt batch, in log order</h3>",
+        "<h3>Timeline: a lane per run, interrupt batch and thread namespace; across, the "
+        "events' time (each event a step of its own; shaded: pauses)</h3>",
         f'<div class="scroll">{swimlanes(report)}</div>', _legend(), links_note,
         "<h3>Checkpoint tree (parent → children; duplicates marked)</h3>",
         _tree(report.tree),
-        f"<h3>Events ({len(report.rows)} listed"
+        f'<h3>Events (<span id="t-{section}-count">{len(report.rows)}</span> listed'
         + (f", {report.rows_left_out} plain checkpoints left out" if report.rows_left_out
            else "") + ")</h3>",
         _events(report.rows, f"t-{section}"),
@@ -241,6 +258,10 @@ def _legend() -> str:
                  'd="M1,5 L25,5"/></svg>parent on another run (resume)</span>')
     items.append('<span><svg width="26" height="10"><path class="link link-replay" '
                  'd="M1,5 L25,5"/></svg>replay of an earlier record</span>')
+    items.append(f'<span><svg width="24" height="24" class="stop">{stop_shape(5, 12)}</svg>'
+                 "run stopped without finishing (a later run redid its work)</span>")
+    items.append('<span><svg width="26" height="14"><rect class="pause-key" x="1" y="1" '
+                 'width="24" height="12"/></svg>pause (nothing recorded)</span>')
     items.append('<span><svg width="20" height="20"><circle cx="10" cy="10" r="8" '
                  'fill="none" stroke="#c62828" stroke-width="2.5"/></svg>first broken link'
                  "</span>")
@@ -271,8 +292,8 @@ def _tree(rows: list[TreeRow]) -> str:
 def _events(rows: list[Row], table_id: str) -> str:
     parts = [f'<input class="filter" type="search" placeholder="filter events…" '
              f'data-table="{table_id}">',
-             f'<div class="scroll tall"><table id="{table_id}" class="events"><tr>'
-             "<th class=num>#</th><th>time (UTC)</th><th>lane</th><th>type</th><th>actor</th>"
+             f'<div class="flow"><table id="{table_id}" class="events"><tr>'
+             "<th class=num>#</th><th>recorded (UTC)</th><th>lane</th><th>type</th><th>actor</th>"
              "<th>hash</th><th>what</th><th>details</th></tr>"]
     for row in rows:
         classes = "ev" + (" dup" if row.duplicate else "") + (" broken" if row.broken else "")
