@@ -135,6 +135,7 @@ async def build_page(
         index=index_lines(scan.sessions, set(keys)) if session is None else [],
         as_of=collect.moment_text(as_of_moment, last), left_after=scan.after_moment,
         states=await collect.states(log, reports, as_of),
+        values=await collect.state_values(log, scan, reports),
     )
     return _Page(render_page(data), verify.ok, len(reports))
 

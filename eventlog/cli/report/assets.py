@@ -1,6 +1,6 @@
 """The report page's stylesheet and script, inlined into every page (no network, ever)."""
 
-CSS = """
+CSS = r"""
 :root { --ink:#1d2430; --muted:#5b6678; --line:#d9dee7; --bg:#f6f7f9; --card:#fff;
   --run:#2f6fdf; --dup:#e0a100; --batch:#7b3fbf; --ok:#1e8e3e; --bad:#c62828;
   --effect:#e8590c; --capture:#0c8599; }
@@ -38,6 +38,12 @@ tr.selected { outline:2px solid var(--run); outline-offset:-2px; background:#e6e
 tr.problem td { color:var(--bad); }
 .scroll { overflow:auto; border:1px solid var(--line); border-radius:6px; background:#fff; }
 .scroll.tall { max-height:520px; }
+details.state, details.diff { margin-top:4px; }
+details summary { cursor:pointer; color:var(--run); font-size:12px; }
+details pre { margin:4px 0; padding:6px 8px; background:#f6f8fb; border-radius:4px;
+  font-size:12px; max-width:640px; overflow-x:auto; white-space:pre-wrap; }
+.diff .dadd { color:var(--ok); } .diff .ddel { color:var(--bad); } .diff .dchg { color:#8a5a00; }
+.state-note { color:var(--muted); font-size:12px; margin-top:4px; }
 .flow { border:1px solid var(--line); border-radius:6px; background:#fff; }
 svg.lanes { display:block; font-size:11px; }
 svg.lanes.fit { width:100%; height:auto; }

@@ -20,6 +20,7 @@ from eventlog.cli.options import Moment
 from eventlog.cli.render import cell, when
 from eventlog.cli.report.model import SessionReport, build_session_report
 from eventlog.cli.report.page import Undecodable, VerifySummary
+from eventlog.cli.report.values import StateView, state_views, wanted_digests
 from eventlog.cli.sessions import read_merged
 from eventlog.cli.verify import describe, view_findings
 from eventlog.events.interrupts import BatchCreated
@@ -166,6 +167,20 @@ def _state(report: SessionReport, views: SpilledViews) -> list[tuple[str, str]]:
             pairs.append((numbers[row["batch_id"]],
                           f"{row['state']}, generation {row['generation']}{effect}"))
     return pairs
+
+
+async def state_values(
+    log: EventLog, scan: Scan, reports: Sequence[SessionReport]
+) -> dict[int, StateView]:
+    """The state of each listed checkpoint and its difference from its parent's, by
+    position (one blob read per drawn session)."""
+    views: dict[int, StateView] = {}
+    for report in reports:
+        events = scan.sessions[(report.tenant, report.session)]
+        listed = {row.position for row in report.rows}
+        blobs = await log.get_blobs(report.tenant, wanted_digests(events, listed))
+        views.update(state_views(events, listed, blobs))
+    return views
 
 
 def latest_sessions(scan: Scan, limit: int) -> list[SessionKey]:

@@ -9,7 +9,7 @@ token material never reaches here (`eventlog.cli.render.event_json` masks it).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from html import escape
@@ -20,6 +20,7 @@ from eventlog.cli.report.assets import CSS, SCRIPT
 from eventlog.cli.report.index import SessionLine, anchor, render_index
 from eventlog.cli.report.model import Row, SessionReport, TreeRow
 from eventlog.cli.report.svg import mark_shape, stop_shape, swimlanes
+from eventlog.cli.report.values import StateView
 from eventlog.records import StreamProblem
 
 
@@ -68,6 +69,8 @@ class ReportData:
     """Events recorded after the as-of moment, not shown."""
     states: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
     """Per session: the views' state (as of the moment) as label/value pairs."""
+    values: dict[int, StateView] = field(default_factory=dict)
+    """By position: a listed checkpoint's state and its difference from its parent's."""
 
 
 def render_page(report: ReportData) -> str:
@@ -78,7 +81,8 @@ def render_page(report: ReportData) -> str:
         '<main>',
         verify_section(report.verify, report.sessions),
         render_index(report.index) if report.index else "",
-        *(session_section(s, report.states.get(s.session, [])) for s in report.sessions),
+        *(session_section(s, report.states.get(s.session, []), report.values)
+          for s in report.sessions),
         "</main>",
         _detail_panel(),
         f'<script type="application/json" id="event-data">{event_data(report.sessions)}'
@@ -193,7 +197,10 @@ def _problem_row(
             f"<td>{escape(detail)}</td></tr>")
 
 
-def session_section(report: SessionReport, state: list[tuple[str, str]]) -> str:
+def session_section(
+    report: SessionReport, state: list[tuple[str, str]],
+    values: Mapping[int, StateView] | None = None,
+) -> str:
     """One session: facts, swimlanes with a legend, the checkpoint tree, the events."""
     section = anchor(report.tenant, report.session)
     kind = report.framework[:1].upper() + report.framework[1:]
@@ -227,7 +234,7 @@ def session_section(report: SessionReport, state: list[tuple[str, str]]) -> str:
         f'<h3>Events (<span id="t-{section}-count">{len(report.rows)}</span> listed'
         + (f", {report.rows_left_out} plain checkpoints left out" if report.rows_left_out
            else "") + ")</h3>",
-        _events(report.rows, f"t-{section}"),
+        _events(report.rows, f"t-{section}", values or {}),
         "</section>",
     ])
 
@@ -289,7 +296,7 @@ def _tree(rows: list[TreeRow]) -> str:
     return f'<div class="scroll tall"><ul class="tree">{"".join(items)}</ul></div>'
 
 
-def _events(rows: list[Row], table_id: str) -> str:
+def _events(rows: list[Row], table_id: str, values: Mapping[int, StateView]) -> str:
     parts = [f'<input class="filter" type="search" placeholder="filter events…" '
              f'data-table="{table_id}">',
              f'<div class="flow"><table id="{table_id}" class="events"><tr>'
@@ -303,8 +310,33 @@ def _events(rows: list[Row], table_id: str) -> str:
             f"{escape(when(row.recorded_at))}</td><td class=time>{escape(row.lane)}</td>"
             f"<td class=mono>{escape(row.type)}</td><td class=time>{escape(row.actor)}</td>"
             f"<td class=mono>{escape(row.hash_prefix)}</td><td class=what>"
-            f"{escape(row.what)}</td><td>{escape(row.details[:240])}</td></tr>")
+            f"{escape(row.what)}</td><td>{escape(row.details[:240])}"
+            f"{state_cell(values.get(row.position))}</td></tr>")
     parts.append("</table></div>")
+    return "".join(parts)
+
+
+_DIFF_CLASS = {"+": "dadd", "-": "ddel", "~": "dchg"}
+
+
+def state_cell(view: StateView | None) -> str:
+    """A checkpoint's state, folded: its value pretty-printed and what changed since its
+    parent (each opens on a click)."""
+    if view is None:
+        return ""
+    if not view.pretty:
+        return f'<div class="state-note">state: {escape(view.note)}</div>'
+    note = f" ({escape(view.note)})" if view.note else ""
+    parts = [f'<details class="state"><summary>state ({view.size:,} B){note}</summary>'
+             f"<pre>{escape(view.pretty)}</pre></details>"]
+    if view.parent is not None:
+        summary = (f"changed since {escape(view.parent)}: "
+                   f"{plural(len(view.diff), 'change')}" if view.diff
+                   else f"unchanged since {escape(view.parent)}")
+        lines = "".join(f'<span class="{_DIFF_CLASS.get(line[:1], "")}">{escape(line)}'
+                        "</span>\n" for line in view.diff)
+        parts.append(f'<details class="diff"><summary>{summary}</summary><pre>{lines}</pre>'
+                     "</details>" if view.diff else f'<div class="state-note">{summary}</div>')
     return "".join(parts)
 
 
