@@ -45,12 +45,14 @@ from eventlog.clock import read_clock
 from eventlog.errors import EventLogError, InvalidInput
 from eventlog.events import EventRegistry, fold_blob_references
 from eventlog.events.interrupts import BatchCreated
+from eventlog.events.threads import ThreadEvent
 from eventlog.hashing import GENESIS_HASH, content_digest, recompute_hash, to_micros
 from eventlog.log import EventLog
 from eventlog.records import RecordedEvent, StoredEvent
 from eventlog.validation import check_id, check_optional_id
 from projections.checkpoints import CHECKPOINTS
 from projections.query import ViewQuery
+from projections.threads import THREAD_RECORDS, THREAD_VALUE_RECORDS, THREAD_WRITE_RECORDS
 from projections.views import STREAM_HEADS
 
 logger = get_logger(__name__)
@@ -109,7 +111,8 @@ class ImportSummary:
 class SessionMembership:
     """Which streams hold one session's history, learned while reading the log in order.
 
-    A session's checkpoints are on the stream whose events name the session; its interrupt
+    A session's checkpoints are on the stream whose events name the session, a framework
+    thread of the same id on the stream whose events name it as their thread; its interrupt
     batches are the streams whose `BatchCreated` names it as the thread. A batch's
     creation comes first in its stream and in log order, so reading the log in order
     learns every batch stream before any of its other events.
@@ -127,7 +130,7 @@ class SessionMembership:
             return True
         payload = event.event
         named: object = (
-            payload.thread_id if isinstance(payload, BatchCreated)
+            payload.thread_id if isinstance(payload, BatchCreated | ThreadEvent)
             else getattr(payload, "session_id", None)
         )
         if named != self.session_id:
@@ -237,7 +240,22 @@ async def _blob_refs(log: EventLog, tenant_id: str, session_id: str | None) -> d
         CHECKPOINTS, {"tenant_id": tenant_id, "session_id": session_id},
         columns=("state_digest",),
     ))
-    return dict(Counter(bytes(row["state_digest"]) for row in rows))
+    counts = Counter(bytes(row["state_digest"]) for row in rows)
+    counts.update(await _thread_blob_refs(log, tenant_id, session_id))
+    return dict(counts)
+
+
+async def _thread_blob_refs(log: EventLog, tenant_id: str, thread_id: str) -> Counter[bytes]:
+    """The live blob references of the framework thread of this id: its puts' (a record's
+    space-separated hex digests), its stored channel values' and its writes'."""
+    where = {"tenant_id": tenant_id, "thread_id": thread_id}
+    counts: Counter[bytes] = Counter()
+    for row in await log.query(ViewQuery(THREAD_RECORDS, where, columns=("digests",))):
+        counts.update(bytes.fromhex(digest) for digest in row["digests"].split())
+    for table in (THREAD_VALUE_RECORDS, THREAD_WRITE_RECORDS):
+        for row in await log.query(ViewQuery(table, where, columns=("digest",))):
+            counts[bytes(row["digest"])] += 1
+    return counts
 
 
 async def count_events(log: EventLog, tenant_id: str | None = None) -> int:

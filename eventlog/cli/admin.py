@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -19,8 +20,10 @@ from eventlog.log import EventLog
 from projections.checkpoints import CHECKPOINTS, RUNS, SESSIONS
 from projections.interrupts import BATCHES
 from projections.query import ViewQuery
+from projections.threads import THREAD_CHECKPOINTS, THREAD_VALUES, THREAD_WRITES
 from projections.views import STREAM_HEADS
 
+_CHUNK = 500
 OPEN_BATCH_STATES = frozenset({BatchState.PENDING, BatchState.CLAIMED, BatchState.EFFECT_STARTED})
 """Batches waiting for an answer or being worked on (``unresolved`` is counted apart)."""
 
@@ -34,10 +37,12 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         "know is refused.",
     )
     stats = add_command(
-        commands, common, "stats", "count events, streams, sessions, runs, batches, blob bytes",
-        run_stats,
+        commands, common, "stats",
+        "count events, streams, sessions, threads, runs, batches, blob bytes", run_stats,
         description="Per tenant: events, streams, sessions with checkpoints, checkpoints, "
-        "runs, open and unresolved interrupt batches, and the bytes of live state blobs.",
+        "runs, open and unresolved interrupt batches, the bytes of live state blobs, and "
+        "the framework threads (LangGraph, Agent Framework) with their checkpoints and the "
+        "bytes of their live payloads (state, channel values, pending writes).",
     )
     stats.add_argument("--tenant", metavar="T", help="only this tenant")
     cleanup = add_command(
@@ -75,6 +80,9 @@ class TenantStats:
     open_batches: int = 0
     unresolved_batches: int = 0
     state_bytes: int = 0
+    threads: int = 0
+    thread_checkpoints: int = 0
+    thread_bytes: int = 0
 
 
 async def run_stats(context: Context) -> int:
@@ -87,14 +95,22 @@ async def run_stats(context: Context) -> int:
     if context.json:
         context.print_json({"tenants": [asdict(row) for row in stats]})
         return EXIT_OK
-    table = Table(title="Per tenant", title_justify="left")
-    names = [name for name in TenantStats.__dataclass_fields__]
+    names = list(TenantStats.__dataclass_fields__)
+    split = names.index("threads")
+    context.out.print(_table("Per tenant", stats, names[:split]))
+    context.out.print(_table("Per tenant: framework threads (LangGraph, Agent Framework)",
+                             stats, ["tenant_id", *names[split:]]))
+    return EXIT_OK
+
+
+def _table(title: str, stats: list[TenantStats], names: list[str]) -> Table:
+    table = Table(title=title, title_justify="left")
     for name in names:
-        table.add_column(name.replace("_", " "), justify="left" if name == "tenant_id" else "right")
+        table.add_column(name.replace("_", " "), no_wrap=name == "tenant_id",
+                         justify="left" if name == "tenant_id" else "right")
     for row in stats:
         table.add_row(*(str(getattr(row, name)) for name in names))
-    context.out.print(table)
-    return EXIT_OK
+    return table
 
 
 async def tenant_stats(log: EventLog, tenant: str | None) -> list[TenantStats]:
@@ -124,7 +140,32 @@ async def tenant_stats(log: EventLog, tenant: str | None) -> list[TenantStats]:
             of(row).open_batches += 1
         elif row["state"] == BatchState.UNRESOLVED:
             of(row).unresolved_batches += 1
+    await _thread_stats(log, where, of)
     return [stats[key] for key in sorted(stats)]
+
+
+async def _thread_stats(
+    log: EventLog, where: dict[str, Any], of: Callable[[dict[str, Any]], TenantStats]
+) -> None:
+    """Threads, their checkpoints, and the bytes of their distinct live payloads (read
+    in chunks: the views keep digests, not sizes)."""
+    threads: set[tuple[str, str]] = set()
+    digests: dict[str, set[bytes]] = defaultdict(set)
+    for row in await _rows(log, THREAD_CHECKPOINTS, where,
+                           ("tenant_id", "thread_id", "state_digest")):
+        of(row).thread_checkpoints += 1
+        threads.add((row["tenant_id"], row["thread_id"]))
+        digests[row["tenant_id"]].add(bytes(row["state_digest"]))
+    for table in (THREAD_VALUES, THREAD_WRITES):
+        for row in await _rows(log, table, where, ("tenant_id", "digest")):
+            digests[row["tenant_id"]].add(bytes(row["digest"]))
+    for tenant, _ in threads:
+        of({"tenant_id": tenant}).threads += 1
+    for tenant, found in digests.items():
+        wanted = sorted(found)
+        for start in range(0, len(wanted), _CHUNK):
+            blobs = await log.get_blobs(tenant, wanted[start:start + _CHUNK])
+            of({"tenant_id": tenant}).thread_bytes += sum(map(len, blobs.values()))
 
 
 async def _rows(

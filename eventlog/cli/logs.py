@@ -42,7 +42,8 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     which.add_argument("--stream", metavar="S", help="only this stream (needs --tenant)")
     which.add_argument(
         "--session", metavar="S",
-        help="only this session: its checkpoints and its interrupt batches (needs --tenant)",
+        help="only this session or framework thread (LangGraph, Agent Framework): its "
+             "checkpoints, pending writes and interrupt batches (needs --tenant)",
     )
     parser.add_argument(
         "--type", metavar="TYPE", action="append", dest="types",

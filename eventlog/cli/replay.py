@@ -29,10 +29,22 @@ from projections.interrupts import BATCHES
 from projections.memory import Row, ViewTables
 from projections.query import ViewQuery
 from projections.runner import rebuild
+from projections.threads import (
+    THREAD_CHECKPOINTS,
+    THREAD_RECORDS,
+    THREAD_VALUE_RECORDS,
+    THREAD_VALUES,
+    THREAD_WRITE_RECORDS,
+    THREAD_WRITES,
+)
 from projections.views import STREAM_HEADS, key_columns, metadata
 
-DEFAULT_TABLES = (SESSIONS, RUNS, CHECKPOINTS, BATCHES)
-"""The views shown unless --table says otherwise (the session, run and interrupt views)."""
+DEFAULT_TABLES = (SESSIONS, RUNS, CHECKPOINTS, BATCHES, THREAD_CHECKPOINTS, THREAD_WRITES)
+"""The views shown unless --table says otherwise (the session, run, interrupt and
+framework-thread views)."""
+OTHER_TABLES = (STREAM_HEADS, THREAD_VALUES, THREAD_RECORDS, THREAD_VALUE_RECORDS,
+                THREAD_WRITE_RECORDS)
+"""The other views --table may name."""
 
 COLUMNS: Mapping[str, tuple[str, ...]] = {
     SESSIONS: ("tenant_id", "session_id", "latest_checkpoint_id", "latest_step",
@@ -45,6 +57,12 @@ COLUMNS: Mapping[str, tuple[str, ...]] = {
               "effect_started", "capture_state", "resolution", "reconciled_by", "updated_at"),
     STREAM_HEADS: ("tenant_id", "stream_id", "version", "head_hash", "last_position",
                    "updated_at"),
+    THREAD_CHECKPOINTS: ("tenant_id", "thread_id", "namespace", "checkpoint_id", "parent_id",
+                         "step", "run_key", "state_encoding", "position", "recorded_at"),
+    THREAD_WRITES: ("tenant_id", "thread_id", "namespace", "checkpoint_id", "task_path",
+                    "task_id", "idx", "channel", "encoding", "version"),
+    THREAD_VALUES: ("tenant_id", "thread_id", "namespace", "channel", "channel_version",
+                    "encoding", "digest"),
 }
 """The columns shown to people per view (``--json`` gives every column)."""
 
@@ -54,9 +72,9 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     parser = add_command(
         commands, common, "replay", "show the views as they stood at a past position or time",
         run,
-        description="Rebuild the session, run and interrupt views from the log alone (into "
-        "a temporary file), as they stood at a log position or a time, and show them. Nothing is "
-        "written.",
+        description="Rebuild the session, run, interrupt and framework-thread (LangGraph, "
+        "Agent Framework) views from the log alone (into a temporary file), as they stood at "
+        "a log position or a time, and show them. Nothing is written.",
     )
     parser.add_argument(
         "--as-of", required=True, type=when_moment, metavar="POSITION|TIME",
@@ -64,10 +82,10 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--tenant", metavar="T", help="only this tenant's rows")
     parser.add_argument("--session", metavar="S",
-                        help="only this session's rows (needs --tenant)")
+                        help="only this session's or framework thread's rows (needs --tenant)")
     parser.add_argument("--table", action="append", dest="tables", metavar="NAME",
                         help=f"views to show (repeatable; default: {', '.join(DEFAULT_TABLES)};"
-                             " also stream_heads)")
+                             f" also {', '.join(OTHER_TABLES)})")
 
 
 async def run(context: Context) -> int:

@@ -90,5 +90,5 @@ async def _scanned_batch_streams(log: EventLog, tenant_id: str, session_id: str)
         if not page.events:
             break
         cursor = page.cursor
-    found = membership.streams - {session_stream(session_id)}
+    found = membership.streams - {session_stream(session_id), thread_stream(session_id)}
     return [stream for stream in membership.order if stream in found]

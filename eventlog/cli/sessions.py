@@ -16,6 +16,14 @@ from eventlog.cli.errors import EXIT_OK, CommandError
 from eventlog.cli.render import cell, pairs_table, plural, redact, summary, when
 from eventlog.cli.scope import require_session, require_tenant
 from eventlog.cli.story import Timeline, build_timeline
+from eventlog.cli.thread_report import (
+    inspect_thread,
+    print_thread_details,
+    thread_exists,
+    thread_headline,
+    thread_json,
+)
+from eventlog.cli.thread_story import read_payloads
 from eventlog.events.interrupts import batch_stream
 from eventlog.interrupts.admin import audit_entry, inspect_batch
 from eventlog.interrupts.models import AuditEntry, BatchInspection
@@ -23,6 +31,7 @@ from eventlog.log import EventLog
 from eventlog.records import RecordedEvent
 
 _AUDIT_PAGE = 500
+_STYLES = {"interrupt": "magenta", "resume": "magenta", "task failed": "red"}
 
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
@@ -41,13 +50,21 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
              "batches retired from the views)",
     )
     inspect = add_command(
-        commands, common, "inspect", "one interrupt batch and its whole audit trail",
-        run_inspect,
+        commands, common, "inspect",
+        "one interrupt batch and its audit trail, or one checkpoint of a thread", run_inspect,
         description="One interrupt batch: state, lease, effect, capture outcome, "
-        "reconciliation, its interrupts and its whole audit trail (never a token).",
+        "reconciliation, its interrupts and its whole audit trail (never a token). Or one "
+        "checkpoint of a LangGraph or Agent Framework thread: its step, the nodes that ran, "
+        "its values pretty-printed, what changed since its parent, its pending writes and "
+        "questions (the thread's last checkpoint unless --checkpoint names one).",
     )
     inspect.add_argument("tenant", metavar="TENANT")
-    inspect.add_argument("batch", metavar="BATCH")
+    inspect.add_argument("batch", metavar="BATCH|THREAD")
+    inspect.add_argument("--checkpoint", metavar="ID",
+                         help="this checkpoint of the thread (default: its last one put)")
+    inspect.add_argument("--namespace", metavar="NS",
+                         help="the checkpoint's namespace (a subgraph's checkpoint_ns; "
+                              "default: wherever the id is found)")
 
 
 # -- timeline --------------------------------------------------------------------------------
@@ -59,7 +76,8 @@ async def run_timeline(context: Context) -> int:
     async with context.open() as log:
         streams = await require_session(log, args.tenant, args.session, scan=args.scan)
         events = await read_merged(log, args.tenant, streams)
-    story = build_timeline(events)
+        payloads = await read_payloads(log, args.tenant, events)
+    story = build_timeline(events, payloads)
     if context.json:
         context.print_json(timeline_json(args.tenant, args.session, story))
     else:
@@ -81,6 +99,7 @@ def timeline_json(tenant: str, session: str, story: Timeline) -> dict[str, Any]:
         "batches": [{"number": n, "batch_id": batch} for batch, n in story.batches.items()],
         "checkpoints": story.checkpoints, "duplicates": story.duplicates,
         "tombstones": story.tombstones,
+        "threads": [thread_json(thread) for thread in story.threads],
         "entries": [
             {"position": e.position, "recorded_at": e.recorded_at, "stream_id": e.stream_id,
              "version": e.version, "type": e.type, "lane": e.lane, "what": e.what,
@@ -91,7 +110,18 @@ def timeline_json(tenant: str, session: str, story: Timeline) -> dict[str, Any]:
 
 
 def print_timeline(context: Context, tenant: str, session: str, story: Timeline) -> None:
-    """The timeline for people: a headline and one table row per event."""
+    """The timeline for people: a headline and one table row per event; then, for a
+    framework thread, its questions and answers and its tree of checkpoints."""
+    for thread in story.threads:
+        context.out.print(thread_headline(tenant, thread))
+    if story.runs or story.batches or not story.threads:
+        _session_headline(context, tenant, session, story)
+    _entries(context, story)
+    for thread in story.threads:
+        print_thread_details(context.out, thread)
+
+
+def _session_headline(context: Context, tenant: str, session: str, story: Timeline) -> None:
     context.out.print(Text.assemble(
         ("Session ", "bold"), (session, "bold cyan"), (" of tenant ", "bold"),
         (tenant, "bold cyan"),
@@ -100,10 +130,15 @@ def print_timeline(context: Context, tenant: str, session: str, story: Timeline)
         f"{plural(len(story.batches), 'interrupt batch', 'interrupt batches')}, "
         f"{plural(story.tombstones, 'tombstone')}",
     ))
+
+
+def _entries(context: Context, story: Timeline) -> None:
     table = Table("#", "time", "lane", "what", "details", title_justify="left")
     for entry in story.entries:
-        style = "yellow" if entry.duplicate_of is not None else (
+        style = "yellow" if entry.duplicate_of is not None else _STYLES.get(entry.what) or (
             "magenta" if entry.lane.startswith("batch") else None)
+        if "UNFINISHED" in entry.details or "FORK" in entry.details:
+            style = "bold red" if "UNFINISHED" in entry.details else "bold cyan"
         table.add_row(str(entry.position), when(entry.recorded_at), entry.lane,
                       Text(entry.what, style=style or ""), entry.details)
     context.out.print(table)
@@ -119,7 +154,11 @@ async def run_inspect(context: Context) -> int:
     args = context.args
     async with context.open() as log:
         await require_tenant(log, args.tenant)
+        if args.checkpoint is not None or args.namespace is not None:
+            return await inspect_thread(context, log)
         inspection = await inspect_all(log, args.tenant, args.batch)
+        if inspection is None and await thread_exists(log, args.tenant, args.batch):
+            return await inspect_thread(context, log)
         retired: list[AuditEntry] | None = None
         if inspection is None:
             retired = [audit_entry(event) async for event in

@@ -8,13 +8,14 @@ contract keeps both, and a resumed run that replays steps writes them again.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from eventlog.cli.lenient import UndecodableEvent
 from eventlog.cli.render import event_fields, summary, when
+from eventlog.cli.thread_story import Line, ThreadStory, build_thread_story
 from eventlog.events import Event
 from eventlog.events import interrupts as ev
 from eventlog.events import threads as th
@@ -52,13 +53,16 @@ class Timeline:
     checkpoints: int = 0
     duplicates: int = 0
     tombstones: int = 0
+    threads: list[ThreadStory] = field(default_factory=list)
+    """The framework threads among the events, each told in its framework's words."""
 
 
 class _Builder:
     """Walks the events once, remembering what each duplicate check needs."""
 
-    def __init__(self) -> None:
+    def __init__(self, lines: Mapping[int, Line] | None = None) -> None:
         self.timeline = Timeline()
+        self.lines = lines or {}
         self.by_id: dict[str, int] = {}
         self.by_step: dict[int, tuple[int, str]] = {}
 
@@ -114,40 +118,34 @@ class _Builder:
         return f"batch {number}" if number is not None else "session"
 
     def _thread_event(self, event: RecordedEvent, payload: Event) -> None:
-        """A LangGraph thread's puts, writes and tombstones (one lane per namespace)."""
+        """A framework thread's puts, writes and tombstones (one lane per namespace), in
+        the framework's words (`thread_story`)."""
+        told = self.lines[event.position]
+        self._count(payload)
+        self._entry(event, told.lane, told.what, told.details,
+                    duplicate_of=self._put_again(event, payload))
+
+    def _count(self, payload: Event) -> None:
         if isinstance(payload, th.ThreadCheckpointPut):
-            lane = f"ns {payload.namespace}" if payload.namespace else "thread"
-            key = f"thread:{payload.namespace}:{payload.checkpoint_id}"
-            earlier = self.by_id.get(key)
-            self.by_id[key] = event.position
             self.timeline.checkpoints += 1
-            details = f"{payload.checkpoint_id} step {payload.step}"
-            if payload.parent_id is not None:
-                details += f" after {payload.parent_id}"
-            details += f", {len(payload.channels)} channels"
-            if earlier is None:
-                self._entry(event, lane, "checkpoint", details)
-                return
-            self.timeline.duplicates += 1
-            self._entry(event, lane, "checkpoint (put again)",
-                        f"{details}; replaces #{earlier} in the views", duplicate_of=earlier)
-        elif isinstance(payload, th.ThreadWritesPut):
-            lane = f"ns {payload.namespace}" if payload.namespace else "thread"
-            channels = ", ".join(f"{w.channel}[{w.idx}]" for w in payload.writes)
-            self._entry(event, lane, "pending writes",
-                        f"task {payload.task_id} on {payload.checkpoint_id}: {channels}")
-        elif isinstance(payload, th.ThreadCopied):
-            self._entry(event, "thread", "copied",
-                        f"from thread {payload.source_thread_id}: {payload.checkpoints} "
-                        f"checkpoints, {payload.writes} writes follow")
-        else:
+        elif isinstance(payload, th.ThreadDeleted | th.ThreadCheckpointsRemoved):
             self.timeline.tombstones += 1
-            gone = ({f"thread:{k.namespace}:{k.checkpoint_id}" for k in payload.removed}
-                    if isinstance(payload, th.ThreadCheckpointsRemoved)
-                    else {key for key in self.by_id if key.startswith("thread:")})
-            for key in gone:
-                self.by_id.pop(key, None)
-            self._entry(event, "thread", "tombstone", _thread_tombstone(payload))
+
+    def _put_again(self, event: RecordedEvent, payload: Event) -> int | None:
+        """The position of an earlier put of the same checkpoint (since its removal)."""
+        if isinstance(payload, th.ThreadDeleted):
+            self.by_id = {k: v for k, v in self.by_id.items() if not k.startswith("thread:")}
+        elif isinstance(payload, th.ThreadCheckpointsRemoved):
+            for k in payload.removed:
+                self.by_id.pop(f"thread:{k.namespace}:{k.checkpoint_id}", None)
+        if not isinstance(payload, th.ThreadCheckpointPut):
+            return None
+        key = f"thread:{payload.namespace}:{payload.checkpoint_id}"
+        earlier = self.by_id.get(key)
+        self.by_id[key] = event.position
+        if earlier is not None:
+            self.timeline.duplicates += 1
+        return earlier
 
     def _batch_event(self, event: RecordedEvent, payload: Event) -> None:
         describe = _BATCH_LINES.get(type(payload))
@@ -171,27 +169,39 @@ class _Builder:
         ))
 
 
-def build_timeline(events: Iterable[RecordedEvent]) -> Timeline:
-    """The timeline of a session's events, given in log order."""
-    builder = _Builder()
+def build_timeline(
+    events: Iterable[RecordedEvent], payloads: Mapping[bytes, bytes] | None = None
+) -> Timeline:
+    """The timeline of a session's events, given in log order. With the payload bytes of
+    its framework threads (`thread_story.read_payloads`), those are told in the
+    framework's words."""
+    events = list(events)
+    stories, lines = tell_threads(events, payloads or {})
+    builder = _Builder(lines)
     for event in events:
         builder.add(event)
+    builder.timeline.threads = stories
     return builder.timeline
+
+
+def tell_threads(
+    events: list[RecordedEvent], payloads: Mapping[bytes, bytes]
+) -> tuple[list[ThreadStory], dict[int, Line]]:
+    """Each thread's story among ``events`` and the timeline line of each of its events."""
+    by_thread: dict[str, list[RecordedEvent]] = {}
+    for event in events:
+        if isinstance(event.event, th.ThreadEvent):
+            by_thread.setdefault(event.event.thread_id, []).append(event)
+    stories, lines = [], {}
+    for thread_id, found in by_thread.items():
+        story, told = build_thread_story(thread_id, found, payloads)
+        stories.append(story)
+        lines.update(told)
+    return stories, lines
 
 
 _THREAD_EVENTS = (th.ThreadCheckpointPut, th.ThreadWritesPut, th.ThreadCopied,
                   th.ThreadDeleted, th.ThreadCheckpointsRemoved)
-
-
-def _thread_tombstone(payload: Any) -> str:
-    if isinstance(payload, th.ThreadDeleted):
-        return (f"thread deleted: {payload.checkpoints} checkpoints and {payload.writes} "
-                "writes left the views in every namespace, their unshared payloads were "
-                "purged (the events stay)")
-    why = (f"runs {', '.join(payload.run_keys)} deleted" if payload.reason == "runs"
-           else f"pruned to the latest {payload.keep} per namespace")
-    return (f"{why}: {len(payload.removed)} checkpoints and their writes left the views, "
-            "their unshared payloads were purged")
 
 
 def _created(created: ev.BatchCreated) -> str:

@@ -28,13 +28,16 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     export = add_command(
         commands, common, "export", "write a tenant's (or one session's) log to a file",
         run_export,
-        description="Write a tenant's events (or one session's: its checkpoints and its "
-        "interrupt batches) to FILE as JSON Lines: events byte-identical with their ids, "
-        "versions, times and hashes, and the state blobs they name unless --without-state. "
+        description="Write a tenant's events (or one session's or framework thread's: its "
+        "checkpoints, pending writes and interrupt batches) to FILE as JSON Lines: events "
+        "byte-identical with their ids, versions, times and hashes, and the state blobs they "
+        "name unless --without-state. "
         "FILE - writes to standard output.",
     )
     export.add_argument("--tenant", required=True, metavar="T", help="the tenant to export")
-    export.add_argument("--session", metavar="S", help="only this session")
+    export.add_argument("--session", metavar="S",
+                        help="only this session or framework thread (LangGraph, Agent "
+                             "Framework), with the payloads it holds")
     export.add_argument("--without-state", action="store_true",
                         help="leave the checkpoint state blobs out (events only)")
     export.add_argument("--force", action="store_true", help="overwrite FILE if it exists")

@@ -46,7 +46,8 @@ def test_stats_counts_per_tenant(story: Story, run: Run) -> None:
     rows = {row["tenant_id"]: row for row in run("stats", "--json").json()["tenants"]}
     assert {"tenant_id": story.tenant, "events": 12, "streams": 2, "sessions": 1,
             "checkpoints": 5, "runs": 2, "open_batches": 0, "unresolved_batches": 0,
-            "state_bytes": 4 * len(b'{"step":0}')} == rows[story.tenant]
+            "state_bytes": 4 * len(b'{"step":0}'), "threads": 0, "thread_checkpoints": 0,
+            "thread_bytes": 0} == rows[story.tenant]
     assert (1, 1, len(b'{"other":true}')) == (
         rows[story.other_tenant]["events"], rows[story.other_tenant]["checkpoints"],
         rows[story.other_tenant]["state_bytes"])
