@@ -1,172 +1,100 @@
-"""``eventlog report`` on the threads the adapters write: a real compiled LangGraph graph
-(an interrupt and its resume) through `AsyncEventlogSaver`, a real Agent Framework
-workflow (a request for a human and its answer) through `EventlogCheckpointStorage`."""
+"""``eventlog report`` on the threads the adapters write (tests/forensic_threads.py): real
+compiled LangGraph graphs through `AsyncEventlogSaver` (an interrupt and its resume, a fork
+through ``update_state``, a subgraph, a crashed superstep) and a real Agent Framework
+workflow (a request for a human and its answer) through `EventlogCheckpointStorage`;
+what the page says is checked against what the graph or workflow did."""
 
 from __future__ import annotations
 
 import asyncio
-import operator
+import html as html_lib
 import re
+import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, TypedDict
 
 import pytest
-from agent_framework import (
-    Executor,
-    Workflow,
-    WorkflowBuilder,
-    WorkflowContext,
-    handler,
-    register_checkpoint_type,
-    response_handler,
-)
-from langgraph.graph import END, START, StateGraph
-from langgraph.types import Command, interrupt
 
-from eventlog.adapters.langgraph import AsyncEventlogSaver
-from eventlog.adapters.maf import EventlogCheckpointStorage
 from eventlog.cli import EXIT_OK
 from tests.cli.helpers import Run, make_runner
-from tests.conftest import PG_URL, BackendTarget, drop_schema, require_postgres
-
-TENANT = "acme"
-GRAPH_THREAD = "trip-42"
-WORKFLOW = "payments"
-
-
-class State(TypedDict):
-    items: Annotated[list[str], operator.add]
-
-
-def _plan(state: State) -> dict[str, Any]:
-    return {"items": ["planned"]}
-
-
-def _approve(state: State) -> dict[str, Any]:
-    answer = interrupt({"question": "ship it?"})
-    return {"items": [f"approved:{answer}"]}
-
-
-def _finish(state: State) -> dict[str, Any]:
-    return {"items": ["done"]}
-
-
-def _graph(saver: AsyncEventlogSaver) -> Any:
-    builder = StateGraph(State)
-    for name, node in (("plan", _plan), ("approve", _approve), ("finish", _finish)):
-        builder.add_node(name, node)
-    builder.add_edge(START, "plan")
-    builder.add_edge("plan", "approve")
-    builder.add_edge("approve", "finish")
-    builder.add_edge("finish", END)
-    return builder.compile(checkpointer=saver)
+from tests.conftest import PG_URL, BackendTarget, drop_schema, fresh_id, require_postgres
+from tests.forensic_threads import ANSWER, CRASH, QUESTION, Forensics, crashed_thread, write_all
+from tests.procs.settle import settle
 
 
 @dataclass
-class Approval:
-    """What the workflow asks a human."""
+class Written:
+    """A log holding the five threads in one tenant, and a stranger's crashed ``trip``."""
 
-    amount: int
-
-
-register_checkpoint_type(Approval)
-
-
-class _Plan(Executor):
-    @handler
-    async def start(self, order: str, ctx: WorkflowContext[int]) -> None:
-        await ctx.send_message(len(order) * 10)
+    target: BackendTarget
+    threads: Forensics
+    stranger: str
 
 
-class _Ask(Executor):
-    @handler
-    async def ask(self, amount: int, ctx: WorkflowContext) -> None:
-        await ctx.request_info(Approval(amount), str)
-
-    @response_handler
-    async def answered(
-        self, original: Approval, answer: str, ctx: WorkflowContext[None, str]
-    ) -> None:
-        await ctx.yield_output(f"{original.amount}: {answer}")
-
-
-def _workflow(storage: EventlogCheckpointStorage) -> Workflow:
-    plan, ask = _Plan(id="plan"), _Ask(id="ask")
-    return WorkflowBuilder(name=WORKFLOW, start_executor=plan,
-                           checkpoint_storage=storage).add_edge(plan, ask).build()
-
-
-async def write_graph_thread(target: BackendTarget) -> None:
-    """The graph runs to its interrupt, then resumes with ``yes``."""
-    config: Any = {"configurable": {"thread_id": GRAPH_THREAD}}
-    async with AsyncEventlogSaver.from_conn_string(
-        target.url, tenant_id=TENANT, **target.options()
-    ) as saver:
-        graph = _graph(saver)
-        await graph.ainvoke({"items": []}, config)
-        await graph.ainvoke(Command(resume="yes"), config)
-
-
-async def write_workflow(target: BackendTarget) -> None:
-    """The workflow asks for approval, pauses, and is answered ``yes`` from its checkpoint."""
-    async with EventlogCheckpointStorage.from_url(
-        target.url, tenant_id=TENANT, **target.options()
-    ) as storage:
-        paused = await _workflow(storage).run("order")
-        request = paused.get_request_info_events()[0]
-        latest = await storage.get_latest(workflow_name=WORKFLOW)
-        assert latest is not None
-        await _workflow(storage).run(checkpoint_id=latest.checkpoint_id,
-                                     responses={request.request_id: "yes"})
+async def _write(target: BackendTarget) -> Written:
+    tenant, stranger = fresh_id("acme"), fresh_id("stranger")
+    async with target.open() as log:
+        threads = await write_all(log, tenant)
+        await crashed_thread(log, stranger, "trip")  # same thread id, another tenant
+        await settle(log)
+    return Written(target, threads, stranger)
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])
-def adapters_target(
+def written(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Any:
-    """A log holding one LangGraph thread and one Agent Framework workflow of ``acme``."""
+) -> Iterator[Written]:
+    """The threads on each backend, for reading only."""
     if request.param == "sqlite":
-        path = tmp_path_factory.mktemp("report") / "log.db"
-        target = BackendTarget("sqlite", f"sqlite:///{path}")
-    else:
-        require_postgres()
-        target = BackendTarget("postgresql", PG_URL, f"t_report_{id(request)}")
-    asyncio.run(write_graph_thread(target))
-    asyncio.run(write_workflow(target))
-    yield target
-    if request.param == "postgresql":
+        path = tmp_path_factory.mktemp("report-threads") / "log.db"
+        yield asyncio.run(_write(BackendTarget("sqlite", f"sqlite:///{path}")))
+        return
+    require_postgres()
+    target = BackendTarget("postgresql", PG_URL, f"t_{uuid.uuid4().hex[:12]}")
+    try:
+        yield asyncio.run(_write(target))
+    finally:
         asyncio.run(drop_schema(target.schema))
 
 
 @pytest.fixture
-def run_adapters(capsys: pytest.CaptureFixture[str], adapters_target: BackendTarget) -> Run:
-    """``eventlog ARGS`` against the adapters' log."""
-    return make_runner(capsys, adapters_target)
+def run(capsys: pytest.CaptureFixture[str], written: Written) -> Run:
+    """``eventlog ARGS`` against the threads' log."""
+    return make_runner(capsys, written.target)
+
+
+@pytest.fixture
+def threads(written: Written) -> Forensics:
+    """What the graphs and the workflow did."""
+    return written.threads
+
+
+def report(run: Run, tmp_path: Path, *args: str) -> str:
+    """``eventlog report ARGS`` written to a file: the page (exit 0 required)."""
+    out = tmp_path / "r.html"
+    ran = run("report", *args, "-o", str(out))
+    assert EXIT_OK == ran.status, ran.err
+    return out.read_text()
+
+
+def test_a_langgraph_thread_report_is_written(
+    run: Run, threads: Forensics, tmp_path: Path
+) -> None:
+    """An interrupted and resumed graph's thread (it crashed with IndexError): exit 0, its
+    checkpoints on the graph's lane."""
+    html = report(run, tmp_path, threads.tenant, "trip")
+    assert (["graph"], True) == (_lanes(html), 'class="mark k-checkpoint' in html)
+
+
+def test_a_workflow_report_is_written(run: Run, threads: Forensics, tmp_path: Path) -> None:
+    """An Agent Framework workflow that asked and was answered: exit 0, one lane."""
+    html = report(run, tmp_path, threads.tenant, "payments")
+    assert (["workflow"], True) == (_lanes(html), 'class="mark k-checkpoint' in html)
 
 
 def _lanes(html: str) -> list[str]:
-    return re.findall(r'data-lane="([^"]+)"', html)
-
-
-def test_a_langgraph_thread_report_is_written(run_adapters: Run, tmp_path: Path) -> None:
-    """An interrupted and resumed graph's thread: exit 0, its checkpoints on a lane."""
-    out = tmp_path / "graph.html"
-    ran = run_adapters("report", TENANT, GRAPH_THREAD, "-o", str(out))
-    assert EXIT_OK == ran.status, ran.err
-    html = out.read_text()
-    assert ["thread"] == _lanes(html)
-    assert 0 < html.count('class="mark k-checkpoint')
-
-
-def test_a_workflow_report_is_written(run_adapters: Run, tmp_path: Path) -> None:
-    """An Agent Framework workflow that asked and was answered: exit 0, a lane drawn."""
-    out = tmp_path / "workflow.html"
-    ran = run_adapters("report", TENANT, WORKFLOW, "-o", str(out))
-    assert EXIT_OK == ran.status, ran.err
-    html = out.read_text()
-    assert 0 < len(_lanes(html))
-    assert 0 < html.count('class="mark k-checkpoint')
+    return re.findall(r'<g class="lane [^"]*" data-lane="([^"]+)"', html)
 
 
 def _index(html: str) -> dict[str, list[str]]:
@@ -178,51 +106,161 @@ def _index(html: str) -> dict[str, list[str]]:
 
 
 def test_a_tenant_report_lists_its_threads_with_their_framework(
-    run_adapters: Run, tmp_path: Path
+    run: Run, threads: Forensics, tmp_path: Path
 ) -> None:
     """TENANT alone: a line per thread, saying which framework wrote it."""
-    out = tmp_path / "tenant.html"
-    ran = run_adapters("report", TENANT, "-o", str(out))
-    assert EXIT_OK == ran.status, ran.err
-    index = _index(out.read_text())
-    assert {GRAPH_THREAD: "LangGraph thread", WORKFLOW: "Agent Framework workflow"} == {
+    index = _index(report(run, tmp_path, threads.tenant))
+    graphs = {name: "LangGraph thread" for name in ("trip", "forked", "nested", "crashed")}
+    assert {**graphs, "payments": "Agent Framework workflow"} == {
         name: cells[2] for name, cells in index.items()}
 
 
 def test_a_tenant_report_counts_each_threads_checkpoints_and_interrupts(
-    run_adapters: Run, adapters_target: BackendTarget, tmp_path: Path
+    run: Run, threads: Forensics, written: Written, tmp_path: Path
 ) -> None:
-    """The graph thread's line counts its puts (as the log holds them) and its interrupt."""
-    out = tmp_path / "tenant.html"
-    run_adapters("report", TENANT, "-o", str(out))
-    puts = asyncio.run(_count_puts(adapters_target, GRAPH_THREAD))
-    cells = _index(out.read_text())[GRAPH_THREAD]
+    """The interrupted thread's line counts its puts (as the log holds them) and its one
+    interrupt."""
+    cells = _index(report(run, tmp_path, threads.tenant))["trip"]
+    puts = asyncio.run(_count_puts(written.target, threads.tenant, "trip"))
     assert [str(puts), "1"] == [cells[4], cells[6]]
 
 
-async def _count_puts(target: BackendTarget, thread_id: str) -> int:
+async def _count_puts(target: BackendTarget, tenant: str, thread_id: str) -> int:
     async with target.open() as log:
-        return len([e async for e in log.read_stream(TENANT, f"thread:{thread_id}")
+        return len([e async for e in log.read_stream(tenant, f"thread:{thread_id}")
                     if e.type == "thread_checkpoint_put"])
 
 
 def test_a_tenant_report_links_each_line_to_its_section(
-    run_adapters: Run, tmp_path: Path
+    run: Run, threads: Forensics, tmp_path: Path
 ) -> None:
     """Every drawn thread's line links to the section that draws it."""
-    out = tmp_path / "tenant.html"
-    run_adapters("report", TENANT, "-o", str(out))
-    html = out.read_text()
+    html = report(run, tmp_path, threads.tenant)
     links = re.findall(r'<a href="#(s-[^"]+)">its section below</a>', html)
     sections = re.findall(r'<section class="card session" id="(s-[^"]+)"', html)
-    assert (2, sorted(sections)) == (len(links), sorted(links))
+    assert (5, sorted(sections)) == (len(links), sorted(links))
 
 
 def test_a_thread_not_drawn_names_the_command_for_its_page(
-    run_adapters: Run, tmp_path: Path
+    run: Run, threads: Forensics, tmp_path: Path
 ) -> None:
-    """--max-sessions 1: the older thread's line says how to write its own page."""
-    out = tmp_path / "tenant.html"
-    run_adapters("report", TENANT, "--max-sessions", "1", "-o", str(out))
-    assert f"eventlog report {TENANT} {GRAPH_THREAD}" == _index(out.read_text())[
-        GRAPH_THREAD][-1]
+    """--max-sessions 1: an older thread's line says how to write its own page."""
+    index = _index(report(run, tmp_path, threads.tenant, "--max-sessions", "1"))
+    assert f"eventlog report {threads.tenant} trip" == index["trip"][-1]
+
+
+def _captions(html: str) -> list[str]:
+    return [html_lib.unescape(c) for c in re.findall(r'<text class="caption"[^>]*>([^<]+)<',
+                                                     html)]
+
+
+def test_the_steps_carry_the_names_of_the_nodes_that_ran(
+    run: Run, threads: Forensics, tmp_path: Path
+) -> None:
+    """Every node the graph ran is named on a step of its lane, in the order it ran."""
+    named = [c for c in _captions(report(run, tmp_path, threads.tenant, "trip"))
+             if c in threads.interrupted.nodes]
+    assert threads.interrupted.nodes == list(dict.fromkeys(named))
+
+
+def _qa(html: str) -> list[tuple[str, str]]:
+    rows = re.findall(r'<tr class="question">.*?</tr>', html, re.S)
+    return [tuple(html_lib.unescape(p) for p in re.findall(r"<pre>(.*?)</pre>", row, re.S))
+            for row in rows]  # type: ignore[misc]
+
+
+def test_the_question_is_shown_with_its_answer(
+    run: Run, threads: Forensics, tmp_path: Path
+) -> None:
+    """The interrupt's value and the Command(resume=...) that answered it, side by side."""
+    [(question, answer)] = _qa(report(run, tmp_path, threads.tenant, "trip"))
+    assert (QUESTION["question"] in question, f'"{ANSWER}"') == (True, answer)
+
+
+def test_the_question_links_to_its_answer_on_the_lane(
+    run: Run, threads: Forensics, tmp_path: Path
+) -> None:
+    """An arrow goes from the question's mark to the answer's."""
+    html = report(run, tmp_path, threads.tenant, "trip")
+    asked = re.findall(r'class="mark k-question" data-pos="(\d+)"', html)
+    answered = re.findall(r'class="mark k-answer" data-pos="(\d+)"', html)
+    links = re.findall(r'class="link link-answers" d="[^"]+" data-from="(\d+)" '
+                       r'data-to="(\d+)"', html)
+    assert list(zip(asked, answered, strict=True)) == links
+
+
+def test_a_workflow_request_is_shown_with_its_answer(
+    run: Run, threads: Forensics, tmp_path: Path
+) -> None:
+    """The workflow's request for a human (its data) and the human's answer."""
+    [(question, answer)] = _qa(report(run, tmp_path, threads.tenant, "payments"))
+    assert (str(threads.workflow.question.amount) in question, f'"{ANSWER}"') == (
+        True, answer)
+
+
+def test_the_fork_is_a_branch_of_the_checkpoint_tree(
+    run: Run, threads: Forensics, tmp_path: Path
+) -> None:
+    """update_state's checkpoint is tagged a fork, one level under its branch point."""
+    html = report(run, tmp_path, threads.tenant, "forked")
+    depths = {cid: int(depth) for depth, cid in re.findall(
+        r'<li class="node[^"]*" style="--d:(\d+)"[^>]*><code>([^<]+)</code>', html)}
+    forks = re.findall(r'<li class="node[^"]*"[^>]*><code>([^<]+)</code>(?:(?!</li>).)*?'
+                       r'class="tag fork" title="a second child of ([^"]+)"', html)
+    fork = threads.forked
+    assert ([(fork.fork_id, fork.fork_from)], depths[fork.fork_from] + 1) == (
+        forks, depths[str(fork.fork_id)])
+
+
+def test_the_fork_is_drawn_from_its_branch_point(
+    run: Run, threads: Forensics, tmp_path: Path
+) -> None:
+    """On the lanes an arrow goes from the branch point's mark to the fork's."""
+    html = report(run, tmp_path, threads.tenant, "forked")
+    ids = dict(re.findall(r'<li class="node[^"]*"[^>]*data-pos="(\d+)"><code>([^<]+)</code>',
+                          html))
+    links = re.findall(r'class="link link-fork" d="[^"]+" data-from="(\d+)" '
+                       r'data-to="(\d+)"', html)
+    assert [(threads.forked.fork_from, threads.forked.fork_id)] == [
+        (ids[a], ids[b]) for a, b in links]
+
+
+def test_a_subgraph_has_a_lane_of_its_own(run: Run, threads: Forensics, tmp_path: Path) -> None:
+    """The subgraph's checkpoints are on a lane under the graph's, one per namespace."""
+    html = report(run, tmp_path, threads.tenant, "nested")
+    assert ["graph", *threads.subgraph.namespaces] == _lanes(html)
+
+
+def test_the_unfinished_step_is_marked_with_why(
+    run: Run, threads: Forensics, tmp_path: Path
+) -> None:
+    """The crashed superstep: a stop after its checkpoint naming the node that raised."""
+    html = report(run, tmp_path, threads.tenant, "crashed")
+    stops = [html_lib.unescape(t) for t in re.findall(
+        r'<g class="stop" data-run="[^"]*"><title>([^<]+)</title>', html)]
+    crashed = threads.crashed
+    assert [(True, True)] == [(f"after checkpoint {crashed.unfinished_checkpoint}" in stop,
+                               f"{crashed.failed} raised" in stop and CRASH in stop)
+                              for stop in stops]
+
+
+def test_another_tenants_thread_of_the_same_name_never_shows(
+    run: Run, threads: Forensics, tmp_path: Path
+) -> None:
+    """The stranger's ``trip`` crashed; ours did not: no stop, no failure on our page."""
+    html = report(run, tmp_path, threads.tenant, "trip")
+    assert ([], False) == (re.findall(r'<g class="stop"', html), CRASH in html)
+
+
+def test_a_steps_values_are_shown_with_what_it_changed(
+    run: Run, threads: Forensics, tmp_path: Path
+) -> None:
+    """The last checkpoint of the thread: its ``items`` pretty, and the change from its
+    parent naming ``items``."""
+    html = report(run, tmp_path, threads.tenant, "trip")
+    last = threads.interrupted.checkpoint_ids[-1]
+    row = re.search(rf'<tr class="ev[^"]*"[^>]*>(?:(?!</tr>).)*?{last}(?:(?!</tr>).)*</tr>',
+                    html, re.S)
+    assert row is not None
+    pre = [html_lib.unescape(p) for p in re.findall(r"<pre>(.*?)</pre>", row[0], re.S)]
+    assert (True, True) == ('"shipped"' in pre[0], "items" in pre[1])

@@ -126,7 +126,7 @@ async def build_page(
     as_of = as_of_moment.value if as_of_moment is not None else None
     scan, verify = await _read(context, log, tenant, session, as_of)
     keys = collect.latest_sessions(scan, max_sessions)
-    reports = collect.session_reports(scan, keys, verify)
+    reports = await collect.session_reports(log, scan, keys, verify)
     last = max((e for events in scan.sessions.values() for e in events[-1:]),
                key=lambda e: e.position, default=None)
     data = ReportData(

@@ -20,11 +20,13 @@ from eventlog.cli.options import Moment
 from eventlog.cli.render import cell, when
 from eventlog.cli.report.model import SessionReport, build_session_report
 from eventlog.cli.report.page import Undecodable, VerifySummary
+from eventlog.cli.report.threads import step_views
 from eventlog.cli.report.values import StateView, state_views, wanted_digests
 from eventlog.cli.sessions import read_merged
+from eventlog.cli.thread_story import read_payloads
 from eventlog.cli.verify import describe, view_findings
 from eventlog.events.interrupts import BatchCreated
-from eventlog.events.threads import ThreadEvent
+from eventlog.events.threads import ThreadCheckpointPut, ThreadEvent
 from eventlog.log import EventLog, SpilledViews
 from eventlog.records import RecordedEvent
 from projections.query import In, ViewQuery
@@ -180,6 +182,9 @@ async def state_values(
         listed = {row.position for row in report.rows}
         blobs = await log.get_blobs(report.tenant, wanted_digests(events, listed))
         views.update(state_views(events, listed, blobs))
+        sizes = {e.position: e.event.state_size for e in events
+                 if isinstance(e.event, ThreadCheckpointPut)}
+        views.update(step_views(report.stories, listed, sizes))
     return views
 
 
@@ -190,12 +195,18 @@ def latest_sessions(scan: Scan, limit: int) -> list[SessionKey]:
     return [key for key, _events in keyed[:limit]]
 
 
-def session_reports(
-    scan: Scan, keys: Sequence[SessionKey], verify: VerifySummary
+async def session_reports(
+    log: EventLog, scan: Scan, keys: Sequence[SessionKey], verify: VerifySummary
 ) -> list[SessionReport]:
-    """The model of each chosen session, with verify's broken links marked."""
-    return [build_session_report(tenant, session, scan.sessions[(tenant, session)],
-                                 verify.problems) for tenant, session in keys]
+    """The model of each chosen session, with verify's broken links marked and its
+    framework threads told from their payloads."""
+    reports = []
+    for tenant, session in keys:
+        events = scan.sessions[(tenant, session)]
+        payloads = await read_payloads(log, tenant, events)
+        reports.append(build_session_report(tenant, session, events, verify.problems,
+                                            payloads))
+    return reports
 
 
 def moment_text(as_of: Moment | None, last: RecordedEvent | None) -> str | None:

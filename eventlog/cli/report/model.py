@@ -12,15 +12,23 @@ and says how many it left out; the tree folds long straight chains.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any
 
 from eventlog.cli.lenient import UndecodableEvent
 from eventlog.cli.render import event_json, short_hash
 from eventlog.cli.report.index import framework_of
+from eventlog.cli.report.parts import Lane, Link, Mark, Row, Stop, TreeRow
+from eventlog.cli.report.threads import (
+    captions,
+    thread_kind,
+    thread_links,
+    thread_tree,
+    unfinished_stops,
+)
 from eventlog.cli.story import Entry, build_timeline
+from eventlog.cli.thread_story import ThreadStory
 from eventlog.events import interrupts as ev
 from eventlog.events import threads as th
 from eventlog.events.checkpoints import CheckpointCreated
@@ -42,88 +50,6 @@ _KIND_OF_TYPE = {
     ev.ClaimExpired: "expired", ev.EffectUnresolved: "unresolved",
     ev.BatchReconciled: "reconcile", ev.BatchRetired: "other",
 }
-
-
-@dataclass(frozen=True, slots=True)
-class Lane:
-    """One swimlane: a run, an interrupt batch, or the session itself."""
-
-    key: str
-    """``run 2``, ``batch 1`` or ``session``: what the table's lane column says."""
-    kind: str
-    """``run``, ``batch`` or ``session``."""
-    ident: str
-    """The run id or batch id (empty for the session lane)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Mark:
-    """One event on its lane, at its place in the session's log order."""
-
-    index: int
-    position: int
-    lane: str
-    kind: str
-    """``checkpoint``, ``duplicate``, ``writes``, ``created``, ``claim``, ``stale``, ``capture``,
-    ``effect``, ``finish``, ``expired``, ``unresolved``, ``reconcile``, ``tombstone``,
-    ``undecodable`` or ``other``."""
-    label: str
-    broken: bool = False
-    at: float = 0.0
-    """Seconds from the session's first event to this one, on the events' clock."""
-
-
-@dataclass(frozen=True, slots=True)
-class Stop:
-    """Where a run stopped without finishing: after the mark at ``index`` on ``lane``."""
-
-    index: int
-    lane: str
-    label: str
-
-
-@dataclass(frozen=True, slots=True)
-class Link:
-    """An arrow between two marks on different lanes (or a replay on the same one)."""
-
-    source: int
-    target: int
-    """Indexes of the two marks."""
-    kind: str
-    """``parent`` (a checkpoint after its parent on another lane), ``replay`` (a duplicate
-    back to the record it repeats) or ``resumes`` (a batch from its checkpoint)."""
-
-
-@dataclass(frozen=True, slots=True)
-class TreeRow:
-    """One line of the checkpoint tree (or a folded stretch of a straight chain)."""
-
-    depth: int
-    position: int
-    checkpoint_id: str
-    step: int
-    lane: str
-    duplicate: str | None = None
-    """Why the record is a duplicate (None: it is not)."""
-    folded: int = 0
-    """When more than zero: this line stands for that many checkpoints left out."""
-
-
-@dataclass(frozen=True, slots=True)
-class Row:
-    """One listed event: what the table shows, and the full event behind a click."""
-
-    position: int
-    recorded_at: datetime
-    type: str
-    lane: str
-    actor: str
-    hash_prefix: str
-    what: str
-    details: str
-    duplicate: bool
-    broken: bool
-    full: dict[str, Any]
 
 
 @dataclass
@@ -149,35 +75,43 @@ class SessionReport:
     framework: str = "session"
     """What wrote it (`eventlog.cli.report.index.framework_of`)."""
     stops: list[Stop] = field(default_factory=list)
-    """Where runs stopped without finishing."""
+    """Where runs stopped, or framework steps were left, without finishing."""
+    stories: list[ThreadStory] = field(default_factory=list)
+    """Its framework threads, each in its framework's words."""
 
 
 def build_session_report(
     tenant: str, session: str, events: Sequence[RecordedEvent],
-    problems: Iterable[StreamProblem] = (),
+    problems: Iterable[StreamProblem] = (), payloads: Mapping[bytes, bytes] | None = None,
 ) -> SessionReport:
     """The report of one session from its events in log order; ``problems`` (verify's
-    first broken links) mark the events they name."""
+    first broken links) mark the events they name; ``payloads`` (the bytes of its
+    framework threads' payloads) let those be told in their framework's words."""
     broken = {(p.stream_id, p.version) for p in problems if p.tenant_id == tenant}
-    timeline = build_timeline(events)
-    entries = timeline.entries
-    lanes = _lanes(timeline.runs, timeline.batches, entries)
-    clock = elapsed(events)
-    marks = [_mark(i, entry, event, (event.stream_id, event.version) in broken, clock[i])
+    timeline = build_timeline(events, payloads)
+    entries, stories = timeline.entries, timeline.threads
+    clock, said = elapsed(events), captions(stories)
+    marks = [_mark(i, entry, event, (event.stream_id, event.version) in broken, clock[i],
+                   said.get(event.position, ""))
              for i, (entry, event) in enumerate(zip(entries, events, strict=True))]
     marks = _mark_stale_claims(marks, events)
-    links = _links(events, entries)
+    index_of = {event.position: i for i, event in enumerate(events)}
+    links = _links(events, entries) + thread_links(stories, index_of)
     rows, left_out = _rows(entries, events, marks)
     counts = Counter(mark.kind for mark in marks)
+    stops = run_stops(events, entries) + unfinished_stops(
+        stories, index_of, [entry.lane for entry in entries])
     return SessionReport(
-        tenant=tenant, session=session, lanes=lanes, marks=marks,
-        links=links[:MAX_LINKS], links_left_out=max(0, len(links) - MAX_LINKS),
-        tree=checkpoint_tree(events, entries), rows=rows, rows_left_out=left_out,
+        tenant=tenant, session=session, lanes=_lanes(timeline.runs, timeline.batches, entries),
+        marks=marks, links=links[:MAX_LINKS], links_left_out=max(0, len(links) - MAX_LINKS),
+        tree=checkpoint_tree(events, entries) + [
+            row for story in stories for row in thread_tree(story)],
+        rows=rows, rows_left_out=left_out,
         checkpoints=timeline.checkpoints, duplicates=timeline.duplicates,
         stale_claims=counts.get("stale", 0),
         first_recorded=events[0].recorded_at if events else None,
         last_recorded=events[-1].recorded_at if events else None,
-        counts=dict(counts), framework=framework_of(events), stops=run_stops(events, entries),
+        counts=dict(counts), framework=framework_of(events), stops=stops, stories=stories,
     )
 
 
@@ -201,26 +135,29 @@ def _lanes(runs: dict[str, int], batches: dict[str, int], entries: list[Entry]) 
     for entry in entries:  # a thread's lanes (one per namespace), then the session's
         if entry.lane not in known and entry.lane != "session":
             known.add(entry.lane)
-            lanes.append(Lane(entry.lane, "thread", entry.lane.removeprefix("ns ")))
+            kind = "thread" if entry.lane in ("graph", "workflow") else "subgraph"
+            lanes.append(Lane(entry.lane, kind, ""))
     if any(entry.lane == "session" for entry in entries):
         lanes.append(Lane("session", "session", ""))
     return lanes
 
 
-def _mark(index: int, entry: Entry, event: RecordedEvent, broken: bool, at: float) -> Mark:
+def _mark(
+    index: int, entry: Entry, event: RecordedEvent, broken: bool, at: float, caption: str
+) -> Mark:
     payload = event.event
     if isinstance(payload, UndecodableEvent):
         kind = "undecodable"
-    elif isinstance(payload, CheckpointCreated | th.ThreadCheckpointPut):
+    elif isinstance(payload, CheckpointCreated):
         kind = "duplicate" if entry.duplicate_of is not None else "checkpoint"
-    elif isinstance(payload, th.ThreadWritesPut):
-        kind = "writes"
+    elif isinstance(payload, th.ThreadEvent):
+        kind = thread_kind(entry.what)
     elif entry.what == "tombstone":
         kind = "tombstone"
     else:
         kind = _KIND_OF_TYPE.get(type(payload), "other")
     label = f"#{event.position} {entry.what}: {entry.details}"
-    return Mark(index, event.position, entry.lane, kind, label[:300], broken, at)
+    return Mark(index, event.position, entry.lane, kind, label[:300], broken, at, caption)
 
 
 def _mark_stale_claims(marks: list[Mark], events: Sequence[RecordedEvent]) -> list[Mark]:

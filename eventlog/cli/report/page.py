@@ -18,9 +18,11 @@ from typing import Any
 from eventlog.cli.render import jsonable, plural, when
 from eventlog.cli.report.assets import CSS, SCRIPT
 from eventlog.cli.report.index import SessionLine, anchor, render_index
-from eventlog.cli.report.model import Row, SessionReport, TreeRow
+from eventlog.cli.report.model import SessionReport
+from eventlog.cli.report.parts import Row, TreeRow
 from eventlog.cli.report.svg import mark_shape, stop_shape, swimlanes
 from eventlog.cli.report.values import StateView
+from eventlog.cli.thread_story import AGENT_FRAMEWORK, ThreadStory, pretty
 from eventlog.records import StreamProblem
 
 
@@ -204,19 +206,7 @@ def session_section(
     """One session: facts, swimlanes with a legend, the checkpoint tree, the events."""
     section = anchor(report.tenant, report.session)
     kind = report.framework[:1].upper() + report.framework[1:]
-    facts = [
-        f"<span><b>{len([lane for lane in report.lanes if lane.kind == 'run'])}</b> runs</span>",
-        f"<span><b>{report.checkpoints}</b> checkpoints</span>",
-        f"<span><b>{report.duplicates}</b> duplicates (at-least-once)</span>",
-        f"<span><b>{len([lane for lane in report.lanes if lane.kind == 'batch'])}</b> "
-        "interrupt batches</span>",
-        f"<span><b>{report.stale_claims}</b> superseded claims</span>",
-        f"<span>from <b>{escape(when(report.first_recorded))}</b> to "
-        f"<b>{escape(when(report.last_recorded))}</b></span>",
-    ]
-    if report.stops:
-        facts.insert(1, f'<span class="bad"><b>{len(report.stops)}</b> stopped without '
-                        "finishing</span>")
+    facts = _facts(report)
     links_note = (f'<p class="note">{report.links_left_out} more links not drawn.</p>'
                   if report.links_left_out else "")
     return "".join([
@@ -229,7 +219,8 @@ def session_section(
         "<h3>Timeline: a lane per run, interrupt batch and thread namespace; across, the "
         "events' time (each event a step of its own; shaded: pauses)</h3>",
         f'<div class="scroll">{swimlanes(report)}</div>', _legend(), links_note,
-        "<h3>Checkpoint tree (parent → children; duplicates marked)</h3>",
+        _questions(report),
+        "<h3>Checkpoint tree (parent → children; duplicates marked, forks as branches)</h3>",
         _tree(report.tree),
         f'<h3>Events (<span id="t-{section}-count">{len(report.rows)}</span> listed'
         + (f", {report.rows_left_out} plain checkpoints left out" if report.rows_left_out
@@ -237,6 +228,65 @@ def session_section(
         _events(report.rows, f"t-{section}", values or {}),
         "</section>",
     ])
+
+
+def _facts(report: SessionReport) -> list[str]:
+    """The session's (and its framework threads') counts and time span."""
+    runs = len([lane for lane in report.lanes if lane.kind == "run"])
+    batches = len([lane for lane in report.lanes if lane.kind == "batch"])
+    facts = []
+    if runs or not report.stories:
+        facts.append(f"<span><b>{runs}</b> runs</span>")
+    if report.stops:
+        facts.append(f'<span class="bad"><b>{len(report.stops)}</b> stopped without '
+                     "finishing</span>")
+    facts += [f"<span><b>{report.checkpoints}</b> checkpoints</span>",
+              f"<span><b>{report.duplicates}</b> duplicates (at-least-once)</span>"]
+    if batches or not report.stories:
+        facts += [f"<span><b>{batches}</b> interrupt batches</span>",
+                  f"<span><b>{report.stale_claims}</b> superseded claims</span>"]
+    facts += [_thread_facts(story) for story in report.stories]
+    facts.append(f"<span>from <b>{escape(when(report.first_recorded))}</b> to "
+                 f"<b>{escape(when(report.last_recorded))}</b></span>")
+    return facts
+
+
+def _thread_facts(story: ThreadStory) -> str:
+    asked = len(story.questions)
+    answered = sum(question.answered for question in story.questions)
+    forks = len({s.checkpoint_id for s in story.steps if s.fork_of is not None})
+    subgraphs = len([namespace for namespace in story.namespaces if namespace])
+    noun = ("request for a human", "requests for a human") if story.frameworks == [
+        AGENT_FRAMEWORK] else ("question", "questions")
+    return (f"<span>{escape(' and '.join(story.frameworks))}: <b>{asked}</b> "
+            f"{noun[0] if asked == 1 else noun[1]} (<b>{answered}</b> answered), "
+            f"<b>{forks}</b> {'fork' if forks == 1 else 'forks'}, <b>{subgraphs}</b> "
+            f"subgraph {'namespace' if subgraphs == 1 else 'namespaces'}</span>")
+
+
+def _questions(report: SessionReport) -> str:
+    """Each question a framework thread asked, who asked, and the answer that resumed it."""
+    questions = [question for story in report.stories for question in story.questions]
+    if not questions:
+        return ""
+    parts = ['<h3>Questions and answers</h3><table class="qa"><tr><th class=num>asked</th>'
+             "<th>by</th><th>question</th><th>answer</th><th class=num>answered</th></tr>"]
+    for question in questions:
+        where = f" in {question.namespace}" if question.namespace else ""
+        answer = (f"<pre>{escape(pretty(question.answer))}</pre>" if question.answered
+                  else '<b class="bad">not answered</b>')
+        answered = (_jump(question.answer_position)
+                    if question.answer_position is not None else "")
+        parts.append(f'<tr class="question"><td class=num>{_jump(question.position)}</td>'
+                     f"<td>{escape(question.node)}{escape(where)}</td>"
+                     f"<td><pre>{escape(pretty(question.value))}</pre></td>"
+                     f"<td>{answer}</td><td class=num>{answered}</td></tr>")
+    parts.append("</table>")
+    return "".join(parts)
+
+
+def _jump(position: int) -> str:
+    return f'<a href="#ev-{position}" data-pos="{position}">#{position}</a>'
 
 
 def _state(state: list[tuple[str, str]]) -> str:
@@ -255,7 +305,8 @@ _LEGEND = (("checkpoint", "checkpoint"), ("duplicate", "duplicate (replayed step
            ("finish", "finish / release"), ("expired", "expired"),
            ("unresolved", "effect unresolved (needs a reconcile)"),
            ("reconcile", "reconciliation"), ("tombstone", "deleted / removed"),
-           ("undecodable", "undecodable event"))
+           ("undecodable", "undecodable event"), ("question", "question (interrupt, "
+           "request for a human)"), ("answer", "answer (resume)"), ("failed", "task failed"))
 
 
 def _legend() -> str:
@@ -265,8 +316,12 @@ def _legend() -> str:
                  'd="M1,5 L25,5"/></svg>parent on another run (resume)</span>')
     items.append('<span><svg width="26" height="10"><path class="link link-replay" '
                  'd="M1,5 L25,5"/></svg>replay of an earlier record</span>')
+    items.append('<span><svg width="26" height="10"><path class="link link-answers" '
+                 'd="M1,5 L25,5"/></svg>question → its answer</span>')
+    items.append('<span><svg width="26" height="10"><path class="link link-fork" '
+                 'd="M1,5 L25,5"/></svg>branch point → fork</span>')
     items.append(f'<span><svg width="24" height="24" class="stop">{stop_shape(5, 12)}</svg>'
-                 "run stopped without finishing (a later run redid its work)</span>")
+                 "stopped without finishing (a run redone, a step never finished)</span>")
     items.append('<span><svg width="26" height="14"><rect class="pause-key" x="1" y="1" '
                  'width="24" height="12"/></svg>pause (nothing recorded)</span>')
     items.append('<span><svg width="20" height="20"><circle cx="10" cy="10" r="8" '
@@ -288,11 +343,15 @@ def _tree(rows: list[TreeRow]) -> str:
         dup = (f'<span class="tag dup" title="{escape(row.duplicate)}">duplicate</span>'
                if row.duplicate else "")
         root = " root" if row.depth == 0 and row is rows[0] else ""
+        fork = (f'<span class="tag fork" title="a second child of {escape(row.fork)}">fork '
+                f"from {escape(row.fork[:13])}</span>" if row.fork else "")
+        note = f'<span class="note">{escape(row.note)}</span>' if row.note else ""
+        step = "?" if row.step is None else row.step
         items.append(
             f'<li class="node{root}" style="--d:{row.depth}" data-pos="{row.position}">'
-            f"<code>{escape(row.checkpoint_id)}</code> step {row.step} "
+            f"<code>{escape(row.checkpoint_id)}</code> step {step} "
             f'<span class="tag">{escape(row.lane)}</span>'
-            f'<span class="tag">#{row.position}</span>{dup}</li>')
+            f'<span class="tag">#{row.position}</span>{dup}{fork}{note}</li>')
     return f'<div class="scroll tall"><ul class="tree">{"".join(items)}</ul></div>'
 
 

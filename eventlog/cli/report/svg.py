@@ -17,10 +17,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from html import escape
 
-from eventlog.cli.report.model import Lane, Link, Mark, SessionReport, Stop
+from eventlog.cli.report.model import SessionReport
+from eventlog.cli.report.parts import Lane, Link, Mark, Stop
 
 LABEL_WIDTH = 180
-LANE_HEIGHT = 38
+LANE_HEIGHT = 44
 TOP = 40
 BOTTOM = 24
 """Room under the lanes for the pauses' lengths."""
@@ -37,9 +38,9 @@ MAX_LANES = 60
 PAUSE_MIN_S = 30.0
 MAX_PAUSES = 12
 
-_PRIORITY = ("undecodable", "stale", "effect", "reconcile", "claim", "duplicate",
-             "unresolved", "expired", "finish", "capture", "created", "tombstone",
-             "checkpoint", "writes", "other")
+_PRIORITY = ("undecodable", "failed", "question", "answer", "stale", "effect", "reconcile",
+             "claim", "duplicate", "unresolved", "expired", "finish", "capture", "created",
+             "tombstone", "checkpoint", "writes", "other")
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,17 +132,26 @@ def _lane_backgrounds(lanes: list[Lane], shape: Layout) -> str:
         if lane is None:
             label, title, kind = f"{len(lanes) - MAX_LANES} more lanes", "", "run"
         else:
-            label = lane.key
-            title, kind = lane.ident, lane.kind
-        short = f" {title[:8]}" if title else ""
+            label, title, kind = lane.key, lane.ident, lane.kind
+        text, short = lane_text(label, kind, title)
         parts.append(
             f'<g class="lane lane-{kind}" data-lane="{escape(label)}">'
             f'<rect x="0" y="{y}" width="{shape.width:.0f}" height="{LANE_HEIGHT}" '
             f'class="lane-bg"/><text x="8" y="{y + LANE_HEIGHT / 2 + 4:.0f}" '
-            f'class="lane-label">{escape(label)}<tspan class="lane-id">{escape(short)}'
+            f'class="lane-label">{escape(text)}<tspan class="lane-id">{escape(short)}'
             f'</tspan><title>{escape(label)} {escape(title)}</title></text></g>'
         )
     return "".join(parts)
+
+
+def lane_text(key: str, kind: str, ident: str) -> tuple[str, str]:
+    """A lane's label and the short id after it: a subgraph's namespace
+    (``review:1f0…|inner:…``) reads ``└ inner`` indented by its depth, with its task id."""
+    if kind != "subgraph":
+        return key, f" {ident[:8]}" if ident else ""
+    depth = key.count("|")
+    name, _, task = key.rpartition("|")[2].partition(":")
+    return f"{'  ' * depth}└ {name}", f" {task[:8]}"
 
 
 def _axis(report: SessionReport, shape: Layout) -> str:
@@ -253,6 +263,27 @@ def _marks(marks: list[Mark], shape: Layout) -> str:
         else:
             parts.append(_bin(group, shape))
     parts.append("</g>")
+    parts.append(_captions([group[0] for group in cells.values() if len(group) == 1], shape))
+    return "".join(parts)
+
+
+def _captions(marks: list[Mark], shape: Layout) -> str:
+    """The captions of single marks, below the mark or else above it, never overlapping
+    another of the lane (a caption with no room is left to the mark's tooltip)."""
+    free: dict[tuple[str, int], float] = {}  # (lane, row) -> where the row is free from
+    parts = ['<g class="captions">']
+    for mark in sorted(marks, key=lambda m: m.index):
+        if not mark.caption:
+            continue
+        x, y = shape.x(mark.index), shape.y(mark.lane)
+        width = 6.2 * len(mark.caption)
+        for row, dy in ((0, 18), (1, -10)):
+            if free.get((mark.lane, row), -1e9) <= x - width / 2:
+                free[(mark.lane, row)] = x + width / 2 + 4
+                parts.append(f'<text class="caption" x="{x:.1f}" y="{y + dy:.1f}" '
+                             f'data-pos="{mark.position}">{escape(mark.caption)}</text>')
+                break
+    parts.append("</g>")
     return "".join(parts)
 
 
@@ -265,6 +296,7 @@ def _mark(mark: Mark, shape: Layout) -> str:
 
 
 def mark_shape(kind: str, x: float, y: float) -> str:
+    """The shape of a mark of ``kind`` centred on (x, y)."""
     if kind in ("checkpoint", "duplicate", "expired", "unresolved"):
         radius = 6.5 if kind == "duplicate" else 5.5
         return f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{radius}"/>'
@@ -281,6 +313,10 @@ def mark_shape(kind: str, x: float, y: float) -> str:
     if kind == "capture":
         return (f'<polygon points="{x - 6:.1f},{y + 5:.1f} {x + 6:.1f},{y + 5:.1f} '
                 f'{x:.1f},{y - 6:.1f}"/>')
+    if kind in ("question", "answer", "failed"):
+        glyph = {"question": "?", "answer": "✓", "failed": "!"}[kind]
+        return (f'<circle cx="{x:.1f}" cy="{y:.1f}" r="7.5"/>'
+                f'<text x="{x:.1f}" y="{y + 4:.1f}" class="glyph">{glyph}</text>')
     if kind == "writes":
         return f'<rect x="{x - 4:.1f}" y="{y - 4:.1f}" width="8" height="8" rx="1"/>'
     if kind == "undecodable":

@@ -1,10 +1,11 @@
 """What a listed checkpoint held: its state, pretty-printed, and what changed since its
 parent. Pure functions of the events and the blobs `collect` read for them.
 
-Only JSON states are shown (a session's ``json`` state, an Agent Framework checkpoint);
-a state in another encoding, or one erased since, says so instead. A value is cut at
-`MAX_SHOWN` characters and a difference at `MAX_DIFF_LINES` lines, so a page listing 400
-large checkpoints stays within issue 13's budget.
+Here: a session's checkpoints (`CheckpointCreated`), whose ``json`` states are shown; a
+state in another encoding, or one erased since, says so instead. A framework thread's
+steps are told from their `thread_story` (`eventlog.cli.report.threads.step_views`).
+A value is cut at `MAX_SHOWN` characters and a difference at `MAX_DIFF_LINES` lines, so a
+page listing 400 large checkpoints stays within issue 13's budget.
 """
 
 from __future__ import annotations
@@ -16,15 +17,14 @@ from typing import Any
 
 from eventlog.cli.render import cell
 from eventlog.events.checkpoints import CheckpointCreated
-from eventlog.events.threads import ThreadCheckpointPut
 from eventlog.records import RecordedEvent
 
 MAX_SHOWN = 4000
 """Characters of one pretty-printed state."""
 MAX_DIFF_LINES = 60
-JSON_ENCODINGS = frozenset({"json", "maf-checkpoint+json"})
+JSON_ENCODINGS = frozenset({"json"})
 
-_Checkpoint = CheckpointCreated | ThreadCheckpointPut
+_Checkpoint = CheckpointCreated
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,15 +47,14 @@ def _checkpoints(
     events: Sequence[RecordedEvent],
 ) -> Iterator[tuple[RecordedEvent, _Checkpoint, _Checkpoint | None]]:
     """Each checkpoint record with the latest earlier record of its parent id."""
-    latest: dict[tuple[str, str], _Checkpoint] = {}
+    latest: dict[str, _Checkpoint] = {}
     for event in events:
         payload = event.event
-        if not isinstance(payload, CheckpointCreated | ThreadCheckpointPut):
+        if not isinstance(payload, CheckpointCreated):
             continue
-        space = payload.namespace if isinstance(payload, ThreadCheckpointPut) else ""
-        parent = latest.get((space, payload.parent_id or ""))
+        parent = latest.get(payload.parent_id or "")
         yield event, payload, parent
-        latest[(space, payload.checkpoint_id)] = payload
+        latest[payload.checkpoint_id] = payload
 
 
 def wanted_digests(events: Sequence[RecordedEvent], positions: set[int]) -> set[bytes]:

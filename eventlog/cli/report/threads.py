@@ -1,0 +1,136 @@
+"""A framework thread in the report, in its framework's words (from `thread_story`): the
+kind and caption of each mark, questions linked to their answers, forks linked to their
+branch point, unfinished steps, the tree of checkpoints, and each step's values with
+what it changed. Pure functions of the stories.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from eventlog.cli.report.parts import Link, Stop, TreeRow
+from eventlog.cli.report.values import MAX_DIFF_LINES, MAX_SHOWN, StateView
+from eventlog.cli.thread_story import Step, ThreadStory, diff, pretty, short
+
+MAX_TREE_ROWS = 300
+"""Checkpoints of one thread listed in its tree; the rest are counted."""
+
+_KINDS = {
+    "checkpoint": "checkpoint", "checkpoint (put again)": "duplicate",
+    "checkpoint (saved again)": "duplicate", "interrupt": "question", "resume": "answer",
+    "pending writes": "writes", "task failed": "failed", "copy_thread": "other",
+}
+
+
+def thread_kind(what: str) -> str:
+    """The mark kind of a thread event's timeline line (deletions are tombstones)."""
+    return _KINDS.get(what, "tombstone")
+
+
+def captions(stories: Sequence[ThreadStory]) -> dict[int, str]:
+    """By position: the nodes a step ran (or its source), who asked, and each answer."""
+    found: dict[int, str] = {}
+    for story in stories:
+        for step in story.steps:
+            if step.fork_of is not None:
+                found[step.position] = f"fork: {', '.join(step.nodes) or step.source or ''}"
+            else:
+                found[step.position] = ", ".join(step.nodes) or step.source or ""
+        for question in story.questions:
+            found[question.position] = f"{question.node} asks"
+            if question.answer_position is not None:
+                found[question.answer_position] = f"answer {short(question.answer)}"
+    return {position: text[:40] for position, text in found.items() if text}
+
+
+def thread_links(stories: Sequence[ThreadStory], index_of: Mapping[int, int]) -> list[Link]:
+    """Each answered question to its answer; each fork's branch point to the fork."""
+    links: list[Link] = []
+    for story in stories:
+        for question in story.questions:
+            if question.answer_position in index_of and question.position in index_of:
+                links.append(Link(index_of[question.position],
+                                  index_of[question.answer_position or 0], "answers"))
+        for step in story.steps:
+            parent = story.step(step.namespace, step.fork_of or "")
+            if step.fork_of is not None and parent is not None and parent.position in index_of:
+                links.append(Link(index_of[parent.position], index_of[step.position], "fork"))
+    return links
+
+
+def unfinished_stops(
+    stories: Sequence[ThreadStory], index_of: Mapping[int, int], lanes: Sequence[str]
+) -> list[Stop]:
+    """A stop after the last event of each step that started and never finished."""
+    stops: list[Stop] = []
+    for story in stories:
+        for step in story.steps:
+            if step.unfinished is None:
+                continue
+            last = max([step.position, *(task.position for task in step.tasks)])
+            if last in index_of:
+                index = index_of[last]
+                stops.append(Stop(index, lanes[index], f"UNFINISHED after checkpoint "
+                                                       f"{step.checkpoint_id}: {step.unfinished}"))
+    return stops
+
+
+def thread_tree(story: ThreadStory) -> list[TreeRow]:
+    """The thread's checkpoints as a tree per namespace (the root's first), depth first:
+    a fork is a second child of its branch point."""
+    rows: list[TreeRow] = []
+    for namespace in story.namespaces:
+        steps = [s for s in story.steps if s.namespace == namespace and s.put_again is None]
+        ids = {s.checkpoint_id for s in steps}
+        children: dict[str | None, list[Step]] = {}
+        for step in steps:
+            parent = step.parent_id if step.parent_id in ids else None
+            children.setdefault(parent, []).append(step)
+        base = 1 if namespace else 0
+        stack = [(root, base) for root in reversed(children.get(None, []))]
+        while stack:
+            step, depth = stack.pop()
+            rows.append(_tree_row(story, step, depth))
+            stack.extend((child, depth + 1) for child in reversed(
+                children.get(step.checkpoint_id, [])))
+    if len(rows) > MAX_TREE_ROWS:
+        left = len(rows) - MAX_TREE_ROWS
+        rows = [*rows[:MAX_TREE_ROWS], TreeRow(0, rows[MAX_TREE_ROWS].position, "", None,
+                                               story.lane(""), folded=left)]
+    return rows
+
+
+def _tree_row(story: ThreadStory, step: Step, depth: int) -> TreeRow:
+    what = [step.source or ""]
+    if step.nodes:
+        what.append("ran " + ", ".join(step.nodes))
+    if step.unfinished is not None:
+        what.append("UNFINISHED: " + step.unfinished)
+    return TreeRow(depth, step.position, step.checkpoint_id, step.step,
+                   story.lane(step.namespace), note=" · ".join(w for w in what if w),
+                   fork=step.fork_of)
+
+
+def step_views(stories: Sequence[ThreadStory], positions: set[int],
+               sizes: Mapping[int, int]) -> dict[int, StateView]:
+    """By position: a listed step's values, pretty, and what changed since its parent."""
+    views: dict[int, StateView] = {}
+    for story in stories:
+        for step in story.steps:
+            if step.position in positions and step.values is not None:
+                views[step.position] = _step_view(story, step, sizes.get(step.position, 0))
+    return views
+
+
+def _step_view(story: ThreadStory, step: Step, size: int) -> StateView:
+    values = step.values or {}
+    text = pretty(values)
+    note = f"cut at {MAX_SHOWN} of {len(text)} characters" if len(text) > MAX_SHOWN else ""
+    parent = story.step(step.namespace, step.parent_id) if step.parent_id else None
+    encoding = "Agent Framework" if step.framework != "LangGraph" else "LangGraph"
+    if parent is None or parent.values is None:
+        return StateView(size, encoding, text[:MAX_SHOWN], note)
+    lines = diff(parent.values, values)
+    if len(lines) > MAX_DIFF_LINES:
+        lines = [*lines[:MAX_DIFF_LINES], f"… and {len(lines) - MAX_DIFF_LINES} more lines"]
+    return StateView(size, encoding, text[:MAX_SHOWN], note, parent.checkpoint_id, lines)
