@@ -225,6 +225,20 @@ def test_the_fork_is_drawn_from_its_branch_point(
         (ids[a], ids[b]) for a, b in links]
 
 
+def test_the_fork_runs_on_a_lane_of_its_own(
+    run: Run, threads: Forensics, tmp_path: Path
+) -> None:
+    """The fork's checkpoint and what followed it are on the branch's lane, under the
+    graph's."""
+    html = report(run, tmp_path, threads.tenant, "forked")
+    on_branch = re.findall(r'<tr class="ev[^"]*" id="ev-(\d+)"[^>]*>(?:(?!</tr>).)*?'
+                           r'<td class=time title="graph · branch 1">', html, re.S)
+    fork = re.search(rf'<li class="node[^"]*"[^>]*data-pos="(\d+)"><code>{threads.forked.fork_id}',
+                     html)
+    assert fork is not None
+    assert (["graph", "graph · branch 1"], fork[1]) == (_lanes(html), on_branch[0])
+
+
 def test_a_subgraph_has_a_lane_of_its_own(run: Run, threads: Forensics, tmp_path: Path) -> None:
     """The subgraph's checkpoints are on a lane under the graph's, one per namespace."""
     html = report(run, tmp_path, threads.tenant, "nested")

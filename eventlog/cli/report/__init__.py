@@ -22,6 +22,7 @@ from eventlog.cli.horizon import settle_or_warn
 from eventlog.cli.options import Moment, positive_int, when_moment
 from eventlog.cli.report import collect
 from eventlog.cli.report.index import index_lines
+from eventlog.cli.report.model import SessionReport
 from eventlog.cli.report.page import ReportData, VerifySummary, render_page
 from eventlog.cli.scope import require_session, require_tenant
 from eventlog.log import EventLog
@@ -130,7 +131,7 @@ async def build_page(
     last = max((e for events in scan.sessions.values() for e in events[-1:]),
                key=lambda e: e.position, default=None)
     data = ReportData(
-        title=_title(tenant, session), source=context.shown_url(),
+        title=_title(tenant, session, reports), source=context.shown_url(),
         generated_at=datetime.now(UTC), verify=verify, sessions=reports,
         index=index_lines(scan.sessions, set(keys)) if session is None else [],
         as_of=collect.moment_text(as_of_moment, last), left_after=scan.after_moment,
@@ -160,9 +161,10 @@ async def _read(
         return scan, await collect.verify_summary(log, tenant, progress)
 
 
-def _title(tenant: str | None, session: str | None) -> str:
+def _title(tenant: str | None, session: str | None, reports: list[SessionReport]) -> str:
     if session is not None:
-        return f"Incident report: session {session} of tenant {tenant}"
+        kind = reports[0].framework if reports else "session"
+        return f"Incident report: {kind} {session} of tenant {tenant}"
     if tenant is not None:
         return f"Incident report: tenant {tenant}"
     return "Incident report: the whole log"

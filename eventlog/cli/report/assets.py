@@ -55,7 +55,7 @@ svg.lanes.fit { width:100%; height:auto; }
   stroke-width:2.2; } .stop { cursor:help; }
 .lane-bg { fill:#fff; stroke:var(--line); }
 .lane-batch .lane-bg { fill:#faf6ff; } .lane-session .lane-bg { fill:#f4f4f4; }
-.lane-subgraph .lane-bg { fill:#f5f9ff; }
+.lane-subgraph .lane-bg { fill:#f5f9ff; } .lane-branch .lane-bg { fill:#fff8f2; }
 .lane-label { font-weight:600; fill:var(--ink); font-size:12px; }
 .lane-id { fill:var(--muted); font-weight:400; font-family:ui-monospace,monospace; }
 .axis line { stroke:#eef0f4; } .axis text { fill:var(--muted); text-anchor:middle; }
@@ -85,7 +85,7 @@ svg.lanes.fit { width:100%; height:auto; }
 .link-answers { stroke:var(--batch); stroke-width:2; }
 .link-fork { stroke:var(--effect); stroke-width:2; stroke-dasharray:6 3; }
 ul.tree li .fork { background:#ffe8d6; color:#a03d00; font-weight:600; }
-ul.tree li .note { color:var(--muted); margin-left:6px; }
+ul.tree li .note { color:var(--muted); margin-left:6px; white-space:normal; }
 table.qa td pre { margin:0; white-space:pre-wrap; font-size:12px; }
 .k-writes > *:not(title) { fill:#fff; stroke:var(--run); stroke-width:1.5; }
 .k-undecodable rect { fill:var(--bad); } .k-undecodable .glyph { fill:#fff;

@@ -21,6 +21,7 @@ from eventlog.cli.render import event_json, short_hash
 from eventlog.cli.report.index import framework_of
 from eventlog.cli.report.parts import Lane, Link, Mark, Row, Stop, TreeRow
 from eventlog.cli.report.threads import (
+    branch_lanes,
     captions,
     thread_kind,
     thread_links,
@@ -89,7 +90,10 @@ def build_session_report(
     framework threads' payloads) let those be told in their framework's words."""
     broken = {(p.stream_id, p.version) for p in problems if p.tenant_id == tenant}
     timeline = build_timeline(events, payloads)
-    entries, stories = timeline.entries, timeline.threads
+    stories = timeline.threads
+    moved = branch_lanes(stories)
+    entries = [replace(e, lane=moved[e.position]) if e.position in moved else e
+               for e in timeline.entries]
     clock, said = elapsed(events), captions(stories)
     marks = [_mark(i, entry, event, (event.stream_id, event.version) in broken, clock[i],
                    said.get(event.position, ""))
@@ -135,7 +139,8 @@ def _lanes(runs: dict[str, int], batches: dict[str, int], entries: list[Entry]) 
     for entry in entries:  # a thread's lanes (one per namespace), then the session's
         if entry.lane not in known and entry.lane != "session":
             known.add(entry.lane)
-            kind = "thread" if entry.lane in ("graph", "workflow") else "subgraph"
+            kind = ("thread" if entry.lane in ("graph", "workflow") else
+                    "branch" if " · branch " in entry.lane else "subgraph")
             lanes.append(Lane(entry.lane, kind, ""))
     if any(entry.lane == "session" for entry in entries):
         lanes.append(Lane("session", "session", ""))

@@ -366,7 +366,8 @@ def _events(rows: list[Row], table_id: str, values: Mapping[int, StateView]) -> 
         parts.append(
             f'<tr class="{classes}" id="ev-{row.position}" data-pos="{row.position}">'
             f"<td class=num>{row.position}</td><td class='mono time'>"
-            f"{escape(when(row.recorded_at))}</td><td class=time>{escape(row.lane)}</td>"
+            f"{escape(when(row.recorded_at))}</td><td class=time title=\"{escape(row.lane)}\">"
+            f"{escape(short_lane(row.lane))}</td>"
             f"<td class=mono>{escape(row.type)}</td><td class=time>{escape(row.actor)}</td>"
             f"<td class=mono>{escape(row.hash_prefix)}</td><td class=what>"
             f"{escape(row.what)}</td><td>{escape(row.details[:240])}"
@@ -397,6 +398,11 @@ def state_cell(view: StateView | None) -> str:
         parts.append(f'<details class="diff"><summary>{summary}</summary><pre>{lines}</pre>'
                      "</details>" if view.diff else f'<div class="state-note">{summary}</div>')
     return "".join(parts)
+
+
+def short_lane(lane: str) -> str:
+    """A lane as the table names it: a subgraph's namespace by its node (``review``)."""
+    return lane.rpartition("|")[2].partition(":")[0] if ":" in lane else lane
 
 
 def _detail_panel() -> str:

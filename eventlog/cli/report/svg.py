@@ -146,7 +146,10 @@ def _lane_backgrounds(lanes: list[Lane], shape: Layout) -> str:
 
 def lane_text(key: str, kind: str, ident: str) -> tuple[str, str]:
     """A lane's label and the short id after it: a subgraph's namespace
-    (``review:1f0…|inner:…``) reads ``└ inner`` indented by its depth, with its task id."""
+    (``review:1f0…|inner:…``) reads ``└ inner`` indented by its depth, with its task id; a
+    fork's branch ``⑂ branch 1``."""
+    if kind == "branch":
+        return f"⑂ {key.rpartition(' · ')[2]}", ""
     if kind != "subgraph":
         return key, f" {ident[:8]}" if ident else ""
     depth = key.count("|")

@@ -27,6 +27,19 @@ def thread_kind(what: str) -> str:
     return _KINDS.get(what, "tombstone")
 
 
+def branch_lanes(stories: Sequence[ThreadStory]) -> dict[int, str]:
+    """By position: the lane of each event on a fork's branch (``graph · branch 1``): the
+    fork's checkpoint, the checkpoints after it and the pending writes on them."""
+    lanes: dict[int, str] = {}
+    for story in stories:
+        for step in story.steps:
+            if step.branch:
+                lane = f"{story.lane(step.namespace)} · branch {step.branch}"
+                lanes[step.position] = lane
+                lanes.update((task.position, lane) for task in step.tasks)
+    return lanes
+
+
 def captions(stories: Sequence[ThreadStory]) -> dict[int, str]:
     """By position: the nodes a step ran (or its source), who asked, and each answer."""
     found: dict[int, str] = {}
