@@ -8,21 +8,27 @@ tests with the reason; under ``CI=true`` they must run. The screenshot goes to
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from eventlog import open_log
+from eventlog.cli import main
 from eventlog.cli.report.model import build_session_report
 from eventlog.cli.report.page import ReportData, VerifySummary, render_page
 from tests.cli.test_demo import demo_process
 from tests.cli.test_report_page import RUN_1, RUN_2, checkpoint, recorded
+from tests.forensic_threads import ANSWER, QUESTION, Forensics, write_all
 
 RENDER_BUDGET_S = 2.0
 
@@ -177,3 +183,112 @@ def test_ten_thousand_checkpoints_render_within_two_seconds(
     assert size < 10 * 1024 * 1024
     assert elapsed < RENDER_BUDGET_S
     assert 2 == page.locator("svg.lanes g.lane").count()
+
+
+@dataclass
+class ThreadsPage:
+    """The tenant report of tests/forensic_threads.py's five threads, and what they did."""
+
+    path: Path
+    threads: Forensics
+
+
+@pytest.fixture(scope="module")
+def threads_report(tmp_path_factory: pytest.TempPathFactory) -> ThreadsPage:
+    """The five framework threads written through the adapters, and ``eventlog report
+    TENANT`` of them."""
+    where = tmp_path_factory.mktemp("threads-report")
+    url = f"sqlite:///{where / 'log.db'}"
+
+    async def write() -> Forensics:
+        async with open_log(url) as log:
+            return await write_all(log, "acme")
+
+    path = where / "acme.html"
+    # Playwright's sync API keeps an event loop running on this thread: work on another.
+    with ThreadPoolExecutor(1) as pool:
+        threads = pool.submit(asyncio.run, write()).result()
+        status = pool.submit(main, ["report", "acme", "--url", url, "-o", str(path)]).result()
+    assert 0 == status
+    return ThreadsPage(path, threads)
+
+
+@pytest.fixture
+def threads_page(browser: Any, threads_report: ThreadsPage) -> Iterator[Any]:
+    """The threads' report open in a 1400 by 1000 window (a script error fails the test)."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.goto(threads_report.path.as_uri())
+    yield page
+    page.close()
+    assert [] == errors
+
+
+def _section(page: Any, thread: str) -> Any:
+    return page.locator(f'section.session[data-session="{thread}"]')
+
+
+def test_each_thread_has_its_lanes_in_the_browser(
+    threads_page: Any, threads_report: ThreadsPage
+) -> None:
+    """The graph's lane; the subgraph's under it; the fork's branch; the workflow's."""
+    lanes = {thread: _section(threads_page, thread).locator("svg.lanes g.lane").evaluate_all(
+        "lanes => lanes.map(lane => lane.dataset.lane)")
+        for thread in ("trip", "nested", "forked", "payments")}
+    assert {"trip": ["graph"], "nested": ["graph", *threads_report.threads.subgraph.namespaces],
+            "forked": ["graph", "graph · branch 1"], "payments": ["workflow"]} == lanes
+
+
+def test_the_nodes_that_ran_are_named_on_the_lane(
+    threads_page: Any, threads_report: ThreadsPage
+) -> None:
+    """Each node of the graph is a visible caption on the thread's lane."""
+    captions = _section(threads_page, "trip").locator("svg.lanes text.caption")
+    visible = [c.text_content() for c in captions.all() if c.is_visible()]
+    nodes = threads_report.threads.interrupted.nodes
+    assert nodes == [node for node in nodes if node in visible]
+
+
+def test_the_question_and_its_answer_are_on_the_page(
+    threads_page: Any, threads_report: ThreadsPage
+) -> None:
+    """The question's mark and the answer's, linked; the pair listed, visible."""
+    trip = _section(threads_page, "trip")
+    row = trip.locator("table.qa tr.question")
+    text = row.inner_text()
+    assert ((1, 1, 1), True, True) == (
+        (trip.locator(".mark.k-question").count(), trip.locator(".mark.k-answer").count(),
+         trip.locator("svg.lanes path.link-answers").count()),
+        QUESTION["question"] in text, ANSWER in text)
+
+
+def test_clicking_the_answer_shows_its_event(threads_page: Any) -> None:
+    """A click on the answer's mark opens the event: the resume write, in full."""
+    _section(threads_page, "trip").locator(".mark.k-answer").click()
+    shown = json.loads(threads_page.locator("#detail-body").inner_text())
+    channels = [write["channel"] for write in shown["data"]["writes"]]
+    assert ("thread_writes_put", True) == (shown["type"], "__resume__" in channels)
+
+
+def test_the_fork_is_drawn_and_listed_as_a_branch(
+    threads_page: Any, threads_report: ThreadsPage
+) -> None:
+    """The arrow from the branch point and the fork tag in the tree, both visible."""
+    forked = _section(threads_page, "forked")
+    tag = forked.locator("ul.tree .tag.fork")
+    assert (True, True, threads_report.threads.forked.fork_from) == (
+        forked.locator("svg.lanes path.link-fork").is_visible(), tag.is_visible(),
+        tag.get_attribute("title").removeprefix("a second child of "))
+
+
+def test_the_unfinished_step_is_marked(threads_page: Any) -> None:
+    """The crashed thread's stop mark is visible on its lane."""
+    assert _section(threads_page, "crashed").locator("svg.lanes g.stop").is_visible()
+
+
+def test_the_threads_report_screenshot(threads_page: Any, screenshots: Path) -> None:
+    """The whole page, for people to look at (and the test to keep)."""
+    path = screenshots / "report-threads.png"
+    threads_page.screenshot(path=str(path), full_page=True)
+    assert path.stat().st_size > 0
