@@ -62,7 +62,9 @@ class SessionLine:
     framework: str
     events: int
     checkpoints: int
-    runs: int
+    runs: int | None
+    """Distinct runs (None: its checkpoints name no run, as LangGraph's without a
+    ``run_id`` and Agent Framework's)."""
     interrupts: int
     """Interrupt batches raised (sessions) and interrupts written (LangGraph)."""
     first_recorded: datetime | None
@@ -97,7 +99,7 @@ def _line(tenant: str, name: str, events: Sequence[RecordedEvent], shown: bool) 
             interrupts += sum(w.channel == INTERRUPT_CHANNEL for w in payload.writes)
     return SessionLine(
         tenant=tenant, session=name, framework=framework_of(events), events=len(events),
-        checkpoints=checkpoints, runs=len(runs), interrupts=interrupts,
+        checkpoints=checkpoints, runs=len(runs) or None, interrupts=interrupts,
         first_recorded=events[0].recorded_at if events else None,
         last_recorded=events[-1].recorded_at if events else None, shown=shown)
 
@@ -134,7 +136,8 @@ def _index_row(line: SessionLine) -> str:
     return (f'<tr class="subject" data-subject="{escape(line.session)}">'
             f"<td>{escape(line.tenant)}</td><td><b>{escape(line.session)}</b></td>"
             f"<td>{escape(line.framework)}</td><td class=num>{line.events}</td>"
-            f"<td class=num>{line.checkpoints}</td><td class=num>{line.runs}</td>"
+            f"<td class=num>{line.checkpoints}</td>"
+            f"<td class=num>{'—' if line.runs is None else line.runs}</td>"
             f"<td class=num>{line.interrupts}</td>"
             f"<td class=time>{escape(when(line.first_recorded))}</td>"
             f"<td class=time>{escape(when(line.last_recorded))}</td><td>{more}</td></tr>")

@@ -218,7 +218,7 @@ def session_section(
         _state(state),
         "<h3>Timeline: a lane per run, interrupt batch and thread namespace; across, the "
         "events' time (each event a step of its own; shaded: pauses)</h3>",
-        f'<div class="scroll">{swimlanes(report)}</div>', _legend(), links_note,
+        f'<div class="scroll">{swimlanes(report)}</div>', _legend(report), links_note,
         _questions(report),
         "<h3>Checkpoint tree (parent → children; duplicates marked, forks as branches)</h3>",
         _tree(report.tree),
@@ -309,24 +309,31 @@ _LEGEND = (("checkpoint", "checkpoint"), ("duplicate", "duplicate (replayed step
            "request for a human)"), ("answer", "answer (resume)"), ("failed", "task failed"))
 
 
-def _legend() -> str:
+_LINK_LEGEND = (("parent", "parent on another run (resume)"),
+                ("replay", "replay of an earlier record"),
+                ("resumes", "batch resumes from this checkpoint"),
+                ("answers", "question → its answer"), ("fork", "branch point → fork"))
+
+
+def _legend(report: SessionReport) -> str:
+    """What the marks and lines drawn for this session mean (only those it has)."""
+    kinds = set(report.counts)
     items = [f'<span><svg width="16" height="16"><g class="k-{kind}">{mark_shape(kind, 8, 8)}</g>'
-             f"</svg>{escape(text)}</span>" for kind, text in _LEGEND]
-    items.append('<span><svg width="26" height="10"><path class="link link-parent" '
-                 'd="M1,5 L25,5"/></svg>parent on another run (resume)</span>')
-    items.append('<span><svg width="26" height="10"><path class="link link-replay" '
-                 'd="M1,5 L25,5"/></svg>replay of an earlier record</span>')
-    items.append('<span><svg width="26" height="10"><path class="link link-answers" '
-                 'd="M1,5 L25,5"/></svg>question → its answer</span>')
-    items.append('<span><svg width="26" height="10"><path class="link link-fork" '
-                 'd="M1,5 L25,5"/></svg>branch point → fork</span>')
-    items.append(f'<span><svg width="24" height="24" class="stop">{stop_shape(5, 12)}</svg>'
-                 "stopped without finishing (a run redone, a step never finished)</span>")
+             f"</svg>{escape(text)}</span>" for kind, text in _LEGEND if kind in kinds]
+    drawn = {link.kind for link in report.links}
+    items += [f'<span><svg width="26" height="10"><path class="link link-{kind}" '
+              f'd="M1,5 L25,5"/></svg>{escape(text)}</span>'
+              for kind, text in _LINK_LEGEND if kind in drawn]
+    if report.stops:
+        items.append(f'<span><svg width="24" height="24" class="stop">{stop_shape(5, 12)}'
+                     "</svg>stopped without finishing (a run redone, a step never finished)"
+                     "</span>")
     items.append('<span><svg width="26" height="14"><rect class="pause-key" x="1" y="1" '
                  'width="24" height="12"/></svg>pause (nothing recorded)</span>')
-    items.append('<span><svg width="20" height="20"><circle cx="10" cy="10" r="8" '
-                 'fill="none" stroke="#c62828" stroke-width="2.5"/></svg>first broken link'
-                 "</span>")
+    if any(mark.broken for mark in report.marks):
+        items.append('<span><svg width="20" height="20"><circle cx="10" cy="10" r="8" '
+                     'fill="none" stroke="#c62828" stroke-width="2.5"/></svg>first broken '
+                     "link</span>")
     return f'<div class="legend">{"".join(items)}</div>'
 
 
