@@ -64,8 +64,9 @@ def thread_links(stories: Sequence[ThreadStory], index_of: Mapping[int, int]) ->
             if question.answer_position in index_of and question.position in index_of:
                 links.append(Link(index_of[question.position],
                                   index_of[question.answer_position or 0], "answers"))
+        latest = latest_steps(story)
         for step in story.steps:
-            parent = story.step(step.namespace, step.fork_of or "")
+            parent = latest.get((step.namespace, step.fork_of or ""))
             if step.fork_of is not None and parent is not None and parent.position in index_of:
                 links.append(Link(index_of[parent.position], index_of[step.position], "fork"))
     return links
@@ -129,17 +130,23 @@ def step_views(stories: Sequence[ThreadStory], positions: set[int],
     """By position: a listed step's values, pretty, and what changed since its parent."""
     views: dict[int, StateView] = {}
     for story in stories:
+        latest = latest_steps(story)
         for step in story.steps:
             if step.position in positions and step.values is not None:
-                views[step.position] = _step_view(story, step, sizes.get(step.position, 0))
+                parent = latest.get((step.namespace, step.parent_id or ""))
+                views[step.position] = _step_view(step, parent, sizes.get(step.position, 0))
     return views
 
 
-def _step_view(story: ThreadStory, step: Step, size: int) -> StateView:
+def latest_steps(story: ThreadStory) -> dict[tuple[str, str], Step]:
+    """The last put of each checkpoint, by (namespace, checkpoint id)."""
+    return {(step.namespace, step.checkpoint_id): step for step in story.steps}
+
+
+def _step_view(step: Step, parent: Step | None, size: int) -> StateView:
     values = step.values or {}
     text = pretty(values)
     note = f"cut at {MAX_SHOWN} of {len(text)} characters" if len(text) > MAX_SHOWN else ""
-    parent = story.step(step.namespace, step.parent_id) if step.parent_id else None
     encoding = "Agent Framework" if step.framework != "LangGraph" else "LangGraph"
     if parent is None or parent.values is None:
         return StateView(size, encoding, text[:MAX_SHOWN], note)
