@@ -94,6 +94,8 @@ class WorkflowRun:
     output: str
     checkpoint_ids: list[str]
     """The workflow's checkpoints, oldest first."""
+    shared_state: dict[str, Any] = field(default_factory=dict)
+    """What the executors put in the workflow's shared state."""
 
 
 class State(TypedDict):
@@ -248,6 +250,7 @@ register_checkpoint_type(Approval)  # a pending request carries it: decoding mus
 class Plan(Executor):
     @handler
     async def start(self, order: str, ctx: WorkflowContext[int]) -> None:
+        ctx.set_state("order", order)
         await ctx.send_message(len(order) * 10)
 
 
@@ -260,12 +263,14 @@ class Ask(Executor):
     async def answered(
         self, original: Approval, answer: str, ctx: WorkflowContext[None, str]
     ) -> None:
+        ctx.set_state("decision", answer)
         await ctx.yield_output(f"{original.amount}: {answer}")
 
 
 async def maf_workflow(log: EventLog, tenant: str, workflow: str) -> WorkflowRun:
-    """plan sends an amount to ask, which requests a human's approval; the workflow is
-    resumed from its latest checkpoint with the answer and yields its output."""
+    """plan keeps the order in the shared state and sends an amount to ask, which requests
+    a human's approval; the workflow is resumed from its latest checkpoint with the
+    answer, keeps the decision in the shared state and yields its output."""
     storage = EventlogCheckpointStorage(log, tenant_id=tenant)
 
     def build() -> Any:
@@ -286,6 +291,7 @@ async def maf_workflow(log: EventLog, tenant: str, workflow: str) -> WorkflowRun
         request_id=str(request.request_id), question=request.data, answer=ANSWER,
         output=str(outputs[0]),
         checkpoint_ids=await storage.list_checkpoint_ids(workflow_name=workflow),
+        shared_state={"order": "order", "decision": ANSWER},
     )
 
 

@@ -114,7 +114,8 @@ async def test_sigkill_mid_append_leaves_a_consistent_log(target: BackendTarget)
     acked: list[dict[str, Any]] = []
     for _ in range(3):
         process = writer(target, "crash", "s0,s1,s2", 0, blob_every=2)
-        assert process.stdin is not None and process.stdout is not None
+        assert process.stdin is not None
+        assert process.stdout is not None
         process.stdin.close()
         assert '{"ready": true}' == process.stdout.readline().strip()
         seen = "".join(process.stdout.readline() for _ in range(rng.randint(1, 40)))

@@ -37,13 +37,18 @@ _STYLES = {"interrupt": "magenta", "resume": "magenta", "task failed": "red"}
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
     """Add ``timeline`` and ``inspect``."""
     timeline = add_command(
-        commands, common, "timeline", "one session's story in time order", run_timeline,
+        commands, common, "timeline", "one session's or framework thread's story in time order",
+        run_timeline,
         description="One session's story in log order: its runs and checkpoints "
         "(duplicates marked), its interrupt batches with claims (by generation, never a "
-        "token), effects, captures, finishes, reconciliations, and tombstones.",
+        "token), effects, captures, finishes, reconciliations, and tombstones. A LangGraph or "
+        "Agent Framework thread is told in its framework's words: steps and their source, "
+        "the nodes (executors) that ran, channels (state) changed, each question with its "
+        "answer, forks, subgraph lanes, steps that never finished, deletions and copies; "
+        "then its tree of checkpoints.",
     )
     timeline.add_argument("tenant", metavar="TENANT")
-    timeline.add_argument("session", metavar="SESSION")
+    timeline.add_argument("session", metavar="SESSION|THREAD")
     timeline.add_argument(
         "--scan", action="store_true",
         help="find the session's batches by reading the tenant's whole log (also finds "
@@ -165,7 +170,8 @@ async def run_inspect(context: Context) -> int:
                        log.read_stream(args.tenant, batch_stream(args.batch))]
             if not retired:
                 raise CommandError(
-                    f"unknown interrupt batch {args.batch!r} in tenant {args.tenant!r}")
+                    f"unknown interrupt batch {args.batch!r} in tenant {args.tenant!r} (and "
+                    "no thread has that name)")
     if retired is not None:
         _print_retired(context, args.batch, retired)
     elif context.json:

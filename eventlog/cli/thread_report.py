@@ -31,18 +31,18 @@ from projections.views import STREAM_HEADS
 
 def thread_headline(tenant: str, story: ThreadStory) -> Text:
     """``Thread trip of tenant acme (LangGraph): 5 checkpoints, 3 steps, …``."""
-    latest = {(s.namespace, s.checkpoint_id): s for s in story.steps}
+    latest = story.latest
     forks = sum(1 for s in latest.values() if s.fork_of is not None)
     unfinished = sum(1 for s in latest.values() if s.unfinished is not None)
     answered = sum(1 for q in story.questions if q.answered)
     asked = "interrupt" if story.frameworks != ["Agent Framework"] else "request for a human"
     asked_many = "interrupts" if asked == "interrupt" else "requests for a human"
     subgraphs = len([ns for ns in story.namespaces if ns])
+    nested = f"{plural(subgraphs, 'subgraph namespace')}, " if subgraphs else ""
     return Text.assemble(
         ("Thread ", "bold"), (story.thread_id, "bold cyan"), (" of tenant ", "bold"),
         (tenant, "bold cyan"), f" ({' and '.join(story.frameworks) or 'no checkpoints'}): "
-        f"{plural(len(latest), 'checkpoint')}, "
-        f"{plural(subgraphs, 'subgraph namespace')}, "
+        f"{plural(len(latest), 'checkpoint')}, {nested}"
         f"{plural(len(story.questions), asked, asked_many)} ({answered} answered), "
         f"{plural(forks, 'fork')}, {plural(unfinished, 'unfinished step')}, "
         f"{plural(len(story.marks), 'deletion or copy', 'deletions or copies')}",
@@ -109,6 +109,8 @@ def _label(step: Step) -> Text:
         label.append("  FORK", style="bold cyan")
     if step.unfinished is not None:
         label.append("  UNFINISHED", style="bold red")
+    if step.removed is not None:
+        label.append(f"  removed #{step.removed}", style="dim")
     return label
 
 
@@ -135,7 +137,7 @@ def _step_json(step: Step) -> dict[str, Any]:
         "namespace": step.namespace, "checkpoint_id": step.checkpoint_id,
         "parent_id": step.parent_id, "step": step.step, "source": step.source,
         "nodes": step.nodes, "next": step.next, "branch": step.branch,
-        "fork_of": step.fork_of, "unfinished": step.unfinished,
+        "fork_of": step.fork_of, "unfinished": step.unfinished, "removed": step.removed,
         "changed": {c.name: short(c.value, c.size) for c in step.changed},
         "messages": step.messages, "requests": step.requests,
         "tasks": [{"node": t.node, "task_id": t.task_id, "path": t.path, "error": t.error,
@@ -210,6 +212,10 @@ def _print_checkpoint(console: Console, story: ThreadStory, step: Step, values: 
     ]))
     if step.unfinished is not None:
         console.print(Text(f"UNFINISHED: {step.unfinished}", style="bold red"))
+    if step.removed is not None:
+        console.print(Text(f"REMOVED by event #{step.removed}: the events stay, its "
+                           "payloads were purged unless a live checkpoint shares them",
+                           style="bold yellow"))
     console.print(Text("Values", style="bold"))
     console.print(values, markup=False, highlight=False)
     parent = f"parent {step.parent_id}" if step.parent_id else "nothing (no parent)"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -172,6 +173,15 @@ def test_timeline_tells_a_workflow_in_its_own_words(written: Written, run: Run) 
         story["frameworks"], executors, asked)
 
 
+def test_timeline_tells_a_workflows_shared_state_changes(written: Written, run: Run) -> None:
+    """Each superstep names the shared-state keys it changed, with their values."""
+    workflow = written.threads.workflow
+    story = _story(run, workflow.tenant, workflow.workflow)
+    changed = {name: json.loads(value) for step in story["steps"]
+               for name, value in step["changed"].items()}
+    assert workflow.shared_state == changed
+
+
 def test_timeline_keeps_tenants_apart(
     written: Written, run: Run, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -296,8 +306,6 @@ def test_export_session_carries_a_thread_that_verifies(
 
 
 def _compact(value: Any) -> str:
-    import json
-
     return json.dumps(value, ensure_ascii=False)
 
 
@@ -347,3 +355,63 @@ def test_copy_prune_and_delete_thread_are_their_own_marks(
     asyncio.run(scenario())
     story = _story(make_runner(capsys, target), "acme", "copy")
     assert ["copy_thread", "prune", "delete_thread"] == [m["kind"] for m in story["marks"]]
+
+
+def test_inspect_says_a_checkpoint_was_removed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A checkpoint pruned away is still told, as removed by the prune's event."""
+    from eventlog.adapters.langgraph import AsyncEventlogSaver
+    from tests.forensic_threads import interrupted_thread
+
+    target = BackendTarget("sqlite", f"sqlite:///{tmp_path / 'log.db'}")
+
+    async def scenario() -> tuple[str, int]:
+        async with open_log(target.url) as log:
+            trip = await interrupted_thread(log, "acme", "trip")
+            await AsyncEventlogSaver(log, tenant_id="acme").aprune(["trip"])
+            events = [event async for event in log.read_stream("acme", "thread:trip")]
+            return trip.checkpoint_ids[1], events[-1].position
+
+    pruned, prune_position = asyncio.run(scenario())
+    ran = make_runner(capsys, target)("inspect", "--json", "acme", "trip", "--checkpoint",
+                                      pruned)
+    assert prune_position == ran.json()["checkpoint"]["removed"]
+
+
+def test_timeline_scan_tells_each_thread_event_once(written: Written, run: Run) -> None:
+    """--scan reads the tenant's log for batches and lists the thread's stream once."""
+    trip = written.threads.interrupted
+    events = asyncio.run(tenant_events(written.target, trip.tenant))
+    expected = [e.position for e in events if e.stream_id == f"thread:{trip.thread_id}"]
+    ran = run("timeline", "--json", "--scan", trip.tenant, trip.thread_id)
+    assert expected == [entry["position"] for entry in ran.json()["entries"]]
+
+
+def test_delete_for_runs_is_its_own_mark(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """delete_for_runs names the run and the checkpoints it removed."""
+    from langgraph.types import Command
+
+    from eventlog.adapters.langgraph import AsyncEventlogSaver
+    from tests.forensic_threads import _three_nodes
+
+    target = BackendTarget("sqlite", f"sqlite:///{tmp_path / 'log.db'}")
+    run_id = str(uuid.uuid4())
+
+    async def scenario() -> list[str]:
+        async with open_log(target.url) as log:
+            saver = AsyncEventlogSaver(log, tenant_id="acme")
+            config: Any = {"configurable": {"thread_id": "trip", "run_id": run_id}}
+            await _three_nodes(saver).ainvoke({"items": []}, config)
+            await _three_nodes(saver).ainvoke(Command(resume=ANSWER), config)
+            ids = [c.checkpoint_id for c in await log.checkpoints.threads.page("acme", "trip")]
+            await saver.adelete_for_runs([run_id])
+            return ids
+
+    removed = asyncio.run(scenario())
+    story = _story(make_runner(capsys, target), "acme", "trip")
+    marks = [(m["kind"], run_id in m["text"], all(i in m["text"] for i in removed))
+             for m in story["marks"]]
+    assert [("delete_for_runs", True, True)] == marks

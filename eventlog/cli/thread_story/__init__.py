@@ -113,6 +113,7 @@ class _Builder:
         self.puts[key] = event.position
         self._place(step)
         self.story.steps.append(step)
+        self.story.latest[key] = step
         self.lines[event.position] = _step_line(self.story, step)
 
     def _place(self, step: Step) -> None:
@@ -159,6 +160,15 @@ class _Builder:
         return answered
 
     def _mark(self, event: RecordedEvent, payload: ThreadEvent) -> None:
+        if isinstance(payload, ThreadDeleted):
+            gone = [s for s in self.story.latest.values() if s.removed is None]
+        elif isinstance(payload, ThreadCheckpointsRemoved):
+            gone = [s for k in payload.removed
+                    if (s := self.story.step(k.namespace, k.checkpoint_id)) is not None]
+        else:
+            gone = []
+        for step in gone:
+            step.removed = event.position
         mark = _mark(self.story, event, payload)
         self.story.marks.append(mark)
         self.lines[event.position] = Line(self.story.lane(""), mark.kind, mark.text)
@@ -166,16 +176,13 @@ class _Builder:
     def finish(self) -> None:
         """Attach pending writes to their checkpoints; mark the checkpoints whose next
         step started and never finished."""
-        for step in self.story.steps:
-            if self.story.step(step.namespace, step.checkpoint_id) is step:
-                step.tasks = self.tasks.get((step.namespace, step.checkpoint_id), [])
-        parents = {(s.namespace, s.parent_id) for s in self.story.steps if s.parent_id}
-        for step in self.story.steps:
-            if not step.tasks or (step.namespace, step.checkpoint_id) in parents:
-                continue
-            if self.story.step(step.namespace, step.checkpoint_id) is not step:
-                continue
-            step.unfinished = _why_unfinished(self.story, step)
+        latest = self.story.latest
+        for key, step in latest.items():
+            step.tasks = self.tasks.get(key, [])
+        parents = {(s.namespace, s.parent_id) for s in latest.values() if s.parent_id}
+        for key, step in latest.items():
+            if step.tasks and key not in parents:
+                step.unfinished = _why_unfinished(self.story, step)
 
 def _why_unfinished(story: ThreadStory, step: Step) -> str | None:
     failed = [task for task in step.tasks if task.error is not None]

@@ -86,6 +86,9 @@ class Step:
     """Why the step after this checkpoint never finished (failed, crashed), if so."""
     values: dict[str, Any] | None = None
     """The checkpoint's channel values (or Agent Framework state), when decoded."""
+    removed: int | None = None
+    """The position of the deletion, prune or delete of runs that removed it, if one did
+    (its events stay; its payloads were purged unless another checkpoint shares them)."""
 
 
 @dataclass
@@ -109,6 +112,8 @@ class ThreadStory:
     marks: list[Mark] = field(default_factory=list)
     namespaces: list[str] = field(default_factory=list)
     """The namespaces in the order their first checkpoint came (``""`` is the root)."""
+    latest: dict[tuple[str, str], Step] = field(default_factory=dict)
+    """The last put of each checkpoint, by (namespace, checkpoint id)."""
 
     def lane(self, namespace: str) -> str:
         """The lane a namespace is drawn in: ``graph`` (``workflow`` for an Agent
@@ -119,7 +124,4 @@ class ThreadStory:
 
     def step(self, namespace: str, checkpoint_id: str) -> Step | None:
         """The last put of a checkpoint."""
-        for found in reversed(self.steps):
-            if found.namespace == namespace and found.checkpoint_id == checkpoint_id:
-                return found
-        return None
+        return self.latest.get((namespace, checkpoint_id))

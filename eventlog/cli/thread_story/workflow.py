@@ -56,8 +56,10 @@ class WorkflowReader:
         messages = _messages(document)
         found.messages = [_message_line(m) for m in messages]
         found.nodes = _ran(_messages(parent), messages, document, parent)
+        before = _state(parent)
         found.changed = [Change(key, value) for key, value in _state(document).items()
-                         if _state(parent).get(key, _MISSING) != value]
+                         if before.get(key, _MISSING) != value
+                         and not (key not in before and value in ({}, None))]
         for request_id, request in _requests(document).items():
             asker = str(_field(request, "_source_executor_id", "source_executor_id") or "?")
             found.requests.append(f"{request_id} from {asker}: "
