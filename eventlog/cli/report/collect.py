@@ -9,9 +9,10 @@ and the events that do not decode. The state as of a moment: `projections.rebuil
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from rich.progress import Progress
 
@@ -139,30 +140,38 @@ def undecodable_finding(event: RecordedEvent) -> Undecodable:
                        event.type, error)
 
 
+Select = Callable[[ViewQuery], Awaitable[list[dict[str, Any]]]]
+
+
 async def states(
     log: EventLog, reports: Sequence[SessionReport], as_of: int | datetime | None
 ) -> dict[str, list[tuple[str, str]]]:
-    """Per session: what the views said at the moment (rebuilt from the log alone, into a
-    temporary file, and read back for the chosen sessions only)."""
+    """Per session: what the views said at the moment. Now: the live views (verify has
+    compared them with a rebuild); at an earlier moment: rebuilt from the log alone, into
+    a temporary file, and read back for the chosen sessions only."""
+    if as_of is None:
+        return {report.session: await _state(report, log.query) for report in reports}
     with SpilledViews() as views:
         if isinstance(as_of, int):
             await rebuild(log, until_position=as_of, into=views)
-        elif isinstance(as_of, datetime):
-            await rebuild(log, until_time=as_of, into=views)
         else:
-            await rebuild(log, into=views)
-        return {report.session: _state(report, views) for report in reports}
+            await rebuild(log, until_time=as_of, into=views)
+
+        async def select(query: ViewQuery) -> list[dict[str, Any]]:
+            return views.select(query)
+
+        return {report.session: await _state(report, select) for report in reports}
 
 
-def _state(report: SessionReport, views: SpilledViews) -> list[tuple[str, str]]:
+async def _state(report: SessionReport, select: Select) -> list[tuple[str, str]]:
     pairs: list[tuple[str, str]] = []
     session = {"tenant_id": report.tenant, "session_id": report.session}
-    for row in views.select(ViewQuery("checkpoint_sessions", session)):
+    for row in await select(ViewQuery("checkpoint_sessions", session)):
         pairs.append(("latest checkpoint", f"{row['latest_checkpoint_id']} "
                                            f"(step {row['latest_step']})"))
     numbers = {lane.ident: lane.key for lane in report.lanes if lane.kind == "batch"}
     if numbers:
-        for row in views.select(ViewQuery("interrupt_batches", {
+        for row in await select(ViewQuery("interrupt_batches", {
                 "tenant_id": report.tenant, "batch_id": In(tuple(numbers))},
                 order_by=("batch_id",))):
             effect = ", effect started" if row.get("effect_started") else ""
