@@ -27,6 +27,7 @@ from eventlog.cli import main
 from eventlog.cli.report.model import build_session_report
 from eventlog.cli.report.page import ReportData, VerifySummary, render_page
 from tests.cli.test_demo import demo_process
+from tests.cli.test_report_large_thread import large_thread
 from tests.cli.test_report_page import RUN_1, RUN_2, checkpoint, recorded
 from tests.forensic_threads import ANSWER, QUESTION, Forensics, write_all
 
@@ -292,3 +293,26 @@ def test_the_threads_report_screenshot(threads_page: Any, screenshots: Path) -> 
     path = screenshots / "report-threads.png"
     threads_page.screenshot(path=str(path), full_page=True)
     assert path.stat().st_size > 0
+
+
+def test_a_ten_thousand_checkpoint_thread_renders_within_two_seconds(
+    browser: Any, tmp_path: Path, screenshots: Path
+) -> None:
+    """A LangGraph thread of 10,000 checkpoints: the page loads and paints in under two
+    seconds, its one lane drawn."""
+    events, payloads = large_thread(10_000)
+    data = ReportData(
+        title="10,000 thread checkpoints", source="memory://", generated_at=datetime.now(UTC),
+        verify=VerifySummary(streams=1, events=len(events), problems=[], view_differences=[]),
+        sessions=[build_session_report("t", "big", events, (), payloads)])
+    path = tmp_path / "large-thread.html"
+    path.write_text(render_page(data))
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    started = time.perf_counter()
+    page.goto(path.as_uri(), wait_until="load")
+    page.evaluate("() => new Promise(done => requestAnimationFrame(() => done(null)))")
+    elapsed = time.perf_counter() - started
+    print(f"10,000 thread checkpoints: rendered in {elapsed:.2f} s")
+    page.screenshot(path=str(screenshots / "report-thread-10000.png"))
+    assert (["graph"], True) == (page.locator("svg.lanes g.lane").evaluate_all(
+        "lanes => lanes.map(lane => lane.dataset.lane)"), elapsed < RENDER_BUDGET_S)

@@ -19,7 +19,7 @@ from datetime import datetime
 from eventlog.cli.lenient import UndecodableEvent
 from eventlog.cli.render import event_json, short_hash
 from eventlog.cli.report.index import framework_of
-from eventlog.cli.report.parts import Lane, Link, Mark, Row, Stop, TreeRow
+from eventlog.cli.report.parts import CHAIN_EDGE, Lane, Link, Mark, Row, Stop, TreeRow
 from eventlog.cli.report.threads import (
     branch_lanes,
     captions,
@@ -41,8 +41,6 @@ EDGE_CHECKPOINTS = 60
 """How many of the first and of the last checkpoints the table lists."""
 MAX_LINKS = 400
 """The most cross-lane links drawn for one session."""
-CHAIN_EDGE = 4
-"""A straight chain of checkpoints longer than twice this is folded in the tree."""
 
 _KIND_OF_TYPE = {
     ev.BatchCreated: "created", ev.BatchClaimed: "claim", ev.CaptureStarted: "capture",

@@ -7,6 +7,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+CHAIN_EDGE = 4
+"""A straight chain of checkpoints longer than twice this is folded in the tree."""
+
 
 @dataclass(frozen=True, slots=True)
 class Lane:

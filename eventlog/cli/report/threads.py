@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from eventlog.cli.report.parts import Link, Stop, TreeRow
+from eventlog.cli.report.parts import CHAIN_EDGE, Link, Stop, TreeRow
 from eventlog.cli.report.values import MAX_DIFF_LINES, MAX_SHOWN, StateView
 from eventlog.cli.thread_story import Step, ThreadStory, diff, pretty, short
 
@@ -91,27 +91,43 @@ def unfinished_stops(
 
 def thread_tree(story: ThreadStory) -> list[TreeRow]:
     """The thread's checkpoints as a tree per namespace (the root's first), depth first:
-    a fork is a second child of its branch point."""
+    a fork is a second child of its branch point; straight stretches longer than
+    ``2 * CHAIN_EDGE + 1`` are folded into one line."""
     rows: list[TreeRow] = []
     for namespace in story.namespaces:
         steps = [s for s in story.steps if s.namespace == namespace and s.put_again is None]
         ids = {s.checkpoint_id for s in steps}
         children: dict[str | None, list[Step]] = {}
         for step in steps:
-            parent = step.parent_id if step.parent_id in ids else None
-            children.setdefault(parent, []).append(step)
-        base = 1 if namespace else 0
-        stack = [(root, base) for root in reversed(children.get(None, []))]
-        while stack:
+            children.setdefault(step.parent_id if step.parent_id in ids else None,
+                                []).append(step)
+        stack = [(root, 1 if namespace else 0) for root in reversed(children.get(None, []))]
+        while stack:  # iterative: a straight line of 10,000 must not recurse
             step, depth = stack.pop()
-            rows.append(_tree_row(story, step, depth))
-            stack.extend((child, depth + 1) for child in reversed(
-                children.get(step.checkpoint_id, [])))
+            chain = [step]
+            while len(children.get(chain[-1].checkpoint_id, [])) == 1:
+                chain.append(children[chain[-1].checkpoint_id][0])
+            shown = _chain_rows(story, chain, depth)
+            rows.extend(shown)
+            stack.extend((child, shown[-1].depth + 1) for child in reversed(
+                children.get(chain[-1].checkpoint_id, [])))
     if len(rows) > MAX_TREE_ROWS:
         left = len(rows) - MAX_TREE_ROWS
         rows = [*rows[:MAX_TREE_ROWS], TreeRow(0, rows[MAX_TREE_ROWS].position, "", None,
                                                story.lane(""), folded=left)]
     return rows
+
+
+def _chain_rows(story: ThreadStory, chain: list[Step], depth: int) -> list[TreeRow]:
+    if len(chain) <= 2 * CHAIN_EDGE + 1:
+        return [_tree_row(story, step, depth + i) for i, step in enumerate(chain)]
+    hidden = chain[CHAIN_EDGE:-CHAIN_EDGE]
+    fold = TreeRow(depth + CHAIN_EDGE, hidden[0].position, "", hidden[0].step,
+                   story.lane(hidden[0].namespace), folded=len(hidden))
+    after = depth + CHAIN_EDGE + 1
+    return [*(_tree_row(story, step, depth + i) for i, step in enumerate(chain[:CHAIN_EDGE])),
+            fold, *(_tree_row(story, step, after + i)
+                    for i, step in enumerate(chain[-CHAIN_EDGE:]))]
 
 
 def _tree_row(story: ThreadStory, step: Step, depth: int) -> TreeRow:
