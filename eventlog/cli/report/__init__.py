@@ -38,10 +38,13 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         commands, common, "report", "write the incident report: one self-contained HTML file",
         run,
         description="Write one HTML file (no network needed: styles, drawing and script are "
-        "inside it) showing a session's runs and interrupt batches as swimlanes, its "
-        "checkpoint tree with the at-least-once duplicates, every event (click one for all "
-        "of it; tokens never appear) and the verify result with the first broken link "
-        "highlighted. Without SESSION: every session of TENANT (the latest "
+        "inside it) showing a session's runs and interrupt batches, or a LangGraph thread's "
+        "or Agent Framework workflow's steps (node names, questions and their answers, "
+        "forks, subgraphs, unfinished steps), as swimlanes across time, its checkpoint tree "
+        "with the at-least-once duplicates, every event with its state and what it changed "
+        "(click one for all of it; tokens never appear) and the verify result with the "
+        "first broken link highlighted. SESSION may name a thread. Without SESSION: an "
+        "index of every session and thread of TENANT (the latest "
         f"{DEFAULT_SESSIONS} drawn); without TENANT: the whole log. Exit status 1 when "
         "verify found a problem (the report is written all the same).",
     )
