@@ -278,3 +278,23 @@ def test_a_steps_values_are_shown_with_what_it_changed(
     assert row is not None
     pre = [html_lib.unescape(p) for p in re.findall(r"<pre>(.*?)</pre>", row[0], re.S)]
     assert (True, True) == ('"shipped"' in pre[0], "items" in pre[1])
+
+
+def test_the_actor_of_each_step_is_the_node_that_ran(
+    run: Run, threads: Forensics, tmp_path: Path
+) -> None:
+    """The events table's actor column names the graph's nodes, in the order they ran."""
+    html = report(run, tmp_path, threads.tenant, "trip")
+    actors = re.findall(r'<tr class="ev[^"]*"[^>]*>(?:<td[^>]*>.*?</td>){4}<td class=time>'
+                        r"([^<]*)</td>", html)
+    nodes = threads.interrupted.nodes
+    assert nodes == [node for node in dict.fromkeys(actors) if node in nodes]
+
+
+def test_the_fork_is_a_mark_of_its_own(run: Run, threads: Forensics, tmp_path: Path) -> None:
+    """The checkpoint update_state wrote is drawn as a fork, on the branch's lane."""
+    html = report(run, tmp_path, threads.tenant, "forked")
+    ids = dict(re.findall(r'<li class="node[^"]*"[^>]*data-pos="(\d+)"><code>([^<]+)</code>',
+                          html))
+    forks = re.findall(r'class="mark k-fork" data-pos="(\d+)"', html)
+    assert [threads.forked.fork_id] == [ids[position] for position in forks]

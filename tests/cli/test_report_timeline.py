@@ -105,3 +105,20 @@ def test_a_writer_clock_ahead_of_the_page_is_called_out() -> None:
     latest event's time."""
     note = _clock_note(START)
     assert "Here they run ahead of it (the latest is 2030-01-01 12:00:11.000Z)" in note
+
+
+def test_ticks_within_a_minute_read_to_the_millisecond() -> None:
+    """Appends a few milliseconds apart get ticks that tell them apart."""
+    events = recorded(*(checkpoint(RUN_1, f"c{i}", i) for i in range(3)))
+    events = [msgspec.structs.replace(e, recorded_at=START + timedelta(milliseconds=5 * i))
+              for i, e in enumerate(events)]
+    svg = swimlanes(build_session_report("t", "s", events))
+    assert ["12:00:00.000"] == re.findall(r'class="tick-time">([^<]+)<', svg)[:1]
+
+
+def test_ticks_across_days_carry_the_date() -> None:
+    """A session resumed two days later: its ticks name the day."""
+    events = at_seconds(recorded(*(checkpoint(RUN_1, f"c{i}", i) for i in range(2))),
+                        0, 2 * 86_400)
+    svg = swimlanes(build_session_report("t", "s", events))
+    assert ["01-01 12:00", "01-03 12:00"] == re.findall(r'class="tick-time">([^<]+)<', svg)

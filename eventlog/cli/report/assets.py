@@ -77,6 +77,8 @@ svg.lanes.fit { width:100%; height:auto; }
 .k-unresolved > *:not(title) { fill:#fff; stroke:var(--bad); stroke-width:2; }
 .k-reconcile > *:not(title) { fill:#b02a8f; }
 .k-tombstone > *:not(title) { fill:#222; }
+.k-fork > circle { fill:var(--run); } .k-fork > circle.fork-ring { fill:none;
+  stroke:var(--effect); stroke-width:2.2; }
 .k-question > circle { fill:var(--batch); } .k-answer > circle { fill:var(--ok); }
 .k-failed > circle { fill:var(--bad); }
 .k-question .glyph, .k-answer .glyph, .k-failed .glyph { fill:#fff; font-weight:700;

@@ -21,6 +21,7 @@ from eventlog.cli.render import event_json, short_hash
 from eventlog.cli.report.index import framework_of
 from eventlog.cli.report.parts import CHAIN_EDGE, Lane, Link, Mark, Row, Stop, TreeRow
 from eventlog.cli.report.threads import (
+    actors,
     branch_lanes,
     captions,
     thread_kind,
@@ -93,13 +94,14 @@ def build_session_report(
     entries = [replace(e, lane=moved[e.position]) if e.position in moved else e
                for e in timeline.entries]
     clock, said = elapsed(events), captions(stories)
+    forks = {s.position for story in stories for s in story.steps if s.fork_of is not None}
     marks = [_mark(i, entry, event, (event.stream_id, event.version) in broken, clock[i],
-                   said.get(event.position, ""))
+                   said.get(event.position, ""), event.position in forks)
              for i, (entry, event) in enumerate(zip(entries, events, strict=True))]
     marks = _mark_stale_claims(marks, events)
     index_of = {event.position: i for i, event in enumerate(events)}
     links = _links(events, entries) + thread_links(stories, index_of)
-    rows, left_out = _rows(entries, events, marks)
+    rows, left_out = _rows(entries, events, marks, actors(stories))
     counts = Counter(mark.kind for mark in marks)
     stops = run_stops(events, entries) + unfinished_stops(
         stories, index_of, [entry.lane for entry in entries])
@@ -146,7 +148,8 @@ def _lanes(runs: dict[str, int], batches: dict[str, int], entries: list[Entry]) 
 
 
 def _mark(
-    index: int, entry: Entry, event: RecordedEvent, broken: bool, at: float, caption: str
+    index: int, entry: Entry, event: RecordedEvent, broken: bool, at: float, caption: str,
+    fork: bool,
 ) -> Mark:
     payload = event.event
     if isinstance(payload, UndecodableEvent):
@@ -154,7 +157,7 @@ def _mark(
     elif isinstance(payload, CheckpointCreated):
         kind = "duplicate" if entry.duplicate_of is not None else "checkpoint"
     elif isinstance(payload, th.ThreadEvent):
-        kind = thread_kind(entry.what)
+        kind = "fork" if fork else thread_kind(entry.what)
     elif entry.what == "tombstone":
         kind = "tombstone"
     else:
@@ -235,23 +238,30 @@ def _links(events: Sequence[RecordedEvent], entries: list[Entry]) -> list[Link]:
 
 
 def _rows(
-    entries: list[Entry], events: Sequence[RecordedEvent], marks: list[Mark]
+    entries: list[Entry], events: Sequence[RecordedEvent], marks: list[Mark],
+    who: Mapping[int, str],
 ) -> tuple[list[Row], int]:
     checkpoints = [i for i, m in enumerate(marks) if m.kind == "checkpoint" and not m.broken]
     plain = set(checkpoints[EDGE_CHECKPOINTS:-EDGE_CHECKPOINTS])
     chosen = [i for i in range(len(events)) if i not in plain]
     if len(chosen) > MAX_ROWS:  # keep the first and last halves of what is left
         half = MAX_ROWS // 2
-        notable = [i for i in chosen if marks[i].broken or marks[i].kind == "undecodable"]
+        notable = [i for i in chosen if marks[i].broken or marks[i].kind in _NOTABLE]
         chosen = sorted(set(chosen[:half] + chosen[-half:] + notable[:half]))
-    rows = [_row(entries[i], events[i], marks[i]) for i in chosen]
+    rows = [_row(entries[i], events[i], marks[i], who.get(events[i].position))
+            for i in chosen]
     return rows, len(events) - len(rows)
 
 
-def _row(entry: Entry, event: RecordedEvent, mark: Mark) -> Row:
+_NOTABLE = frozenset({"undecodable", "question", "answer", "failed", "fork", "tombstone"})
+"""Kinds of marks the table lists even when it must leave events out."""
+
+
+def _row(entry: Entry, event: RecordedEvent, mark: Mark, who: str | None) -> Row:
     return Row(
         position=event.position, recorded_at=event.recorded_at, type=event.type,
-        lane=entry.lane, actor=actor(event, entry), hash_prefix=short_hash(event.hash),
+        lane=entry.lane, actor=who if who is not None else actor(event, entry),
+        hash_prefix=short_hash(event.hash),
         what=entry.what if mark.kind != "stale" else f"{entry.what} (superseded)",
         details=entry.details, duplicate=mark.kind == "duplicate", broken=mark.broken,
         full=event_json(event),

@@ -298,6 +298,7 @@ def _state(state: list[tuple[str, str]]) -> str:
 
 
 _LEGEND = (("checkpoint", "checkpoint"), ("duplicate", "duplicate (replayed step)"),
+           ("fork", "fork (a second child of its branch point)"),
            ("writes", "pending writes (a task's output)"),
            ("created", "batch created"), ("claim", "claim"),
            ("stale", "superseded claim (its later attempts refused)"),

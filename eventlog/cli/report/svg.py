@@ -38,7 +38,7 @@ MAX_LANES = 60
 PAUSE_MIN_S = 30.0
 MAX_PAUSES = 12
 
-_PRIORITY = ("undecodable", "failed", "question", "answer", "stale", "effect", "reconcile",
+_PRIORITY = ("undecodable", "failed", "question", "answer", "fork", "stale", "effect", "reconcile",
              "claim", "duplicate", "unresolved", "expired", "finish", "capture", "created",
              "tombstone", "checkpoint", "writes", "other")
 
@@ -167,7 +167,7 @@ def _axis(report: SessionReport, shape: Layout) -> str:
         if x - last_x < 110:
             continue
         last_x = x
-        clock = _clock(first, mark.at)
+        clock = _clock(first, mark.at, report.marks[-1].at)
         parts.append(f'<line x1="{x:.1f}" y1="{TOP - 4}" x2="{x:.1f}" '
                      f'y2="{shape.height - BOTTOM:.0f}"/><text x="{x:.1f}" y="{TOP - 22}" '
                      f'class="tick-time">{clock}</text><text x="{x:.1f}" y="{TOP - 8}">'
@@ -176,10 +176,17 @@ def _axis(report: SessionReport, shape: Layout) -> str:
     return "".join(parts)
 
 
-def _clock(first: datetime | None, at: float) -> str:
+def _clock(first: datetime | None, at: float, span: float) -> str:
+    """A tick's time, as precise as the span needs: milliseconds within a minute, the
+    date across days."""
     if first is None:
         return ""
-    return (first + timedelta(seconds=at)).strftime("%H:%M:%S")
+    moment = first + timedelta(seconds=at)
+    if span < 60:
+        return moment.strftime("%H:%M:%S.%f")[:-3]
+    if span >= 86_400 or moment.date() != first.date():
+        return moment.strftime("%m-%d %H:%M")
+    return moment.strftime("%H:%M:%S")
 
 
 def _pauses(report: SessionReport, shape: Layout) -> str:
@@ -300,6 +307,9 @@ def _mark(mark: Mark, shape: Layout) -> str:
 
 def mark_shape(kind: str, x: float, y: float) -> str:
     """The shape of a mark of ``kind`` centred on (x, y)."""
+    if kind == "fork":
+        return (f'<circle cx="{x:.1f}" cy="{y:.1f}" r="6.5"/>'
+                f'<circle class="fork-ring" cx="{x:.1f}" cy="{y:.1f}" r="9.5"/>')
     if kind in ("checkpoint", "duplicate", "expired", "unresolved"):
         radius = 6.5 if kind == "duplicate" else 5.5
         return f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{radius}"/>'

@@ -40,6 +40,22 @@ def branch_lanes(stories: Sequence[ThreadStory]) -> dict[int, str]:
     return lanes
 
 
+def actors(stories: Sequence[ThreadStory]) -> dict[int, str]:
+    """By position: who acted: the nodes (executors) a step ran, ``update_state`` for an
+    update, the task that wrote pending writes, the node that asked a question."""
+    found: dict[int, str] = {}
+    for story in stories:
+        for step in story.steps:
+            who = ", ".join(step.nodes)
+            found[step.position] = ("update_state" + (f" as {who}" if who else "")
+                                    if step.source == "update" else who)
+            for task in step.tasks:
+                found[task.position] = task.node
+        for question in story.questions:
+            found[question.position] = question.node
+    return found
+
+
 def captions(stories: Sequence[ThreadStory]) -> dict[int, str]:
     """By position: the nodes a step ran (or its source), who asked, and each answer."""
     found: dict[int, str] = {}
