@@ -24,6 +24,8 @@ LABEL_WIDTH = 180
 LANE_HEIGHT = 44
 TOP = 40
 BOTTOM = 24
+RIGHT = 44
+"""Room right of the last mark for its tick's time and a stop mark."""
 """Room under the lanes for the pauses' lengths."""
 STEP = 26
 """Pixels of log order per event while every event has its own column."""
@@ -31,7 +33,7 @@ WIDE_LIMIT = 160
 MAX_COLUMNS = 600
 PLOT_WIDTH = 1160
 """Pixels the plot takes at least (the page's width at 1400 pixels, labels aside)."""
-FIT_WIDTH = 1400
+FIT_WIDTH = 1420
 """An SVG up to this wide is scaled to the width of the page."""
 MAX_LANES = 60
 """Lanes drawn one by one; the rest share one last lane."""
@@ -69,7 +71,7 @@ class Layout:
 
     @property
     def width(self) -> float:
-        return LABEL_WIDTH + self.plot_width + 20
+        return LABEL_WIDTH + self.plot_width + RIGHT
 
     @property
     def height(self) -> float:
@@ -147,9 +149,9 @@ def _lane_backgrounds(lanes: list[Lane], shape: Layout) -> str:
 def lane_text(key: str, kind: str, ident: str) -> tuple[str, str]:
     """A lane's label and the short id after it: a subgraph's namespace
     (``review:1f0…|inner:…``) reads ``└ inner`` indented by its depth, with its task id; a
-    fork's branch ``⑂ branch 1``."""
+    fork's branch ``branch 1 (fork)``."""
     if kind == "branch":
-        return f"⑂ {key.rpartition(' · ')[2]}", ""
+        return f"{key.rpartition(' · ')[2]} (fork)", ""
     if kind != "subgraph":
         return key, f" {ident[:8]}" if ident else ""
     depth = key.count("|")
