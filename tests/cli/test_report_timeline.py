@@ -122,3 +122,15 @@ def test_ticks_across_days_carry_the_date() -> None:
                         0, 2 * 86_400)
     svg = swimlanes(build_session_report("t", "s", events))
     assert ["01-01 12:00", "01-03 12:00"] == re.findall(r'class="tick-time">([^<]+)<', svg)
+
+
+def test_a_superseded_claims_lease_is_drawn_where_it_ran_out() -> None:
+    """The story's first claim (lease 5 minutes after START, stale) is marked on the
+    batch's lane at that moment, between the events around it."""
+    events = at_seconds(story(), *range(0, 7), 10, 20, 400, 401)
+    report = build_session_report("t", "s", events)
+    shape = layout(report)
+    [deadline] = report.deadlines
+    x = shape.x_at(deadline.at, report.marks)
+    assert ("batch 1", 300.0, True) == (deadline.lane, deadline.at,
+                                        shape.x(8) < x < shape.x(9))

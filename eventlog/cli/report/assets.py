@@ -51,6 +51,8 @@ svg.lanes.fit { width:100%; height:auto; }
   font-style:italic; }
 .axis .tick-time { fill:var(--ink); } .pause-key { fill:#eef0f4; stroke:#c9ced8; }
 .facts .bad, .facts .bad b { color:var(--bad); }
+.deadline path { stroke:var(--bad); stroke-width:1.6; stroke-dasharray:3 2; }
+.deadline text { fill:var(--bad); font-size:10px; }
 .stop .bar { stroke:var(--bad); stroke-width:3; } .stop .cross { stroke:var(--bad);
   stroke-width:2.2; } .stop { cursor:help; }
 .lane-bg { fill:#fff; stroke:var(--line); }

@@ -17,9 +17,9 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from eventlog.cli.lenient import UndecodableEvent
-from eventlog.cli.render import event_json, short_hash
+from eventlog.cli.render import event_json, short_hash, when
 from eventlog.cli.report.index import framework_of
-from eventlog.cli.report.parts import CHAIN_EDGE, Lane, Link, Mark, Row, Stop, TreeRow
+from eventlog.cli.report.parts import CHAIN_EDGE, Deadline, Lane, Link, Mark, Row, Stop, TreeRow
 from eventlog.cli.report.threads import (
     actors,
     branch_lanes,
@@ -78,6 +78,8 @@ class SessionReport:
     """Where runs stopped, or framework steps were left, without finishing."""
     stories: list[ThreadStory] = field(default_factory=list)
     """Its framework threads, each in its framework's words."""
+    deadlines: list[Deadline] = field(default_factory=list)
+    """Where the leases of superseded claims ran out."""
 
 
 def build_session_report(
@@ -116,6 +118,7 @@ def build_session_report(
         first_recorded=events[0].recorded_at if events else None,
         last_recorded=events[-1].recorded_at if events else None,
         counts=dict(counts), framework=framework_of(events), stops=stops, stories=stories,
+        deadlines=lapsed_leases(events, marks),
     )
 
 
@@ -189,6 +192,23 @@ def _mark_stale_claims(marks: list[Mark], events: Sequence[RecordedEvent]) -> li
             if isinstance(batch_id, str):
                 live.pop(batch_id, None)
     return result
+
+
+def lapsed_leases(events: Sequence[RecordedEvent], marks: list[Mark]) -> list[Deadline]:
+    """Where each superseded claim's lease ran out, within the session's span."""
+    if not events:
+        return []
+    first, span = events[0].recorded_at, marks[-1].at
+    found = []
+    for event, mark in zip(events, marks, strict=True):
+        payload = event.event
+        if mark.kind == "stale" and isinstance(payload, ev.BatchClaimed):
+            at = (payload.lease_expires_at - first).total_seconds()
+            if 0 <= at <= span:
+                label = (f"generation {payload.generation}'s lease ran out "
+                         f"({when(payload.lease_expires_at)})")
+                found.append(Deadline(mark.lane, at, label))
+    return found
 
 
 def run_stops(events: Sequence[RecordedEvent], entries: list[Entry]) -> list[Stop]:

@@ -329,6 +329,9 @@ def _legend(report: SessionReport) -> str:
         items.append(f'<span><svg width="24" height="24" class="stop">{stop_shape(5, 12)}'
                      "</svg>stopped without finishing (a run redone, a step never finished)"
                      "</span>")
+    if report.deadlines:
+        items.append('<span><svg width="10" height="20" class="deadline"><path d="M5,1 L5,19"/>'
+                     "</svg>a superseded claim's lease ran out</span>")
     items.append('<span><svg width="26" height="14"><rect class="pause-key" x="1" y="1" '
                  'width="24" height="12"/></svg>pause (nothing recorded)</span>')
     if any(mark.broken for mark in report.marks):

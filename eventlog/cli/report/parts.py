@@ -52,6 +52,16 @@ class Stop:
 
 
 @dataclass(frozen=True, slots=True)
+class Deadline:
+    """A moment on a lane that no event records: a claim's lease running out."""
+
+    lane: str
+    at: float
+    """Seconds from the session's first event, on the events' clock."""
+    label: str
+
+
+@dataclass(frozen=True, slots=True)
 class Link:
     """An arrow between two marks on different lanes (or a replay on the same one)."""
 

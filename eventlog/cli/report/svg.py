@@ -12,6 +12,7 @@ counts them.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -60,6 +61,17 @@ class Layout:
     def x(self, index: int) -> float:
         """The centre of the mark at ``index`` (of its column's bar when columns are shared)."""
         return self.xs[index]
+
+    def x_at(self, at: float, marks: list[Mark]) -> float:
+        """Where a moment falls between the marks around it (by time between them)."""
+        later = bisect_left([mark.at for mark in marks], at)
+        if later >= len(marks):
+            return self.xs[-1]
+        if later == 0:
+            return self.xs[0]
+        before, after = marks[later - 1], marks[later]
+        share = (at - before.at) / (after.at - before.at) if after.at > before.at else 0.0
+        return self.xs[later - 1] + share * (self.xs[later] - self.xs[later - 1])
 
     def column(self, index: int) -> int:
         """The column the mark at ``index`` falls in."""
@@ -121,6 +133,7 @@ def swimlanes(report: SessionReport) -> str:
         _links(report.links, report.marks, shape),
         _marks(report.marks, shape),
         _stops(report.stops, shape),
+        _deadlines(report, shape),
         "</svg>",
     ]
     return "".join(parts)
@@ -233,6 +246,18 @@ def _stops(stops: list[Stop], shape: Layout) -> str:
         x, y = shape.x(stop.index) + 13, shape.y(stop.lane)
         parts.append(f'<g class="stop" data-run="{escape(stop.lane)}"><title>'
                      f"{escape(stop.label)}</title>{stop_shape(x, y)}</g>")
+    parts.append("</g>")
+    return "".join(parts)
+
+
+def _deadlines(report: SessionReport, shape: Layout) -> str:
+    """A dashed line across a lane where a lease ran out, labelled."""
+    parts = ['<g class="deadlines">']
+    for deadline in report.deadlines:
+        x, y = shape.x_at(deadline.at, report.marks), shape.y(deadline.lane)
+        parts.append(f'<g class="deadline"><title>{escape(deadline.label)}</title>'
+                     f'<path d="M{x:.1f},{y - 16:.1f} L{x:.1f},{y + 16:.1f}"/>'
+                     f'<text x="{x + 4:.1f}" y="{y - 8:.1f}">lease ran out</text></g>')
     parts.append("</g>")
     return "".join(parts)
 
