@@ -298,3 +298,16 @@ def test_the_fork_is_a_mark_of_its_own(run: Run, threads: Forensics, tmp_path: P
                           html))
     forks = re.findall(r'class="mark k-fork" data-pos="(\d+)"', html)
     assert [threads.forked.fork_id] == [ids[position] for position in forks]
+
+
+def test_as_of_the_question_it_is_not_answered_yet(
+    run: Run, threads: Forensics, tmp_path: Path
+) -> None:
+    """--as-of the interrupt's position: the question is there, unanswered, no answer
+    mark."""
+    html = report(run, tmp_path, threads.tenant, "trip")
+    asked = re.findall(r'class="mark k-question" data-pos="(\d+)"', html)[0]
+    then = report(run, tmp_path, threads.tenant, "trip", "--as-of", asked)
+    row = re.findall(r'<tr class="question">.*?</tr>', then, re.S)
+    assert (1, True, 0) == (len(row), "not answered" in row[0],
+                            then.count('class="mark k-answer"'))
