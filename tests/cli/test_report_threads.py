@@ -311,3 +311,16 @@ def test_as_of_the_question_it_is_not_answered_yet(
     row = re.findall(r'<tr class="question">.*?</tr>', then, re.S)
     assert (1, True, 0) == (len(row), "not answered" in row[0],
                             then.count('class="mark k-answer"'))
+
+
+def test_a_workflow_request_and_its_answer_are_marks(
+    run: Run, threads: Forensics, tmp_path: Path
+) -> None:
+    """The checkpoint holding the new request is a question, the one holding the answer an
+    answer, linked."""
+    html = report(run, tmp_path, threads.tenant, "payments")
+    asked = re.findall(r'class="mark k-question" data-pos="(\d+)"', html)
+    answered = re.findall(r'class="mark k-answer" data-pos="(\d+)"', html)
+    links = re.findall(r'class="link link-answers" d="[^"]+" data-from="(\d+)" '
+                       r'data-to="(\d+)"', html)
+    assert ([(asked[0], answered[0])], 1, 1) == (links, len(asked), len(answered))

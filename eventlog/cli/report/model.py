@@ -24,6 +24,7 @@ from eventlog.cli.report.threads import (
     actors,
     branch_lanes,
     captions,
+    story_kinds,
     thread_kind,
     thread_links,
     thread_tree,
@@ -96,9 +97,9 @@ def build_session_report(
     entries = [replace(e, lane=moved[e.position]) if e.position in moved else e
                for e in timeline.entries]
     clock, said = elapsed(events), captions(stories)
-    forks = {s.position for story in stories for s in story.steps if s.fork_of is not None}
+    special = story_kinds(stories)
     marks = [_mark(i, entry, event, (event.stream_id, event.version) in broken, clock[i],
-                   said.get(event.position, ""), event.position in forks)
+                   said.get(event.position, ""), special.get(event.position))
              for i, (entry, event) in enumerate(zip(entries, events, strict=True))]
     marks = _mark_stale_claims(marks, events)
     index_of = {event.position: i for i, event in enumerate(events)}
@@ -152,7 +153,7 @@ def _lanes(runs: dict[str, int], batches: dict[str, int], entries: list[Entry]) 
 
 def _mark(
     index: int, entry: Entry, event: RecordedEvent, broken: bool, at: float, caption: str,
-    fork: bool,
+    special: str | None,
 ) -> Mark:
     payload = event.event
     if isinstance(payload, UndecodableEvent):
@@ -160,7 +161,7 @@ def _mark(
     elif isinstance(payload, CheckpointCreated):
         kind = "duplicate" if entry.duplicate_of is not None else "checkpoint"
     elif isinstance(payload, th.ThreadEvent):
-        kind = "fork" if fork else thread_kind(entry.what)
+        kind = special or thread_kind(entry.what)
     elif entry.what == "tombstone":
         kind = "tombstone"
     else:

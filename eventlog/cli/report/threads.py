@@ -40,6 +40,20 @@ def branch_lanes(stories: Sequence[ThreadStory]) -> dict[int, str]:
     return lanes
 
 
+def story_kinds(stories: Sequence[ThreadStory]) -> dict[int, str]:
+    """By position: the events the story gives a kind of their own: where a question was
+    asked (an interrupt, or the checkpoint holding a new request for a human), where it
+    was answered, and each fork."""
+    kinds: dict[int, str] = {}
+    for story in stories:
+        kinds.update((s.position, "fork") for s in story.steps if s.fork_of is not None)
+        for question in story.questions:
+            kinds[question.position] = "question"
+            if question.answer_position is not None:
+                kinds[question.answer_position] = "answer"
+    return kinds
+
+
 def actors(stories: Sequence[ThreadStory]) -> dict[int, str]:
     """By position: who acted: the nodes (executors) a step ran, ``update_state`` for an
     update, the task that wrote pending writes, the node that asked a question."""
