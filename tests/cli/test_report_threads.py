@@ -16,10 +16,19 @@ from pathlib import Path
 
 import pytest
 
+from eventlog.adapters.langgraph import AsyncEventlogSaver
 from eventlog.cli import EXIT_OK
 from tests.cli.helpers import Run, make_runner
 from tests.conftest import PG_URL, BackendTarget, drop_schema, fresh_id, require_postgres
-from tests.forensic_threads import ANSWER, CRASH, QUESTION, Forensics, crashed_thread, write_all
+from tests.forensic_threads import (
+    ANSWER,
+    CRASH,
+    QUESTION,
+    Forensics,
+    crashed_thread,
+    interrupted_thread,
+    write_all,
+)
 from tests.procs.settle import settle
 
 
@@ -324,3 +333,27 @@ def test_a_workflow_request_and_its_answer_are_marks(
     links = re.findall(r'class="link link-answers" d="[^"]+" data-from="(\d+)" '
                        r'data-to="(\d+)"', html)
     assert ([(asked[0], answered[0])], 1, 1) == (links, len(asked), len(answered))
+
+
+def test_copy_prune_and_delete_thread_are_marks_named_as_langgraph_names_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A copied thread pruned and deleted: three marks, captioned copy_thread, prune and
+    delete_thread, after the copied checkpoints."""
+    target = BackendTarget("sqlite", f"sqlite:///{tmp_path / 'log.db'}")
+
+    async def scenario() -> None:
+        async with target.open() as log:
+            await interrupted_thread(log, "acme", "trip")
+            saver = AsyncEventlogSaver(log, tenant_id="acme")
+            await saver.acopy_thread("trip", "copy")
+            await saver.aprune(["copy"])
+            await saver.adelete_thread("copy")
+
+    asyncio.run(scenario())
+    html = report(make_runner(capsys, target), tmp_path, "acme", "copy")
+    marks = re.findall(r'class="mark k-(other|tombstone)" data-pos="(\d+)"', html)
+    captions = dict(re.findall(r'<text class="caption"[^>]*data-pos="(\d+)">([^<]+)<', html))
+    assert [("other", "copy_thread"), ("tombstone", "prune"),
+            ("tombstone", "delete_thread")] == [(kind, captions.get(position))
+                                                for kind, position in marks]

@@ -71,7 +71,8 @@ def actors(stories: Sequence[ThreadStory]) -> dict[int, str]:
 
 
 def captions(stories: Sequence[ThreadStory]) -> dict[int, str]:
-    """By position: the nodes a step ran (or its source), who asked, and each answer."""
+    """By position: the nodes a step ran (or its source), who asked, each answer, and
+    each deletion, prune or copy by its framework's name (``delete_thread``, …)."""
     found: dict[int, str] = {}
     for story in stories:
         for step in story.steps:
@@ -83,6 +84,7 @@ def captions(stories: Sequence[ThreadStory]) -> dict[int, str]:
             found[question.position] = f"{question.node} asks"
             if question.answer_position is not None:
                 found[question.answer_position] = f"answer {short(question.answer)}"
+        found.update((mark.position, mark.kind) for mark in story.marks)
     return {position: text[:40] for position, text in found.items() if text}
 
 
