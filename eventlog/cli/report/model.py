@@ -1,9 +1,12 @@
 """What a report shows, computed from recorded events without I/O.
 
-A session's events (in log order) become swimlanes — one per run, one per interrupt batch —
-with marks, the links between them (a resumed run's first checkpoint after its parent on
-an earlier run's lane; a replayed step back to the step it repeats; a batch to the
-checkpoint it resumes from), the checkpoint tree and the rows of the event table. Large
+A session's events (in log order) become swimlanes — one per run, one per interrupt batch,
+one per framework thread namespace and fork branch — with marks, the links between them
+(a resumed run's first checkpoint after its parent on an earlier run's lane; a replayed
+step back to the step it repeats; a batch to the checkpoint it resumes from; a question to
+its answer; a branch point to its fork), where runs stopped without finishing, the
+checkpoint tree and the rows of the event table. A framework thread is read through its
+`thread_story` (`eventlog.cli.report.threads` turns that into these pieces). Large
 sessions are summarized here, not in the page: the table lists a bounded sample (every
 event that is not a plain checkpoint, the first and last checkpoints, the duplicates)
 and says how many it left out; the tree folds long straight chains.
