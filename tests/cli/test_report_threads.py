@@ -18,6 +18,8 @@ import pytest
 
 from eventlog.adapters.langgraph import AsyncEventlogSaver
 from eventlog.cli import EXIT_OK
+from eventlog.cli.report.index import index_lines
+from eventlog.records import RecordedEvent
 from tests.cli.helpers import Run, make_runner
 from tests.conftest import PG_URL, BackendTarget, drop_schema, fresh_id, require_postgres
 from tests.forensic_threads import (
@@ -127,11 +129,27 @@ def test_a_tenant_report_lists_its_threads_with_their_framework(
 def test_a_tenant_report_counts_each_threads_checkpoints_and_interrupts(
     run: Run, threads: Forensics, written: Written, tmp_path: Path
 ) -> None:
-    """The interrupted thread's line counts its puts (as the log holds them) and its one
-    interrupt."""
-    cells = _index(report(run, tmp_path, threads.tenant))["trip"]
-    puts = asyncio.run(_count_puts(written.target, threads.tenant, "trip"))
-    assert [str(puts), "1"] == [cells[4], cells[6]]
+    """Each line counts its puts (as the log holds them) and its questions once: the
+    interrupt, the subgraph's interrupt (written again as it bubbles up), the request."""
+    index = _index(report(run, tmp_path, threads.tenant))
+    puts = [asyncio.run(_count_puts(written.target, threads.tenant, name))
+            for name in ("trip", "nested", "payments")]
+    assert [[str(n), "1"] for n in puts] == [
+        [index[name][4], index[name][6]] for name in ("trip", "nested", "payments")]
+
+
+def test_a_workflow_not_drawn_says_its_requests_are_unknown(
+    threads: Forensics, written: Written
+) -> None:
+    """Its requests for a human are inside its payloads: — rather than a wrong 0."""
+    events = asyncio.run(_events(written.target, threads.tenant, "payments"))
+    [line] = index_lines({(threads.tenant, "payments"): events}, {})
+    assert (None, False) == (line.interrupts, line.shown)
+
+
+async def _events(target: BackendTarget, tenant: str, thread_id: str) -> list[RecordedEvent]:
+    async with target.open() as log:
+        return [e async for e in log.read_stream(tenant, f"thread:{thread_id}")]
 
 
 async def _count_puts(target: BackendTarget, tenant: str, thread_id: str) -> int:

@@ -136,7 +136,8 @@ async def build_page(
     data = ReportData(
         title=_title(tenant, session, reports), source=context.shown_url(),
         generated_at=datetime.now(UTC), verify=verify, sessions=reports,
-        index=index_lines(scan.sessions, set(keys)) if session is None else [],
+        index=index_lines(scan.sessions, {(r.tenant, r.session): asked(r) for r in reports})
+        if session is None else [],
         as_of=collect.moment_text(as_of_moment, last), left_after=scan.after_moment,
         states=await collect.states(log, reports, as_of),
         values=await collect.state_values(log, scan, reports),
@@ -162,6 +163,12 @@ async def _read(
         else:
             scan = await collect.scan_sessions(log, tenant, as_of)
         return scan, await collect.verify_summary(log, tenant, progress)
+
+
+def asked(report: SessionReport) -> int:
+    """How many questions a drawn subject asked: interrupt batches and its threads'."""
+    return (len([lane for lane in report.lanes if lane.kind == "batch"])
+            + sum(len(story.questions) for story in report.stories))
 
 
 def _title(tenant: str | None, session: str | None, reports: list[SessionReport]) -> str:

@@ -65,24 +65,30 @@ class SessionLine:
     runs: int | None
     """Distinct runs (None: its checkpoints name no run, as LangGraph's without a
     ``run_id`` and Agent Framework's)."""
-    interrupts: int
-    """Interrupt batches raised (sessions) and interrupts written (LangGraph)."""
+    interrupts: int | None
+    """Interrupt batches raised (sessions), questions asked (LangGraph interrupts, Agent
+    Framework requests for a human); None when unknown (a workflow not drawn: its requests
+    are inside its payloads)."""
     first_recorded: datetime | None
     last_recorded: datetime | None
     shown: bool
 
 
 def index_lines(
-    subjects: Mapping[tuple[str, str], Sequence[RecordedEvent]], shown: set[tuple[str, str]]
+    subjects: Mapping[tuple[str, str], Sequence[RecordedEvent]],
+    asked: Mapping[tuple[str, str], int],
 ) -> list[SessionLine]:
-    """One line per subject in scope, the latest active first."""
-    lines = [_line(tenant, name, events, (tenant, name) in shown)
+    """One line per subject in scope, the latest active first; ``asked`` holds how many
+    questions each drawn subject asked (as its story tells them)."""
+    lines = [_line(tenant, name, events, asked.get((tenant, name)))
              for (tenant, name), events in subjects.items()]
     lines.sort(key=lambda line: (line.last_recorded is None, line.last_recorded), reverse=True)
     return lines
 
 
-def _line(tenant: str, name: str, events: Sequence[RecordedEvent], shown: bool) -> SessionLine:
+def _line(
+    tenant: str, name: str, events: Sequence[RecordedEvent], asked: int | None
+) -> SessionLine:
     runs: set[str] = set()
     checkpoints = interrupts = 0
     for event in events:
@@ -95,13 +101,17 @@ def _line(tenant: str, name: str, events: Sequence[RecordedEvent], shown: bool) 
                 runs.add(run)
         elif isinstance(payload, BatchCreated):
             interrupts += 1
-        elif isinstance(payload, ThreadWritesPut):
+        elif isinstance(payload, ThreadWritesPut) and not payload.namespace:
+            # a subgraph's interrupt is written again by each graph it bubbles up through:
+            # the root namespace's writes count each question once
             interrupts += sum(w.channel == INTERRUPT_CHANNEL for w in payload.writes)
+    framework = framework_of(events)
+    known = asked if asked is not None else None if MAF in framework else interrupts
     return SessionLine(
-        tenant=tenant, session=name, framework=framework_of(events), events=len(events),
-        checkpoints=checkpoints, runs=len(runs) or None, interrupts=interrupts,
+        tenant=tenant, session=name, framework=framework, events=len(events),
+        checkpoints=checkpoints, runs=len(runs) or None, interrupts=known,
         first_recorded=events[0].recorded_at if events else None,
-        last_recorded=events[-1].recorded_at if events else None, shown=shown)
+        last_recorded=events[-1].recorded_at if events else None, shown=asked is not None)
 
 
 def anchor(tenant: str, session: str) -> str:
@@ -138,7 +148,7 @@ def _index_row(line: SessionLine) -> str:
             f"<td>{escape(line.framework)}</td><td class=num>{line.events}</td>"
             f"<td class=num>{line.checkpoints}</td>"
             f"<td class=num>{'—' if line.runs is None else line.runs}</td>"
-            f"<td class=num>{line.interrupts}</td>"
+            f"<td class=num>{'—' if line.interrupts is None else line.interrupts}</td>"
             f"<td class=time>{escape(when(line.first_recorded))}</td>"
             f"<td class=time>{escape(when(line.last_recorded))}</td><td>{more}</td></tr>")
 
