@@ -316,3 +316,11 @@ def test_a_ten_thousand_checkpoint_thread_renders_within_two_seconds(
     page.screenshot(path=str(screenshots / "report-thread-10000.png"))
     assert (["graph"], True) == (page.locator("svg.lanes g.lane").evaluate_all(
         "lanes => lanes.map(lane => lane.dataset.lane)"), elapsed < RENDER_BUDGET_S)
+
+
+def test_a_clicked_event_opens_with_what_it_means(threads_page: Any) -> None:
+    """The question's event opens with the story's line: who asked what."""
+    _section(threads_page, "trip").locator(".mark.k-question").click()
+    shown = json.loads(threads_page.locator("#detail-body").inner_text())
+    assert (True, True) == (shown["told"].startswith("interrupt: approve asks"),
+                            QUESTION["question"] in shown["told"])

@@ -102,8 +102,11 @@ def render_page(report: ReportData) -> str:
 
 
 def event_data(sessions: Sequence[SessionReport]) -> str:
-    """The listed events in full, by position, as JSON safe inside a ``<script>``."""
-    data: dict[str, Any] = {str(row.position): row.full for s in sessions for row in s.rows}
+    """The listed events in full, by position, as JSON safe inside a ``<script>``; each
+    opens with what it means (``told``: the table's what and details, in full)."""
+    data: dict[str, Any] = {str(row.position): {"told": f"{row.what}: {row.details}",
+                                                **row.full}
+                            for s in sessions for row in s.rows}
     text = json.dumps(jsonable(data), ensure_ascii=False, separators=(",", ":"))
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
