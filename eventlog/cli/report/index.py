@@ -14,15 +14,12 @@ from datetime import datetime
 from html import escape
 
 from eventlog.cli.render import plural, when
+from eventlog.cli.thread_story.graph import INTERRUPT
+from eventlog.cli.thread_story.values import MAF_ENCODING
 from eventlog.events.checkpoints import CheckpointCreated
 from eventlog.events.interrupts import BatchCreated
 from eventlog.events.threads import ThreadCheckpointPut, ThreadWritesPut
 from eventlog.records import RecordedEvent
-
-MAF_ENCODING = "maf-checkpoint+json"
-"""How the Agent Framework adapter labels a workflow checkpoint's state."""
-INTERRUPT_CHANNEL = "__interrupt__"
-"""The channel LangGraph writes an interrupt's value to."""
 
 SESSION, LANGGRAPH, MAF, THREAD = ("session", "LangGraph thread", "Agent Framework workflow",
                                    "thread")
@@ -104,7 +101,7 @@ def _line(
         elif isinstance(payload, ThreadWritesPut) and not payload.namespace:
             # a subgraph's interrupt is written again by each graph it bubbles up through:
             # the root namespace's writes count each question once
-            interrupts += sum(w.channel == INTERRUPT_CHANNEL for w in payload.writes)
+            interrupts += sum(w.channel == INTERRUPT for w in payload.writes)
     framework = framework_of(events)
     known = asked if asked is not None else None if MAF in framework else interrupts
     return SessionLine(
