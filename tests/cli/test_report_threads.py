@@ -17,10 +17,11 @@ from pathlib import Path
 import pytest
 
 from eventlog.adapters.langgraph import AsyncEventlogSaver
-from eventlog.cli import EXIT_OK
+from eventlog.cli import EXIT_FINDINGS, EXIT_OK
 from eventlog.cli.report.index import index_lines
 from eventlog.records import RecordedEvent
 from tests.cli.helpers import Run, make_runner
+from tests.cli.test_verify import _blob, execute
 from tests.conftest import PG_URL, BackendTarget, drop_schema, fresh_id, require_postgres
 from tests.forensic_threads import (
     ANSWER,
@@ -375,3 +376,26 @@ def test_copy_prune_and_delete_thread_are_marks_named_as_langgraph_names_them(
     assert [("other", "copy_thread"), ("tombstone", "prune"),
             ("tombstone", "delete_thread")] == [(kind, captions.get(position))
                                                 for kind, position in marks]
+
+
+def test_an_undecodable_thread_event_stays_in_its_threads_section(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The thread's first event no longer decodes: the tenant report still draws it on
+    the thread's page, and exits 1 (verify found it)."""
+    target = BackendTarget("sqlite", f"sqlite:///{tmp_path / 'log.db'}")
+
+    async def scenario() -> None:
+        async with target.open() as log:
+            await interrupted_thread(log, "acme", "trip")
+
+    asyncio.run(scenario())
+    where = "WHERE tenant_id = $1 AND stream_id = $2 AND stream_version = 1"
+    data = bytes(execute(target, f"SELECT data FROM events {where}", "acme", "thread:trip"))
+    execute(target, f"UPDATE events SET data = {_blob(target, data[:-5])} {where}",
+            "acme", "thread:trip")
+    out = tmp_path / "r.html"
+    ran = make_runner(capsys, target)("report", "acme", "-o", str(out))
+    html = out.read_text()
+    assert (EXIT_FINDINGS, ["trip"], 1) == (
+        ran.status, list(_index(html)), html.count('class="mark k-undecodable'))

@@ -106,8 +106,10 @@ def _session_of(event: RecordedEvent, owner: dict[tuple[str, str], SessionKey]) 
     payload = event.event
     session: object = (payload.thread_id if isinstance(payload, BatchCreated | ThreadEvent)
                        else getattr(payload, "session_id", None))
-    if not isinstance(session, str) and event.stream_id.startswith("session:"):
-        session = event.stream_id.removeprefix("session:")
+    if not isinstance(session, str):  # an undecodable event: its stream names its subject
+        for prefix in ("session:", "thread:"):
+            if event.stream_id.startswith(prefix):
+                session = event.stream_id.removeprefix(prefix)
     if not isinstance(session, str):
         return None
     owner[stream] = (event.tenant_id, session)
