@@ -8,21 +8,28 @@ tests with the reason; under ``CI=true`` they must run. The screenshot goes to
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from eventlog import open_log
+from eventlog.cli import main
 from eventlog.cli.report.model import build_session_report
 from eventlog.cli.report.page import ReportData, VerifySummary, render_page
 from tests.cli.test_demo import demo_process
+from tests.cli.test_report_large_thread import large_thread
 from tests.cli.test_report_page import RUN_1, RUN_2, checkpoint, recorded
+from tests.forensic_threads import ANSWER, QUESTION, Forensics, write_all
 
 RENDER_BUDGET_S = 2.0
 
@@ -63,12 +70,27 @@ def screenshots(tmp_path: Path) -> Path:
     return where
 
 
-def test_the_demo_report_in_a_browser(browser: Any, tmp_path: Path, screenshots: Path) -> None:
+@pytest.fixture(scope="module")
+def demo_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The report the demo writes."""
+    played = demo_process(tmp_path_factory.mktemp("demo"), "--json")
+    assert 0 == played.returncode, played.stderr
+    return Path(json.loads(played.stdout)["report"])
+
+
+@pytest.fixture
+def demo_page(browser: Any, demo_report: Path) -> Iterator[Any]:
+    """The demo's report open in a 1400 by 1000 window."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(demo_report.as_uri())
+    yield page
+    page.close()
+
+
+def test_the_demo_report_in_a_browser(browser: Any, demo_report: Path, screenshots: Path) -> None:
     """The demo's report: three lanes, the story's marks, a green verify badge; clicking
     an event shows all of it (never a token); no script error."""
-    played = demo_process(tmp_path, "--json")
-    assert 0 == played.returncode, played.stderr
-    report = Path(json.loads(played.stdout)["report"])
+    report = demo_report
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     errors: list[str] = []
     page.on("pageerror", lambda error: errors.append(str(error)))
@@ -94,6 +116,45 @@ def test_the_demo_report_in_a_browser(browser: Any, tmp_path: Path, screenshots:
     assert "checkpoint_created" in page.locator("#detail-body").inner_text()
     page.screenshot(path=str(screenshots / "report-demo.png"), full_page=True)
     assert [] == errors
+
+
+def test_the_lanes_use_the_width_of_the_page(demo_page: Any) -> None:
+    """The timeline is as wide as its section's content (it used a third of it)."""
+    widths = demo_page.evaluate("""() => {
+        const svg = document.querySelector('svg.lanes');
+        const card = svg.closest('section');
+        const style = getComputedStyle(card);
+        const inner = card.clientWidth - parseFloat(style.paddingLeft)
+            - parseFloat(style.paddingRight);
+        return [Math.round(svg.getBoundingClientRect().width), Math.round(inner)];
+    }""")
+    assert widths[1] - 4 <= widths[0] <= widths[1]
+
+
+def test_the_events_table_flows_with_the_page(demo_page: Any) -> None:
+    """No box around the events table scrolls on its own: every row is on the page."""
+    clipping = demo_page.evaluate("""() => {
+        const found = [];
+        for (let el = document.querySelector('table.events').parentElement; el;
+             el = el.parentElement) {
+            const overflow = getComputedStyle(el).overflowY;
+            if ((overflow === 'auto' || overflow === 'scroll') && el !== document.body
+                && el !== document.documentElement && el.scrollHeight > el.clientHeight) {
+                found.push(el.className);
+            }
+        }
+        return found;
+    }""")
+    assert [] == clipping
+
+
+def test_the_filter_count_follows_the_filter(demo_page: Any) -> None:
+    """Typing in the filter says how many rows of how many are listed."""
+    total = demo_page.locator("table.events tr.ev").count()
+    demo_page.locator("input.filter").fill("claim")
+    shown = demo_page.locator("table.events tr.ev:visible").count()
+    count = demo_page.locator("h3 span[id$='-count']").text_content()
+    assert (f"{shown} of {total}", True) == (count, 0 < shown < total)
 
 
 def test_ten_thousand_checkpoints_render_within_two_seconds(
@@ -123,3 +184,143 @@ def test_ten_thousand_checkpoints_render_within_two_seconds(
     assert size < 10 * 1024 * 1024
     assert elapsed < RENDER_BUDGET_S
     assert 2 == page.locator("svg.lanes g.lane").count()
+
+
+@dataclass
+class ThreadsPage:
+    """The tenant report of tests/forensic_threads.py's five threads, and what they did."""
+
+    path: Path
+    threads: Forensics
+
+
+@pytest.fixture(scope="module")
+def threads_report(tmp_path_factory: pytest.TempPathFactory) -> ThreadsPage:
+    """The five framework threads written through the adapters, and ``eventlog report
+    TENANT`` of them."""
+    where = tmp_path_factory.mktemp("threads-report")
+    url = f"sqlite:///{where / 'log.db'}"
+
+    async def write() -> Forensics:
+        async with open_log(url) as log:
+            return await write_all(log, "acme")
+
+    path = where / "acme.html"
+    # Playwright's sync API keeps an event loop running on this thread: work on another.
+    with ThreadPoolExecutor(1) as pool:
+        threads = pool.submit(asyncio.run, write()).result()
+        status = pool.submit(main, ["report", "acme", "--url", url, "-o", str(path)]).result()
+    assert 0 == status
+    return ThreadsPage(path, threads)
+
+
+@pytest.fixture
+def threads_page(browser: Any, threads_report: ThreadsPage) -> Iterator[Any]:
+    """The threads' report open in a 1400 by 1000 window (a script error fails the test)."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.goto(threads_report.path.as_uri())
+    yield page
+    page.close()
+    assert [] == errors
+
+
+def _section(page: Any, thread: str) -> Any:
+    return page.locator(f'section.session[data-session="{thread}"]')
+
+
+def test_each_thread_has_its_lanes_in_the_browser(
+    threads_page: Any, threads_report: ThreadsPage
+) -> None:
+    """The graph's lane; the subgraph's under it; the fork's branch; the workflow's."""
+    lanes = {thread: _section(threads_page, thread).locator("svg.lanes g.lane").evaluate_all(
+        "lanes => lanes.map(lane => lane.dataset.lane)")
+        for thread in ("trip", "nested", "forked", "payments")}
+    assert {"trip": ["graph"], "nested": ["graph", *threads_report.threads.subgraph.namespaces],
+            "forked": ["graph", "graph · branch 1"], "payments": ["workflow"]} == lanes
+
+
+def test_the_nodes_that_ran_are_named_on_the_lane(
+    threads_page: Any, threads_report: ThreadsPage
+) -> None:
+    """Each node of the graph is a visible caption on the thread's lane."""
+    captions = _section(threads_page, "trip").locator("svg.lanes text.caption")
+    visible = [c.text_content() for c in captions.all() if c.is_visible()]
+    nodes = threads_report.threads.interrupted.nodes
+    assert nodes == [node for node in nodes if node in visible]
+
+
+def test_the_question_and_its_answer_are_on_the_page(
+    threads_page: Any, threads_report: ThreadsPage
+) -> None:
+    """The question's mark and the answer's, linked; the pair listed, visible."""
+    trip = _section(threads_page, "trip")
+    row = trip.locator("table.qa tr.question")
+    text = row.inner_text()
+    assert ((1, 1, 1), True, True) == (
+        (trip.locator(".mark.k-question").count(), trip.locator(".mark.k-answer").count(),
+         trip.locator("svg.lanes path.link-answers").count()),
+        QUESTION["question"] in text, ANSWER in text)
+
+
+def test_clicking_the_answer_shows_its_event(threads_page: Any) -> None:
+    """A click on the answer's mark opens the event: the resume write, in full."""
+    _section(threads_page, "trip").locator(".mark.k-answer").click()
+    shown = json.loads(threads_page.locator("#detail-body").inner_text())
+    channels = [write["channel"] for write in shown["data"]["writes"]]
+    assert ("thread_writes_put", True) == (shown["type"], "__resume__" in channels)
+
+
+def test_the_fork_is_drawn_and_listed_as_a_branch(
+    threads_page: Any, threads_report: ThreadsPage
+) -> None:
+    """The arrow from the branch point and the fork tag in the tree, both visible."""
+    forked = _section(threads_page, "forked")
+    tag = forked.locator("ul.tree .tag.fork")
+    assert (True, True, threads_report.threads.forked.fork_from) == (
+        forked.locator("svg.lanes path.link-fork").is_visible(), tag.is_visible(),
+        tag.get_attribute("title").removeprefix("a second child of "))
+
+
+def test_the_unfinished_step_is_marked(threads_page: Any) -> None:
+    """The crashed thread's stop mark is visible on its lane."""
+    assert _section(threads_page, "crashed").locator("svg.lanes g.stop").is_visible()
+
+
+def test_the_threads_report_screenshot(threads_page: Any, screenshots: Path) -> None:
+    """The whole page, for people to look at (and the test to keep)."""
+    path = screenshots / "report-threads.png"
+    threads_page.screenshot(path=str(path), full_page=True)
+    assert path.stat().st_size > 0
+
+
+def test_a_ten_thousand_checkpoint_thread_renders_within_two_seconds(
+    browser: Any, tmp_path: Path, screenshots: Path
+) -> None:
+    """A LangGraph thread of 10,000 checkpoints: the page loads and paints in under two
+    seconds, its one lane drawn."""
+    events, payloads = large_thread(10_000)
+    data = ReportData(
+        title="10,000 thread checkpoints", source="memory://", generated_at=datetime.now(UTC),
+        verify=VerifySummary(streams=1, events=len(events), problems=[], view_differences=[]),
+        sessions=[build_session_report("t", "big", events, (), payloads)])
+    path = tmp_path / "large-thread.html"
+    path.write_text(render_page(data))
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    started = time.perf_counter()
+    page.goto(path.as_uri(), wait_until="load")
+    page.evaluate("() => new Promise(done => requestAnimationFrame(() => done(null)))")
+    elapsed = time.perf_counter() - started
+    print(f"10,000 thread checkpoints: rendered in {elapsed:.2f} s")
+    page.screenshot(path=str(screenshots / "report-thread-10000.png"))
+    assert (["graph"], True) == (page.locator("svg.lanes g.lane").evaluate_all(
+        "lanes => lanes.map(lane => lane.dataset.lane)"), elapsed < RENDER_BUDGET_S)
+
+
+def test_a_clicked_event_opens_with_what_it_means(threads_page: Any) -> None:
+    """The question's event opens with the story's line: who asked what."""
+    _section(threads_page, "trip").locator(".mark.k-question").click()
+    shown = json.loads(threads_page.locator("#detail-body").inner_text())
+    assert (True, True) == (shown["told"].startswith("interrupt: approve asks"),
+                            QUESTION["question"] in shown["told"])

@@ -21,6 +21,8 @@ from eventlog.cli.errors import EXIT_FINDINGS, EXIT_OK, CommandError
 from eventlog.cli.horizon import settle_or_warn
 from eventlog.cli.options import Moment, positive_int, when_moment
 from eventlog.cli.report import collect
+from eventlog.cli.report.index import index_lines
+from eventlog.cli.report.model import SessionReport
 from eventlog.cli.report.page import ReportData, VerifySummary, render_page
 from eventlog.cli.scope import require_session, require_tenant
 from eventlog.log import EventLog
@@ -36,10 +38,13 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         commands, common, "report", "write the incident report: one self-contained HTML file",
         run,
         description="Write one HTML file (no network needed: styles, drawing and script are "
-        "inside it) showing a session's runs and interrupt batches as swimlanes, its "
-        "checkpoint tree with the at-least-once duplicates, every event (click one for all "
-        "of it; tokens never appear) and the verify result with the first broken link "
-        "highlighted. Without SESSION: every session of TENANT (the latest "
+        "inside it) showing a session's runs and interrupt batches, or a LangGraph thread's "
+        "or Agent Framework workflow's steps (node names, questions and their answers, "
+        "forks, subgraphs, unfinished steps), as swimlanes across time, its checkpoint tree "
+        "with the at-least-once duplicates, every event with its state and what it changed "
+        "(click one for all of it; tokens never appear) and the verify result with the "
+        "first broken link highlighted. SESSION may name a thread. Without SESSION: an "
+        "index of every session and thread of TENANT (the latest "
         f"{DEFAULT_SESSIONS} drawn); without TENANT: the whole log. Exit status 1 when "
         "verify found a problem (the report is written all the same).",
     )
@@ -125,15 +130,17 @@ async def build_page(
     as_of = as_of_moment.value if as_of_moment is not None else None
     scan, verify = await _read(context, log, tenant, session, as_of)
     keys = collect.latest_sessions(scan, max_sessions)
-    reports = collect.session_reports(scan, keys, verify)
+    reports = await collect.session_reports(log, scan, keys, verify)
     last = max((e for events in scan.sessions.values() for e in events[-1:]),
                key=lambda e: e.position, default=None)
     data = ReportData(
-        title=_title(tenant, session), source=context.shown_url(),
+        title=_title(tenant, session, reports), source=context.shown_url(),
         generated_at=datetime.now(UTC), verify=verify, sessions=reports,
-        index=collect.index_lines(scan, set(keys)),
+        index=index_lines(scan.sessions, {(r.tenant, r.session): asked(r) for r in reports})
+        if session is None else [],
         as_of=collect.moment_text(as_of_moment, last), left_after=scan.after_moment,
         states=await collect.states(log, reports, as_of),
+        values=await collect.state_values(log, scan, reports),
     )
     return _Page(render_page(data), verify.ok, len(reports))
 
@@ -158,9 +165,16 @@ async def _read(
         return scan, await collect.verify_summary(log, tenant, progress)
 
 
-def _title(tenant: str | None, session: str | None) -> str:
+def asked(report: SessionReport) -> int:
+    """How many questions a drawn subject asked: interrupt batches and its threads'."""
+    return (len([lane for lane in report.lanes if lane.kind == "batch"])
+            + sum(len(story.questions) for story in report.stories))
+
+
+def _title(tenant: str | None, session: str | None, reports: list[SessionReport]) -> str:
     if session is not None:
-        return f"Incident report: session {session} of tenant {tenant}"
+        kind = reports[0].framework if reports else "session"
+        return f"Incident report: {kind} {session} of tenant {tenant}"
     if tenant is not None:
         return f"Incident report: tenant {tenant}"
     return "Incident report: the whole log"

@@ -1,6 +1,6 @@
 """The report page's stylesheet and script, inlined into every page (no network, ever)."""
 
-CSS = """
+CSS = r"""
 :root { --ink:#1d2430; --muted:#5b6678; --line:#d9dee7; --bg:#f6f7f9; --card:#fff;
   --run:#2f6fdf; --dup:#e0a100; --batch:#7b3fbf; --ok:#1e8e3e; --bad:#c62828;
   --effect:#e8590c; --capture:#0c8599; }
@@ -38,9 +38,26 @@ tr.selected { outline:2px solid var(--run); outline-offset:-2px; background:#e6e
 tr.problem td { color:var(--bad); }
 .scroll { overflow:auto; border:1px solid var(--line); border-radius:6px; background:#fff; }
 .scroll.tall { max-height:520px; }
+details.state, details.diff { margin-top:4px; }
+details summary { cursor:pointer; color:var(--run); font-size:12px; }
+details pre { margin:4px 0; padding:6px 8px; background:#f6f8fb; border-radius:4px;
+  font-size:12px; max-width:640px; overflow-x:auto; white-space:pre-wrap; }
+.diff .dadd { color:var(--ok); } .diff .ddel { color:var(--bad); } .diff .dchg { color:#8a5a00; }
+.state-note { color:var(--muted); font-size:12px; margin-top:4px; }
+.flow { border:1px solid var(--line); border-radius:6px; background:#fff; }
 svg.lanes { display:block; font-size:11px; }
+svg.lanes.fit { width:100%; height:auto; }
+.pause rect { fill:#eef0f4; opacity:.8; } .pause text { fill:var(--muted); text-anchor:middle;
+  font-style:italic; }
+.axis .tick-time { fill:var(--ink); } .pause-key { fill:#eef0f4; stroke:#c9ced8; }
+.facts .bad, .facts .bad b { color:var(--bad); }
+.deadline path { stroke:var(--bad); stroke-width:1.6; stroke-dasharray:3 2; }
+.deadline text { fill:var(--bad); font-size:10px; }
+.stop .bar { stroke:var(--bad); stroke-width:3; } .stop .cross { stroke:var(--bad);
+  stroke-width:2.2; } .stop { cursor:help; }
 .lane-bg { fill:#fff; stroke:var(--line); }
 .lane-batch .lane-bg { fill:#faf6ff; } .lane-session .lane-bg { fill:#f4f4f4; }
+.lane-subgraph .lane-bg { fill:#f5f9ff; } .lane-branch .lane-bg { fill:#fff8f2; }
 .lane-label { font-weight:600; fill:var(--ink); font-size:12px; }
 .lane-id { fill:var(--muted); font-weight:400; font-family:ui-monospace,monospace; }
 .axis line { stroke:#eef0f4; } .axis text { fill:var(--muted); text-anchor:middle; }
@@ -62,6 +79,19 @@ svg.lanes { display:block; font-size:11px; }
 .k-unresolved > *:not(title) { fill:#fff; stroke:var(--bad); stroke-width:2; }
 .k-reconcile > *:not(title) { fill:#b02a8f; }
 .k-tombstone > *:not(title) { fill:#222; }
+.k-fork > circle { fill:var(--run); } .k-fork > circle.fork-ring { fill:none;
+  stroke:var(--effect); stroke-width:2.2; }
+.k-question > circle { fill:var(--batch); } .k-answer > circle { fill:var(--ok); }
+.k-failed > circle { fill:var(--bad); }
+.k-question .glyph, .k-answer .glyph, .k-failed .glyph { fill:#fff; font-weight:700;
+  text-anchor:middle; font-size:11px; }
+.caption { font-size:10px; fill:#3d4757; text-anchor:middle; cursor:pointer; }
+.link-answers { stroke:var(--batch); stroke-width:2; }
+.link-fork { stroke:var(--effect); stroke-width:2; stroke-dasharray:6 3; }
+ul.tree li .fork { background:#ffe8d6; color:#a03d00; font-weight:600; }
+ul.tree li .note { color:var(--muted); margin-left:6px; white-space:normal; }
+table.qa td pre { margin:0; white-space:pre-wrap; font-size:12px; }
+.k-writes > *:not(title) { fill:#fff; stroke:var(--run); stroke-width:1.5; }
 .k-undecodable rect { fill:var(--bad); } .k-undecodable .glyph { fill:#fff;
   font-weight:700; text-anchor:middle; font-size:11px; }
 .k-other > *:not(title) { fill:#7a8494; }
@@ -141,9 +171,16 @@ SCRIPT = """
     input.addEventListener('input', function () {
       var needle = input.value.toLowerCase();
       var rows = document.querySelectorAll('#' + input.getAttribute('data-table') + ' tr.ev');
+      var shown = 0;
       rows.forEach(function (row) {
-        row.style.display = row.textContent.toLowerCase().indexOf(needle) < 0 ? 'none' : '';
+        var hit = row.textContent.toLowerCase().indexOf(needle) >= 0;
+        row.style.display = hit ? '' : 'none';
+        if (hit) { shown += 1; }
       });
+      var count = document.getElementById(input.getAttribute('data-table') + '-count');
+      if (count) {
+        count.textContent = needle ? shown + ' of ' + rows.length : String(rows.length);
+      }
     });
   });
 })();

@@ -9,9 +9,10 @@ and the events that do not decode. The state as of a moment: `projections.rebuil
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from rich.progress import Progress
 
@@ -19,11 +20,14 @@ from eventlog.cli.lenient import UndecodableEvent
 from eventlog.cli.options import Moment
 from eventlog.cli.render import cell, when
 from eventlog.cli.report.model import SessionReport, build_session_report
-from eventlog.cli.report.page import SessionLine, Undecodable, VerifySummary
+from eventlog.cli.report.page import Undecodable, VerifySummary
+from eventlog.cli.report.threads import step_views
+from eventlog.cli.report.values import StateView, state_views, wanted_digests
 from eventlog.cli.sessions import read_merged
+from eventlog.cli.thread_story import read_payloads
 from eventlog.cli.verify import describe, view_findings
-from eventlog.events.checkpoints import CheckpointCreated
 from eventlog.events.interrupts import BatchCreated
+from eventlog.events.threads import ThreadCheckpointPut, ThreadEvent
 from eventlog.log import EventLog, SpilledViews
 from eventlog.records import RecordedEvent
 from projections.query import In, ViewQuery
@@ -100,10 +104,12 @@ def _session_of(event: RecordedEvent, owner: dict[tuple[str, str], SessionKey]) 
     if known is not None:
         return known
     payload = event.event
-    session: object = (payload.thread_id if isinstance(payload, BatchCreated)
+    session: object = (payload.thread_id if isinstance(payload, BatchCreated | ThreadEvent)
                        else getattr(payload, "session_id", None))
-    if not isinstance(session, str) and event.stream_id.startswith("session:"):
-        session = event.stream_id.removeprefix("session:")
+    if not isinstance(session, str):  # an undecodable event: its stream names its subject
+        for prefix in ("session:", "thread:"):
+            if event.stream_id.startswith(prefix):
+                session = event.stream_id.removeprefix(prefix)
     if not isinstance(session, str):
         return None
     owner[stream] = (event.tenant_id, session)
@@ -136,30 +142,38 @@ def undecodable_finding(event: RecordedEvent) -> Undecodable:
                        event.type, error)
 
 
+Select = Callable[[ViewQuery], Awaitable[list[dict[str, Any]]]]
+
+
 async def states(
     log: EventLog, reports: Sequence[SessionReport], as_of: int | datetime | None
 ) -> dict[str, list[tuple[str, str]]]:
-    """Per session: what the views said at the moment (rebuilt from the log alone, into a
-    temporary file, and read back for the chosen sessions only)."""
+    """Per session: what the views said at the moment. Now: the live views (verify has
+    compared them with a rebuild); at an earlier moment: rebuilt from the log alone, into
+    a temporary file, and read back for the chosen sessions only."""
+    if as_of is None:
+        return {report.session: await _state(report, log.query) for report in reports}
     with SpilledViews() as views:
         if isinstance(as_of, int):
             await rebuild(log, until_position=as_of, into=views)
-        elif isinstance(as_of, datetime):
-            await rebuild(log, until_time=as_of, into=views)
         else:
-            await rebuild(log, into=views)
-        return {report.session: _state(report, views) for report in reports}
+            await rebuild(log, until_time=as_of, into=views)
+
+        async def select(query: ViewQuery) -> list[dict[str, Any]]:
+            return views.select(query)
+
+        return {report.session: await _state(report, select) for report in reports}
 
 
-def _state(report: SessionReport, views: SpilledViews) -> list[tuple[str, str]]:
+async def _state(report: SessionReport, select: Select) -> list[tuple[str, str]]:
     pairs: list[tuple[str, str]] = []
     session = {"tenant_id": report.tenant, "session_id": report.session}
-    for row in views.select(ViewQuery("checkpoint_sessions", session)):
+    for row in await select(ViewQuery("checkpoint_sessions", session)):
         pairs.append(("latest checkpoint", f"{row['latest_checkpoint_id']} "
                                            f"(step {row['latest_step']})"))
     numbers = {lane.ident: lane.key for lane in report.lanes if lane.kind == "batch"}
     if numbers:
-        for row in views.select(ViewQuery("interrupt_batches", {
+        for row in await select(ViewQuery("interrupt_batches", {
                 "tenant_id": report.tenant, "batch_id": In(tuple(numbers))},
                 order_by=("batch_id",))):
             effect = ", effect started" if row.get("effect_started") else ""
@@ -168,20 +182,21 @@ def _state(report: SessionReport, views: SpilledViews) -> list[tuple[str, str]]:
     return pairs
 
 
-def index_lines(scan: Scan, shown: set[SessionKey]) -> list[SessionLine]:
-    """One line per session in scope, the latest active first."""
-    lines = []
-    for (tenant, session), events in scan.sessions.items():
-        checkpoints = [e.event for e in events if isinstance(e.event, CheckpointCreated)]
-        lines.append(SessionLine(
-            tenant=tenant, session=session, events=len(events),
-            checkpoints=len(checkpoints),
-            runs=len({c.run_id for c in checkpoints if isinstance(c, CheckpointCreated)}),
-            batches=sum(isinstance(e.event, BatchCreated) for e in events),
-            last_recorded=events[-1].recorded_at if events else None,
-            shown=(tenant, session) in shown))
-    lines.sort(key=lambda line: (line.last_recorded is None, line.last_recorded), reverse=True)
-    return lines
+async def state_values(
+    log: EventLog, scan: Scan, reports: Sequence[SessionReport]
+) -> dict[int, StateView]:
+    """The state of each listed checkpoint and its difference from its parent's, by
+    position (one blob read per drawn session)."""
+    views: dict[int, StateView] = {}
+    for report in reports:
+        events = scan.sessions[(report.tenant, report.session)]
+        listed = {row.position for row in report.rows}
+        blobs = await log.get_blobs(report.tenant, wanted_digests(events, listed))
+        views.update(state_views(events, listed, blobs))
+        sizes = {e.position: e.event.state_size for e in events
+                 if isinstance(e.event, ThreadCheckpointPut)}
+        views.update(step_views(report.stories, listed, sizes))
+    return views
 
 
 def latest_sessions(scan: Scan, limit: int) -> list[SessionKey]:
@@ -191,12 +206,18 @@ def latest_sessions(scan: Scan, limit: int) -> list[SessionKey]:
     return [key for key, _events in keyed[:limit]]
 
 
-def session_reports(
-    scan: Scan, keys: Sequence[SessionKey], verify: VerifySummary
+async def session_reports(
+    log: EventLog, scan: Scan, keys: Sequence[SessionKey], verify: VerifySummary
 ) -> list[SessionReport]:
-    """The model of each chosen session, with verify's broken links marked."""
-    return [build_session_report(tenant, session, scan.sessions[(tenant, session)],
-                                 verify.problems) for tenant, session in keys]
+    """The model of each chosen session, with verify's broken links marked and its
+    framework threads told from their payloads."""
+    reports = []
+    for tenant, session in keys:
+        events = scan.sessions[(tenant, session)]
+        payloads = await read_payloads(log, tenant, events)
+        reports.append(build_session_report(tenant, session, events, verify.problems,
+                                            payloads))
+    return reports
 
 
 def moment_text(as_of: Moment | None, last: RecordedEvent | None) -> str | None:

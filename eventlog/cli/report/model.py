@@ -1,9 +1,12 @@
 """What a report shows, computed from recorded events without I/O.
 
-A session's events (in log order) become swimlanes — one per run, one per interrupt batch —
-with marks, the links between them (a resumed run's first checkpoint after its parent on
-an earlier run's lane; a replayed step back to the step it repeats; a batch to the
-checkpoint it resumes from), the checkpoint tree and the rows of the event table. Large
+A session's events (in log order) become swimlanes — one per run, one per interrupt batch,
+one per framework thread namespace and fork branch — with marks, the links between them
+(a resumed run's first checkpoint after its parent on an earlier run's lane; a replayed
+step back to the step it repeats; a batch to the checkpoint it resumes from; a question to
+its answer; a branch point to its fork), where runs stopped without finishing, the
+checkpoint tree and the rows of the event table. A framework thread is read through its
+`thread_story` (`eventlog.cli.report.threads` turns that into these pieces). Large
 sessions are summarized here, not in the page: the table lists a bounded sample (every
 event that is not a plain checkpoint, the first and last checkpoints, the duplicates)
 and says how many it left out; the tree folds long straight chains.
@@ -12,15 +15,28 @@ and says how many it left out; the tree folds long straight chains.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any
 
 from eventlog.cli.lenient import UndecodableEvent
-from eventlog.cli.render import event_json, short_hash
+from eventlog.cli.render import event_json, short_hash, when
+from eventlog.cli.report.index import framework_of
+from eventlog.cli.report.parts import CHAIN_EDGE, Deadline, Lane, Link, Mark, Row, Stop, TreeRow
+from eventlog.cli.report.threads import (
+    actors,
+    branch_lanes,
+    captions,
+    story_kinds,
+    thread_kind,
+    thread_links,
+    thread_tree,
+    unfinished_stops,
+)
 from eventlog.cli.story import Entry, build_timeline
+from eventlog.cli.thread_story import ThreadStory
 from eventlog.events import interrupts as ev
+from eventlog.events import threads as th
 from eventlog.events.checkpoints import CheckpointCreated
 from eventlog.records import RecordedEvent, StreamProblem
 
@@ -30,8 +46,6 @@ EDGE_CHECKPOINTS = 60
 """How many of the first and of the last checkpoints the table lists."""
 MAX_LINKS = 400
 """The most cross-lane links drawn for one session."""
-CHAIN_EDGE = 4
-"""A straight chain of checkpoints longer than twice this is folded in the tree."""
 
 _KIND_OF_TYPE = {
     ev.BatchCreated: "created", ev.BatchClaimed: "claim", ev.CaptureStarted: "capture",
@@ -40,77 +54,6 @@ _KIND_OF_TYPE = {
     ev.ClaimExpired: "expired", ev.EffectUnresolved: "unresolved",
     ev.BatchReconciled: "reconcile", ev.BatchRetired: "other",
 }
-
-
-@dataclass(frozen=True, slots=True)
-class Lane:
-    """One swimlane: a run, an interrupt batch, or the session itself."""
-
-    key: str
-    """``run 2``, ``batch 1`` or ``session``: what the table's lane column says."""
-    kind: str
-    """``run``, ``batch`` or ``session``."""
-    ident: str
-    """The run id or batch id (empty for the session lane)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Mark:
-    """One event on its lane, at its place in the session's log order."""
-
-    index: int
-    position: int
-    lane: str
-    kind: str
-    """``checkpoint``, ``duplicate``, ``created``, ``claim``, ``stale``, ``capture``,
-    ``effect``, ``finish``, ``expired``, ``unresolved``, ``reconcile``, ``tombstone``,
-    ``undecodable`` or ``other``."""
-    label: str
-    broken: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class Link:
-    """An arrow between two marks on different lanes (or a replay on the same one)."""
-
-    source: int
-    target: int
-    """Indexes of the two marks."""
-    kind: str
-    """``parent`` (a checkpoint after its parent on another lane), ``replay`` (a duplicate
-    back to the record it repeats) or ``resumes`` (a batch from its checkpoint)."""
-
-
-@dataclass(frozen=True, slots=True)
-class TreeRow:
-    """One line of the checkpoint tree (or a folded stretch of a straight chain)."""
-
-    depth: int
-    position: int
-    checkpoint_id: str
-    step: int
-    lane: str
-    duplicate: str | None = None
-    """Why the record is a duplicate (None: it is not)."""
-    folded: int = 0
-    """When more than zero: this line stands for that many checkpoints left out."""
-
-
-@dataclass(frozen=True, slots=True)
-class Row:
-    """One listed event: what the table shows, and the full event behind a click."""
-
-    position: int
-    recorded_at: datetime
-    type: str
-    lane: str
-    actor: str
-    hash_prefix: str
-    what: str
-    details: str
-    duplicate: bool
-    broken: bool
-    full: dict[str, Any]
 
 
 @dataclass
@@ -133,56 +76,101 @@ class SessionReport:
     last_recorded: datetime | None
     counts: dict[str, int] = field(default_factory=dict)
     """How many marks of each kind."""
+    framework: str = "session"
+    """What wrote it (`eventlog.cli.report.index.framework_of`)."""
+    stops: list[Stop] = field(default_factory=list)
+    """Where runs stopped, or framework steps were left, without finishing."""
+    stories: list[ThreadStory] = field(default_factory=list)
+    """Its framework threads, each in its framework's words."""
+    deadlines: list[Deadline] = field(default_factory=list)
+    """Where the leases of superseded claims ran out."""
 
 
 def build_session_report(
     tenant: str, session: str, events: Sequence[RecordedEvent],
-    problems: Iterable[StreamProblem] = (),
+    problems: Iterable[StreamProblem] = (), payloads: Mapping[bytes, bytes] | None = None,
 ) -> SessionReport:
     """The report of one session from its events in log order; ``problems`` (verify's
-    first broken links) mark the events they name."""
+    first broken links) mark the events they name; ``payloads`` (the bytes of its
+    framework threads' payloads) let those be told in their framework's words."""
     broken = {(p.stream_id, p.version) for p in problems if p.tenant_id == tenant}
-    timeline = build_timeline(events)
-    entries = timeline.entries
-    lanes = _lanes(timeline.runs, timeline.batches, entries)
-    marks = [_mark(i, entry, event, (event.stream_id, event.version) in broken)
+    timeline = build_timeline(events, payloads)
+    stories = timeline.threads
+    moved = branch_lanes(stories)
+    entries = [replace(e, lane=moved[e.position]) if e.position in moved else e
+               for e in timeline.entries]
+    clock, said = elapsed(events), captions(stories)
+    special = story_kinds(stories)
+    marks = [_mark(i, entry, event, (event.stream_id, event.version) in broken, clock[i],
+                   said.get(event.position, ""), special.get(event.position))
              for i, (entry, event) in enumerate(zip(entries, events, strict=True))]
     marks = _mark_stale_claims(marks, events)
-    links = _links(events, entries)
-    rows, left_out = _rows(entries, events, marks)
+    index_of = {event.position: i for i, event in enumerate(events)}
+    links = _links(events, entries) + thread_links(stories, index_of)
+    rows, left_out = _rows(entries, events, marks, actors(stories))
     counts = Counter(mark.kind for mark in marks)
+    stops = run_stops(events, entries) + unfinished_stops(
+        stories, index_of, [entry.lane for entry in entries])
     return SessionReport(
-        tenant=tenant, session=session, lanes=lanes, marks=marks,
-        links=links[:MAX_LINKS], links_left_out=max(0, len(links) - MAX_LINKS),
-        tree=checkpoint_tree(events, entries), rows=rows, rows_left_out=left_out,
+        tenant=tenant, session=session, lanes=_lanes(timeline.runs, timeline.batches, entries),
+        marks=marks, links=links[:MAX_LINKS], links_left_out=max(0, len(links) - MAX_LINKS),
+        tree=checkpoint_tree(events, entries) + [
+            row for story in stories for row in thread_tree(story)],
+        rows=rows, rows_left_out=left_out,
         checkpoints=timeline.checkpoints, duplicates=timeline.duplicates,
         stale_claims=counts.get("stale", 0),
         first_recorded=events[0].recorded_at if events else None,
         last_recorded=events[-1].recorded_at if events else None,
-        counts=dict(counts),
+        counts=dict(counts), framework=framework_of(events), stops=stops, stories=stories,
+        deadlines=lapsed_leases(events, marks),
     )
+
+
+def elapsed(events: Sequence[RecordedEvent]) -> list[float]:
+    """Seconds from the first event to each, never going back: a writer whose clock is
+    behind an earlier one's adds no time (log order is the order)."""
+    result: list[float] = []
+    total, previous = 0.0, None
+    for event in events:
+        if previous is not None:
+            total += max(0.0, (event.recorded_at - previous).total_seconds())
+        previous = event.recorded_at if previous is None else max(previous, event.recorded_at)
+        result.append(total)
+    return result
 
 
 def _lanes(runs: dict[str, int], batches: dict[str, int], entries: list[Entry]) -> list[Lane]:
     lanes = [Lane(f"run {n}", "run", run) for run, n in runs.items()]
     lanes += [Lane(f"batch {n}", "batch", batch) for batch, n in batches.items()]
+    known = {lane.key for lane in lanes}
+    for entry in entries:  # a thread's lanes (one per namespace), then the session's
+        if entry.lane not in known and entry.lane != "session":
+            known.add(entry.lane)
+            kind = ("thread" if entry.lane in ("graph", "workflow") else
+                    "branch" if " · branch " in entry.lane else "subgraph")
+            lanes.append(Lane(entry.lane, kind, ""))
     if any(entry.lane == "session" for entry in entries):
         lanes.append(Lane("session", "session", ""))
     return lanes
 
 
-def _mark(index: int, entry: Entry, event: RecordedEvent, broken: bool) -> Mark:
+def _mark(
+    index: int, entry: Entry, event: RecordedEvent, broken: bool, at: float, caption: str,
+    special: str | None,
+) -> Mark:
     payload = event.event
     if isinstance(payload, UndecodableEvent):
         kind = "undecodable"
     elif isinstance(payload, CheckpointCreated):
         kind = "duplicate" if entry.duplicate_of is not None else "checkpoint"
+    elif isinstance(payload, th.ThreadEvent):
+        kind = special or thread_kind(entry.what)
     elif entry.what == "tombstone":
         kind = "tombstone"
     else:
         kind = _KIND_OF_TYPE.get(type(payload), "other")
     label = f"#{event.position} {entry.what}: {entry.details}"
-    return Mark(index, event.position, entry.lane, kind, label[:300], broken)
+    return Mark(index, event.position, entry.lane, kind, label[:300], broken, at, caption)
 
 
 def _mark_stale_claims(marks: list[Mark], events: Sequence[RecordedEvent]) -> list[Mark]:
@@ -197,11 +185,10 @@ def _mark_stale_claims(marks: list[Mark], events: Sequence[RecordedEvent]) -> li
             earlier = live.get(payload.batch_id)
             if earlier is not None:
                 old = result[earlier]
-                result[earlier] = Mark(
-                    old.index, old.position, old.lane, "stale",
-                    f"{old.label} — superseded at #{event.position} by generation "
-                    f"{payload.generation}: this claim's later attempts were refused",
-                    old.broken)
+                result[earlier] = replace(
+                    old, kind="stale",
+                    label=f"{old.label} — superseded at #{event.position} by generation "
+                          f"{payload.generation}: this claim's later attempts were refused")
             live[payload.batch_id] = index
         elif not isinstance(payload, ev.CaptureStarted | ev.CaptureCompleted
                             | ev.EffectStarted):
@@ -209,6 +196,49 @@ def _mark_stale_claims(marks: list[Mark], events: Sequence[RecordedEvent]) -> li
             if isinstance(batch_id, str):
                 live.pop(batch_id, None)
     return result
+
+
+def lapsed_leases(events: Sequence[RecordedEvent], marks: list[Mark]) -> list[Deadline]:
+    """Where each superseded claim's lease ran out, within the session's span."""
+    if not events:
+        return []
+    first, span = events[0].recorded_at, marks[-1].at
+    found = []
+    for event, mark in zip(events, marks, strict=True):
+        payload = event.event
+        if mark.kind == "stale" and isinstance(payload, ev.BatchClaimed):
+            at = (payload.lease_expires_at - first).total_seconds()
+            if 0 <= at <= span:
+                label = (f"generation {payload.generation}'s lease ran out "
+                         f"({when(payload.lease_expires_at)})")
+                found.append(Deadline(mark.lane, at, label))
+    return found
+
+
+def run_stops(events: Sequence[RecordedEvent], entries: list[Entry]) -> list[Stop]:
+    """Runs that stopped without finishing: a later run redid their work (it replays one
+    of their steps, or resumes from one of their checkpoints that was not their last)
+    after they wrote their last event. The log needs no event for a crash; this is it."""
+    last = {entry.lane: index for index, entry in enumerate(entries)}
+    index_of = {event.position: index for index, event in enumerate(events)}
+    by_id: dict[str, int] = {}
+    stops: dict[str, Stop] = {}
+    for index, (event, entry) in enumerate(zip(events, entries, strict=True)):
+        payload = event.event
+        if not isinstance(payload, CheckpointCreated):
+            continue
+        parent = by_id.get(payload.parent_id or "")
+        redone = [(parent, f"resumed from its earlier checkpoint {payload.parent_id}")
+                  ] if parent is not None and parent < last[entries[parent].lane] else []
+        if entry.duplicate_of is not None and entry.duplicate_of in index_of:
+            redone.append((index_of[entry.duplicate_of], f"replayed its step {payload.step}"))
+        for source, how in redone:
+            other = entries[source].lane
+            if other != entry.lane and other not in stops and last[other] < index:
+                stops[other] = Stop(last[other], other, f"{other} stopped here without "
+                                    f"finishing: {entry.lane} {how} at #{event.position}")
+        by_id[payload.checkpoint_id] = index
+    return sorted(stops.values(), key=lambda stop: stop.index)
 
 
 def _links(events: Sequence[RecordedEvent], entries: list[Entry]) -> list[Link]:
@@ -232,23 +262,30 @@ def _links(events: Sequence[RecordedEvent], entries: list[Entry]) -> list[Link]:
 
 
 def _rows(
-    entries: list[Entry], events: Sequence[RecordedEvent], marks: list[Mark]
+    entries: list[Entry], events: Sequence[RecordedEvent], marks: list[Mark],
+    who: Mapping[int, str],
 ) -> tuple[list[Row], int]:
     checkpoints = [i for i, m in enumerate(marks) if m.kind == "checkpoint" and not m.broken]
     plain = set(checkpoints[EDGE_CHECKPOINTS:-EDGE_CHECKPOINTS])
     chosen = [i for i in range(len(events)) if i not in plain]
     if len(chosen) > MAX_ROWS:  # keep the first and last halves of what is left
         half = MAX_ROWS // 2
-        notable = [i for i in chosen if marks[i].broken or marks[i].kind == "undecodable"]
+        notable = [i for i in chosen if marks[i].broken or marks[i].kind in _NOTABLE]
         chosen = sorted(set(chosen[:half] + chosen[-half:] + notable[:half]))
-    rows = [_row(entries[i], events[i], marks[i]) for i in chosen]
+    rows = [_row(entries[i], events[i], marks[i], who.get(events[i].position))
+            for i in chosen]
     return rows, len(events) - len(rows)
 
 
-def _row(entry: Entry, event: RecordedEvent, mark: Mark) -> Row:
+_NOTABLE = frozenset({"undecodable", "question", "answer", "failed", "fork", "tombstone"})
+"""Kinds of marks the table lists even when it must leave events out."""
+
+
+def _row(entry: Entry, event: RecordedEvent, mark: Mark, who: str | None) -> Row:
     return Row(
         position=event.position, recorded_at=event.recorded_at, type=event.type,
-        lane=entry.lane, actor=actor(event, entry), hash_prefix=short_hash(event.hash),
+        lane=entry.lane, actor=who if who is not None else actor(event, entry),
+        hash_prefix=short_hash(event.hash),
         what=entry.what if mark.kind != "stale" else f"{entry.what} (superseded)",
         details=entry.details, duplicate=mark.kind == "duplicate", broken=mark.broken,
         full=event_json(event),

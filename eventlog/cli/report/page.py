@@ -9,7 +9,7 @@ token material never reaches here (`eventlog.cli.render.event_json` masks it).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from html import escape
@@ -17,8 +17,12 @@ from typing import Any
 
 from eventlog.cli.render import jsonable, plural, when
 from eventlog.cli.report.assets import CSS, SCRIPT
-from eventlog.cli.report.model import Row, SessionReport, TreeRow
-from eventlog.cli.report.svg import mark_shape, swimlanes
+from eventlog.cli.report.index import SessionLine, anchor, render_index
+from eventlog.cli.report.model import SessionReport
+from eventlog.cli.report.parts import Row, TreeRow
+from eventlog.cli.report.svg import mark_shape, stop_shape, swimlanes
+from eventlog.cli.report.values import StateView
+from eventlog.cli.thread_story import AGENT_FRAMEWORK, ThreadStory, pretty
 from eventlog.records import StreamProblem
 
 
@@ -51,20 +55,6 @@ class VerifySummary:
         return not (self.problems or self.view_differences or self.undecodable)
 
 
-@dataclass(frozen=True, slots=True)
-class SessionLine:
-    """One session in the index of a tenant-wide report."""
-
-    tenant: str
-    session: str
-    events: int
-    checkpoints: int
-    runs: int
-    batches: int
-    last_recorded: datetime | None
-    shown: bool
-
-
 @dataclass
 class ReportData:
     """Everything one page shows."""
@@ -81,6 +71,8 @@ class ReportData:
     """Events recorded after the as-of moment, not shown."""
     states: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
     """Per session: the views' state (as of the moment) as label/value pairs."""
+    values: dict[int, StateView] = field(default_factory=dict)
+    """By position: a listed checkpoint's state and its difference from its parent's."""
 
 
 def render_page(report: ReportData) -> str:
@@ -90,8 +82,9 @@ def render_page(report: ReportData) -> str:
         _as_of(report),
         '<main>',
         verify_section(report.verify, report.sessions),
-        _index(report.index) if len(report.index) > 1 else "",
-        *(session_section(s, report.states.get(s.session, [])) for s in report.sessions),
+        render_index(report.index) if report.index else "",
+        *(session_section(s, report.states.get(s.session, []), report.values)
+          for s in report.sessions),
         "</main>",
         _detail_panel(),
         f'<script type="application/json" id="event-data">{event_data(report.sessions)}'
@@ -109,8 +102,11 @@ def render_page(report: ReportData) -> str:
 
 
 def event_data(sessions: Sequence[SessionReport]) -> str:
-    """The listed events in full, by position, as JSON safe inside a ``<script>``."""
-    data: dict[str, Any] = {str(row.position): row.full for s in sessions for row in s.rows}
+    """The listed events in full, by position, as JSON safe inside a ``<script>``; each
+    opens with what it means (``told``: the table's what and details, in full)."""
+    data: dict[str, Any] = {str(row.position): {"told": f"{row.what}: {row.details}",
+                                                **row.full}
+                            for s in sessions for row in s.rows}
     text = json.dumps(jsonable(data), ensure_ascii=False, separators=(",", ":"))
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
@@ -119,8 +115,21 @@ def _header(report: ReportData) -> str:
     return (
         f'<header class="top"><h1>{escape(report.title)}</h1><div class="sub">'
         f"log {escape(report.source)} · written {escape(when(report.generated_at))} by "
-        "<code>eventlog report</code></div></header>"
+        "<code>eventlog report</code> (this machine's clock)</div>"
+        f'<div class="sub" id="clocks">{escape(clock_note(report))}</div></header>'
     )
+
+
+def clock_note(report: ReportData) -> str:
+    """Which clock the events' times are read from, and whether it runs ahead."""
+    note = ("Event times are each event's recorded time, read from the clock of the "
+            "process that wrote it (the log's injected clock), not from this machine's.")
+    latest = max((s.last_recorded for s in report.sessions if s.last_recorded is not None),
+                 default=None)
+    if latest is not None and latest > report.generated_at:
+        note += (f" Here they run ahead of it (the latest is {when(latest)}): the writer's "
+                 "clock was simulated or set ahead; order by position, not by time.")
+    return note
 
 
 def _as_of(report: ReportData) -> str:
@@ -193,57 +202,95 @@ def _problem_row(
             f"<td>{escape(detail)}</td></tr>")
 
 
-def _index(lines: list[SessionLine]) -> str:
-    parts = ['<section class="card" id="sessions"><h2>Sessions</h2><div class="scroll tall">'
-             "<table><tr><th>tenant</th><th>session</th><th class=num>events</th>"
-             "<th class=num>checkpoints</th><th class=num>runs</th><th class=num>batches</th>"
-             "<th>last recorded</th></tr>"]
-    for line in lines:
-        name = (f'<a href="#s-{_anchor(line.tenant, line.session)}">{escape(line.session)}</a>'
-                if line.shown else escape(line.session))
-        parts.append(f"<tr><td>{escape(line.tenant)}</td><td>{name}</td>"
-                     f"<td class=num>{line.events}</td><td class=num>{line.checkpoints}</td>"
-                     f"<td class=num>{line.runs}</td><td class=num>{line.batches}</td>"
-                     f"<td>{escape(when(line.last_recorded))}</td></tr>")
-    parts.append("</table></div></section>")
-    return "".join(parts)
-
-
-def _anchor(tenant: str, session: str) -> str:
-    return "".join(c if c.isalnum() else "-" for c in f"{tenant}-{session}")
-
-
-def session_section(report: SessionReport, state: list[tuple[str, str]]) -> str:
+def session_section(
+    report: SessionReport, state: list[tuple[str, str]],
+    values: Mapping[int, StateView] | None = None,
+) -> str:
     """One session: facts, swimlanes with a legend, the checkpoint tree, the events."""
-    anchor = _anchor(report.tenant, report.session)
-    facts = [
-        f"<span><b>{len([lane for lane in report.lanes if lane.kind == 'run'])}</b> runs</span>",
-        f"<span><b>{report.checkpoints}</b> checkpoints</span>",
-        f"<span><b>{report.duplicates}</b> duplicates (at-least-once)</span>",
-        f"<span><b>{len([lane for lane in report.lanes if lane.kind == 'batch'])}</b> "
-        "interrupt batches</span>",
-        f"<span><b>{report.stale_claims}</b> superseded claims</span>",
-        f"<span>from <b>{escape(when(report.first_recorded))}</b> to "
-        f"<b>{escape(when(report.last_recorded))}</b></span>",
-    ]
+    section = anchor(report.tenant, report.session)
+    kind = report.framework[:1].upper() + report.framework[1:]
+    facts = _facts(report)
     links_note = (f'<p class="note">{plural(report.links_left_out, "more link")} not drawn.</p>'
                   if report.links_left_out else "")
     return "".join([
-        f'<section class="card session" id="s-{anchor}" data-session="'
-        f'{escape(report.session)}"><h2>Session {escape(report.session)} '
+        f'<section class="card session" id="s-{section}" data-session="'
+        f'{escape(report.session)}"><h2>{escape(kind)} '
+        f'{escape(report.session)} '
         f'<span class="tag">tenant {escape(report.tenant)}</span></h2>',
         f'<div class="facts">{"".join(facts)}</div>',
         _state(state),
-        "<h3>Timeline: one lane per run and per interrupt batch, in log order</h3>",
-        f'<div class="scroll">{swimlanes(report)}</div>', _legend(), links_note,
-        "<h3>Checkpoint tree (parent → children; duplicates marked)</h3>",
+        "<h3>Timeline: a lane per run, interrupt batch and thread namespace; across, the "
+        "events' time (each event a step of its own; shaded: pauses)</h3>",
+        f'<div class="scroll">{swimlanes(report)}</div>', _legend(report), links_note,
+        _questions(report),
+        "<h3>Checkpoint tree (parent → children; duplicates marked, forks as branches)</h3>",
         _tree(report.tree),
-        f"<h3>Events ({len(report.rows)} listed"
-        + (f", {plural(report.rows_left_out, 'plain checkpoint')} left out" if report.rows_left_out
+        f'<h3>Events (<span id="t-{section}-count">{len(report.rows)}</span> listed'
+        + (f", {plural(report.rows_left_out, 'plain checkpoint')} left out"
+           if report.rows_left_out
            else "") + ")</h3>",
-        _events(report.rows, f"t-{anchor}"),
+        _events(report.rows, f"t-{section}", values or {}),
         "</section>",
     ])
+
+
+def _facts(report: SessionReport) -> list[str]:
+    """The session's (and its framework threads') counts and time span."""
+    runs = len([lane for lane in report.lanes if lane.kind == "run"])
+    batches = len([lane for lane in report.lanes if lane.kind == "batch"])
+    facts = []
+    if runs or not report.stories:
+        facts.append(f"<span><b>{runs}</b> runs</span>")
+    if report.stops:
+        facts.append(f'<span class="bad"><b>{len(report.stops)}</b> stopped without '
+                     "finishing</span>")
+    facts += [f"<span><b>{report.checkpoints}</b> checkpoints</span>",
+              f"<span><b>{report.duplicates}</b> duplicates (at-least-once)</span>"]
+    if batches or not report.stories:
+        facts += [f"<span><b>{batches}</b> interrupt batches</span>",
+                  f"<span><b>{report.stale_claims}</b> superseded claims</span>"]
+    facts += [_thread_facts(story) for story in report.stories]
+    facts.append(f"<span>from <b>{escape(when(report.first_recorded))}</b> to "
+                 f"<b>{escape(when(report.last_recorded))}</b></span>")
+    return facts
+
+
+def _thread_facts(story: ThreadStory) -> str:
+    asked = len(story.questions)
+    answered = sum(question.answered for question in story.questions)
+    forks = len({s.checkpoint_id for s in story.steps if s.fork_of is not None})
+    subgraphs = len([namespace for namespace in story.namespaces if namespace])
+    noun = ("request for a human", "requests for a human") if story.frameworks == [
+        AGENT_FRAMEWORK] else ("question", "questions")
+    return (f"<span>{escape(' and '.join(story.frameworks))}: <b>{asked}</b> "
+            f"{noun[0] if asked == 1 else noun[1]} (<b>{answered}</b> answered), "
+            f"<b>{forks}</b> {'fork' if forks == 1 else 'forks'}, <b>{subgraphs}</b> "
+            f"subgraph {'namespace' if subgraphs == 1 else 'namespaces'}</span>")
+
+
+def _questions(report: SessionReport) -> str:
+    """Each question a framework thread asked, who asked, and the answer that resumed it."""
+    questions = [question for story in report.stories for question in story.questions]
+    if not questions:
+        return ""
+    parts = ['<h3>Questions and answers</h3><table class="qa"><tr><th class=num>asked</th>'
+             "<th>by</th><th>question</th><th>answer</th><th class=num>answered</th></tr>"]
+    for question in questions:
+        where = f" in {question.namespace}" if question.namespace else ""
+        answer = (f"<pre>{escape(pretty(question.answer))}</pre>" if question.answered
+                  else '<b class="bad">not answered</b>')
+        answered = (_jump(question.answer_position)
+                    if question.answer_position is not None else "")
+        parts.append(f'<tr class="question"><td class=num>{_jump(question.position)}</td>'
+                     f"<td>{escape(question.node)}{escape(where)}</td>"
+                     f"<td><pre>{escape(pretty(question.value))}</pre></td>"
+                     f"<td>{answer}</td><td class=num>{answered}</td></tr>")
+    parts.append("</table>")
+    return "".join(parts)
+
+
+def _jump(position: int) -> str:
+    return f'<a href="#ev-{position}" data-pos="{position}">#{position}</a>'
 
 
 def _state(state: list[tuple[str, str]]) -> str:
@@ -255,25 +302,46 @@ def _state(state: list[tuple[str, str]]) -> str:
 
 
 _LEGEND = (("checkpoint", "checkpoint"), ("duplicate", "duplicate (replayed step)"),
+           ("fork", "fork (a second child of its branch point)"),
+           ("writes", "pending writes (a task's output)"),
            ("created", "batch created"), ("claim", "claim"),
            ("stale", "superseded claim (its later attempts refused)"),
            ("capture", "capture"), ("effect", "dispatch marker (effect)"),
            ("finish", "finish / release"), ("expired", "expired"),
            ("unresolved", "effect unresolved (needs a reconcile)"),
-           ("reconcile", "reconciliation"), ("tombstone", "session deleted"),
-           ("undecodable", "undecodable event"))
+           ("reconcile", "reconciliation"), ("tombstone", "deleted / removed"),
+           ("undecodable", "undecodable event"), ("question", "question (interrupt, "
+           "request for a human)"), ("answer", "answer (resume)"), ("failed", "task failed"))
 
 
-def _legend() -> str:
+_LINK_LEGEND = (("parent", "parent on another run (resume)"),
+                ("replay", "replay of an earlier record"),
+                ("resumes", "batch resumes from this checkpoint"),
+                ("answers", "question → its answer"), ("fork", "branch point → fork"))
+
+
+def _legend(report: SessionReport) -> str:
+    """What the marks and lines drawn for this session mean (only those it has)."""
+    kinds = set(report.counts)
     items = [f'<span><svg width="16" height="16"><g class="k-{kind}">{mark_shape(kind, 8, 8)}</g>'
-             f"</svg>{escape(text)}</span>" for kind, text in _LEGEND]
-    items.append('<span><svg width="26" height="10"><path class="link link-parent" '
-                 'd="M1,5 L25,5"/></svg>parent on another run (resume)</span>')
-    items.append('<span><svg width="26" height="10"><path class="link link-replay" '
-                 'd="M1,5 L25,5"/></svg>replay of an earlier record</span>')
-    items.append('<span><svg width="20" height="20"><circle cx="10" cy="10" r="8" '
-                 'fill="none" stroke="#c62828" stroke-width="2.5"/></svg>first broken link'
-                 "</span>")
+             f"</svg>{escape(text)}</span>" for kind, text in _LEGEND if kind in kinds]
+    drawn = {link.kind for link in report.links}
+    items += [f'<span><svg width="26" height="10"><path class="link link-{kind}" '
+              f'd="M1,5 L25,5"/></svg>{escape(text)}</span>'
+              for kind, text in _LINK_LEGEND if kind in drawn]
+    if report.stops:
+        items.append(f'<span><svg width="24" height="24" class="stop">{stop_shape(5, 12)}'
+                     "</svg>stopped without finishing (a run redone, a step never finished)"
+                     "</span>")
+    if report.deadlines:
+        items.append('<span><svg width="10" height="20" class="deadline"><path d="M5,1 L5,19"/>'
+                     "</svg>a superseded claim's lease ran out</span>")
+    items.append('<span><svg width="26" height="14"><rect class="pause-key" x="1" y="1" '
+                 'width="24" height="12"/></svg>pause (nothing recorded)</span>')
+    if any(mark.broken for mark in report.marks):
+        items.append('<span><svg width="20" height="20"><circle cx="10" cy="10" r="8" '
+                     'fill="none" stroke="#c62828" stroke-width="2.5"/></svg>first broken '
+                     "link</span>")
     return f'<div class="legend">{"".join(items)}</div>'
 
 
@@ -290,31 +358,66 @@ def _tree(rows: list[TreeRow]) -> str:
         dup = (f'<span class="tag dup" title="{escape(row.duplicate)}">duplicate</span>'
                if row.duplicate else "")
         root = " root" if row.depth == 0 and row is rows[0] else ""
+        fork = (f'<span class="tag fork" title="a second child of {escape(row.fork)}">fork '
+                f"from {escape(row.fork[:13])}</span>" if row.fork else "")
+        note = f'<span class="note">{escape(row.note)}</span>' if row.note else ""
+        step = "?" if row.step is None else row.step
         items.append(
             f'<li class="node{root}" style="--d:{row.depth}" data-pos="{row.position}">'
-            f"<code>{escape(row.checkpoint_id)}</code> step {row.step} "
+            f"<code>{escape(row.checkpoint_id)}</code> step {step} "
             f'<span class="tag">{escape(row.lane)}</span>'
-            f'<span class="tag">#{row.position}</span>{dup}</li>')
+            f'<span class="tag">#{row.position}</span>{dup}{fork}{note}</li>')
     return f'<div class="scroll tall"><ul class="tree">{"".join(items)}</ul></div>'
 
 
-def _events(rows: list[Row], table_id: str) -> str:
+def _events(rows: list[Row], table_id: str, values: Mapping[int, StateView]) -> str:
     parts = [f'<input class="filter" type="search" placeholder="filter events…" '
              f'data-table="{table_id}">',
-             f'<div class="scroll tall"><table id="{table_id}" class="events"><tr>'
-             "<th class=num>#</th><th>time (UTC)</th><th>lane</th><th>type</th><th>actor</th>"
+             f'<div class="flow"><table id="{table_id}" class="events"><tr>'
+             "<th class=num>#</th><th>recorded (UTC)</th><th>lane</th><th>type</th><th>actor</th>"
              "<th>hash</th><th>what</th><th>details</th></tr>"]
     for row in rows:
         classes = "ev" + (" dup" if row.duplicate else "") + (" broken" if row.broken else "")
         parts.append(
             f'<tr class="{classes}" id="ev-{row.position}" data-pos="{row.position}">'
             f"<td class=num>{row.position}</td><td class='mono time'>"
-            f"{escape(when(row.recorded_at))}</td><td class=time>{escape(row.lane)}</td>"
+            f"{escape(when(row.recorded_at))}</td><td class=time title=\"{escape(row.lane)}\">"
+            f"{escape(short_lane(row.lane))}</td>"
             f"<td class=mono>{escape(row.type)}</td><td class=time>{escape(row.actor)}</td>"
             f"<td class=mono>{escape(row.hash_prefix)}</td><td class=what>"
-            f"{escape(row.what)}</td><td>{escape(row.details[:240])}</td></tr>")
+            f"{escape(row.what)}</td><td>{escape(row.details[:240])}"
+            f"{state_cell(values.get(row.position))}</td></tr>")
     parts.append("</table></div>")
     return "".join(parts)
+
+
+_DIFF_CLASS = {"+": "dadd", "-": "ddel", "~": "dchg"}
+
+
+def state_cell(view: StateView | None) -> str:
+    """A checkpoint's state, folded: its value pretty-printed and what changed since its
+    parent (each opens on a click)."""
+    if view is None:
+        return ""
+    if not view.pretty:
+        return f'<div class="state-note">state: {escape(view.note)}</div>'
+    note = f" ({escape(view.note)})" if view.note else ""
+    parts = [f'<details class="state"><summary>state ({view.size:,} B){note}</summary>'
+             f"<pre>{escape(view.pretty)}</pre></details>"]
+    if view.parent is not None:
+        summary = (f"changed since {escape(view.parent)}: "
+                   f"{plural(len(view.diff), 'change')}" if view.diff
+                   else f"unchanged since {escape(view.parent)}")
+        lines = "".join(f'<span class="{_DIFF_CLASS.get(line[:1], "")}">{escape(line)}'
+                        "</span>\n" for line in view.diff)
+        parts.append(f'<details class="diff"><summary>{summary}</summary><pre>{lines}</pre>'
+                     "</details>" if view.diff else f'<div class="state-note">{summary}</div>')
+    return "".join(parts)
+
+
+def short_lane(lane: str) -> str:
+    """A lane as the table names it: a subgraph's namespace by its node (``review``)."""
+    return lane.rpartition("|")[2].partition(":")[0] if ":" in lane else lane
 
 
 def _detail_panel() -> str:

@@ -1,0 +1,151 @@
+"""The index of a tenant (or whole-log) report: one line per session and per framework
+thread, with its counts, its time span, its framework and where to read more.
+
+A line links to the subject's section when the page draws it, and otherwise names the
+command that writes the subject's own page. Pure functions of recorded events.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from html import escape
+
+from eventlog.cli.render import plural, when
+from eventlog.cli.thread_story.graph import INTERRUPT
+from eventlog.cli.thread_story.values import MAF_ENCODING
+from eventlog.events.checkpoints import CheckpointCreated
+from eventlog.events.interrupts import BatchCreated
+from eventlog.events.threads import ThreadCheckpointPut, ThreadWritesPut
+from eventlog.records import RecordedEvent
+
+SESSION, LANGGRAPH, MAF, THREAD = ("session", "LangGraph thread", "Agent Framework workflow",
+                                   "thread")
+
+
+def framework_of(events: Sequence[RecordedEvent]) -> str:
+    """What wrote the subject: ``session`` (the checkpoint store), ``LangGraph thread``,
+    ``Agent Framework workflow`` or ``thread`` (a thread written by neither adapter);
+    a session and a thread of one name read ``session + LangGraph thread``."""
+    kinds: list[str] = []
+    for event in events:
+        kind = _kind(event)
+        if kind is not None and kind not in kinds:
+            kinds.append(kind)
+    if len(kinds) > 1 and THREAD in kinds:
+        kinds.remove(THREAD)
+    return " + ".join(kinds) or SESSION
+
+
+def _kind(event: RecordedEvent) -> str | None:
+    payload = event.event
+    if isinstance(payload, CheckpointCreated):
+        return SESSION
+    if not isinstance(payload, ThreadCheckpointPut):
+        return None
+    if payload.state_encoding == MAF_ENCODING:
+        return MAF
+    return LANGGRAPH if "source" in payload.metadata else THREAD
+
+
+@dataclass(frozen=True, slots=True)
+class SessionLine:
+    """One session or thread in the index of a tenant-wide report."""
+
+    tenant: str
+    session: str
+    framework: str
+    events: int
+    checkpoints: int
+    runs: int | None
+    """Distinct runs (None: its checkpoints name no run, as LangGraph's without a
+    ``run_id`` and Agent Framework's)."""
+    interrupts: int | None
+    """Interrupt batches raised (sessions), questions asked (LangGraph interrupts, Agent
+    Framework requests for a human); None when unknown (a workflow not drawn: its requests
+    are inside its payloads)."""
+    first_recorded: datetime | None
+    last_recorded: datetime | None
+    shown: bool
+
+
+def index_lines(
+    subjects: Mapping[tuple[str, str], Sequence[RecordedEvent]],
+    asked: Mapping[tuple[str, str], int],
+) -> list[SessionLine]:
+    """One line per subject in scope, the latest active first; ``asked`` holds how many
+    questions each drawn subject asked (as its story tells them)."""
+    lines = [_line(tenant, name, events, asked.get((tenant, name)))
+             for (tenant, name), events in subjects.items()]
+    lines.sort(key=lambda line: (line.last_recorded is None, line.last_recorded), reverse=True)
+    return lines
+
+
+def _line(
+    tenant: str, name: str, events: Sequence[RecordedEvent], asked: int | None
+) -> SessionLine:
+    runs: set[str] = set()
+    checkpoints = interrupts = 0
+    for event in events:
+        payload = event.event
+        if isinstance(payload, CheckpointCreated | ThreadCheckpointPut):
+            checkpoints += 1
+            run = (str(payload.run_id) if isinstance(payload, CheckpointCreated)
+                   else payload.run_key)
+            if run is not None and getattr(payload, "state_encoding", "") != MAF_ENCODING:
+                runs.add(run)
+        elif isinstance(payload, BatchCreated):
+            interrupts += 1
+        elif isinstance(payload, ThreadWritesPut) and not payload.namespace:
+            # a subgraph's interrupt is written again by each graph it bubbles up through:
+            # the root namespace's writes count each question once
+            interrupts += sum(w.channel == INTERRUPT for w in payload.writes)
+    framework = framework_of(events)
+    known = asked if asked is not None else None if MAF in framework else interrupts
+    return SessionLine(
+        tenant=tenant, session=name, framework=framework, events=len(events),
+        checkpoints=checkpoints, runs=len(runs) or None, interrupts=known,
+        first_recorded=events[0].recorded_at if events else None,
+        last_recorded=events[-1].recorded_at if events else None, shown=asked is not None)
+
+
+def anchor(tenant: str, session: str) -> str:
+    """The id of a subject's section on the page."""
+    return "".join(c if c.isalnum() else "-" for c in f"{tenant}-{session}")
+
+
+def render_index(lines: Sequence[SessionLine]) -> str:
+    """The index as a card: a table with a line per subject."""
+    drawn = sum(line.shown for line in lines)
+    parts = [
+        '<section class="card" id="sessions"><h2>Sessions and threads '
+        f'<span class="tag">{plural(len(lines), "subject")}, {drawn} drawn below</span></h2>',
+        '<table class="index"><tr><th>tenant</th><th>name</th><th>written by</th>'
+        "<th class=num>events</th><th class=num>checkpoints</th><th class=num>runs</th>"
+        "<th class=num>interrupts</th><th>first recorded</th><th>last recorded</th>"
+        "<th>read more</th></tr>"]
+    parts.extend(_index_row(line) for line in lines)
+    if not lines:
+        parts.append('<tr><td colspan="10" class="note">No sessions or threads in scope.'
+                     "</td></tr>")
+    parts.append("</table></section>")
+    return "".join(parts)
+
+
+def _index_row(line: SessionLine) -> str:
+    if line.shown:
+        more = f'<a href="#s-{anchor(line.tenant, line.session)}">its section below</a>'
+    else:
+        more = (f"<code>eventlog report {escape(shlex.quote(line.tenant))} "
+                f"{escape(shlex.quote(line.session))}</code>")
+    return (f'<tr class="subject" data-subject="{escape(line.session)}">'
+            f"<td>{escape(line.tenant)}</td><td><b>{escape(line.session)}</b></td>"
+            f"<td>{escape(line.framework)}</td><td class=num>{line.events}</td>"
+            f"<td class=num>{line.checkpoints}</td>"
+            f"<td class=num>{'—' if line.runs is None else line.runs}</td>"
+            f"<td class=num>{'—' if line.interrupts is None else line.interrupts}</td>"
+            f"<td class=time>{escape(when(line.first_recorded))}</td>"
+            f"<td class=time>{escape(when(line.last_recorded))}</td><td>{more}</td></tr>")
+
