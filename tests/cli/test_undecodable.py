@@ -47,7 +47,7 @@ def test_verify_for_people_names_it(own_story: Story, own_run: Run,
     spoil_first_claim(own_story, target)
     ran = own_run("verify")
     assert EXIT_FINDINGS == ran.status
-    assert "Every event decodes as its type: 1 do not" in ran.out
+    assert "Every event decodes as its type: 1 does not" in ran.out
     assert "error:" not in ran.err
 
 
