@@ -192,3 +192,14 @@ def test_a_session_without_events_yet_renders() -> None:
     html = page([], as_of="position 1", left_after=11)
     assert "No events of this session yet at this moment." in html
     assert 'class="lane ' not in html
+
+
+def test_the_facts_agree_with_their_counts() -> None:
+    """One batch and one superseded claim read "1 interrupt batch", "1 superseded claim"."""
+    facts = re.search(r'class="card session".*?<div class="facts">(.*?)</div>', page(story()),
+                      re.S)
+    assert facts is not None
+    text = re.sub(r"<[^>]+>", "", facts.group(1))
+    assert (True, True, True, False) == (
+        "2 runs" in text, "1 interrupt batch" in text, "1 superseded claim" in text,
+        "1 interrupt batches" in text)

@@ -240,19 +240,25 @@ def _facts(report: SessionReport) -> list[str]:
     batches = len([lane for lane in report.lanes if lane.kind == "batch"])
     facts = []
     if runs or not report.stories:
-        facts.append(f"<span><b>{runs}</b> runs</span>")
+        facts.append(f"<span>{_bold_count(runs, 'run')}</span>")
     if report.stops:
         facts.append(f'<span class="bad"><b>{len(report.stops)}</b> stopped without '
                      "finishing</span>")
-    facts += [f"<span><b>{report.checkpoints}</b> checkpoints</span>",
-              f"<span><b>{report.duplicates}</b> duplicates (at-least-once)</span>"]
+    facts += [f"<span>{_bold_count(report.checkpoints, 'checkpoint')}</span>",
+              f"<span>{_bold_count(report.duplicates, 'duplicate')} (at-least-once)</span>"]
     if batches or not report.stories:
-        facts += [f"<span><b>{batches}</b> interrupt batches</span>",
-                  f"<span><b>{report.stale_claims}</b> superseded claims</span>"]
+        facts += [f"<span>{_bold_count(batches, 'interrupt batch', 'interrupt batches')}</span>",
+                  f"<span>{_bold_count(report.stale_claims, 'superseded claim')}</span>"]
     facts += [_thread_facts(story) for story in report.stories]
     facts.append(f"<span>from <b>{escape(when(report.first_recorded))}</b> to "
                  f"<b>{escape(when(report.last_recorded))}</b></span>")
     return facts
+
+
+def _bold_count(count: int, noun: str, nouns: str | None = None) -> str:
+    """``<b>1</b> run``, ``<b>2</b> runs``: a count in bold with its noun."""
+    number, _, words = plural(count, noun, nouns).partition(" ")
+    return f"<b>{number}</b> {escape(words)}"
 
 
 def _thread_facts(story: ThreadStory) -> str:
