@@ -178,7 +178,7 @@ def test_log_command_and_follow_cross_the_boundary(
 ) -> None:
     """`eventlog log --json` and `--follow` print every event once, in log order."""
     _, expected = straddling
-    for extra in ([], ["--follow", "--poll-interval", "0.01", "--max-wait", "0.2"]):
+    for extra in ([], ["--follow", "--from-start", "--poll-interval", "0.01", "--max-wait", "0.2"]):
         capsys.readouterr()
         status = main(["log", "--json", *extra, "--url", PG_URL, "--schema", pg_schema])
         printed = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
