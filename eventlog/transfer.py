@@ -42,8 +42,8 @@ import msgspec
 
 from eventlog._logging import get_logger
 from eventlog.clock import read_clock
-from eventlog.errors import EventLogError, InvalidInput
-from eventlog.events import EventRegistry, fold_blob_references
+from eventlog.errors import EventLogError, InvalidInput, ReleaseNotHeld
+from eventlog.events import Event, EventRegistry, fold_blob_references, release_beyond
 from eventlog.events.interrupts import BatchCreated
 from eventlog.hashing import GENESIS_HASH, content_digest, recompute_hash, to_micros
 from eventlog.log import EventLog
@@ -270,6 +270,7 @@ class _FilePlan:
     last: dict[str, tuple[int, bytes]] = field(default_factory=dict)
     at_target_head: dict[str, bytes] = field(default_factory=dict)
     skip: dict[str, int] = field(default_factory=dict)
+    held: dict[str, Counter[bytes]] = field(default_factory=dict)
 
 
 async def import_log(
@@ -358,7 +359,7 @@ def _check_file(
             stored = _event_of(record, number, plan.header["tenant"])
             _check_link(plan, stored, heads, number)
             if registry is not None:
-                _check_event(registry, stored, number)
+                _check_held(plan, stored, _check_event(registry, stored, number))
             counts["event"] += 1
         else:
             raise InvalidInput("file", f"line {number}: unknown record kind {kind!r}")
@@ -386,7 +387,7 @@ def _check_link(plan: _FilePlan, stored: StoredEvent, heads: dict[str, Any], num
         plan.at_target_head[stored.stream_id] = stored.hash
 
 
-def _check_event(registry: EventRegistry, stored: StoredEvent, number: int) -> None:
+def _check_event(registry: EventRegistry, stored: StoredEvent, number: int) -> Event:
     """The event decodes and sits in its home stream (a forged batch or session stream
     would fold into another subject's view rows)."""
     try:
@@ -398,6 +399,23 @@ def _check_event(registry: EventRegistry, stored: StoredEvent, number: int) -> N
     if home is not None and home != stored.stream_id:
         raise InvalidInput("file", f"line {number}: a {stored.type!r} event of stream "
                                    f"{home!r} sits in stream {stored.stream_id!r}"[:300])
+    return event
+
+
+def _check_held(plan: _FilePlan, stored: StoredEvent, event: Event) -> None:
+    """An event gives up only blob references its stream's earlier events (or itself)
+    name: every stream of a file starts at version 1, so a file whose tombstone releases
+    another stream's state is refused (`ReleaseNotHeld`) before anything is written."""
+    released = event.blob_releases()
+    if released == {} and not event.blob_digests():
+        return
+    held = plan.held.setdefault(stored.stream_id, Counter())
+    if released:
+        holds = held + Counter(event.blob_digests())
+        digest = release_beyond(holds, released)
+        if digest is not None:
+            raise ReleaseNotHeld(stored.stream_id, digest, released[digest], holds[digest])
+    fold_blob_references(held, event)
 
 
 async def _plan_skips(log: EventLog, plan: _FilePlan, heads: dict[str, dict[str, Any]]) -> None:
