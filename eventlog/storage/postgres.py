@@ -8,8 +8,11 @@ hot paths:
 * **One round trip per append.** The events, their view changes and blob references are
   sent as ONE statement of data-modifying CTEs and run in autocommit: no BEGIN and COMMIT
   round trips. A view change that needs the event's position reads it from the events
-  CTE. Requests a single statement cannot express (a blob release, two changes to one row,
-  a delete beside other changes to its table) take the ordinary transaction path.
+  CTE. A large append (over `MAX_SINGLE_PARTS` events, blobs and changes) goes as ONE
+  statement over column arrays, as a batch does, so no size runs into the protocol's
+  32,767 parameters. Requests a single statement cannot express (a blob release, two
+  changes to one row, a delete beside other changes to its table) take the ordinary
+  transaction path.
 * **Gap-safe log reads.** A sequence hands out positions at insert, but rows become
   visible at commit, so a reader resuming after the highest position it saw could skip,
   forever, a lower position that commits later (the most reported defect of PostgreSQL
@@ -91,10 +94,15 @@ _REPLAYED = (
     "SELECT COALESCE(pg_last_wal_replay_lsn(), pg_current_wal_lsn()) >= $1::text::pg_lsn"
 )
 _CONNECTION_LOST = (
-    "ConnectionDoesNotExistError", "ConnectionResetError", "InterfaceError",
-    "ConnectionFailureError", "CannotConnectNowError", "AdminShutdownError",
-    "CrashShutdownError", "BrokenPipeError", "InternalClientError",
+    "ConnectionDoesNotExistError", "ConnectionResetError", "ConnectionFailureError",
+    "CannotConnectNowError", "AdminShutdownError", "CrashShutdownError", "BrokenPipeError",
 )
+MAX_PARAMS = 32_767
+"""The most parameters one statement may carry (the protocol counts them in 16 bits)."""
+MAX_SINGLE_PARTS = 64
+"""The most events, blob rows and view changes an append sends as one statement of its own
+shape; a larger one goes as column arrays (`append_batch`): a statement with thousands of
+CTEs takes the server seconds to plan, and its text would be cached for one use."""
 
 
 class PostgresBackend(SqlBackend):
@@ -190,7 +198,7 @@ class PostgresBackend(SqlBackend):
     async def append(self, request: AppendRequest) -> list[int]:
         statement = self.single_statement(request)
         if statement is None:
-            return (await self._append_in_transaction([request]))[0]
+            return (await self.append_batch([request]))[0]
         rows = await self._append_statement(*statement)
         return [int(row[0]) for row in rows]
 
@@ -250,8 +258,12 @@ class PostgresBackend(SqlBackend):
         and cached; asyncpg then reuses its prepared statement for every such append.
         """
         changes = _coalesce(request.changes, self.view_keys)
-        if changes is None or request.blob_releases:
+        if changes is None or request.blob_releases or (
+                len(request.events) + len(request.blob_adds) + len(changes) > MAX_SINGLE_PARTS):
             return None
+        params = _statement_params(request, changes)
+        if len(params) > MAX_PARAMS:
+            return None  # column arrays carry any size in a few parameters
         shape = (
             len(request.events),
             len(request.blob_adds),
@@ -260,7 +272,7 @@ class PostgresBackend(SqlBackend):
         sql = self._statements.get(shape)
         if sql is None:
             sql = self._statements[shape] = self._build_statement(request, changes)
-        return sql, _statement_params(request, changes)
+        return sql, params
 
     def _build_statement(
         self, request: AppendRequest, changes: list[tuple[int, Change]]
@@ -506,8 +518,15 @@ async def _run_statements(
 
 
 def _connection_lost(error: BaseException) -> bool:
-    """Whether ``error`` means the connection itself is gone (not the statement's fault)."""
+    """Whether ``error`` means the connection itself is gone (not the statement's fault).
+
+    asyncpg raises `InterfaceError` for its own refusals too (too many arguments, a
+    connection in use), which would fail the same way every time: only one saying the
+    connection is closed counts as lost.
+    """
     driver = _driver_error(error)
+    if type(driver).__name__ == "InterfaceError":
+        return "closed" in str(driver)
     return type(driver).__name__ in _CONNECTION_LOST or isinstance(driver, OSError)
 
 
