@@ -8,6 +8,8 @@ the one place an event is chained and hashed, for new events and imported ones a
 
 from __future__ import annotations
 
+import asyncio
+import random
 import uuid
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
@@ -30,6 +32,8 @@ from projections.changes import Change
 logger = get_logger("eventlog.log")
 
 MAX_APPEND_ATTEMPTS = 64  # an ANY append retries this often under contention
+_BACKOFF_BASE = 0.001
+_BACKOFF_MAX = 0.05
 
 
 class Draft(NamedTuple):
@@ -122,24 +126,32 @@ class Appender:
         part = Part(tenant_id, stream_id, drafts, expected, blob_adds, releases, recorded)
         holdings = self._holdings([part])
         for attempt in range(MAX_APPEND_ATTEMPTS):
-            # A release is checked against the stream as it is, never a cached head.
-            head = await self.heads.get(tenant_id, stream_id, fresh=attempt > 0 or bool(holdings),
-                                        new=expected == 0)
-            if expected is not ExpectedVersion.ANY and version(head) != expected:
-                head = await self.heads.get(tenant_id, stream_id, fresh=True)
-                if version(head) != expected:
-                    if outcome.uncertain and (
-                            own := await self._own_events(tenant_id, event_ids)):
-                        return self._appended(own, recorded_at)
-                    _raise_conflict(stream_id, expected, head)
-            await self._check_releases([part], {(tenant_id, stream_id): head}, holdings)
-            request = prepare(
-                tenant_id, stream_id, head, drafts, blob_adds, releases, self.projections
-            )
-            if recorded is not None:
-                check_recorded(request, recorded)
+            # An ANY append that lost a race backs off, then appends at the head read
+            # where no other such append of the stream can move it (`append_at_head`).
+            fallback = attempt > 0 and expected is ExpectedVersion.ANY
+            if fallback:
+                await asyncio.sleep(backoff(attempt))
+            head: Head | None = None
+            if not fallback or holdings:
+                # A release is checked against the stream as it is, never a cached head.
+                head = await self.heads.get(tenant_id, stream_id,
+                                            fresh=attempt > 0 or bool(holdings),
+                                            new=expected == 0)
+                if expected is not ExpectedVersion.ANY and version(head) != expected:
+                    head = await self.heads.get(tenant_id, stream_id, fresh=True)
+                    if version(head) != expected:
+                        if outcome.uncertain and (
+                                own := await self._own_events(tenant_id, event_ids)):
+                            return self._appended(own, recorded_at)
+                        _raise_conflict(stream_id, expected, head)
+                await self._check_releases([part], {(tenant_id, stream_id): head}, holdings)
             try:
-                positions = await self.storage.append(request)
+                if fallback:
+                    request, positions = await self.storage.append_at_head(
+                        tenant_id, stream_id, lambda at: self._request(part, at, holdings))
+                else:
+                    request = self._request(part, head, holdings)
+                    positions = await self.storage.append(request)
             except (StreamVersionTaken, CommitOutcomeUnknown) as error:
                 self.heads.forget(tenant_id, stream_id)
                 outcome.uncertain |= isinstance(error, CommitOutcomeUnknown)
@@ -167,7 +179,10 @@ class Appender:
         keys = [(part.tenant_id, part.stream_id) for part in parts]
         new = frozenset(key for key, part in zip(keys, parts, strict=True) if part.expected == 0)
         holdings = self._holdings(parts)
+        moves = any(part.expected is ExpectedVersion.ANY for part in parts)
         for attempt in range(MAX_APPEND_ATTEMPTS):
+            if attempt and moves:
+                await asyncio.sleep(backoff(attempt))
             heads = await self.heads.get_many(keys, fresh=attempt > 0 or bool(holdings), new=new)
             stale = [key for key, part in zip(keys, parts, strict=True)
                      if part.expected is not ExpectedVersion.ANY
@@ -209,6 +224,20 @@ class Appender:
         first = parts[0]
         actual_head = await self.heads.get(first.tenant_id, first.stream_id, fresh=True)
         raise VersionConflict(first.stream_id, "any", version(actual_head))
+
+    def _request(
+        self, part: Part, head: Head | None, holdings: Mapping[tuple[str, str], Holdings]
+    ) -> AppendRequest:
+        """The part chained onto ``head``; `StreamVersionTaken` when the stream has moved
+        past the version its releases were checked at (they are checked again)."""
+        fold = holdings.get((part.tenant_id, part.stream_id))
+        if fold is not None and fold.version != version(head):
+            raise StreamVersionTaken()
+        request = prepare(part.tenant_id, part.stream_id, head, part.drafts, part.blob_adds,
+                          part.releases, self.projections)
+        if part.recorded is not None:
+            check_recorded(request, part.recorded)
+        return request
 
     def _holdings(self, parts: Sequence[Part]) -> dict[tuple[str, str], Holdings]:
         """A fold of each stream whose part releases blob references (only those pay a read)."""
@@ -350,6 +379,12 @@ def stored_events(request: AppendRequest, positions: list[int]) -> list[StoredEv
         )
         for pending, position in zip(request.events, positions, strict=True)
     ]
+
+
+def backoff(attempt: int) -> float:
+    """Seconds to wait before retry ``attempt`` (≥ 1) of an append that lost a version race:
+    full jitter over an exponentially growing cap, so writers that collided spread out."""
+    return random.uniform(0, min(_BACKOFF_MAX, _BACKOFF_BASE * 2 ** attempt))
 
 
 def _raise_conflict(stream_id: str, expected: int | ExpectedVersion, head: Head | None) -> None:

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator, Generator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Generator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
@@ -93,6 +93,8 @@ _HORIZON_PASSED = f"SELECT {READ_HORIZON} >= $1::text::xid8"
 _REPLAYED = (
     "SELECT COALESCE(pg_last_wal_replay_lsn(), pg_current_wal_lsn()) >= $1::text::pg_lsn"
 )
+# Ids hold no control characters, so the separator keeps (tenant, stream) pairs apart.
+_STREAM_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended($1 || chr(31) || $2, 0))"
 _CONNECTION_LOST = (
     "ConnectionDoesNotExistError", "ConnectionResetError", "ConnectionFailureError",
     "CannotConnectNowError", "AdminShutdownError", "CrashShutdownError", "BrokenPipeError",
@@ -140,6 +142,8 @@ class PostgresBackend(SqlBackend):
         self._read_all_tenant_sql = self._build_read_all_sql(tenant=True)
         events = self.qualified["events"]
         self._select_events = f"SELECT {', '.join(EVENT_READ_COLUMNS)} FROM {events}"
+        self._head_sql = (f"SELECT stream_version, hash FROM {events} WHERE tenant_id = $1 "
+                          "AND stream_id = $2 ORDER BY stream_version DESC LIMIT 1")
 
     def new_param(self) -> Numbered:
         return Numbered()
@@ -237,6 +241,30 @@ class PostgresBackend(SqlBackend):
         except Exception as error:
             raise self.translate(error, "append") from error
 
+    async def append_at_head(
+        self, tenant_id: str, stream_id: str,
+        build: Callable[[tuple[int, bytes] | None], AppendRequest],
+    ) -> tuple[AppendRequest, list[int]]:
+        # The appends of one stream that fell back here queue on a transaction lock of
+        # the stream, so none of them reads a head another of them moves before it
+        # commits: they take turns instead of racing (an unfenced append that retried
+        # 64 times could lose every race to writers that do not re-read the head).
+        try:
+            async with self.driver_connection() as driver, driver.transaction():
+                await driver.execute(_STREAM_LOCK, tenant_id, stream_id)
+                row = await driver.fetchrow(self._head_sql, tenant_id, stream_id)
+                request = build(None if row is None else (int(row[0]), bytes(row[1])))
+                statement = self.single_statement(request)
+                if statement is None:
+                    positions = await _run_statements(self.sequential.statements(request),
+                                                      driver)
+                else:
+                    sql, params = statement
+                    positions = [int(found[0]) for found in await driver.fetch(sql, *params)]
+        except Exception as error:
+            raise self.translate(error, "append") from error
+        return request, positions
+
     async def stream_heads(
         self, keys: Sequence[tuple[str, str]]
     ) -> dict[tuple[str, str], tuple[int, bytes]]:
@@ -326,12 +354,7 @@ class PostgresBackend(SqlBackend):
         return {bytes(row[0]): bytes(row[1]) for row in rows}
 
     async def stream_head(self, tenant_id: str, stream_id: str) -> tuple[int, bytes] | None:
-        rows = await self._fetch(
-            "read",
-            f"SELECT stream_version, hash FROM {self.qualified['events']} "
-            "WHERE tenant_id = $1 AND stream_id = $2 ORDER BY stream_version DESC LIMIT 1",
-            [tenant_id, stream_id],
-        )
+        rows = await self._fetch("read", self._head_sql, [tenant_id, stream_id])
         return (int(rows[0][0]), bytes(rows[0][1])) if rows else None
 
     async def read_stream(
