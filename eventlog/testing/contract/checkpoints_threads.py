@@ -108,6 +108,33 @@ class CheckpointsThreadsContract(ContractBase):
         assert ["c4"] == [c.checkpoint_id for c in await store.page(
             T, thread, metadata={"source": "input", "step": 4})]
 
+    async def test_a_metadata_filter_key_is_compared_literally(self, log: EventLog) -> None:
+        """A filter key holding ``"."`` matches that key, never a member of a nested object."""
+        thread = fresh_id("th")
+        await put(log, thread, "c1", metadata={'a"."b': 1})
+        await put(log, thread, "c2", metadata={"a": {"b": 1}})
+        assert ["c1"] == [c.checkpoint_id for c in await threads(log).page(
+            T, thread, metadata={'a"."b': 1}, payloads=False)]
+
+    async def test_a_nul_nested_in_metadata_is_refused(self, log: EventLog) -> None:
+        """A NUL character in a nested metadata string is InvalidInput on every backend."""
+        with pytest.raises(InvalidInput, match="NUL"):
+            await put(log, fresh_id("th"), "c1", metadata={"outer": {"text": "a\x00b"}})
+
+    async def test_a_nul_in_a_nested_metadata_key_is_refused(self, log: EventLog) -> None:
+        """A NUL character in a nested metadata key is InvalidInput on every backend."""
+        with pytest.raises(InvalidInput, match="NUL"):
+            await put(log, fresh_id("th"), "c1", metadata={"outer": [{"k\x00": 1}]})
+
+    async def test_a_refused_nul_leaves_filtered_listings_working(self, log: EventLog) -> None:
+        """After a refused NUL, a metadata-filtered listing of the tenant still answers."""
+        thread = fresh_id("th")
+        await put(log, thread, "c1", metadata={"source": "loop"})
+        with pytest.raises(InvalidInput):
+            await put(log, thread, "c2", metadata={"source": {"nested": "\x00"}})
+        assert ["c1"] == [c.checkpoint_id for c in await threads(log).page(
+            T, metadata={"source": "loop"}, payloads=False)]
+
     async def test_tenant_page_sees_only_its_tenant(self, log: EventLog) -> None:
         """A page without a thread lists every thread of the tenant and nothing else."""
         await put(log, fresh_id("th"), "c1")
