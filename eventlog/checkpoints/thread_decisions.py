@@ -24,7 +24,11 @@ from eventlog.validation import CONTROL_CHARACTER, MAX_ID_LENGTH, check_id
 STREAM_PREFIX = THREAD_STREAM_PREFIX
 MAX_THREAD_ID_LENGTH = MAX_ID_LENGTH - len(STREAM_PREFIX)
 MAX_PATH_LENGTH = 16_384
-"""The longest namespace, run key or task path (LangGraph nests ``node:task`` parts)."""
+"""The longest task path or channel name (LangGraph nests ``node:task`` parts)."""
+MAX_KEY_BYTES = 1_024
+"""The longest namespace or run key, in bytes of UTF-8: they are parts of the views' keys,
+and PostgreSQL refuses an index entry over ~2.7 KB (its btree row limit), so one limit,
+checked up front, keeps every backend's answer the same."""
 
 
 def thread_stream(thread_id: str) -> str:
@@ -42,8 +46,9 @@ def check_thread_id(value: Any, field: str = "thread_id") -> str:
 
 
 def check_path(field: str, value: Any, *, empty: bool = True) -> str:
-    """A namespace, run key or task path: any text up to `MAX_PATH_LENGTH` characters
-    without control characters (unlike ids, these are paths the framework builds)."""
+    """A task path, channel, namespace or run key: any text up to `MAX_PATH_LENGTH`
+    characters without control characters (unlike ids, these are paths the framework
+    builds); namespaces and run keys are held to `MAX_KEY_BYTES` too (`check_key`)."""
     if not isinstance(value, str):
         raise InvalidInput(field, f"must be a string, not {type(value).__name__}")
     if not value and not empty:
@@ -54,6 +59,15 @@ def check_path(field: str, value: Any, *, empty: bool = True) -> str:
     if (found := CONTROL_CHARACTER.search(value)) is not None:
         raise InvalidInput(field, f"contains the control character {found.group()!r}")
     return value
+
+
+def check_key(field: str, value: Any, *, empty: bool = True) -> str:
+    """A namespace or run key: a path (`check_path`) of at most `MAX_KEY_BYTES` bytes."""
+    check_path(field, value, empty=empty)
+    size = len(value.encode("utf-8", "surrogatepass"))
+    if size > MAX_KEY_BYTES:
+        raise InvalidInput(field, f"is {size} bytes in UTF-8, the maximum is {MAX_KEY_BYTES}")
+    return str(value)
 
 
 def check_step(value: Any) -> int | None:
@@ -105,10 +119,10 @@ def put_event(
                                  version=channel.version), channel.value.data))
     event = ThreadCheckpointPut(
         thread_id=check_thread_id(thread_id),
-        namespace=check_path("namespace", namespace),
+        namespace=check_key("namespace", namespace),
         checkpoint_id=check_id("checkpoint_id", checkpoint_id),
         parent_id=None if parent_id is None else check_id("parent_id", parent_id),
-        run_key=None if run_key is None else check_path("run_key", run_key, empty=False),
+        run_key=None if run_key is None else check_key("run_key", run_key, empty=False),
         step=check_step(step),
         state_encoding=state.encoding,
         state_digest=content_digest(state.data).hex(),

@@ -135,6 +135,35 @@ class CheckpointsThreadsContract(ContractBase):
         assert ["c1"] == [c.checkpoint_id for c in await threads(log).page(
             T, metadata={"source": "loop"}, payloads=False)]
 
+    async def test_a_namespace_of_1024_bytes_is_stored(self, log: EventLog) -> None:
+        """A namespace at the limit (1,024 bytes of UTF-8) is put and read back."""
+        thread, namespace = fresh_id("th"), "n" * 1024
+        await put(log, thread, "c1", namespace=namespace)
+        found = await threads(log).get(T, thread, namespace=namespace)
+        assert found is not None
+        assert (namespace, "c1") == (found.namespace, found.checkpoint_id)
+
+    async def test_a_namespace_over_1024_bytes_is_refused(self, log: EventLog) -> None:
+        """A namespace of 1,025 bytes is InvalidInput on every backend, before any write."""
+        with pytest.raises(InvalidInput, match="namespace"):
+            await put(log, fresh_id("th"), "c1", namespace="n" * 1025)
+
+    async def test_the_namespace_limit_counts_utf8_bytes(self, log: EventLog) -> None:
+        """400 three-byte characters (1,200 bytes) are over the limit."""
+        with pytest.raises(InvalidInput, match="1200 bytes"):
+            await put(log, fresh_id("th"), "c1", namespace="\u20ac" * 400)
+
+    async def test_a_run_key_of_1024_bytes_is_stored_and_deleted(self, log: EventLog) -> None:
+        """A run key at the limit is put, and delete_runs finds it."""
+        run_key = "r" * 1024
+        await put(log, fresh_id("th"), "c1", run_key=run_key)
+        assert 1 == await threads(log).delete_runs(T, [run_key])
+
+    async def test_a_run_key_over_1024_bytes_is_refused(self, log: EventLog) -> None:
+        """A run key of 1,025 bytes is InvalidInput on every backend."""
+        with pytest.raises(InvalidInput, match="run_key"):
+            await put(log, fresh_id("th"), "c1", run_key="r" * 1025)
+
     async def test_tenant_page_sees_only_its_tenant(self, log: EventLog) -> None:
         """A page without a thread lists every thread of the tenant and nothing else."""
         await put(log, fresh_id("th"), "c1")
