@@ -21,8 +21,13 @@ from typing import Any
 
 import pytest
 
-from eventlog import open_log
-from tests.conftest import BackendTarget
+from eventlog import EventLog, open_log
+from eventlog.storage.base import AppendRequest, StorageBackend
+from eventlog.storage.postgres import PostgresBackend
+from eventlog.storage.sqlite import SqliteBackend
+from projections import INLINE_PROJECTIONS
+from tests.conftest import PG_URL, BackendTarget
+from tests.events import Noted
 from tests.procs.settle import settle
 
 pytestmark = pytest.mark.slow
@@ -78,3 +83,48 @@ async def test_racing_any_puts_are_all_stored_once(target: BackendTarget) -> Non
         await settle(log)
         head = await log.stream_head("race", "thread:one")
         assert (puts, True) == (0 if head is None else head[0], (await log.verify()).ok)
+
+
+def outraced(base: type[Any]) -> type[Any]:
+    """``base`` on which every plain `append` is beaten by a rival: another log appends to
+    the same stream just before it (what a writer that knows the head does to a loser)."""
+
+    class Outraced(base):  # type: ignore[misc,valid-type]
+        rival: EventLog | None = None
+        racing = False
+
+        async def append(self, request: AppendRequest) -> list[int]:
+            if self.rival is not None and not self.racing:
+                self.racing = True
+                try:
+                    await self.rival.append(request.tenant_id, request.stream_id,
+                                            [Noted(text="rival")])
+                finally:
+                    self.racing = False
+            positions: list[int] = await super().append(request)
+            return positions
+
+    return Outraced
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+async def test_an_any_append_beaten_at_every_plain_attempt_still_lands(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest,
+) -> None:
+    """An ANY append whose every one-statement attempt loses a version race lands all the
+    same (on main it raised VersionConflict after 64 attempts)."""
+    storage: StorageBackend
+    if backend == "sqlite":
+        storage = outraced(SqliteBackend)(str(tmp_path / "log.db"))
+    else:
+        storage = outraced(PostgresBackend)(PG_URL, schema=request.getfixturevalue("pg_schema"))
+    await storage.open(upgrade=True)
+    log = EventLog(storage, projections=INLINE_PROJECTIONS)
+    try:
+        await log.append("t", "s", [Noted(text="first")])
+        storage.rival = log.sibling()  # type: ignore[attr-defined]
+        result = await log.append("t", "s", [Noted(text="mine")])
+        texts = [event.event.text async for event in log.read_stream("t", "s")]  # type: ignore[attr-defined]
+        assert (texts.index("mine") + 1, "mine") == (result.version, texts[-1])
+    finally:
+        await log.close()
