@@ -29,6 +29,9 @@ MAX_KEY_BYTES = 1_024
 """The longest namespace or run key, in bytes of UTF-8: they are parts of the views' keys,
 and PostgreSQL refuses an index entry over ~2.7 KB (its btree row limit), so one limit,
 checked up front, keeps every backend's answer the same."""
+MAX_CHANNEL_BYTES = 256
+"""The longest channel name or channel version, in bytes of UTF-8: both are in the key of
+a stored channel value beside the namespace, and the three at their limits still fit."""
 
 
 def thread_stream(thread_id: str) -> str:
@@ -61,12 +64,14 @@ def check_path(field: str, value: Any, *, empty: bool = True) -> str:
     return value
 
 
-def check_key(field: str, value: Any, *, empty: bool = True) -> str:
-    """A namespace or run key: a path (`check_path`) of at most `MAX_KEY_BYTES` bytes."""
+def check_key(field: str, value: Any, *, empty: bool = True,
+              limit: int = MAX_KEY_BYTES) -> str:
+    """A namespace or run key (or, with ``limit=MAX_CHANNEL_BYTES``, a channel name or
+    version): a path (`check_path`) of at most ``limit`` bytes of UTF-8."""
     check_path(field, value, empty=empty)
     size = len(value.encode("utf-8", "surrogatepass"))
-    if size > MAX_KEY_BYTES:
-        raise InvalidInput(field, f"is {size} bytes in UTF-8, the maximum is {MAX_KEY_BYTES}")
+    if size > limit:
+        raise InvalidInput(field, f"is {size} bytes in UTF-8, the maximum is {limit}")
     return str(value)
 
 
@@ -110,7 +115,7 @@ def put_event(
     refs = []
     versions: dict[str, str] = {}
     for name, given in channels.items():
-        check_path("channel", name, empty=False)
+        check_key("channel", name, empty=False, limit=MAX_CHANNEL_BYTES)
         channel = _channel_value(name, given)
         versions[name] = channel.version
         if channel.value is not None:
@@ -140,7 +145,8 @@ def _channel_value(name: str, given: Any) -> ChannelValue:
         return ChannelValue(content_digest(payload.data).hex(), payload)
     if not isinstance(given, ChannelValue):
         raise InvalidInput(f"channels[{name!r}]", "must be a Payload or a ChannelValue")
-    check_path(f"channels[{name!r}].version", given.version, empty=False)
+    check_key(f"channels[{name!r}].version", given.version, empty=False,
+              limit=MAX_CHANNEL_BYTES)
     if given.value is not None:
         check_payload(f"channels[{name!r}].value", given.value)
     return given
@@ -179,7 +185,7 @@ def plan_writes(writes: Sequence[tuple[int, str, Payload]]) -> WritesPlan:
     for idx, channel, payload in writes:
         if isinstance(idx, bool) or not isinstance(idx, int) or abs(idx) >= 2**63:
             raise InvalidInput("idx", f"must be a whole number, not {idx!r}")
-        check_path("channel", channel, empty=False)
+        check_key("channel", channel, empty=False, limit=MAX_CHANNEL_BYTES)
         check_payload("value", payload)
         if idx < 0 or idx not in chosen:
             chosen[idx] = (channel, payload)

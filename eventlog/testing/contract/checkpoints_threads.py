@@ -164,6 +164,21 @@ class CheckpointsThreadsContract(ContractBase):
         with pytest.raises(InvalidInput, match="run_key"):
             await put(log, fresh_id("th"), "c1", run_key="r" * 1025)
 
+    async def test_the_longest_keys_the_limits_allow_are_stored(self, log: EventLog) -> None:
+        """A 248-character thread id, a 1,024-byte namespace and a 256-byte channel name and
+        version together are stored and read back (they share one index entry)."""
+        thread, namespace, channel = "t" * 248, "n" * 1024, "c" * 256
+        await threads(log).put(T, thread, "c1", state=state("s"), namespace=namespace,
+                               channels={channel: ChannelValue("v" * 256, state("x"))})
+        found = await threads(log).get(T, thread, namespace=namespace)
+        assert found is not None
+        assert {channel: state("x")} == found.channels
+
+    async def test_a_channel_name_over_256_bytes_is_refused(self, log: EventLog) -> None:
+        """A channel name of 257 bytes is InvalidInput on every backend."""
+        with pytest.raises(InvalidInput, match="channel"):
+            await put(log, fresh_id("th"), "c1", channels={"c" * 257: state("x")})
+
     async def test_tenant_page_sees_only_its_tenant(self, log: EventLog) -> None:
         """A page without a thread lists every thread of the tenant and nothing else."""
         await put(log, fresh_id("th"), "c1")
