@@ -29,6 +29,7 @@ if TYPE_CHECKING:
         InvalidInput,
         InvalidURL,
         PayloadTooLarge,
+        ReleaseNotHeld,
         SchemaError,
         StateDecodeError,
         StorageError,
@@ -121,6 +122,7 @@ __all__ = [
     "RecordedEvent",
     "Recovery",
     "RecoveryDisposition",
+    "ReleaseNotHeld",
     "Resume",
     "ResumeInput",
     "RunInfo",
@@ -155,8 +157,8 @@ _HOMES: dict[str, tuple[str, ...]] = {
     ),
     "eventlog.errors": (
         "CommitOutcomeUnknown", "CorruptBlob", "CorruptEvent", "EventLogError", "InvalidEvent",
-        "InvalidId", "InvalidInput", "InvalidURL", "PayloadTooLarge", "SchemaError",
-        "StateDecodeError", "StorageError", "StoreLocked", "UnknownEventType",
+        "InvalidId", "InvalidInput", "InvalidURL", "PayloadTooLarge", "ReleaseNotHeld",
+        "SchemaError", "StateDecodeError", "StorageError", "StoreLocked", "UnknownEventType",
         "UnknownSchemaRevision", "VersionConflict",
     ),
     "eventlog.events": (

@@ -5,7 +5,8 @@
     │   ├── InvalidId                          an id empty, too long, or with control characters
     │   ├── PayloadTooLarge                    event or state bytes over the configured maximum
     │   ├── InvalidEvent                       not an instance of a registered event type
-    │   └── FrameworkConflict                  a thread another framework's adapter holds
+    │   ├── FrameworkConflict                  a thread another framework's adapter holds
+    │   └── ReleaseNotHeld                     a release of blob references its stream does not hold
     ├── InvalidURL (also a ValueError)         a malformed log URL or an unknown scheme
     ├── UnknownEventType                       a stored tag that the registry does not know
     ├── CorruptEvent                           stored bytes that do not decode as their type
@@ -71,6 +72,20 @@ class FrameworkConflict(InvalidInput):
             f"{caller} cannot use it: give one of them another name (LangGraph's thread_id, "
             "Agent Framework's workflow name) or another tenant_id"
         ))
+
+
+class ReleaseNotHeld(InvalidInput):
+    """An append (or an import) would release blob references that its stream's events do
+    not hold: references another stream holds are never given up by this one."""
+
+    def __init__(self, stream_id: str, digest: bytes, releasing: int, held: int) -> None:
+        self.stream_id = stream_id
+        self.digest = digest
+        self.releasing = releasing
+        self.held = held
+        super().__init__("release", f"stream {stream_id!r} would release {releasing} "
+                                    f"reference(s) to blob {digest.hex()}, its events hold "
+                                    f"{held}; nothing was written")
 
 
 class InvalidURL(EventLogError, ValueError):

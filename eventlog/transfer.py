@@ -51,8 +51,8 @@ import msgspec
 
 from eventlog._logging import get_logger
 from eventlog.clock import read_clock
-from eventlog.errors import EventLogError, InvalidInput
-from eventlog.events import Event, EventRegistry, fold_blob_references
+from eventlog.errors import EventLogError, InvalidInput, ReleaseNotHeld
+from eventlog.events import Event, EventRegistry, fold_blob_references, release_beyond
 from eventlog.events.interrupts import BatchCreated
 from eventlog.events.threads import ThreadEvent
 from eventlog.events.transfer import IMPORT_STREAM_PREFIX, StateWithheld
@@ -424,8 +424,8 @@ def _check_file(
             _check_link(plan, stored, heads, number)
             if registry is not None:
                 event = _check_event(registry, stored, number)
+                _check_held(plan, stored, event)
                 named = event.blob_digests()
-                fold_blob_references(plan.live.setdefault(stored.stream_id, Counter()), event)
                 head = heads.get(stored.stream_id)
                 if head is None or stored.version > int(head["version"]):
                     plan.new_digests.update(named)
@@ -471,6 +471,22 @@ def _check_event(registry: EventRegistry, stored: StoredEvent, number: int) -> E
         raise InvalidInput("file", f"line {number}: a {stored.type!r} event of stream "
                                    f"{home!r} sits in stream {stored.stream_id!r}"[:300])
     return event
+
+
+def _check_held(plan: _FilePlan, stored: StoredEvent, event: Event) -> None:
+    """An event gives up only blob references its stream's earlier events (or itself)
+    name: every stream of a file starts at version 1, so a file whose tombstone releases
+    another stream's state is refused (`ReleaseNotHeld`) before anything is written."""
+    released = event.blob_releases()
+    if released == {} and not event.blob_digests():
+        return
+    held = plan.live.setdefault(stored.stream_id, Counter())
+    if released:
+        holds = held + Counter(event.blob_digests())
+        digest = release_beyond(holds, released)
+        if digest is not None:
+            raise ReleaseNotHeld(stored.stream_id, digest, released[digest], holds[digest])
+    fold_blob_references(held, event)
 
 
 async def _plan_skips(log: EventLog, plan: _FilePlan, heads: dict[str, dict[str, Any]]) -> None:

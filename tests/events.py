@@ -1,7 +1,8 @@
-"""Event types used by the tests: `Noted` ships in `eventlog.testing` with the contract suite."""
+"""Event types used by the tests: `Noted` and `Holding` ship in `eventlog.testing` with the
+contract suite."""
 
 from __future__ import annotations
 
-from eventlog.testing.events import Noted
+from eventlog.testing.events import Holding, Noted
 
-__all__ = ["Noted"]
+__all__ = ["Holding", "Noted"]

@@ -114,12 +114,31 @@ def check_step(value: Any) -> int:
 
 
 def normalise_metadata(metadata: Any, max_bytes: int) -> dict[str, Any]:
-    """``metadata`` as the JSON object it is stored as (what every read returns)."""
+    """``metadata`` as the JSON object it is stored as (what every read returns).
+
+    A NUL character anywhere in it (a key or a string, at any depth) is refused:
+    PostgreSQL's jsonb, which metadata filters compare in, cannot hold one, and one stored
+    row holding it would fail every filtered listing of its tenant there.
+    """
     if not isinstance(metadata, Mapping):
         raise InvalidInput("metadata", f"must be a JSON object, not {type(metadata).__name__}")
     data = encode_json("metadata", dict(metadata), max_bytes)
     normalised: dict[str, Any] = _decoder.decode(data)
+    if _holds_nul(normalised):
+        raise InvalidInput("metadata", "must not contain a NUL character (U+0000) in a key "
+                                       "or a string, at any depth")
     return normalised
+
+
+def _holds_nul(value: Any) -> bool:
+    """Whether a decoded JSON value holds U+0000 in a string or an object key."""
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any("\x00" in key or _holds_nul(item) for key, item in value.items())
+    if isinstance(value, list):
+        return any(_holds_nul(item) for item in value)
+    return False
 
 
 def encode_state(state: Any, max_bytes: int) -> EncodedState:

@@ -24,7 +24,14 @@ from eventlog.validation import CONTROL_CHARACTER, MAX_ID_LENGTH, check_id
 STREAM_PREFIX = THREAD_STREAM_PREFIX
 MAX_THREAD_ID_LENGTH = MAX_ID_LENGTH - len(STREAM_PREFIX)
 MAX_PATH_LENGTH = 16_384
-"""The longest namespace, run key or task path (LangGraph nests ``node:task`` parts)."""
+"""The longest task path or channel name (LangGraph nests ``node:task`` parts)."""
+MAX_KEY_BYTES = 1_024
+"""The longest namespace or run key, in bytes of UTF-8: they are parts of the views' keys,
+and PostgreSQL refuses an index entry over ~2.7 KB (its btree row limit), so one limit,
+checked up front, keeps every backend's answer the same."""
+MAX_CHANNEL_BYTES = 256
+"""The longest channel name or channel version, in bytes of UTF-8: both are in the key of
+a stored channel value beside the namespace, and the three at their limits still fit."""
 
 
 def thread_stream(thread_id: str) -> str:
@@ -42,8 +49,9 @@ def check_thread_id(value: Any, field: str = "thread_id") -> str:
 
 
 def check_path(field: str, value: Any, *, empty: bool = True) -> str:
-    """A namespace, run key or task path: any text up to `MAX_PATH_LENGTH` characters
-    without control characters (unlike ids, these are paths the framework builds)."""
+    """A task path, channel, namespace or run key: any text up to `MAX_PATH_LENGTH`
+    characters without control characters (unlike ids, these are paths the framework
+    builds); namespaces and run keys are held to `MAX_KEY_BYTES` too (`check_key`)."""
     if not isinstance(value, str):
         raise InvalidInput(field, f"must be a string, not {type(value).__name__}")
     if not value and not empty:
@@ -54,6 +62,17 @@ def check_path(field: str, value: Any, *, empty: bool = True) -> str:
     if (found := CONTROL_CHARACTER.search(value)) is not None:
         raise InvalidInput(field, f"contains the control character {found.group()!r}")
     return value
+
+
+def check_key(field: str, value: Any, *, empty: bool = True,
+              limit: int = MAX_KEY_BYTES) -> str:
+    """A namespace or run key (or, with ``limit=MAX_CHANNEL_BYTES``, a channel name or
+    version): a path (`check_path`) of at most ``limit`` bytes of UTF-8."""
+    check_path(field, value, empty=empty)
+    size = len(value.encode("utf-8", "surrogatepass"))
+    if size > limit:
+        raise InvalidInput(field, f"is {size} bytes in UTF-8, the maximum is {limit}")
+    return str(value)
 
 
 def check_step(value: Any) -> int | None:
@@ -96,7 +115,7 @@ def put_event(
     refs = []
     versions: dict[str, str] = {}
     for name, given in channels.items():
-        check_path("channel", name, empty=False)
+        check_key("channel", name, empty=False, limit=MAX_CHANNEL_BYTES)
         channel = _channel_value(name, given)
         versions[name] = channel.version
         if channel.value is not None:
@@ -105,10 +124,10 @@ def put_event(
                                  version=channel.version), channel.value.data))
     event = ThreadCheckpointPut(
         thread_id=check_thread_id(thread_id),
-        namespace=check_path("namespace", namespace),
+        namespace=check_key("namespace", namespace),
         checkpoint_id=check_id("checkpoint_id", checkpoint_id),
         parent_id=None if parent_id is None else check_id("parent_id", parent_id),
-        run_key=None if run_key is None else check_path("run_key", run_key, empty=False),
+        run_key=None if run_key is None else check_key("run_key", run_key, empty=False),
         step=check_step(step),
         state_encoding=state.encoding,
         state_digest=content_digest(state.data).hex(),
@@ -126,7 +145,8 @@ def _channel_value(name: str, given: Any) -> ChannelValue:
         return ChannelValue(content_digest(payload.data).hex(), payload)
     if not isinstance(given, ChannelValue):
         raise InvalidInput(f"channels[{name!r}]", "must be a Payload or a ChannelValue")
-    check_path(f"channels[{name!r}].version", given.version, empty=False)
+    check_key(f"channels[{name!r}].version", given.version, empty=False,
+              limit=MAX_CHANNEL_BYTES)
     if given.value is not None:
         check_payload(f"channels[{name!r}].value", given.value)
     return given
@@ -165,7 +185,7 @@ def plan_writes(writes: Sequence[tuple[int, str, Payload]]) -> WritesPlan:
     for idx, channel, payload in writes:
         if isinstance(idx, bool) or not isinstance(idx, int) or abs(idx) >= 2**63:
             raise InvalidInput("idx", f"must be a whole number, not {idx!r}")
-        check_path("channel", channel, empty=False)
+        check_key("channel", channel, empty=False, limit=MAX_CHANNEL_BYTES)
         check_payload("value", payload)
         if idx < 0 or idx not in chosen:
             chosen[idx] = (channel, payload)

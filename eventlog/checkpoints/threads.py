@@ -147,7 +147,7 @@ class ThreadCheckpoints:
         decide.check_thread_id(thread_id)
         check_id("checkpoint_id", checkpoint_id)
         check_id("task_id", task_id)
-        decide.check_path("namespace", namespace)
+        decide.check_key("namespace", namespace)
         decide.check_path("task_path", task_path)
         plan = decide.plan_writes(writes)
         if not plan.writes:
@@ -169,7 +169,7 @@ class ThreadCheckpoints:
         with the highest id in the namespace; None when there is none here."""
         check_id("tenant_id", tenant_id)
         decide.check_thread_id(thread_id)
-        decide.check_path("namespace", namespace)
+        decide.check_key("namespace", namespace)
         where: dict[str, Any] = {
             "tenant_id": tenant_id, "thread_id": thread_id, "namespace": namespace,
         }
@@ -202,7 +202,7 @@ class ThreadCheckpoints:
         if thread_id is not None:
             where["thread_id"] = decide.check_thread_id(thread_id)
         if namespace is not None:
-            where["namespace"] = decide.check_path("namespace", namespace)
+            where["namespace"] = decide.check_key("namespace", namespace)
         if checkpoint_id is not None:
             where["checkpoint_id"] = check_id("checkpoint_id", checkpoint_id)
         if metadata:
@@ -278,7 +278,7 @@ class ThreadCheckpoints:
         """Delete the checkpoints (and their writes) of these runs in every thread of the
         tenant: one tombstone per affected thread. Returns how many checkpoints went."""
         check_id("tenant_id", tenant_id)
-        wanted = {decide.check_path("run_key", key, empty=False) for key in run_keys}
+        wanted = {decide.check_key("run_key", key, empty=False) for key in run_keys}
         if not wanted:
             return 0
         rows = await self._log.query(ViewQuery(

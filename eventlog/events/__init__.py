@@ -64,6 +64,13 @@ def fold_blob_references(held: Counter[bytes], event: Event) -> None:
         held[digest] = max(held[digest] - count, 0)
 
 
+def release_beyond(held: Mapping[bytes, int], released: Mapping[bytes, int]) -> bytes | None:
+    """The first digest (bytewise) that ``released`` gives up more references to than
+    ``held`` (what one stream's events hold) has, or None when every release is held."""
+    return next((digest for digest in sorted(released)
+                 if released[digest] > held.get(digest, 0)), None)
+
+
 E = TypeVar("E", bound=type[Event])
 
 _encoder = msgspec.json.Encoder()

@@ -8,7 +8,10 @@ the one place an event is chained and hashed, for new events and imported ones a
 
 from __future__ import annotations
 
+import asyncio
+import random
 import uuid
+from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
@@ -16,9 +19,10 @@ from typing import NamedTuple
 
 from eventlog._logging import get_logger
 from eventlog.errors import CommitOutcomeUnknown, InvalidInput, StorageError, VersionConflict
-from eventlog.events import Event
+from eventlog.events import Event, EventRegistry
 from eventlog.hashing import GENESIS_HASH, event_hash
 from eventlog.log._heads import Head, HeadCache, version
+from eventlog.log._holdings import Holdings, refuse_beyond, releasable, releases_any
 from eventlog.records import AppendResult, ExpectedVersion, RecordedEvent, StoredEvent
 from eventlog.storage.base import AppendRequest, PendingEvent, StorageBackend, StreamVersionTaken
 from eventlog.validation import check_positive_limit
@@ -28,6 +32,8 @@ from projections.changes import Change
 logger = get_logger("eventlog.log")
 
 MAX_APPEND_ATTEMPTS = 64  # an ANY append retries this often under contention
+_BACKOFF_BASE = 0.001
+_BACKOFF_MAX = 0.05
 
 
 class Draft(NamedTuple):
@@ -75,11 +81,13 @@ class Appender:
     """Commits prepared appends: the retry loop and commit-outcome resolution."""
 
     def __init__(
-        self, storage: StorageBackend, heads: HeadCache, projections: Sequence[Projection]
+        self, storage: StorageBackend, heads: HeadCache, projections: Sequence[Projection],
+        registry: EventRegistry,
     ) -> None:
         self.storage = storage
         self.heads = heads
         self.projections = projections
+        self.registry = registry
 
     async def commit(
         self,
@@ -115,23 +123,35 @@ class Appender:
     ) -> AppendResult:
         event_ids = [draft.event_id for draft in drafts]
         recorded_at = drafts[-1].recorded_at
+        part = Part(tenant_id, stream_id, drafts, expected, blob_adds, releases, recorded)
+        holdings = self._holdings([part])
         for attempt in range(MAX_APPEND_ATTEMPTS):
-            head = await self.heads.get(tenant_id, stream_id, fresh=attempt > 0,
-                                        new=expected == 0)
-            if expected is not ExpectedVersion.ANY and version(head) != expected:
-                head = await self.heads.get(tenant_id, stream_id, fresh=True)
-                if version(head) != expected:
-                    if outcome.uncertain and (
-                            own := await self._own_events(tenant_id, event_ids)):
-                        return self._appended(own, recorded_at)
-                    _raise_conflict(stream_id, expected, head)
-            request = prepare(
-                tenant_id, stream_id, head, drafts, blob_adds, releases, self.projections
-            )
-            if recorded is not None:
-                check_recorded(request, recorded)
+            # An ANY append that lost a race backs off, then appends at the head read
+            # where no other such append of the stream can move it (`append_at_head`).
+            fallback = attempt > 0 and expected is ExpectedVersion.ANY
+            if fallback:
+                await asyncio.sleep(backoff(attempt))
+            head: Head | None = None
+            if not fallback or holdings:
+                # A release is checked against the stream as it is, never a cached head.
+                head = await self.heads.get(tenant_id, stream_id,
+                                            fresh=attempt > 0 or bool(holdings),
+                                            new=expected == 0)
+                if expected is not ExpectedVersion.ANY and version(head) != expected:
+                    head = await self.heads.get(tenant_id, stream_id, fresh=True)
+                    if version(head) != expected:
+                        if outcome.uncertain and (
+                                own := await self._own_events(tenant_id, event_ids)):
+                            return self._appended(own, recorded_at)
+                        _raise_conflict(stream_id, expected, head)
+                await self._check_releases([part], {(tenant_id, stream_id): head}, holdings)
             try:
-                positions = await self.storage.append(request)
+                if fallback:
+                    request, positions = await self.storage.append_at_head(
+                        tenant_id, stream_id, lambda at: self._request(part, at, holdings))
+                else:
+                    request = self._request(part, head, holdings)
+                    positions = await self.storage.append(request)
             except (StreamVersionTaken, CommitOutcomeUnknown) as error:
                 self.heads.forget(tenant_id, stream_id)
                 outcome.uncertain |= isinstance(error, CommitOutcomeUnknown)
@@ -158,20 +178,27 @@ class Appender:
     async def _commit_batch(self, parts: list[Part], outcome: _Outcome) -> list[AppendResult]:
         keys = [(part.tenant_id, part.stream_id) for part in parts]
         new = frozenset(key for key, part in zip(keys, parts, strict=True) if part.expected == 0)
+        holdings = self._holdings(parts)
+        moves = any(part.expected is ExpectedVersion.ANY for part in parts)
         for attempt in range(MAX_APPEND_ATTEMPTS):
-            heads = await self.heads.get_many(keys, fresh=attempt > 0, new=new)
+            if attempt and moves:
+                await asyncio.sleep(backoff(attempt))
+            heads = await self.heads.get_many(keys, fresh=attempt > 0 or bool(holdings), new=new)
             stale = [key for key, part in zip(keys, parts, strict=True)
                      if part.expected is not ExpectedVersion.ANY
                      and version(heads[key]) != part.expected]
             if stale:
                 heads.update(await self.heads.get_many(stale, fresh=True))
-            requests = []
             for key, part in zip(keys, parts, strict=True):
                 head = heads[key]
                 if part.expected is not ExpectedVersion.ANY and version(head) != part.expected:
                     if outcome.uncertain and (own := await self._own_batch(parts)):
                         return own
                     _raise_conflict(part.stream_id, part.expected, head)
+            await self._check_releases(parts, heads, holdings)
+            requests = []
+            for key, part in zip(keys, parts, strict=True):
+                head = heads[key]
                 request = prepare(part.tenant_id, part.stream_id, head, part.drafts,
                                   part.blob_adds, part.releases, self.projections)
                 if part.recorded is not None:
@@ -197,6 +224,59 @@ class Appender:
         first = parts[0]
         actual_head = await self.heads.get(first.tenant_id, first.stream_id, fresh=True)
         raise VersionConflict(first.stream_id, "any", version(actual_head))
+
+    def _request(
+        self, part: Part, head: Head | None, holdings: Mapping[tuple[str, str], Holdings]
+    ) -> AppendRequest:
+        """The part chained onto ``head``; `StreamVersionTaken` when the stream has moved
+        past the version its releases were checked at (they are checked again)."""
+        fold = holdings.get((part.tenant_id, part.stream_id))
+        if fold is not None and fold.version != version(head):
+            raise StreamVersionTaken()
+        request = prepare(part.tenant_id, part.stream_id, head, part.drafts, part.blob_adds,
+                          part.releases, self.projections)
+        if part.recorded is not None:
+            check_recorded(request, part.recorded)
+        return request
+
+    def _holdings(self, parts: Sequence[Part]) -> dict[tuple[str, str], Holdings]:
+        """A fold of each stream whose part releases blob references (only those pay a read)."""
+        return {
+            (part.tenant_id, part.stream_id):
+                Holdings(self.storage, self.registry, part.tenant_id, part.stream_id)
+            for part in parts
+            if part.releases or (part.recorded is not None
+                                 and releases_any([draft.event for draft in part.drafts]))
+        }
+
+    async def _check_releases(
+        self, parts: Sequence[Part], heads: Mapping[tuple[str, str], Head | None],
+        holdings: Mapping[tuple[str, str], Holdings],
+    ) -> None:
+        """Refuse (`ReleaseNotHeld`) a release beyond what the append's events give up of
+        what their stream holds.
+
+        An import's releases come for the whole batch at once (derived from its events), so
+        they are checked against what all its streams' events give up, and each of those
+        events against what its stream holds.
+        """
+        given: Counter[bytes] = Counter()
+        imported: Counter[bytes] = Counter()
+        for part in parts:
+            key = (part.tenant_id, part.stream_id)
+            if key not in holdings:
+                continue
+            held = await holdings[key].at(version(heads[key]))
+            events = [draft.event for draft in part.drafts]
+            if part.recorded is None:
+                refuse_beyond(part.stream_id,
+                              releasable(part.stream_id, held, events, strict=False),
+                              part.releases)
+            else:
+                given += releasable(part.stream_id, held, events, strict=True)
+                imported.update(part.releases)
+        if imported:
+            refuse_beyond(parts[0].stream_id, given, imported)
 
     async def _own_batch(self, parts: list[Part]) -> list[AppendResult] | None:
         """The batch's results if an earlier attempt committed it (all or nothing: its
@@ -299,6 +379,12 @@ def stored_events(request: AppendRequest, positions: list[int]) -> list[StoredEv
         )
         for pending, position in zip(request.events, positions, strict=True)
     ]
+
+
+def backoff(attempt: int) -> float:
+    """Seconds to wait before retry ``attempt`` (≥ 1) of an append that lost a version race:
+    full jitter over an exponentially growing cap, so writers that collided spread out."""
+    return random.uniform(0, min(_BACKOFF_MAX, _BACKOFF_BASE * 2 ** attempt))
 
 
 def _raise_conflict(stream_id: str, expected: int | ExpectedVersion, head: Head | None) -> None:

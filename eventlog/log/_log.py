@@ -97,7 +97,7 @@ class EventLog:
             lambda tenant, stream: self.storage.stream_head(tenant, stream),
             lambda keys: self.storage.stream_heads(keys),
         )
-        self._appender = Appender(storage, self._heads, self.projections)
+        self._appender = Appender(storage, self._heads, self.projections, self.registry)
         self._lifecycle = _Lifecycle()
 
     async def append(

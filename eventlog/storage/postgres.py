@@ -8,8 +8,11 @@ hot paths:
 * **One round trip per append.** The events, their view changes and blob references are
   sent as ONE statement of data-modifying CTEs and run in autocommit: no BEGIN and COMMIT
   round trips. A view change that needs the event's position reads it from the events
-  CTE. Requests a single statement cannot express (a blob release, two changes to one row,
-  a delete beside other changes to its table) take the ordinary transaction path.
+  CTE. A large append (over `MAX_SINGLE_PARTS` events, blobs and changes) goes as ONE
+  statement over column arrays, as a batch does, so no size runs into the protocol's
+  32,767 parameters. Requests a single statement cannot express (a blob release, two
+  changes to one row, a delete beside other changes to its table) take the ordinary
+  transaction path.
 * **Gap-safe log reads.** A sequence hands out positions at insert, but rows become
   visible at commit, so a reader resuming after the highest position it saw could skip,
   forever, a lower position that commits later (the most reported defect of PostgreSQL
@@ -24,7 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator, Generator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Generator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
@@ -90,11 +93,18 @@ _HORIZON_PASSED = f"SELECT {READ_HORIZON} >= $1::text::xid8"
 _REPLAYED = (
     "SELECT COALESCE(pg_last_wal_replay_lsn(), pg_current_wal_lsn()) >= $1::text::pg_lsn"
 )
+# Ids hold no control characters, so the separator keeps (tenant, stream) pairs apart.
+_STREAM_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended($1 || chr(31) || $2, 0))"
 _CONNECTION_LOST = (
-    "ConnectionDoesNotExistError", "ConnectionResetError", "InterfaceError",
-    "ConnectionFailureError", "CannotConnectNowError", "AdminShutdownError",
-    "CrashShutdownError", "BrokenPipeError", "InternalClientError",
+    "ConnectionDoesNotExistError", "ConnectionResetError", "ConnectionFailureError",
+    "CannotConnectNowError", "AdminShutdownError", "CrashShutdownError", "BrokenPipeError",
 )
+MAX_PARAMS = 32_767
+"""The most parameters one statement may carry (the protocol counts them in 16 bits)."""
+MAX_SINGLE_PARTS = 64
+"""The most events, blob rows and view changes an append sends as one statement of its own
+shape; a larger one goes as column arrays (`append_batch`): a statement with thousands of
+CTEs takes the server seconds to plan, and its text would be cached for one use."""
 
 
 class PostgresBackend(SqlBackend):
@@ -132,6 +142,8 @@ class PostgresBackend(SqlBackend):
         self._read_all_tenant_sql = self._build_read_all_sql(tenant=True)
         events = self.qualified["events"]
         self._select_events = f"SELECT {', '.join(EVENT_READ_COLUMNS)} FROM {events}"
+        self._head_sql = (f"SELECT stream_version, hash FROM {events} WHERE tenant_id = $1 "
+                          "AND stream_id = $2 ORDER BY stream_version DESC LIMIT 1")
 
     def new_param(self) -> Numbered:
         return Numbered()
@@ -190,7 +202,7 @@ class PostgresBackend(SqlBackend):
     async def append(self, request: AppendRequest) -> list[int]:
         statement = self.single_statement(request)
         if statement is None:
-            return (await self._append_in_transaction([request]))[0]
+            return (await self.append_batch([request]))[0]
         rows = await self._append_statement(*statement)
         return [int(row[0]) for row in rows]
 
@@ -229,6 +241,30 @@ class PostgresBackend(SqlBackend):
         except Exception as error:
             raise self.translate(error, "append") from error
 
+    async def append_at_head(
+        self, tenant_id: str, stream_id: str,
+        build: Callable[[tuple[int, bytes] | None], AppendRequest],
+    ) -> tuple[AppendRequest, list[int]]:
+        # The appends of one stream that fell back here queue on a transaction lock of
+        # the stream, so none of them reads a head another of them moves before it
+        # commits: they take turns instead of racing (an unfenced append that retried
+        # 64 times could lose every race to writers that do not re-read the head).
+        try:
+            async with self.driver_connection() as driver, driver.transaction():
+                await driver.execute(_STREAM_LOCK, tenant_id, stream_id)
+                row = await driver.fetchrow(self._head_sql, tenant_id, stream_id)
+                request = build(None if row is None else (int(row[0]), bytes(row[1])))
+                statement = self.single_statement(request)
+                if statement is None:
+                    positions = await _run_statements(self.sequential.statements(request),
+                                                      driver)
+                else:
+                    sql, params = statement
+                    positions = [int(found[0]) for found in await driver.fetch(sql, *params)]
+        except Exception as error:
+            raise self.translate(error, "append") from error
+        return request, positions
+
     async def stream_heads(
         self, keys: Sequence[tuple[str, str]]
     ) -> dict[tuple[str, str], tuple[int, bytes]]:
@@ -250,8 +286,12 @@ class PostgresBackend(SqlBackend):
         and cached; asyncpg then reuses its prepared statement for every such append.
         """
         changes = _coalesce(request.changes, self.view_keys)
-        if changes is None or request.blob_releases:
+        if changes is None or request.blob_releases or (
+                len(request.events) + len(request.blob_adds) + len(changes) > MAX_SINGLE_PARTS):
             return None
+        params = _statement_params(request, changes)
+        if len(params) > MAX_PARAMS:
+            return None  # column arrays carry any size in a few parameters
         shape = (
             len(request.events),
             len(request.blob_adds),
@@ -260,7 +300,7 @@ class PostgresBackend(SqlBackend):
         sql = self._statements.get(shape)
         if sql is None:
             sql = self._statements[shape] = self._build_statement(request, changes)
-        return sql, _statement_params(request, changes)
+        return sql, params
 
     def _build_statement(
         self, request: AppendRequest, changes: list[tuple[int, Change]]
@@ -314,12 +354,7 @@ class PostgresBackend(SqlBackend):
         return {bytes(row[0]): bytes(row[1]) for row in rows}
 
     async def stream_head(self, tenant_id: str, stream_id: str) -> tuple[int, bytes] | None:
-        rows = await self._fetch(
-            "read",
-            f"SELECT stream_version, hash FROM {self.qualified['events']} "
-            "WHERE tenant_id = $1 AND stream_id = $2 ORDER BY stream_version DESC LIMIT 1",
-            [tenant_id, stream_id],
-        )
+        rows = await self._fetch("read", self._head_sql, [tenant_id, stream_id])
         return (int(rows[0][0]), bytes(rows[0][1])) if rows else None
 
     async def read_stream(
@@ -506,8 +541,15 @@ async def _run_statements(
 
 
 def _connection_lost(error: BaseException) -> bool:
-    """Whether ``error`` means the connection itself is gone (not the statement's fault)."""
+    """Whether ``error`` means the connection itself is gone (not the statement's fault).
+
+    asyncpg raises `InterfaceError` for its own refusals too (too many arguments, a
+    connection in use), which would fail the same way every time: only one saying the
+    connection is closed counts as lost.
+    """
     driver = _driver_error(error)
+    if type(driver).__name__ == "InterfaceError":
+        return "closed" in str(driver)
     return type(driver).__name__ in _CONNECTION_LOST or isinstance(driver, OSError)
 
 

@@ -138,6 +138,34 @@ class SqliteBackend(SqlBackend):
         except Exception as error:
             raise self.translate(error, "append") from error
 
+    async def append_at_head(
+        self, tenant_id: str, stream_id: str,
+        build: Callable[[tuple[int, bytes] | None], AppendRequest],
+    ) -> tuple[AppendRequest, list[int]]:
+        # Inside BEGIN IMMEDIATE no other writer can append: the head read there is the
+        # one the append chains onto, so this append cannot lose a version race.
+        built: list[AppendRequest] = []
+        head_sql = (f"SELECT stream_version, hash FROM {self.qualified['events']} "
+                    "WHERE tenant_id = ? AND stream_id = ? ORDER BY stream_version DESC LIMIT 1")
+
+        def at_head(execute: Callable[[str, Any], Any]) -> AppendRequest:
+            row = execute(head_sql, (tenant_id, stream_id)).fetchone()
+            built.append(build(None if row is None else (int(row[0]), bytes(row[1]))))
+            return built[0]
+
+        try:
+            if self._writer is not None:
+                positions = await self._writer.append_built(lambda c: at_head(c.execute))
+            else:
+                async with self.write_transaction() as connection:
+                    positions = await connection.run_sync(lambda sync: run_statements(
+                        self.sequential.statements(at_head(
+                            lambda sql, values: sync.exec_driver_sql(sql, tuple(values)))),
+                        lambda sql, values: sync.exec_driver_sql(sql, tuple(values))))
+        except Exception as error:
+            raise self.translate(error, "append") from error
+        return built[0], positions
+
     # -- reads ---------------------------------------------------------------------------
 
     async def fetch_view_rows(

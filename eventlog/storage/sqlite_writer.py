@@ -32,12 +32,17 @@ Write = Callable[[sqlite3.Connection, AppendRequest], list[int]]
 """Writes one request's statements on the connection (inside the open transaction)."""
 
 
+Build = Callable[[sqlite3.Connection], AppendRequest]
+"""Makes one request inside the open transaction (reading the stream head it chains onto)."""
+
+
 class _Call(NamedTuple):
     """One `SqliteWriter.append_batch` call waiting for the writer thread."""
 
     requests: Sequence[AppendRequest]
     future: asyncio.Future[list[list[int]]]
     loop: asyncio.AbstractEventLoop
+    build: Build | None = None
 
 
 class WriterClosed(RuntimeError):
@@ -67,12 +72,21 @@ class SqliteWriter:
         The transaction may also hold other callers' appends (group commit); this call's
         requests are still all or nothing.
         """
+        return await self._call(requests, None)
+
+    async def append_built(self, build: Build) -> list[int]:
+        """Commit the request ``build`` makes inside the write transaction (where no other
+        writer can append: it reads the head it chains onto there); its positions."""
+        return (await self._call((), build))[0]
+
+    async def _call(self, requests: Sequence[AppendRequest], build: Build | None
+                    ) -> list[list[int]]:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[list[list[int]]] = loop.create_future()
         with self._lock:
             if self._closed:
                 raise WriterClosed("the SQLite writer is closed")
-            self._queue.append(_Call(requests, future, loop))
+            self._queue.append(_Call(requests, future, loop, build))
             start = not self._draining
             self._draining = True
         if start:
@@ -153,10 +167,10 @@ class SqliteWriter:
     def _write_call(self, connection: sqlite3.Connection, call: _Call,
                     isolate: bool) -> list[list[int]] | BaseException:
         if not isolate:
-            return [self._write(connection, request) for request in call.requests]
+            return self._write_requests(connection, call)
         connection.execute("SAVEPOINT call")
         try:
-            positions = [self._write(connection, request) for request in call.requests]
+            positions = self._write_requests(connection, call)
         except Exception as error:
             if not connection.in_transaction:
                 raise  # SQLite gave up the transaction: the group fails as one
@@ -165,6 +179,10 @@ class SqliteWriter:
             return error
         connection.execute("RELEASE call")
         return positions
+
+    def _write_requests(self, connection: sqlite3.Connection, call: _Call) -> list[list[int]]:
+        requests = call.requests if call.build is None else [call.build(connection)]
+        return [self._write(connection, request) for request in requests]
 
 
 def _settle(future: asyncio.Future[list[list[int]]],

@@ -248,9 +248,9 @@ class PostgresDialect(SqlDialect):
 
 
 class SqliteDialect(SqlDialect):
-    """``IN (?, …)`` with one placeholder per value; JSON1's ``json_type``/``json_extract``
-    per key (scalars compare by JSON type and value, so a boolean is never a number; nested
-    objects and arrays compare as their minified JSON text)."""
+    """``IN (?, …)`` with one placeholder per value; JSON1's ``json_each`` per key, the key
+    compared literally (scalars compare by JSON type and value, so a boolean is never a
+    number; nested objects and arrays compare as their minified JSON text)."""
 
     def member(self, column: str, wanted: In, param: Param) -> str:
         return f"{column} IN ({', '.join(param(value) for value in wanted.values)})"
@@ -286,24 +286,21 @@ class SqliteDialect(SqlDialect):
 
     @staticmethod
     def _key_equals(column: str, key: str, wanted: Any, param: Param) -> str:
-        path = _json_path(key)
-
-        def kind() -> str:
-            return f"json_type({column}, {param(path)})"
-
-        def found() -> str:
-            return f"json_extract({column}, {param(path)})"
-
+        # The key is compared as a value, never spliced into a JSON path: in a path,
+        # a key holding `"."` would name a member of a nested object.
+        member = f"j.key = {param(key)}"
         kinds = _json_kind(wanted)
         if kinds == "null":
-            return f"{kind()} = 'null'"
-        if kinds in ("true", "false"):
-            return f"{kind()} = '{kinds}'"
-        if kinds in ("text", "integer"):
-            return f"({kind()} = '{kinds}' AND {found()} = {param(wanted)})"
-        if kinds == "real":
-            return f"({kind()} IN ('integer', 'real') AND {found()} = {param(wanted)})"
-        return f"{found()} = json({param(_json(wanted))})"
+            test = "j.type = 'null'"
+        elif kinds in ("true", "false"):
+            test = f"j.type = '{kinds}'"
+        elif kinds in ("text", "integer"):
+            test = f"j.type = '{kinds}' AND j.value = {param(wanted)}"
+        elif kinds == "real":
+            test = f"j.type IN ('integer', 'real') AND j.value = {param(wanted)}"
+        else:
+            test = f"j.type IN ('array', 'object') AND j.value = json({param(_json(wanted))})"
+        return f"EXISTS (SELECT 1 FROM json_each({column}) AS j WHERE {member} AND {test})"
 
 
 def query_sql(query: ViewQuery, tables: Mapping[str, str], dialect: SqlDialect,
@@ -374,10 +371,6 @@ def query_shape(query: ViewQuery, dialect: SqlDialect) -> Hashable:
 
 def _json(value: Any) -> str:
     return msgspec.json.encode(value).decode()
-
-
-def _json_path(key: str) -> str:
-    return '$."' + key + '"'
 
 
 def _json_kind(value: Any) -> str:

@@ -2,15 +2,16 @@
 
 ``pip install "checkpoint-eventlog[testing]"`` brings pytest, pytest-asyncio and
 hypothesis; then subclass `BackendContract` in a test module (see its docstring). The
-test event type `Noted` and the helpers `fresh_id` and `settle` are here for a backend's
-own further tests; `eventlog.testing.interrupts` has the interrupt tests' helpers (a fake
-clock, batches, answers).
+test event types `Noted` and `Holding` (a `Noted` naming the blobs its stream holds and
+releases) and the helpers `fresh_id` and `settle` are here for a backend's own further
+tests; `eventlog.testing.interrupts` has the interrupt tests' helpers (a fake clock,
+batches, answers).
 """
 
 from __future__ import annotations
 
 from eventlog.testing.contract import BackendContract, ContractBackend
-from eventlog.testing.events import Noted
+from eventlog.testing.events import Holding, Noted
 from eventlog.testing.helpers import fresh_id, settle
 
-__all__ = ["BackendContract", "ContractBackend", "Noted", "fresh_id", "settle"]
+__all__ = ["BackendContract", "ContractBackend", "Holding", "Noted", "fresh_id", "settle"]

@@ -3,12 +3,13 @@
     python -m tests.procs.cut_writer URL SCHEMA TENANT WRITER COUNT [SECONDS]
 
 Makes COUNT appends (or, with SECONDS, as many as it can in that time, pausing 50 ms after
-an error) with expected version ANY over a few streams shared with the other
-writers (so version races and cuts meet), every fourth one attaching a blob and releasing
-the previous one (the multi-statement transaction path). Prints one JSON line per append
-that returned (``{"ack": text, "event_id": …}``), one per error a call raised
-(``{"error": type, "at": time}``), at the end the state of its connection pool, and how many lost
-commits the log found had committed (``commit_outcome_resolved``).
+an error) with expected version ANY over a few streams shared with the other writers (so
+version races and cuts meet), every fourth one attaching a blob (its event names it) and
+releasing the one it attached to that stream before (the multi-statement transaction
+path). Prints one JSON line per append that returned (``{"ack": text, "event_id": …}``),
+one per error a call raised (``{"error": type, "at": time}``), at the end the state of its
+connection pool, and how many lost commits the log found had committed
+(``commit_outcome_resolved``).
 """
 
 from __future__ import annotations
@@ -24,26 +25,29 @@ import structlog.testing
 
 from eventlog import EventLogError, content_digest, open_log
 from eventlog.storage.postgres import PostgresBackend
-from tests.events import Noted
+from tests.events import Holding
 
 
 async def main(url: str, schema: str, tenant: str, writer: str, count: int,
                seconds: float) -> None:
     deadline = time.monotonic() + seconds
     async with open_log(url, schema=schema, pool_size=3) as log:
-        previous: bytes | None = None
+        held: dict[str, bytes] = {}  # the blob this writer attached to each stream last
         for number in itertools.count(1):
             if (seconds and time.monotonic() > deadline) or (not seconds and number > count):
                 break
             text = f"{writer}:{number}"
+            stream = f"s{number % 3}"
             attach: list[bytes] = []
-            release = None
+            release: dict[bytes, int] = {}
             if number % 4 == 0:
                 blob = text.encode() * 40
-                attach, release = [blob], ({previous: 1} if previous else None)
+                attach, release = [blob], ({held[stream]: 1} if stream in held else {})
+            event = Holding(text=text, blobs=[content_digest(blob).hex() for blob in attach],
+                            released={digest.hex(): n for digest, n in release.items()})
             try:
-                result = await log.append(tenant, f"s{number % 3}", [Noted(text=text)],
-                                          attach=attach, release=release)
+                result = await log.append(tenant, stream, [event], attach=attach,
+                                          release=release)
             except EventLogError as error:
                 print(json.dumps({"error": type(error).__name__, "text": text, "at": time.time(),
                                   "detail": str(error)[:300]}), flush=True)
@@ -51,7 +55,7 @@ async def main(url: str, schema: str, tenant: str, writer: str, count: int,
                     await asyncio.sleep(0.05)
                 continue
             if attach:
-                previous = content_digest(attach[0])
+                held[stream] = content_digest(attach[0])
             print(json.dumps({"ack": text, "event_id": str(result.event_ids[0]),
                               "at": time.time()}), flush=True)
         storage = log.storage

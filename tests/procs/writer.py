@@ -6,7 +6,8 @@ Appends COUNT single-event appends (forever when COUNT is 0) with expected versi
 cycling over the comma-separated STREAMS, and prints one JSON line per successful append
 (``{"stream", "version", "event_id"}``), flushed at once, so a parent that kills this
 process knows exactly which appends returned. Every BLOB_EVERY-th append attaches a blob
-and releases the previous one, so crashes also land inside blob bookkeeping.
+(its event names it) and releases the one its stream held before, so crashes also land
+inside blob bookkeeping.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import sys
 import structlog
 
 from eventlog import content_digest, open_log
-from tests.events import Noted
+from tests.events import Holding
 
 
 async def main(url: str, schema: str, tenant: str, streams: list[str], count: int,
@@ -29,20 +30,20 @@ async def main(url: str, schema: str, tenant: str, streams: list[str], count: in
     options = {"schema": schema} if url.startswith("postgresql") else {}
     async with open_log(url, **options) as log:
         print(json.dumps({"ready": True}), flush=True)
-        previous: bytes | None = None
+        held: dict[str, bytes] = {}  # the blob each stream holds
         numbers = itertools.count(1) if count == 0 else iter(range(1, count + 1))
         for number in numbers:
             stream = streams[number % len(streams)]
-            attach, release = [], None
+            attach, release = [], {}
             if blob_every and number % blob_every == 0:
                 blob = f"{tenant}-{os.getpid()}-{number}".encode() * 50
                 attach = [blob]
-                release = {previous: 1} if previous is not None else None
-                previous = content_digest(blob)
-            result = await log.append(
-                tenant, stream, [Noted(text=f"{tenant}:{number}", number=number)],
-                attach=attach, release=release,
-            )
+                release = {held[stream]: 1} if stream in held else {}
+                held[stream] = content_digest(blob)
+            event = Holding(text=f"{tenant}:{number}", number=number,
+                            blobs=[content_digest(blob).hex() for blob in attach],
+                            released={digest.hex(): n for digest, n in release.items()})
+            result = await log.append(tenant, stream, [event], attach=attach, release=release)
             print(json.dumps({"stream": stream, "version": result.version,
                               "event_id": str(result.event_ids[0])}), flush=True)
 

@@ -77,7 +77,14 @@ json_values = st.recursive(
 )
 repeated = st.sampled_from([{"same": 1}, b"same", None, []])  # shared blobs, often
 states = st.one_of(repeated, repeated, json_values, st.binary(max_size=16))
-metadatas = st.dictionaries(st.text(max_size=4), json_leaves, max_size=2)
+# Metadata holds no NUL (refused up front: PostgreSQL's jsonb cannot hold one).
+metadata_text = st.text(st.characters(blacklist_characters="\x00"), max_size=8)
+metadatas = st.dictionaries(
+    st.text(st.characters(blacklist_characters="\x00"), max_size=4),
+    st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False) | metadata_text,
+    max_size=2,
+)
 id_modes = st.sampled_from(["derived", "minted"])
 
 

@@ -1,6 +1,7 @@
 """Hypothesis: random appends against each backend agree with a small pure model.
 
-The model is a dict of streams (lists of event texts) and blob reference counts. Each
+The model is a dict of streams (lists of event texts), blob reference counts, and the
+references each stream's events hold (the only ones an append to it may release). Each
 example works in fresh tenants, so examples share one open store without resetting it.
 """
 
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections import Counter
 from collections.abc import Coroutine
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
@@ -29,12 +31,13 @@ from eventlog import (
     AppendResult,
     EventLog,
     ExpectedVersion,
+    ReleaseNotHeld,
     VersionConflict,
     open_log,
 )
 from eventlog.hashing import content_digest
 from tests.conftest import BackendTarget
-from tests.events import Noted
+from tests.events import Holding, Noted
 
 T = TypeVar("T")
 
@@ -53,6 +56,7 @@ class Model:
 
     streams: dict[tuple[str, str], list[str]] = field(default_factory=dict)
     refs: dict[tuple[str, bytes], int] = field(default_factory=dict)
+    held: dict[tuple[str, str], Counter[bytes]] = field(default_factory=dict)
 
     def version(self, key: tuple[str, str]) -> int:
         return len(self.streams.get(key, []))
@@ -64,12 +68,20 @@ class Model:
         wanted = 0 if expected is ExpectedVersion.NO_STREAM else expected
         return wanted != self.version(key)
 
+    def unheld(self, key: tuple[str, str], attach: bytes | None, release: bytes | None) -> bool:
+        """Whether the append releases a reference its stream's events do not hold."""
+        held = self.held.get(key, Counter())[release] if release is not None else 0
+        return release is not None and held + (attach == release) < 1
+
     def append(self, key: tuple[str, str], texts: list[str], attach: bytes | None,
                release: bytes | None) -> None:
         self.streams.setdefault(key, []).extend(texts)
+        held = self.held.setdefault(key, Counter())
         if attach is not None:
             self.refs[(key[0], attach)] = self.refs.get((key[0], attach), 0) + 1
+            held[attach] += 1
         if release is not None:
+            held[release] -= 1
             remaining = self.refs.get((key[0], release), 0) - 1
             if remaining > 0:
                 self.refs[(key[0], release)] = remaining
@@ -125,8 +137,14 @@ class LogMachine(RuleBasedStateMachine):
                 outcome.actual,
             )
             return
+        if isinstance(outcome, ReleaseNotHeld):
+            assert (False, True, stream) == (self.model.conflict(key, expected),
+                                             self.model.unheld(key, attach, release),
+                                             outcome.stream_id)
+            return
         result = outcome
-        assert not self.model.conflict(key, expected)
+        assert (False, False) == (self.model.conflict(key, expected),
+                                  self.model.unheld(key, attach, release))
         self.model.append(key, texts, attach, release)
         assert self.model.version(key) == result.version
         assert self.last_position < result.positions[0]
@@ -155,15 +173,19 @@ class LogMachine(RuleBasedStateMachine):
 async def _append(
     log: EventLog, key: tuple[str, str], texts: list[str], expected: Any,
     attach: bytes | None, release: bytes | None,
-) -> AppendResult | VersionConflict:
+) -> AppendResult | VersionConflict | ReleaseNotHeld:
+    # The first event names the attached blob (so the stream holds it) and the release.
+    events = [Holding(text=texts[0], blobs=[content_digest(attach).hex()] if attach else [],
+                      released={content_digest(release).hex(): 1} if release else {}),
+              *(Noted(text=text) for text in texts[1:])]
     try:
         return await log.append(
-            key[0], key[1], [Noted(text=text) for text in texts], expected_version=expected,
+            key[0], key[1], events, expected_version=expected,
             attach=[attach] if attach else [],
             release={content_digest(release): 1} if release else None,
         )
-    except VersionConflict as conflict:
-        return conflict
+    except (VersionConflict, ReleaseNotHeld) as refused:
+        return refused
 
 
 async def _read_stream(log: EventLog, tenant: str, stream: str) -> list[tuple[int, str]]:

@@ -108,6 +108,77 @@ class CheckpointsThreadsContract(ContractBase):
         assert ["c4"] == [c.checkpoint_id for c in await store.page(
             T, thread, metadata={"source": "input", "step": 4})]
 
+    async def test_a_metadata_filter_key_is_compared_literally(self, log: EventLog) -> None:
+        """A filter key holding ``"."`` matches that key, never a member of a nested object."""
+        thread = fresh_id("th")
+        await put(log, thread, "c1", metadata={'a"."b': 1})
+        await put(log, thread, "c2", metadata={"a": {"b": 1}})
+        assert ["c1"] == [c.checkpoint_id for c in await threads(log).page(
+            T, thread, metadata={'a"."b': 1}, payloads=False)]
+
+    async def test_a_nul_nested_in_metadata_is_refused(self, log: EventLog) -> None:
+        """A NUL character in a nested metadata string is InvalidInput on every backend."""
+        with pytest.raises(InvalidInput, match="NUL"):
+            await put(log, fresh_id("th"), "c1", metadata={"outer": {"text": "a\x00b"}})
+
+    async def test_a_nul_in_a_nested_metadata_key_is_refused(self, log: EventLog) -> None:
+        """A NUL character in a nested metadata key is InvalidInput on every backend."""
+        with pytest.raises(InvalidInput, match="NUL"):
+            await put(log, fresh_id("th"), "c1", metadata={"outer": [{"k\x00": 1}]})
+
+    async def test_a_refused_nul_leaves_filtered_listings_working(self, log: EventLog) -> None:
+        """After a refused NUL, a metadata-filtered listing of the tenant still answers."""
+        thread = fresh_id("th")
+        await put(log, thread, "c1", metadata={"source": "loop"})
+        with pytest.raises(InvalidInput):
+            await put(log, thread, "c2", metadata={"source": {"nested": "\x00"}})
+        assert ["c1"] == [c.checkpoint_id for c in await threads(log).page(
+            T, metadata={"source": "loop"}, payloads=False)]
+
+    async def test_a_namespace_of_1024_bytes_is_stored(self, log: EventLog) -> None:
+        """A namespace at the limit (1,024 bytes of UTF-8) is put and read back."""
+        thread, namespace = fresh_id("th"), "n" * 1024
+        await put(log, thread, "c1", namespace=namespace)
+        found = await threads(log).get(T, thread, namespace=namespace)
+        assert found is not None
+        assert (namespace, "c1") == (found.namespace, found.checkpoint_id)
+
+    async def test_a_namespace_over_1024_bytes_is_refused(self, log: EventLog) -> None:
+        """A namespace of 1,025 bytes is InvalidInput on every backend, before any write."""
+        with pytest.raises(InvalidInput, match="namespace"):
+            await put(log, fresh_id("th"), "c1", namespace="n" * 1025)
+
+    async def test_the_namespace_limit_counts_utf8_bytes(self, log: EventLog) -> None:
+        """400 three-byte characters (1,200 bytes) are over the limit."""
+        with pytest.raises(InvalidInput, match="1200 bytes"):
+            await put(log, fresh_id("th"), "c1", namespace="\u20ac" * 400)
+
+    async def test_a_run_key_of_1024_bytes_is_stored_and_deleted(self, log: EventLog) -> None:
+        """A run key at the limit is put, and delete_runs finds it."""
+        run_key = "r" * 1024
+        await put(log, fresh_id("th"), "c1", run_key=run_key)
+        assert 1 == await threads(log).delete_runs(T, [run_key])
+
+    async def test_a_run_key_over_1024_bytes_is_refused(self, log: EventLog) -> None:
+        """A run key of 1,025 bytes is InvalidInput on every backend."""
+        with pytest.raises(InvalidInput, match="run_key"):
+            await put(log, fresh_id("th"), "c1", run_key="r" * 1025)
+
+    async def test_the_longest_keys_the_limits_allow_are_stored(self, log: EventLog) -> None:
+        """A 248-character thread id, a 1,024-byte namespace and a 256-byte channel name and
+        version together are stored and read back (they share one index entry)."""
+        thread, namespace, channel = "t" * 248, "n" * 1024, "c" * 256
+        await threads(log).put(T, thread, "c1", state=state("s"), namespace=namespace,
+                               channels={channel: ChannelValue("v" * 256, state("x"))})
+        found = await threads(log).get(T, thread, namespace=namespace)
+        assert found is not None
+        assert {channel: state("x")} == found.channels
+
+    async def test_a_channel_name_over_256_bytes_is_refused(self, log: EventLog) -> None:
+        """A channel name of 257 bytes is InvalidInput on every backend."""
+        with pytest.raises(InvalidInput, match="channel"):
+            await put(log, fresh_id("th"), "c1", channels={"c" * 257: state("x")})
+
     async def test_tenant_page_sees_only_its_tenant(self, log: EventLog) -> None:
         """A page without a thread lists every thread of the tenant and nothing else."""
         await put(log, fresh_id("th"), "c1")

@@ -6,14 +6,21 @@ import hashlib
 
 import pytest
 
-from eventlog import EventLog, VersionConflict, content_digest
+from eventlog import EventLog, ReleaseNotHeld, StreamAppend, VersionConflict, content_digest
 from eventlog.testing.contract._base import ContractBase
-from eventlog.testing.events import Noted
+from eventlog.testing.events import Holding, Noted
 
 STATE = b'{"state": "some checkpoint state"}'
 
 
 DIGEST = content_digest(STATE)
+HOLDS = Holding(text="holds", blobs=[DIGEST.hex()])
+"""An event naming STATE's blob: appended with ``attach=[STATE]``, its stream holds it."""
+
+
+def gives(count: int = 1) -> Holding:
+    """A tombstone giving up ``count`` of its stream's references to STATE's blob."""
+    return Holding(text="gives", released={DIGEST.hex(): count})
 
 
 class LogBlobsContract(ContractBase):
@@ -41,29 +48,90 @@ class LogBlobsContract(ContractBase):
 
     async def test_release_drops_references(self, log: EventLog) -> None:
         """Releasing one of two references keeps the blob readable."""
-        await log.append("t", "s", [Noted(text="a")], attach=[STATE, STATE])
-        await log.append("t", "s", [Noted(text="b")], release={DIGEST: 1})
+        await log.append("t", "s", [HOLDS, HOLDS], attach=[STATE, STATE])
+        await log.append("t", "s", [gives()], release={DIGEST: 1})
         assert ({DIGEST: 1}, STATE) == (
             dict(await log.blob_refs("t")), await log.get_blob("t", DIGEST)
         )
 
     async def test_release_to_zero_purges_the_blob(self, log: EventLog) -> None:
         """When the last reference goes, the payload is gone."""
-        await log.append("t", "s", [Noted(text="a")], attach=[STATE])
-        await log.append("t", "s", [Noted(text="b")], release={DIGEST: 1})
+        await log.append("t", "s", [HOLDS], attach=[STATE])
+        await log.append("t", "s", [gives()], release={DIGEST: 1})
         assert ({}, None) == (dict(await log.blob_refs("t")), await log.get_blob("t", DIGEST))
 
-    async def test_releasing_more_than_held_purges_the_blob(self, log: EventLog) -> None:
-        """Over-releasing never leaves a negative count behind."""
-        await log.append("t", "s", [Noted(text="a")], attach=[STATE])
-        await log.append("t", "s", [Noted(text="b")], release={DIGEST: 5})
-        assert ({}, None) == (dict(await log.blob_refs("t")), await log.get_blob("t", DIGEST))
+    async def test_releasing_more_than_the_stream_holds_is_refused(self, log: EventLog) -> None:
+        """A release beyond the references the stream's events hold raises ReleaseNotHeld."""
+        await log.append("t", "s", [HOLDS], attach=[STATE])
+        with pytest.raises(ReleaseNotHeld):
+            await log.append("t", "s", [gives(5)], release={DIGEST: 5})
+
+    async def test_release_of_a_blob_another_stream_holds_is_refused(
+        self, log: EventLog
+    ) -> None:
+        """A stream cannot give up a reference that only another stream's events hold."""
+        await log.append("t", "victim", [HOLDS], attach=[STATE])
+        with pytest.raises(ReleaseNotHeld):
+            await log.append("t", "evil", [gives()], release={DIGEST: 1})
+
+    async def test_a_refused_release_writes_nothing(self, log: EventLog) -> None:
+        """After a refused release the blob, its count and the releasing stream are as before."""
+        await log.append("t", "victim", [HOLDS], attach=[STATE])
+        with pytest.raises(ReleaseNotHeld):
+            await log.append("t", "evil", [gives()], release={DIGEST: 1})
+        assert (STATE, {DIGEST: 1}, None) == (
+            await log.get_blob("t", DIGEST), dict(await log.blob_refs("t")),
+            await log.stream_head("t", "evil"),
+        )
+
+    async def test_a_refused_release_names_its_stream_and_digest(self, log: EventLog) -> None:
+        """ReleaseNotHeld carries the stream and the digest it would have released."""
+        await log.append("t", "victim", [HOLDS], attach=[STATE])
+        with pytest.raises(ReleaseNotHeld) as refused:
+            await log.append("t", "evil", [gives()], release={DIGEST: 1})
+        assert ("evil", DIGEST, 1, 0) == (refused.value.stream_id, refused.value.digest,
+                                         refused.value.releasing, refused.value.held)
+
+    async def test_a_release_its_events_do_not_declare_is_refused(self, log: EventLog) -> None:
+        """An append releases only what its own events say they give up (a tombstone)."""
+        await log.append("t", "s", [HOLDS], attach=[STATE])
+        with pytest.raises(ReleaseNotHeld):
+            await log.append("t", "s", [Noted(text="b")], release={DIGEST: 1})
+
+    async def test_a_stream_releases_a_reference_only_once(self, log: EventLog) -> None:
+        """Once a stream gave up its reference, releasing it again (another stream's) is
+        refused."""
+        await log.append("t", "other", [HOLDS], attach=[STATE])
+        await log.append("t", "s", [HOLDS], attach=[STATE])
+        await log.append("t", "s", [gives()], release={DIGEST: 1})
+        with pytest.raises(ReleaseNotHeld):
+            await log.append("t", "s", [gives()], release={DIGEST: 1})
+
+    async def test_a_batch_releasing_another_streams_blob_writes_nothing(
+        self, log: EventLog
+    ) -> None:
+        """append_batch with one part releasing what its stream does not hold is refused
+        whole: no part is written and the blob keeps its reference."""
+        await log.append("t", "victim", [HOLDS], attach=[STATE])
+        with pytest.raises(ReleaseNotHeld):
+            await log.append_batch([
+                StreamAppend(tenant_id="t", stream_id="fine", events=[Noted(text="a")]),
+                StreamAppend(tenant_id="t", stream_id="evil", events=[gives()],
+                             release={DIGEST: 1}),
+            ])
+        assert ({DIGEST: 1}, None) == (dict(await log.blob_refs("t")),
+                                       await log.stream_head("t", "fine"))
+
+    async def test_an_append_may_release_what_its_own_events_name(self, log: EventLog) -> None:
+        """A reference attached and given up in the same append is released."""
+        await log.append("t", "s", [HOLDS, gives()], attach=[STATE], release={DIGEST: 1})
+        assert {} == dict(await log.blob_refs("t"))
 
     async def test_purged_blob_can_be_attached_again(self, log: EventLog) -> None:
         """After a purge, attaching the same bytes stores them afresh."""
-        await log.append("t", "s", [Noted(text="a")], attach=[STATE])
-        await log.append("t", "s", [Noted(text="b")], release={DIGEST: 1})
-        await log.append("t", "s", [Noted(text="c")], attach=[STATE])
+        await log.append("t", "s", [HOLDS], attach=[STATE])
+        await log.append("t", "s", [gives()], release={DIGEST: 1})
+        await log.append("t", "s", [HOLDS], attach=[STATE])
         assert (STATE, {DIGEST: 1}) == (
             await log.get_blob("t", DIGEST), dict(await log.blob_refs("t"))
         )
@@ -75,9 +143,9 @@ class LogBlobsContract(ContractBase):
 
     async def test_tenants_count_references_separately(self, log: EventLog) -> None:
         """Purging a blob in one tenant leaves another tenant's copy alone."""
-        await log.append("t1", "s", [Noted(text="a")], attach=[STATE])
-        await log.append("t2", "s", [Noted(text="a")], attach=[STATE])
-        await log.append("t1", "s", [Noted(text="b")], release={DIGEST: 1})
+        await log.append("t1", "s", [HOLDS], attach=[STATE])
+        await log.append("t2", "s", [HOLDS], attach=[STATE])
+        await log.append("t1", "s", [gives()], release={DIGEST: 1})
         assert (None, STATE) == (await log.get_blob("t1", DIGEST), await log.get_blob("t2", DIGEST))
 
     async def test_unknown_digest_is_none(self, log: EventLog) -> None:
