@@ -121,6 +121,7 @@ def run_project(directory: Path, module: str, backend: str, scheme: str,
     return counts, result.stdout
 
 
+@pytest.mark.examples
 def test_the_shipped_suite_runs_in_a_project_outside_the_repo(tmp_path: Path) -> None:
     """A project that knows nothing of this repo's tests/ (its own directory, its own
     pytest.ini in strict asyncio mode) registers a backend and runs the whole suite."""
@@ -172,6 +173,7 @@ BROKEN_BACKENDS = {
 }
 
 
+@pytest.mark.examples
 @pytest.mark.parametrize("flaw", sorted(BROKEN_BACKENDS))
 def test_the_shipped_suite_fails_a_broken_backend(tmp_path: Path, flaw: str) -> None:
     """A backend that loses an event or writes over a version conflict fails the suite."""

@@ -8,11 +8,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import PG_URL, require_postgres
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
+@pytest.mark.examples
 def test_quick_run_writes_every_ratio(tmp_path: Path) -> None:
     """`python -m benchmarks --quick --json FILE`: one object per ratio of the goal table."""
     require_postgres()

@@ -41,12 +41,14 @@ def tried(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
     return directory, failures
 
 
+@pytest.mark.examples
 def test_readme_examples_run_one_after_another_twice(tried: tuple[Path, list[str]]) -> None:
     """Every example runs to completion (its own asserts included): none trips over what
     another, or itself, left in the directory."""
     assert [] == tried[1]
 
 
+@pytest.mark.examples
 def test_what_the_examples_write_is_ignored_by_git(tried: tuple[Path, list[str]]) -> None:
     """The files the examples leave where they ran never show in `git status`."""
     written = sorted(path.name for path in tried[0].iterdir()
@@ -112,6 +114,7 @@ def test_each_example_imports_only_what_its_install_line_brings() -> None:
     assert [] == missing
 
 
+@pytest.mark.examples
 def test_readme_examples_type_check(tmp_path: Path) -> None:
     """Every README example passes ``mypy --strict``, as tests/typing does (a reader
     copying one into a typed project gets no errors)."""

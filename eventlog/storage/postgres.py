@@ -98,6 +98,9 @@ _STREAM_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended($1 || chr(31) || $
 _CONNECTION_LOST = (
     "ConnectionDoesNotExistError", "ConnectionResetError", "ConnectionFailureError",
     "CannotConnectNowError", "AdminShutdownError", "CrashShutdownError", "BrokenPipeError",
+    # A connection the server ended while it sat idle in the pool leaves asyncpg's protocol
+    # mid-operation ("cannot switch to state 11; another operation (2) is in progress").
+    "InternalClientError",
 )
 MAX_PARAMS = 32_767
 """The most parameters one statement may carry (the protocol counts them in 16 bits)."""
