@@ -100,8 +100,11 @@ def parse_time(text: str, now: datetime) -> Moment:
         return Moment(moment, f"{said} {which}, {_ZONE}")
     ago = _AGO.match(cleaned)
     if ago and ago.group(2) in _UNITS:
-        delta = timedelta(**{_UNITS[ago.group(2)]: float(ago.group(1))})
-        return Moment(now - delta, f"{said}, from {now:%H:%M:%S}Z")
+        try:
+            moment = now - timedelta(**{_UNITS[ago.group(2)]: float(ago.group(1))})
+        except OverflowError:
+            raise ValueError(f"{said!r} reaches before the year 1") from None
+        return Moment(moment, f"{said}, from {now:%H:%M:%S}Z")
     return Moment(timestamp(text))
 
 

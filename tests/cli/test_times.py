@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -139,3 +140,18 @@ def test_log_since_a_relative_time(target: BackendTarget, own_run: Run) -> None:
 def test_a_bad_time_is_a_usage_error(run: Run) -> None:
     """log --since nonsense: exit 2."""
     assert EXIT_USAGE == run("log", "--since", "nonsense").status
+
+
+@pytest.mark.parametrize(("option", "text"), [("--since", "99999999999 hours ago"),
+                                              ("--until", "999999999 days ago")])
+def test_a_time_before_the_year_one_is_a_usage_error(run: Run, option: str, text: str) -> None:
+    """A relative time past what a date holds: exit 2 with one JSON line, no traceback."""
+    ran = run("log", option, text, "--json")
+    error = json.loads(ran.err.strip())
+    assert (EXIT_USAGE, "usage", True) == (ran.status, error["kind"], text in error["error"])
+
+
+def test_replay_as_of_before_the_year_one_is_a_usage_error(run: Run) -> None:
+    """replay --as-of '999999999 days ago': exit 2 naming the time."""
+    ran = run("replay", "--as-of", "999999999 days ago")
+    assert (EXIT_USAGE, True) == (ran.status, "999999999 days ago" in ran.err)
