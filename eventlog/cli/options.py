@@ -103,7 +103,7 @@ def parse_time(text: str, now: datetime) -> Moment:
         try:
             moment = now - timedelta(**{_UNITS[ago.group(2)]: float(ago.group(1))})
         except OverflowError:
-            raise ValueError(f"{said!r} reaches before the year 1") from None
+            raise ValueError(f"{said!r}: that is before the year 1") from None
         return Moment(moment, f"{said}, from {now:%H:%M:%S}Z")
     return Moment(timestamp(text))
 
