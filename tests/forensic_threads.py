@@ -21,10 +21,14 @@ facts rather than with strings written here twice:
 
 from __future__ import annotations
 
+import asyncio
 import operator
+import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Annotated, Any, TypedDict
 
+import pytest
 from agent_framework import (
     Executor,
     WorkflowBuilder,
@@ -41,6 +45,8 @@ from langgraph.types import Command, interrupt
 from eventlog import EventLog
 from eventlog.adapters.langgraph import AsyncEventlogSaver
 from eventlog.adapters.maf import EventlogCheckpointStorage
+from tests.conftest import PG_URL, BackendTarget, drop_schema, fresh_id, require_postgres
+from tests.procs.settle import settle
 
 QUESTION = {"question": "ship the order to Lisbon?", "amount": 420}
 """What the approving node asks (its interrupt value)."""
@@ -318,3 +324,36 @@ async def write_all(log: EventLog, tenant: str) -> Forensics:
         crashed=await crashed_thread(log, tenant, "crashed"),
         workflow=await maf_workflow(log, tenant, "payments"),
     )
+
+
+@dataclass
+class Written:
+    """A log holding the five threads in one tenant, and a stranger's crashed ``trip``."""
+
+    target: BackendTarget
+    threads: Forensics
+    stranger: str
+
+
+async def _write(target: BackendTarget) -> Written:
+    tenant, stranger = fresh_id("acme"), fresh_id("stranger")
+    async with target.open() as log:
+        threads = await write_all(log, tenant)
+        await crashed_thread(log, stranger, "trip")  # same thread id, another tenant
+        await settle(log)
+    return Written(target, threads, stranger)
+
+
+def written_on(backend: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Written]:
+    """The threads written once on ``backend`` (sqlite or postgresql), for reading only; a
+    PostgreSQL schema is dropped afterwards (the body of a module-scoped fixture)."""
+    if backend == "sqlite":
+        path = tmp_path_factory.mktemp("threads") / "log.db"
+        yield asyncio.run(_write(BackendTarget("sqlite", f"sqlite:///{path}")))
+        return
+    require_postgres()
+    target = BackendTarget("postgresql", PG_URL, f"t_{uuid.uuid4().hex[:12]}")
+    try:
+        yield asyncio.run(_write(target))
+    finally:
+        asyncio.run(drop_schema(target.schema))

@@ -8,7 +8,6 @@ import hashlib
 import json
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,27 +16,14 @@ import pytest
 from eventlog import open_log
 from eventlog.cli import EXIT_OK
 from tests.cli.helpers import Run, make_runner, tenant_events
-from tests.conftest import PG_URL, BackendTarget, drop_schema, fresh_id, require_postgres
-from tests.forensic_threads import ANSWER, CRASH, QUESTION, Forensics, crashed_thread, write_all
-from tests.procs.settle import settle
-
-
-@dataclass
-class Written:
-    """A log holding the five threads in one tenant, and a stranger's thread ``trip``."""
-
-    target: BackendTarget
-    threads: Forensics
-    stranger: str
-
-
-async def _write(target: BackendTarget) -> Written:
-    tenant, stranger = fresh_id("acme"), fresh_id("stranger")
-    async with target.open() as log:
-        threads = await write_all(log, tenant)
-        await crashed_thread(log, stranger, "trip")  # same thread id, another tenant
-        await settle(log)
-    return Written(target, threads, stranger)
+from tests.conftest import BackendTarget
+from tests.forensic_threads import (
+    ANSWER,
+    CRASH,
+    QUESTION,
+    Written,
+    written_on,
+)
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])
@@ -45,16 +31,7 @@ def written(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Written]:
     """The threads on each backend, for reading only."""
-    if request.param == "sqlite":
-        path = tmp_path_factory.mktemp("threads") / "log.db"
-        yield asyncio.run(_write(BackendTarget("sqlite", f"sqlite:///{path}")))
-        return
-    require_postgres()
-    target = BackendTarget("postgresql", PG_URL, f"t_{uuid.uuid4().hex[:12]}")
-    try:
-        yield asyncio.run(_write(target))
-    finally:
-        asyncio.run(drop_schema(target.schema))
+    yield from written_on(request.param, tmp_path_factory)
 
 
 @pytest.fixture
