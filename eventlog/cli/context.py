@@ -28,7 +28,7 @@ from rich.progress import (
 from eventlog.cli.errors import EXIT_OPERATIONAL, EXIT_STATUSES_HELP, CommandError
 from eventlog.cli.examples import examples_help
 from eventlog.cli.lenient import LenientRegistry
-from eventlog.cli.render import jsonable
+from eventlog.cli.render import SafeConsole, jsonable
 from eventlog.clock import Clock, system_clock
 from eventlog.errors import SchemaError, SchemaNotCurrent, StorageError, StoreLocked
 from eventlog.events import default_registry
@@ -185,8 +185,9 @@ class Context:
 def _console(stream: Any) -> Console:
     terminal = stream.isatty() if hasattr(stream, "isatty") else False
     width = None if terminal else int(os.environ.get("COLUMNS", _PIPE_WIDTH))
-    # markup=False: ids and event data are printed as they are, never read as markup.
-    return Console(file=stream, width=width, highlight=False, markup=False, soft_wrap=True)
+    # markup=False: ids and event data are printed as they are, never read as markup;
+    # SafeConsole: and a stored control character as its escape, never acted on.
+    return SafeConsole(file=stream, width=width, highlight=False, markup=False, soft_wrap=True)
 
 
 def invoked_as() -> str:

@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import re
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 import msgspec
 from rich.cells import cell_len
-from rich.console import Group, RenderableType
+from rich.console import Console, ConsoleOptions, Group, RenderableType
+from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
@@ -33,6 +35,43 @@ _FIRST_FIELDS = ("checkpoint_id", "step", "parent_id", "generation", "outcome", 
                  "resolution", "checkpoints")
 """Fields a fitted ``log`` line shows before the others, when they fit."""
 _FIELD_ROOM = 30
+
+
+_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+"""What a terminal would act on rather than show: C0 controls but tab and newline (ESC
+among them), DEL, C1 controls (0x9B is a one-byte CSI), and the Unicode bidi overrides
+and isolates, which reorder what is shown around them."""
+
+
+def safe(text: str) -> str:
+    """``text`` with every character a terminal would act on (see `_UNSAFE`) written as a
+    visible escape (``\\x1b``, ``\\u202e``), so stored text cannot set the window
+    title, clear the screen, move the cursor or reorder a line. Tab and newline stay."""
+    if _UNSAFE.search(text) is None:
+        return text
+    return _UNSAFE.sub(_escape, text)
+
+
+def _escape(found: re.Match[str]) -> str:
+    code = ord(found.group())
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+
+
+class SafeConsole(Console):
+    """A rich console that writes every piece of text through `safe`: whatever a
+    command prints (tables, lines, values read from the log), no stored control
+    character reaches the terminal. Rich's own control output (cursor moves of a
+    progress display) passes as it is."""
+
+    def render(
+        self, renderable: RenderableType, options: ConsoleOptions | None = None
+    ) -> Iterator[Segment]:
+        """The segments of ``renderable``, each text one made `safe`."""
+        for segment in super().render(renderable, options):
+            if segment.control is None and _UNSAFE.search(segment.text) is not None:
+                yield Segment(safe(segment.text), segment.style)
+            else:
+                yield segment
 
 
 def jsonable(value: Any) -> Any:
@@ -88,7 +127,7 @@ def cell(value: Any, width: int = _VALUE_WIDTH) -> str:
     if isinstance(value, uuid.UUID):
         return str(value)
     text = value if isinstance(value, str) else msgspec.json.encode(jsonable(value)).decode()
-    text = " ".join(text.split())
+    text = safe(" ".join(text.split()))
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
@@ -205,7 +244,7 @@ def event_line(
 def value_text(value: Any) -> str:
     """A field's value whole, on one line (times, hashes and JSON as `cell` writes them)."""
     if isinstance(value, str):
-        return " ".join(value.split())
+        return safe(" ".join(value.split()))
     return cell(value, width=1_000_000)
 
 
