@@ -15,7 +15,15 @@ The file is a small JSON document::
      "hash": "<64 hex>"}, …], "digest": "<64 hex>"}
 
 ``digest`` is SHA-256 over the scope and the sorted heads (each field length-prefixed),
-so an edited file is refused rather than trusted.
+so a file edited by hand is refused rather than trusted. That proves only that the log
+matches the file, not who wrote the file: whoever can edit the heads can recompute the
+SHA-256. A digest signed with the operator's Ed25519 key (`encode_digest` with ``key``,
+`eventlog.signing`) also carries::
+
+    "signature": {"algorithm": "ed25519", "key_id": "<16 hex>", "value": "<128 hex>"}
+
+over the digest and ``taken_at``; `decode_digest` with the public key refuses a file whose
+heads, scope or time changed after it was signed, or that another key signed.
 """
 
 from __future__ import annotations
@@ -32,6 +40,14 @@ from eventlog.clock import read_clock
 from eventlog.errors import EventLogError, InvalidInput
 from eventlog.log import EventLog
 from eventlog.records import RecordedEvent, StreamProblem
+from eventlog.signing import (
+    ALGORITHM,
+    Ed25519PrivateKey,
+    Ed25519PublicKey,
+    key_id,
+    sign,
+    signature_holds,
+)
 from eventlog.validation import check_id
 
 FORMAT = "checkpoint-eventlog/digest"
@@ -48,17 +64,39 @@ class StreamHead(msgspec.Struct, frozen=True, kw_only=True, order=True):
     hash: bytes
 
 
+class DigestSignature(msgspec.Struct, frozen=True, kw_only=True):
+    """An Ed25519 signature over a digest and its time, and the id of the key that made
+    it (`eventlog.signing.key_id`)."""
+
+    key_id: str
+    value: bytes
+
+
 class LogDigest(msgspec.Struct, frozen=True, kw_only=True):
-    """The heads of every stream (of one tenant, or of the whole log) at one moment."""
+    """The heads of every stream (of one tenant, or of the whole log) at one moment, and
+    the operator's signature over them when the digest was signed."""
 
     taken_at: datetime
     tenant_id: str | None
     streams: tuple[StreamHead, ...]
+    signature: DigestSignature | None = None
 
     @property
     def digest(self) -> str:
         """SHA-256 (hex) over the scope and every head, in order."""
         return _digest_of(self.tenant_id, self.streams)
+
+    @property
+    def signed_message(self) -> bytes:
+        """What a signature covers: the digest (scope and heads) and ``taken_at``."""
+        return (b"checkpoint-eventlog/digest-signature/v1\x00" + self.digest.encode()
+                + b"\x00" + self.taken_at.isoformat().encode())
+
+
+def sign_digest(digest: LogDigest, key: Ed25519PrivateKey) -> LogDigest:
+    """``digest`` signed with the operator's private ``key``."""
+    return msgspec.structs.replace(digest, signature=DigestSignature(
+        key_id=key_id(key), value=sign(key, digest.signed_message)))
 
 
 async def take_digest(log: EventLog, tenant_id: str | None = None) -> LogDigest:
@@ -132,9 +170,12 @@ async def _first_event(log: EventLog, head: StreamHead, from_version: int
     return events[0] if events else None
 
 
-def encode_digest(digest: LogDigest) -> bytes:
-    """The digest as its JSON document (one line, UTF-8)."""
-    document = {
+def encode_digest(digest: LogDigest, key: Ed25519PrivateKey | None = None) -> bytes:
+    """The digest as its JSON document (one line, UTF-8), signed with ``key`` when given
+    (else carrying the signature ``digest`` already has, if any)."""
+    if key is not None:
+        digest = sign_digest(digest, key)
+    document: dict[str, Any] = {
         "format": FORMAT, "version": FORMAT_VERSION, "taken_at": digest.taken_at.isoformat(),
         "tenant": digest.tenant_id,
         "streams": [{"tenant": head.tenant_id, "stream": head.stream_id,
@@ -142,12 +183,17 @@ def encode_digest(digest: LogDigest) -> bytes:
                     for head in digest.streams],
         "digest": digest.digest,
     }
+    if digest.signature is not None:
+        document["signature"] = {"algorithm": ALGORITHM, "key_id": digest.signature.key_id,
+                                 "value": digest.signature.value.hex()}
     return json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
 
 
-def decode_digest(data: bytes) -> LogDigest:
+def decode_digest(data: bytes, key: Ed25519PublicKey | None = None) -> LogDigest:
     """A digest read back from its document; `InvalidInput` naming what is wrong, and
-    refusing a document whose heads no longer match its own digest."""
+    refusing a document whose heads no longer match its own digest. With the operator's
+    public ``key``, the signature is checked first: an unsigned document, one signed by
+    another key, or one changed after it was signed is refused."""
     try:
         document = json.loads(data)
     except (ValueError, UnicodeDecodeError) as error:
@@ -167,11 +213,41 @@ def decode_digest(data: bytes) -> LogDigest:
         taken_at = datetime.fromisoformat(document.get("taken_at", ""))
     except (TypeError, ValueError) as error:
         raise InvalidInput("digest", "'taken_at' is not an ISO 8601 time") from error
-    digest = LogDigest(taken_at=taken_at, tenant_id=tenant, streams=heads)
+    digest = LogDigest(taken_at=taken_at, tenant_id=tenant, streams=heads,
+                       signature=_signature_of(document.get("signature")))
+    if key is not None:
+        _check_signature(digest, key)
     if document.get("digest") != digest.digest:
         raise InvalidInput("digest", "the document's digest does not match its heads: "
                                      "the file was changed after it was written")
     return digest
+
+
+def _signature_of(entry: Any) -> DigestSignature | None:
+    if entry is None:
+        return None
+    if not isinstance(entry, dict) or entry.get("algorithm") != ALGORITHM:
+        raise InvalidInput("digest", f"'signature' must be an {ALGORITHM} signature object")
+    found_id, value = entry.get("key_id"), entry.get("value")
+    if not isinstance(found_id, str) or not isinstance(value, str) or len(value) != 128:
+        raise InvalidInput("digest", "'signature' needs a key_id and a 128-hex-digit value")
+    try:
+        return DigestSignature(key_id=found_id, value=bytes.fromhex(value))
+    except ValueError:
+        raise InvalidInput("digest", "'signature' value is not hex") from None
+
+
+def _check_signature(digest: LogDigest, key: Ed25519PublicKey) -> None:
+    expected = key_id(key)
+    if digest.signature is None:
+        raise InvalidInput("digest", f"is not signed, and a key ({expected}) was given to "
+                                     "check its signature")
+    if digest.signature.key_id != expected:
+        raise InvalidInput("digest", f"was signed by key {digest.signature.key_id[:16]}, "
+                                     f"not by the given key {expected}")
+    if not signature_holds(key, digest.signature.value, digest.signed_message):
+        raise InvalidInput("digest", f"its signature by key {expected} does not hold: the "
+                                     "file was changed after it was signed")
 
 
 def _head_of(entry: Any, number: int) -> StreamHead:

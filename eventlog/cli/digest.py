@@ -15,8 +15,15 @@ from eventlog.cli.errors import EXIT_FINDINGS, EXIT_OK, CommandError
 from eventlog.cli.horizon import settle_or_warn
 from eventlog.cli.render import pairs_table
 from eventlog.cli.scope import require_tenant
-from eventlog.digest import LogDigest, decode_digest, encode_digest, take_digest
+from eventlog.digest import LogDigest, decode_digest, encode_digest, sign_digest, take_digest
+from eventlog.errors import InvalidInput
 from eventlog.records import StreamProblem
+from eventlog.signing import (
+    Ed25519PrivateKey,
+    Ed25519PublicKey,
+    load_private_key,
+    load_public_key,
+)
 
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
@@ -29,9 +36,16 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         "outside the database (append-only storage, a ticket, a signed email): later, "
         "`eventlog verify --digest FILE` proves the log still holds every stream up to "
         "those heads and names each stream that was cut, dropped or rewritten, even by "
-        "someone who rewrote the events and the head rows together.",
+        "someone who rewrote the events and the head rows together. With --key, the "
+        "digest is signed with the operator's Ed25519 private key, so that `verify "
+        "--digest FILE --key PUBLIC_KEY` also proves who wrote it (an unsigned digest "
+        "proves only that the log matches the file). Make a key pair with `openssl genpkey "
+        "-algorithm ed25519 -out digest-key.pem` and `openssl pkey -in digest-key.pem "
+        "-pubout -out digest-key.pub.pem`.",
     )
     parser.add_argument("--tenant", metavar="T", help="only this tenant's streams")
+    parser.add_argument("--key", metavar="PRIVATE_KEY_FILE",
+                        help="sign the digest with this Ed25519 private key (PEM)")
     parser.add_argument("-o", "--output", metavar="FILE", default="-",
                         help="write the digest to FILE (default: standard output)")
 
@@ -39,6 +53,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
 async def run(context: Context) -> int:
     """Verify, then write the digest; a log that does not verify gets no digest."""
     args = context.args
+    key = read_private_key_file(args.key) if args.key is not None else None
     async with context.open() as log:
         if args.tenant is not None:
             await require_tenant(log, args.tenant)
@@ -51,6 +66,8 @@ async def run(context: Context) -> int:
                               "(see `eventlog verify`)")
             return EXIT_FINDINGS
         digest = await take_digest(log, args.tenant)
+    if key is not None:
+        digest = sign_digest(digest, key)
     document = encode_digest(digest)
     if args.output == "-":
         sys.stdout.buffer.write(document)
@@ -60,22 +77,53 @@ async def run(context: Context) -> int:
     _write_whole(Path(args.output), document)
     if context.json:
         context.print_json({"file": args.output, "streams": len(digest.streams),
-                            "digest": digest.digest})
+                            "digest": digest.digest, "signed_by": _signer(digest)})
     else:
         context.out.print(_summary(digest, args.output))
     return EXIT_OK
 
 
-def read_digest_file(name: str) -> LogDigest:
-    """A digest file read and checked, or one clear error naming the file."""
+def read_digest_file(name: str, key: Ed25519PublicKey | None = None) -> LogDigest:
+    """A digest file read and checked (its signature first, against ``key`` when given),
+    or one clear error naming the file."""
     try:
         data = Path(name).read_bytes()
     except OSError as error:
         raise CommandError(f"cannot read digest {name}: {error.strerror or error}") from error
     try:
-        return decode_digest(data)
+        return decode_digest(data, key)
     except Exception as error:
         raise CommandError(f"{name}: {error}") from error
+
+
+def read_private_key_file(name: str) -> Ed25519PrivateKey:
+    """The Ed25519 private key in PEM file ``name``, or one clear error naming it."""
+    return load_private_key(_key_bytes(name), f"key file {name}")
+
+
+def read_public_key_file(name: str) -> Ed25519PublicKey:
+    """The Ed25519 public key in PEM file ``name`` (a private key's file gives its public
+    key), or one clear error naming it."""
+    return load_public_key(_key_bytes(name), f"key file {name}")
+
+
+_MAX_KEY_FILE = 64 * 1024
+"""A PEM key is well under a kilobyte; a bigger file is not a key."""
+
+
+def _key_bytes(name: str) -> bytes:
+    try:
+        with Path(name).open("rb") as file:
+            data = file.read(_MAX_KEY_FILE + 1)
+    except OSError as error:
+        raise CommandError(f"cannot read key file {name}: {error.strerror or error}") from error
+    if len(data) > _MAX_KEY_FILE:
+        raise InvalidInput(f"key file {name}", "is too large to be a PEM key")
+    return data
+
+
+def _signer(digest: LogDigest) -> str | None:
+    return None if digest.signature is None else digest.signature.key_id
 
 
 def _problem_line(problem: StreamProblem) -> str:
@@ -93,6 +141,9 @@ def _summary(digest: LogDigest, where: str) -> Any:
         ("events covered", str(sum(head.version for head in digest.streams))),
         ("tenant", digest.tenant_id or "every tenant"),
         ("digest", digest.digest),
+        ("signed by", f"key {digest.signature.key_id}" if digest.signature is not None
+         else "nobody (unsigned: it proves the log matches it, not who wrote it; --key "
+              "signs)"),
     ])
 
 

@@ -12,13 +12,14 @@ import argparse
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
 from rich.progress import Progress
 from rich.table import Table
 from rich.text import Text
 
 from eventlog.cli.context import Context, add_command
-from eventlog.cli.digest import read_digest_file
-from eventlog.cli.errors import EXIT_FINDINGS, EXIT_OK
+from eventlog.cli.digest import read_digest_file, read_public_key_file
+from eventlog.cli.errors import EXIT_FINDINGS, EXIT_OK, CommandError
 from eventlog.cli.horizon import settle, settle_or_warn
 from eventlog.cli.lenient import UndecodableEvent
 from eventlog.cli.options import positive_int
@@ -48,6 +49,10 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     parser.add_argument("--digest", metavar="FILE",
                         help="also prove the log still holds every stream up to the heads "
                              "of a digest written earlier by `eventlog digest`")
+    parser.add_argument("--key", metavar="PUBLIC_KEY_FILE",
+                        help="with --digest: first check the digest's signature with this "
+                             "Ed25519 public key (PEM); an unsigned digest, one another key "
+                             "signed, or one changed after it was signed is refused")
 
 
 @dataclass(frozen=True)
@@ -84,12 +89,21 @@ class DigestCheck:
     file: str
     digest: LogDigest
     problems: list[StreamProblem] = field(default_factory=list)
+    signature_checked: bool = False
+    """Whether the digest's signature was checked against the operator's public key."""
+
+    @property
+    def signature(self) -> str:
+        """``checked`` (with --key), ``unchecked`` (signed, no --key) or ``unsigned``."""
+        if self.digest.signature is None:
+            return "unsigned"
+        return "checked" if self.signature_checked else "unchecked"
 
 
 async def run(context: Context) -> int:
     """Verify, print the findings, and exit 1 if there are any."""
     tenant: str | None = context.args.tenant
-    digest = read_digest_file(context.args.digest) if context.args.digest else None
+    digest = _read_digest(context)
     async with context.open() as log:
         if tenant is not None:
             await require_tenant(log, tenant)
@@ -98,7 +112,7 @@ async def run(context: Context) -> int:
             chains = progress.add_task("checking hash chains", total=None)
             report = await log.verify(tenant)
             held = None if digest is None else await _hold_digest(
-                log, context.args.digest, digest, tenant)
+                log, context.args.digest, digest, tenant, checked=context.args.key is not None)
             progress.update(chains, visible=False)
             undecodable: list[RecordedEvent] = []
             differences = await view_findings(log, tenant, progress, undecodable)
@@ -110,15 +124,41 @@ async def run(context: Context) -> int:
     return EXIT_OK if findings.ok else EXIT_FINDINGS
 
 
+def _read_digest(context: Context) -> LogDigest | None:
+    """The ``--digest`` file, its signature checked first with ``--key``; a digest that
+    holds no stream of the verified scope is refused (it would prove nothing)."""
+    args = context.args
+    if args.digest is None:
+        if args.key is not None:
+            raise CommandError("--key checks a digest's signature: give --digest FILE too")
+        return None
+    key = read_public_key_file(args.key) if args.key is not None else None
+    digest = read_digest_file(args.digest, key)
+    tenant: str | None = args.tenant
+    if not _scoped(digest, tenant).streams:
+        covers = (f"tenant {digest.tenant_id!r}" if digest.tenant_id is not None
+                  else "the whole log")
+        scope = f"of tenant {tenant!r}" if tenant is not None else "at all"
+        raise CommandError(f"{args.digest}: the digest (of {covers}) holds no stream "
+                           f"{scope}: it would check nothing")
+    return digest
+
+
+def _scoped(digest: LogDigest, tenant: str | None) -> LogDigest:
+    """``digest`` narrowed to ``tenant``'s streams (all of them for None)."""
+    if tenant is None:
+        return digest
+    heads = tuple(head for head in digest.streams if head.tenant_id == tenant)
+    return msgspec.structs.replace(digest, tenant_id=tenant, streams=heads)
+
+
 async def _hold_digest(
-    log: EventLog, file: str, digest: LogDigest, tenant: str | None
+    log: EventLog, file: str, digest: LogDigest, tenant: str | None, *, checked: bool
 ) -> DigestCheck:
     """The streams of ``digest`` (of ``tenant``'s) the log no longer holds up to their
     heads: cut, dropped or rewritten."""
-    if tenant is not None:
-        heads = tuple(head for head in digest.streams if head.tenant_id == tenant)
-        digest = LogDigest(taken_at=digest.taken_at, tenant_id=tenant, streams=heads)
-    return DigestCheck(file, digest, await check_digest(log, digest))
+    digest = _scoped(digest, tenant)
+    return DigestCheck(file, digest, await check_digest(log, digest), checked)
 
 
 async def view_findings(
@@ -222,7 +262,9 @@ def _blob_json(problem: StreamProblem) -> dict[str, Any]:
 
 def _digest_json(check: DigestCheck) -> dict[str, Any]:
     held = len(check.digest.streams)
-    return {"file": check.file, "digest": check.digest.digest,
+    signed = check.digest.signature
+    return {"file": check.file, "digest": check.digest.digest, "signature": check.signature,
+            "signed_by": None if signed is None else signed.key_id,
             "taken_at": check.digest.taken_at.isoformat(), "streams_held": held,
             "streams_at_heads": held - len(check.problems),
             "problems": [_problem_json(problem) for problem in check.problems]}
@@ -293,7 +335,20 @@ def _print_blobs(context: Context, findings: Findings) -> None:
     out.print(table)
 
 
+def _print_signature(context: Context, check: DigestCheck) -> None:
+    signed = check.digest.signature
+    if signed is None:
+        context.out.print(f"  notice: {check.file} is unsigned: it proves the log matches "
+                          "the file, not who wrote the file (`eventlog digest --key` signs)")
+    elif check.signature_checked:
+        context.out.print(verdict(f"Digest signature by key {signed.key_id}", True, ""))
+    else:
+        context.out.print(f"  notice: {check.file} is signed by key {signed.key_id}; the "
+                          "signature was not checked (--key PUBLIC_KEY_FILE checks it)")
+
+
 def _print_digest(context: Context, check: DigestCheck) -> None:
+    _print_signature(context, check)
     held = len(check.digest.streams)
     label = (f"Digest {check.file} (taken {check.digest.taken_at:%Y-%m-%d %H:%M:%S %Z}): "
              f"{plural(held, 'stream')} held against it")
