@@ -102,7 +102,7 @@ def check_record(record: Any, max_bytes: int) -> CheckedRecord:
         checkpoint_id=check_optional_id("checkpoint_id", record.checkpoint_id),
         parent_id=check_optional_id("parent_id", record.parent_id),
         step=check_step(record.step),
-        metadata=normalise_metadata(record.metadata, max_bytes),
+        metadata=normalise_metadata(record.metadata, max_bytes, plain=True),
     )
 
 
@@ -113,8 +113,11 @@ def check_step(value: Any) -> int:
     return value
 
 
-def normalise_metadata(metadata: Any, max_bytes: int) -> dict[str, Any]:
-    """``metadata`` as the JSON object it is stored as (what every read returns).
+def normalise_metadata(metadata: Any, max_bytes: int, *, plain: bool = False) -> dict[str, Any]:
+    """``metadata`` as the JSON object it is stored as (what every read returns). With
+    ``plain`` (a checkpoint record's), a value JSON would not give back as it was (a
+    tuple, a datetime, a non-str key…) is refused naming its path; without (a framework
+    thread's, whose framework serialises it so), it is normalised as msgspec encodes it.
 
     A NUL character anywhere in it (a key or a string, at any depth) is refused:
     PostgreSQL's jsonb, which metadata filters compare in, cannot hold one, and one stored
@@ -122,7 +125,7 @@ def normalise_metadata(metadata: Any, max_bytes: int) -> dict[str, Any]:
     """
     if not isinstance(metadata, Mapping):
         raise InvalidInput("metadata", f"must be a JSON object, not {type(metadata).__name__}")
-    data = encode_json("metadata", dict(metadata), max_bytes)
+    data = encode_json("metadata", dict(metadata), max_bytes, plain=plain)
     normalised: dict[str, Any] = _decoder.decode(data)
     if _holds_nul(normalised):
         raise InvalidInput("metadata", "must not contain a NUL character (U+0000) in a key "
@@ -142,19 +145,29 @@ def _holds_nul(value: Any) -> bool:
 
 
 def encode_state(state: Any, max_bytes: int) -> EncodedState:
-    """Bytes are stored as they are; anything else as its JSON encoding."""
+    """Bytes are stored as they are (and read back as bytes); anything else as its JSON
+    encoding, and only what JSON gives back as it was given: None, bool, int, float, str,
+    list and dict with str keys. A tuple, set, datetime, UUID, non-str key… anywhere in
+    it is refused naming its path (`check_json_value` with ``plain``)."""
     if isinstance(state, bytes | bytearray | memoryview):
         data = bytes(state)
         if len(data) > max_bytes:
             raise PayloadTooLarge("state", len(data), max_bytes)
         return EncodedState("bytes", data)
-    return EncodedState("json", encode_json("state", state, max_bytes))
+    return EncodedState("json", encode_json("state", state, max_bytes, plain=True,
+                                            hint=_TYPED_HINT))
 
 
-def encode_json(field: str, value: Any, max_bytes: int) -> bytes:
+_TYPED_HINT = " (a typed store, log.checkpoints.typed(T), keeps T's own types)"
+
+
+def encode_json(
+    field: str, value: Any, max_bytes: int, *, plain: bool = False, hint: str = ""
+) -> bytes:
     """``value`` as JSON, refusing what JSON cannot hold (NaN and ±Infinity included) and
-    values nested deeper than `MAX_JSON_DEPTH`."""
-    check_json_value(field, value)
+    values nested deeper than `MAX_JSON_DEPTH`; with ``plain``, also anything JSON would
+    not give back as it was given (see `check_json_value`)."""
+    check_json_value(field, value, plain=plain, hint=hint)
     try:
         data = _encoder.encode(value)
     except RecursionError:

@@ -2,7 +2,8 @@
 
 ``create`` takes a record whose ``state`` is a ``T`` (a msgspec Struct, a dataclass, a
 ``list[int]``: anything msgspec encodes) and refuses, before writing, a state that would
-not decode back as ``T``, so what a typed store writes it can always read. ``read``
+not decode back as ``T``, or would decode to something not equal to it (a tuple where
+``T`` says ``Any``), so what a typed store writes it reads back as it was given. ``read``
 decodes into ``T`` and raises `StateDecodeError` naming the checkpoint when the stored
 state does not decode (a record written untyped, or by an older ``T``). A state stored as
 raw bytes reads back only when ``T`` is ``bytes``. Everything else is the untyped store's.
@@ -25,6 +26,13 @@ if TYPE_CHECKING:
     from eventlog.checkpoints.store import CheckpointStore
 
 T = TypeVar("T")
+_SHORT = 80
+
+
+def _short_repr(value: Any) -> str:
+    """``repr(value)``, cut to a readable length."""
+    text = repr(value)
+    return text if len(text) <= _SHORT else text[: _SHORT - 1] + "…"
 
 
 class TypedCheckpointStore(Generic[T]):
@@ -91,9 +99,13 @@ class TypedCheckpointStore(Generic[T]):
             return decisions.encode_state(state, self._store.max_state_bytes)
         data = decisions.encode_json("state", state, self._store.max_state_bytes)
         try:
-            self._decoder.decode(data)
+            decoded = self._decoder.decode(data)
         except msgspec.DecodeError as error:
             raise InvalidInput("state", f"does not decode back as {self._name}: {error}") from None
+        if decoded != state:
+            raise InvalidInput("state", f"would read back as {_short_repr(decoded)}, not as "
+                                        f"given: {self._name} does not declare the types it "
+                                        "holds (a datetime in an Any is stored as a string)")
         return EncodedState("json", data)
 
     def _decode(self, checkpoint_id: str, found: EncodedState) -> T:

@@ -127,8 +127,9 @@ def check_aware(field: str, value: Any) -> datetime:
 
 def check_json(field: str, value: Any, options: InterruptOptions) -> bytes:
     """``value`` encoded as JSON within the size and depth limits, without NaN or
-    ±Infinity (which would be stored as null)."""
-    check_json_value(field, value)
+    ±Infinity (which would be stored as null), and holding only what JSON gives back as
+    it was given (no tuple, set, datetime, UUID, non-str key…: `check_json_value`)."""
+    check_json_value(field, value, plain=True)
     try:
         encoded = _encoder.encode(value)
     except RecursionError:

@@ -97,7 +97,7 @@ def test_bytes_states_are_stored_raw_and_json_states_encoded() -> None:
     assert [EncodedState("bytes", b"ab"), EncodedState("bytes", b"cd"),
             EncodedState("json", b'{"a":[1,2]}')] == [
         encode_state(b"ab", 100), encode_state(bytearray(b"cd"), 100),
-        encode_state({"a": (1, 2)}, 100),
+        encode_state({"a": [1, 2]}, 100),
     ]
 
 
