@@ -57,6 +57,18 @@ def _escape(found: re.Match[str]) -> str:
     return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
 
 
+def safe_data(value: Any) -> Any:
+    """JSON-ready ``value`` (as `jsonable` makes it) with `safe` applied to every string
+    and key, for a page that shows the strings to people (the incident report)."""
+    if isinstance(value, str):
+        return safe(value)
+    if isinstance(value, dict):
+        return {safe(str(key)): safe_data(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [safe_data(item) for item in value]
+    return value
+
+
 class SafeConsole(Console):
     """A rich console that writes every piece of text through `safe`: whatever a
     command prints (tables, lines, values read from the log), no stored control

@@ -100,3 +100,20 @@ def test_json_output_keeps_the_text_as_it_was_stored(
     assert "\x1b" not in ran.out
     notes = [entry["details"].get("note") for entry in ran.json()["audit"]]
     assert HOSTILE in notes
+
+
+def test_the_report_holds_no_stored_control_character(
+    hostile: tuple[Run, str, str, str], tmp_path: Path
+) -> None:
+    """The HTML report escaped its text as HTML only: an ESC, a C1 CSI and a bidi
+    override reached the file (a browser reorders text around U+202E; `cat` acts on
+    ESC). Now they are visible escapes, in the page and in the events' JSON."""
+    run, tenant, session, _batch = hostile
+    page = tmp_path / "report.html"
+    ran = run("report", tenant, session, "-o", str(page))
+    assert ran.status == 0, ran.err
+    text = page.read_text(encoding="utf-8")
+    for raw in RAW:
+        assert raw not in text, f"the report holds {raw!r} raw"
+    assert "\\x1b]0;pwned" in text  # in the table
+    assert "\\\\x1b]0;pwned" in text  # in the events' JSON: it shows as \x1b too

@@ -2,7 +2,9 @@
 
 Everything the page needs is inside it — the stylesheet, the SVG, the events behind the
 clicks (as JSON in a ``<script type="application/json">``) and a few lines of script —
-so it opens from a USB stick in an air-gapped room. Every text from the log is escaped;
+so it opens from a USB stick in an air-gapped room. Every text from the log is escaped,
+as HTML and for its control characters (`render.safe`: no ESC, C1 control or bidi
+override reaches the page, nor a terminal that shows the file);
 token material never reaches here (`eventlog.cli.render.event_json` masks it).
 """
 
@@ -15,7 +17,7 @@ from datetime import datetime
 from html import escape
 from typing import Any
 
-from eventlog.cli.render import jsonable, plural, when
+from eventlog.cli.render import jsonable, plural, safe, safe_data, when
 from eventlog.cli.report.assets import CSS, SCRIPT
 from eventlog.cli.report.index import SessionLine, anchor, render_index
 from eventlog.cli.report.model import SessionReport
@@ -91,7 +93,7 @@ def render_page(report: ReportData) -> str:
         "</script>",
         f"<script>{SCRIPT}</script>",
     ]
-    return (
+    return safe(
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
@@ -107,7 +109,7 @@ def event_data(sessions: Sequence[SessionReport]) -> str:
     data: dict[str, Any] = {str(row.position): {"told": f"{row.what}: {row.details}",
                                                 **row.full}
                             for s in sessions for row in s.rows}
-    text = json.dumps(jsonable(data), ensure_ascii=False, separators=(",", ":"))
+    text = json.dumps(safe_data(jsonable(data)), ensure_ascii=False, separators=(",", ":"))
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
