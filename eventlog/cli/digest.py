@@ -13,10 +13,16 @@ from typing import Any
 from eventlog.cli.context import Context, add_command
 from eventlog.cli.errors import EXIT_FINDINGS, EXIT_OK, CommandError
 from eventlog.cli.horizon import settle_or_warn
-from eventlog.cli.render import pairs_table
+from eventlog.cli.render import pairs_table, plural
 from eventlog.cli.scope import require_tenant
 from eventlog.digest import LogDigest, decode_digest, encode_digest, take_digest
 from eventlog.records import StreamProblem
+
+MAX_DIGEST_FILE_BYTES = 256 * 1024 * 1024
+"""The largest digest file `verify --digest` reads (and `digest` writes): 256 MiB, some
+1.5 million stream heads. A larger file (or ``/dev/zero``) is refused once this much is
+read, never read whole."""
+_CHUNK = 1024 * 1024
 
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
@@ -52,6 +58,11 @@ async def run(context: Context) -> int:
             return EXIT_FINDINGS
         digest = await take_digest(log, args.tenant)
     document = encode_digest(digest)
+    if len(document) > MAX_DIGEST_FILE_BYTES:
+        raise CommandError(f"the digest of {plural(len(digest.streams), 'stream')} takes "
+                           f"{plural(len(document), 'byte')}, more than the "
+                           f"{MAX_DIGEST_FILE_BYTES} a digest file may hold (verify --digest "
+                           "could not read it back): take one digest per tenant (--tenant)")
     if args.output == "-":
         sys.stdout.buffer.write(document)
         sys.stdout.flush()
@@ -69,13 +80,31 @@ async def run(context: Context) -> int:
 def read_digest_file(name: str) -> LogDigest:
     """A digest file read and checked, or one clear error naming the file."""
     try:
-        data = Path(name).read_bytes()
+        data = _read_bounded(Path(name))
     except OSError as error:
         raise CommandError(f"cannot read digest {name}: {error.strerror or error}") from error
+    if data is None:
+        raise CommandError(f"digest {name} is larger than {MAX_DIGEST_FILE_BYTES} bytes, the "
+                           "most a digest file holds: not a digest written by `eventlog "
+                           "digest`")
     try:
         return decode_digest(data)
     except Exception as error:
         raise CommandError(f"{name}: {error}") from error
+
+
+def _read_bounded(path: Path) -> bytes | None:
+    """The file's bytes, or None once it proves longer than `MAX_DIGEST_FILE_BYTES` (a
+    regular file by its size, anything else, a device or a pipe, as it is read)."""
+    with path.open("rb") as handle:
+        if path.is_file() and path.stat().st_size > MAX_DIGEST_FILE_BYTES:
+            return None
+        data = bytearray()
+        while chunk := handle.read(min(_CHUNK, MAX_DIGEST_FILE_BYTES + 1 - len(data))):
+            data += chunk
+            if len(data) > MAX_DIGEST_FILE_BYTES:
+                return None
+        return bytes(data)
 
 
 def _problem_line(problem: StreamProblem) -> str:
