@@ -59,8 +59,8 @@ async def run(context: Context) -> int:
         digest = await take_digest(log, args.tenant)
     document = encode_digest(digest)
     if len(document) > MAX_DIGEST_FILE_BYTES:
-        raise CommandError(f"the digest of {plural(len(digest.streams), 'stream')} takes "
-                           f"{plural(len(document), 'byte')}, more than the "
+        raise CommandError(f"the digest would hold {plural(len(digest.streams), 'stream')} "
+                           f"in {plural(len(document), 'byte')}, more than the "
                            f"{MAX_DIGEST_FILE_BYTES} a digest file may hold (verify --digest "
                            "could not read it back): take one digest per tenant (--tenant)")
     if args.output == "-":

@@ -257,3 +257,20 @@ def test_command_refuses_a_digest_file_too_large_to_be_one(
         assert EXIT_USAGE == refused.status, refused.err
         assert (f"digest {name} is larger than {MAX_DIGEST_FILE_BYTES} bytes, the most a "
                 "digest file holds") in refused.err, refused.err
+
+
+@pytest.mark.parametrize("target", ["sqlite"], indirect=True)
+def test_command_writes_no_digest_too_large_for_verify_to_read(
+    own_run: Run, target: BackendTarget, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A digest longer than verify --digest reads (the limit made small here) is not
+    written: a usage error saying its size and suggesting one per tenant."""
+    asyncio.run(build(target))
+    monkeypatch.setattr("eventlog.cli.digest.MAX_DIGEST_FILE_BYTES", 100)
+    kept = tmp_path / "digest.json"
+    refused = own_run("digest", "-o", str(kept))
+    assert EXIT_USAGE == refused.status
+    assert not kept.exists()
+    assert "the digest would hold 3 streams in " in refused.err
+    assert "more than the 100 a digest file may hold" in refused.err
+    assert "--tenant" in refused.err
