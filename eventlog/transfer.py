@@ -372,12 +372,16 @@ async def import_log(
     )
 
 
-def check_export(source: IO[bytes], registry: EventRegistry | None = None) -> str:
+def check_export(
+    source: IO[bytes], registry: EventRegistry | None = None, *,
+    max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
+) -> str:
     """Check an export file whole, without a log (format, every chain link and hash, the
     end record, and with ``registry`` that every event decodes and sits in its stream);
     return the tenant it holds. Raises `InvalidInput` naming ``file`` as `import_log`
-    does. `import_log` checks all this again, and the target's streams too."""
-    limit = line_limit(DEFAULT_MAX_PAYLOAD_BYTES)
+    does, a line longer than a payload of ``max_payload_bytes`` (the importing log's)
+    takes included. `import_log` checks all this again, and the target's streams too."""
+    limit = line_limit(max_payload_bytes)
     header = _read_header(source, limit)
     _check_file(source, header, {}, registry, limit)
     tenant: str = header["tenant"]

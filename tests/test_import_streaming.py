@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from eventlog import CheckpointRecord, EventLog, InvalidInput, open_log, transfer
-from eventlog.transfer import export_log, import_log, line_limit
+from eventlog.transfer import check_export, export_log, import_log, line_limit
 
 HEADER = b'{"format": "checkpoint-eventlog/export", "version": 1, "tenant": "t"}\n'
 
@@ -34,6 +34,9 @@ async def test_a_line_longer_than_any_export_holds_is_refused_unread() -> None:
         with pytest.raises(InvalidInput, match=f"line 2: longer than {limit} bytes"):
             await import_log(log, source)
         assert source.tell() <= len(HEADER) + limit + 1
+    source.seek(0)
+    with pytest.raises(InvalidInput, match=f"line 2: longer than {limit} bytes"):
+        check_export(source, max_payload_bytes=1000)
 
 
 @pytest.mark.parametrize("group_bytes", [1, 32 * 1024 * 1024])
