@@ -58,7 +58,7 @@ from eventlog.events.threads import ThreadEvent
 from eventlog.events.transfer import IMPORT_STREAM_PREFIX, StateWithheld
 from eventlog.hashing import GENESIS_HASH, content_digest, recompute_hash, to_micros
 from eventlog.ids import uuid7
-from eventlog.log import EventLog
+from eventlog.log import DEFAULT_MAX_PAYLOAD_BYTES, EventLog
 from eventlog.records import RecordedEvent, StoredEvent
 from eventlog.validation import check_id, check_optional_id
 from projections.checkpoints import CHECKPOINTS
@@ -77,6 +77,10 @@ Progress = Callable[[str, int, int | None], None]
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _PAGE = 1000
 _MAX_GROUP = 256  # events (of one or many streams) committed in one batch while importing
+_GROUP_BYTES = 32 * 1024 * 1024
+"""Event and blob bytes past which an import commits its batch (its memory stays flat)."""
+_LINE_SLACK = 64 * 1024
+"""What a line of the file may hold beyond its base64 payload (ids, hashes, keys)."""
 _WITHHELD_PER_EVENT = 1000  # digests named by one StateWithheld event (about 66 kB)
 _encoder = msgspec.json.Encoder()
 
@@ -344,17 +348,18 @@ async def import_log(
     altered or truncated file (or one holding an event that does not decode with
     ``registry``, the log's unless given) and `ImportRefused` for a conflicting history.
     """
-    header = _read_header(source)
+    limit = line_limit(log.max_payload_bytes)
+    header = _read_header(source, limit)
     heads = await _target_heads(log, header["tenant"])
-    plan = _check_file(source, header, heads, registry or log.registry)
+    plan = _check_file(source, header, heads, registry or log.registry, limit)
     await _plan_skips(log, plan, heads)
     tenant_id: str = plan.header["tenant"]
-    importer = _Importer(log, tenant_id, plan, progress)
+    importer = _Importer(log, tenant_id, plan, progress, _Rereader(source, limit))
     withheld = await importer.withhold()
     source.seek(0)
-    for number, record in _records(source):
+    for number, offset, record in _records(source, limit):
         if number > 1:
-            await importer.feed(record)
+            await importer.feed(record, offset)
     await importer.adopt_unnamed()
     await importer.flush(final=True)
     logger.info("imported", tenant=tenant_id, events=importer.imported,
@@ -367,20 +372,25 @@ async def import_log(
     )
 
 
-def check_export(source: IO[bytes], registry: EventRegistry | None = None) -> str:
+def check_export(
+    source: IO[bytes], registry: EventRegistry | None = None, *,
+    max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
+) -> str:
     """Check an export file whole, without a log (format, every chain link and hash, the
     end record, and with ``registry`` that every event decodes and sits in its stream);
     return the tenant it holds. Raises `InvalidInput` naming ``file`` as `import_log`
-    does. `import_log` checks all this again, and the target's streams too."""
-    header = _read_header(source)
-    _check_file(source, header, {}, registry)
+    does, a line longer than a payload of ``max_payload_bytes`` (the importing log's)
+    takes included. `import_log` checks all this again, and the target's streams too."""
+    limit = line_limit(max_payload_bytes)
+    header = _read_header(source, limit)
+    _check_file(source, header, {}, registry, limit)
     tenant: str = header["tenant"]
     return tenant
 
 
-def _read_header(source: IO[bytes]) -> dict[str, Any]:
+def _read_header(source: IO[bytes], limit: int) -> dict[str, Any]:
     source.seek(0)
-    for _number, record in _records(source):
+    for _number, _offset, record in _records(source, limit):
         if record.get("format") != FORMAT:
             raise InvalidInput("file", f"is not a {FORMAT} file (its first line says "
                                        f"{str(record.get('format'))[:60]!r})")
@@ -400,7 +410,7 @@ async def _target_heads(log: EventLog, tenant_id: str) -> dict[str, dict[str, An
 
 def _check_file(
     source: IO[bytes], header: dict[str, Any], heads: dict[str, dict[str, Any]],
-    registry: EventRegistry | None = None,
+    registry: EventRegistry | None, limit: int,
 ) -> _FilePlan:
     """Check the whole file before anything is written: every record, link and hash, and
     with ``registry`` every event's bytes decode and it sits in the stream it belongs to."""
@@ -408,7 +418,7 @@ def _check_file(
     counts = {"event": 0, "blob": 0}
     ended: dict[str, Any] | None = None
     source.seek(0)
-    for number, record in _records(source):
+    for number, _offset, record in _records(source, limit):
         if number == 1:
             continue
         if ended is not None:
@@ -520,17 +530,31 @@ class _Importer:
     `Event.blob_releases` gives them up), never from the file's per-blob counts: a blob
     record sits before the first event naming it, which may be an event the target
     already holds while a later, new event names the same blob again.
+
+    Memory stays flat whatever the file holds: a blob's bytes are kept from its record
+    to the next event only, then only while the batch that stores them is open (a batch
+    is also committed once it holds ``_GROUP_BYTES``). A later event naming a blob again
+    reads it back from the file, where its record's offset was noted, or else from the
+    target.
     """
 
     def __init__(
-        self, log: EventLog, tenant_id: str, plan: _FilePlan, progress: Progress | None
+        self, log: EventLog, tenant_id: str, plan: _FilePlan, progress: Progress | None,
+        file: _Rereader,
     ) -> None:
         self.log, self.tenant_id, self.plan, self.progress = log, tenant_id, plan, progress
+        self.file = file
         self.group: list[StoredEvent] = []
         self.group_streams: set[str] = set()
+        self.group_bytes = 0
         self.adds: Counter[bytes] = Counter()
         self.releases: Counter[bytes] = Counter()
         self.payloads: dict[bytes, bytes] = {}
+        """The blobs read since the last event (the next one names them)."""
+        self.group_blobs: dict[bytes, bytes] = {}
+        """The blobs the open batch stores."""
+        self.offsets: dict[bytes, int] = {}
+        """Where each blob's record starts in the file."""
         self.live: dict[str, Counter[bytes]] = {}
         self.unheld: dict[str, Counter[bytes]] = {}
         self.imported = self.present = 0
@@ -544,14 +568,16 @@ class _Importer:
         self.record = ""
         """The stream of this import's own record (`StateWithheld`), if it writes one."""
 
-    async def feed(self, record: dict[str, Any]) -> None:
+    async def feed(self, record: dict[str, Any], offset: int) -> None:
         kind = record["kind"]
         if kind == "blob":
             digest, payload, refs = _blob_of(record, 0)
             self.payloads[digest] = payload
             self.carried[digest] = refs
+            self.offsets.setdefault(digest, offset)
         elif kind == "event":
             await self.event(_event_of(record, 0, self.tenant_id))
+            self.payloads.clear()  # what the event did not take is read again if named
 
     async def event(self, stored: StoredEvent) -> None:
         event = self.log.decode(stored).event
@@ -562,18 +588,23 @@ class _Importer:
             fold_blob_references(live, event)  # the target holds this event's references
             self._report()
             return
-        if self.group and (len(self.group) >= _MAX_GROUP or (
-                stored.stream_id in self.group_streams
-                and self.group[-1].stream_id != stored.stream_id)):
+        if self.group and (len(self.group) >= _MAX_GROUP or self.group_bytes >= _GROUP_BYTES
+                           or (stored.stream_id in self.group_streams
+                               and self.group[-1].stream_id != stored.stream_id)):
             await self.flush()
         self.group_streams.add(stored.stream_id)
         self.group.append(stored)
+        self.group_bytes += len(stored.data)
         unheld = self.unheld.setdefault(stored.stream_id, Counter())
         for digest in event.blob_digests():
-            if await self._payload(digest) is None:
+            payload = await self._payload(digest)
+            if payload is None:
                 unheld[digest] += 1  # purged at the source: no state to hold
-            else:
-                self.adds[digest] += 1
+                continue
+            if digest not in self.group_blobs:
+                self.group_blobs[digest] = payload
+                self.group_bytes += len(payload)
+            self.adds[digest] += 1
         released = event.blob_releases()
         for digest, count in (dict(live) if released is None else released).items():
             skipped = min(count, unheld[digest])
@@ -583,35 +614,43 @@ class _Importer:
         fold_blob_references(live, event)
 
     async def _payload(self, digest: bytes) -> bytes | None:
-        if digest not in self.payloads:
-            held = await self.log.get_blob(self.tenant_id, digest)
-            if held is None:
-                return None
-            self.payloads[digest] = held
-        return self.payloads[digest]
+        """The blob's bytes: just read, in the open batch, read again from the file (which
+        carries it), or the target's; None if none holds it."""
+        for held in (self.payloads, self.group_blobs):
+            if digest in held:
+                return held[digest]
+        offset = self.offsets.get(digest)
+        if offset is not None:
+            return _blob_of(self.file.record_at(offset), 0)[1]
+        return await self.log.get_blob(self.tenant_id, digest)
 
     async def flush(self, *, final: bool = False) -> None:
         if not self.group:
             return
-        blobs = {digest: (self.payloads[digest], count) for digest, count in self.adds.items()}
+        blobs = {digest: (self.group_blobs[digest], count) for digest, count in self.adds.items()}
         await self.log.append_recorded(self.tenant_id, self.group, blobs=blobs,
                                        release=dict(self.releases) or None)
         self.imported += sum(1 for event in self.group if event.stream_id != self.record)
         self.stored.update(digest for digest in blobs if digest in self.carried)
         self.streams.update(self.group_streams - {self.record})
         self.group, self.adds, self.releases, self.group_streams = [], Counter(), Counter(), set()
+        self.group_blobs, self.group_bytes = {}, 0
         self._report()
 
     async def adopt_unnamed(self) -> None:
         """Add to the last batch each blob of the file that no event names (attached by
         an application to its own event types) and the target lacks, with the file's
-        count: nothing else would ever take a reference to it."""
+        count: nothing else would ever take a reference to it. (These are held together,
+        read again from the file, for that one batch.)"""
         if not self.group:
             return  # nothing new: an earlier import of these events took them
         for digest, refs in self.carried.items():
             if digest not in self.named and await self.log.get_blob(
                     self.tenant_id, digest) is None:
-                self.adds[digest] += refs
+                payload = await self._payload(digest)
+                if payload is not None:
+                    self.group_blobs[digest] = payload
+                    self.adds[digest] += refs
 
     async def withhold(self) -> int:
         """For a file exported without state: open the first batch with a `StateWithheld`
@@ -656,17 +695,56 @@ class _Importer:
 # -- records ---------------------------------------------------------------------------------
 
 
-def _records(source: IO[bytes]) -> Iterator[tuple[int, dict[str, Any]]]:
-    for number, line in enumerate(source, start=1):
+def line_limit(max_payload_bytes: int) -> int:
+    """The longest line an export of a log taking payloads of ``max_payload_bytes`` can
+    hold: a blob (or an event) that large, base64-encoded, with its record around it."""
+    return 4 * -(-max_payload_bytes // 3) + _LINE_SLACK
+
+
+def _records(source: IO[bytes], limit: int) -> Iterator[tuple[int, int, dict[str, Any]]]:
+    """(line number, offset of the line, record) of each non-blank line; a line longer
+    than ``limit`` is refused once ``limit`` bytes of it are read, never read whole."""
+    number = 0
+    while True:
+        offset = source.tell()
+        line = source.readline(limit + 1)
+        if not line:
+            return
+        number += 1
+        if len(line) > limit and not line.endswith(b"\n"):
+            raise InvalidInput("file", f"line {number}: longer than {limit} bytes, the longest "
+                                       "line an export holds (a blob or event at the largest "
+                                       "payload, base64-encoded)")
         if not line.strip():
             continue
+        yield number, offset, _record_of(line, number)
+
+
+def _record_of(line: bytes, number: int) -> dict[str, Any]:
+    try:
+        record = msgspec.json.decode(line)
+    except msgspec.DecodeError as error:
+        raise InvalidInput("file", f"line {number}: not JSON ({error})") from None
+    if not isinstance(record, dict):
+        raise InvalidInput("file", f"line {number}: not a JSON object")
+    return record
+
+
+class _Rereader:
+    """Reads one record again from the file, by its offset, leaving the file where it was
+    (the import's pass goes on reading from there)."""
+
+    def __init__(self, source: IO[bytes], limit: int) -> None:
+        self.source, self.limit = source, limit
+
+    def record_at(self, offset: int) -> dict[str, Any]:
+        """The record whose line starts at ``offset`` (checked by the first pass)."""
+        resume = self.source.tell()
         try:
-            record = msgspec.json.decode(line)
-        except msgspec.DecodeError as error:
-            raise InvalidInput("file", f"line {number}: not JSON ({error})") from None
-        if not isinstance(record, dict):
-            raise InvalidInput("file", f"line {number}: not a JSON object")
-        yield number, record
+            self.source.seek(offset)
+            return _record_of(self.source.readline(self.limit + 1), 0)
+        finally:
+            self.source.seek(resume)
 
 
 def _event_of(record: dict[str, Any], number: int, tenant_id: str) -> StoredEvent:

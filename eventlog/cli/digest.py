@@ -13,7 +13,7 @@ from typing import Any
 from eventlog.cli.context import Context, add_command
 from eventlog.cli.errors import EXIT_FINDINGS, EXIT_OK, CommandError
 from eventlog.cli.horizon import settle_or_warn
-from eventlog.cli.render import pairs_table
+from eventlog.cli.render import pairs_table, plural
 from eventlog.cli.scope import require_tenant
 from eventlog.digest import LogDigest, decode_digest, encode_digest, sign_digest, take_digest
 from eventlog.errors import InvalidInput
@@ -24,6 +24,12 @@ from eventlog.signing import (
     load_private_key,
     load_public_key,
 )
+
+MAX_DIGEST_FILE_BYTES = 256 * 1024 * 1024
+"""The largest digest file `verify --digest` reads (and `digest` writes): 256 MiB, some
+1.5 million stream heads. A larger file (or ``/dev/zero``) is refused once this much is
+read, never read whole."""
+_CHUNK = 1024 * 1024
 
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
@@ -69,6 +75,11 @@ async def run(context: Context) -> int:
     if key is not None:
         digest = sign_digest(digest, key)
     document = encode_digest(digest)
+    if len(document) > MAX_DIGEST_FILE_BYTES:
+        raise CommandError(f"the digest would hold {plural(len(digest.streams), 'stream')} "
+                           f"in {plural(len(document), 'byte')}, more than the "
+                           f"{MAX_DIGEST_FILE_BYTES} a digest file may hold (verify --digest "
+                           "could not read it back): take one digest per tenant (--tenant)")
     if args.output == "-":
         sys.stdout.buffer.write(document)
         sys.stdout.flush()
@@ -87,9 +98,13 @@ def read_digest_file(name: str, key: Ed25519PublicKey | None = None) -> LogDiges
     """A digest file read and checked (its signature first, against ``key`` when given),
     or one clear error naming the file."""
     try:
-        data = Path(name).read_bytes()
+        data = _read_bounded(Path(name))
     except OSError as error:
         raise CommandError(f"cannot read digest {name}: {error.strerror or error}") from error
+    if data is None:
+        raise CommandError(f"digest {name} is larger than {MAX_DIGEST_FILE_BYTES} bytes, the "
+                           "most a digest file holds: not a digest written by `eventlog "
+                           "digest`")
     try:
         return decode_digest(data, key)
     except Exception as error:
@@ -124,6 +139,20 @@ def _key_bytes(name: str) -> bytes:
 
 def _signer(digest: LogDigest) -> str | None:
     return None if digest.signature is None else digest.signature.key_id
+
+
+def _read_bounded(path: Path) -> bytes | None:
+    """The file's bytes, or None once it proves longer than `MAX_DIGEST_FILE_BYTES` (a
+    regular file by its size, anything else, a device or a pipe, as it is read)."""
+    with path.open("rb") as handle:
+        if path.is_file() and path.stat().st_size > MAX_DIGEST_FILE_BYTES:
+            return None
+        data = bytearray()
+        while chunk := handle.read(min(_CHUNK, MAX_DIGEST_FILE_BYTES + 1 - len(data))):
+            data += chunk
+            if len(data) > MAX_DIGEST_FILE_BYTES:
+                return None
+        return bytes(data)
 
 
 def _problem_line(problem: StreamProblem) -> str:

@@ -29,7 +29,10 @@ from eventlog.records import StoredEvent, StreamProblem
 from eventlog.storage.base import StorageBackend
 
 _BLOB_PAGE = 500
-"""Blobs read per query while verifying (their bytes are held only for that page)."""
+"""Blobs' digests and counts read per query while verifying."""
+_BLOB_PAGE_BYTES = 32 * 1024 * 1024
+"""The most blob bytes read per query while verifying (held only for that query); a
+larger blob is read alone."""
 _FLUSH = 2_000
 """Tally rows buffered in memory before they go to the tally's file."""
 
@@ -220,8 +223,23 @@ async def _merged(
 async def _check_page(
     storage: StorageBackend, tenant: str, page: list[_Row], check: BlobCheck
 ) -> None:
-    payloads = await storage.get_blobs(tenant, [row[0] for row in page if row[3] is not None])
-    for digest, wanted, stream, refs, withheld in page:
+    """Check a page's rows, reading their bytes in runs of at most `_BLOB_PAGE_BYTES`."""
+    sizes = await storage.blob_sizes(tenant, [row[0] for row in page if row[3] is not None])
+    start = held = 0
+    for end, row in enumerate(page):
+        size = sizes.get(row[0], 0)
+        if end > start and held + size > _BLOB_PAGE_BYTES:
+            await _check_run(storage, tenant, page[start:end], check)
+            start, held = end, 0
+        held += size
+    await _check_run(storage, tenant, page[start:], check)
+
+
+async def _check_run(
+    storage: StorageBackend, tenant: str, rows: list[_Row], check: BlobCheck
+) -> None:
+    payloads = await storage.get_blobs(tenant, [row[0] for row in rows if row[3] is not None])
+    for digest, wanted, stream, refs, withheld in rows:
         if refs is None and not wanted:
             continue  # named once, every reference since released: rightly purged
         check.checked += 1

@@ -264,6 +264,17 @@ class FileBackend(MemoryBackend):
         except FileNotFoundError:
             return None
 
+    async def blob_sizes(self, tenant_id: str, digests: Sequence[bytes]) -> dict[bytes, int]:
+        sizes: dict[bytes, int] = {}
+        for digest in dict.fromkeys(digests):
+            if (tenant_id, digest) not in self.refs:
+                continue
+            try:
+                sizes[digest] = self._blob_path(tenant_id, digest).stat().st_size
+            except FileNotFoundError:
+                continue
+        return sizes
+
     def _write_blob(self, tenant_id: str, digest: bytes, payload: bytes) -> bool:
         """Store a payload unless its file exists; whether this call created it."""
         path = self._blob_path(tenant_id, digest)

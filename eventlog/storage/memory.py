@@ -180,6 +180,11 @@ class MemoryBackend(StorageBackend):
     async def blob_refs(self, tenant_id: str) -> Mapping[bytes, int]:
         return {digest: n for (tenant, digest), n in self.refs.items() if tenant == tenant_id}
 
+    async def blob_sizes(self, tenant_id: str, digests: Sequence[bytes]) -> dict[bytes, int]:
+        blobs = self.blobs
+        return {digest: len(blobs[tenant_id, digest]) for digest in digests
+                if (tenant_id, digest) in blobs}
+
     async def blob_refs_page(
         self, tenant_id: str, after: bytes, limit: int
     ) -> list[tuple[bytes, int]]:

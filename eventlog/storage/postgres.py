@@ -356,6 +356,15 @@ class PostgresBackend(SqlBackend):
         )
         return {bytes(row[0]): bytes(row[1]) for row in rows}
 
+    async def blob_sizes(self, tenant_id: str, digests: Sequence[bytes]) -> dict[bytes, int]:
+        rows = await self._fetch(
+            "read",
+            f"SELECT digest, octet_length(data) FROM {self.qualified['blobs']} "
+            "WHERE tenant_id = $1 AND digest = ANY($2)",
+            [tenant_id, list(digests)],
+        )
+        return {bytes(row[0]): int(row[1] or 0) for row in rows}
+
     async def stream_head(self, tenant_id: str, stream_id: str) -> tuple[int, bytes] | None:
         rows = await self._fetch("read", self._head_sql, [tenant_id, stream_id])
         return (int(rows[0][0]), bytes(rows[0][1])) if rows else None

@@ -266,6 +266,16 @@ class SqliteBackend(SqlBackend):
             )
             return {bytes(digest): bytes(data) for digest, data in rows}
 
+    async def blob_sizes(self, tenant_id: str, digests: Sequence[bytes]) -> dict[bytes, int]:
+        blobs = self.blobs
+        async with self.read_connection() as connection:
+            rows = await connection.execute(
+                sa.select(blobs.c.digest, sa.func.length(blobs.c.data)).where(
+                    blobs.c.tenant_id == tenant_id, blobs.c.digest.in_(list(digests))
+                )
+            )
+            return {bytes(digest): int(size or 0) for digest, size in rows}
+
     async def blob_refs(self, tenant_id: str) -> Mapping[bytes, int]:
         blobs = self.blobs
         async with self.read_connection() as connection:

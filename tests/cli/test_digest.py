@@ -21,6 +21,7 @@ import pytest
 
 from eventlog import open_log
 from eventlog.cli import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE
+from eventlog.cli.digest import MAX_DIGEST_FILE_BYTES
 from eventlog.digest import LogDigest, check_digest, decode_digest, encode_digest, take_digest
 from eventlog.hashing import event_hash
 from tests.cli.helpers import Run
@@ -239,3 +240,36 @@ def test_command_names_a_blob_finding_by_its_streams(
     assert EXIT_FINDINGS == refused.status
     assert (f"t blob_refs: blob {shared_digest().hex()[:16]}…: stored count 1, the events "
             "hold 2 references (referenced by session:s1, session:s2)") in refused.err
+
+
+@pytest.mark.parametrize("target", ["sqlite"], indirect=True)
+def test_command_refuses_a_digest_file_too_large_to_be_one(
+    own_run: Run, target: BackendTarget, tmp_path: Path,
+) -> None:
+    """A file larger than any digest (a sparse 1 GiB one) is a usage error naming it and
+    the limit, refused by its size, unread (/dev/zero, read up to the limit, is
+    `pytest -m growth`'s)."""
+    huge = tmp_path / "huge.json"
+    with huge.open("wb") as sink:
+        sink.truncate(1024 * 1024 * 1024)
+    refused = own_run("verify", "--digest", str(huge))
+    assert EXIT_USAGE == refused.status, refused.err
+    assert (f"digest {huge} is larger than {MAX_DIGEST_FILE_BYTES} bytes, the most a "
+            "digest file holds") in refused.err, refused.err
+
+
+@pytest.mark.parametrize("target", ["sqlite"], indirect=True)
+def test_command_writes_no_digest_too_large_for_verify_to_read(
+    own_run: Run, target: BackendTarget, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A digest longer than verify --digest reads (the limit made small here) is not
+    written: a usage error saying its size and suggesting one per tenant."""
+    asyncio.run(build(target))
+    monkeypatch.setattr("eventlog.cli.digest.MAX_DIGEST_FILE_BYTES", 100)
+    kept = tmp_path / "digest.json"
+    refused = own_run("digest", "-o", str(kept))
+    assert EXIT_USAGE == refused.status
+    assert not kept.exists()
+    assert "the digest would hold 3 streams in " in refused.err
+    assert "more than the 100 a digest file may hold" in refused.err
+    assert "--tenant" in refused.err

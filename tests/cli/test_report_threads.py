@@ -16,7 +16,7 @@ import pytest
 
 from eventlog.adapters.langgraph import AsyncEventlogSaver
 from eventlog.cli import EXIT_FINDINGS, EXIT_OK
-from eventlog.cli.report.index import index_lines
+from eventlog.cli.report.index import index_lines, tally
 from eventlog.records import RecordedEvent
 from tests.cli.helpers import Run, make_runner
 from tests.cli.test_verify import _blob, execute
@@ -114,7 +114,7 @@ def test_a_workflow_not_drawn_says_its_requests_are_unknown(
 ) -> None:
     """Its requests for a human are inside its payloads: — rather than a wrong 0."""
     events = asyncio.run(_events(written.target, threads.tenant, "payments"))
-    [line] = index_lines({(threads.tenant, "payments"): events}, {})
+    [line] = index_lines({(threads.tenant, "payments"): tally(events)}, {})
     assert (None, False) == (line.interrupts, line.shown)
 
 

@@ -130,15 +130,14 @@ async def build_page(
     as_of = as_of_moment.value if as_of_moment is not None else None
     scan, verify = await _read(context, log, tenant, session, as_of)
     keys = collect.latest_sessions(scan, max_sessions)
+    await collect.read_chosen(log, scan, keys)
     reports = await collect.session_reports(log, scan, keys, verify)
-    last = max((e for events in scan.sessions.values() for e in events[-1:]),
-               key=lambda e: e.position, default=None)
     data = ReportData(
         title=_title(tenant, session, reports), source=context.shown_url(),
         generated_at=datetime.now(UTC), verify=verify, sessions=reports,
-        index=index_lines(scan.sessions, {(r.tenant, r.session): asked(r) for r in reports})
+        index=index_lines(scan.tallies, {(r.tenant, r.session): asked(r) for r in reports})
         if session is None else [],
-        as_of=collect.moment_text(as_of_moment, last), left_after=scan.after_moment,
+        as_of=collect.moment_text(as_of_moment, scan.last), left_after=scan.after_moment,
         states=await collect.states(log, reports, as_of),
         values=await collect.state_values(log, scan, reports),
     )

@@ -1,10 +1,12 @@
 """Reading what a report shows, through the log's public read side only.
 
 One session: its streams through `EventLog.read_stream`, merged by position. A tenant or
-the whole log: one pass of `EventLog.read_all`, grouping events by session (a checkpoint
+the whole log: a pass of `EventLog.read_all` attributing events to sessions (a checkpoint
 names its session, a batch's creation its thread, a batch's later events follow their
-stream). Verify: `EventLog.verify` for the chains, the view comparison ``verify`` runs,
-and the events that do not decode. The state as of a moment: `projections.rebuild`.
+stream) that keeps only each session's `Tally`, then, once the sessions to draw are
+chosen, a second pass that keeps the events of those alone: memory follows what is drawn,
+not the size of the scope. Verify: `EventLog.verify` for the chains, the view comparison
+``verify`` runs, and the events that do not decode. The state as of a moment: `projections.rebuild`.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from rich.progress import Progress
 from eventlog.cli.lenient import UndecodableEvent
 from eventlog.cli.options import Moment
 from eventlog.cli.render import cell, when
+from eventlog.cli.report.index import Tally, tally
 from eventlog.cli.report.model import SessionReport, build_session_report
 from eventlog.cli.report.page import Undecodable, VerifySummary
 from eventlog.cli.report.threads import step_views
@@ -39,11 +42,18 @@ SessionKey = tuple[str, str]
 
 @dataclass
 class Scan:
-    """The events of every session in scope, in log order, and what was left out."""
+    """Every session in scope, tallied; the events, in log order, of those read whole
+    (`read_chosen`); what was left out."""
 
+    tallies: dict[SessionKey, Tally] = field(default_factory=dict)
     sessions: dict[SessionKey, list[RecordedEvent]] = field(default_factory=dict)
     after_moment: int = 0
     """Events of the scope recorded after the as-of moment."""
+    last: RecordedEvent | None = None
+    """The scope's latest event (by position) up to the moment."""
+    tenant: str | None = None
+    """The tenant scanned (None: the whole log), for `read_chosen`."""
+    as_of: int | datetime | None = None
 
 
 def before(event: RecordedEvent, as_of: int | datetime | None) -> bool:
@@ -72,14 +82,17 @@ async def one_session(
 ) -> Scan:
     """The session's events (its streams merged by position), cut at ``as_of``."""
     events, later = cut(await read_merged(log, tenant, streams), as_of)
-    return Scan({(tenant, session): events}, later)
+    latest = max(events, key=lambda event: event.position, default=None)
+    return Scan({(tenant, session): tally(events)}, {(tenant, session): events}, later, latest,
+                tenant, as_of)
 
 
 async def scan_sessions(
     log: EventLog, tenant: str | None, as_of: int | datetime | None
 ) -> Scan:
-    """Every session's events in the tenant (or the whole log), cut at ``as_of``."""
-    scan = Scan()
+    """Every session of the tenant (or the whole log) tallied, cut at ``as_of``; no
+    session's events are kept (`read_chosen` reads those drawn)."""
+    scan = Scan(tenant=tenant, as_of=as_of)
     owner: dict[tuple[str, str], SessionKey] = {}  # (tenant, stream) -> session
     cursor: str | None = None
     while True:
@@ -91,10 +104,39 @@ async def scan_sessions(
             if key is None:
                 continue
             if before(event, as_of):
-                scan.sessions.setdefault(key, []).append(event)
+                scan.tallies.setdefault(key, Tally()).add(event)
+                if scan.last is None or event.position > scan.last.position:
+                    scan.last = event
             else:
                 scan.after_moment += 1
         cursor = page.cursor
+
+
+async def read_chosen(log: EventLog, scan: Scan, keys: Sequence[SessionKey]) -> None:
+    """Read the events of the sessions ``keys`` into ``scan.sessions``: the first pass's
+    count of each, in the same order (the log is append-only, so a session's first N
+    events then are its first N now), stopping once every one is whole."""
+    wanted = {key: scan.tallies[key].events for key in keys if key not in scan.sessions}
+    if not wanted:
+        return
+    chosen: dict[SessionKey, list[RecordedEvent]] = {key: [] for key in wanted}
+    unfinished = len(wanted)
+    owner: dict[tuple[str, str], SessionKey] = {}
+    cursor: str | None = None
+    while unfinished:
+        page = await log.read_all(after=cursor, limit=_PAGE, tenant_id=scan.tenant)
+        if not page.events:
+            break
+        for event in page.events:
+            key = _session_of(event, owner)  # every event: it learns the batch streams
+            if key is None or key not in wanted or not before(event, scan.as_of):
+                continue
+            events = chosen[key]
+            if len(events) < wanted[key]:
+                events.append(event)
+                unfinished -= len(events) == wanted[key]
+        cursor = page.cursor
+    scan.sessions.update(chosen)
 
 
 def _session_of(event: RecordedEvent, owner: dict[tuple[str, str], SessionKey]) -> (
@@ -201,9 +243,9 @@ async def state_values(
 
 def latest_sessions(scan: Scan, limit: int) -> list[SessionKey]:
     """The ``limit`` sessions with the latest events, latest first."""
-    keyed = sorted(scan.sessions.items(), key=lambda item: item[1][-1].position if item[1]
-                   else 0, reverse=True)
-    return [key for key, _events in keyed[:limit]]
+    keyed = sorted(scan.tallies.items(), key=lambda item: item[1].last_position,
+                   reverse=True)
+    return [key for key, _counted in keyed[:limit]]
 
 
 async def session_reports(

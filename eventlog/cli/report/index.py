@@ -8,8 +8,8 @@ command that writes the subject's own page. Pure functions of recorded events.
 from __future__ import annotations
 
 import shlex
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from html import escape
 
@@ -25,18 +25,65 @@ SESSION, LANGGRAPH, MAF, THREAD = ("session", "LangGraph thread", "Agent Framewo
                                    "thread")
 
 
-def framework_of(events: Sequence[RecordedEvent]) -> str:
+def framework_of(events: Iterable[RecordedEvent]) -> str:
     """What wrote the subject: ``session`` (the checkpoint store), ``LangGraph thread``,
     ``Agent Framework workflow`` or ``thread`` (a thread written by neither adapter);
     a session and a thread of one name read ``session + LangGraph thread``."""
-    kinds: list[str] = []
-    for event in events:
+    return tally(events).framework
+
+
+@dataclass(slots=True)
+class Tally:
+    """What the index says of a subject, counted event by event (`add`) without keeping
+    the events: a tenant's report tallies every subject, then reads only those it draws."""
+
+    events: int = 0
+    checkpoints: int = 0
+    interrupts: int = 0
+    runs: set[str] = field(default_factory=set)
+    kinds: list[str] = field(default_factory=list)
+    first_recorded: datetime | None = None
+    last_recorded: datetime | None = None
+    last_position: int = 0
+
+    def add(self, event: RecordedEvent) -> None:
+        """Count one more event of the subject (in log order)."""
+        self.events += 1
+        if self.first_recorded is None:
+            self.first_recorded = event.recorded_at
+        self.last_recorded, self.last_position = event.recorded_at, event.position
         kind = _kind(event)
-        if kind is not None and kind not in kinds:
-            kinds.append(kind)
-    if len(kinds) > 1 and THREAD in kinds:
-        kinds.remove(THREAD)
-    return " + ".join(kinds) or SESSION
+        if kind is not None and kind not in self.kinds:
+            self.kinds.append(kind)
+        payload = event.event
+        if isinstance(payload, CheckpointCreated | ThreadCheckpointPut):
+            self.checkpoints += 1
+            run = (str(payload.run_id) if isinstance(payload, CheckpointCreated)
+                   else payload.run_key)
+            if run is not None and getattr(payload, "state_encoding", "") != MAF_ENCODING:
+                self.runs.add(run)
+        elif isinstance(payload, BatchCreated):
+            self.interrupts += 1
+        elif isinstance(payload, ThreadWritesPut) and not payload.namespace:
+            # a subgraph's interrupt is written again by each graph it bubbles up through:
+            # the root namespace's writes count each question once
+            self.interrupts += sum(w.channel == INTERRUPT for w in payload.writes)
+
+    @property
+    def framework(self) -> str:
+        """See `framework_of`."""
+        kinds = list(self.kinds)
+        if len(kinds) > 1 and THREAD in kinds:
+            kinds.remove(THREAD)
+        return " + ".join(kinds) or SESSION
+
+
+def tally(events: Iterable[RecordedEvent]) -> Tally:
+    """The `Tally` of a subject's events."""
+    counted = Tally()
+    for event in events:
+        counted.add(event)
+    return counted
 
 
 def _kind(event: RecordedEvent) -> str | None:
@@ -72,43 +119,25 @@ class SessionLine:
 
 
 def index_lines(
-    subjects: Mapping[tuple[str, str], Sequence[RecordedEvent]],
+    subjects: Mapping[tuple[str, str], Tally],
     asked: Mapping[tuple[str, str], int],
 ) -> list[SessionLine]:
-    """One line per subject in scope, the latest active first; ``asked`` holds how many
-    questions each drawn subject asked (as its story tells them)."""
-    lines = [_line(tenant, name, events, asked.get((tenant, name)))
-             for (tenant, name), events in subjects.items()]
+    """One line per subject in scope (its `Tally`), the latest active first; ``asked``
+    holds how many questions each drawn subject asked (as its story tells them)."""
+    lines = [_line(tenant, name, counted, asked.get((tenant, name)))
+             for (tenant, name), counted in subjects.items()]
     lines.sort(key=lambda line: (line.last_recorded is None, line.last_recorded), reverse=True)
     return lines
 
 
-def _line(
-    tenant: str, name: str, events: Sequence[RecordedEvent], asked: int | None
-) -> SessionLine:
-    runs: set[str] = set()
-    checkpoints = interrupts = 0
-    for event in events:
-        payload = event.event
-        if isinstance(payload, CheckpointCreated | ThreadCheckpointPut):
-            checkpoints += 1
-            run = (str(payload.run_id) if isinstance(payload, CheckpointCreated)
-                   else payload.run_key)
-            if run is not None and getattr(payload, "state_encoding", "") != MAF_ENCODING:
-                runs.add(run)
-        elif isinstance(payload, BatchCreated):
-            interrupts += 1
-        elif isinstance(payload, ThreadWritesPut) and not payload.namespace:
-            # a subgraph's interrupt is written again by each graph it bubbles up through:
-            # the root namespace's writes count each question once
-            interrupts += sum(w.channel == INTERRUPT for w in payload.writes)
-    framework = framework_of(events)
-    known = asked if asked is not None else None if MAF in framework else interrupts
+def _line(tenant: str, name: str, counted: Tally, asked: int | None) -> SessionLine:
+    framework = counted.framework
+    known = asked if asked is not None else None if MAF in framework else counted.interrupts
     return SessionLine(
-        tenant=tenant, session=name, framework=framework, events=len(events),
-        checkpoints=checkpoints, runs=len(runs) or None, interrupts=known,
-        first_recorded=events[0].recorded_at if events else None,
-        last_recorded=events[-1].recorded_at if events else None, shown=asked is not None)
+        tenant=tenant, session=name, framework=framework, events=counted.events,
+        checkpoints=counted.checkpoints, runs=len(counted.runs) or None, interrupts=known,
+        first_recorded=counted.first_recorded, last_recorded=counted.last_recorded,
+        shown=asked is not None)
 
 
 def anchor(tenant: str, session: str) -> str:
