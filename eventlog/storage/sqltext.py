@@ -233,8 +233,9 @@ class SqlDialect(abc.ABC):
 
     @abc.abstractmethod
     def key_set(self, lookup: Lookup, param: Param) -> tuple[str, str]:
-        """A `Lookup`'s keys as a relation ``k`` of columns ``k0``, ``k1`` …: the ``WITH``
-        clause to place before the ``SELECT`` (or ``""``) and the ``FROM`` item."""
+        """A `Lookup`'s keys (at least one) as a relation ``k`` of columns ``k0``, ``k1``
+        …: the ``WITH`` clause to place before the ``SELECT`` (or ``""``) and the ``FROM``
+        item."""
 
     @abc.abstractmethod
     def key_set_params(self, lookup: Lookup) -> list[Any]:
@@ -275,8 +276,7 @@ class PostgresDialect(SqlDialect):
         return [[key[n] for key in lookup.keys] for n in range(len(lookup.columns))]
 
     def key_set_shape(self, lookup: Lookup) -> tuple[str, ...]:
-        first = lookup.keys[0] if lookup.keys else ("",) * len(lookup.columns)
-        return tuple(_pg_type(value) for value in first)
+        return tuple(_pg_type(value) for value in lookup.keys[0])
 
 
 class SqliteDialect(SqlDialect):
@@ -311,9 +311,6 @@ class SqliteDialect(SqlDialect):
 
     def key_set(self, lookup: Lookup, param: Param) -> tuple[str, str]:
         names = ", ".join(f"k{n}" for n in range(len(lookup.columns)))
-        if not lookup.keys:  # no keys, no rows (VALUES needs at least one)
-            nulls = ", ".join("NULL" for _ in lookup.columns)
-            return f"WITH k({names}) AS (SELECT {nulls} WHERE 0) ", "k"
         rows = ", ".join(
             "(" + ", ".join(param(value) for value in key) + ")" for key in lookup.keys)
         return f"WITH k({names}) AS (VALUES {rows}) ", "k"
