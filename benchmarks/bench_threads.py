@@ -8,7 +8,8 @@ thread alone, a 10,000-step thread alone, and a 1,000-step thread beside 100 oth
 1,000 steps (written after it, so their ids are all newer). LangGraph's
 ``AsyncPostgresSaver`` gets the 10-, 1,000- and 10,000-step threads in a schema of its own.
 
-Measured, as the p50 latency of each round's calls (interleaved rounds, the median round):
+Measured, as the p50 latency of each round's calls (contestants taking turns call by call,
+the median of the rounds):
 ``aget_tuple`` of the latest checkpoint and of one by id (the middle one), and
 ``alist(limit=10)``. Ratios: each read on the 10,000-step thread and beside 100 others,
 to the same read on the 10-step thread and alone (flat: ≤ 1.1); ours to LangGraph's on
@@ -20,6 +21,7 @@ LangGraph's by ``aput``. Quick mode: 10, 40 and 100 steps beside 3 others of 40.
 from __future__ import annotations
 
 import statistics
+import time
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
@@ -28,7 +30,6 @@ import asyncpg
 from benchmarks.common import (
     PG_URL,
     Results,
-    latencies,
     percentile,
     rounds,
     scratch_schema,
@@ -71,7 +72,7 @@ async def load_ours(saver: AsyncEventlogSaver, thread: str, steps: int) -> str:
     events: list[Event] = []
     attach: list[bytes] = []
     parent = None
-    ids = []
+    ids: list[str] = []
     config = {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}
     for checkpoint, metadata, new in chat_steps(saver, steps):
         state = dict(checkpoint)
@@ -99,7 +100,7 @@ async def load_ours(saver: AsyncEventlogSaver, thread: str, steps: int) -> str:
 async def load_theirs(saver: Any, thread: str, steps: int) -> str:
     """``aput`` each step into LangGraph's saver; return the middle checkpoint's id."""
     config: dict[str, Any] = {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}
-    ids = []
+    ids: list[str] = []
     for checkpoint, metadata, new in chat_steps(saver, steps):
         config = await saver.aput(config, checkpoint, metadata, new)
         ids.append(checkpoint["id"])
@@ -120,11 +121,19 @@ def reads(saver: Any, thread: str, middle: str) -> dict[str, Read]:
 
 
 async def p50_rounds(calls: int, contestants: dict[str, Read]) -> dict[str, list[float]]:
-    """Each contestant's p50 latency (ms) in every one of `rounds()` interleaved rounds."""
+    """Each contestant's p50 latency (ms) in every one of `rounds()` rounds; within a
+    round the contestants take turns call by call (A B C … A B C …), so a burst of load
+    from the machine's other work lands on all of them alike."""
     figures: dict[str, list[float]] = {name: [] for name in contestants}
     for _ in range(rounds()):
-        for name, read in contestants.items():
-            figures[name].append(percentile(await latencies(read, calls), 0.5) * 1000)
+        timings: dict[str, list[float]] = {name: [] for name in contestants}
+        for index in range(calls):
+            for name, read in contestants.items():
+                started = time.perf_counter()
+                await read(index)
+                timings[name].append(time.perf_counter() - started)
+        for name, values in timings.items():
+            figures[name].append(percentile(values, 0.5) * 1000)
     return figures
 
 
