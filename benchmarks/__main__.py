@@ -14,7 +14,8 @@ import os
 import time
 from pathlib import Path
 
-SECTIONS = ("append", "checkpoints", "sqlite", "concurrency", "reads", "large", "langgraph")
+SECTIONS = ("append", "checkpoints", "sqlite", "concurrency", "reads", "large", "threads",
+            "langgraph")
 """``langgraph`` is the LangGraph adapter against LangGraph's own saver (its own report,
 not in the ratio summary; skipped by ``--quick``)."""
 

@@ -12,7 +12,7 @@ from projections.changes import AT_POSITION, Change, Delete, InsertIfAbsent, Upd
 from projections.checkpoints import CheckpointViews
 from projections.interrupts import InterruptBatches
 from projections.memory import ViewTables
-from projections.query import In, JsonContains, ViewQuery
+from projections.query import In, JsonContains, Lookup, ViewQuery
 from projections.runner import (
     ViewDifference,
     ViewSink,
@@ -40,6 +40,7 @@ __all__ = [
     "In",
     "InsertIfAbsent",
     "JsonContains",
+    "Lookup",
     "Projection",
     "StreamHeads",
     "ThreadViews",

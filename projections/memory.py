@@ -46,6 +46,9 @@ class ViewTables:
     def select(self, query: ViewQuery) -> list[Row]:
         """Answer a `ViewQuery` by scanning (fine for the sizes in-memory stores hold)."""
         rows = [row for row in self._rows[query.table].values() if row_matches(row, query.where)]
+        if query.lookup is not None:
+            keys, columns = frozenset(query.lookup.keys), query.lookup.columns
+            rows = [row for row in rows if tuple(row.get(c) for c in columns) in keys]
         if query.order_by:
             rows.sort(key=lambda row: _sort_key(row, query.order_by), reverse=query.descending)
             if query.after is not None:

@@ -29,6 +29,22 @@ class JsonContains:
 
 
 @dataclass(frozen=True, slots=True)
+class Lookup:
+    """Rows whose ``columns`` equal one of ``keys`` (each a tuple in ``columns``' order),
+    each row found by its own index seek: the keys are joined to the table one at a time,
+    never matched by scanning what the ``where`` equalities select.
+
+    Reads of many rows by key (a page's channel values or writes) take this shape, so
+    their cost follows how many keys they name, not how many rows the thread holds. The
+    ``where`` equalities and ``columns`` must lead the table's primary key (SQL backends
+    seek it with them).
+    """
+
+    columns: tuple[str, ...]
+    keys: tuple[tuple[Any, ...], ...]
+
+
+@dataclass(frozen=True, slots=True)
 class ViewQuery:
     """Rows of ``table`` whose columns equal ``where``, ordered, keyset-paged and limited.
 
@@ -37,6 +53,7 @@ class ViewQuery:
     ``with_blob`` names a column holding the digest of a blob of the row's own tenant:
     each row then also carries that blob's bytes under ``"blob"`` (None when there is no
     such blob), read in the same query, so a reader needs no second round trip for them.
+    ``lookup`` keeps only the rows whose columns equal one of its keys (`Lookup`).
     """
 
     table: str
@@ -47,6 +64,7 @@ class ViewQuery:
     limit: int | None = None
     columns: tuple[str, ...] | None = None
     with_blob: str | None = None
+    lookup: Lookup | None = None
 
 
 def row_matches(row: Mapping[str, Any], where: Mapping[str, Any]) -> bool:

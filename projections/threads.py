@@ -7,12 +7,13 @@ Six tables, keyed from ``tenant_id``, folded from the events of
 - ``thread_checkpoints``: one row per (tenant, thread, namespace, checkpoint id), the
   latest put of that id (a put of an existing id overwrites the row, so a retried put
   never adds a row), with the version of each channel value it carries. Reads: newest
-  first by checkpoint id within a thread and namespace (the primary key), across the
-  tenant by checkpoint id (``thread_checkpoints_by_id``), by run
-  (``thread_checkpoints_by_run``).
+  first by checkpoint id within a thread and namespace (the primary key), within a thread
+  across its namespaces (``thread_checkpoints_by_thread``), across the tenant by
+  checkpoint id (``thread_checkpoints_by_id``), by run (``thread_checkpoints_by_run``).
 - ``thread_channel_values``: one row per (tenant, thread, namespace, channel, channel
   version): the value's blob, stored by the first put that carried it (later puts of the
-  same version change nothing), so an unchanged channel is stored once.
+  same version change nothing), so an unchanged channel is stored once. Read by key
+  only (a `projections.query.Lookup` of the versions a checkpoint names).
 - ``thread_writes``: one row per (tenant, thread, namespace, checkpoint id, task, idx).
   A write with idx ≥ 0 is inserted if absent (the first write wins); a negative (special)
   index overwrites.
@@ -74,6 +75,8 @@ sa.Index("thread_checkpoints_by_id", thread_checkpoints.c.tenant_id,
          thread_checkpoints.c.checkpoint_id)
 sa.Index("thread_checkpoints_by_run", thread_checkpoints.c.tenant_id,
          thread_checkpoints.c.run_key)
+sa.Index("thread_checkpoints_by_thread", thread_checkpoints.c.tenant_id,
+         thread_checkpoints.c.thread_id, thread_checkpoints.c.checkpoint_id)
 
 thread_checkpoint_records = sa.Table(
     THREAD_RECORDS,

@@ -318,3 +318,64 @@ async def test_postgres_text_columns_compare_bytewise(pg_schema: str) -> None:
     ]
     assert len(declared) == len(rows)
     assert [] == [entry for entry in declared if entry[2] != "C"]
+
+
+async def _thread_at_revision_6(url: str, schema: str | None) -> None:
+    """A database migrated only to 0006 holding one thread's checkpoints in two
+    namespaces and another thread's newer one, as that revision's code wrote them."""
+    from alembic import command
+
+    from eventlog.storage.migrate import alembic_config
+
+    metadata = build_metadata("postgresql" if schema else "sqlite", schema)
+    checkpoints = metadata.tables[f"{schema}.thread_checkpoints" if schema
+                                  else "thread_checkpoints"]
+    engine = create_async_engine(url)
+    when = datetime(2030, 1, 1, tzinfo=UTC)
+    try:
+        async with engine.begin() as connection:
+            if schema:
+                await connection.execute(sa.text(f'CREATE SCHEMA "{schema}"'))
+            await connection.run_sync(lambda sync: command.upgrade(
+                alembic_config(sync, schema, metadata), "0006_bytewise_text"))
+            for version, (thread, namespace, checkpoint_id) in enumerate(
+                    (("a", "", "c1"), ("a", "sub", "c2"), ("a", "", "c3"), ("b", "", "c9")),
+                    start=1):
+                await connection.execute(sa.insert(checkpoints).values(
+                    tenant_id="t", thread_id=thread, namespace=namespace,
+                    checkpoint_id=checkpoint_id, version=version, position=version,
+                    state_encoding="json", state_digest=bytes(32), channels="{}",
+                    metadata="{}", recorded_at=when))
+    finally:
+        await engine.dispose()
+
+
+@pytest.mark.parametrize("dialect", ["sqlite", "postgresql"])
+async def test_upgrading_to_0007_indexes_existing_threads(
+    dialect: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """A log written at 0006 upgrades to head: its thread checkpoints gain
+    ``thread_checkpoints_by_thread`` and read as before, a thread's page across its
+    namespaces newest first."""
+    if dialect == "sqlite":
+        schema, url, log_url = None, f"sqlite+aiosqlite:///{tmp_path / 'log.db'}", \
+            f"sqlite:///{tmp_path / 'log.db'}"
+    else:
+        schema, url, log_url = request.getfixturevalue("pg_schema"), PG_ASYNC, PG_URL
+    await _thread_at_revision_6(url, schema)
+    options = {"schema": schema} if schema else {}
+    async with open_log(log_url, **options) as log:
+        assert head_revision() == log.schema_revision
+        page = await log.checkpoints.threads.page("t", "a", payloads=False)
+    assert [("c3", ""), ("c2", "sub"), ("c1", "")] == [
+        (c.checkpoint_id, c.namespace) for c in page]
+    engine = create_async_engine(url)
+    try:
+        async with engine.connect() as connection:
+            indexes = await connection.run_sync(lambda sync: sa.inspect(sync).get_indexes(
+                "thread_checkpoints", schema=schema))
+    finally:
+        await engine.dispose()
+    assert ["tenant_id", "thread_id", "checkpoint_id"] == next(
+        index["column_names"] for index in indexes
+        if index["name"] == "thread_checkpoints_by_thread")

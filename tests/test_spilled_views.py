@@ -18,7 +18,7 @@ from eventlog.checkpoints import ChannelValue, Payload
 from projections import compare_views, rebuild, runner
 from projections.changes import Change, Delete
 from projections.memory import ViewTables
-from projections.query import ViewQuery
+from projections.query import Lookup, ViewQuery
 from projections.threads import THREAD_CHECKPOINTS
 from tests.cli.helpers import seed
 from tests.conftest import BackendTarget
@@ -166,3 +166,10 @@ def test_a_uuid_subclass_binds_as_a_uuid() -> None:
 
     plain = uuid.UUID("12345678-1234-5678-1234-567812345678")
     assert encode_value(plain) == encode_value(AsyncpgUUID(str(plain))) == plain.hex
+
+
+def test_a_lookup_of_no_keys_reads_nothing() -> None:
+    """A `Lookup` naming no key answers no rows, from spilled views as from memory."""
+    query = ViewQuery(THREAD_CHECKPOINTS, {"tenant_id": "t"}, lookup=Lookup(("thread_id",), ()))
+    with SpilledViews() as spilled:
+        assert [] == spilled.select(query) == ViewTables().select(query)

@@ -63,7 +63,7 @@ from eventlog.events.threads import (
     WriteRef,
 )
 from eventlog.validation import check_id, check_positive_limit
-from projections.query import In, JsonContains, ViewQuery
+from projections.query import In, JsonContains, Lookup, ViewQuery
 from projections.threads import (
     THREAD_CHECKPOINTS,
     THREAD_RECORDS,
@@ -455,24 +455,17 @@ class ThreadCheckpoints:
     async def _writes_of(
         self, tenant_id: str, rows: builtins.list[dict[str, Any]]
     ) -> dict[tuple[str, str, str], builtins.list[dict[str, Any]]]:
-        """The writes pending on the rows' checkpoints, each with its blob."""
-        threads = tuple(sorted({row["thread_id"] for row in rows}))
-        namespaces = tuple(sorted({row["namespace"] for row in rows}))
-        ids = sorted({row["checkpoint_id"] for row in rows})
-        keys = {(row["thread_id"], row["namespace"], row["checkpoint_id"]) for row in rows}
+        """The writes pending on the rows' checkpoints, each with its blob: each checkpoint
+        seeks its own writes (a `Lookup`), however many the thread holds."""
+        keys = sorted({(row["thread_id"], row["namespace"], row["checkpoint_id"])
+                       for row in rows})
         found: dict[tuple[str, str, str], builtins.list[dict[str, Any]]] = {}
-        for start in range(0, len(ids), _CHUNK):
-            where: dict[str, Any] = {
-                "tenant_id": tenant_id,
-                **_one_or_any("thread_id", threads),
-                **_one_or_any("namespace", namespaces),
-                "checkpoint_id": In(tuple(ids[start:start + _CHUNK])),
-            }
-            for write in await self._log.query(
-                    ViewQuery(THREAD_WRITES, where, with_blob="digest")):
+        for start in range(0, len(keys), _CHUNK):
+            for write in await self._log.query(_lookup(
+                    THREAD_WRITES, tenant_id, ("thread_id", "namespace", "checkpoint_id"),
+                    keys[start:start + _CHUNK])):
                 key = (write["thread_id"], write["namespace"], write["checkpoint_id"])
-                if key in keys:
-                    found.setdefault(key, []).append(write)
+                found.setdefault(key, []).append(write)
         return found
 
     async def _values_of(
@@ -480,22 +473,18 @@ class ThreadCheckpoints:
         versions: dict[int, dict[str, str]],
     ) -> dict[tuple[str, str, str, str], tuple[str, bytes | None]]:
         """The stored values the rows carry: (thread, namespace, channel, version) →
-        (encoding, blob bytes). One query per 500 distinct versions."""
-        names = tuple(sorted({name for found in versions.values() for name in found}))
-        wanted = sorted({version for found in versions.values() for version in found.values()})
-        threads = tuple(sorted({row["thread_id"] for row in rows}))
-        namespaces = tuple(sorted({row["namespace"] for row in rows}))
+        (encoding, blob bytes). Each value is sought by its key (a `Lookup`), so a read
+        costs what its checkpoints name, not what the thread holds: 500 keys a query."""
+        keys = sorted({
+            (row["thread_id"], row["namespace"], name, version)
+            for row in rows for name, version in versions[id(row)].items()
+        })
         found: dict[tuple[str, str, str, str], tuple[str, bytes | None]] = {}
-        for start in range(0, len(wanted), _CHUNK):
-            where: dict[str, Any] = {
-                "tenant_id": tenant_id,
-                **_one_or_any("thread_id", threads),
-                **_one_or_any("namespace", namespaces),
-                "channel": In(names),
-                "channel_version": In(tuple(wanted[start:start + _CHUNK])),
-            }
-            for value in await self._log.query(
-                    ViewQuery(THREAD_VALUES, where, with_blob="digest")):
+        for start in range(0, len(keys), _CHUNK):
+            for value in await self._log.query(_lookup(
+                    THREAD_VALUES, tenant_id,
+                    ("thread_id", "namespace", "channel", "channel_version"),
+                    keys[start:start + _CHUNK])):
                 key = (value["thread_id"], value["namespace"], value["channel"],
                        value["channel_version"])
                 found[key] = (value["encoding"], value["blob"])
@@ -564,12 +553,17 @@ def _hex(releases: Mapping[bytes, int]) -> dict[str, int]:
     return {digest.hex(): count for digest, count in releases.items()}
 
 
-def _one_or_any(column: str, values: tuple[str, ...]) -> dict[str, Any]:
-    """An equality when there is one value (the primary key's prefix then seeks), else
-    an `In` (the rows' own keys filter what comes back)."""
-    if len(values) == 1:
-        return {column: values[0]}
-    return {column: In(values)}
+def _lookup(table: str, tenant_id: str, columns: tuple[str, ...],
+            keys: Sequence[tuple[str, ...]]) -> ViewQuery:
+    """A query seeking ``keys`` (values of ``columns``) in ``table``, each row with its
+    blob: the leading columns every key shares (one thread, one namespace) become
+    equalities, so the key set sent is only what differs."""
+    shared = 0
+    while shared < len(columns) - 1 and len({key[shared] for key in keys}) == 1:
+        shared += 1
+    where = {"tenant_id": tenant_id, **{columns[n]: keys[0][n] for n in range(shared)}}
+    return ViewQuery(table, where, with_blob="digest", lookup=Lookup(
+        columns[shared:], tuple(key[shared:] for key in keys)))
 
 
 def _payload(encoding: str, data: bytes | None) -> Payload | None:

@@ -9,7 +9,7 @@ from typing import Any, NoReturn
 
 from eventlog.errors import InvalidInput
 from eventlog.validation import check_id
-from projections.query import In, JsonContains, ViewQuery
+from projections.query import In, JsonContains, Lookup, ViewQuery
 from projections.views import metadata as view_metadata
 
 
@@ -40,6 +40,8 @@ def check_query(query: object) -> ViewQuery:
             check_column(part, name)
     if query.with_blob is not None:
         check_column("with_blob", query.with_blob)
+    if query.lookup is not None:
+        _check_lookup(query.lookup, check_column)
     if not isinstance(query.descending, bool):
         _refuse(f"descending must be True or False, not {query.descending!r}")
     if query.after is not None:
@@ -51,6 +53,18 @@ def check_query(query: object) -> ViewQuery:
     if isinstance(tenant_id, str):
         check_id("tenant_id", tenant_id)
     return query
+
+
+def _check_lookup(lookup: object, check_column: Any) -> None:
+    if not isinstance(lookup, Lookup):
+        _refuse(f"lookup must be a Lookup, not {lookup!r}")
+    if not isinstance(lookup.columns, tuple) or not lookup.columns:
+        _refuse(f"lookup columns must be a tuple of column names, not {lookup.columns!r}")
+    for name in lookup.columns:
+        check_column("lookup", name)
+    if not isinstance(lookup.keys, tuple) or not all(
+            isinstance(key, tuple) and len(key) == len(lookup.columns) for key in lookup.keys):
+        _refuse(f"lookup keys must be a tuple of {len(lookup.columns)}-tuples")
 
 
 def _check_keyset(query: ViewQuery, columns: Any) -> None:

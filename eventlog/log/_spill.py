@@ -92,6 +92,8 @@ class SpilledViews:
             raise InvalidInput("table", f"there is no view {query.table!r}")
         if query.with_blob is not None:
             raise InvalidInput("with_blob", "rebuilt views hold no blobs")
+        if query.lookup is not None and not query.lookup.keys:
+            return []  # no key, no row
         param = Positional()
         sql = query_sql(query, self._names, _TEXT, param, self._nullable[query.table])
         cursor = self._connection.execute(sql, [

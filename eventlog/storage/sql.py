@@ -80,6 +80,8 @@ class SqlBackend(StorageBackend, abc.ABC):
     async def query(self, query: ViewQuery) -> list[dict[str, Any]]:
         if query.table not in self.views:
             raise KeyError(query.table)
+        if query.lookup is not None and not query.lookup.keys:
+            return []  # no key, no row (and no key set to type)
         shape = query_shape(query, self.text)
         sql = self._queries.get(shape)
         if sql is None:

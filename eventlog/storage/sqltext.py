@@ -27,7 +27,7 @@ from projections.changes import (
     change_shape,
     change_values,
 )
-from projections.query import In, JsonContains, ViewQuery
+from projections.query import In, JsonContains, Lookup, ViewQuery
 
 if TYPE_CHECKING:
     from eventlog.storage.base import AppendRequest
@@ -227,6 +227,24 @@ class SqlDialect(abc.ABC):
         """One ORDER BY term, with NULL after every value (before them, descending)."""
         return f"{column} DESC" if descending else column
 
+    lateral: bool = False
+    """Whether a lookup seeks inside a ``LATERAL`` subquery (else a ``CROSS JOIN`` that
+    the dialect's planner always runs key first)."""
+
+    @abc.abstractmethod
+    def key_set(self, lookup: Lookup, param: Param) -> tuple[str, str]:
+        """A `Lookup`'s keys (at least one) as a relation ``k`` of columns ``k0``, ``k1``
+        …: the ``WITH`` clause to place before the ``SELECT`` (or ``""``) and the ``FROM``
+        item."""
+
+    @abc.abstractmethod
+    def key_set_params(self, lookup: Lookup) -> list[Any]:
+        """The values `key_set` places, in its order."""
+
+    @abc.abstractmethod
+    def key_set_shape(self, lookup: Lookup) -> Hashable:
+        """What the text of `key_set` depends on, beyond the lookup's columns."""
+
 
 class PostgresDialect(SqlDialect):
     """``= ANY($n)`` over one array; ``@>`` over one JSON text."""
@@ -245,6 +263,20 @@ class PostgresDialect(SqlDialect):
 
     def condition_shape(self, value: Any) -> Hashable:
         return type(value).__name__
+
+    lateral = True
+
+    def key_set(self, lookup: Lookup, param: Param) -> tuple[str, str]:
+        arrays = ", ".join(f"{param(values)}::{kind}[]" for values, kind in zip(
+            self.key_set_params(lookup), self.key_set_shape(lookup), strict=True))
+        names = ", ".join(f"k{n}" for n in range(len(lookup.columns)))
+        return "", f"unnest({arrays}) AS k({names})"
+
+    def key_set_params(self, lookup: Lookup) -> list[Any]:
+        return [[key[n] for key in lookup.keys] for n in range(len(lookup.columns))]
+
+    def key_set_shape(self, lookup: Lookup) -> tuple[str, ...]:
+        return tuple(_pg_type(value) for value in lookup.keys[0])
 
 
 class SqliteDialect(SqlDialect):
@@ -276,6 +308,18 @@ class SqliteDialect(SqlDialect):
         if not nullable:
             return super().order_term(column, descending=descending, nullable=False)
         return f"{column} DESC NULLS FIRST" if descending else f"{column} NULLS LAST"
+
+    def key_set(self, lookup: Lookup, param: Param) -> tuple[str, str]:
+        names = ", ".join(f"k{n}" for n in range(len(lookup.columns)))
+        rows = ", ".join(
+            "(" + ", ".join(param(value) for value in key) + ")" for key in lookup.keys)
+        return f"WITH k({names}) AS (VALUES {rows}) ", "k"
+
+    def key_set_params(self, lookup: Lookup) -> list[Any]:
+        return [value for key in lookup.keys for value in key]
+
+    def key_set_shape(self, lookup: Lookup) -> int:
+        return len(lookup.keys)
 
     def condition_shape(self, value: Any) -> Hashable:
         if isinstance(value, In):
@@ -312,6 +356,9 @@ def query_sql(query: ViewQuery, tables: Mapping[str, str], dialect: SqlDialect,
         return "v." + quote(name)
 
     columns = ", ".join(map(column, query.columns)) if query.columns else "v.*"
+    prefix = keys = ""
+    if query.lookup is not None:  # the key set's placeholders come first in the text
+        prefix, keys = dialect.key_set(query.lookup, param)
     conditions = []
     for name, value in query.where.items():
         if isinstance(value, In):
@@ -324,8 +371,18 @@ def query_sql(query: ViewQuery, tables: Mapping[str, str], dialect: SqlDialect,
     if query.after is not None and query.order_by:
         keyset = ", ".join(param(value) for value in query.after)
         conditions.append(f"({order}) {'<' if query.descending else '>'} ({keyset})")
-    sql = f"SELECT {columns}"
+    if query.lookup is not None:
+        conditions += [f"{column(name)} = k.k{n}" for n, name in enumerate(query.lookup.columns)]
+    sql = f"{prefix}SELECT {columns}"
     source = f"{tables[query.table]} AS v"
+    if query.lookup is not None and dialect.lateral:
+        # Each key seeks the table by itself: the subquery, never flattened (OFFSET 0),
+        # runs once per key with every condition as an index condition.
+        source = (f"{keys} CROSS JOIN LATERAL (SELECT * FROM {source} WHERE "
+                  f"{' AND '.join(conditions)} OFFSET 0) AS v")
+        conditions = []
+    elif query.lookup is not None:
+        source = f"{keys} CROSS JOIN {source}"  # SQLite runs a CROSS JOIN's left side first
     if query.with_blob is not None:
         sql += ", b.data AS blob"
         source += (f" LEFT JOIN {tables['blobs']} AS b ON b.tenant_id = v.tenant_id "
@@ -345,6 +402,8 @@ def query_sql(query: ViewQuery, tables: Mapping[str, str], dialect: SqlDialect,
 def query_params(query: ViewQuery, dialect: SqlDialect) -> list[Any]:
     """The values `query_sql` places, in its order."""
     params: list[Any] = []
+    if query.lookup is not None:
+        params += dialect.key_set_params(query.lookup)
     for value in query.where.values():
         if isinstance(value, In):
             params += dialect.member_params(value)
@@ -366,11 +425,24 @@ def query_shape(query: ViewQuery, dialect: SqlDialect) -> Hashable:
         tuple((name, dialect.condition_shape(value)) for name, value in query.where.items()),
         query.order_by, query.descending, query.after is not None, query.limit is not None,
         query.columns, query.with_blob,
+        None if query.lookup is None
+        else (query.lookup.columns, dialect.key_set_shape(query.lookup)),
     )
 
 
 def _json(value: Any) -> str:
     return msgspec.json.encode(value).decode()
+
+
+def _pg_type(value: Any) -> str:
+    """The PostgreSQL array element type a lookup's key column is sent as."""
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "bigint"
+    if isinstance(value, bytes):
+        return "bytea"
+    return "text"
 
 
 def _json_kind(value: Any) -> str:

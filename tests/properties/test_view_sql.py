@@ -31,7 +31,7 @@ from eventlog.storage.sqltext import (
 from eventlog.testing.events import Noted
 from projections.changes import AT_POSITION, Change, Delete, InsertIfAbsent, Update, Upsert
 from projections.memory import ViewTables
-from projections.query import In, JsonContains, ViewQuery
+from projections.query import In, JsonContains, Lookup, ViewQuery
 from projections.threads import THREAD_CHECKPOINTS
 from tests.conftest import PG_URL, drop_schema, icu_database_url, require_postgres
 from tests.properties.sql_changes import apply_changes
@@ -108,6 +108,10 @@ def queries(draw: st.DrawFn) -> ViewQuery:
         limit=draw(st.none() | st.integers(0, 4)),
         columns=draw(st.none() | st.just(("checkpoint_id", "step", "recorded_at"))),
         with_blob=draw(st.none() | st.just("state_digest")),
+        lookup=draw(st.none() | st.builds(
+            lambda ids, version: Lookup(("checkpoint_id", "version")[:1 + version], tuple(
+                (key, 1 + n % 3)[:1 + version] for n, key in enumerate(ids))),
+            st.lists(st.sampled_from(IDS), min_size=1, max_size=3), st.integers(0, 1))),
     )
 
 

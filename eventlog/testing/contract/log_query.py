@@ -9,7 +9,7 @@ import pytest
 
 from eventlog import CheckpointRecord, EventLog, InvalidInput
 from eventlog.testing.contract._base import ContractBase
-from projections import In, ViewQuery
+from projections import In, Lookup, ViewQuery
 from projections.checkpoints import CHECKPOINTS
 
 RUN = uuid.UUID("00000000-0000-4000-8000-000000000001")
@@ -61,6 +61,28 @@ class LogQueryContract(ContractBase):
                                       after=("p1", "c")))
 
 
+    async def test_a_lookup_reads_exactly_its_keys(self, log: EventLog) -> None:
+        """`ViewQuery.lookup` returns the rows whose columns equal one of its keys (a key
+        naming no row adds nothing), with the other conditions, order and blobs applied;
+        no keys, no rows."""
+        for session, version in (("s", 1), ("s", 2), ("s", 3), ("s2", 1)):
+            await log.checkpoints.create(CheckpointRecord(
+                tenant_id="t", session_id=session, run_id=RUN, checkpoint_id=f"{session}.{version}",
+                state={"n": version}))
+        keys = (("s", 3), ("s2", 1), ("s", 1), ("s", 9), ("nobody", 1))
+        rows = await log.query(ViewQuery(
+            CHECKPOINTS, {"tenant_id": "t"}, order_by=("checkpoint_id",), descending=True,
+            columns=("checkpoint_id",), with_blob="state_digest",
+            lookup=Lookup(("session_id", "version"), keys)))
+        assert [("s2.1", b'{"n":1}'), ("s.3", b'{"n":3}'), ("s.1", b'{"n":1}')] == [
+            (row["checkpoint_id"], row["blob"]) for row in rows]
+        rows = await log.query(ViewQuery(
+            CHECKPOINTS, {"tenant_id": "t", "session_id": "s"}, columns=("checkpoint_id",),
+            lookup=Lookup(("version",), ((2,), (3,)))))
+        assert ["s.2", "s.3"] == sorted(row["checkpoint_id"] for row in rows)
+        assert [] == await log.query(ViewQuery(
+            CHECKPOINTS, {"tenant_id": "t"}, lookup=Lookup(("session_id", "version"), ())))
+
     @pytest.mark.parametrize(("query", "named"), [
         (ViewQuery("no_such_view"), "no_such_view"),
         (ViewQuery(CHECKPOINTS, {"no_such_column": 1}), "no_such_column"),
@@ -76,6 +98,11 @@ class LogQueryContract(ContractBase):
         (ViewQuery(CHECKPOINTS, {"tenant_id": In(["t"])}), "tuple"),  # type: ignore[arg-type]
         (ViewQuery(CHECKPOINTS, {"tenant_id": "t"}, with_blob=5), "5"),  # type: ignore[arg-type]
         (ViewQuery(CHECKPOINTS, {"tenant_id": "bad id\n"}), "tenant_id"),
+        (ViewQuery(CHECKPOINTS, {"tenant_id": "t"}, lookup=Lookup(("nope",), (("x",),))),
+         "nope"),
+        (ViewQuery(CHECKPOINTS, {"tenant_id": "t"}, lookup=Lookup(("version",), ((1, 2),))),
+         "1-tuples"),
+        (ViewQuery(CHECKPOINTS, {"tenant_id": "t"}, lookup=Lookup((), ())), "lookup columns"),
     ])
     async def test_a_malformed_query_is_refused_the_same_everywhere(
         self, log: EventLog, query: ViewQuery, named: str

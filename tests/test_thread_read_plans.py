@@ -1,0 +1,178 @@
+"""Every thread read seeks its thread's rows by key, on PostgreSQL and SQLite (issue 25).
+
+A thread of LangGraph's shape (every channel changed at every step, LangGraph's version
+strings, two writes per checkpoint, a second namespace) sits beside other threads of the
+same tenant whose checkpoint ids are all newer. Each read `ThreadCheckpoints` makes for
+``get`` (latest and by id) and ``page`` (one namespace, every namespace, a keyset page,
+a long page) is captured as the backend runs it and explained: on PostgreSQL with
+``EXPLAIN ANALYZE`` under both a custom and a generic plan (asyncpg prepares every
+statement, so after five runs PostgreSQL may plan it once for any parameters), on SQLite
+with ``EXPLAIN QUERY PLAN``. A plan that scans a thread table, or whose scan of it drops
+rows by filter (the tenant's other threads walked through, or the thread's every channel
+value filtered for one checkpoint's), fails.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import sqlite3
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+
+from eventlog import EventLog, open_log
+from eventlog.checkpoints import thread_decisions as decide
+from eventlog.checkpoints.thread_records import ChannelValue, Payload
+from eventlog.events import Event
+from eventlog.events.threads import ThreadWritesPut
+from eventlog.storage.sqlite import encode_value
+from tests.conftest import PG_URL
+
+T = "acme"
+BIG = [f"1{step:05}" for step in range(150)]
+"""The thread read: its ids sort below every other thread's."""
+OTHERS = {f"other-{n}": [f"2{n}{step:04}" for step in range(40)] for n in range(4)}
+THREAD_TABLES = ("thread_checkpoints", "thread_channel_values", "thread_writes")
+
+
+async def _fill(log: EventLog, thread: str, ids: list[str], namespace: str = "") -> None:
+    """One append of ``ids`` as puts in ``thread``, each changing both channels, each
+    with two writes: the rows a one-node chat graph leaves."""
+    events: list[Event] = []
+    attach: list[bytes] = []
+    parent = None
+    for step, checkpoint_id in enumerate(ids):
+        channels = {
+            name: ChannelValue(f"{step + 1:032}.{random.random():016}",
+                               Payload("json", f'["{name}", {step}, "{"x" * 200}"]'.encode()))
+            for name in ("messages", "step")
+        }
+        put, blobs = decide.put_event(
+            thread_id=thread, namespace=namespace, checkpoint_id=checkpoint_id,
+            parent_id=parent, run_key="run", step=step, state=Payload("json", b"{}"),
+            channels=channels, metadata={"step": step}, max_bytes=1 << 20,
+        )
+        plan = decide.plan_writes([(0, "messages", Payload("json", b'["hi"]')),
+                                   (1, "step", Payload("json", str(step).encode()))])
+        events += [put, ThreadWritesPut(thread_id=thread, namespace=namespace,
+                                        checkpoint_id=checkpoint_id, task_id="task",
+                                        task_path="", writes=plan.writes)]
+        attach += [*blobs, *plan.attach]
+        parent = checkpoint_id
+    await log.append(T, decide.thread_stream(thread), events, attach=attach)
+
+
+async def _filled(log: EventLog) -> None:
+    await _fill(log, "big", BIG)
+    await _fill(log, "big", [f"0{step:05}" for step in range(5)], namespace="child:1")
+    for thread, ids in OTHERS.items():
+        await _fill(log, thread, ids)
+
+
+def _reads(log: EventLog) -> dict[str, Callable[[], Awaitable[object]]]:
+    store = log.checkpoints.threads
+    return {
+        "latest": lambda: store.get(T, "big"),
+        "by id": lambda: store.get(T, "big", BIG[75]),
+        "page": lambda: store.page(T, "big", namespace="", limit=10),
+        "page before": lambda: store.page(T, "big", namespace="", before=BIG[100], limit=10),
+        "page, every namespace": lambda: store.page(T, "big", limit=10),
+        "long page": lambda: store.page(T, "big", namespace="", limit=60),
+    }
+
+
+async def _captured(log: EventLog) -> list[tuple[str, str, list[Any]]]:
+    """(read, SQL, parameters) of every view query the reads run."""
+    storage: Any = log.reader
+    fetch = storage.fetch_view_rows
+    seen: list[tuple[str, str, list[Any]]] = []
+    name = ""
+
+    async def spy(table: str, sql: str, params: list[Any]) -> list[dict[str, Any]]:
+        seen.append((name, sql, params))
+        rows: list[dict[str, Any]] = await fetch(table, sql, params)
+        return rows
+
+    storage.fetch_view_rows = spy
+    try:
+        for name, read in _reads(log).items():  # noqa: B007  # spy reads the current name
+            await read()
+    finally:
+        storage.fetch_view_rows = fetch
+    assert {read for read, _, _ in seen} == set(_reads(log))
+    return seen
+
+
+def _literal(value: Any) -> str:
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, list):
+        return "ARRAY[" + ", ".join(map(_literal, value)) + "]::text[]"
+    assert isinstance(value, str)
+    return "'" + value.replace("'", "''") + "'"
+
+
+def _filtering(plan: dict[str, Any]) -> list[str]:
+    """The plan's scans of a thread table that scan it or drop rows by filter."""
+    found = []
+    relation = plan.get("Relation Name", "")
+    if relation in THREAD_TABLES:
+        dropped = plan.get("Rows Removed by Filter", 0) + plan.get(
+            "Rows Removed by Index Recheck", 0)
+        if plan["Node Type"] == "Seq Scan" or dropped:
+            found.append(f"{plan['Node Type']} on {relation} ({plan.get('Index Name')}): "
+                         f"{dropped} rows removed by filter {plan.get('Filter')}")
+    for child in plan.get("Plans", []):
+        found += _filtering(child)
+    return found
+
+
+async def test_postgres_thread_reads_seek_their_rows(pg_schema: str) -> None:
+    """Custom and generic plans of every thread read seek; none filters a thread table."""
+    async with open_log(PG_URL, schema=pg_schema) as log:
+        await _filled(log)
+        connection = await asyncpg.connect(PG_URL)
+        try:
+            for table in (*THREAD_TABLES, "blobs"):
+                await connection.execute(f'ANALYZE "{pg_schema}"."{table}"')
+            problems = []
+            for number, (read, sql, params) in enumerate(await _captured(log)):
+                await connection.execute(f"PREPARE q{number} AS {sql}")
+                arguments = ", ".join(map(_literal, params))
+                for mode in ("force_custom_plan", "force_generic_plan"):
+                    await connection.execute(f"SET plan_cache_mode = {mode}")
+                    explained = await connection.fetchval(
+                        f"EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE q{number}({arguments})")
+                    problems += [f"{read} ({mode}): {problem}"
+                                 for problem in _filtering(json.loads(explained)[0]["Plan"])]
+        finally:
+            await connection.close()
+    assert [] == problems
+
+
+async def test_sqlite_thread_reads_seek_their_rows(tmp_path: Path) -> None:
+    """Every thread read's query plan searches a thread table by its thread (or by the
+    checkpoint's key), never scans one."""
+    path = tmp_path / "log.db"
+    async with open_log(f"sqlite:///{path}") as log:
+        await _filled(log)
+        captured = await _captured(log)
+    problems = []
+    database = sqlite3.connect(path)
+    try:
+        for read, sql, params in captured:
+            for row in database.execute(f"EXPLAIN QUERY PLAN {sql}",
+                                        tuple(map(encode_value, params))):
+                step = row[3]
+                if step.startswith(("SCAN v", "SEARCH v")) and "thread_id=?" not in step:
+                    problems.append(f"{read}: {step}")
+    finally:
+        database.close()
+    assert [] == problems
