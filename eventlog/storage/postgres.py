@@ -694,8 +694,12 @@ def _statement_params(request: AppendRequest, changes: list[tuple[int, Change]])
             request.tenant_id, request.stream_id, pending.version, pending.event_id,
             pending.type, pending.data, pending.recorded_at, pending.prev_hash, pending.hash,
         )
-    # Blob rows in digest order, as in the sequential append (SequentialAppend.statements).
-    for digest, (payload, count) in sorted(request.blob_adds.items()):
+    # Blob rows locked in digest order, as in the sequential append (its `statements`):
+    # PostgreSQL runs the data-modifying CTEs the main query does not read in the REVERSE
+    # of their order in the statement, so they are listed in descending order. (Listed
+    # ascending, a put locked shared blob rows in the opposite order to a delete
+    # releasing them, and the two deadlocked: issue 21, item 5.)
+    for digest, (payload, count) in sorted(request.blob_adds.items(), reverse=True):
         params += (request.tenant_id, digest, len(payload), count, payload)
     for index, change in changes:
         version = request.events[index].version
