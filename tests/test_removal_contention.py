@@ -7,7 +7,8 @@ with `VersionConflict` after 16 re-decisions. Now, after a lost race, it decides
 holding the thread's stream (`EventLog.hold_stream`), where no other append of the stream
 commits. These tests beat every try made outside a hold with a real put from a second
 log over its own connections (main: `VersionConflict`); the campaign with real LangGraph
-processes is tests/test_thread_contention.py (``pytest -m contention``).
+processes is tests/test_thread_contention.py, and the deadlock tests here (a second each,
+the server's deadlock_timeout) run with it (``pytest -m contention``).
 """
 
 from __future__ import annotations
@@ -124,7 +125,7 @@ async def test_hold_stream_keeps_other_appends_of_the_stream_out(
         async with holder.hold_stream("t", "s"):
             head = await holder.stream_head("t", "s")
             waiting = asyncio.create_task(other.append("t", "s", [Noted(text="other")]))
-            await asyncio.sleep(0.5)
+            await asyncio.sleep(0.3)
             assert not waiting.done()
             await holder.append("t", "s", [Noted(text="held")],
                                 expected_version=0 if head is None else head[0])
@@ -162,6 +163,7 @@ def retries() -> Iterator[Retries]:
 
 
 @pytest.mark.postgres
+@pytest.mark.contention  # the server breaks a deadlock after deadlock_timeout (1 s)
 @pytest.mark.parametrize("first", [0, 1], ids=["A-then-B", "B-then-A"])
 async def test_an_append_deadlocked_on_blob_rows_is_retried(
     pg_schema: str, first: int, retries: Retries,
