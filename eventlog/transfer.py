@@ -19,6 +19,15 @@ The file (format ``checkpoint-eventlog/export``, version 1) is JSON Lines:
 - a footer ``{"kind": "end", "events", "blobs"}``: a file without it is truncated and
   refused.
 
+An export is whole or it is not written: before reading, it takes every stream's head
+version from the stream-heads view (committed in the same transaction as the events),
+waits up to ``max_wait`` seconds until everything committed by then is readable in log
+order (`EventLog.wait_readable`: on PostgreSQL, every transaction running at the call
+has ended), and after reading checks that it read every stream up to that head. If a
+transaction still open hides some of them, the export raises `ExportIncomplete` before
+the end record, so no file that looks complete is ever written short (the CLI writes to
+a temporary file and renames it only when whole).
+
 Importing is idempotent: a stream whose events the target already holds (same version,
 same hash) is skipped, and a target stream that is a prefix of the file's is extended,
 so importing a file twice, or a later export of the same tenant, never doubles anything.
@@ -83,6 +92,30 @@ _LINE_SLACK = 64 * 1024
 """What a line of the file may hold beyond its base64 payload (ids, hashes, keys)."""
 _WITHHELD_PER_EVENT = 1000  # digests named by one StateWithheld event (about 66 kB)
 _encoder = msgspec.json.Encoder()
+
+
+class ExportIncomplete(EventLogError):
+    """An export could not read every event the tenant held when it began.
+
+    On PostgreSQL an event becomes readable in log order only once every transaction
+    older than its writer has ended; a transaction left open (an idle worker mid-
+    transaction) past ``max_wait`` hides what committed after it began. Nothing after
+    the events read was written: no end record, so the output is refused as truncated.
+    ``missing`` maps each short stream to (the version it held, the version read).
+    """
+
+    def __init__(self, tenant_id: str, held: int, read: int,
+                 missing: dict[str, tuple[int, int]], max_wait: float) -> None:
+        self.tenant_id, self.held, self.read = tenant_id, held, read
+        self.missing, self.max_wait = missing, max_wait
+        streams = ", ".join(repr(stream) for stream in sorted(missing)[:3])
+        more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
+        unread = sum(version - seen for version, seen in missing.values())
+        super().__init__(
+            f"export of tenant {tenant_id!r} is incomplete: events not readable after "
+            f"waiting {max_wait:g} s: {unread} of {held}, in streams {streams}{more}; a "
+            "transaction that began before they committed is still open. No end record "
+            "was written")
 
 
 class ImportRefused(EventLogError):
@@ -174,16 +207,29 @@ async def export_log(
     session_id: str | None = None,
     with_state: bool = True,
     progress: Progress | None = None,
+    max_wait: float = 30.0,
 ) -> ExportSummary:
     """Write one tenant's history (or one session's) to ``sink`` as JSON Lines.
 
-    Raises `InvalidInput` naming ``tenant_id`` when the tenant has no events.
+    Waits up to ``max_wait`` seconds for the events committed before the call to become
+    readable (see the module docstring), and raises `ExportIncomplete` before writing the
+    end record if any stream of the tenant was read short of the head it had then.
+    Raises `InvalidInput` naming ``tenant_id`` when the tenant has no events, or naming
+    ``max_wait`` when it is negative.
     """
     check_id("tenant_id", tenant_id)
     check_optional_id("session_id", session_id)
-    total = await count_events(log, tenant_id)
+    if isinstance(max_wait, bool) or not isinstance(max_wait, int | float) or not (
+            max_wait >= 0):
+        raise InvalidInput("max_wait", f"must be a number of seconds ≥ 0, not {max_wait!r}")
+    heads = await stream_versions(log, tenant_id)
+    total = sum(heads.values())
     if total == 0:
         raise InvalidInput("tenant_id", f"tenant {tenant_id!r} has no events in this log")
+    try:
+        await log.wait_readable(max_wait)
+    except EventLogError as error:  # the read below finds what is missing, if anything
+        logger.warning("export_wait_failed", tenant=tenant_id, error=str(error))
     blobs = await _blob_refs(log, tenant_id, session_id)
     writer = _ExportWriter(log, sink, tenant_id, blobs, carry=with_state)
     writer.line({
@@ -193,8 +239,10 @@ async def export_log(
     })
     membership = SessionMembership(session_id) if session_id is not None else None
     scanned = 0
+    read: dict[str, int] = {}
     async for event in _tenant_events(log, tenant_id):
         scanned += 1
+        read[event.stream_id] = max(read.get(event.stream_id, 0), event.version)
         # A record of withheld state goes with every session export: it covers
         # whichever of the session's blobs its import withheld.
         if membership is None or membership.includes(event) or isinstance(
@@ -202,6 +250,12 @@ async def export_log(
             await writer.event(event)
         if progress is not None and scanned % _PAGE == 0:
             progress("export", scanned, total)
+    missing = {stream: (version, read.get(stream, 0)) for stream, version in heads.items()
+               if read.get(stream, 0) < version}
+    if missing:
+        # Every stream is compared (a session's too: its batch streams are known only
+        # from events that may be the unread ones), and no end record is written.
+        raise ExportIncomplete(tenant_id, total, scanned, missing, max_wait)
     await writer.remaining_blobs()
     writer.line({"kind": "end", "events": writer.events, "blobs": writer.blobs})
     if progress is not None:
@@ -296,6 +350,14 @@ async def count_events(log: EventLog, tenant_id: str | None = None) -> int:
     where = {} if tenant_id is None else {"tenant_id": tenant_id}
     rows = await log.query(ViewQuery(STREAM_HEADS, where, columns=("version",)))
     return sum(int(row["version"]) for row in rows)
+
+
+async def stream_versions(log: EventLog, tenant_id: str) -> dict[str, int]:
+    """Each stream of the tenant and its version, from the stream-heads view (committed
+    with the events, so it already shows events `read_all` may not return yet)."""
+    rows = await log.query(ViewQuery(STREAM_HEADS, {"tenant_id": tenant_id},
+                                     columns=("stream_id", "version")))
+    return {str(row["stream_id"]): int(row["version"]) for row in rows}
 
 
 async def _tenant_events(log: EventLog, tenant_id: str) -> AsyncIterator[RecordedEvent]:

@@ -20,8 +20,11 @@ writes hang off a checkpoint. Decisions made here:
 - **Puts and writes append without a fence** (``ANY``) and read nothing: every put and
   every write holds its own blob references (the record views), so what the views keep
   (one row per id, the first write per index) needs no decision. **Deletes, removals**
-  decide from the views, so they read the stream version first and append fenced on it,
-  re-deciding up to `ATTEMPTS` times after a race.
+  decide from the views, so they read the stream version first and append fenced on it.
+  After a lost race they back off (full jitter) and decide again *holding* the thread's
+  stream (`EventLog.hold_stream`: no other process's put commits meanwhile), so a
+  delete under a stream of puts completes instead of losing every race; they give up
+  (`VersionConflict`) only after `REMOVAL_TIMEOUT_S` seconds.
 - **One tombstone per thread**: deleting a thread (every namespace), deleting runs and
   pruning each append one event per affected thread that releases the blobs it orphans.
 - **A copy** appends `ThreadCopied` and then every checkpoint and write of the source as
@@ -35,6 +38,8 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import random
+import time
 import weakref
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -78,8 +83,11 @@ if TYPE_CHECKING:
 
 logger = get_logger(__name__)
 
-ATTEMPTS = 16
-"""How often a fenced write re-decides after losing a race with a concurrent write."""
+REMOVAL_TIMEOUT_S = 60.0
+"""How long a delete, prune or copy keeps deciding again after lost races before it
+raises `VersionConflict` (a bound on time, not on tries: under load a try is slow)."""
+_BACKOFF_BASE = 0.002
+_BACKOFF_MAX = 0.1
 _CHUNK = 500
 _versions = msgspec.json.Decoder(dict[str, str])
 _metadata = msgspec.json.Decoder(dict[str, Any])
@@ -519,17 +527,34 @@ class ThreadCheckpoints:
         self, once: Any, tenant_id: str, thread_id: str, *rest: Any, lock: bool = True
     ) -> int:
         """``once(tenant_id, thread_id, *rest)``, decided again after each lost race; under
-        the thread's lock unless ``lock`` is false (a copy locks only its target)."""
-        for attempt in range(ATTEMPTS):
+        the thread's lock unless ``lock`` is false (a copy locks only its target).
+
+        The first try reads and appends as any writer does. After a lost race it backs
+        off and, for a removal (``lock``), decides again holding the thread's stream, so
+        that the version it reads is the one it appends at; a copy (which appends to
+        another thread) only decides again. Gives up after `REMOVAL_TIMEOUT_S`.
+        """
+        deadline = time.monotonic() + REMOVAL_TIMEOUT_S
+        attempt = 0
+        while True:
             try:
                 if not lock:
                     return int(await once(tenant_id, thread_id, *rest))
                 async with self._lock(tenant_id, thread_id):
-                    return int(await once(tenant_id, thread_id, *rest))
-            except VersionConflict:
-                if attempt == ATTEMPTS - 1:
+                    if attempt == 0:
+                        return int(await once(tenant_id, thread_id, *rest))
+                    async with self._log.hold_stream(tenant_id,
+                                                     decide.thread_stream(thread_id)):
+                        return int(await once(tenant_id, thread_id, *rest))
+            except VersionConflict as conflict:
+                attempt += 1
+                if time.monotonic() >= deadline:
                     raise
-        raise AssertionError("unreachable")  # pragma: no cover
+                logger.debug("removal_retried" if lock else "copy_retried",
+                             tenant=tenant_id, thread=thread_id, attempt=attempt,
+                             reason="busy" if conflict.expected == "held" else "conflict")
+                await asyncio.sleep(random.uniform(
+                    0, min(_BACKOFF_MAX, _BACKOFF_BASE * 2 ** min(attempt, 16))))
 
 
 class ThreadRemoval(msgspec.Struct, frozen=True, kw_only=True):

@@ -15,14 +15,21 @@ from pathlib import Path
 from typing import IO, Any
 
 from eventlog.cli.context import Context, add_command
-from eventlog.cli.errors import EXIT_FINDINGS, EXIT_OK, CommandError
-from eventlog.cli.horizon import settle_or_warn
+from eventlog.cli.errors import EXIT_FINDINGS, EXIT_OK, EXIT_OPERATIONAL, CommandError
+from eventlog.cli.horizon import DEFAULT_TIMEOUT_S
 from eventlog.cli.lenient import ImportingRegistry
+from eventlog.cli.options import non_negative_float
 from eventlog.cli.render import pairs_table, plural
 from eventlog.cli.scope import require_session, require_tenant
 from eventlog.errors import InvalidInput
 from eventlog.events import default_registry
-from eventlog.transfer import ImportRefused, check_export, export_log, import_log
+from eventlog.transfer import (
+    ExportIncomplete,
+    ImportRefused,
+    check_export,
+    export_log,
+    import_log,
+)
 
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
@@ -34,7 +41,13 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         "checkpoints, pending writes and interrupt batches) to FILE as JSON Lines: events "
         "byte-identical with their ids, versions, times and hashes, and the state blobs they "
         "name unless --without-state. "
-        "FILE - writes to standard output.",
+        "FILE - writes to standard output. "
+        "On PostgreSQL an event is readable in log order only once every transaction "
+        "older than its writer has ended: the export first waits up to --max-wait for "
+        "the transactions running at its start, then checks that it read every stream "
+        "up to the version it held then. If a transaction left open hides some, it "
+        "exits 3 and leaves no FILE (standard output gets no end record, so an import "
+        "refuses it as truncated).",
     )
     export.add_argument("--tenant", required=True, metavar="T", help="the tenant to export")
     export.add_argument("--session", metavar="S",
@@ -43,6 +56,10 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     export.add_argument("--without-state", action="store_true",
                         help="leave the checkpoint state blobs out (events only)")
     export.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
+    export.add_argument("--max-wait", type=non_negative_float, metavar="SECONDS",
+                        default=DEFAULT_TIMEOUT_S,
+                        help="how long to wait for open PostgreSQL transactions to end "
+                             f"before giving up (default {DEFAULT_TIMEOUT_S:g})")
     export.add_argument("file", metavar="FILE", help="the JSON Lines file to write (- for stdout)")
     imported = add_command(
         commands, common, "import", "append an exported file's events to this log",
@@ -73,15 +90,17 @@ async def run_export(context: Context) -> int:
             await require_session(log, args.tenant, args.session, scan=True)
         else:
             await require_tenant(log, args.tenant)
-        await settle_or_warn(context, log)
         with context.progress() as progress, _sink(target, to_stdout) as sink:
             task = progress.add_task("exporting", total=None)
-            summary = await export_log(
-                log, sink, tenant_id=args.tenant, session_id=args.session,
-                with_state=not args.without_state,
-                progress=lambda _phase, done, total: progress.update(
-                    task, completed=done, total=total),
-            )
+            try:
+                summary = await export_log(
+                    log, sink, tenant_id=args.tenant, session_id=args.session,
+                    with_state=not args.without_state, max_wait=args.max_wait,
+                    progress=lambda _phase, done, total: progress.update(
+                        task, completed=done, total=total),
+                )
+            except ExportIncomplete as short:
+                raise _incomplete(short, None if to_stdout else target) from short
     out = context.err if to_stdout else context.out  # standard output carries the file
     if context.json and not to_stdout:
         context.print_json({"file": str(target), **_fields(summary)})
@@ -127,6 +146,23 @@ async def run_import(context: Context) -> int:
                 "the imported events reference; recorded in the log as withheld, so "
                 "`eventlog verify` reports them as a notice, not a finding.")
     return EXIT_OK
+
+
+def _incomplete(short: ExportIncomplete, target: Path | None) -> CommandError:
+    """Exit 3 naming what could not be read, and why."""
+    unread = sum(version - seen for version, seen in short.missing.values())
+    streams = ", ".join(repr(stream) for stream in sorted(short.missing)[:3])
+    if len(short.missing) > 3:
+        streams += f" and {len(short.missing) - 3} more"
+    where = ("no file was written" if target is not None
+             else "standard output got no end record, so an import refuses it")
+    return CommandError(
+        f"export of tenant {short.tenant_id!r} stopped: {plural(unread, 'event')} of the "
+        f"{plural(short.held, 'event')} it held were not readable after "
+        f"{short.max_wait:g} s ({plural(len(short.missing), 'stream')}: {streams}). A "
+        "PostgreSQL transaction that began before they committed is still open; end it, "
+        f"or wait longer with --max-wait. {where.capitalize()}",
+        EXIT_OPERATIONAL)
 
 
 def _check_source(source: Path) -> None:

@@ -154,6 +154,11 @@ class Appender:
                     positions = await self.storage.append(request)
             except (StreamVersionTaken, CommitOutcomeUnknown) as error:
                 self.heads.forget(tenant_id, stream_id)
+                if isinstance(error, StreamVersionTaken) and error.reason == "busy":
+                    # Held (`EventLog.hold_stream`) behind another append mid-commit:
+                    # nothing was written; the holder's caller decides again later.
+                    raise VersionConflict(stream_id, "held", version(head)) from None
+                _retried(error, stream_id, attempt)
                 outcome.uncertain |= isinstance(error, CommitOutcomeUnknown)
                 if outcome.uncertain and (own := await self._own_events(tenant_id, event_ids)):
                     logger.warning("commit_outcome_resolved", stream=stream_id, committed=True)
@@ -209,6 +214,7 @@ class Appender:
             except (StreamVersionTaken, CommitOutcomeUnknown) as error:
                 for tenant_id, stream_id in keys:
                     self.heads.forget(tenant_id, stream_id)
+                _retried(error, keys[0][1], attempt)
                 outcome.uncertain |= isinstance(error, CommitOutcomeUnknown)
                 if outcome.uncertain and (own := await self._own_batch(parts)):
                     logger.warning("commit_outcome_resolved", streams=len(parts),
@@ -316,6 +322,14 @@ class Appender:
             event_ids=tuple(row.event_id for row in stored),
             recorded_at=recorded_at,
         )
+
+
+def _retried(error: Exception, stream_id: str, attempt: int) -> None:
+    """Log (debug) that an append lost a race, was rolled back to break a deadlock, or
+    may have committed unheard, and goes round again."""
+    reason = (error.reason if isinstance(error, StreamVersionTaken)
+              else "outcome_unknown")
+    logger.debug("append_retried", stream=stream_id, reason=reason, attempt=attempt + 1)
 
 
 def prepare(

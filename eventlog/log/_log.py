@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import uuid
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 from eventlog.clock import Clock, read_clock, system_clock
@@ -250,6 +251,26 @@ class EventLog:
             check_id("tenant_id", tenant_id)
         rows, cursor = await self.reader.read_all(after, limit, tenant_id)
         return LogPage(events=[self.decode(row) for row in rows], cursor=cursor)
+
+    @asynccontextmanager
+    async def hold_stream(self, tenant_id: str, stream_id: str) -> AsyncIterator[None]:
+        """Hold one stream for a decision: inside the block no other append to the stream
+        commits (other processes' included), and the calling task's reads and appends go
+        through one transaction, committed when the block ends and rolled back if it
+        raises (`StorageBackend.hold_stream`).
+
+        For a write decided from what it reads (a thread delete, a prune) that keeps
+        losing version races to appends of its stream: held, the version it reads is
+        the version it appends at. Keep the block short (every other writer of the
+        stream waits, and on SQLite every writer of the file), and use the log only from
+        the calling task inside. Reads go to the primary only on a log reading from it
+        (`on_primary`).
+        """
+        self._check_open("append")
+        check_id("tenant_id", tenant_id)
+        check_id("stream_id", stream_id)
+        async with self.storage.hold_stream(tenant_id, stream_id):
+            yield
 
     async def wait_readable(self, max_wait: float = 30.0) -> bool:
         """Wait until every event committed before this call is readable by `read_all`.

@@ -11,6 +11,7 @@ import abc
 import heapq
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from contextlib import asynccontextmanager
 from typing import Any
 
 import msgspec
@@ -52,11 +53,16 @@ class AppendRequest(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class StreamVersionTaken(Exception):
-    """Raised by `StorageBackend.append` when a version it was asked to write exists.
+    """Raised by `StorageBackend.append` when a version it was asked to write exists, or
+    when the server rolled the append back to break a deadlock (``reason`` says which).
 
     Internal: the log catches it, re-reads the stream head and either retries or raises
     `VersionConflict`. Nothing of the append was written.
     """
+
+    def __init__(self, reason: str = "version_taken") -> None:
+        self.reason = reason
+        super().__init__(reason)
 
 
 class StorageBackend(abc.ABC):
@@ -131,6 +137,21 @@ class StorageBackend(abc.ABC):
         """
         request = build(await self.stream_head(tenant_id, stream_id))
         return request, await self.append(request)
+
+    @asynccontextmanager
+    async def hold_stream(self, tenant_id: str, stream_id: str) -> AsyncIterator[None]:
+        """Until the block ends, no other append to the stream commits: every read and
+        append the calling task makes inside goes through one write transaction that
+        holds the stream, committed when the block ends (rolled back if it raises).
+
+        What a write that decides from what it reads (a thread delete, a prune) falls
+        back on when appends to its stream keep moving the version it decided at.
+        SQLite holds its one writer (``BEGIN IMMEDIATE``); PostgreSQL takes the stream's
+        transaction lock and locks its stream-heads row, which every append to the
+        stream updates. The default holds nothing (backends of one process, where the
+        caller's own lock suffices). Only the calling task may use the log inside.
+        """
+        yield
 
     async def stream_heads(
         self, keys: Sequence[tuple[str, str]]

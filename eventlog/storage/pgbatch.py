@@ -154,14 +154,17 @@ def _event_arrays(requests: Sequence[AppendRequest]) -> list[list[Any]]:
 
 def _blob_rows(requests: Sequence[AppendRequest]) -> list[tuple[Any, ...]]:
     """One row per (tenant, digest), its reference counts summed (a statement cannot
-    upsert one row twice)."""
+    upsert one row twice), sorted."""
     rows: dict[tuple[str, bytes], tuple[bytes, int]] = {}
     for request in requests:
         for digest, (payload, count) in request.blob_adds.items():
             key = (request.tenant_id, digest)
             rows[key] = (payload, rows.get(key, (payload, 0))[1] + count)
+    # In (tenant, digest) order, as every other append touches blob rows: two appends
+    # locking shared rows in opposite orders deadlock (a large thread copy against a
+    # delete of its source did, issue 21 item 5).
     return [(tenant, digest, len(payload), count, payload)
-            for (tenant, digest), (payload, count) in rows.items()]
+            for (tenant, digest), (payload, count) in sorted(rows.items())]
 
 
 def _change_arrays(requests: Sequence[AppendRequest], shape: Shape,

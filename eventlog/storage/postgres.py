@@ -26,9 +26,11 @@ hot paths:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
 from collections.abc import AsyncIterator, Callable, Generator, Mapping, Sequence
 from contextlib import asynccontextmanager
+from contextvars import ContextVar
 from typing import Any, TypeVar
 
 import asyncpg
@@ -102,6 +104,9 @@ _CONNECTION_LOST = (
     # mid-operation ("cannot switch to state 11; another operation (2) is in progress").
     "InternalClientError",
 )
+_ROLLED_BACK = ("40P01", "40001")
+"""SQLSTATEs of a transaction the server rolled back: deadlock detected, serialization
+failure."""
 MAX_PARAMS = 32_767
 """The most parameters one statement may carry (the protocol counts them in 16 bits)."""
 MAX_SINGLE_PARTS = 64
@@ -138,6 +143,8 @@ class PostgresBackend(SqlBackend):
         # asked how far it has replayed before it is opened).
         self._pool = ConnectionPool(url, pool_size) if url is not None else None
         self._statements: dict[tuple[Any, ...], str] = {}
+        self._held: ContextVar[Any] = ContextVar(f"eventlog_held_{id(self)}", default=None)
+        """The connection of the `hold_stream` the current task is inside, if any."""
         super().__init__(schema=schema)
         tables = {**self.views, "events": self.events, "blobs": self.blobs}
         self._batches = BatchStatements(self.qualified, tables, self.view_keys)
@@ -147,6 +154,14 @@ class PostgresBackend(SqlBackend):
         self._select_events = f"SELECT {', '.join(EVENT_READ_COLUMNS)} FROM {events}"
         self._head_sql = (f"SELECT stream_version, hash FROM {events} WHERE tenant_id = $1 "
                           "AND stream_id = $2 ORDER BY stream_version DESC LIMIT 1")
+        self._reserve_sql = (
+            f"INSERT INTO {events} (tenant_id, stream_id, stream_version, event_id, type, "
+            "data, recorded_at, prev_hash, hash) SELECT $1::text, $2::text, "
+            "COALESCE(max(stream_version), 0) + 1, $3, 'reserved', ''::bytea, now(), "
+            f"''::bytea, ''::bytea FROM {events} WHERE tenant_id = $1::text "
+            "AND stream_id = $2::text "
+            "RETURNING position")
+        self._unreserve_sql = f"DELETE FROM {events} WHERE position = $1"
 
     def new_param(self) -> Numbered:
         return Numbered()
@@ -190,7 +205,12 @@ class PostgresBackend(SqlBackend):
     @asynccontextmanager
     async def driver_connection(self) -> AsyncIterator[Any]:
         """A raw asyncpg connection: from our own pool when we own the connections,
-        else the one under a pooled connection of the application's engine."""
+        else the one under a pooled connection of the application's engine; inside
+        `hold_stream`, the holding transaction's."""
+        held = self._held.get()
+        if held is not None:
+            yield held
+            return
         if self._pool is not None:
             async with self._pool.connection() as driver:
                 yield driver
@@ -201,6 +221,46 @@ class PostgresBackend(SqlBackend):
             yield fairy.driver_connection
 
     # -- the append ----------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def hold_stream(self, tenant_id: str, stream_id: str) -> AsyncIterator[None]:
+        # The stream's transaction lock queues holders and fallback appends
+        # (`append_at_head`). Every other append of the stream inserts its first event
+        # at the next version before it touches anything else: the holder reserves that
+        # version with a row it inserts and deletes at once (invisible to everyone, to
+        # itself too, yet still in the unique index until this transaction ends), so such
+        # an append waits on it holding nothing, then fails as a lost race and retries.
+        # Its own append reuses the version freely (a key it deleted itself).
+        inside = False  # an error of the caller's block passes through as it is
+        try:
+            async with self.driver_connection() as driver, driver.transaction():
+                await driver.execute(_STREAM_LOCK, tenant_id, stream_id)
+                await self._reserve_next_version(driver, tenant_id, stream_id)
+                token = self._held.set(driver)
+                try:
+                    inside = True
+                    yield
+                    inside = False
+                finally:
+                    self._held.reset(token)
+        except Exception as error:
+            if inside:
+                raise
+            # The commit's failure is the append's: a lost connection leaves it unknown.
+            raise self.translate(error, "append") from error
+
+    async def _reserve_next_version(self, driver: Any, tenant_id: str, stream_id: str) -> None:
+        """Insert and delete a row at the stream's next version (see `hold_stream`); an
+        append committing first takes that version, and the next one is tried."""
+        while True:
+            try:
+                async with driver.transaction():
+                    position = await driver.fetchval(
+                        self._reserve_sql, tenant_id, stream_id, uuid.uuid4())
+                    await driver.execute(self._unreserve_sql, position)
+                return
+            except asyncpg.UniqueViolationError:
+                continue
 
     async def append(self, request: AppendRequest) -> list[int]:
         statement = self.single_statement(request)
@@ -213,7 +273,11 @@ class PostgresBackend(SqlBackend):
         """Run one append statement (never retried here: the log resolves a lost commit)."""
         try:
             async with self.driver_connection() as driver:
-                rows: list[Any] = await driver.fetch(sql, *params)
+                # Inside a hold, a savepoint: a statement the server rolls back (a
+                # deadlock) must not abort the holding transaction.
+                held = driver.transaction() if self._held.get() is not None else None
+                async with held or contextlib.nullcontext():
+                    rows: list[Any] = await driver.fetch(sql, *params)
                 return rows
         except Exception as error:
             raise self.translate(error, "append") from error
@@ -522,6 +586,15 @@ class PostgresBackend(SqlBackend):
             # Our own event ids are already stored: an earlier attempt whose outcome we
             # never heard did commit. The log looks them up and reports that append.
             return CommitOutcomeUnknown("postgresql", operation, "event ids already stored")
+        state = getattr(driver, "sqlstate", None)
+        if operation == "append" and self._held.get() is not None and state in _ROLLED_BACK:
+            # In a hold, another transaction is mid-append to what we write: the holder
+            # gives way (its caller decides again later, `hold_stream`).
+            return StreamVersionTaken("busy")
+        if operation == "append" and state in _ROLLED_BACK:
+            # The server rolled the append back to break a deadlock (or a serialization
+            # failure): nothing was written, and the log retries it like a lost race.
+            return StreamVersionTaken("deadlock")
         detail = f"{type(driver).__name__}: {driver}"
         if operation == "append" and _connection_lost(error):
             return CommitOutcomeUnknown("postgresql", operation, detail)
@@ -630,8 +703,12 @@ def _statement_params(request: AppendRequest, changes: list[tuple[int, Change]])
             request.tenant_id, request.stream_id, pending.version, pending.event_id,
             pending.type, pending.data, pending.recorded_at, pending.prev_hash, pending.hash,
         )
-    # Blob rows in digest order, as in the sequential append (SequentialAppend.statements).
-    for digest, (payload, count) in sorted(request.blob_adds.items()):
+    # Blob rows locked in digest order, as in the sequential append (its `statements`):
+    # PostgreSQL runs the data-modifying CTEs the main query does not read in the REVERSE
+    # of their order in the statement, so they are listed in descending order. (Listed
+    # ascending, a put locked shared blob rows in the opposite order to a delete
+    # releasing them, and the two deadlocked: issue 21, item 5.)
+    for digest, (payload, count) in sorted(request.blob_adds.items(), reverse=True):
         params += (request.tenant_id, digest, len(payload), count, payload)
     for index, change in changes:
         version = request.events[index].version

@@ -17,6 +17,7 @@ import sqlite3
 import uuid
 from collections.abc import AsyncIterator, Callable, Generator, Mapping, Sequence
 from contextlib import asynccontextmanager
+from contextvars import ContextVar
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -70,6 +71,9 @@ class SqliteBackend(SqlBackend):
         else:
             self.path, self.owned = engine.url.database, False
         self.engine = engine
+        self._held: ContextVar[AsyncConnection | None] = ContextVar(
+            f"eventlog_held_{id(self)}", default=None)
+        """The connection of the `hold_stream` the current task is inside, if any."""
         _install_connection_setup(engine)
         super().__init__(schema=None)
         self._decoders = view_decoders(self.views)
@@ -112,8 +116,35 @@ class SqliteBackend(SqlBackend):
                 yield connection
 
     @asynccontextmanager
+    async def hold_stream(self, tenant_id: str, stream_id: str) -> AsyncIterator[None]:
+        # SQLite has one writer: inside BEGIN IMMEDIATE no other append of any stream
+        # commits, and the reads made here see everything committed before it.
+        inside = False  # an error of the caller's block passes through as it is
+        try:
+            async with self.write_transaction() as connection:
+                token = self._held.set(connection)
+                try:
+                    inside = True
+                    yield
+                    inside = False
+                finally:
+                    self._held.reset(token)
+        except Exception as error:
+            if inside:
+                raise
+            raise self.translate(error, "append") from error
+
+    @asynccontextmanager
     async def read_connection(self) -> AsyncIterator[AsyncConnection]:
-        """A connection for one or more reads, with driver errors translated."""
+        """A connection for one or more reads, with driver errors translated; inside
+        `hold_stream`, the holding transaction's."""
+        held = self._held.get()
+        if held is not None:
+            try:
+                yield held
+            except Exception as error:
+                raise self.translate(error, "read") from error
+            return
         try:
             async with self.engine.connect() as connection:
                 yield connection
@@ -126,15 +157,19 @@ class SqliteBackend(SqlBackend):
         return (await self.append_batch([request]))[0]
 
     async def append_batch(self, requests: Sequence[AppendRequest]) -> list[list[int]]:
+        def write(sync: sa.Connection) -> list[list[int]]:
+            return [run_statements(self.sequential.statements(request),
+                                   lambda sql, values: sync.exec_driver_sql(sql, tuple(values)))
+                    for request in requests]
+
         try:
+            held = self._held.get()
+            if held is not None:  # in the holding transaction (the writer would wait on it)
+                return await held.run_sync(write)
             if self._writer is not None:
                 return await self._writer.append_batch(requests)
             async with self.write_transaction() as connection:
-                return await connection.run_sync(lambda sync: [
-                    run_statements(self.sequential.statements(request),
-                                   lambda sql, values: sync.exec_driver_sql(sql, tuple(values)))
-                    for request in requests
-                ])
+                return await connection.run_sync(write)
         except Exception as error:
             raise self.translate(error, "append") from error
 
@@ -153,15 +188,21 @@ class SqliteBackend(SqlBackend):
             built.append(build(None if row is None else (int(row[0]), bytes(row[1]))))
             return built[0]
 
+        def write(sync: sa.Connection) -> list[int]:
+            return run_statements(
+                self.sequential.statements(at_head(
+                    lambda sql, values: sync.exec_driver_sql(sql, tuple(values)))),
+                lambda sql, values: sync.exec_driver_sql(sql, tuple(values)))
+
         try:
-            if self._writer is not None:
+            held = self._held.get()
+            if held is not None:
+                positions = await held.run_sync(write)
+            elif self._writer is not None:
                 positions = await self._writer.append_built(lambda c: at_head(c.execute))
             else:
                 async with self.write_transaction() as connection:
-                    positions = await connection.run_sync(lambda sync: run_statements(
-                        self.sequential.statements(at_head(
-                            lambda sql, values: sync.exec_driver_sql(sql, tuple(values)))),
-                        lambda sql, values: sync.exec_driver_sql(sql, tuple(values))))
+                    positions = await connection.run_sync(write)
         except Exception as error:
             raise self.translate(error, "append") from error
         return built[0], positions
