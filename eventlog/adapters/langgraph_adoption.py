@@ -29,9 +29,8 @@ Pending writes keep their task and channel; their task path is not in LangGraph'
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -42,6 +41,7 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
+from eventlog.adapters._adoption import CHUNK, AdoptionReport, Progress, ThreadAppender
 from eventlog.adapters._frameworks import LANGGRAPH, MAF_ENCODING
 from eventlog.adapters.langgraph import AsyncEventlogSaver
 from eventlog.checkpoints.thread_records import (
@@ -57,30 +57,6 @@ from projections.query import ViewQuery
 from projections.threads import THREAD_CHECKPOINTS
 
 __all__ = ["CHUNK", "AdoptionReport", "adopt_langgraph", "export_langgraph"]
-
-CHUNK = 200
-"""The most checkpoints one adoption append carries."""
-
-Progress = Callable[[int, int | None], None]
-"""Called with (checkpoints done, checkpoints in all, when known)."""
-
-
-@dataclass
-class AdoptionReport:
-    """What an adoption or an export did (or, with ``dry_run``, would do)."""
-
-    source: str
-    target: str
-    dry_run: bool = False
-    threads: list[str] = field(default_factory=list)
-    """The threads that received checkpoints (or would)."""
-    checkpoints: int = 0
-    """Checkpoints adopted (or exported)."""
-    writes: int = 0
-    """Pending writes carried with them."""
-    skipped: int = 0
-    """Checkpoints the receiving side already held (an earlier run's)."""
-
 
 class _Unreadable:
     """What the wrapped serializer returns for a value it cannot load."""
@@ -168,17 +144,15 @@ async def _adopt_thread(
     report: AdoptionReport,
 ) -> int:
     """Adopt one thread; return how many source checkpoints it had."""
-    threads = target.log.checkpoints.threads
     found = [item async for item in saver.alist(_thread_config(thread_id))]
     found.sort(key=lambda item: str(item.config["configurable"]["checkpoint_id"]))
     if not found:
         return 0
     await target._claims.check(thread_id)
-    base = await threads.adoption_base(target.tenant_id, thread_id)
+    base = await target.log.checkpoints.threads.adoption_base(target.tenant_id, thread_id)
     stored = set(base.values)
-    version = base.version
-    chunk: list[Adoption] = []
-    adopted_here = 0
+    appender = ThreadAppender(target.log, target.tenant_id, thread_id, framework=LANGGRAPH,
+                              report=report, version=base.version)
     for item in found:
         key = (_namespace(item.config), str(item.config["configurable"]["checkpoint_id"]))
         present = key in base.checkpoints
@@ -186,36 +160,16 @@ async def _adopt_thread(
             adoption = await _adoption(target, saver, item, stored,
                                        base.writes if present else None)
         except AdoptionFailed:
-            if chunk and not report.dry_run:
-                await _append(target, thread_id, chunk, report, version)
+            await appender.flush()  # what came before it stays, whole
             raise
         if present:
             report.skipped += 1
-        if adoption is None:
-            continue
-        chunk.append(adoption)
-        adopted_here += 1
-        report.checkpoints += 0 if present else 1
-        report.writes += sum(len(task.writes) for task in adoption.writes)
-        if len(chunk) >= CHUNK:
-            if not report.dry_run:
-                version = await _append(target, thread_id, chunk, report, version)
-            chunk = []
-    if chunk and not report.dry_run:
-        await _append(target, thread_id, chunk, report, version)
-    if adopted_here:
+        if adoption is not None:
+            await appender.add(adoption, new=not present)
+    await appender.flush()
+    if appender.added:
         report.threads.append(thread_id)
     return len(found)
-
-
-async def _append(
-    target: AsyncEventlogSaver, thread_id: str, chunk: list[Adoption], report: AdoptionReport,
-    version: int,
-) -> int:
-    return await target.log.checkpoints.threads.adopt(
-        target.tenant_id, thread_id, chunk, framework=LANGGRAPH, source=report.source,
-        expected_version=version,
-    )
 
 
 async def _adoption(
