@@ -15,6 +15,7 @@ import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import asdict
+from pathlib import Path
 from typing import Any
 
 from rich.progress import Progress
@@ -23,6 +24,7 @@ from eventlog.cli.context import Context, add_command
 from eventlog.cli.errors import EXIT_OK, CommandError
 from eventlog.cli.render import pairs_table, plural
 from eventlog.cli.scope import require_tenant
+from eventlog.opening import local_path, open_log
 
 FRAMEWORKS = ("langgraph", "maf")
 """What ``adopt`` takes in and ``export`` writes out besides our own file format."""
@@ -85,7 +87,7 @@ async def run_adopt(context: Context) -> int:
     # The source is checked before the log is opened: one that is refused leaves no new,
     # empty log behind.
     async with (_source(args.framework, args.source) as (source, named, contents),
-                context.open(upgrade=True, create=True) as log):
+                _log(context) as log):
         with context.progress() as progress:
             report = await _adopt(args, log, source, named, contents, chosen,
                                   _advance(progress, "adopting"))
@@ -93,6 +95,23 @@ async def run_adopt(context: Context) -> int:
              else f"Adopted from {report.source}")
     _print(context, title, report)
     return EXIT_OK
+
+
+@asynccontextmanager
+async def _log(context: Context) -> AsyncIterator[Any]:
+    """The log (created or upgraded if need be); for a dry run of a local log that does
+    not exist yet, an empty one in memory: a dry run creates nothing."""
+    path = local_path(context.url)
+    if context.args.dry_run and path is not None and not Path(path).exists():  # noqa: ASYNC240
+        async with open_log("memory://") as log:
+            yield log
+        return
+    if context.args.dry_run:
+        async with context.open() as log:
+            yield log
+        return
+    async with context.open(upgrade=True, create=True) as log:
+        yield log
 
 
 async def _adopt(args: argparse.Namespace, log: Any, source: Any, named: str,
