@@ -5,8 +5,9 @@
 `export_langgraph` writes a tenant's LangGraph threads into one. Both go through the
 savers' own API, never their tables:
 
-- **In**: the source is read with ``alist`` (every thread: ``alist(None)`` once for the
-  thread ids, then each thread's checkpoints in every namespace), with ``aget_tuple`` for a
+- **In**: the source is read with ``alist`` (every thread: ``alist(None)`` once, kept
+  while it holds at most `KEPT` checkpoints; else it yields the thread ids and each
+  thread's checkpoints are listed again on its turn), with ``aget_tuple`` for a
   checkpoint whose listing carried no pending writes. Each thread's checkpoints are
   appended oldest first (by id, as LangGraph orders them) as exactly the events
   `AsyncEventlogSaver` writes (id, parent, metadata, the checkpoint with its ``ts``,
@@ -56,7 +57,11 @@ from eventlog.validation import check_id
 from projections.query import ViewQuery
 from projections.threads import THREAD_CHECKPOINTS
 
-__all__ = ["CHUNK", "AdoptionReport", "adopt_langgraph", "export_langgraph"]
+__all__ = ["CHUNK", "KEPT", "AdoptionReport", "adopt_langgraph", "export_langgraph"]
+
+KEPT = 20_000
+"""The most source checkpoints the listing of a whole source keeps for the adoption (with
+more, each thread is listed again on its turn, so memory stays bounded)."""
 
 class _Unreadable:
     """What the wrapped serializer returns for a value it cannot load."""
@@ -117,34 +122,44 @@ async def adopt_langgraph(
     report = AdoptionReport(source=source or type(saver).__name__, target=tenant_id,
                             dry_run=dry_run)
     async with _tolerant(saver):
-        threads, total = await _source_threads(saver, thread_ids)
+        threads, total, listed = await _source_threads(saver, thread_ids)
         done = 0
         for thread_id in threads:
-            done += await _adopt_thread(target, saver, thread_id, report)
+            done += await _adopt_thread(target, saver, thread_id, report,
+                                        listed.pop(thread_id, None))
             if progress is not None:
                 progress(done, total)
     return report
 
 
 async def _source_threads(
-    saver: BaseCheckpointSaver[Any], thread_ids: Iterable[str] | None
-) -> tuple[list[str], int | None]:
-    """The threads to adopt and, when the whole source was listed, how many checkpoints."""
+    saver: BaseCheckpointSaver[Any], thread_ids: Iterable[str] | None,
+) -> tuple[list[str], int | None, dict[str, list[CheckpointTuple]]]:
+    """The threads to adopt, how many checkpoints the source holds (when it was listed
+    whole) and the listing itself, by thread, while it stays under `KEPT` checkpoints
+    (beyond that each thread is listed again when its turn comes)."""
     if thread_ids is not None:
-        return sorted({check_id("thread_id", str(thread)) for thread in thread_ids}), None
+        return sorted({check_id("thread_id", str(thread)) for thread in thread_ids}), None, {}
     counts: dict[str, int] = {}
+    kept: dict[str, list[CheckpointTuple]] | None = {}
     async for found in saver.alist(None):
         thread_id = str(found.config["configurable"]["thread_id"])
         counts[thread_id] = counts.get(thread_id, 0) + 1
-    return sorted(counts), sum(counts.values())
+        if kept is not None:
+            kept.setdefault(thread_id, []).append(found)
+            if sum(counts.values()) > KEPT:
+                kept = None  # too many to hold: each thread is listed on its turn
+    return sorted(counts), sum(counts.values()), kept or {}
 
 
 async def _adopt_thread(
     target: AsyncEventlogSaver, saver: BaseCheckpointSaver[Any], thread_id: str,
-    report: AdoptionReport,
+    report: AdoptionReport, listed: list[CheckpointTuple] | None,
 ) -> int:
-    """Adopt one thread; return how many source checkpoints it had."""
-    found = [item async for item in saver.alist(_thread_config(thread_id))]
+    """Adopt one thread (``listed``: its checkpoints, if the source was listed whole);
+    return how many source checkpoints it had."""
+    found = listed if listed is not None else [
+        item async for item in saver.alist(_thread_config(thread_id))]
     found.sort(key=lambda item: str(item.config["configurable"]["checkpoint_id"]))
     if not found:
         return 0

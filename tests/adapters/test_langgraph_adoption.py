@@ -15,6 +15,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.types import Command
 
 from eventlog import open_log
+from eventlog.adapters import langgraph_adoption
 from eventlog.adapters.langgraph import AsyncEventlogSaver
 from eventlog.adapters.langgraph_adoption import adopt_langgraph, export_langgraph
 from eventlog.adapters.langgraph_sources import open_langgraph_saver
@@ -64,6 +65,7 @@ def schema(kind: str, request: pytest.FixtureRequest) -> str:
     return str(request.getfixturevalue("pg_schema"))
 
 
+@pytest.mark.adopt
 async def test_an_interrupted_thread_resumes_on_the_log_as_on_langgraph(
     kind: str, schema: str, tmp_path: Path,
 ) -> None:
@@ -100,6 +102,7 @@ async def test_an_interrupted_thread_resumes_on_the_log_as_on_langgraph(
         assert all(item.ts for item in adopted[0].checkpoints)
 
 
+@pytest.mark.adopt
 async def test_a_rerun_adopts_only_what_the_source_added_since(
     kind: str, schema: str, tmp_path: Path,
 ) -> None:
@@ -119,6 +122,22 @@ async def test_a_rerun_adopts_only_what_the_source_added_since(
         assert first.checkpoints == third.skipped
         assert await history(source, thread_id) == await history(ours, thread_id)
         assert (await log.verify()).ok
+
+
+async def test_a_source_too_large_to_keep_is_listed_again_thread_by_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Beyond KEPT checkpoints the first listing only names the threads: each is listed
+    again on its turn, and the adoption is the same."""
+    monkeypatch.setattr(langgraph_adoption, "KEPT", 3)
+    async with sqlite_saver(tmp_path / "lg.db") as source, our_log(tmp_path) as log:
+        for thread_id in ("a", "b"):
+            await build(source).ainvoke({"items": []}, thread(thread_id))
+        report = await adopt_langgraph(log, source, tenant_id=TENANT)
+        ours = AsyncEventlogSaver(log, tenant_id=TENANT)
+        assert ["a", "b"] == report.threads
+        for thread_id in ("a", "b"):
+            assert await history(source, thread_id) == await history(ours, thread_id)
 
 
 async def test_dry_run_counts_and_writes_nothing(tmp_path: Path) -> None:
@@ -213,6 +232,7 @@ async def test_postgres_sources_without_the_tables_or_of_another_version_are_ref
             pass
 
 
+@pytest.mark.adopt
 async def test_export_then_resume_on_langgraph_saver(
     kind: str, schema: str, tmp_path: Path,
 ) -> None:

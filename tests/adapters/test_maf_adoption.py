@@ -45,6 +45,7 @@ async def _lineage(storage: FileCheckpointStorage | EventlogCheckpointStorage
                    c.state, sorted(c.pending_request_info_events)) for c in found)
 
 
+@pytest.mark.adopt
 async def test_a_paused_workflow_restores_on_the_log_as_on_the_file_store(
     tmp_path: Path,
 ) -> None:
@@ -79,6 +80,7 @@ async def test_a_paused_workflow_restores_on_the_log_as_on_the_file_store(
             (m.framework, m.source) for m in marks]
 
 
+@pytest.mark.adopt
 async def test_export_then_restore_on_the_file_store(tmp_path: Path) -> None:
     """The reverse: paused on the log, exported to a file store, restored there: the same
     lineage and output; exporting again writes nothing."""

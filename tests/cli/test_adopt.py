@@ -25,6 +25,7 @@ def _langgraph_source(path: Path, thread_id: str = "t-1") -> None:
     asyncio.run(run())
 
 
+@pytest.mark.adopt
 def test_adopt_langgraph_then_timeline_and_verify_tell_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -85,6 +86,7 @@ def test_a_source_that_is_not_a_savers_store_is_exit_2_and_nothing_is_written(
     assert not log.exists()
 
 
+@pytest.mark.adopt
 def test_export_langgraph_writes_a_savers_database(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -110,6 +112,7 @@ def test_export_langgraph_writes_a_savers_database(
                                "--url", url])
 
 
+@pytest.mark.adopt
 def test_adopt_and_export_maf(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     files = tmp_path / "files"
 
