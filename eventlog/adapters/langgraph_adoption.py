@@ -30,6 +30,7 @@ Pending writes keep their task and channel; their task path is not in LangGraph'
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -142,7 +143,7 @@ async def _source_threads(
         return sorted({check_id("thread_id", str(thread)) for thread in thread_ids}), None, {}
     counts: dict[str, int] = {}
     kept: dict[str, list[CheckpointTuple]] | None = {}
-    async for found in saver.alist(None):
+    async for found in _listing(saver, None):
         thread_id = str(found.config["configurable"]["thread_id"])
         counts[thread_id] = counts.get(thread_id, 0) + 1
         if kept is not None:
@@ -159,7 +160,7 @@ async def _adopt_thread(
     """Adopt one thread (``listed``: its checkpoints, if the source was listed whole);
     return how many source checkpoints it had."""
     found = listed if listed is not None else [
-        item async for item in saver.alist(_thread_config(thread_id))]
+        item async for item in _listing(saver, _thread_config(thread_id))]
     found.sort(key=lambda item: str(item.config["configurable"]["checkpoint_id"]))
     if not found:
         return 0
@@ -205,7 +206,7 @@ async def _adoption(
         raise failed(item.checkpoint.reason())
     writes = item.pending_writes
     if writes is None:  # a saver whose listing leaves the writes out
-        again = await saver.aget_tuple(item.config)
+        again = await _get(saver, item.config)
         writes = [] if again is None or again.pending_writes is None else again.pending_writes
     try:
         tasks: dict[str, list[tuple[int, str, Payload]]] = {}
@@ -277,7 +278,7 @@ async def export_langgraph(
         found = [item async for item in ours.alist(_thread_config(thread_id))]
         found.sort(key=lambda item: str(item.config["configurable"]["checkpoint_id"]))
         held = {(_namespace(item.config), str(item.config["configurable"]["checkpoint_id"]))
-                async for item in saver.alist(_thread_config(thread_id))}
+                async for item in _listing(saver, _thread_config(thread_id))}
         written: set[tuple[str, str, str]] = set()
         exported = 0
         for item in found:
@@ -312,12 +313,12 @@ async def _export_one(
     }}
     if parent is None:
         del config["configurable"]["checkpoint_id"]
-    stored = await saver.aput(config, item.checkpoint, item.metadata, new_versions)
+    stored = await _put(saver, config, item.checkpoint, item.metadata, new_versions)
     tasks: dict[str, list[tuple[str, Any]]] = {}
     for task_id, channel, value in item.pending_writes or []:
         tasks.setdefault(task_id, []).append((channel, value))
     for task_id, writes in tasks.items():
-        await saver.aput_writes(stored, writes, task_id)
+        await _put_writes(saver, stored, writes, task_id)
         report.writes += len(writes)
     report.checkpoints += 1
     return 1
@@ -330,6 +331,43 @@ async def _langgraph_threads(log: EventLog, tenant_id: str) -> list[str]:
         columns=("thread_id", "state_encoding"),
     ))
     return sorted({row["thread_id"] for row in rows if row["state_encoding"] != MAF_ENCODING})
+
+
+# LangGraph's sync savers (SqliteSaver, PostgresSaver) leave the async methods
+# unimplemented: their sync ones then run in a worker thread.
+
+async def _listing(
+    saver: BaseCheckpointSaver[Any], config: RunnableConfig | None,
+) -> AsyncIterator[CheckpointTuple]:
+    try:
+        async for item in saver.alist(config):
+            yield item
+    except NotImplementedError:
+        for item in await asyncio.to_thread(lambda: list(saver.list(config))):
+            yield item
+
+
+async def _get(saver: BaseCheckpointSaver[Any], config: RunnableConfig) -> CheckpointTuple | None:
+    try:
+        return await saver.aget_tuple(config)
+    except NotImplementedError:
+        return await asyncio.to_thread(saver.get_tuple, config)
+
+
+async def _put(saver: BaseCheckpointSaver[Any], config: RunnableConfig, checkpoint: Any,
+               metadata: Any, new_versions: Any) -> RunnableConfig:
+    try:
+        return await saver.aput(config, checkpoint, metadata, new_versions)
+    except NotImplementedError:
+        return await asyncio.to_thread(saver.put, config, checkpoint, metadata, new_versions)
+
+
+async def _put_writes(saver: BaseCheckpointSaver[Any], config: RunnableConfig,
+                      writes: list[tuple[str, Any]], task_id: str) -> None:
+    try:
+        await saver.aput_writes(config, writes, task_id)
+    except NotImplementedError:
+        await asyncio.to_thread(saver.put_writes, config, writes, task_id)
 
 
 def _thread_config(thread_id: str) -> RunnableConfig:

@@ -4,6 +4,7 @@ ends exactly as it does on LangGraph's saver, with the same history."""
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -138,6 +139,48 @@ async def test_a_source_too_large_to_keep_is_listed_again_thread_by_thread(
         assert ["a", "b"] == report.threads
         for thread_id in ("a", "b"):
             assert await history(source, thread_id) == await history(ours, thread_id)
+
+
+async def test_langgraphs_sync_savers_are_read_and_written_through_their_sync_methods(
+    tmp_path: Path,
+) -> None:
+    """SqliteSaver (sync: its async methods are not implemented) is adopted from and
+    exported to like the async savers."""
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    thread_id = fresh_id("th")
+    with SqliteSaver.from_conn_string(str(tmp_path / "sync.db")) as source:
+        build(source).invoke({"items": []}, thread(thread_id))
+        async with our_log(tmp_path) as log:
+            report = await adopt_langgraph(log, source, tenant_id=TENANT)
+            ours = AsyncEventlogSaver(log, tenant_id=TENANT)
+            assert [thread_id] == report.threads
+            assert await history(ours, thread_id) == [
+                row async for row in _sync_history(source, thread_id)]
+            with SqliteSaver.from_conn_string(str(tmp_path / "out.db")) as target:
+                await export_langgraph(log, target, tenant_id=TENANT)
+                assert [row async for row in _sync_history(target, thread_id)] == await history(
+                    ours, thread_id)
+
+
+async def _sync_history(saver: Any, thread_id: str) -> AsyncIterator[tuple[Any, ...]]:
+    for row in await asyncio.to_thread(_collect_sync, saver, thread_id):
+        yield row
+
+
+def _collect_sync(saver: Any, thread_id: str) -> list[tuple[Any, ...]]:
+    found = []
+    for item in saver.list(thread(thread_id)):
+        configurable = item.config["configurable"]
+        parent = None if item.parent_config is None else item.parent_config[
+            "configurable"]["checkpoint_id"]
+        found.append((
+            configurable.get("checkpoint_ns", ""), configurable["checkpoint_id"], parent,
+            item.metadata, item.checkpoint["channel_values"], item.checkpoint["ts"],
+            sorted((task, channel, repr(value))
+                   for task, channel, value in item.pending_writes or []),
+        ))
+    return sorted(found, key=lambda row: (row[1], row[0]))
 
 
 async def test_dry_run_counts_and_writes_nothing(tmp_path: Path) -> None:
