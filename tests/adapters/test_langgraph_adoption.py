@@ -11,6 +11,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.types import Command
@@ -269,6 +270,13 @@ async def test_postgres_sources_without_the_tables_or_of_another_version_are_ref
         async with open_langgraph_saver(postgres_url(pg_schema)):
             pass
     async with postgres_saver(pg_schema) as saver:
+        await build(saver).ainvoke({"items": []}, thread("t-1"))
+    async with open_langgraph_saver(postgres_url(pg_schema)) as source:  # read-only
+        assert 0 < len([t async for t in source.alist(None)])
+        with pytest.raises(psycopg.errors.ReadOnlySqlTransaction):
+            await source.adelete_thread("t-1")
+    async with postgres_saver(pg_schema) as saver:
+        assert 0 < len([t async for t in saver.alist(None)])
         await saver.conn.execute("INSERT INTO checkpoint_migrations (v) VALUES (999)")
     with pytest.raises(SourceRefused, match="at migration 999, newer"):
         async with open_langgraph_saver(postgres_url(pg_schema)):
