@@ -118,7 +118,9 @@ async def adopt_langgraph(
     would have written it, each append marked `ThreadAdopted` from ``source`` (default:
     the saver's class name). ``dry_run`` counts and writes nothing. Raises
     `AdoptionFailed` naming a checkpoint that cannot be read; `FrameworkConflict` for a
-    thread that is an Agent Framework workflow of the tenant."""
+    thread that is an Agent Framework workflow of the tenant. The saver's ``serde`` is
+    wrapped while the call runs (see the module docstring): give it a saver nothing else
+    uses meanwhile."""
     target = AsyncEventlogSaver(log, tenant_id=tenant_id, serde=serde)
     report = AdoptionReport(source=source or type(saver).__name__, target=tenant_id,
                             dry_run=dry_run)
