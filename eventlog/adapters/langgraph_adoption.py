@@ -279,7 +279,8 @@ async def export_langgraph(
     for thread_id in threads:
         found = [item async for item in ours.alist(_thread_config(thread_id))]
         found.sort(key=lambda item: str(item.config["configurable"]["checkpoint_id"]))
-        held = {(_namespace(item.config), str(item.config["configurable"]["checkpoint_id"]))
+        held = {(_namespace(item.config), str(item.config["configurable"]["checkpoint_id"])):
+                _task_writes(item.pending_writes or [])
                 async for item in _listing(saver, _thread_config(thread_id))}
         written: set[tuple[str, str, str]] = set()
         exported = 0
@@ -294,16 +295,29 @@ async def export_langgraph(
 
 
 async def _export_one(
-    saver: BaseCheckpointSaver[Any], item: CheckpointTuple, held: set[tuple[str, str]],
+    saver: BaseCheckpointSaver[Any], item: CheckpointTuple,
+    held: dict[tuple[str, str], dict[str, list[tuple[str, str]]]],
     written: set[tuple[str, str, str]], report: AdoptionReport,
 ) -> int:
+    """Put one checkpoint and its writes; for one the target holds, only the writes of
+    the tasks whose writes there differ (each task's writes again whole: the saver keeps
+    the first per index, so what it has stays), and return 0."""
     configurable = item.config["configurable"]
     thread_id, namespace = str(configurable["thread_id"]), _namespace(item.config)
     checkpoint_id = str(configurable["checkpoint_id"])
     versions = item.checkpoint["channel_versions"]
-    if (namespace, checkpoint_id) in held:
+    tasks: dict[str, list[tuple[str, Any]]] = {}
+    for task_id, channel, value in item.pending_writes or []:
+        tasks.setdefault(task_id, []).append((channel, value))
+    there = held.get((namespace, checkpoint_id))
+    if there is not None:
         report.skipped += 1
         written.update((namespace, name, str(v)) for name, v in versions.items())
+        ours = _task_writes(item.pending_writes or [])
+        for task_id, writes in tasks.items():
+            if ours[task_id] != there.get(task_id):
+                await _put_writes(saver, item.config, writes, task_id)
+                report.writes += len(writes)
         return 0
     new_versions = {name: v for name, v in versions.items()
                     if (namespace, name, str(v)) not in written}
@@ -316,14 +330,20 @@ async def _export_one(
     if parent is None:
         del config["configurable"]["checkpoint_id"]
     stored = await _put(saver, config, item.checkpoint, item.metadata, new_versions)
-    tasks: dict[str, list[tuple[str, Any]]] = {}
-    for task_id, channel, value in item.pending_writes or []:
-        tasks.setdefault(task_id, []).append((channel, value))
     for task_id, writes in tasks.items():
         await _put_writes(saver, stored, writes, task_id)
         report.writes += len(writes)
     report.checkpoints += 1
     return 1
+
+
+def _task_writes(writes: Iterable[tuple[str, str, Any]]) -> dict[str, list[tuple[str, str]]]:
+    """Each task's writes as (channel, value's repr), sorted: what tells two stores'
+    pending writes of a checkpoint apart."""
+    tasks: dict[str, list[tuple[str, str]]] = {}
+    for task_id, channel, value in writes:
+        tasks.setdefault(str(task_id), []).append((channel, repr(value)))
+    return {task_id: sorted(found) for task_id, found in tasks.items()}
 
 
 async def _langgraph_threads(log: EventLog, tenant_id: str) -> list[str]:

@@ -299,12 +299,23 @@ async def test_export_then_resume_on_langgraph_saver(
         assert await history(ours, thread_id) == await history(target, thread_id)
         assert await state_history(ours, thread_id) == await state_history(target, thread_id)
         again = await export_langgraph(log, target, tenant_id=TENANT)
-        assert (0, report.checkpoints) == (again.checkpoints, again.skipped)
+        assert (0, 0, report.checkpoints) == (again.checkpoints, again.writes, again.skipped)
         on_target = await build(target).ainvoke(Command(resume="yes"), config)
         on_ours = await build(ours).ainvoke(Command(resume="yes"), config)
         assert on_ours == on_target
         assert [row[2:] for row in await state_history(ours, thread_id)] == [
             row[2:] for row in await state_history(target, thread_id)]
+
+    other = fresh_id("th")  # went on here after its export: a second export catches up
+    async with source_saver(kind, tmp_path, schema) as (target, url), our_log(tmp_path) as log:
+        ours = AsyncEventlogSaver(log, tenant_id=TENANT)
+        await build(ours).ainvoke({"items": []}, thread(other))
+        await export_langgraph(log, target, tenant_id=TENANT, thread_ids=[other])
+        await build(ours).ainvoke(Command(resume="later"), thread(other))
+        later = await export_langgraph(log, target, tenant_id=TENANT, thread_ids=[other])
+        assert 0 < later.checkpoints
+        assert 0 < later.writes
+        assert await history(ours, other) == await history(target, other)
 
 
 async def _events(log: Any, thread_id: str) -> AsyncIterator[Any]:
