@@ -21,8 +21,8 @@ from eventlog.adapters import langgraph_adoption
 from eventlog.adapters.langgraph import AsyncEventlogSaver
 from eventlog.adapters.langgraph_adoption import adopt_langgraph, export_langgraph
 from eventlog.adapters.langgraph_sources import open_langgraph_saver
-from eventlog.checkpoints import ThreadAdopted
-from eventlog.errors import AdoptionFailed, SourceRefused
+from eventlog.checkpoints import ThreadAdopted, ThreadCheckpointPut
+from eventlog.errors import AdoptionFailed, SourceRefused, VersionConflict
 from projections import compare_views
 from tests.adapters.langgraph_stores import (
     build,
@@ -182,6 +182,26 @@ def _collect_sync(saver: Any, thread_id: str) -> list[tuple[Any, ...]]:
                    for task, channel, value in item.pending_writes or []),
         ))
     return sorted(found, key=lambda row: (row[1], row[0]))
+
+
+async def test_two_adoptions_at_once_never_add_a_checkpoint_twice(tmp_path: Path) -> None:
+    """Both read the thread empty; the second append's fence fails (VersionConflict)
+    instead of adding the checkpoints again, and a re-run then has nothing to do."""
+    thread_id = fresh_id("th")
+    async with sqlite_saver(tmp_path / "lg.db") as source, our_log(tmp_path) as log:
+        await build(source).ainvoke({"items": []}, thread(thread_id))
+        outcomes = await asyncio.gather(
+            adopt_langgraph(log, source, tenant_id=TENANT, thread_ids=[thread_id]),
+            adopt_langgraph(log, source, tenant_id=TENANT, thread_ids=[thread_id]),
+            return_exceptions=True)
+        failed = [o for o in outcomes if isinstance(o, BaseException)]
+        assert all(isinstance(o, VersionConflict) for o in failed)
+        again = await adopt_langgraph(log, source, tenant_id=TENANT)
+        assert 0 == again.checkpoints
+        puts = [e async for e in _events(log, thread_id)
+                if isinstance(e.event, ThreadCheckpointPut)]
+        assert len(puts) == len({(e.event.namespace, e.event.checkpoint_id) for e in puts})
+        assert (await log.verify()).ok
 
 
 async def test_dry_run_counts_and_writes_nothing(tmp_path: Path) -> None:
