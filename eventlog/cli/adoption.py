@@ -21,9 +21,10 @@ from typing import Any
 from rich.progress import Progress
 
 from eventlog.cli.context import Context, add_command
-from eventlog.cli.errors import EXIT_OK, CommandError
+from eventlog.cli.errors import EXIT_OK, EXIT_OPERATIONAL, CommandError
 from eventlog.cli.render import pairs_table, plural
 from eventlog.cli.scope import require_tenant
+from eventlog.errors import VersionConflict
 from eventlog.opening import local_path, open_log
 
 FRAMEWORKS = ("langgraph", "maf")
@@ -89,8 +90,14 @@ async def run_adopt(context: Context) -> int:
     async with (_source(args.framework, args.source) as (source, named, contents),
                 _log(context) as log):
         with context.progress() as progress:
-            report = await _adopt(args, log, source, named, contents, chosen,
-                                  _advance(progress, "adopting"))
+            try:
+                report = await _adopt(args, log, source, named, contents, chosen,
+                                      _advance(progress, "adopting"))
+            except VersionConflict as error:
+                raise CommandError(
+                    f"a thread changed while it was being adopted (another adoption, or a "
+                    f"writer, at the same time): {error}. What was adopted before stays; run "
+                    "the same command again to continue", EXIT_OPERATIONAL) from error
     title = (f"Would adopt from {report.source}" if report.dry_run
              else f"Adopted from {report.source}")
     _print(context, title, report)
