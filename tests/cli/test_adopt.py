@@ -129,3 +129,25 @@ def test_adopt_and_export_maf(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert sorted(p.name for p in files.glob("*.json")) == sorted(
         p.name for p in (tmp_path / "out").glob("*.json"))
     assert EXIT_OK == main(["verify", "--url", url])
+
+
+def test_a_thread_that_changed_during_the_adoption_is_one_line_and_exit_3(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Another adoption (or a writer) moved the thread between the read and the append:
+    the command says so and that a re-run continues (the race itself is
+    tests/adapters/test_langgraph_adoption.py's two adoptions at once)."""
+    from eventlog.adapters import langgraph_adoption
+    from eventlog.errors import VersionConflict
+
+    async def raced(*_args: object, **_kwargs: object) -> None:
+        raise VersionConflict("thread:t-1", 0, 11)
+
+    monkeypatch.setattr(langgraph_adoption, "adopt_langgraph", raced)
+    source = tmp_path / "langgraph.db"
+    _langgraph_source(source)
+    assert 3 == main(["adopt", "langgraph", str(source), "--tenant", TENANT,
+                      "--url", f"sqlite:///{tmp_path / 'log.db'}"])
+    error = capsys.readouterr().err
+    assert "a thread changed while it was being adopted" in error
+    assert "run the same command again to continue" in error
