@@ -15,9 +15,10 @@ import time
 from pathlib import Path
 
 SECTIONS = ("append", "checkpoints", "sqlite", "concurrency", "reads", "large", "threads",
-            "langgraph")
+            "langgraph", "adopt")
 """``langgraph`` is the LangGraph adapter against LangGraph's own saver (its own report,
-not in the ratio summary; skipped by ``--quick``)."""
+not in the ratio summary; skipped by ``--quick``); ``adopt`` times adopting 10,000
+checkpoints from LangGraph's AsyncPostgresSaver beside a plain ``alist`` of them."""
 
 
 def main() -> None:

@@ -88,6 +88,29 @@ class ReleaseNotHeld(InvalidInput):
                                     f"{held}; nothing was written")
 
 
+class SourceRefused(InvalidInput):
+    """A store named for adoption (or as an export's target) is not what it was said to
+    be: a database without the saver's tables, another major version of its schema, a
+    directory that is not a checkpoint file store. Nothing was written."""
+
+    def __init__(self, source: str, reason: str) -> None:
+        self.source = source
+        super().__init__("source", f"{source}: {reason}; nothing was written")
+
+
+class AdoptionFailed(InvalidInput):
+    """A checkpoint could not be taken from (or written to) another store: a value its
+    serializer does not know, a corrupt row. What went before it was committed whole and
+    verifies; a re-run continues from this checkpoint."""
+
+    def __init__(self, thread_id: str, checkpoint_id: str, reason: str) -> None:
+        self.thread_id = thread_id
+        self.checkpoint_id = checkpoint_id
+        super().__init__("checkpoint", (
+            f"thread {thread_id!r}, checkpoint {checkpoint_id}: {reason}; what came before "
+            "it in the thread was committed and a re-run continues from it"))
+
+
 class InvalidURL(EventLogError, ValueError):
     """A log URL is malformed or names a scheme no backend serves."""
 

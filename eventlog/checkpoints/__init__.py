@@ -8,6 +8,9 @@ Its events live in `eventlog.events.checkpoints` (importable without this store)
 from eventlog.checkpoints.records import CheckpointRecord, RunInfo, SessionInfo
 from eventlog.checkpoints.store import CheckpointStore
 from eventlog.checkpoints.thread_records import (
+    AdoptedWrites,
+    Adoption,
+    AdoptionBase,
     ChannelValue,
     Payload,
     ThreadCheckpoint,
@@ -17,6 +20,8 @@ from eventlog.checkpoints.threads import ThreadCheckpoints
 from eventlog.checkpoints.typed import TypedCheckpointStore
 from eventlog.events.checkpoints import CheckpointCreated, SessionDeleted
 from eventlog.events.threads import (
+    AdoptedCheckpoint,
+    ThreadAdopted,
     ThreadCheckpointPut,
     ThreadCheckpointsRemoved,
     ThreadCopied,
@@ -26,6 +31,10 @@ from eventlog.events.threads import (
 from eventlog.ids import uuid7
 
 __all__ = [
+    "AdoptedCheckpoint",
+    "AdoptedWrites",
+    "Adoption",
+    "AdoptionBase",
     "ChannelValue",
     "CheckpointCreated",
     "CheckpointRecord",
@@ -34,6 +43,7 @@ __all__ = [
     "RunInfo",
     "SessionDeleted",
     "SessionInfo",
+    "ThreadAdopted",
     "ThreadCheckpoint",
     "ThreadCheckpointPut",
     "ThreadCheckpoints",

@@ -53,3 +53,40 @@ class ThreadCheckpoint(msgspec.Struct, frozen=True, kw_only=True):
     state: Payload | None = None
     channels: dict[str, Payload] | None = None
     writes: list[ThreadWrite] | None = None
+
+
+class AdoptedWrites(msgspec.Struct, frozen=True, kw_only=True):
+    """One task's pending writes on a checkpoint being adopted: ``(idx, channel, value)``."""
+
+    task_id: str
+    task_path: str = ""
+    writes: list[tuple[int, str, Payload]]
+
+
+class Adoption(msgspec.Struct, frozen=True, kw_only=True):
+    """One checkpoint taken in from another store (`ThreadCheckpoints.adopt`): what a
+    put takes, the pending writes it had there, and the time the source recorded. Without
+    ``state`` it is writes only, for a checkpoint the thread already holds."""
+
+    checkpoint_id: str
+    state: Payload | None
+    namespace: str = ""
+    channels: dict[str, Payload | ChannelValue] = {}
+    parent_id: str | None = None
+    run_key: str | None = None
+    step: int | None = None
+    metadata: dict[str, Any] = {}
+    ts: str = ""
+    writes: list[AdoptedWrites] = []
+
+
+class AdoptionBase(msgspec.Struct, frozen=True, kw_only=True):
+    """What a thread already holds, for an adoption to add only what is new: its stream
+    version (the adoption's fence), its checkpoints as (namespace, id), its stored
+    channel values as (namespace, channel, version) and its pending writes as (namespace,
+    checkpoint id, task id, idx)."""
+
+    version: int
+    checkpoints: frozenset[tuple[str, str]]
+    values: frozenset[tuple[str, str, str]]
+    writes: frozenset[tuple[str, str, str, int]] = frozenset()

@@ -29,6 +29,10 @@ writes hang off a checkpoint. Decisions made here:
   pruning each append one event per affected thread that releases the blobs it orphans.
 - **A copy** appends `ThreadCopied` and then every checkpoint and write of the source as
   ordinary puts, in one append to the target thread.
+- **An adoption** (checkpoints taken in from another store: LangGraph's savers, Agent
+  Framework's file store) appends `ThreadAdopted` (the source, each checkpoint's original
+  time) and then the checkpoints and writes as ordinary puts, in one append fenced on the
+  version the adopter read, so two adoptions of one thread never both add a checkpoint.
 - **Reads are a fixed number of queries**: a page is one view query, then its writes and
   its channel values side by side, then one blob read, however many rows it has (in
   chunks of 500 keys).
@@ -50,6 +54,8 @@ from eventlog._logging import get_logger
 from eventlog.checkpoints import thread_decisions as decide
 from eventlog.checkpoints.decisions import normalise_metadata
 from eventlog.checkpoints.thread_records import (
+    Adoption,
+    AdoptionBase,
     ChannelValue,
     Payload,
     ThreadCheckpoint,
@@ -58,8 +64,10 @@ from eventlog.checkpoints.thread_records import (
 from eventlog.errors import InvalidInput, VersionConflict
 from eventlog.events import Event
 from eventlog.events.threads import (
+    AdoptedCheckpoint,
     BlobRef,
     CheckpointKey,
+    ThreadAdopted,
     ThreadCheckpointPut,
     ThreadCheckpointsRemoved,
     ThreadCopied,
@@ -423,6 +431,83 @@ class ThreadCheckpoints:
         logger.info("thread_copied", tenant=tenant_id, source=source, thread=target,
                     checkpoints=len(rows))
         return len(rows)
+
+    async def adoption_base(self, tenant_id: str, thread_id: str) -> AdoptionBase:
+        """What the thread holds now (its version first, so a later append fenced on it
+        fails rather than miss a concurrent put): see `AdoptionBase`."""
+        check_id("tenant_id", tenant_id)
+        decide.check_thread_id(thread_id)
+        version = await self._stream_version(tenant_id, decide.thread_stream(thread_id))
+        thread = {"tenant_id": tenant_id, "thread_id": thread_id}
+        rows = await self._log.query(ViewQuery(
+            THREAD_CHECKPOINTS, thread, columns=("namespace", "checkpoint_id")))
+        values = await self._log.query(ViewQuery(
+            THREAD_VALUES, thread, columns=("namespace", "channel", "channel_version")))
+        writes = await self._log.query(ViewQuery(
+            THREAD_WRITES, thread, columns=("namespace", "checkpoint_id", "task_id", "idx")))
+        return AdoptionBase(
+            writes=frozenset((row["namespace"], row["checkpoint_id"], row["task_id"],
+                              row["idx"]) for row in writes),
+            version=version,
+            checkpoints=frozenset((row["namespace"], row["checkpoint_id"]) for row in rows),
+            values=frozenset((row["namespace"], row["channel"], row["channel_version"])
+                             for row in values),
+        )
+
+    async def adopt(
+        self, tenant_id: str, thread_id: str, checkpoints: Sequence[Adoption], *,
+        framework: str, source: str, expected_version: int,
+    ) -> int:
+        """Append checkpoints adopted from ``source`` (with their writes) in one append:
+        `ThreadAdopted`, then each put and its writes as the adapter writes them. Fenced on
+        ``expected_version`` (`adoption_base`): `VersionConflict` if the thread changed
+        since. Returns the thread's new version (the fence of the next chunk)."""
+        check_id("tenant_id", tenant_id)
+        decide.check_thread_id(thread_id)
+        decide.check_path("framework", framework, empty=False)
+        decide.check_path("source", source, empty=False)
+        if not checkpoints:
+            return expected_version
+        events: list[Event] = []  # the ThreadAdopted goes first, once it is counted
+        attach: list[bytes] = []
+        adopted: list[AdoptedCheckpoint] = []
+        writes = 0
+        for item in checkpoints:
+            if item.state is not None:  # else writes only: the thread holds the checkpoint
+                put, blobs = decide.put_event(
+                    thread_id=thread_id, namespace=item.namespace,
+                    checkpoint_id=item.checkpoint_id, parent_id=item.parent_id,
+                    run_key=item.run_key, step=item.step, state=item.state,
+                    channels=item.channels, metadata=item.metadata,
+                    max_bytes=self._log.max_payload_bytes,
+                )
+                events.append(put)
+                attach += blobs
+                adopted.append(AdoptedCheckpoint(namespace=item.namespace,
+                                                 checkpoint_id=item.checkpoint_id,
+                                                 ts=decide.check_path("ts", item.ts)))
+            for task in item.writes:
+                plan = decide.plan_writes(task.writes)
+                if not plan.writes:
+                    continue
+                events.append(ThreadWritesPut(
+                    thread_id=thread_id, namespace=item.namespace,
+                    checkpoint_id=item.checkpoint_id, task_id=check_id("task_id", task.task_id),
+                    task_path=decide.check_path("task_path", task.task_path),
+                    writes=plan.writes,
+                ))
+                attach += plan.attach
+                writes += len(plan.writes)
+        events.insert(0, ThreadAdopted(thread_id=thread_id, framework=framework, source=source,
+                                       checkpoints=adopted, writes=writes))
+        async with self._lock(tenant_id, thread_id):
+            result = await self._log.append(
+                tenant_id, decide.thread_stream(thread_id), events,
+                expected_version=expected_version, attach=attach,
+            )
+        logger.info("thread_adopted", tenant=tenant_id, thread=thread_id,
+                    checkpoints=len(adopted), writes=writes)
+        return result.version
 
     # -- reads ---------------------------------------------------------------------------
 

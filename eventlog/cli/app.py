@@ -18,6 +18,7 @@ from rich.text import Text
 
 from eventlog.cli import (
     admin,
+    adoption,
     completion,
     demo,
     digest,
@@ -46,7 +47,8 @@ engines. Start with `eventlog demo`, then look at what it recorded with `eventlo
 `eventlog timeline` and `eventlog verify`."""
 
 _COMMAND_MODULES = (
-    demo, admin, logs, sessions, replay, report, verify, digest, transfer, completion,
+    demo, admin, logs, sessions, replay, report, verify, digest, transfer, adoption,
+    completion,
 )
 
 

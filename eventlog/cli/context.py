@@ -208,7 +208,7 @@ def mask_password(url: str) -> str:
     return re.sub(r"(://[^/:@]*):[^/@]*@", r"\1:***@", url)
 
 
-WRITERS = frozenset({"demo", "migrate", "cleanup", "import"})
+WRITERS = frozenset({"demo", "migrate", "cleanup", "import", "adopt"})
 """Commands that write: a hot standby (``--read-url``) is no use to them."""
 NO_LOG = frozenset({"completion"})
 """Commands that never open a log: no connection options, no ``--json``."""

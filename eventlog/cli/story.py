@@ -201,7 +201,7 @@ def tell_threads(
 
 
 _THREAD_EVENTS = (th.ThreadCheckpointPut, th.ThreadWritesPut, th.ThreadCopied,
-                  th.ThreadDeleted, th.ThreadCheckpointsRemoved)
+                  th.ThreadAdopted, th.ThreadDeleted, th.ThreadCheckpointsRemoved)
 
 
 def _created(created: ev.BatchCreated) -> str:

@@ -39,13 +39,16 @@ def thread_headline(tenant: str, story: ThreadStory) -> Text:
     asked_many = "interrupts" if asked == "interrupt" else "requests for a human"
     subgraphs = len([ns for ns in story.namespaces if ns])
     nested = f"{plural(subgraphs, 'subgraph namespace')}, " if subgraphs else ""
+    adoptions = sum(1 for mark in story.marks if mark.kind == "adopted")
+    adopted = f", {plural(adoptions, 'adoption')}" if adoptions else ""
     return Text.assemble(
         ("Thread ", "bold"), (story.thread_id, "bold cyan"), (" of tenant ", "bold"),
         (tenant, "bold cyan"), f" ({' and '.join(story.frameworks) or 'no checkpoints'}): "
         f"{plural(len(latest), 'checkpoint')}, {nested}"
         f"{plural(len(story.questions), asked, asked_many)} ({answered} answered), "
         f"{plural(forks, 'fork')}, {plural(unfinished, 'unfinished step')}, "
-        f"{plural(len(story.marks), 'deletion or copy', 'deletions or copies')}",
+        f"{plural(len(story.marks) - adoptions, 'deletion or copy', 'deletions or copies')}"
+        f"{adopted}",
     )
 
 

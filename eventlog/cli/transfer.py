@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from eventlog.cli import adoption
 from eventlog.cli.context import Context, add_command
 from eventlog.cli.errors import EXIT_FINDINGS, EXIT_OK, EXIT_OPERATIONAL, CommandError
 from eventlog.cli.horizon import DEFAULT_TIMEOUT_S
@@ -47,7 +48,12 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         "the transactions running at its start, then checks that it read every stream "
         "up to the version it held then. If a transaction left open hides some, it "
         "exits 3 and leaves no FILE (standard output gets no end record, so an import "
-        "refuses it as truncated).",
+        "refuses it as truncated). "
+        "`export langgraph TARGET` writes the tenant's LangGraph threads into LangGraph's own "
+        "saver instead (TARGET: postgresql://… or sqlite:///path or a path; its tables are "
+        "set up), and `export maf DIR` its Agent Framework workflows into a "
+        "FileCheckpointStorage directory, through the framework's own API, skipping the "
+        "checkpoints already there.",
     )
     export.add_argument("--tenant", required=True, metavar="T", help="the tenant to export")
     export.add_argument("--session", metavar="S",
@@ -60,7 +66,13 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
                         default=DEFAULT_TIMEOUT_S,
                         help="how long to wait for open PostgreSQL transactions to end "
                              f"before giving up (default {DEFAULT_TIMEOUT_S:g})")
-    export.add_argument("file", metavar="FILE", help="the JSON Lines file to write (- for stdout)")
+    export.add_argument("file", metavar="FILE",
+                        help="the JSON Lines file to write (- for stdout); or langgraph or "
+                             "maf, followed by TARGET")
+    export.add_argument("target", metavar="TARGET", nargs="?",
+                        help="after langgraph: the saver's database URL or path; after maf: "
+                             "the file store's directory")
+    adoption.add_selection(export)
     imported = add_command(
         commands, common, "import", "append an exported file's events to this log",
         run_import,
@@ -78,8 +90,21 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
 
 
 async def run_export(context: Context) -> int:
-    """Export to FILE (written whole, then renamed into place) or standard output."""
+    """Export to FILE (written whole, then renamed into place) or standard output; or,
+    as ``export langgraph|maf TARGET``, into a framework's own store."""
     args = context.args
+    if args.target is not None:
+        if args.file not in adoption.FRAMEWORKS:
+            raise CommandError(f"export takes one FILE, or langgraph or maf and a TARGET; "
+                               f"not {args.file!r} and {args.target!r}")
+        if args.session or args.without_state or args.force:
+            raise CommandError("--session, --without-state and --force are for an export "
+                               "FILE; to a framework use --thread (langgraph) or --workflow "
+                               "(maf)")
+        return await adoption.run_framework_export(context, args.file, args.target)
+    if args.thread or args.workflow:
+        raise CommandError("--thread and --workflow are for `export langgraph|maf TARGET`; "
+                           "an export FILE takes --session")
     to_stdout = args.file == "-"
     target = Path(args.file)
     # The command is one process doing one thing: blocking file checks cost nothing here.

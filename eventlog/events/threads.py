@@ -179,5 +179,31 @@ class ThreadCopied(ThreadEvent, tag="thread_copied", frozen=True, kw_only=True):
     writes: int = 0
 
 
+class AdoptedCheckpoint(msgspec.Struct, frozen=True, kw_only=True):
+    """One checkpoint taken in from another store: its namespace, id and the time the
+    source recorded for it (its own ``ts``, as the source wrote it)."""
+
+    namespace: str = ""
+    checkpoint_id: str
+    ts: str = ""
+
+
+@register_event
+class ThreadAdopted(ThreadEvent, tag="thread_adopted", frozen=True, kw_only=True):
+    """Checkpoints of the thread were adopted from another checkpoint store.
+
+    The puts and writes that follow in the same append are what ``source`` held, written
+    exactly as the framework's adapter writes them: this event is what says they were
+    adopted, from where (``framework`` and ``source``, a URL without its password), and
+    when each was first recorded there (``checkpoints[].ts``); the append's own time is
+    when the adoption happened.
+    """
+
+    framework: str
+    source: str
+    checkpoints: list[AdoptedCheckpoint]
+    writes: int = 0
+
+
 def _releases(released: Mapping[str, int]) -> dict[bytes, int]:
     return {bytes.fromhex(digest): count for digest, count in released.items()}

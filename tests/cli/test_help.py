@@ -83,7 +83,7 @@ def test_every_argument_has_help_text() -> None:
 
 def test_read_url_is_offered_only_to_commands_that_read() -> None:
     """A hot standby is no use to the commands that write or open no log."""
-    assert {"cleanup", "completion", "demo", "import", "migrate"} == (
+    assert {"adopt", "cleanup", "completion", "demo", "import", "migrate"} == (
         set(_commands()) - _offering("--read-url"))
 
 

@@ -19,6 +19,7 @@ _KINDS = {
     "checkpoint": "checkpoint", "checkpoint (put again)": "duplicate",
     "checkpoint (saved again)": "duplicate", "interrupt": "question", "resume": "answer",
     "pending writes": "writes", "task failed": "failed", "copy_thread": "other",
+    "adopted": "other",
 }
 
 

@@ -36,6 +36,7 @@ from eventlog.cli.thread_story.model import (
 from eventlog.cli.thread_story.values import MAF_ENCODING, diff, pretty, short
 from eventlog.cli.thread_story.workflow import WorkflowReader
 from eventlog.events.threads import (
+    ThreadAdopted,
     ThreadCheckpointPut,
     ThreadCheckpointsRemoved,
     ThreadCopied,
@@ -96,7 +97,8 @@ class _Builder:
             self._put(event, payload)
         elif isinstance(payload, ThreadWritesPut):
             self._writes(event, payload)
-        elif isinstance(payload, ThreadDeleted | ThreadCheckpointsRemoved | ThreadCopied):
+        elif isinstance(payload, ThreadDeleted | ThreadCheckpointsRemoved | ThreadCopied
+                        | ThreadAdopted):
             self._mark(event, payload)
 
     def _put(self, event: RecordedEvent, put: ThreadCheckpointPut) -> None:
@@ -272,6 +274,13 @@ def _other_writes(task: Task) -> str:
 
 def _mark(story: ThreadStory, event: RecordedEvent, payload: ThreadEvent) -> Mark:
     maf = story.frameworks == [AGENT_FRAMEWORK]
+    if isinstance(payload, ThreadAdopted):
+        times = sorted(item.ts for item in payload.checkpoints if item.ts)
+        since = f", first recorded there {times[0]} to {times[-1]}" if times else ""
+        return Mark(event.position, event.recorded_at, "adopted",
+                    f"adopted from {payload.framework} {payload.source}: "
+                    f"{plural(len(payload.checkpoints), 'checkpoint')} and "
+                    f"{plural(payload.writes, 'pending write')} that follow as puts{since}")
     if isinstance(payload, ThreadCopied):
         return Mark(event.position, event.recorded_at, "copy_thread",
                     f"copy_thread from {payload.source_thread_id}: "
