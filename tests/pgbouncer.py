@@ -90,12 +90,21 @@ def start_pgbouncer(upstream_url: str) -> Iterator[str]:
             command = ["runuser", "-u", "postgres", "--", *command]
         process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                    start_new_session=True)
+        # A test run killed outright (a timeout's SIGKILL) skips the `finally` below; this
+        # stops PgBouncer once this process is gone (and removes its directory), so none
+        # outlives the run.
+        watchdog = subprocess.Popen(
+            ["sh", "-c", f"while [ -d /proc/{os.getpid()} ]; do sleep 1; done; "
+                         f"kill -TERM -{process.pid} 2>/dev/null; sleep 1; rm -rf '{directory}'"],
+            start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             _wait_listening(port, process, directory)
             netloc = f"{user}@127.0.0.1:{port}"
             yield urlunsplit(upstream._replace(netloc=netloc))
         finally:
             _stop(process)
+            watchdog.kill()
+            watchdog.wait()
     finally:
         shutil.rmtree(directory, ignore_errors=True)
 
