@@ -88,8 +88,12 @@ def start_pgbouncer(upstream_url: str) -> Iterator[str]:
             for name in ("userlist.txt", "pgbouncer.ini"):
                 shutil.chown(directory / name, "postgres")
             command = ["runuser", "-u", "postgres", "--", *command]
-        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                   start_new_session=True)
+        # Its output goes to a file: it logs every login and close to stderr as well as to
+        # its log file, and a pipe nobody reads fills up (64 KiB, ~130 contract tests) and
+        # stops PgBouncer dead in the middle of a write.
+        with open(directory / "output.log", "wb") as output:
+            process = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT,
+                                       start_new_session=True)
         # A test run killed outright (a timeout's SIGKILL) skips the `finally` below; this
         # stops PgBouncer once this process is gone (and removes its directory), so none
         # outlives the run.
@@ -113,10 +117,8 @@ def _wait_listening(port: int, process: subprocess.Popen[bytes], directory: Path
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            output = process.stdout.read().decode(errors="replace") if process.stdout else ""
-            log = directory / "pgbouncer.log"
-            logged = log.read_text(errors="replace") if log.exists() else ""
-            raise RuntimeError(f"pgbouncer exited with {process.returncode}: {output}{logged}")
+            output = (directory / "output.log").read_text(errors="replace")
+            raise RuntimeError(f"pgbouncer exited with {process.returncode}: {output}")
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=1):
                 return
@@ -137,5 +139,3 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
-    if process.stdout is not None:
-        process.stdout.close()
