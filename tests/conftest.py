@@ -150,6 +150,17 @@ class BackendTarget:
         return open_log(self.url, **self.options(), **extra)
 
 
+CAMPAIGN_COUNTS: list[str] = []
+"""Lines a campaign's tests add (what they did, counted), printed after the run's summary
+without ``-s``."""
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Print the campaign counts the tests noted."""
+    for line in CAMPAIGN_COUNTS:
+        terminalreporter.write_line(line)
+
+
 @pytest.fixture(scope="session")
 def pgbouncer_url() -> Iterator[str]:
     """The test database through a PgBouncer in transaction mode, with the log's

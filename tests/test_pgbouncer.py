@@ -23,7 +23,7 @@ import pytest
 
 from eventlog import StorageError, open_log
 from eventlog.testing.contract.checkpoints import record
-from tests.conftest import drop_schema
+from tests.conftest import CAMPAIGN_COUNTS, drop_schema
 
 pytestmark = pytest.mark.pgbouncer
 
@@ -61,7 +61,8 @@ async def test_concurrent_creates_then_reads_through_pgbouncer(
         assert ([1] * CREATES, [{"n": n} for n in range(CREATES)]) == (
             [len(found) for found in listed], states)
         assert (await log.verify()).ok
-    print(f"pgbouncer: {CREATES} creates, {2 * CREATES} reads through transaction pooling")
+    CAMPAIGN_COUNTS.append(f"pgbouncer: {CREATES} concurrent creates, then {2 * CREATES} "
+                           "concurrent reads, through transaction pooling")
 
 
 async def test_without_pool_mode_the_error_names_the_fix(
