@@ -208,7 +208,13 @@ def _sqlite(url: str, *, schema: str, **options: Any) -> StorageBackend:
 def _postgres(url: str, *, schema: str, **options: Any) -> StorageBackend:
     from eventlog.storage.postgres import PostgresBackend
 
+    given = url
     url, schema = _schema_from_url(_postgres_url(url), schema)
+    url, pool_mode = _url_parameter(url, "pool_mode")
+    # ?pool_mode= names the pooler in front of the server (README, "Behind PgBouncer").
+    if pool_mode is not None and options.setdefault("pool_mode", pool_mode) != pool_mode:
+        raise InvalidURL(given, f"names pool_mode {pool_mode!r} but "
+                                f"pool_mode={options['pool_mode']!r} was also given")
     return PostgresBackend(url=url, schema=schema, **options)
 
 
@@ -290,10 +296,19 @@ def _schema_from_url(url: str, schema: str) -> tuple[str, str]:
     if schema not in (DEFAULT_SCHEMA, named):
         raise InvalidURL(url, f"names schema {named!r} but schema={schema!r} was also given")
     check_schema(named)
+    return _url_parameter(url, "schema")[0], named
+
+
+def _url_parameter(url: str, name: str) -> tuple[str, str | None]:
+    """The URL without query parameter ``name`` (one of ours, which the driver would send
+    the server as a setting), and the parameter's last value (None when absent)."""
     parts = urlsplit(url)
-    query = urlencode([(key, value) for key, value in parse_qsl(parts.query,
-                       keep_blank_values=True) if key != "schema"])
-    return urlunsplit(parts._replace(query=query)), named
+    pairs = parse_qsl(parts.query, keep_blank_values=True)
+    values = [value for key, value in pairs if key == name]
+    if not values:
+        return url, None
+    query = urlencode([(key, value) for key, value in pairs if key != name])
+    return urlunsplit(parts._replace(query=query)), values[-1]
 
 
 def _no_options(options: dict[str, Any]) -> None:

@@ -5,6 +5,10 @@ PostgreSQL tests talk to the server at ``EVENTLOG_TEST_PG`` (default
 dropped afterwards. Without a server they skip with the reason printed, except under
 ``CI=true``, where an unreachable server fails the run instead.
 
+The ``pgbouncer`` campaign (``pytest -m pgbouncer``) runs the PostgreSQL tests that take
+the ``target`` fixture (or ``PGBOUNCER`` in their own parameter lists) once more through a
+real PgBouncer in transaction mode (tests/pgbouncer.py), started once per session.
+
 The backend-generic contract ships in `eventlog.testing` (`BackendContract`);
 tests/contract/test_backend_contract.py runs it on each built-in backend. The ``target``
 and ``log`` fixtures here serve the tests that need a backend's insides or its processes.
@@ -28,10 +32,14 @@ from hypothesis import HealthCheck, settings
 
 from eventlog import EventLog, open_log
 from eventlog.testing.helpers import fresh_id as fresh_id  # the tests import it from here
+from tests.pgbouncer import pgbouncer_program, start_pgbouncer
 
 PG_URL = os.environ.get("EVENTLOG_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
 IN_CI = os.environ.get("CI", "").lower() == "true"
 BACKENDS = ("memory", "sqlite", "file", "postgresql")
+PGBOUNCER = pytest.param("pgbouncer", marks=pytest.mark.pgbouncer, id="pgbouncer")
+"""A ``target`` parameter: the test server through PgBouncer in transaction mode (selected
+only by ``-m pgbouncer``; the default run deselects it)."""
 
 # Test files (tmp_path, SQLite databases, file stores) go to a memory file system when the
 # machine has one and TMPDIR does not say otherwise: each SQLite commit's fsync would
@@ -142,7 +150,43 @@ class BackendTarget:
         return open_log(self.url, **self.options(), **extra)
 
 
-@pytest.fixture(params=BACKENDS)
+CAMPAIGN_COUNTS: list[str] = []
+"""Lines a campaign's tests add (what they did, counted), printed after the run's summary
+without ``-s``."""
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Print the campaign counts the tests noted."""
+    for line in CAMPAIGN_COUNTS:
+        terminalreporter.write_line(line)
+
+
+@pytest.fixture(scope="session")
+def pgbouncer_url() -> Iterator[str]:
+    """The test database through a PgBouncer in transaction mode, with the log's
+    ``?pool_mode=transaction``; PgBouncer runs for the rest of the session. Skips without
+    the program (fails under ``CI=true``)."""
+    require_postgres()
+    if pgbouncer_program() is None:
+        message = "pgbouncer is not installed (Debian: apt-get install pgbouncer)"
+        if IN_CI:
+            pytest.fail(message + "; CI=true requires it")
+        pytest.skip(message)
+    with start_pgbouncer(PG_URL) as url:
+        yield f"{url}?pool_mode=transaction"
+
+
+def postgres_target(request: pytest.FixtureRequest, prefix: str = "t") -> Iterator[BackendTarget]:
+    """A fresh schema on the test server, reached directly or (for the ``pgbouncer``
+    parameter) through PgBouncer; the schema is dropped afterwards."""
+    require_postgres()
+    url = request.getfixturevalue("pgbouncer_url") if request.param == "pgbouncer" else PG_URL
+    schema = f"{prefix}_{uuid.uuid4().hex[:12]}"
+    yield BackendTarget("postgresql", url, schema)
+    asyncio.run(drop_schema(schema))
+
+
+@pytest.fixture(params=[*BACKENDS, PGBOUNCER])
 def target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BackendTarget]:
     """One backend's URL (and schema), fresh for this test."""
     name = request.param
@@ -153,10 +197,7 @@ def target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BackendTa
     elif name == "file":
         yield BackendTarget(name, f"file://{tmp_path / 'store'}")
     else:
-        require_postgres()
-        schema = f"t_{uuid.uuid4().hex[:12]}"
-        yield BackendTarget(name, PG_URL, schema)
-        asyncio.run(drop_schema(schema))
+        yield from postgres_target(request)
 
 
 @pytest.fixture

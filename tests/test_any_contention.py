@@ -26,7 +26,7 @@ from eventlog.storage.base import AppendRequest, StorageBackend
 from eventlog.storage.postgres import PostgresBackend
 from eventlog.storage.sqlite import SqliteBackend
 from projections import INLINE_PROJECTIONS
-from tests.conftest import PG_URL, BackendTarget
+from tests.conftest import PG_URL, PGBOUNCER, BackendTarget
 from tests.events import Noted
 from tests.procs.settle import settle
 
@@ -60,7 +60,7 @@ def putters(target: BackendTarget, writers: int, seconds: float) -> list[dict[st
     return summaries
 
 
-@pytest.mark.parametrize("target", ["sqlite", "postgresql"], indirect=True)
+@pytest.mark.parametrize("target", ["sqlite", "postgresql", PGBOUNCER], indirect=True)
 async def test_any_puts_from_racing_processes_never_conflict(target: BackendTarget) -> None:
     """Six processes putting to one thread for three seconds: not one put raises (main:
     8 of ~3,000 SQLite puts raised VersionConflict; PostgreSQL's losses, 30 of ~3,900 in
@@ -73,7 +73,7 @@ async def test_any_puts_from_racing_processes_never_conflict(target: BackendTarg
     assert {} == dict(errors)
 
 
-@pytest.mark.parametrize("target", ["sqlite", "postgresql"], indirect=True)
+@pytest.mark.parametrize("target", ["sqlite", "postgresql", PGBOUNCER], indirect=True)
 async def test_racing_any_puts_are_all_stored_once(target: BackendTarget) -> None:
     """Every put that returned is in the thread's stream exactly once, and it verifies."""
     async with open_log(target.url, **target.options()):

@@ -24,7 +24,7 @@ from eventlog import open_log
 from eventlog.events import interrupts as ev
 from eventlog.interrupts import ClaimRejection, Finish, InterruptClaim, batch_stream
 from eventlog.testing.interrupts import PAY, answer, interrupts
-from tests.conftest import PG_URL, BackendTarget, drop_schema, fresh_id, require_postgres
+from tests.conftest import PGBOUNCER, BackendTarget, fresh_id, postgres_target
 
 WORKERS = 4
 ROUNDS = 5
@@ -33,16 +33,13 @@ TIMEOUT = 120
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=["sqlite", "postgresql", PGBOUNCER])
 def shared(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BackendTarget]:
     """A store several processes can open at once."""
     if request.param == "sqlite":
         yield BackendTarget("sqlite", f"sqlite:///{tmp_path / 'race.db'}")
         return
-    require_postgres()
-    schema = f"t_{fresh_id('race').replace('-', '_')}"
-    yield BackendTarget("postgresql", PG_URL, schema)
-    asyncio.run(drop_schema(schema))
+    yield from postgres_target(request)
 
 
 # -- the workers (run in spawned processes) -----------------------------------------------

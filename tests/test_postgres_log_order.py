@@ -25,7 +25,7 @@ import pytest
 from eventlog import EventLog, RecordedEvent, open_log
 from eventlog.hashing import GENESIS_HASH, event_hash
 from projections import compare_views
-from tests.conftest import PG_URL, fresh_id
+from tests.conftest import PG_URL, PGBOUNCER, fresh_id
 from tests.events import Noted
 from tests.procs.settle import settle
 
@@ -35,10 +35,20 @@ ROOT = Path(__file__).resolve().parent.parent
 STREAMS = ("s0", "s1", "s2")
 
 
+@pytest.fixture(params=["postgresql", PGBOUNCER])
+def reader_url(request: pytest.FixtureRequest) -> str:
+    """Where the log under test reads (and appends): the server, or the server through
+    PgBouncer in transaction mode (``-m pgbouncer``), where each gap-safe read must take
+    its horizon and its rows in one transaction. The other writers reach the server."""
+    url: str = (request.getfixturevalue("pgbouncer_url") if request.param == "pgbouncer"
+                else PG_URL)
+    return url
+
+
 @pytest.fixture
-async def pg_log(pg_schema: str) -> AsyncIterator[EventLog]:
+async def pg_log(reader_url: str, pg_schema: str) -> AsyncIterator[EventLog]:
     """A log in a fresh PostgreSQL schema."""
-    async with open_log(PG_URL, schema=pg_schema) as log:
+    async with open_log(reader_url, schema=pg_schema) as log:
         yield log
 
 

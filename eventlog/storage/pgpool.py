@@ -20,11 +20,13 @@ import asyncpg
 
 
 class ConnectionPool:
-    """At most ``max_size`` asyncpg connections to ``dsn``, opened on demand."""
+    """At most ``max_size`` asyncpg connections to ``dsn``, opened on demand with
+    ``connect_options`` (keyword arguments of `asyncpg.connect`)."""
 
-    def __init__(self, dsn: str, max_size: int) -> None:
+    def __init__(self, dsn: str, max_size: int, **connect_options: Any) -> None:
         self.dsn = dsn
         self.max_size = max_size
+        self.connect_options = connect_options
         self._idle: list[Any] = []
         self._open = 0
         self._waiters: deque[asyncio.Future[None]] = deque()
@@ -63,7 +65,7 @@ class ConnectionPool:
             if self._open < self.max_size:
                 self._open += 1
                 try:
-                    return await asyncpg.connect(self.dsn)
+                    return await asyncpg.connect(self.dsn, **self.connect_options)
                 except BaseException:
                     self._open -= 1
                     self._wake_one()

@@ -107,6 +107,13 @@ _CONNECTION_LOST = (
 _ROLLED_BACK = ("40P01", "40001")
 """SQLSTATEs of a transaction the server rolled back: deadlock detected, serialization
 failure."""
+# A named prepared statement missing on, or already taken on, the server connection the
+# pooler handed us: what transaction pooling does to a statement cache.
+_STATEMENT_GONE = ("InvalidSQLStatementNameError", "DuplicatePreparedStatementError")
+POOL_MODES = ("session", "transaction")
+"""How the server is reached: directly or through a session pooler (``session``, the
+default), or through a pooler that hands out a server connection per transaction
+(``transaction``: PgBouncer's ``pool_mode = transaction``, and the managed poolers)."""
 MAX_PARAMS = 32_767
 """The most parameters one statement may carry (the protocol counts them in 16 bits)."""
 MAX_SINGLE_PARTS = 64
@@ -129,6 +136,7 @@ class PostgresBackend(SqlBackend):
         engine: AsyncEngine | None = None,
         schema: str = "eventlog",
         pool_size: int = 10,
+        pool_mode: str = "session",
     ) -> None:
         assert (url is None) != (engine is None), "a URL or an engine, not both"
         if isinstance(pool_size, bool) or not isinstance(pool_size, int) or not (
@@ -136,12 +144,18 @@ class PostgresBackend(SqlBackend):
             # Zero would wait forever for a connection, and the pool is the only one.
             raise InvalidInput("pool_size", f"must be a whole number from 1 to "
                                             f"{MAX_POOL_SIZE}, not {pool_size!r}"[:200])
+        self.transaction_pooling = check_pool_mode(pool_mode, engine is not None)
         self._dsn = url
         self._engine = engine
         self._pool_size = pool_size
+        # Behind a transaction pooler a server connection serves this client for one
+        # transaction at a time, so nothing may outlive one: no named prepared statement.
+        self._connect_options: dict[str, Any] = (
+            {"statement_cache_size": 0} if self.transaction_pooling else {})
         # Connections open on demand, so the pool can exist before `open` (a replica is
         # asked how far it has replayed before it is opened).
-        self._pool = ConnectionPool(url, pool_size) if url is not None else None
+        self._pool = (ConnectionPool(url, pool_size, **self._connect_options)
+                      if url is not None else None)
         self._statements: dict[tuple[Any, ...], str] = {}
         self._held: ContextVar[Any] = ContextVar(f"eventlog_held_{id(self)}", default=None)
         """The connection of the `hold_stream` the current task is inside, if any."""
@@ -172,11 +186,7 @@ class PostgresBackend(SqlBackend):
             # engine), gone before our pool opens, so we never hold two pools.
             # asyncpg reads the URL, as it does for the pool (libpq parameters such as
             # application_name or sslmode included).
-            dsn = self._dsn
-            engine = self._engine or create_async_engine(
-                "postgresql+asyncpg://", poolclass=NullPool,
-                async_creator=lambda: asyncpg.connect(dsn),
-            )
+            engine = self._engine or self._migration_engine()
             try:
                 async with engine.begin() as connection:
                     # Serialize schema creation across every process and host.
@@ -197,6 +207,30 @@ class PostgresBackend(SqlBackend):
             raise
         except Exception as error:
             raise self.translate(error, "open") from error
+
+    def _migration_engine(self) -> AsyncEngine:
+        """An unpooled engine on our URL for the schema check and upgrade at open."""
+        dsn, options = self._dsn, self._connect_options
+        if not self.transaction_pooling:
+            return create_async_engine("postgresql+asyncpg://", poolclass=NullPool,
+                                       async_creator=lambda: asyncpg.connect(dsn))
+        # SQLAlchemy prepares every statement under a name. Uncached, each is prepared and
+        # run inside the one transaction at open; a random name cannot meet a statement
+        # another client (another process counting from 1 too) left on the same server
+        # connection. `async_creator` cannot pass the dialect these, so this is its body.
+        engine: AsyncEngine
+
+        def creator() -> Any:
+            dbapi: Any = engine.sync_engine.dialect.dbapi
+            return dbapi.connect(
+                async_creator_fn=lambda: asyncpg.connect(dsn, **options),
+                prepared_statement_cache_size=0,
+                prepared_statement_name_func=lambda: f"__eventlog_{uuid.uuid4().hex}__",
+            )
+
+        engine = create_async_engine("postgresql+asyncpg://", poolclass=NullPool,
+                                     creator=creator)
+        return engine
 
     async def close(self) -> None:
         if self._pool is not None:
@@ -596,9 +630,29 @@ class PostgresBackend(SqlBackend):
             # failure): nothing was written, and the log retries it like a lost race.
             return StreamVersionTaken("deadlock")
         detail = f"{type(driver).__name__}: {driver}"
+        if type(driver).__name__ in _STATEMENT_GONE and not self.transaction_pooling:
+            # asyncpg's own hint names its connect options, which our callers never see.
+            first_line = str(driver).splitlines()[0] if str(driver) else ""
+            detail = (f"{type(driver).__name__}: {first_line} (behind PgBouncer or another "
+                      "pooler in transaction mode? add ?pool_mode=transaction to the URL)")
         if operation == "append" and _connection_lost(error):
             return CommitOutcomeUnknown("postgresql", operation, detail)
         return StorageError("postgresql", operation, detail)
+
+
+def check_pool_mode(pool_mode: Any, engine: bool) -> bool:
+    """Whether ``pool_mode`` (one of `POOL_MODES`) is ``transaction``; `InvalidInput`
+    otherwise, and for an application's engine, whose connections its own options make."""
+    if pool_mode == "statement":
+        raise InvalidInput("pool_mode", "'statement' pooling cannot run a transaction, which "
+                                        "appends need; use 'transaction' pooling")
+    if not isinstance(pool_mode, str) or pool_mode not in POOL_MODES:
+        raise InvalidInput("pool_mode", f"must be one of {', '.join(POOL_MODES)}, "
+                                        f"not {pool_mode!r}"[:200])
+    if engine and pool_mode != "session":
+        raise InvalidInput("pool_mode", "applies to a URL; configure an engine's connections "
+                                        "yourself (README, \"Behind PgBouncer\")")
+    return pool_mode == "transaction"
 
 
 def _stored(row: Any) -> StoredEvent:

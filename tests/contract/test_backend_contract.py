@@ -54,3 +54,19 @@ class TestPostgresqlBackend(BackendContract):
 
     def open_options(self) -> dict[str, Any]:
         return {"schema": self.schema}
+
+
+@pytest.mark.pgbouncer
+class TestPgbouncerBackend(TestPostgresqlBackend):
+    """postgresql:// through PgBouncer in transaction mode (``?pool_mode=transaction``):
+    every server connection serves this log for one transaction at a time."""
+
+    url = ""
+
+    @pytest.fixture(autouse=True)
+    def _through_pgbouncer(self, pgbouncer_url: str) -> None:
+        """Skips without pgbouncer (fails under CI); PgBouncer runs for the session."""
+        self.url = pgbouncer_url
+
+    def backend_url(self, tmp_path: Path) -> str:
+        return self.url
