@@ -38,7 +38,9 @@ Decisions made here (where the contracts we implement were silent):
 
 from __future__ import annotations
 
+import asyncio
 import builtins
+import time
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from eventlog._logging import get_logger
@@ -55,6 +57,7 @@ from eventlog.checkpoints.records import (
     run_from_row,
     session_from_row,
 )
+from eventlog.checkpoints.removal import REMOVAL_TIMEOUT_S, backoff_delay
 from eventlog.checkpoints.typed import TypedCheckpointStore
 from eventlog.errors import CorruptBlob, VersionConflict
 from eventlog.events.checkpoints import SessionDeleted
@@ -74,9 +77,6 @@ if TYPE_CHECKING:
 logger = get_logger(__name__)
 
 T = TypeVar("T")
-
-DELETE_ATTEMPTS = 16
-"""How often ``delete`` re-decides after losing a race with a concurrent write."""
 
 
 class CheckpointStore:
@@ -184,16 +184,28 @@ class CheckpointStore:
         """Delete the session's checkpoints from the views and purge their unshared state.
 
         Returns how many records were removed (0 when there were none; nothing is appended
-        then). Raises `VersionConflict` only after losing `DELETE_ATTEMPTS` races in a row.
+        then). The first try decides and appends as any writer does; after a lost race it
+        backs off and decides again holding the session's stream (`EventLog.hold_stream`),
+        so creates racing from other processes cannot starve it. Raises `VersionConflict`
+        only after `REMOVAL_TIMEOUT_S` seconds of lost races.
         """
         _check_session(tenant_id, session_id)
-        for attempt in range(DELETE_ATTEMPTS):
+        deadline = time.monotonic() + REMOVAL_TIMEOUT_S
+        attempt = 0
+        while True:
             try:
-                return await self._delete_once(tenant_id, session_id)
+                if attempt == 0:
+                    return await self._delete_once(tenant_id, session_id)
+                async with self._log.hold_stream(tenant_id,
+                                                 decisions.session_stream(session_id)):
+                    return await self._delete_once(tenant_id, session_id)
             except VersionConflict:
-                if attempt == DELETE_ATTEMPTS - 1:
+                attempt += 1
+                if time.monotonic() >= deadline:
                     raise
-        raise AssertionError("unreachable")  # pragma: no cover
+                logger.debug("removal_retried", tenant=tenant_id, session=session_id,
+                             attempt=attempt)
+                await asyncio.sleep(backoff_delay(attempt))
 
     async def _delete_once(self, tenant_id: str, session_id: str) -> int:
         """Decide against the views and append the tombstone fenced on what was read.

@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-import random
 import time
 import weakref
 from collections.abc import Mapping, Sequence
@@ -53,6 +52,7 @@ import msgspec
 from eventlog._logging import get_logger
 from eventlog.checkpoints import thread_decisions as decide
 from eventlog.checkpoints.decisions import normalise_metadata
+from eventlog.checkpoints.removal import REMOVAL_TIMEOUT_S, backoff_delay
 from eventlog.checkpoints.thread_records import (
     Adoption,
     AdoptionBase,
@@ -91,11 +91,6 @@ if TYPE_CHECKING:
 
 logger = get_logger(__name__)
 
-REMOVAL_TIMEOUT_S = 60.0
-"""How long a delete, prune or copy keeps deciding again after lost races before it
-raises `VersionConflict` (a bound on time, not on tries: under load a try is slow)."""
-_BACKOFF_BASE = 0.002
-_BACKOFF_MAX = 0.1
 _CHUNK = 500
 _versions = msgspec.json.Decoder(dict[str, str])
 _metadata = msgspec.json.Decoder(dict[str, Any])
@@ -638,8 +633,7 @@ class ThreadCheckpoints:
                 logger.debug("removal_retried" if lock else "copy_retried",
                              tenant=tenant_id, thread=thread_id, attempt=attempt,
                              reason="busy" if conflict.expected == "held" else "conflict")
-                await asyncio.sleep(random.uniform(
-                    0, min(_BACKOFF_MAX, _BACKOFF_BASE * 2 ** min(attempt, 16))))
+                await asyncio.sleep(backoff_delay(attempt))
 
 
 class ThreadRemoval(msgspec.Struct, frozen=True, kw_only=True):

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from eventlog import CheckpointRecord, VersionConflict, open_log
+from eventlog import CheckpointRecord, open_log
 from eventlog.hashing import content_digest
 from projections import compare_views
 from tests.procs.settle import settle
@@ -98,13 +98,6 @@ async def test_deletes_racing_creates_remove_each_record_once(
     """Deletes interleaved with other processes' creates count every record exactly once,
     and once all is deleted no blob reference is left."""
     require_multiprocess(target)
-    if "pgbouncer" in request.node.name:
-        # Open (docs/decisions.md, "Behind PgBouncer"): with a second round trip per
-        # statement a delete's read-decide-append window is wider, and against four
-        # processes creating in a tight loop it lost all 16 attempts in 3 of 5 runs here.
-        request.applymarker(pytest.mark.xfail(
-            raises=VersionConflict, strict=False,
-            reason="delete can lose DELETE_ATTEMPTS races in a row through PgBouncer"))
     async with open_log(target.url, **target.options()) as log:
         workers = start_workers(target, "raced")
         removed = 0

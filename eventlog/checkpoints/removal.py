@@ -1,0 +1,18 @@
+"""How a removal (a session delete, a thread delete or prune, a copy) waits after losing a
+version race: a bound on time, not on tries, and a jittered backoff between tries."""
+
+from __future__ import annotations
+
+import random
+
+REMOVAL_TIMEOUT_S = 60.0
+"""How long a delete, prune or copy keeps deciding again after lost races before it
+raises `VersionConflict` (a bound on time, not on tries: under load a try is slow)."""
+_BACKOFF_BASE = 0.002
+_BACKOFF_MAX = 0.1
+
+
+def backoff_delay(attempt: int) -> float:
+    """Seconds to wait before try ``attempt`` + 1: full jitter, doubling from 2 ms to a
+    ceiling of 100 ms, so racing removers and writers spread out."""
+    return random.uniform(0, min(_BACKOFF_MAX, _BACKOFF_BASE * 2 ** min(attempt, 16)))
