@@ -206,10 +206,22 @@ def _sqlite(url: str, *, schema: str, **options: Any) -> StorageBackend:
 
 
 def _postgres(url: str, *, schema: str, **options: Any) -> StorageBackend:
+    url, schema = _schema_from_url(_postgres_url(url), schema)
+    if _distributed(options):
+        from eventlog.storage.citus import CitusBackend
+
+        return CitusBackend(url=url, schema=schema, **options)
     from eventlog.storage.postgres import PostgresBackend
 
-    url, schema = _schema_from_url(_postgres_url(url), schema)
     return PostgresBackend(url=url, schema=schema, **options)
+
+
+def _distributed(options: dict[str, Any]) -> bool:
+    """Pops ``distributed`` (a Citus cluster: `eventlog.storage.citus`) from ``options``."""
+    distributed = options.pop("distributed", False)
+    if not isinstance(distributed, bool):
+        raise InvalidInput("distributed", f"must be True or False, not {distributed!r}"[:200])
+    return distributed
 
 
 def _file(url: str, *, schema: str, **options: Any) -> StorageBackend:
@@ -245,6 +257,10 @@ def _backend_for_engine(engine: Any, schema: str, options: dict[str, Any]) -> St
 
         return SqliteBackend(engine=engine, **options)
     if dialect == "postgresql":
+        if _distributed(options):
+            from eventlog.storage.citus import CitusBackend
+
+            return CitusBackend(engine=engine, schema=schema, **options)
         from eventlog.storage.postgres import PostgresBackend
 
         return PostgresBackend(engine=engine, schema=schema, **options)
