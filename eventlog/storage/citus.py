@@ -1,7 +1,8 @@
 """Citus (``open_log(url, distributed=True)``): the PostgreSQL log with every table
 distributed by ``tenant_id`` over a cluster's workers, co-located.
 
-The PostgreSQL backend does the work; this module owns what the cluster changes:
+The PostgreSQL backend does the work, connected to the coordinator; this module owns what
+the cluster changes (the ordering argument is in docs/decisions.md, "Citus"):
 
 * **The schema.** After the Alembic scripts have run on the coordinator, every table that
   holds ``tenant_id`` (all but Alembic's stamp) is distributed by it and co-located with
@@ -9,42 +10,38 @@ The PostgreSQL backend does the work; this module owns what the cluster changes:
   events' primary key becomes ``(tenant_id, position)``. The step is idempotent and runs
   on a log of any age: a single-node log opened with ``distributed=True`` is distributed
   (its rows copied into the shards) and keeps every event, chain and view.
-* **The writer's transaction id is the worker's.** Citus evaluates a column default on
-  the coordinator, so ``tx_id`` would carry the coordinator's id, unrelated to the
-  worker's snapshot that `read_all`'s horizon reads. The default is dropped and a
-  ``BEFORE INSERT`` trigger on the events (propagated to every shard) sets it on the
-  worker that stores the row, in the transaction that writes it.
-* **Appends as routed transactions.** Citus refuses the one-statement append (an
-  ``INSERT`` with subqueries in data-modifying CTEs), so every append takes the
-  sequential path: its statements in one transaction, each naming one tenant, so the
-  coordinator routes the whole transaction to the worker holding that tenant's shards
+* **Appends as routed transactions, one tenant each.** Citus refuses the one-statement
+  append (an ``INSERT`` with subqueries in data-modifying CTEs), so every append takes
+  the sequential path: its statements in one transaction on the coordinator, each naming
+  one tenant, all routed over one connection to the worker holding that tenant's shards
   (that worker's ACID: all or nothing, the stream's unique version key deciding races).
-* **Reads.** Everything tenant-scoped routes to one worker. `read_all` of one tenant runs
-  its read horizon on the worker holding the tenant (a distributed function, delegated
-  there by its tenant argument), so the gap-safety argument of one server holds there
-  (docs/decisions.md, "Citus"). Across tenants there is no order one worker's
-  transaction ids can give, so a whole-log `read_all` is refused, naming the per-tenant
-  way.
+  The coordinator evaluates the column defaults, so a row's ``position`` comes from the
+  coordinator's sequence and its ``tx_id`` is the coordinator's transaction id; Citus
+  commits a one-worker transaction on the worker *before* the coordinator's own commit
+  ends that id. A transaction writing on two workers would commit there in two phases,
+  the second *after* the coordinator's id ended: a batch naming more than one tenant is
+  refused.
+* **Reads.** Tenant-scoped reads name the tenant and route to one worker. `read_all`'s
+  read horizon is computed on the coordinator (Citus plans it there, before the query on
+  the workers), over the coordinator's transaction ids, which every row carries: the
+  one-server argument holds unchanged, across tenants, and across shard moves (a row
+  keeps its id wherever its shard goes).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import sqlalchemy as sa
 
-from eventlog import cursors
-from eventlog.errors import InvalidInput, SchemaError
-from eventlog.records import StoredEvent
-from eventlog.storage.base import AppendRequest
-from eventlog.storage.postgres import READ_HORIZON, PostgresBackend, _stored
+from eventlog.errors import CommitOutcomeUnknown, InvalidInput, SchemaError
+from eventlog.storage.base import AppendRequest, StreamVersionTaken
+from eventlog.storage.postgres import PostgresBackend, _driver_error
 from eventlog.storage.sqltext import quote
 
 VERSION_TABLE = "alembic_version"
 """Alembic's stamp: the one table without ``tenant_id``, kept on the coordinator."""
-XID_TRIGGER = "events_worker_xid"
-XID_FUNCTION = "eventlog_worker_xid"
-READ_FUNCTION = "eventlog_read_tenant"
 
 
 class NotDistributed(SchemaError):
@@ -55,16 +52,6 @@ class NotDistributed(SchemaError):
 class CitusBackend(PostgresBackend):
     """The PostgreSQL backend on a Citus coordinator, every table sharded by tenant."""
 
-    distributed = True
-
-    def __init__(self, url: str | None = None, **options: Any) -> None:
-        super().__init__(url, **options)
-        schema = quote(self.schema or "")
-        # `SELECT * FROM f(…)`: the form Citus delegates to the worker holding the tenant
-        # (`SELECT (f(…)).*` and calls inside a transaction block run on the coordinator).
-        self._read_tenant_sql = (f"SELECT * FROM {schema}.{quote(READ_FUNCTION)}"
-                                 "($4, $1::text, $2::bigint, $3::integer)")
-
     # -- the schema ----------------------------------------------------------------------
 
     async def migrate(self, connection: Any, *, upgrade: bool) -> str:
@@ -72,8 +59,7 @@ class CitusBackend(PostgresBackend):
         revision = await super().migrate(connection, upgrade=upgrade)
         schema = self.schema or "public"
         local = await _local_tables(connection, schema)
-        missing_function = not await _has_read_function(connection, schema)
-        if local or missing_function:
+        if local:
             if not upgrade:
                 raise NotDistributed(
                     f"the log in schema {schema!r} is not distributed ({', '.join(local)} "
@@ -82,35 +68,37 @@ class CitusBackend(PostgresBackend):
             await distribute(connection, schema, local)
         return revision
 
-    # -- appends: routed transactions ----------------------------------------------------
+    # -- appends: routed transactions, one tenant each -----------------------------------
 
     def single_statement(self, request: AppendRequest) -> tuple[str, list[Any]] | None:
         # Citus refuses data-modifying CTEs with subqueries in an INSERT; the sequential
         # statements of one tenant route to its worker as one transaction.
         return None
 
-    async def append_batch(self, requests: Any) -> list[list[int]]:
-        # One transaction per batch (the column-array statement is CTEs too); a batch of
-        # several tenants is one distributed transaction over their workers.
+    async def append_batch(self, requests: Sequence[AppendRequest]) -> list[list[int]]:
+        tenants = sorted({request.tenant_id for request in requests})
+        if len(tenants) > 1:
+            raise InvalidInput(
+                "appends", f"a batch on a distributed log names one tenant, not "
+                f"{len(tenants)} ({', '.join(map(repr, tenants[:3]))}): a transaction over "
+                "two workers commits after its order is given out; append each tenant's "
+                "streams in a batch of its own")
         return await self._append_in_transaction(requests)
 
-    # -- reads ---------------------------------------------------------------------------
+    # -- errors --------------------------------------------------------------------------
 
-    async def read_all(
-        self, after: str | None, limit: int, tenant_id: str | None
-    ) -> tuple[list[StoredEvent], str | None]:
-        if tenant_id is None:
-            raise InvalidInput(
-                "tenant_id", "a distributed log has no gap-safe order across tenants "
-                "(each worker numbers its own transactions): read one tenant at a time "
-                "with read_all(tenant_id=...)")
-        tx_id, position = cursors.decode_xid(after)
-        rows = await self._fetch("read", self._read_tenant_sql,
-                                 [str(tx_id), position, limit, tenant_id])
-        events = [_stored(row) for row in rows]
-        if not rows:
-            return events, after
-        return events, cursors.encode_xid(int(rows[-1][10]), int(rows[-1][0]))
+    def translate(self, error: BaseException, operation: str) -> BaseException:
+        # A worker names the shard's constraint (events_stream_version_key_102008): the
+        # races and lost commits are recognised by the table's name for it.
+        constraint = getattr(_driver_error(error), "constraint_name", None)
+        if isinstance(constraint, str):
+            base, _, shard = constraint.rpartition("_")
+            if shard.isdigit() and base == "events_stream_version_key":
+                return StreamVersionTaken()
+            if shard.isdigit() and base == "events_event_id_key":
+                return CommitOutcomeUnknown("postgresql", operation,
+                                            "event ids already stored")
+        return super().translate(error, operation)
 
 
 async def _require_citus(connection: Any) -> None:
@@ -123,7 +111,7 @@ async def _require_citus(connection: Any) -> None:
 
 
 async def _local_tables(connection: Any, schema: str) -> list[str]:
-    """The log's tables in ``schema`` that are not yet distributed."""
+    """The log's tables in ``schema`` that are not yet distributed, ``events`` first."""
     rows = await connection.execute(sa.text(
         "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
         "WHERE n.nspname = :schema AND c.relkind = 'r' AND c.relname <> :stamp "
@@ -132,27 +120,15 @@ async def _local_tables(connection: Any, schema: str) -> list[str]:
     return [str(row[0]) for row in rows]
 
 
-async def _has_read_function(connection: Any, schema: str) -> bool:
-    found = (await connection.execute(sa.text(
-        "SELECT 1 FROM pg_dist_object o JOIN pg_proc p ON o.objid = p.oid "
-        "JOIN pg_namespace n ON n.oid = p.pronamespace "
-        "WHERE n.nspname = :schema AND p.proname = :name"),
-        {"schema": schema, "name": READ_FUNCTION})).scalar()
-    return found is not None
-
-
 async def distribute(connection: Any, schema: str, tables: list[str]) -> None:
     """Distribute ``tables`` of ``schema`` by ``tenant_id``, co-located with the events
-    (which go first), after making every key include it; then the worker-side pieces."""
+    (which go first), after making the events' primary key include it."""
     quoted = quote(schema)
     events = f"{quoted}.{quote('events')}"
 
     async def run(sql: str, **params: Any) -> None:
         await connection.execute(sa.text(sql), params)
 
-    # Triggers on distributed tables are Citus's "unsafe" feature: ours only sets a column
-    # of the row being inserted, on the shard that stores it.
-    await run("SET LOCAL citus.enable_unsafe_triggers TO on")
     if "events" in tables:
         primary = (await connection.execute(sa.text(
             "SELECT conname FROM pg_constraint WHERE conrelid = CAST(:table AS regclass) "
@@ -161,11 +137,6 @@ async def distribute(connection: Any, schema: str, tables: list[str]) -> None:
             await run(f"ALTER TABLE {events} DROP CONSTRAINT {quote(str(primary))}")
         await run(f"ALTER TABLE {events} ADD CONSTRAINT events_pkey "
                   "PRIMARY KEY (tenant_id, position)")
-        await run(f"ALTER TABLE {events} ALTER COLUMN tx_id DROP DEFAULT")
-        await run(
-            f"CREATE OR REPLACE FUNCTION {quoted}.{quote(XID_FUNCTION)}() RETURNS trigger "
-            "LANGUAGE plpgsql AS $$ BEGIN NEW.tx_id := pg_current_xact_id(); "
-            "RETURN NEW; END $$")
     for table in tables:
         qualified = f"{quoted}.{quote(table)}"
         if table == "events":
@@ -174,31 +145,7 @@ async def distribute(connection: Any, schema: str, tables: list[str]) -> None:
         else:
             await run("SELECT create_distributed_table(CAST(:t AS regclass), 'tenant_id', "
                       "colocate_with => :colocated)", t=qualified, colocated=events)
-    if "events" in tables:
-        await run(f"CREATE TRIGGER {quote(XID_TRIGGER)} BEFORE INSERT ON {events} "
-                  f"FOR EACH ROW EXECUTE FUNCTION {quoted}.{quote(XID_FUNCTION)}()")
-    await _create_read_function(run, quoted, events)
-
-
-async def _create_read_function(run: Any, quoted: str, events: str) -> None:
-    """The tenant's gap-safe page, computed on the worker that holds the tenant."""
-    name = f"{quoted}.{quote(READ_FUNCTION)}"
-    await run(
-        f"CREATE OR REPLACE FUNCTION {name}(tenant text, after_tx text, after_position "
-        'bigint, page_size integer, OUT "position" bigint, OUT event_id uuid, OUT tenant_id '
-        'text, OUT stream_id text, OUT stream_version bigint, OUT recorded_at timestamptz, '
-        'OUT "type" text, OUT data bytea, OUT prev_hash bytea, OUT hash bytea, '
-        "OUT cursor_tx text) RETURNS SETOF record LANGUAGE plpgsql STABLE AS $$ "
-        # The horizon first, into a variable: a statement on the catalogs alone, planned by
-        # PostgreSQL on this worker (the rows are then read with a later snapshot of the
-        # same server, which sees every transaction the horizon counts as ended).
-        f"DECLARE horizon xid8 := {READ_HORIZON}; BEGIN "
-        "RETURN QUERY SELECT e.position, e.event_id, e.tenant_id::text, e.stream_id::text, "
-        "e.stream_version, e.recorded_at, e.type::text, e.data, e.prev_hash, e.hash, "
-        "e.tx_id::text "
-        f"FROM {events} AS e WHERE e.tenant_id = tenant AND e.tx_id < horizon "
-        "AND (e.tx_id, e.position) > (after_tx::xid8, after_position) "
-        "ORDER BY e.tx_id, e.position LIMIT page_size; END $$")
-    await run(f"SELECT create_distributed_function(CAST(:f AS regprocedure), 'tenant', "
-              "colocate_with => :colocated)",
-              f=f"{name}(text, text, bigint, integer)", colocated=events)
+        # A single-node log's rows were copied into the shards; the coordinator's own
+        # copy (no longer read) goes.
+        await run("SELECT truncate_local_data_after_distributing_table(CAST(:t AS regclass))",
+                  t=qualified)
