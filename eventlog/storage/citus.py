@@ -139,13 +139,16 @@ async def distribute(connection: Any, schema: str, tables: list[str]) -> None:
                   "PRIMARY KEY (tenant_id, position)")
     for table in tables:
         qualified = f"{quoted}.{quote(table)}"
+        holds_rows = (await connection.execute(sa.text(
+            f"SELECT EXISTS (SELECT 1 FROM {qualified})"))).scalar()
         if table == "events":
             await run("SELECT create_distributed_table(CAST(:t AS regclass), 'tenant_id')",
                       t=qualified)
         else:
             await run("SELECT create_distributed_table(CAST(:t AS regclass), 'tenant_id', "
                       "colocate_with => :colocated)", t=qualified, colocated=events)
-        # A single-node log's rows were copied into the shards; the coordinator's own
-        # copy (no longer read) goes.
-        await run("SELECT truncate_local_data_after_distributing_table(CAST(:t AS regclass))",
-                  t=qualified)
+        if holds_rows:
+            # A single-node log's rows were copied into the shards; the coordinator's own
+            # copy (no longer read) goes.
+            await run("SELECT truncate_local_data_after_distributing_table("
+                      "CAST(:t AS regclass))", t=qualified)
