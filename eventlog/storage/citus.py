@@ -85,6 +85,18 @@ class CitusBackend(PostgresBackend):
                 "streams in a batch of its own")
         return await self._append_in_transaction(requests)
 
+    async def stream_heads(
+        self, keys: Sequence[tuple[str, str]]
+    ) -> dict[tuple[str, str], tuple[int, bytes]]:
+        # Citus cannot push down the one-statement form (a LIMIT in a lateral subquery
+        # over unnest): each stream's head is its own routed read.
+        heads: dict[tuple[str, str], tuple[int, bytes]] = {}
+        for key in dict.fromkeys(keys):
+            head = await self.stream_head(*key)
+            if head is not None:
+                heads[key] = head
+        return heads
+
     # -- errors --------------------------------------------------------------------------
 
     def translate(self, error: BaseException, operation: str) -> BaseException:
