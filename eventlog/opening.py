@@ -207,7 +207,8 @@ def _sqlite(url: str, *, schema: str, **options: Any) -> StorageBackend:
 
 def _postgres(url: str, *, schema: str, **options: Any) -> StorageBackend:
     url, schema = _schema_from_url(_postgres_url(url), schema)
-    if _distributed(options):
+    url, named = _distributed_from_url(url)
+    if _distributed(options) or named:
         from eventlog.storage.citus import CitusBackend
 
         return CitusBackend(url=url, schema=schema, **options)
@@ -310,6 +311,20 @@ def _schema_from_url(url: str, schema: str) -> tuple[str, str]:
     query = urlencode([(key, value) for key, value in parse_qsl(parts.query,
                        keep_blank_values=True) if key != "schema"])
     return urlunsplit(parts._replace(query=query)), named
+
+
+def _distributed_from_url(url: str) -> tuple[str, bool]:
+    """``?distributed=true`` (or ``false``) taken out of the URL, as ``?schema=`` is: a
+    URL alone can then name a log on a Citus cluster (a child process, $EVENTLOG_URL)."""
+    parts = urlsplit(url)
+    pairs = parse_qsl(parts.query, keep_blank_values=True)
+    values = [value for key, value in pairs if key == "distributed"]
+    if not values:
+        return url, False
+    if values[-1].lower() not in ("true", "false"):
+        raise InvalidURL(url, f"distributed={values[-1]!r}: use true or false")
+    query = urlencode([(key, value) for key, value in pairs if key != "distributed"])
+    return urlunsplit(parts._replace(query=query)), values[-1].lower() == "true"
 
 
 def _no_options(options: dict[str, Any]) -> None:

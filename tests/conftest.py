@@ -32,6 +32,9 @@ from eventlog.testing.helpers import fresh_id as fresh_id  # the tests import it
 PG_URL = os.environ.get("EVENTLOG_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
 IN_CI = os.environ.get("CI", "").lower() == "true"
 BACKENDS = ("memory", "sqlite", "file", "postgresql")
+CITUS = pytest.param("citus", marks=pytest.mark.citus, id="citus")
+"""A ``target`` (or ``shared``) parameter for the distributed log on the Citus cluster,
+run only by the citus campaign (``pytest -m citus``)."""
 
 # Test files (tmp_path, SQLite databases, file stores) go to a memory file system when the
 # machine has one and TMPDIR does not say otherwise: each SQLite commit's fsync would
@@ -152,6 +155,12 @@ def target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BackendTa
         yield BackendTarget(name, f"sqlite:///{tmp_path / 'log.db'}")
     elif name == "file":
         yield BackendTarget(name, f"file://{tmp_path / 'store'}")
+    elif name == "citus":
+        # Only as pytest.param("citus", marks=pytest.mark.citus): the distributed log on
+        # the Citus cluster (tests/citus), a PostgreSQL target whose URL says so.
+        from tests.citus import cluster
+
+        yield from cluster.target()
     else:
         require_postgres()
         schema = f"t_{uuid.uuid4().hex[:12]}"

@@ -12,10 +12,15 @@ import asyncio
 import os
 import subprocess
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import asyncpg
 import pytest
+
+if TYPE_CHECKING:
+    from tests.conftest import BackendTarget
 
 PORT = int(os.environ.get("CITUS_PORT", "5441"))
 BASE_URL = f"postgresql://postgres@127.0.0.1:{PORT}/postgres"
@@ -97,3 +102,14 @@ async def drop_schema(schema: str) -> None:
         await connection.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
     finally:
         await connection.close()
+
+
+def target() -> Iterator[BackendTarget]:
+    """A `tests.conftest.BackendTarget` on the cluster: a PostgreSQL target whose URL says
+    ``distributed=true`` (so child processes open it as it is), in a fresh schema."""
+    from tests.conftest import BackendTarget
+
+    ensure_cluster()
+    schema = fresh_schema()
+    yield BackendTarget("postgresql", f"{URL}&distributed=true", schema)
+    asyncio.run(drop_schema(schema))
