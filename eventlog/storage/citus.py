@@ -30,6 +30,7 @@ the cluster changes (the ordering argument is in docs/decisions.md, "Citus"):
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -42,6 +43,9 @@ from eventlog.storage.sqltext import quote
 
 VERSION_TABLE = "alembic_version"
 """Alembic's stamp: the one table without ``tenant_id``, kept on the coordinator."""
+
+
+_SHARD_CONSTRAINT = re.compile(r'constraint "(events_\w+?_key)(?:_\d+)?"')
 
 
 class NotDistributed(SchemaError):
@@ -100,14 +104,15 @@ class CitusBackend(PostgresBackend):
     # -- errors --------------------------------------------------------------------------
 
     def translate(self, error: BaseException, operation: str) -> BaseException:
-        # A worker names the shard's constraint (events_stream_version_key_102008): the
-        # races and lost commits are recognised by the table's name for it.
-        constraint = getattr(_driver_error(error), "constraint_name", None)
-        if isinstance(constraint, str):
-            base, _, shard = constraint.rpartition("_")
-            if shard.isdigit() and base == "events_stream_version_key":
+        # A worker's error reaches us through the coordinator naming the shard's
+        # constraint (events_stream_version_key_102008), in its message only: the races
+        # and lost commits are recognised by the table's name for it.
+        driver = _driver_error(error)
+        if type(driver).__name__ == "UniqueViolationError":
+            named = _SHARD_CONSTRAINT.search(str(driver))
+            if named is not None and named[1] == "events_stream_version_key":
                 return StreamVersionTaken()
-            if shard.isdigit() and base == "events_event_id_key":
+            if named is not None and named[1] == "events_event_id_key":
                 return CommitOutcomeUnknown("postgresql", operation,
                                             "event ids already stored")
         return super().translate(error, operation)
