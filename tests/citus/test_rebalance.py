@@ -6,7 +6,6 @@ exactly once, and reads answer throughout."""
 from __future__ import annotations
 
 import asyncio
-import subprocess
 import time
 from collections import Counter
 from typing import Any
@@ -40,7 +39,11 @@ async def add_worker_without_shards() -> None:
     """The fourth server, started and in the cluster, holding no shards of new tables."""
     where = cluster.scripts()
     assert where is not None, "no cluster.sh to start the new worker with"
-    subprocess.run([str(where / "cluster.sh"), "add-worker"], check=True, capture_output=True)
+    started = await asyncio.create_subprocess_exec(
+        str(where / "cluster.sh"), "add-worker", stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT)
+    output, _ = await started.communicate()
+    assert 0 == started.returncode, output.decode()[-600:]
     await coordinator("SELECT citus_set_node_property('127.0.0.1', $1, 'shouldhaveshards', "
                       "false)", NEW_WORKER)
 

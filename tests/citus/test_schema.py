@@ -6,9 +6,8 @@ from __future__ import annotations
 import asyncpg
 import pytest
 
-from eventlog import open_log
+from eventlog import StreamAppend, open_log
 from eventlog.errors import InvalidInput, SchemaError
-from eventlog import StreamAppend
 from projections import compare_views
 from tests.citus import cluster
 from tests.events import Noted
@@ -77,7 +76,7 @@ async def test_opening_without_upgrade_refuses_a_log_not_yet_distributed(
     """upgrade=False never distributes: it names what is still local and the way out."""
     async with open_log(cluster.URL, schema=citus_schema):
         pass
-    with pytest.raises(SchemaError, match="not distributed.*upgrade=True"):
+    with pytest.raises(SchemaError, match=r"not distributed.*upgrade=True"):
         async with open_log(cluster.URL, schema=citus_schema, distributed=True,
                             upgrade=False):
             pass
