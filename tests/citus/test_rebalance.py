@@ -61,11 +61,13 @@ async def rebalance(schema: str) -> float:
     started = time.monotonic()
     await coordinator("SELECT citus_set_node_property('127.0.0.1', $1, 'shouldhaveshards', "
                       "true)", NEW_WORKER)
-    await coordinator("SELECT citus_rebalance_start()")
+    rows = await coordinator("SELECT citus_rebalance_start()")
+    job = rows[0][0]
+    assert job is not None, "the rebalancer found nothing to move"
     while True:
-        rows = await coordinator("SELECT state::text FROM citus_rebalance_status() "
-                                 "ORDER BY job_id DESC LIMIT 1")
-        if rows and rows[0][0] in ("finished", "failed", "cancelled"):
+        rows = await coordinator(
+            "SELECT state::text FROM pg_dist_background_job WHERE job_id = $1", job)
+        if rows[0][0] in ("finished", "failed", "cancelled", "failing", "cancelling"):
             assert "finished" == rows[0][0]
             return time.monotonic() - started
         assert time.monotonic() - started < REBALANCE_TIMEOUT, "the rebalance did not finish"
