@@ -95,12 +95,15 @@ class Context:
     def connection_args(self) -> str:
         """The options that reach this same log from another command (``""`` when the
         defaults and the environment already do): ``--url`` as given, ``--schema`` on
-        PostgreSQL whenever it is not the default. A password is masked, never printed."""
+        PostgreSQL whenever it is not the default, ``--distributed`` when given. A password
+        is masked, never printed."""
         parts = []
         if getattr(self.args, "url", None) is not None:
             parts += ["--url", self.shown_url()]
         if self.is_postgres and self.schema not in (DEFAULT_SCHEMA, url_schema(self.url)):
             parts += ["--schema", self.schema]
+        if getattr(self.args, "distributed", False):
+            parts += ["--distributed"]
         return "".join(f" {shlex.quote(part)}" for part in parts)
 
     @asynccontextmanager
