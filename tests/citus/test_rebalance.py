@@ -23,6 +23,8 @@ from tests.test_processes import acknowledged, rest_of_output, writer
 pytestmark = pytest.mark.citus
 
 WRITERS = 8
+SHARDS = 12
+"""Shards per table here: 12 over two workers, so a third takes four shard groups."""
 NEW_WORKER = cluster.PORT + 3
 REBALANCE_TIMEOUT = 600.0
 
@@ -106,7 +108,8 @@ async def test_a_worker_added_and_rebalanced_under_8_writers_loses_nothing(
     citus_schema: str, capsys: pytest.CaptureFixture[str],
 ) -> None:
     await add_worker_without_shards()
-    target = BackendTarget("postgresql", f"{cluster.URL}&distributed=true", citus_schema)
+    url = f"{cluster.BASE_URL}?citus.shard_count={SHARDS}&distributed=true"
+    target = BackendTarget("postgresql", url, citus_schema)
     tenants = [f"tenant-{n}" for n in range(WRITERS)]
     async with open_log(target.url, schema=citus_schema) as log:
         assert 0 == await placements_on_new_worker(citus_schema)
