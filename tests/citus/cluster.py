@@ -13,6 +13,7 @@ import os
 import subprocess
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -53,8 +54,11 @@ async def _workers() -> int:
 
 
 def _answering() -> str | None:
+    # In a thread of its own: the caller may be inside a running event loop (an async
+    # fixture), where asyncio.run is refused.
     try:
-        workers = asyncio.run(_workers())
+        with ThreadPoolExecutor(1) as thread:
+            workers = thread.submit(asyncio.run, _workers()).result()
     except Exception as error:
         return f"{type(error).__name__}: {error}"
     return None if workers >= 2 else f"{workers} active workers, not 2"
