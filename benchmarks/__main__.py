@@ -19,6 +19,8 @@ SECTIONS = ("append", "checkpoints", "sqlite", "concurrency", "reads", "large", 
 """``langgraph`` is the LangGraph adapter against LangGraph's own saver (its own report,
 not in the ratio summary; skipped by ``--quick``); ``adopt`` times adopting 10,000
 checkpoints from LangGraph's AsyncPostgresSaver beside a plain ``alist`` of them."""
+ON_REQUEST = ("citus",)
+"""Sections run only when ``--only`` names them: ``citus`` needs a Citus cluster."""
 
 
 def main() -> None:
@@ -27,7 +29,8 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true",
                         help="tiny sizes: proves the harness runs, measures nothing")
     parser.add_argument("--only", default=",".join(SECTIONS),
-                        help=f"comma-separated sections ({', '.join(SECTIONS)})")
+                        help=f"comma-separated sections ({', '.join(SECTIONS)}; "
+                        f"on request: {', '.join(ON_REQUEST)})")
     arguments = parser.parse_args()
     if arguments.quick:
         os.environ["EVENTLOG_BENCH_QUICK"] = "1"
@@ -39,7 +42,7 @@ def main() -> None:
           + (" · QUICK (sizes too small to mean anything)" if common.quick() else ""))
     started = time.perf_counter()
     for name in arguments.only.split(","):
-        if name not in SECTIONS:
+        if name not in SECTIONS + ON_REQUEST:
             parser.error(f"unknown section {name!r}")
         module = __import__(f"benchmarks.bench_{name}", fromlist=["run"])
         if hasattr(module, "run"):

@@ -206,16 +206,29 @@ def _sqlite(url: str, *, schema: str, **options: Any) -> StorageBackend:
 
 
 def _postgres(url: str, *, schema: str, **options: Any) -> StorageBackend:
-    from eventlog.storage.postgres import PostgresBackend
-
     given = url
     url, schema = _schema_from_url(_postgres_url(url), schema)
+    url, named = _distributed_from_url(url)
     url, pool_mode = _url_parameter(url, "pool_mode")
     # ?pool_mode= names the pooler in front of the server (README, "Behind PgBouncer").
     if pool_mode is not None and options.setdefault("pool_mode", pool_mode) != pool_mode:
         raise InvalidURL(given, f"names pool_mode {pool_mode!r} but "
                                 f"pool_mode={options['pool_mode']!r} was also given")
+    if _distributed(options) or named:
+        from eventlog.storage.citus import CitusBackend
+
+        return CitusBackend(url=url, schema=schema, **options)
+    from eventlog.storage.postgres import PostgresBackend
+
     return PostgresBackend(url=url, schema=schema, **options)
+
+
+def _distributed(options: dict[str, Any]) -> bool:
+    """Pops ``distributed`` (a Citus cluster: `eventlog.storage.citus`) from ``options``."""
+    distributed = options.pop("distributed", False)
+    if not isinstance(distributed, bool):
+        raise InvalidInput("distributed", f"must be True or False, not {distributed!r}"[:200])
+    return distributed
 
 
 def _file(url: str, *, schema: str, **options: Any) -> StorageBackend:
@@ -251,6 +264,10 @@ def _backend_for_engine(engine: Any, schema: str, options: dict[str, Any]) -> St
 
         return SqliteBackend(engine=engine, **options)
     if dialect == "postgresql":
+        if _distributed(options):
+            from eventlog.storage.citus import CitusBackend
+
+            return CitusBackend(engine=engine, schema=schema, **options)
         from eventlog.storage.postgres import PostgresBackend
 
         return PostgresBackend(engine=engine, schema=schema, **options)
@@ -309,6 +326,17 @@ def _url_parameter(url: str, name: str) -> tuple[str, str | None]:
         return url, None
     query = urlencode([(key, value) for key, value in pairs if key != name])
     return urlunsplit(parts._replace(query=query)), values[-1]
+
+
+def _distributed_from_url(url: str) -> tuple[str, bool]:
+    """``?distributed=true`` (or ``false``) taken out of the URL, as ``?schema=`` is: a
+    URL alone can then name a log on a Citus cluster (a child process, $EVENTLOG_URL)."""
+    stripped, value = _url_parameter(url, "distributed")
+    if value is None:
+        return url, False
+    if value.lower() not in ("true", "false"):
+        raise InvalidURL(url, f"distributed={value!r}: use true or false")
+    return stripped, value.lower() == "true"
 
 
 def _no_options(options: dict[str, Any]) -> None:

@@ -40,6 +40,9 @@ BACKENDS = ("memory", "sqlite", "file", "postgresql")
 PGBOUNCER = pytest.param("pgbouncer", marks=pytest.mark.pgbouncer, id="pgbouncer")
 """A ``target`` parameter: the test server through PgBouncer in transaction mode (selected
 only by ``-m pgbouncer``; the default run deselects it)."""
+CITUS = pytest.param("citus", marks=pytest.mark.citus, id="citus")
+"""A ``target`` (or ``shared``) parameter for the distributed log on the Citus cluster,
+run only by the citus campaign (``pytest -m citus``)."""
 
 # Test files (tmp_path, SQLite databases, file stores) go to a memory file system when the
 # machine has one and TMPDIR does not say otherwise: each SQLite commit's fsync would
@@ -196,6 +199,12 @@ def target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BackendTa
         yield BackendTarget(name, f"sqlite:///{tmp_path / 'log.db'}")
     elif name == "file":
         yield BackendTarget(name, f"file://{tmp_path / 'store'}")
+    elif name == "citus":
+        # Only as pytest.param("citus", marks=pytest.mark.citus): the distributed log on
+        # the Citus cluster (tests/citus), a PostgreSQL target whose URL says so.
+        from tests.citus import cluster
+
+        yield from cluster.target()
     else:
         yield from postgres_target(request)
 

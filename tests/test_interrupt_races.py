@@ -24,7 +24,8 @@ from eventlog import open_log
 from eventlog.events import interrupts as ev
 from eventlog.interrupts import ClaimRejection, Finish, InterruptClaim, batch_stream
 from eventlog.testing.interrupts import PAY, answer, interrupts
-from tests.conftest import PGBOUNCER, BackendTarget, fresh_id, postgres_target
+from tests.citus import cluster
+from tests.conftest import CITUS, PGBOUNCER, BackendTarget, fresh_id, postgres_target
 
 WORKERS = 4
 ROUNDS = 5
@@ -33,11 +34,14 @@ TIMEOUT = 120
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(params=["sqlite", "postgresql", PGBOUNCER])
+@pytest.fixture(params=["sqlite", "postgresql", PGBOUNCER, CITUS])
 def shared(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BackendTarget]:
     """A store several processes can open at once."""
     if request.param == "sqlite":
         yield BackendTarget("sqlite", f"sqlite:///{tmp_path / 'race.db'}")
+        return
+    if request.param == "citus":
+        yield from cluster.target()
         return
     yield from postgres_target(request)
 

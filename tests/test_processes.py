@@ -17,7 +17,7 @@ import pytest
 
 from eventlog import EventLog, StorageError, StoreLocked, open_log
 from projections import ViewQuery, compare_views
-from tests.conftest import PGBOUNCER, BackendTarget
+from tests.conftest import CITUS, PGBOUNCER, BackendTarget
 from tests.events import Noted
 from tests.procs.settle import settle
 
@@ -106,7 +106,8 @@ async def test_killed_holder_leaves_no_stale_lock(tmp_path: Path) -> None:
 
 # -- SIGKILL at a random moment --------------------------------------------------------------
 
-@pytest.mark.parametrize("target", ["sqlite", "file", "postgresql", PGBOUNCER], indirect=True)
+@pytest.mark.parametrize("target", ["sqlite", "file", "postgresql", PGBOUNCER, CITUS],
+                         indirect=True)
 async def test_sigkill_mid_append_leaves_a_consistent_log(target: BackendTarget) -> None:
     """Kill -9 a tight append loop three times: every acknowledged append is there, the
     chains verify, the views match the log, versions are dense, blobs are consistent."""

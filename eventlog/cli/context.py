@@ -25,7 +25,7 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from eventlog.cli.errors import EXIT_OPERATIONAL, EXIT_STATUSES_HELP, CommandError
+from eventlog.cli.errors import EXIT_OPERATIONAL, EXIT_STATUSES_HELP, EXIT_USAGE, CommandError
 from eventlog.cli.examples import examples_help
 from eventlog.cli.lenient import LenientRegistry
 from eventlog.cli.render import SafeConsole, jsonable
@@ -95,12 +95,15 @@ class Context:
     def connection_args(self) -> str:
         """The options that reach this same log from another command (``""`` when the
         defaults and the environment already do): ``--url`` as given, ``--schema`` on
-        PostgreSQL whenever it is not the default. A password is masked, never printed."""
+        PostgreSQL whenever it is not the default, ``--distributed`` when given. A password
+        is masked, never printed."""
         parts = []
         if getattr(self.args, "url", None) is not None:
             parts += ["--url", self.shown_url()]
         if self.is_postgres and self.schema not in (DEFAULT_SCHEMA, url_schema(self.url)):
             parts += ["--schema", self.schema]
+        if getattr(self.args, "distributed", False):
+            parts += ["--distributed"]
         return "".join(f" {shlex.quote(part)}" for part in parts)
 
     @asynccontextmanager
@@ -117,6 +120,11 @@ class Context:
         """
         if not create:
             self._require_existing()
+        if getattr(self.args, "distributed", False):
+            if not self.is_postgres:
+                raise CommandError("--distributed needs a PostgreSQL log (a Citus "
+                                   f"coordinator), not {self.shown_url()}", EXIT_USAGE)
+            options["distributed"] = True
         opener = open_log(
             self.url, schema=self.schema, upgrade=upgrade, clock=clock,
             registry=LenientRegistry(default_registry), read_url=self.read_url, **options,
@@ -226,6 +234,8 @@ class SharedOptions(argparse.ArgumentParser):
                            "else sqlite:///eventlog.db)")),
             ("--schema", dict(metavar="NAME", help="the PostgreSQL schema (default: the "
                               "URL's ?schema=, else $EVENTLOG_SCHEMA, else eventlog)")),
+            ("--distributed", dict(action="store_true", help="the PostgreSQL log is on a "
+                                   "Citus coordinator, its tables distributed by tenant")),
         )
         self.replica = _part(("--read-url", dict(
             metavar="URL", help="a hot standby of the PostgreSQL log to read from "

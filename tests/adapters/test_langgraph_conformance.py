@@ -9,10 +9,11 @@ from langgraph.checkpoint.conformance import checkpointer_test, validate
 from langgraph.checkpoint.conformance.capabilities import ALL_CAPABILITIES
 
 from eventlog.adapters.langgraph import AsyncEventlogSaver
-from tests.conftest import BackendTarget
+from tests.conftest import CITUS, BackendTarget
 
 
-@pytest.mark.parametrize("target", ["sqlite", "postgresql", "memory", "file"], indirect=True)
+@pytest.mark.parametrize("target", ["sqlite", "postgresql", "memory", "file", CITUS],
+                         indirect=True)
 async def test_every_capability_passes(target: BackendTarget) -> None:
     """Every capability, base and extended, is detected and passes every test."""
 

@@ -35,7 +35,8 @@ from agent_framework import (
 from eventlog import open_log
 from eventlog.adapters.maf import EventlogCheckpointStorage
 from eventlog.checkpoints import Payload, ThreadCheckpointPut
-from tests.conftest import PG_URL, drop_schema, fresh_id, require_postgres
+from tests.citus import cluster
+from tests.conftest import CITUS, PG_URL, drop_schema, fresh_id, require_postgres
 
 TENANT = "acme"
 
@@ -96,7 +97,7 @@ class Store:
     ordered_lists: bool = True
 
 
-@pytest.fixture(params=["sqlite", "postgresql", "maf-memory", "maf-file"])
+@pytest.fixture(params=["sqlite", "postgresql", "maf-memory", "maf-file", CITUS])
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
     """A storage kind that a "restarted process" can open again."""
     name = request.param
@@ -108,6 +109,11 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
         schema = f"t_{fresh_id('maf').replace('-', '_')}"
         yield Store(name, _eventlog(PG_URL, {"schema": schema}))
         await drop_schema(schema)
+    elif name == "citus":
+        cluster.ensure_cluster()
+        schema = cluster.fresh_schema()
+        yield Store(name, _eventlog(cluster.URL, {"schema": schema, "distributed": True}))
+        await cluster.drop_schema(schema)
     elif name == "maf-memory":
         memories: dict[str, InMemoryCheckpointStorage] = {}
 

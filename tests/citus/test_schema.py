@@ -1,0 +1,103 @@
+"""The distributed schema: every table sharded by tenant and co-located, the events keyed
+with the tenant, a single-node log turned into a distributed one, and the refusals."""
+
+from __future__ import annotations
+
+import asyncpg
+import pytest
+
+from eventlog import StreamAppend, open_log
+from eventlog.errors import InvalidInput, SchemaError
+from projections import compare_views
+from tests.citus import cluster
+from tests.events import Noted
+from tests.procs.settle import settle
+
+pytestmark = pytest.mark.citus
+
+
+async def _placement(schema: str) -> tuple[dict[str, tuple[str, int]], list[str]]:
+    """Each table's (distribution column, co-location group), and the events' key."""
+    connection = await asyncpg.connect(cluster.BASE_URL)
+    try:
+        rows = await connection.fetch(
+            "SELECT c.relname, column_to_column_name(p.logicalrelid, p.partkey), "
+            "p.colocationid FROM pg_dist_partition p JOIN pg_class c ON c.oid = p.logicalrelid "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1", schema)
+        key = await connection.fetch(
+            "SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid "
+            "AND a.attnum = ANY(i.indkey) WHERE i.indrelid = $1::regclass AND i.indisprimary "
+            "ORDER BY array_position(i.indkey, a.attnum)", f'"{schema}".events')
+    finally:
+        await connection.close()
+    return ({str(r[0]): (str(r[1]), int(r[2])) for r in rows}, [str(r[0]) for r in key])
+
+
+async def test_every_table_is_distributed_by_tenant_and_colocated(citus_schema: str) -> None:
+    """All thirteen tables, one co-location group, the events keyed (tenant, position)."""
+    async with open_log(cluster.URL, schema=citus_schema, distributed=True) as log:
+        tables = {"events", "blobs", *log.storage.views}  # type: ignore[attr-defined]
+    placement, key = await _placement(citus_schema)
+    assert tables == set(placement)
+    assert {"tenant_id"} == {column for column, _ in placement.values()}
+    assert 1 == len({group for _, group in placement.values()})
+    assert ["tenant_id", "position"] == key
+
+
+async def test_a_single_node_log_becomes_distributed_and_keeps_everything(
+    citus_schema: str,
+) -> None:
+    """A log written on the coordinator as a plain PostgreSQL log, then opened with
+    distributed=True: every event, chain and view is there, and appends go on."""
+    async with open_log(cluster.URL, schema=citus_schema) as log:
+        for tenant in ("t1", "t2", "t3"):
+            await log.append(tenant, "s", [Noted(text="a"), Noted(text="b")])
+        await log.checkpoints.create(_record())
+        await settle(log)
+        before = {tenant: (await log.read_all(tenant_id=tenant)).events
+                  for tenant in ("t1", "t2", "t3", "t")}
+    assert {} == (await _placement(citus_schema))[0]
+    async with open_log(cluster.URL, schema=citus_schema, distributed=True) as log:
+        await settle(log)
+        after = {tenant: (await log.read_all(tenant_id=tenant)).events for tenant in before}
+        await log.append("t1", "s", [Noted(text="c")], expected_version=2)
+        report = await log.verify()
+        drift = await compare_views(log)
+        latest = await log.checkpoints.latest("t", "s")
+    assert [e.event_id for es in before.values() for e in es] == [
+        e.event_id for es in after.values() for e in es]
+    assert (True, [], "c1") == (report.ok, drift, latest.checkpoint_id if latest else None)
+    assert 13 == len((await _placement(citus_schema))[0])
+
+
+async def test_opening_without_upgrade_refuses_a_log_not_yet_distributed(
+    citus_schema: str,
+) -> None:
+    """upgrade=False never distributes: it names what is still local and the way out."""
+    async with open_log(cluster.URL, schema=citus_schema):
+        pass
+    with pytest.raises(SchemaError, match=r"not distributed.*upgrade=True"):
+        async with open_log(cluster.URL, schema=citus_schema, distributed=True,
+                            upgrade=False):
+            pass
+
+
+async def test_a_batch_of_two_tenants_is_refused_and_writes_nothing(citus_schema: str) -> None:
+    """One transaction over two workers would commit after its ids were given out."""
+    async with open_log(cluster.URL, schema=citus_schema, distributed=True) as log:
+        with pytest.raises(InvalidInput, match="one tenant, not 2"):
+            await log.append_batch([
+                StreamAppend(tenant_id="a", stream_id="s", events=[Noted(text="x")]),
+                StreamAppend(tenant_id="b", stream_id="s", events=[Noted(text="y")]),
+            ])
+        same = await log.append_batch([
+            StreamAppend(tenant_id="a", stream_id="s1", events=[Noted(text="x")]),
+            StreamAppend(tenant_id="a", stream_id="s2", events=[Noted(text="y")]),
+        ])
+        assert ([], 2) == ((await log.read_all(tenant_id="b")).events, len(same))
+
+
+def _record() -> object:
+    from eventlog.testing.contract.checkpoints import record
+
+    return record(checkpoint_id="c1", state={"v": 1})
