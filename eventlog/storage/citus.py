@@ -39,7 +39,7 @@ import sqlalchemy as sa
 from eventlog.errors import CommitOutcomeUnknown, InvalidInput, SchemaError
 from eventlog.storage.base import AppendRequest, StreamVersionTaken
 from eventlog.storage.postgres import PostgresBackend, _driver_error
-from eventlog.storage.sqltext import quote
+from eventlog.storage.sqltext import PostgresDialect, quote
 
 VERSION_TABLE = "alembic_version"
 """Alembic's stamp: the one table without ``tenant_id``, kept on the coordinator."""
@@ -53,8 +53,20 @@ class NotDistributed(SchemaError):
     opened with ``upgrade=False``."""
 
 
+class CitusDialect(PostgresDialect):
+    """PostgreSQL's text, but a `Lookup` joins its key set plainly: Citus cannot push a
+    ``LATERAL`` subquery with ``OFFSET`` over a table function down to a worker ("Offset
+    clause is currently unsupported when a lateral subquery references a column from a
+    table function"). The plain join is routed whole to the tenant's worker, whose planner
+    seeks each key by the index."""
+
+    lateral = False
+
+
 class CitusBackend(PostgresBackend):
     """The PostgreSQL backend on a Citus coordinator, every table sharded by tenant."""
+
+    text = CitusDialect()
 
     # -- the schema ----------------------------------------------------------------------
 
