@@ -32,6 +32,10 @@ URL = f"{BASE_URL}?citus.shard_count={SHARDS}"
 """What the tests open (asyncpg passes the unknown query parameter as a session setting)."""
 
 
+WORKPLACE_SCRIPTS = Path("/work/shared/citus")
+"""Where the scripts are on this workplace's machines, for a checkout cloned elsewhere."""
+
+
 def scripts() -> Path | None:
     """The directory holding ``cluster.sh``, or None when there is none."""
     named = os.environ.get("EVENTLOG_CITUS_DIR")
@@ -41,7 +45,8 @@ def scripts() -> Path | None:
         found = parent / "shared" / "citus"
         if (found / "cluster.sh").is_file():
             return found
-    return None
+    workplace = WORKPLACE_SCRIPTS
+    return workplace if (workplace / "cluster.sh").is_file() else None
 
 
 async def _workers() -> int:
