@@ -58,6 +58,9 @@ from tests.conftest import BackendTarget
 from tests.procs.settle import settle
 from tests.properties.sql_changes import apply_changes
 
+# Model-based runs: 200 examples each under CI=true, minutes in all (pytest -m properties).
+pytestmark = pytest.mark.properties
+
 T = TypeVar("T")
 
 SESSIONS = ("s0", "s1")

@@ -69,6 +69,9 @@ from projections import fold_events
 from projections.interrupts import InterruptBatches
 from tests.conftest import BackendTarget, fresh_id
 
+# Model-based runs: 200 examples each under CI=true, minutes in all (pytest -m properties).
+pytestmark = pytest.mark.properties
+
 LEASE = timedelta(minutes=5)
 TTL = timedelta(hours=2)
 RETENTION = timedelta(days=1)

@@ -15,6 +15,7 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+import pytest
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -38,6 +39,9 @@ from eventlog import (
 from eventlog.hashing import content_digest
 from tests.conftest import BackendTarget
 from tests.events import Holding, Noted
+
+# Model-based runs: 200 examples each under CI=true, minutes in all (pytest -m properties).
+pytestmark = pytest.mark.properties
 
 T = TypeVar("T")
 

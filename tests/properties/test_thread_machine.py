@@ -26,6 +26,9 @@ from eventlog import EventLog, content_digest, open_log
 from eventlog.checkpoints import ChannelValue, Payload
 from projections import compare_views
 
+# Model-based runs: 200 examples each under CI=true, minutes in all (pytest -m properties).
+pytestmark = pytest.mark.properties
+
 R = TypeVar("R")
 T = "tenant"
 THREADS = ("a", "b")
