@@ -32,6 +32,8 @@ from hypothesis import HealthCheck, settings
 
 from eventlog import EventLog, open_log
 from eventlog.testing.helpers import fresh_id as fresh_id  # the tests import it from here
+from tests.pg_template import create_migrated_schema
+from tests.pg_template import problem as template_problem
 from tests.pgbouncer import pgbouncer_program, start_pgbouncer
 
 PG_URL = os.environ.get("EVENTLOG_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
@@ -136,6 +138,17 @@ def pg_schema() -> Iterator[str]:
     asyncio.run(drop_schema(schema))
 
 
+@pytest.fixture
+def migrated_pg_schema() -> Iterator[str]:
+    """A fresh PostgreSQL schema already at the current revision (a copy of the migrated
+    template: tests/pg_template.py), dropped after the test."""
+    require_postgres()
+    schema = f"t_{uuid.uuid4().hex[:12]}"
+    create_migrated_schema(PG_URL, schema)
+    yield schema
+    asyncio.run(drop_schema(schema))
+
+
 class BackendTarget:
     """How to open one backend's store, again and again (e.g. from another process)."""
 
@@ -162,6 +175,9 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     """Print the campaign counts the tests noted."""
     for line in CAMPAIGN_COUNTS:
         terminalreporter.write_line(line)
+    if template_problem() is not None:
+        terminalreporter.write_line(
+            f"PostgreSQL test schemas were migrated one by one: {template_problem()}")
 
 
 @pytest.fixture(scope="session")
@@ -180,11 +196,13 @@ def pgbouncer_url() -> Iterator[str]:
 
 
 def postgres_target(request: pytest.FixtureRequest, prefix: str = "t") -> Iterator[BackendTarget]:
-    """A fresh schema on the test server, reached directly or (for the ``pgbouncer``
-    parameter) through PgBouncer; the schema is dropped afterwards."""
+    """A fresh schema on the test server, already migrated (a copy of one migrated
+    template: tests/pg_template.py), reached directly or (for the ``pgbouncer`` parameter)
+    through PgBouncer; the schema is dropped afterwards."""
     require_postgres()
     url = request.getfixturevalue("pgbouncer_url") if request.param == "pgbouncer" else PG_URL
     schema = f"{prefix}_{uuid.uuid4().hex[:12]}"
+    create_migrated_schema(PG_URL, schema)
     yield BackendTarget("postgresql", url, schema)
     asyncio.run(drop_schema(schema))
 
