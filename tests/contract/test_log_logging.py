@@ -3,16 +3,27 @@ logging contract ships in `eventlog.testing`.)"""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from structlog.testing import capture_logs
 
 from eventlog import open_log
-from tests.conftest import BackendTarget
+from tests.conftest import PG_URL, BackendTarget
 
 
-@pytest.mark.parametrize("target", ["sqlite", "postgresql"], indirect=True)
-async def test_first_open_logs_schema_upgraded(target: BackendTarget) -> None:
+@pytest.fixture(params=["sqlite", "postgresql"])
+def empty(request: pytest.FixtureRequest, tmp_path: Path) -> BackendTarget:
+    """A store no log has opened yet (the ``target`` fixture's PostgreSQL schemas come
+    migrated already)."""
+    if request.param == "sqlite":
+        return BackendTarget("sqlite", f"sqlite:///{tmp_path / 'log.db'}")
+    return BackendTarget("postgresql", PG_URL, str(request.getfixturevalue("pg_schema")))
+
+
+async def test_first_open_logs_schema_upgraded(empty: BackendTarget) -> None:
     """Opening an empty database logs "schema_upgraded" once; reopening logs nothing."""
+    target = empty
     with capture_logs() as first:
         async with open_log(target.url, **target.options()):
             pass
