@@ -1,4 +1,4 @@
-"""`EventLog`: the log's face to stores, the CLI and applications.
+"""`EventLog`: the log as stores, the CLI and applications use it (it knows no store).
 
 Appends (new events, and imported ones as they were recorded) go through one path
 (`eventlog.log._append`); reads — streams, the log in order, views, stream heads, blobs —
