@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from eventlog.events import Event, EventRegistry, default_registry, register_event
     from eventlog.events.checkpoints import CheckpointCreated, SessionDeleted
     from eventlog.events.interrupts import Interrupt, Resume
+    from eventlog.face import OpenLog
     from eventlog.hashing import content_digest
     from eventlog.interrupts import (
         BatchState,
@@ -112,6 +113,7 @@ __all__ = [
     "InvalidURL",
     "LogPage",
     "NO_STREAM",
+    "OpenLog",
     "Operation",
     "OperationRegistry",
     "PayloadTooLarge",
@@ -169,6 +171,9 @@ _HOMES: dict[str, tuple[str, ...]] = {
     ),
     "eventlog.events.interrupts": (
         "Interrupt", "Resume",
+    ),
+    "eventlog.face": (
+        "OpenLog",
     ),
     "eventlog.hashing": (
         "content_digest",

@@ -1,4 +1,5 @@
-"""`open_log`: turn a URL (or an application's engine) into an open `EventLog`."""
+"""`open_log`: turn a URL (or an application's engine) into an open log with its stores
+(`eventlog.face.OpenLog`)."""
 
 from __future__ import annotations
 
@@ -9,12 +10,11 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 from eventlog._logging import get_logger
-from eventlog.checkpoints.store import CheckpointStore
 from eventlog.clock import Clock, system_clock
 from eventlog.errors import InvalidInput, InvalidURL, StorageError
 from eventlog.events import EventRegistry
+from eventlog.face import OpenLog
 from eventlog.interrupts.models import InterruptOptions, Operation
-from eventlog.interrupts.store import InterruptStore
 from eventlog.log import DEFAULT_MAX_PAYLOAD_BYTES, EventLog
 from eventlog.storage.base import StorageBackend
 from eventlog.validation import check_id
@@ -49,8 +49,9 @@ async def open_log(
     operations: Iterable[Operation] | None = None,
     read_url: str | None = None,
     **backend_options: Any,
-) -> AsyncIterator[EventLog]:
-    """Open the log at ``target`` and close it on exit.
+) -> AsyncIterator[OpenLog]:
+    """Open the log at ``target``, yield it with its stores (an `OpenLog`), and close it
+    on exit.
 
     ``target`` is a URL — ``sqlite:///path.db`` (the default, ``sqlite:///eventlog.db``),
     ``postgresql://…``, ``memory://`` or ``file:///dir`` — or an application's own
@@ -74,13 +75,9 @@ async def open_log(
         projections=INLINE_PROJECTIONS if projections is None else projections,
         reader=reader,
     )
-    primary = log.on_primary()
-    checkpoints = CheckpointStore(primary)
-    interrupts = InterruptStore(primary, interrupt_options, operations)
-    for face in {id(log): log, id(primary): primary}.values():
-        face.attach_stores(checkpoints=checkpoints, interrupts=interrupts)
+    face = OpenLog(log, interrupt_options=interrupt_options, operations=operations)
     try:
-        log.schema_revision = await storage.open(upgrade=upgrade)
+        face.schema_revision = log.schema_revision = await storage.open(upgrade=upgrade)
         if reader is not None:
             await _open_replica(storage, reader)
         if storage.rebuilds_views_on_open:
@@ -93,9 +90,9 @@ async def open_log(
             await reader.close()
         raise
     try:
-        yield log
+        yield face
     finally:
-        await log.close()
+        await face.close()
 
 
 def _replica(

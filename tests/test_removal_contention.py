@@ -24,10 +24,8 @@ from typing import Any
 import asyncpg
 import pytest
 
-from eventlog import CheckpointRecord, EventLog, open_log
-from eventlog.checkpoints import CheckpointStore
+from eventlog import CheckpointRecord, EventLog, OpenLog, open_log
 from eventlog.checkpoints.thread_records import Payload
-from eventlog.interrupts import InterruptStore
 from eventlog.storage.base import AppendRequest, StorageBackend
 from eventlog.storage.postgres import PostgresBackend
 from eventlog.storage.sqlite import SqliteBackend
@@ -68,7 +66,7 @@ def outraced(base: type[Any]) -> type[Any]:
     return Outraced
 
 
-async def outraced_log(backend: str, tmp_path: Path, schema: str) -> tuple[EventLog, str]:
+async def outraced_log(backend: str, tmp_path: Path, schema: str) -> tuple[OpenLog, str]:
     """A log (with its stores) over an `outraced` backend, and the URL a rival opens."""
     storage: StorageBackend
     if backend == "sqlite":
@@ -78,9 +76,7 @@ async def outraced_log(backend: str, tmp_path: Path, schema: str) -> tuple[Event
         url = PG_URL
         storage = outraced(PostgresBackend)(PG_URL, schema=schema)
     await storage.open(upgrade=True)
-    log = EventLog(storage, projections=INLINE_PROJECTIONS)
-    log.attach_stores(checkpoints=CheckpointStore(log), interrupts=InterruptStore(log))
-    return log, url
+    return OpenLog(EventLog(storage, projections=INLINE_PROJECTIONS)), url
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from eventlog.checkpoints.thread_records import Adoption
-from eventlog.log import EventLog
+from eventlog.checkpoints.threads import ThreadCheckpoints
 
 CHUNK = 200
 """The most checkpoints one adoption append carries."""
@@ -38,9 +38,9 @@ class ThreadAppender:
     """One thread's adopted checkpoints, appended `CHUNK` at a time, each append fenced on
     the version the one before left (the first on the version the adopter read)."""
 
-    def __init__(self, log: EventLog, tenant_id: str, thread_id: str, *, framework: str,
-                 report: AdoptionReport, version: int) -> None:
-        self._log = log
+    def __init__(self, threads: ThreadCheckpoints, tenant_id: str, thread_id: str, *,
+                 framework: str, report: AdoptionReport, version: int) -> None:
+        self._threads = threads
         self._tenant_id = tenant_id
         self._thread_id = thread_id
         self._framework = framework
@@ -63,7 +63,7 @@ class ThreadAppender:
         chunk, self._chunk = self._chunk, []
         if not chunk or self._report.dry_run:
             return
-        self._version = await self._log.checkpoints.threads.adopt(
+        self._version = await self._threads.adopt(
             self._tenant_id, self._thread_id, chunk, framework=self._framework,
             source=self._report.source, expected_version=self._version,
         )

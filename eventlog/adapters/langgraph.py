@@ -7,7 +7,7 @@ and delete becomes a hash-chained event that ``eventlog verify``, ``timeline``,
 ``replay --as-of`` and ``export`` understand. Install with
 ``pip install "checkpoint-eventlog[langgraph]"``.
 
-How LangGraph's model maps onto `ThreadCheckpoints` (``log.checkpoints.threads``):
+How LangGraph's model maps onto `ThreadCheckpoints` (``log.threads``):
 
 - ``thread_id`` is a thread of the saver's tenant; ``checkpoint_ns`` its namespace; the
   checkpoint id is LangGraph's (uuid6, so "latest" is the highest id). A put of an existing
@@ -69,7 +69,7 @@ from eventlog.adapters._loops import (
 )
 from eventlog.checkpoints.thread_records import ChannelValue, Payload, ThreadCheckpoint
 from eventlog.checkpoints.threads import ThreadCheckpoints
-from eventlog.log import EventLog
+from eventlog.face import OpenLog
 from eventlog.opening import open_log
 from eventlog.validation import check_id
 
@@ -79,18 +79,20 @@ R = TypeVar("R")
 
 
 class AsyncEventlogSaver(BaseCheckpointSaver[str]):
-    """A LangGraph checkpointer over an open `EventLog` (which the application owns).
+    """A LangGraph checkpointer over an open log (`open_log`'s `OpenLog`, which the application
+    owns); it works on the log's thread store (``log.threads``).
 
     Every `BaseCheckpointSaver` method is implemented, async and sync, including the
     extended capabilities ``delete_for_runs``, ``copy_thread`` and ``prune``.
     """
 
     def __init__(
-        self, log: EventLog, *, tenant_id: str = "default",
+        self, log: OpenLog, *, tenant_id: str = "default",
         serde: SerializerProtocol | None = None,
     ) -> None:
         super().__init__(serde=serde)
         self.log = log
+        self._threads: ThreadCheckpoints = log.threads
         self.tenant_id = check_id("tenant_id", tenant_id)
         self.loop: asyncio.AbstractEventLoop | None = _current_loop()
         self._claims = ThreadClaims(log, self.tenant_id, LANGGRAPH)
@@ -105,10 +107,6 @@ class AsyncEventlogSaver(BaseCheckpointSaver[str]):
         options pass through), yield a saver over it, close the log on exit."""
         async with open_log(url, **open_log_options) as log:
             yield cls(log, tenant_id=tenant_id, serde=serde)
-
-    @property
-    def _threads(self) -> ThreadCheckpoints:
-        return self.log.checkpoints.threads
 
     # -- async: the implementation -------------------------------------------------------
 

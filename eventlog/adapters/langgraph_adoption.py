@@ -53,6 +53,7 @@ from eventlog.checkpoints.thread_records import (
     Payload,
 )
 from eventlog.errors import AdoptionFailed, EventLogError
+from eventlog.face import OpenLog
 from eventlog.log import EventLog
 from eventlog.validation import check_id
 from projections.query import ViewQuery
@@ -103,7 +104,7 @@ async def _tolerant(saver: BaseCheckpointSaver[Any]) -> AsyncIterator[None]:
 
 
 async def adopt_langgraph(
-    log: EventLog,
+    log: OpenLog,
     saver: BaseCheckpointSaver[Any],
     *,
     tenant_id: str,
@@ -167,9 +168,9 @@ async def _adopt_thread(
     if not found:
         return 0
     await target._claims.check(thread_id)
-    base = await target.log.checkpoints.threads.adoption_base(target.tenant_id, thread_id)
+    base = await target._threads.adoption_base(target.tenant_id, thread_id)
     stored = set(base.values)
-    appender = ThreadAppender(target.log, target.tenant_id, thread_id, framework=LANGGRAPH,
+    appender = ThreadAppender(target._threads, target.tenant_id, thread_id, framework=LANGGRAPH,
                               report=report, version=base.version)
     for item in found:
         key = (_namespace(item.config), str(item.config["configurable"]["checkpoint_id"]))
@@ -259,7 +260,7 @@ async def _adoption(
 
 
 async def export_langgraph(
-    log: EventLog,
+    log: OpenLog,
     saver: BaseCheckpointSaver[Any],
     *,
     tenant_id: str,

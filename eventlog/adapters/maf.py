@@ -6,7 +6,7 @@ workflow observes nothing different, while every save and delete becomes a hash-
 event that ``eventlog verify``, ``timeline``, ``replay --as-of`` and ``export`` understand.
 Install with ``pip install "checkpoint-eventlog[maf]"``.
 
-How MAF's model maps onto `ThreadCheckpoints` (``log.checkpoints.threads``):
+How MAF's model maps onto `ThreadCheckpoints` (``log.threads``):
 
 - ``workflow_name`` is a thread of the storage's tenant (root namespace ``""``), so a
   workflow's lineage is one stream that ``eventlog timeline TENANT WORKFLOW`` tells;
@@ -45,7 +45,7 @@ from eventlog.adapters._frameworks import MAF, MAF_ENCODING, ThreadClaims
 from eventlog.checkpoints.thread_records import Payload, ThreadCheckpoint
 from eventlog.checkpoints.threads import ThreadCheckpoints
 from eventlog.errors import InvalidInput
-from eventlog.log import EventLog
+from eventlog.face import OpenLog
 from eventlog.opening import open_log
 from eventlog.validation import check_id
 
@@ -56,13 +56,15 @@ ENCODING = MAF_ENCODING
 
 
 class EventlogCheckpointStorage:
-    """MAF's `CheckpointStorage` protocol over an open `EventLog` (the caller owns it)."""
+    """MAF's `CheckpointStorage` protocol over an open log (`open_log`'s `OpenLog`, the caller
+    owns it); it works on the log's thread store (``log.threads``)."""
 
     def __init__(
-        self, log: EventLog, *, tenant_id: str = "default",
+        self, log: OpenLog, *, tenant_id: str = "default",
         allowed_checkpoint_types: Sequence[str] | None = None,
     ) -> None:
         self.log = log
+        self._threads: ThreadCheckpoints = log.threads
         self.tenant_id = check_id("tenant_id", tenant_id)
         self._allowed = frozenset(allowed_checkpoint_types or ())
         self._claims = ThreadClaims(log, self.tenant_id, MAF)
@@ -77,10 +79,6 @@ class EventlogCheckpointStorage:
         options pass through), yield a storage over it, close the log on exit."""
         async with open_log(url, **open_log_options) as log:
             yield cls(log, tenant_id=tenant_id, allowed_checkpoint_types=allowed_checkpoint_types)
-
-    @property
-    def _threads(self) -> ThreadCheckpoints:
-        return self.log.checkpoints.threads
 
     async def save(self, checkpoint: WorkflowCheckpoint) -> str:
         """Store a snapshot of ``checkpoint`` (replacing an earlier save of its id)."""

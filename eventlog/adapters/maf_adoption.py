@@ -36,6 +36,7 @@ from eventlog.adapters._frameworks import MAF, MAF_ENCODING
 from eventlog.adapters.maf import EventlogCheckpointStorage
 from eventlog.checkpoints.thread_records import Adoption
 from eventlog.errors import AdoptionFailed, EventLogError, SourceRefused
+from eventlog.face import OpenLog
 from eventlog.log import EventLog
 from eventlog.validation import check_id
 from projections.query import ViewQuery
@@ -86,7 +87,7 @@ def file_store_workflows(directory: str | Path) -> FileStoreContents:
 
 
 async def adopt_maf(
-    log: EventLog,
+    log: OpenLog,
     storage: CheckpointStorage,
     *,
     tenant_id: str,
@@ -127,8 +128,8 @@ async def _adopt_workflow(ours: EventlogCheckpointStorage, name: str,
     if not found:
         return
     await ours._claims.check(name)
-    base = await ours.log.checkpoints.threads.adoption_base(ours.tenant_id, name)
-    appender = ThreadAppender(ours.log, ours.tenant_id, name, framework=MAF, report=report,
+    base = await ours._threads.adoption_base(ours.tenant_id, name)
+    appender = ThreadAppender(ours._threads, ours.tenant_id, name, framework=MAF, report=report,
                               version=base.version)
     for checkpoint in found:
         if ("", checkpoint.checkpoint_id) in base.checkpoints:
@@ -188,7 +189,7 @@ def _stamp_age(stamp: str) -> tuple[datetime, int]:
 
 
 async def export_maf(
-    log: EventLog,
+    log: OpenLog,
     storage: CheckpointStorage,
     *,
     tenant_id: str,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import builtins
 import uuid
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 import msgspec
 
@@ -21,9 +21,6 @@ from eventlog.checkpoints import decisions
 from eventlog.checkpoints.decisions import EncodedState
 from eventlog.checkpoints.records import CheckpointRecord, RunInfo, SessionInfo
 from eventlog.errors import InvalidInput, StateDecodeError
-
-if TYPE_CHECKING:
-    from eventlog.checkpoints.store import CheckpointStore
 
 T = TypeVar("T")
 _SHORT = 80
@@ -35,10 +32,46 @@ def _short_repr(value: Any) -> str:
     return text if len(text) <= _SHORT else text[: _SHORT - 1] + "…"
 
 
+class UntypedStore(Protocol):
+    """What the typed layer uses of `CheckpointStore` (which hands itself over in
+    `CheckpointStore.typed`): named here, so this module imports no store."""
+
+    @property
+    def max_state_bytes(self) -> int: ...
+
+    async def create_encoded(
+        self, checked: decisions.CheckedRecord, state: Any, encoded: EncodedState
+    ) -> CheckpointRecord: ...
+
+    async def read_encoded(
+        self, tenant_id: str, session_id: str, checkpoint_id: str
+    ) -> EncodedState | None: ...
+
+    async def list(self, tenant_id: str, session_id: str) -> builtins.list[CheckpointRecord]: ...
+
+    async def list_by_run(
+        self, tenant_id: str, run_id: uuid.UUID | str
+    ) -> builtins.list[CheckpointRecord]: ...
+
+    async def latest(self, tenant_id: str, session_id: str) -> CheckpointRecord | None: ...
+
+    async def index(
+        self, tenant_id: str, session_id: str, parent_id: str | None = None
+    ) -> builtins.list[CheckpointRecord]: ...
+
+    async def delete(self, tenant_id: str, session_id: str) -> int: ...
+
+    async def sessions(
+        self, tenant_id: str, *, after: str | None = None, limit: int = 100
+    ) -> builtins.list[SessionInfo]: ...
+
+    async def runs(self, tenant_id: str, session_id: str) -> builtins.list[RunInfo]: ...
+
+
 class TypedCheckpointStore(Generic[T]):
     """A `CheckpointStore` whose states are values of one type ``T``."""
 
-    def __init__(self, store: CheckpointStore, state_type: type[T]) -> None:
+    def __init__(self, store: UntypedStore, state_type: type[T]) -> None:
         try:
             self._decoder: msgspec.json.Decoder[T] = msgspec.json.Decoder(state_type)
         except TypeError as error:

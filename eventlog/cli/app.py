@@ -107,13 +107,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     saved = structlog.get_config()
     _configure_logging(debug=args.debug)
     try:
-        return _run(args)
+        return _run(args, parser)
     finally:
         structlog.configure(**saved)
 
 
-def _run(args: argparse.Namespace) -> int:
-    context = Context(args)
+def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    context = Context(args, parser)
     handler: Handler = args.handler
     try:
         return asyncio.run(handler(context))

@@ -62,10 +62,8 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
 
 
 async def run(context: Context) -> int:
-    """Print the script for the shell asked for."""
-    from eventlog.cli.app import build_parser
-
-    context.out.file.write(script(context.args.shell, commands_of(build_parser())))
+    """Print the script for the shell asked for, from the command's own parser."""
+    context.out.file.write(script(context.args.shell, commands_of(context.parser)))
     return EXIT_OK
 
 

@@ -32,7 +32,7 @@ from eventlog.cli.render import SafeConsole, jsonable
 from eventlog.clock import Clock, system_clock
 from eventlog.errors import SchemaError, SchemaNotCurrent, StorageError, StoreLocked
 from eventlog.events import default_registry
-from eventlog.log import EventLog
+from eventlog.face import OpenLog
 from eventlog.opening import DEFAULT_SCHEMA, DEFAULT_URL, local_path, open_log, url_schema
 
 Handler = Callable[["Context"], Coroutine[Any, Any, int]]
@@ -43,9 +43,11 @@ _PIPE_WIDTH = 120  # tables written to a file or pipe get this width, not rich's
 
 @dataclass
 class Context:
-    """One command's invocation: parsed arguments, consoles and the log's address."""
+    """One command's invocation: parsed arguments, the parser that parsed them (what
+    ``completion`` describes), consoles and the log's address."""
 
     args: argparse.Namespace
+    parser: argparse.ArgumentParser
     out: Console = field(init=False)
     err: Console = field(init=False)
 
@@ -110,7 +112,7 @@ class Context:
     async def open(
         self, *, upgrade: bool = False, create: bool = False, clock: Clock = system_clock,
         **options: Any,
-    ) -> AsyncIterator[EventLog]:
+    ) -> AsyncIterator[OpenLog]:
         """Open the log; a missing or unreachable database is one clear error.
 
         Reading commands pass neither flag: they never create a database or change its

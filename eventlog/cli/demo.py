@@ -43,6 +43,7 @@ from eventlog.cli.report import write_report
 from eventlog.cli.sessions import print_timeline, read_merged, timeline_json
 from eventlog.cli.story import build_timeline
 from eventlog.cli.verify import view_findings
+from eventlog.face import OpenLog
 from eventlog.interrupts import (
     ClaimResult,
     Finish,
@@ -95,7 +96,7 @@ class Story:
     """The demo's state as it plays, and the lines it has printed."""
 
     context: Context
-    log: EventLog
+    log: OpenLog
     clock: DemoClock
     session: str = field(default_factory=lambda: f"trip-{uuid.uuid4().hex[:8]}")
     steps: list[dict[str, Any]] = field(default_factory=list)

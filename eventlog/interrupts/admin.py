@@ -194,7 +194,7 @@ class BatchAdmin:
                         disposition=disposition)
 
     async def _latest_checkpoint(self, scope: str, thread_id: str) -> CheckpointRecord | None:
-        return await self.log.checkpoints.latest(scope, thread_id)
+        return await self.store.checkpoints.latest(scope, thread_id)
 
 
 def summarize(view: BatchView) -> BatchSummary:

@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import TypeVar
 
 from eventlog._logging import get_logger
+from eventlog.checkpoints.store import CheckpointStore
 from eventlog.clock import read_clock
 from eventlog.errors import InvalidInput, VersionConflict
 from eventlog.events import Event
@@ -64,7 +65,9 @@ class InterruptStore:
     ``options`` are `InterruptOptions` (defaults documented there). ``operations`` are
     the operations this process trusts to resume (an `OperationRegistry` or any iterable
     of `Operation`); None trusts every operation. Both are usually given to
-    ``open_log(url, interrupt_options=..., operations=...)``.
+    ``open_log(url, interrupt_options=..., operations=...)``. ``checkpoints`` is the
+    checkpoint store ``recover`` reads a thread's latest checkpoint from (`open_log`
+    gives its own; by default one over ``log``).
     """
 
     def __init__(
@@ -72,8 +75,11 @@ class InterruptStore:
         log: EventLog,
         options: InterruptOptions | None = None,
         operations: OperationRegistry | Iterable[Operation] | None = None,
+        *,
+        checkpoints: CheckpointStore | None = None,
     ) -> None:
         self.log = log
+        self.checkpoints = checkpoints if checkpoints is not None else CheckpointStore(log)
         self.options = options if options is not None else InterruptOptions()
         if operations is not None and not isinstance(operations, OperationRegistry):
             operations = OperationRegistry(operations)

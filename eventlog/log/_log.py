@@ -1,4 +1,4 @@
-"""`EventLog`: the log's face to stores, the CLI and applications.
+"""`EventLog`: the log as stores, the CLI and applications use it (it knows no store).
 
 Appends (new events, and imported ones as they were recorded) go through one path
 (`eventlog.log._append`); reads — streams, the log in order, views, stream heads, blobs —
@@ -12,7 +12,7 @@ import copy
 import uuid
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from eventlog.clock import Clock, read_clock, system_clock
 from eventlog.errors import (
@@ -50,12 +50,6 @@ from eventlog.validation import check_id, check_positive_limit
 from projections.base import Projection
 from projections.query import ViewQuery
 
-# The stores are named for type checkers only: `open_log` builds them and hands them to
-# the log (`attach_stores`); at run time the log never imports a store.
-if TYPE_CHECKING:
-    from eventlog.checkpoints.store import CheckpointStore
-    from eventlog.interrupts.store import InterruptStore
-
 DEFAULT_MAX_PAYLOAD_BYTES = 16 * 1024 * 1024
 """The default largest encoded event, and largest blob, accepted (16 MiB)."""
 
@@ -66,8 +60,9 @@ _MAX_VERSION = 2**63 - 1
 class EventLog:
     """An append-only, hash-chained log of events, with inline projections.
 
-    Open one with `eventlog.open_log`, which also builds the stores over it
-    (``log.checkpoints``, ``log.interrupts``). Everything is scoped by ``tenant_id``: no
+    Open one with `eventlog.open_log`, which yields it as an `eventlog.OpenLog`: this log
+    with the stores built over it (``log.checkpoints``, ``log.interrupts``). The log itself
+    knows no store. Everything is scoped by ``tenant_id``: no
     read returns another tenant's events, blobs or view rows. ``projections`` are the
     inline projections folded into every append (``projections.INLINE_PROJECTIONS`` for
     the stores' views).
@@ -92,8 +87,6 @@ class EventLog:
         self.clock = clock
         self.max_payload_bytes = check_positive_limit("max_payload_bytes", max_payload_bytes)
         self.schema_revision: str | None = None
-        self._checkpoints: CheckpointStore | None = None
-        self._interrupts: InterruptStore | None = None
         self._heads = HeadCache(
             lambda tenant, stream: self.storage.stream_head(tenant, stream),
             lambda keys: self.storage.stream_heads(keys),
@@ -390,25 +383,6 @@ class EventLog:
             hash=stored.hash,
             event=event,
         )
-
-    def attach_stores(self, *, checkpoints: CheckpointStore, interrupts: InterruptStore) -> None:
-        """Hand the log the stores built over it (`open_log` does), as ``log.checkpoints``
-        and ``log.interrupts``."""
-        self._checkpoints, self._interrupts = checkpoints, interrupts
-
-    @property
-    def checkpoints(self) -> CheckpointStore:
-        """The workflow checkpoint store over this log."""
-        if self._checkpoints is None:
-            raise InvalidInput("checkpoints", "this log has no stores: open it with open_log")
-        return self._checkpoints
-
-    @property
-    def interrupts(self) -> InterruptStore:
-        """The human-in-the-loop interrupt store over this log."""
-        if self._interrupts is None:
-            raise InvalidInput("interrupts", "this log has no stores: open it with open_log")
-        return self._interrupts
 
     def on_primary(self) -> EventLog:
         """This log with its read side on the primary: what deciding a write must read

@@ -12,7 +12,7 @@ from contextlib import AbstractAsyncContextManager
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
-from eventlog import EventLog
+from eventlog import OpenLog
 from eventlog.interrupts import (
     Finish,
     Interrupt,
@@ -57,7 +57,7 @@ class OpensLog(Protocol):
     """What opens a backend's store again with extra `open_log` options (the contract
     suite's `ContractBackend` does)."""
 
-    def open(self, **extra: Any) -> AbstractAsyncContextManager[EventLog]:
+    def open(self, **extra: Any) -> AbstractAsyncContextManager[OpenLog]:
         """`open_log` on the store with ``extra`` options added."""
         ...
 
@@ -67,7 +67,7 @@ def open_interrupt_log(
     clock: FakeClock,
     options: InterruptOptions = OPTIONS,
     operations: Iterable[Operation] | None = None,
-) -> AbstractAsyncContextManager[EventLog]:
+) -> AbstractAsyncContextManager[OpenLog]:
     """Open ``backend``'s log with a fake clock and interrupt options."""
     return backend.open(clock=clock, interrupt_options=options, operations=operations)
 
@@ -81,7 +81,7 @@ def interrupts(*ids: str, schema: dict[str, Any] | None = APPROVAL) -> list[Inte
 
 
 async def create(
-    log: EventLog, scope: str = "acme", thread: str = "thread-1", *ids: str
+    log: OpenLog, scope: str = "acme", thread: str = "thread-1", *ids: str
 ) -> PendingBatch:
     """A pending batch for ``ids`` on ``thread``."""
     return await log.interrupts.create(scope, thread, interrupts(*ids), "cp-1", operation=PAY)
@@ -100,7 +100,7 @@ def answer(batch: PendingBatch, **overrides: Any) -> ResumeInput:
     return ResumeInput(**fields)
 
 
-async def whole_flow(log: EventLog) -> PendingBatch:
+async def whole_flow(log: OpenLog) -> PendingBatch:
     """A batch through its whole life: created, claimed, captured, its effect started, the
     capture completed and the batch finalized."""
     batch = await create(log)
@@ -114,14 +114,14 @@ async def whole_flow(log: EventLog) -> PendingBatch:
     return batch
 
 
-async def event_count(log: EventLog) -> int:
+async def event_count(log: OpenLog) -> int:
     """How many events the whole log holds (from the stream heads: unlike ``read_all``,
     not held back by a transaction still open elsewhere on a PostgreSQL server)."""
     heads = await log.query(ViewQuery("stream_heads", columns=("version",)))
     return sum(int(head["version"]) for head in heads)
 
 
-async def view_differences(log: EventLog) -> list[ViewDifference]:
+async def view_differences(log: OpenLog) -> list[ViewDifference]:
     """`compare_views`, waiting briefly while PostgreSQL's gap-safe reads hold back events
     behind a transaction still open elsewhere on the server (another test's, say)."""
     differences = await compare_views(log)
@@ -133,7 +133,7 @@ async def view_differences(log: EventLog) -> list[ViewDifference]:
     return differences
 
 
-async def batch_row(log: EventLog, scope: str, batch_id: str) -> dict[str, Any] | None:
+async def batch_row(log: OpenLog, scope: str, batch_id: str) -> dict[str, Any] | None:
     """The raw view row of a batch."""
     rows = await log.query(
         ViewQuery("interrupt_batches", where={"tenant_id": scope, "batch_id": batch_id})

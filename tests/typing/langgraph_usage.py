@@ -8,12 +8,12 @@ from typing import assert_type
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 
-from eventlog import EventLog
+from eventlog import OpenLog
 from eventlog.adapters.langgraph import AsyncEventlogSaver, EventlogSaver
 from eventlog.checkpoints import Payload, ThreadCheckpoint, ThreadCheckpoints
 
 
-async def async_saver(log: EventLog, config: RunnableConfig) -> None:
+async def async_saver(log: OpenLog, config: RunnableConfig) -> None:
     saver = AsyncEventlogSaver(log, tenant_id="acme")
     checkpointer: BaseCheckpointSaver[str] = saver
     assert_type(await saver.aget_tuple(config), CheckpointTuple | None)
@@ -36,9 +36,10 @@ def sync_saver(config: RunnableConfig) -> None:
         saver.delete_thread("a")
 
 
-async def threads(log: EventLog) -> None:
-    store = log.checkpoints.threads
+async def threads(log: OpenLog) -> None:
+    store = log.threads
     assert_type(store, ThreadCheckpoints)
+    assert_type(log.checkpoints.threads, ThreadCheckpoints)
     position = await store.put("acme", "t", "c1", state=Payload("json", b"{}"), step=-1)
     assert_type(position, int)
     assert_type(await store.get("acme", "t"), ThreadCheckpoint | None)

@@ -15,10 +15,13 @@ from eventlog import (
     ANY,
     NO_STREAM,
     AppendResult,
+    CheckpointStore,
     Event,
     EventLog,
     EventRegistry,
+    InterruptStore,
     LogPage,
+    OpenLog,
     RecordedEvent,
     StreamAppend,
     StreamProblem,
@@ -27,6 +30,7 @@ from eventlog import (
     open_log,
     register_event,
 )
+from eventlog.checkpoints import ThreadCheckpoints
 from projections import ViewDifference, ViewQuery, compare_views
 from projections.views import STREAM_HEADS
 
@@ -43,7 +47,14 @@ class Deposited(Event, tag="typing.deposited", frozen=True):
 async def append_and_read(url: str) -> None:
     """Every log entry point, with the types callers rely on."""
     async with open_log(url, max_payload_bytes=1024) as log:
-        assert_type(log, EventLog)
+        assert_type(log, OpenLog)
+        plain: EventLog = log  # the face is the log, with the stores beside it
+        assert_type(log.log, EventLog)
+        assert_type(log.checkpoints, CheckpointStore)
+        assert_type(log.interrupts, InterruptStore)
+        assert_type(log.threads, ThreadCheckpoints)
+        assert_type(log.sibling(), OpenLog)
+        del plain
         result = await log.append("tenant", "account-1", [Deposited(account="1", cents=5)])
         assert_type(result, AppendResult)
         assert_type(result.version, int)

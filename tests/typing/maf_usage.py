@@ -6,11 +6,11 @@ from typing import assert_type
 
 from agent_framework import CheckpointStorage, WorkflowCheckpoint
 
-from eventlog import EventLog
+from eventlog import OpenLog
 from eventlog.adapters.maf import EventlogCheckpointStorage
 
 
-async def storage(log: EventLog, checkpoint: WorkflowCheckpoint) -> None:
+async def storage(log: OpenLog, checkpoint: WorkflowCheckpoint) -> None:
     direct = EventlogCheckpointStorage(log, tenant_id="acme")
     protocol: CheckpointStorage = direct  # satisfies MAF's protocol structurally
     assert_type(await direct.save(checkpoint), str)

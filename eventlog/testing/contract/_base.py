@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 import pytest
 import pytest_asyncio
 
-from eventlog import EventLog, open_log
+from eventlog import OpenLog, open_log
 
 
 class ContractBackend:
@@ -25,7 +25,7 @@ class ContractBackend:
         self.options = options
         self.persistent = persistent
 
-    def open(self, **extra: Any) -> AbstractAsyncContextManager[EventLog]:
+    def open(self, **extra: Any) -> AbstractAsyncContextManager[OpenLog]:
         """`open_log` on this backend's URL with its options and ``extra``."""
         return open_log(self.url, **{**self.options, **extra})
 
@@ -56,7 +56,7 @@ class ContractBase:
         return ContractBackend(self.backend_url(tmp_path), self.open_options(), self.persistent)
 
     @pytest_asyncio.fixture(loop_scope="function")
-    async def log(self, backend: ContractBackend) -> AsyncIterator[EventLog]:
+    async def log(self, backend: ContractBackend) -> AsyncIterator[OpenLog]:
         """An open log on a fresh store of the backend under test, closed after the test."""
         async with backend.open() as opened:
             yield opened

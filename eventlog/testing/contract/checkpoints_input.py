@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from eventlog import CheckpointRecord, EventLog, InvalidInput, PayloadTooLarge
+from eventlog import CheckpointRecord, InvalidInput, OpenLog, PayloadTooLarge
 from eventlog.testing.contract._base import ContractBackend, ContractBase
 from eventlog.testing.helpers import settle
 
@@ -29,7 +29,7 @@ def record(**fields: Any) -> CheckpointRecord:
     return CheckpointRecord(**values)
 
 
-async def event_count(log: EventLog) -> int:
+async def event_count(log: OpenLog) -> int:
     """How many events the whole log holds (once PostgreSQL's read horizon has passed)."""
     await settle(log)
     return len((await log.read_all(limit=10_000)).events)
@@ -100,7 +100,7 @@ class CheckpointsInputContract(ContractBase):
     """Contract: every bad argument to the checkpoint store is refused, naming the field,
     and nothing is written."""
 
-    async def test_bad_creates_are_refused_naming_the_field(self, log: EventLog) -> None:
+    async def test_bad_creates_are_refused_naming_the_field(self, log: OpenLog) -> None:
         """Each create with one bad field raises InvalidInput for that field; nothing is
         written by any of them. (One test per backend walks every case: a store per case
         would cost a PostgreSQL schema each.)"""
@@ -109,13 +109,13 @@ class CheckpointsInputContract(ContractBase):
         assert [field for field, _ in BAD_RECORDS] == refused
         assert 0 == await event_count(log)
 
-    async def test_a_record_that_is_not_a_checkpoint_record_is_refused(self, log: EventLog) -> None:
+    async def test_a_record_that_is_not_a_checkpoint_record_is_refused(self, log: OpenLog) -> None:
         """create takes a CheckpointRecord, not a dict."""
         with pytest.raises(InvalidInput) as raised:
             await log.checkpoints.create({"tenant_id": "t"})  # type: ignore[arg-type]
         assert ("record", 0) == (raised.value.field, await event_count(log))
 
-    async def test_a_session_id_of_247_characters_fits(self, log: EventLog) -> None:
+    async def test_a_session_id_of_247_characters_fits(self, log: OpenLog) -> None:
         """The longest session id whose stream id fits the log's limit is accepted."""
         await log.checkpoints.create(record(session_id="s" * 247))
         assert 1 == len(await log.checkpoints.list("t", "s" * 247))
@@ -135,7 +135,7 @@ class CheckpointsInputContract(ContractBase):
             await log.checkpoints.create(record(state=b"z" * 1000, checkpoint_id="c"))
             assert b"z" * 1000 == await log.checkpoints.read("t", "s", "c")
 
-    async def test_a_parent_from_another_session_is_refused(self, log: EventLog) -> None:
+    async def test_a_parent_from_another_session_is_refused(self, log: OpenLog) -> None:
         """parent_id must name a checkpoint of the same session."""
         await log.checkpoints.create(record(session_id="other", checkpoint_id="p"))
         with pytest.raises(InvalidInput) as raised:
@@ -143,7 +143,7 @@ class CheckpointsInputContract(ContractBase):
         assert ("parent_id", 1) == (raised.value.field, await event_count(log))
 
     async def test_a_parent_from_another_tenant_is_refused_like_an_unknown_one(
-        self, log: EventLog,
+        self, log: OpenLog,
     ) -> None:
         """Another tenant's checkpoint as parent gets exactly the unknown-parent error."""
         await log.checkpoints.create(record(tenant_id="other", checkpoint_id="p"))
@@ -155,7 +155,7 @@ class CheckpointsInputContract(ContractBase):
                 == str(foreign.value).replace("nobody", "p"))
         assert 1 == await event_count(log)
 
-    async def test_a_parent_from_a_deleted_history_is_refused(self, log: EventLog) -> None:
+    async def test_a_parent_from_a_deleted_history_is_refused(self, log: OpenLog) -> None:
         """After a delete, the session's old checkpoints are no parents."""
         await log.checkpoints.create(record(checkpoint_id="p"))
         await log.checkpoints.delete("t", "s")
@@ -163,7 +163,7 @@ class CheckpointsInputContract(ContractBase):
             await log.checkpoints.create(record(parent_id="p"))
         assert "parent_id" == raised.value.field
 
-    async def test_bad_arguments_to_reads_and_delete_are_refused(self, log: EventLog) -> None:
+    async def test_bad_arguments_to_reads_and_delete_are_refused(self, log: OpenLog) -> None:
         """Every other entry point refuses a bad id naming it."""
         refused = [await refused_field(getattr(log.checkpoints, method)(*args))
                    for method, _, args in BAD_READS]
@@ -171,7 +171,7 @@ class CheckpointsInputContract(ContractBase):
 
     @pytest.mark.parametrize("fields", [{"limit": 0}, {"limit": 10_001}, {"after": ""}])
     async def test_bad_session_paging_is_refused(
-        self, log: EventLog, fields: dict[str, Any],
+        self, log: OpenLog, fields: dict[str, Any],
     ) -> None:
         """sessions() refuses a limit outside 1..10000 and an empty cursor."""
         with pytest.raises(InvalidInput) as raised:

@@ -11,10 +11,10 @@ import pytest
 
 from eventlog import (
     CheckpointRecord,
-    EventLog,
     Interrupt,
     InvalidId,
     InvalidInput,
+    OpenLog,
     Resume,
     ResumeInput,
 )
@@ -29,7 +29,7 @@ class InputEdgesContract(ContractBase):
     as InvalidInput naming the field."""
 
     @pytest.mark.parametrize("cursor", BAD_CURSORS)
-    async def test_read_all_refuses_cursors_it_never_returned(self, log: EventLog,
+    async def test_read_all_refuses_cursors_it_never_returned(self, log: OpenLog,
                                                               cursor: str) -> None:
         """Unicode digits and numbers past 64 bits are refused, naming ``after``."""
         await log.append("t", "s", [Noted(text="a")])
@@ -38,7 +38,7 @@ class InputEdgesContract(ContractBase):
         assert "after" == raised.value.field
 
     @pytest.mark.parametrize("number", ["²", str(2**70)])
-    async def test_interrupt_list_refuses_forged_cursors(self, log: EventLog,
+    async def test_interrupt_list_refuses_forged_cursors(self, log: OpenLog,
                                                          number: str) -> None:
         """A base64 cursor holding a Unicode digit or a huge number is refused, naming
         ``cursor``."""
@@ -48,7 +48,7 @@ class InputEdgesContract(ContractBase):
         assert "cursor" == raised.value.field
 
     async def test_a_claim_with_a_forged_token_is_refused_and_writes_nothing(
-        self, log: EventLog
+        self, log: OpenLog
     ) -> None:
         """A claim whose token is not a string is an input error, not an AttributeError."""
         record = await log.checkpoints.create(CheckpointRecord(
@@ -68,7 +68,7 @@ class InputEdgesContract(ContractBase):
         assert ("claim.token", before) == (raised.value.field, (await log.read_all()).events)
 
     async def test_a_thread_id_too_long_to_be_a_session_is_refused_at_create(
-        self, log: EventLog
+        self, log: OpenLog
     ) -> None:
         """A thread is a checkpoint session, so create refuses a thread id over 247
         characters."""

@@ -10,7 +10,7 @@ import pytest
 import pytest_asyncio
 from structlog.testing import capture_logs
 
-from eventlog import EventLog, InvalidInput, PayloadTooLarge
+from eventlog import InvalidInput, OpenLog, PayloadTooLarge
 from eventlog.interrupts import (
     CapacityExceeded,
     ClaimRejection,
@@ -50,7 +50,7 @@ class InterruptsBase(ContractBase):
         return FakeClock()
 
     @pytest_asyncio.fixture(loop_scope="function")
-    async def ilog(self, backend: ContractBackend, clock: FakeClock) -> AsyncIterator[EventLog]:
+    async def ilog(self, backend: ContractBackend, clock: FakeClock) -> AsyncIterator[OpenLog]:
         """A log on the backend under test, driven by ``clock``, with the interrupt options
         `OPTIONS`."""
         async with open_interrupt_log(backend, clock) as log:
@@ -62,7 +62,7 @@ class InterruptsContract(InterruptsBase):
 
     # -- create --------------------------------------------------------------------------
 
-    async def test_create_returns_a_pending_batch_listed_in_its_scope(self, ilog: EventLog) -> None:
+    async def test_create_returns_a_pending_batch_listed_in_its_scope(self, ilog: OpenLog) -> None:
         """create persists the batch: list shows it pending with its interrupt ids."""
         batch = await create(ilog, "acme", "thread-1", "a", "b")
         page = await ilog.interrupts.list(["acme"])
@@ -71,7 +71,7 @@ class InterruptsContract(InterruptsBase):
         ]
 
     async def test_create_sets_the_deadline_from_the_earliest_expiry(
-        self, ilog: EventLog, clock: FakeClock
+        self, ilog: OpenLog, clock: FakeClock
     ) -> None:
         """The answer deadline is the earliest expires_at, the approval TTL otherwise."""
         soon = clock.now + timedelta(minutes=10)
@@ -100,7 +100,7 @@ class InterruptsContract(InterruptsBase):
         ],
     )
     async def test_create_refuses_bad_batches_and_writes_nothing(
-        self, ilog: EventLog, bad: list[Interrupt], field: str
+        self, ilog: OpenLog, bad: list[Interrupt], field: str
     ) -> None:
         """Empty batches, repeated ids, bad ids and unsupported or oversized schemas are refused."""
         with pytest.raises(InvalidInput) as raised:
@@ -108,7 +108,7 @@ class InterruptsContract(InterruptsBase):
         assert (field, 0) == (raised.value.field, await event_count(ilog))
 
     async def test_create_refuses_an_expiry_in_the_past(
-        self, ilog: EventLog, clock: FakeClock
+        self, ilog: OpenLog, clock: FakeClock
     ) -> None:
         """An interrupt that has already expired cannot be created."""
         past = clock.now - timedelta(seconds=1)
@@ -148,7 +148,7 @@ class InterruptsContract(InterruptsBase):
     # -- claim ---------------------------------------------------------------------------
 
     async def test_try_claim_mints_a_token_generation_and_lease(
-        self, ilog: EventLog, clock: FakeClock
+        self, ilog: OpenLog, clock: FakeClock
     ) -> None:
         """A complete answer claims: generation 1, a lease of preparation_lease, a long token."""
         batch = await create(ilog)
@@ -159,7 +159,7 @@ class InterruptsContract(InterruptsBase):
         )
         assert len(result.claim.token) >= 43  # 32 random bytes, URL-safe base64
 
-    async def test_replaying_a_live_claim_mints_nothing(self, ilog: EventLog) -> None:
+    async def test_replaying_a_live_claim_mints_nothing(self, ilog: OpenLog) -> None:
         """The same answer again while the claim is live: already_claimed, nothing appended."""
         batch = await create(ilog)
         await ilog.interrupts.try_claim("acme", answer(batch))
@@ -185,7 +185,7 @@ class InterruptsContract(InterruptsBase):
         ],
     )
     async def test_try_claim_rejects_answers_that_do_not_fit_the_batch(
-        self, ilog: EventLog, responses: list[Resume], reason: ClaimRejection
+        self, ilog: OpenLog, responses: list[Resume], reason: ClaimRejection
     ) -> None:
         """Incomplete, unknown, duplicate or schema-violating answers claim nothing."""
         batch = await create(ilog, "acme", "t", "a", "b")
@@ -193,7 +193,7 @@ class InterruptsContract(InterruptsBase):
         result = await ilog.interrupts.try_claim("acme", answer(batch, responses=responses))
         assert (None, reason, before) == (result.claim, result.reason, await event_count(ilog))
 
-    async def test_an_invalid_payload_says_which_field_and_why(self, ilog: EventLog) -> None:
+    async def test_an_invalid_payload_says_which_field_and_why(self, ilog: OpenLog) -> None:
         """The rejection's detail names the interrupt, the field and the rule it broke."""
         batch = await create(ilog, "acme", "t", "a", "b")
         result = await ilog.interrupts.try_claim("acme", answer(batch, responses=_responses(
@@ -201,7 +201,7 @@ class InterruptsContract(InterruptsBase):
         assert (ClaimRejection.INVALID_PAYLOAD, "interrupt 'a': payload.approved: expected "
                 "boolean") == (result.reason, result.detail)
 
-    async def test_a_cancelled_answer_skips_the_schema(self, ilog: EventLog) -> None:
+    async def test_a_cancelled_answer_skips_the_schema(self, ilog: OpenLog) -> None:
         """A cancelled response needs no payload satisfying the response schema."""
         batch = await create(ilog)
         cancelled = [Resume(interrupt_id="approve", status="cancelled")]
@@ -209,7 +209,7 @@ class InterruptsContract(InterruptsBase):
         assert (None, 1) == (result.reason, result.claim.generation if result.claim else None)
 
     async def test_try_claim_unknown_batch_and_other_scope_are_not_found(
-        self, ilog: EventLog
+        self, ilog: OpenLog
     ) -> None:
         """An unknown batch id and another scope's batch look the same: not_found."""
         batch = await create(ilog, "acme")
@@ -219,14 +219,14 @@ class InterruptsContract(InterruptsBase):
             unknown.reason, elsewhere.reason,
         )
 
-    async def test_try_claim_on_another_thread_is_a_mismatch(self, ilog: EventLog) -> None:
+    async def test_try_claim_on_another_thread_is_a_mismatch(self, ilog: OpenLog) -> None:
         """The answer must come on the batch's own thread."""
         batch = await create(ilog)
         result = await ilog.interrupts.try_claim("acme", answer(batch, thread_id="thread-2"))
         assert ClaimRejection.THREAD_MISMATCH == result.reason
 
     async def test_try_claim_after_the_deadline_is_expired(
-        self, ilog: EventLog, clock: FakeClock
+        self, ilog: OpenLog, clock: FakeClock
     ) -> None:
         """An answer at or after the approval deadline is refused as expired."""
         batch = await create(ilog)
@@ -234,7 +234,7 @@ class InterruptsContract(InterruptsBase):
         result = await ilog.interrupts.try_claim("acme", answer(batch))
         assert ClaimRejection.EXPIRED == result.reason
 
-    async def test_try_claim_refuses_an_untrusted_operation(self, ilog: EventLog) -> None:
+    async def test_try_claim_refuses_an_untrusted_operation(self, ilog: OpenLog) -> None:
         """A store whose registry lacks the batch's operation never resumes it."""
         batch = await create(ilog)
         strict = InterruptStore(ilog, OPTIONS, operations=[Operation("payments", "2")])
@@ -242,7 +242,7 @@ class InterruptsContract(InterruptsBase):
         assert ClaimRejection.UNTRUSTED_OPERATION == result.reason
 
     async def test_try_claim_refuses_malformed_input_and_oversized_payloads(
-        self, ilog: EventLog
+        self, ilog: OpenLog
     ) -> None:
         """Shape errors are InvalidInput naming the field; an oversized payload PayloadTooLarge."""
         batch = await create(ilog)
@@ -259,7 +259,7 @@ class InterruptsContract(InterruptsBase):
             (InvalidInput, "resume_input"),
         ] == fields
 
-    async def test_tokens_never_reach_events_or_views(self, ilog: EventLog) -> None:
+    async def test_tokens_never_reach_events_or_views(self, ilog: OpenLog) -> None:
         """The raw token appears nowhere in the log or the views; its digest only as recorded."""
         batch = await create(ilog)
         claim = (await ilog.interrupts.try_claim("acme", answer(batch))).claim
@@ -274,7 +274,7 @@ class InterruptsContract(InterruptsBase):
 
     # -- under a claim -------------------------------------------------------------------
 
-    async def test_the_dispatch_marker_is_committed_once(self, ilog: EventLog) -> None:
+    async def test_the_dispatch_marker_is_committed_once(self, ilog: OpenLog) -> None:
         """try_start_effect is True once for the current claim, then False."""
         batch = await create(ilog)
         claim = (await ilog.interrupts.try_claim("acme", answer(batch))).claim
@@ -284,7 +284,7 @@ class InterruptsContract(InterruptsBase):
         assert ([True, False], "effect_started") == (results, row["state"] if row else None)
 
     async def test_an_expired_lease_cannot_start_an_effect(
-        self, ilog: EventLog, clock: FakeClock
+        self, ilog: OpenLog, clock: FakeClock
     ) -> None:
         """After the lease runs out, the claim can no longer dispatch; nothing is appended."""
         batch = await create(ilog)
@@ -296,7 +296,7 @@ class InterruptsContract(InterruptsBase):
                                    await event_count(ilog))
 
     async def test_release_returns_to_pending_and_retires_the_old_claim(
-        self, ilog: EventLog
+        self, ilog: OpenLog
     ) -> None:
         """Release, then a new claim gets generation 2; the old claim is stale everywhere."""
         batch = await create(ilog)
@@ -317,7 +317,7 @@ class InterruptsContract(InterruptsBase):
         assert (before, row_before) == (await event_count(ilog),
                                         await batch_row(ilog, "acme", batch.batch_id))
 
-    async def test_release_is_refused_after_an_effect(self, ilog: EventLog) -> None:
+    async def test_release_is_refused_after_an_effect(self, ilog: OpenLog) -> None:
         """Once the effect started, the batch cannot go back to pending."""
         batch = await create(ilog)
         claim = (await ilog.interrupts.try_claim("acme", answer(batch))).claim
@@ -326,7 +326,7 @@ class InterruptsContract(InterruptsBase):
         assert (False, True) == (await ilog.interrupts.finish(claim, Finish.RELEASE),
                                  await ilog.interrupts.finish(claim, Finish.FINALIZE))
 
-    async def test_a_finalized_batch_is_finished(self, ilog: EventLog) -> None:
+    async def test_a_finalized_batch_is_finished(self, ilog: OpenLog) -> None:
         """After finalize, every answer is rejected as finished."""
         batch = await create(ilog)
         claim = (await ilog.interrupts.try_claim("acme", answer(batch))).claim
@@ -336,7 +336,7 @@ class InterruptsContract(InterruptsBase):
         assert ClaimRejection.FINISHED == again.reason
 
     async def test_an_expired_lease_without_effect_may_be_taken_over(
-        self, ilog: EventLog, clock: FakeClock
+        self, ilog: OpenLog, clock: FakeClock
     ) -> None:
         """Past the lease (no effect), a new answer claims generation 2 without a cleanup."""
         batch = await create(ilog)
@@ -348,7 +348,7 @@ class InterruptsContract(InterruptsBase):
                               await ilog.interrupts.finish(first, Finish.FINALIZE))
 
     async def test_an_effect_whose_lease_ran_out_is_never_claimable(
-        self, ilog: EventLog, clock: FakeClock
+        self, ilog: OpenLog, clock: FakeClock
     ) -> None:
         """With an effect started and the lease gone, answers get unresolved_effect."""
         batch = await create(ilog)
@@ -361,7 +361,7 @@ class InterruptsContract(InterruptsBase):
             result.reason, await ilog.interrupts.finish(claim, Finish.FINALIZE),
         )
 
-    async def test_a_capture_completes_once_under_its_claim(self, ilog: EventLog) -> None:
+    async def test_a_capture_completes_once_under_its_claim(self, ilog: OpenLog) -> None:
         """complete_capture records the outcome once; a second capture per claim is refused."""
         batch = await create(ilog)
         claim = (await ilog.interrupts.try_claim("acme", answer(batch))).claim
@@ -377,7 +377,7 @@ class InterruptsContract(InterruptsBase):
         assert ((None, True, False), "completed") == (
             results, row["capture_state"] if row else None)
 
-    async def test_a_stale_capture_changes_nothing(self, ilog: EventLog, clock: FakeClock) -> None:
+    async def test_a_stale_capture_changes_nothing(self, ilog: OpenLog, clock: FakeClock) -> None:
         """A capture of an expired claim cannot complete; the row stays byte-identical."""
         batch = await create(ilog)
         claim = (await ilog.interrupts.try_claim("acme", answer(batch))).claim
@@ -389,7 +389,7 @@ class InterruptsContract(InterruptsBase):
         assert False is await ilog.interrupts.complete_capture(handle, "completed")
         assert row == await batch_row(ilog, "acme", batch.batch_id)
 
-    async def test_complete_capture_refuses_a_bad_outcome(self, ilog: EventLog) -> None:
+    async def test_complete_capture_refuses_a_bad_outcome(self, ilog: OpenLog) -> None:
         """Only completed, failed or cancelled are outcomes a caller records."""
         batch = await create(ilog)
         claim = (await ilog.interrupts.try_claim("acme", answer(batch))).claim
@@ -400,12 +400,12 @@ class InterruptsContract(InterruptsBase):
             await ilog.interrupts.complete_capture(handle, "abandoned")
         assert "outcome" == raised.value.field
 
-    async def test_views_equal_a_rebuild_after_a_whole_flow(self, ilog: EventLog) -> None:
+    async def test_views_equal_a_rebuild_after_a_whole_flow(self, ilog: OpenLog) -> None:
         """After create, claim, capture, effect and finish the view is a function of the log."""
         await whole_flow(ilog)
         assert [] == await view_differences(ilog)
 
-    async def test_logs_never_carry_a_token(self, ilog: EventLog) -> None:
+    async def test_logs_never_carry_a_token(self, ilog: OpenLog) -> None:
         """Every log entry of a claim's life is free of its token."""
         batch = await create(ilog)
         with capture_logs() as entries:

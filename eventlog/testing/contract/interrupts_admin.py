@@ -8,7 +8,7 @@ from datetime import timedelta
 
 import pytest
 
-from eventlog import CheckpointRecord, EventLog, InvalidInput
+from eventlog import CheckpointRecord, InvalidInput, OpenLog
 from eventlog.interrupts import (
     BatchState,
     ClaimRejection,
@@ -37,7 +37,7 @@ APPLIED = Reconciliation(resolution="effect_applied", evidence={"provider_ref": 
                          note="checked the bank statement")
 
 
-async def claimed(log: EventLog, scope: str = "acme", thread: str = "thread-1"
+async def claimed(log: OpenLog, scope: str = "acme", thread: str = "thread-1"
                   ) -> tuple[PendingBatch, InterruptClaim]:
     """A batch with a live claim."""
     batch = await create(log, scope, thread)
@@ -46,7 +46,7 @@ async def claimed(log: EventLog, scope: str = "acme", thread: str = "thread-1"
     return batch, claim
 
 
-async def state_of(log: EventLog, batch: PendingBatch) -> str | None:
+async def state_of(log: OpenLog, batch: PendingBatch) -> str | None:
     """The batch's state in the view (None once retired)."""
     row = await batch_row(log, batch.scope, batch.batch_id)
     return None if row is None else str(row["state"])
@@ -57,7 +57,7 @@ class InterruptsAdminContract(InterruptsBase):
 
     # -- cleanup -------------------------------------------------------------------------
 
-    async def test_cleanup_does_nothing_before_anything_is_due(self, ilog: EventLog) -> None:
+    async def test_cleanup_does_nothing_before_anything_is_due(self, ilog: OpenLog) -> None:
         """Live claims and unexpired batches are left alone."""
         await claimed(ilog)
         await create(ilog)
@@ -66,7 +66,7 @@ class InterruptsAdminContract(InterruptsBase):
                                              await event_count(ilog))
 
     async def test_cleanup_expires_leases_approvals_and_abandons_captures(
-        self, ilog: EventLog, clock: FakeClock
+        self, ilog: OpenLog, clock: FakeClock
     ) -> None:
         """Past every deadline: a no-effect claim goes pending (and, past its deadline too, on
         to expired in the same pass), an effect goes unresolved, an unanswered batch expires,
@@ -86,7 +86,7 @@ class InterruptsAdminContract(InterruptsBase):
         assert [] == await view_differences(ilog)
 
     async def test_cleanup_retires_finished_batches_after_the_retention(
-        self, ilog: EventLog, clock: FakeClock
+        self, ilog: OpenLog, clock: FakeClock
     ) -> None:
         """A finalized batch leaves the views after audit_retention; the log keeps its events."""
         batch, claim = await claimed(ilog)
@@ -101,7 +101,7 @@ class InterruptsAdminContract(InterruptsBase):
         )
 
     async def test_cleanup_never_ends_an_unresolved_effect(
-        self, ilog: EventLog, clock: FakeClock
+        self, ilog: OpenLog, clock: FakeClock
     ) -> None:
         """An unresolved batch survives any number of passes, however old."""
         batch, claim = await claimed(ilog)
@@ -113,7 +113,7 @@ class InterruptsAdminContract(InterruptsBase):
         assert (CleanupResult(), "unresolved") == (second, await state_of(ilog, batch))
 
     async def test_cleanup_handles_at_most_limit_batches_per_category(
-        self, ilog: EventLog, clock: FakeClock
+        self, ilog: OpenLog, clock: FakeClock
     ) -> None:
         """cleanup(limit=2) expires two of three due batches; the next pass the third."""
         batches = [await create(ilog, "acme", f"t{n}") for n in range(3)]
@@ -124,7 +124,7 @@ class InterruptsAdminContract(InterruptsBase):
         assert (2, 1, ["expired"] * 3) == (first.approvals_expired, second.approvals_expired,
                                            states)
 
-    async def test_cleanup_refuses_a_bad_limit(self, ilog: EventLog) -> None:
+    async def test_cleanup_refuses_a_bad_limit(self, ilog: OpenLog) -> None:
         """The limit is a whole number ≥ 1."""
         with pytest.raises(InvalidInput):
             await ilog.interrupts.cleanup(limit=0)
@@ -132,7 +132,7 @@ class InterruptsAdminContract(InterruptsBase):
 
     # -- list ----------------------------------------------------------------------------
 
-    async def test_list_pages_in_creation_order_with_an_opaque_cursor(self, ilog: EventLog) -> None:
+    async def test_list_pages_in_creation_order_with_an_opaque_cursor(self, ilog: OpenLog) -> None:
         """Pages of two follow creation order; the last page has no cursor."""
         created = [(await create(ilog, "acme", f"t{n}")).batch_id for n in range(5)]
         seen: list[str] = []
@@ -147,7 +147,7 @@ class InterruptsAdminContract(InterruptsBase):
                 break
         assert (created, 3) == (seen, pages)
 
-    async def test_list_stays_within_the_permitted_scopes(self, ilog: EventLog) -> None:
+    async def test_list_stays_within_the_permitted_scopes(self, ilog: OpenLog) -> None:
         """Only the permitted scopes' batches are listed, from several scopes at once."""
         a = await create(ilog, "acme")
         b = await create(ilog, "beta")
@@ -155,7 +155,7 @@ class InterruptsAdminContract(InterruptsBase):
         page = await ilog.interrupts.list(["acme", "beta"])
         assert {a.batch_id, b.batch_id} == {x.batch_id for x in page.batches}
 
-    async def test_list_filters_by_state(self, ilog: EventLog) -> None:
+    async def test_list_filters_by_state(self, ilog: OpenLog) -> None:
         """state= lists only the batches in that state."""
         batch, _ = await claimed(ilog)
         await create(ilog)
@@ -172,7 +172,7 @@ class InterruptsAdminContract(InterruptsBase):
             ({"scopes": ["acme"], "state": "sleeping"}, "state"),
         ],
     )
-    async def test_list_refuses_bad_arguments(self, ilog: EventLog, kwargs: dict[str, object],
+    async def test_list_refuses_bad_arguments(self, ilog: OpenLog, kwargs: dict[str, object],
                                               field: str) -> None:
         """Empty scopes, a bare string, bad limits, cursors and states name their field."""
         with pytest.raises(InvalidInput) as raised:
@@ -182,7 +182,7 @@ class InterruptsAdminContract(InterruptsBase):
 
     # -- inspect -------------------------------------------------------------------------
 
-    async def test_inspect_shows_metadata_and_a_paged_audit_trail(self, ilog: EventLog) -> None:
+    async def test_inspect_shows_metadata_and_a_paged_audit_trail(self, ilog: OpenLog) -> None:
         """inspect pages the batch's events in order and never shows a token or its digest."""
         batch, claim = await claimed(ilog)
         await ilog.interrupts.try_start_effect(claim)
@@ -198,7 +198,7 @@ class InterruptsAdminContract(InterruptsBase):
             types, rest.cursor, first.batch.state, claim.token in text, "token_digest" in text,
         )
 
-    async def test_inspect_outside_the_scopes_is_none(self, ilog: EventLog) -> None:
+    async def test_inspect_outside_the_scopes_is_none(self, ilog: OpenLog) -> None:
         """Another scope's batch and an unknown id both inspect as None."""
         batch = await create(ilog, "acme")
         assert (None, None) == (await ilog.interrupts.inspect(["beta"], batch.batch_id),
@@ -208,7 +208,7 @@ class InterruptsAdminContract(InterruptsBase):
     # -- reconcile -----------------------------------------------------------------------
 
     async def test_reconcile_records_the_ruling_and_retires_all_authority(
-        self, ilog: EventLog, clock: FakeClock
+        self, ilog: OpenLog, clock: FakeClock
     ) -> None:
         """An unresolved batch is reconciled: actor and evidence recorded, claims dead forever."""
         batch, claim = await claimed(ilog)
@@ -226,7 +226,7 @@ class InterruptsAdminContract(InterruptsBase):
             inspected.batch.state.value, again.reason,
         )
 
-    async def test_reconcile_during_a_live_claim_ends_it(self, ilog: EventLog) -> None:
+    async def test_reconcile_during_a_live_claim_ends_it(self, ilog: OpenLog) -> None:
         """Reconciling while a claim is live makes that claim stale: no dispatch afterwards."""
         batch, claim = await claimed(ilog)
         abandon = Reconciliation(resolution="abandoned", evidence={})
@@ -246,7 +246,7 @@ class InterruptsAdminContract(InterruptsBase):
         ],
     )
     async def test_reconcile_rejections_write_nothing(
-        self, ilog: EventLog, scopes: list[str], ruling: Reconciliation, reason: ReconcileRejection
+        self, ilog: OpenLog, scopes: list[str], ruling: Reconciliation, reason: ReconcileRejection
     ) -> None:
         """Outside the scopes, effect rulings without an effect, and outdated versions."""
         batch, _ = await claimed(ilog)
@@ -254,7 +254,7 @@ class InterruptsAdminContract(InterruptsBase):
         result = await ilog.interrupts.reconcile(scopes, batch.batch_id, "ops", ruling)
         assert (False, reason, before) == (result.recorded, result.reason, await event_count(ilog))
 
-    async def test_reconcile_of_a_finished_batch_is_refused(self, ilog: EventLog) -> None:
+    async def test_reconcile_of_a_finished_batch_is_refused(self, ilog: OpenLog) -> None:
         """A finalized batch is finished: nothing more to rule on."""
         batch, claim = await claimed(ilog)
         await ilog.interrupts.finish(claim, Finish.FINALIZE)
@@ -262,7 +262,7 @@ class InterruptsAdminContract(InterruptsBase):
         result = await ilog.interrupts.reconcile(["acme"], batch.batch_id, "ops", abandon)
         assert ReconcileRejection.FINISHED == result.reason
 
-    async def test_reconcile_refuses_bad_input(self, ilog: EventLog) -> None:
+    async def test_reconcile_refuses_bad_input(self, ilog: OpenLog) -> None:
         """Empty scopes, an empty actor and non-JSON evidence are refused by field."""
         batch = await create(ilog)
         fields = []
@@ -280,7 +280,7 @@ class InterruptsAdminContract(InterruptsBase):
     # -- recover -------------------------------------------------------------------------
 
     async def test_recover_reports_the_open_batch_without_claiming(
-        self, ilog: EventLog, clock: FakeClock
+        self, ilog: OpenLog, clock: FakeClock
     ) -> None:
         """recover reads the thread's open batch and its disposition, appending nothing."""
         batch = await create(ilog, "acme", "thread-9")
@@ -302,7 +302,7 @@ class InterruptsAdminContract(InterruptsBase):
             waiting.batch.batch_id if waiting.batch else None, before,
         )
 
-    async def test_recover_refuses_an_untrusted_operation(self, ilog: EventLog) -> None:
+    async def test_recover_refuses_an_untrusted_operation(self, ilog: OpenLog) -> None:
         """A batch of an operation the registry lacks: no checkpoint, disposition untrusted."""
         await create(ilog, "acme", "thread-9")
         strict = InterruptStore(ilog, OPTIONS, operations=[Operation("other", "1")])
@@ -311,7 +311,7 @@ class InterruptsAdminContract(InterruptsBase):
                                                                    recovery.checkpoint)
 
     async def test_timeouts_use_the_configured_options(
-        self, ilog: EventLog, clock: FakeClock
+        self, ilog: OpenLog, clock: FakeClock
     ) -> None:
         """Just before the lease ends the claim is live; at its end cleanup expires it."""
         _, claim = await claimed(ilog)
@@ -322,7 +322,7 @@ class InterruptsAdminContract(InterruptsBase):
         assert (0, 1, timedelta(0)) == (early.leases_expired, late.leases_expired,
                                         clock.now - claim.expires_at)
 
-    async def test_recover_returns_the_threads_latest_checkpoint(self, ilog: EventLog) -> None:
+    async def test_recover_returns_the_threads_latest_checkpoint(self, ilog: OpenLog) -> None:
         """The thread is the checkpoint session: recover hands back its newest record."""
         run = uuid.uuid4()
         for step in (1, 2):

@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from eventlog import CheckpointRecord, EventLog, InvalidInput
+from eventlog import CheckpointRecord, InvalidInput, OpenLog
 from eventlog.testing.contract._base import ContractBase
 from projections import In, Lookup, ViewQuery
 from projections.checkpoints import CHECKPOINTS
@@ -18,7 +18,7 @@ RUN = uuid.UUID("00000000-0000-4000-8000-000000000001")
 class LogQueryContract(ContractBase):
     """Contract: view queries through the log's read side (`EventLog.query`)."""
 
-    async def test_a_view_row_reads_with_its_own_tenants_blob(self, log: EventLog) -> None:
+    async def test_a_view_row_reads_with_its_own_tenants_blob(self, log: OpenLog) -> None:
         """`ViewQuery.with_blob` returns each row once, with the blob of the row's own
         tenant under ``blob`` (two tenants holding the same bytes do not double a row)."""
         for tenant in ("t", "u"):
@@ -36,12 +36,12 @@ class LogQueryContract(ContractBase):
         assert [b'{"same":"bytes"}', b'{"same":"bytes"}', b'{"other":1}'] == [
             row["blob"] for row in rows]
 
-    async def test_with_blob_must_name_a_column_of_the_table(self, log: EventLog) -> None:
+    async def test_with_blob_must_name_a_column_of_the_table(self, log: OpenLog) -> None:
         """A ``with_blob`` naming no column of the table is refused, naming it."""
         with pytest.raises(InvalidInput, match="nosuch"):
             await log.query(ViewQuery(CHECKPOINTS, {"tenant_id": "t"}, with_blob="nosuch"))
 
-    async def test_a_query_orders_null_after_every_value(self, log: EventLog) -> None:
+    async def test_a_query_orders_null_after_every_value(self, log: OpenLog) -> None:
         """Rows whose order column is NULL come after every value (first, descending),
         on every backend; paging by such a column is refused, naming it."""
         for checkpoint_id, parent in (("p1", None), ("p2", None), ("a", "p2"), ("b", None),
@@ -61,7 +61,7 @@ class LogQueryContract(ContractBase):
                                       after=("p1", "c")))
 
 
-    async def test_a_lookup_reads_exactly_its_keys(self, log: EventLog) -> None:
+    async def test_a_lookup_reads_exactly_its_keys(self, log: OpenLog) -> None:
         """`ViewQuery.lookup` returns the rows whose columns equal one of its keys (a key
         naming no row adds nothing), with the other conditions, order and blobs applied;
         no keys, no rows."""
@@ -105,7 +105,7 @@ class LogQueryContract(ContractBase):
         (ViewQuery(CHECKPOINTS, {"tenant_id": "t"}, lookup=Lookup((), ())), "lookup columns"),
     ])
     async def test_a_malformed_query_is_refused_the_same_everywhere(
-        self, log: EventLog, query: ViewQuery, named: str
+        self, log: OpenLog, query: ViewQuery, named: str
     ) -> None:
         """Every backend refuses the same malformed queries with `InvalidInput` naming the
         fault, before reading anything (an unknown column, a keyset of the wrong length or
