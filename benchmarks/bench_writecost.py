@@ -4,7 +4,8 @@ Measured on a PRIVATE throwaway cluster (`benchmarks.walcluster`; or the quiet s
 ``EVENTLOG_BENCH_WAL_PG``): the WAL insert position is cluster-wide, so another client's
 writes would land in our figures. Autovacuum is off there, and checkpoints come only when
 asked. Contestants, each writing the shape a one-node chat graph writes (every step
-changes ``messages``, ~2 KB, and ``step``, with LangGraph's version strings):
+changes ``messages``, ~2 KB of prose-like text, each thread's its own, and ``step``, with
+LangGraph's version strings):
 
 - ``create``: a session checkpoint (`CheckpointStore.create`) of the same ~2 KB state;
 - ``raw_insert``: one asyncpg INSERT of those state bytes into a table of
@@ -18,12 +19,14 @@ checkpoint caused included), WAL bytes without full-page images, and WAL records
 ``pg_walinspect``), and client CPU µs (`time.process_time` of this process around the
 calls: ours, asyncpg's and psycopg's work, not the server's). The medians over the
 interleaved rounds; the last round's bytes by relation are printed (the record's first
-block's relation; records with none by resource manager).
+block's relation; records with none by resource manager), full-page images apart.
 """
 
 from __future__ import annotations
 
+import random
 import re
+import string
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -31,15 +34,34 @@ from typing import Any
 
 import asyncpg
 
-from benchmarks.bench_threads import MESSAGES, chat_steps
+from benchmarks.bench_threads import chat_steps
 from benchmarks.common import Results, rounds, section, size
 from benchmarks.walcluster import private_cluster
 from eventlog import CheckpointRecord, open_log
 from eventlog.adapters.langgraph import AsyncEventlogSaver
 
-STATE = {"messages": MESSAGES, "step": 1}  # ~2 KB as JSON, as bench_checkpoints
+
+def _text_messages() -> list[str]:
+    """18 messages of ~100 characters of made-up words: compressible as prose is (zlib: to
+    55 %), where the other benchmarks' ``"x" * 100`` shrinks to a few per cent."""
+    chance = random.Random(25)
+    words = ["".join(chance.choice(string.ascii_lowercase) for _ in range(chance.randint(2, 9)))
+             for _ in range(400)]
+    messages = []
+    for _ in range(18):
+        text = ""
+        while len(text) < 100:
+            text += chance.choice(words) + " "
+        messages.append(text[:100])
+    return messages
+
+
+MESSAGES = _text_messages()
+STATE = {"messages": MESSAGES, "step": 1}  # ~2 KB as JSON
 THREAD = 100
 """Calls per thread (session): a new thread every this many calls."""
+LISTED = 40
+"""Lines of the by-relation breakdown printed per contestant."""
 Operation = Callable[[int], Awaitable[object]]
 _RELATION = re.compile(r"rel (\d+)/(\d+)/(\d+)")
 
@@ -80,8 +102,13 @@ class Wal:
             found = _RELATION.search(row["block_ref"] or "")
             where = (names.get(int(found.group(3)), f"filenode {found.group(3)}")
                      if found else f"({row['resource_manager']})")
-            key = f"{where.split('.', 1)[-1]} {row['resource_manager']}/{row['record_type']}"
-            by_relation[key] = by_relation.get(key, 0) + int(row["record_length"])
+            relation = where.split(".", 1)[-1]
+            key = f"{relation} {row['resource_manager']}/{row['record_type']}"
+            fpi = int(row["fpi_length"])
+            by_relation[key] = by_relation.get(key, 0) + int(row["record_length"]) - fpi
+            if fpi:
+                key = f"{relation} full-page images"
+                by_relation[key] = by_relation.get(key, 0) + fpi
         fpi = sum(int(row["fpi_length"]) for row in rows)
         return total, total - fpi, len(rows), by_relation
 
@@ -194,6 +221,8 @@ def _putter(saver: Any, prefix: str) -> Operation:
             steps.clear()
             state = steps[thread] = {"steps": chat_steps(saver, 10**9), "parent": None}
         checkpoint, metadata, new = next(state["steps"])
+        values = checkpoint["channel_values"]  # each thread's messages its own
+        values["messages"] = [*MESSAGES, f"{thread} {values['messages'][-1]}"]
         configurable = {"thread_id": thread, "checkpoint_ns": ""}
         if state["parent"] is not None:
             configurable["checkpoint_id"] = state["parent"]
@@ -247,5 +276,5 @@ def _report(results: Results, figures: dict[str, dict[str, list[float]]],
     for name, relations in breakdown.items():
         total = sum(relations.values())
         print(f"    {name}: {total / count:.0f} B/call")
-        for key, value in sorted(relations.items(), key=lambda item: -item[1])[:14]:
+        for key, value in sorted(relations.items(), key=lambda item: -item[1])[:LISTED]:
             print(f"      {key:<64} {value / count:>8.0f}  {value / max(total, 1):6.1%}")
