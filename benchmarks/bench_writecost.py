@@ -13,17 +13,20 @@ LangGraph's version strings):
 - ``aput`` / ``aput_writes``: the LangGraph adapter (`AsyncEventlogSaver`);
 - ``langgraph_aput`` / ``langgraph_aput_writes``: LangGraph's own ``AsyncPostgresSaver``.
 
-Per round and contestant: a ``CHECKPOINT``, then ``count`` calls, the WAL insert position
-read before and after. Figures per call: WAL bytes (everything, the full-page images the
-checkpoint caused included), WAL bytes without full-page images, and WAL records (from
-``pg_walinspect``), and client CPU µs (`time.process_time` of this process around the
-calls: ours, asyncpg's and psycopg's work, not the server's). The medians over the
-interleaved rounds; the last round's bytes by relation are printed (the record's first
-block's relation; records with none by resource manager), full-page images apart.
+Per round and contestant: a ``CHECKPOINT``, then ``count`` calls (500, or
+``BENCH_WRITECOST_CALLS``: more calls amortise the checkpoint's full-page images), the
+WAL insert position read before and after. Figures per call: WAL bytes (everything, the
+full-page images the checkpoint caused included), WAL bytes without full-page images,
+and WAL records (from ``pg_walinspect``), and client CPU µs (`time.process_time` of this
+process around the calls: ours, asyncpg's and psycopg's work and the kernel's on their
+behalf, not the server's). The medians over the interleaved rounds; the last round's
+bytes by relation are printed (the record's first block's relation; records with none
+by resource manager), full-page images apart.
 """
 
 from __future__ import annotations
 
+import os
 import random
 import re
 import string
@@ -141,7 +144,7 @@ async def measure(wal: Wal, contestants: dict[str, Operation], count: int
 
 
 async def run(results: Results) -> None:
-    count = size(500, 20)
+    count = int(os.environ.get("BENCH_WRITECOST_CALLS", "0")) or size(500, 20)
     section(f"write cost on PostgreSQL (WAL and client CPU): {count} calls per round")
     try:
         from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
