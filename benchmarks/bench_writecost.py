@@ -166,8 +166,6 @@ async def run(results: Results) -> None:
 
 async def _run(results: Results, url: str, count: int, saver_class: Any) -> None:
     probe = await asyncpg.connect(url)
-    await probe.execute("ALTER SYSTEM SET autovacuum = off")
-    await probe.execute("SELECT pg_reload_conf()")
     wal = Wal(probe)
     await wal.setup()
     await probe.execute('CREATE SCHEMA theirs')

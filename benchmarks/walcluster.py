@@ -3,8 +3,10 @@
 ``pg_current_wal_insert_lsn()`` is cluster-wide: on a server other clients write to, their
 bytes land in our figure. So the write-cost benchmark measures on a cluster of its own:
 ``initdb`` into a temporary directory, listening on a free loopback port (as the
-``postgres`` user when run as root: initdb refuses root), removed afterwards. Set
-``EVENTLOG_BENCH_WAL_PG`` to a DSN to measure on a server you know is quiet instead.
+``postgres`` user when run as root: initdb refuses root), autovacuum off, removed
+afterwards. Set ``EVENTLOG_BENCH_WAL_PG`` to a DSN to measure on a server you know is
+quiet instead (its settings are left as they are; the benchmark makes and drops a
+database of its own there).
 ``PG_BIN`` names the directory of initdb and pg_ctl (default: the newest
 ``/usr/lib/postgresql/*/bin``).
 """
@@ -67,10 +69,10 @@ def private_cluster() -> Iterator[str]:
             port = int(probe.getsockname()[1])
         with (data / "postgresql.conf").open("a") as conf:
             # Checkpoints only when we ask: the full-page images after one are counted
-            # apart (see `bench_writecost`).
+            # apart (see `bench_writecost`). No autovacuum writing WAL mid-measurement.
             conf.write(f"port = {port}\nlisten_addresses = '127.0.0.1'\n"
                        f"unix_socket_directories = '{root}'\nshared_buffers = 128MB\n"
-                       "max_wal_size = 4GB\ncheckpoint_timeout = 1d\n")
+                       "max_wal_size = 4GB\ncheckpoint_timeout = 1d\nautovacuum = off\n")
         _run([str(binaries / "pg_ctl"), "-D", str(data), "-l", str(root / "log"), "-w",
               "-t", "60", "start"])
         try:
