@@ -15,8 +15,9 @@ import time
 from pathlib import Path
 
 SECTIONS = ("append", "checkpoints", "sqlite", "concurrency", "reads", "large", "threads",
-            "langgraph", "adopt")
-"""``langgraph`` is the LangGraph adapter against LangGraph's own saver (its own report,
+            "writecost", "langgraph", "adopt")
+"""``writecost`` is WAL bytes and client CPU per write, on a private cluster it starts;
+``langgraph`` is the LangGraph adapter against LangGraph's own saver (its own report,
 not in the ratio summary; skipped by ``--quick``); ``adopt`` times adopting 10,000
 checkpoints from LangGraph's AsyncPostgresSaver beside a plain ``alist`` of them."""
 ON_REQUEST = ("citus",)

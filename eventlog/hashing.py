@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 GENESIS_HASH = bytes(32)
@@ -82,8 +82,11 @@ def to_micros(moment: datetime) -> int:
     """Microseconds since the Unix epoch of an aware datetime (naive means UTC)."""
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
-    delta = moment - datetime(1970, 1, 1, tzinfo=UTC)
-    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+    return (moment - _EPOCH) // _MICROSECOND  # exact: a timedelta counts whole microseconds
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
 
 
 def content_digest(payload: bytes) -> bytes:

@@ -31,7 +31,9 @@ def test_quick_run_writes_every_ratio(tmp_path: Path) -> None:
                      "create vs LangGraph", "SQLite checkpoint create, synchronous",
                      "LangGraph SQLite", "tasks on one log", "processes", "read_all",
                      "verify: events/s", "verify: peak RSS", "rebuild: peak RSS",
-                     "growth: create", "latest p99", "read p50", "list p99"):
+                     "growth: create", "latest p99", "read p50", "list p99",
+                     "WAL B/call: create vs raw_insert", "WAL B/call: aput vs langgraph",
+                     "client CPU per create"):
         assert expected in names
     for ratio in ratios:
         assert {"name", "baseline", "ratio", "medians", "rounds"} <= set(ratio)

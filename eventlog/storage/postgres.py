@@ -59,6 +59,7 @@ from eventlog.storage.sqltext import (
     blob_add,
     change_params,
     change_sql,
+    on_conflict,
     quote,
 )
 from projections.changes import (
@@ -425,8 +426,11 @@ class PostgresBackend(SqlBackend):
             return param(raw)
 
         for number, (_, change) in enumerate(changes):
-            sql = change_sql(change, self.qualified[change.table],
-                             self.view_keys[change.table], value)
+            table, keys = self.qualified[change.table], self.view_keys[change.table]
+            if isinstance(change, Upsert) and set(change.row) - set(keys):
+                ctes += _update_first(number, change, table, keys, value)
+                continue
+            sql = change_sql(change, table, keys, value)
             ctes.append(f"c{number} AS ({sql})")
         return f"WITH {', '.join(ctes)} SELECT position FROM e ORDER BY stream_version"
 
@@ -747,6 +751,27 @@ def _coalesce(
         slots[slot] = len(result)
         result.append((index, change))
     return [item for item in result if item is not None]
+
+
+def _update_first(number: int, change: Upsert, table: str, keys: Sequence[str],
+                  value: Callable[[Any], str]) -> list[str]:
+    """An upsert as two CTEs: an UPDATE of the row, then the INSERT ... ON CONFLICT only
+    when the UPDATE found nothing (or a racing insert won). The same placeholders serve
+    both, in `change_params` order. Why: ON CONFLICT DO UPDATE of a row that exists (a
+    stream head, a session's latest checkpoint: every append after a stream's first)
+    logs a Heap/LOCK record (53 bytes of WAL) before its update; a plain UPDATE does not.
+    The UPDATE comes first in the text, so PostgreSQL types each placeholder by its
+    column there (the INSERT's SELECT list alone would take them as text)."""
+    placed = {name: value(raw) for name, raw in change.row.items()}
+    names = list(change.row)
+    sets = ", ".join(f"{quote(n)} = {placed[n]}" for n in names if n not in keys)
+    where = " AND ".join(f"{quote(n)} = {placed[n]}" for n in keys)
+    insert = (f"INSERT INTO {table} ({', '.join(map(quote, names))}) "
+              f"SELECT {', '.join(placed[n] for n in names)} "
+              f"WHERE NOT EXISTS (SELECT FROM c{number}u)"
+              + on_conflict(names, keys, keep_existing=False))
+    return [f"c{number}u AS (UPDATE {table} SET {sets} WHERE {where} RETURNING 1)",
+            f"c{number} AS ({insert})"]
 
 
 def _statement_params(request: AppendRequest, changes: list[tuple[int, Change]]) -> list[Any]:

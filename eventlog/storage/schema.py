@@ -80,7 +80,20 @@ def build_metadata(dialect: str, schema: str | None) -> sa.MetaData:
             table.to_metadata(metadata, schema=schema)
     if postgres:
         _compare_text_bytewise(metadata)
+        for table in metadata.tables.values():
+            if table.name in HOT_FILLFACTOR:
+                table.dialect_options["postgresql"]["with"] = {
+                    "fillfactor": HOT_FILLFACTOR[table.name]}
     return metadata
+
+
+HOT_FILLFACTOR = {"stream_heads": 70, "checkpoint_sessions": 70}
+"""PostgreSQL's ``fillfactor`` of the view tables whose rows appends update in place (a
+stream's head on every append, a session's latest on every create): room left on each
+page, so an update stays a HOT update (no index entry, no tuple moved to another page).
+Measured with 2,000 sessions created round-robin: at the default (100) 3.7 % of the
+updates of each table moved their row to another page (a non-HOT update, with a Heap/LOCK
+and a primary-key insert each); at 70, none did (migration 0008)."""
 
 
 BYTEWISE = "C"

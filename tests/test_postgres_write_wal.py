@@ -1,0 +1,104 @@
+"""What an append writes to PostgreSQL's WAL, record by record (issue 25, bytes per write).
+
+The WAL is cluster-wide, and other tests write to the same server at the same time, so
+each test reads the records of a range with ``pg_walinspect`` and keeps only those whose
+first block belongs to one of its own schema's relations.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections import Counter
+from typing import Any
+
+import asyncpg
+
+from eventlog import CheckpointRecord, open_log
+from tests.conftest import PG_URL
+
+_RELATION = re.compile(r"rel \d+/\d+/(\d+)")
+
+
+async def _records(connection: asyncpg.Connection, schema: str, start: str
+                   ) -> Counter[tuple[str, str]]:
+    """(relation, record type) of each WAL record since ``start`` on ``schema``'s relations."""
+    end = await connection.fetchval("SELECT pg_current_wal_flush_lsn()::text")
+    names = {int(row[0]): str(row[1]) for row in await connection.fetch(
+        "SELECT pg_relation_filenode(c.oid), c.relname FROM pg_class c "
+        "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 "
+        "AND pg_relation_filenode(c.oid) IS NOT NULL", schema)}
+    found: Counter[tuple[str, str]] = Counter()
+    for row in await connection.fetch(
+            "SELECT resource_manager, record_type, block_ref FROM "
+            "pg_get_wal_records_info($1::text::pg_lsn, $2::text::pg_lsn)", start, end):
+        match = _RELATION.search(row["block_ref"] or "")
+        if match and int(match.group(1)) in names:
+            found[(names[int(match.group(1))], f"{row[0]}/{row[1]}")] += 1
+    return found
+
+
+async def _create(log: Any, step: int) -> None:
+    await log.checkpoints.create(CheckpointRecord(
+        tenant_id="t", session_id="s", run_id=uuid.UUID(int=7), step=step,
+        state={"step": step}))
+
+
+async def test_a_later_create_updates_its_head_rows_without_locking_them_first(
+        pg_schema: str) -> None:
+    """The stream head and the session's latest row exist after the first create: the
+    next create UPDATEs them (a HOT update each) and logs no Heap/LOCK record, which an
+    INSERT … ON CONFLICT DO UPDATE of an existing row logs before its update (53 bytes)."""
+    connection = await asyncpg.connect(PG_URL)
+    try:
+        await connection.execute("CREATE EXTENSION IF NOT EXISTS pg_walinspect")
+        async with open_log(PG_URL, schema=pg_schema) as log:
+            await _create(log, 0)
+            start = await connection.fetchval("SELECT pg_current_wal_insert_lsn()::text")
+            for step in range(1, 4):
+                await _create(log, step)
+            records = await _records(connection, pg_schema, start)
+            assert (await log.checkpoints.latest("t", "s")).step == 3  # type: ignore[union-attr]
+    finally:
+        await connection.close()
+    for table in ("stream_heads", "checkpoint_sessions"):
+        kinds = {kind for (relation, kind) in records if relation == table}
+        assert "Heap/LOCK" not in kinds, (table, records)
+        updates = sum(count for (relation, kind), count in records.items()
+                      if relation == table and kind in ("Heap/UPDATE", "Heap/HOT_UPDATE"))
+        assert updates == 3, (table, records)
+    assert records[("events", "Heap/INSERT")] + records[("events", "Heap/INSERT+INIT")] == 3
+
+
+async def test_the_first_create_of_a_session_inserts_its_head_rows(pg_schema: str) -> None:
+    """No row to update: the INSERT of the same statement adds it (and a second log's
+    create of the same new session, racing, still ends with one row: ON CONFLICT)."""
+    async with open_log(PG_URL, schema=pg_schema) as log:
+        await _create(log, 0)
+        connection = await asyncpg.connect(PG_URL)
+        try:
+            rows = await connection.fetch(
+                f'SELECT version FROM "{pg_schema}".stream_heads')
+            sessions = await connection.fetch(
+                f'SELECT latest_step FROM "{pg_schema}".checkpoint_sessions')
+        finally:
+            await connection.close()
+    assert [row[0] for row in rows] == [1]
+    assert [row[0] for row in sessions] == [0]
+
+
+async def test_rows_updated_in_place_have_room_for_hot_updates(pg_schema: str) -> None:
+    """The stream heads and sessions' latest rows, which appends update in place, sit on
+    pages filled to 70 % (migration 0008), so an update finds room on its own page."""
+    async with open_log(PG_URL, schema=pg_schema):
+        connection = await asyncpg.connect(PG_URL)
+        try:
+            options = {row[0]: row[1] for row in await connection.fetch(
+                "SELECT c.relname, c.reloptions FROM pg_class c JOIN pg_namespace n "
+                "ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relkind = 'r'",
+                pg_schema)}
+        finally:
+            await connection.close()
+    assert options["stream_heads"] == ["fillfactor=70"]
+    assert options["checkpoint_sessions"] == ["fillfactor=70"]
+    assert not any(option.startswith("fillfactor") for option in options["events"] or [])
