@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import threading
 import time
 from collections.abc import Coroutine, Iterator
 from contextlib import contextmanager
@@ -168,3 +169,32 @@ async def test_an_append_cancelled_while_queued_is_not_written(tmp_path: Path) -
         assert 1 == len([event async for event in log.read_stream("t", "kept")])
         report = await log.verify()
         assert (True, 2) == (report.ok, report.events)
+
+
+async def test_a_group_wakes_its_callers_loop_once(tmp_path: Path) -> None:
+    """The writer hands a whole group's outcomes to the callers' loop in one wake-up
+    (each `call_soon_threadsafe` writes to the loop's self-pipe), not one per call."""
+    path = tmp_path / "log.db"
+    loop = asyncio.get_running_loop()
+    async with open_log(f"sqlite:///{path}") as log:
+        writer = writer_of(log)
+        with database_locked(path):
+            first = await first_blocked(writer, log.append("t", "first", [Noted(text="0")]))
+            rest = [asyncio.create_task(log.append("t", f"s{i}", [Noted(text=str(i))]))
+                    for i in range(10)]
+            await queued(writer, 10)
+            wakes: list[object] = []
+            original = loop.call_soon_threadsafe
+
+            def counting(callback: Any, *args: Any, **kwargs: Any) -> Any:
+                if threading.current_thread() is not threading.main_thread():
+                    wakes.append(callback)
+                return original(callback, *args, **kwargs)
+
+            loop.call_soon_threadsafe = counting  # type: ignore[method-assign,assignment]
+        try:
+            results = await asyncio.gather(first, *rest)
+        finally:
+            del loop.call_soon_threadsafe
+        assert [1] * 11 == [result.version for result in results]
+        assert 2 == len(wakes)  # the first call alone, then the ten queued behind it

@@ -135,10 +135,14 @@ class SqliteWriter:
             if not calls:
                 continue
             outcomes = self._commit_group(calls)
+            # One wake-up of each caller's loop for the whole group, not one per call.
+            by_loop: dict[asyncio.AbstractEventLoop, list[_Settled]] = {}
             for call, outcome in zip(calls, outcomes, strict=True):
+                by_loop.setdefault(call.loop, []).append((call.future, outcome))
+            for loop, settled in by_loop.items():
                 # A RuntimeError: the caller's loop is closed, nobody is waiting.
                 with contextlib.suppress(RuntimeError):
-                    call.loop.call_soon_threadsafe(_settle, call.future, outcome)
+                    loop.call_soon_threadsafe(_settle, settled)
 
     def _commit_group(self, calls: list[_Call]) -> list[list[list[int]] | BaseException]:
         """One transaction for every call: each call's positions, or the error it alone
@@ -185,11 +189,16 @@ class SqliteWriter:
         return [self._write(connection, request) for request in requests]
 
 
-def _settle(future: asyncio.Future[list[list[int]]],
-            outcome: list[list[int]] | BaseException) -> None:
-    if future.done():  # the caller was cancelled
-        return
-    if isinstance(outcome, BaseException):
-        future.set_exception(outcome)
-    else:
-        future.set_result(outcome)
+_Settled = tuple[asyncio.Future[list[list[int]]], list[list[int]] | BaseException]
+"""One call's future and what it gets: its positions or its error."""
+
+
+def _settle(settled: list[_Settled]) -> None:
+    """On the callers' loop: give each future of a group its outcome."""
+    for future, outcome in settled:
+        if future.done():  # the caller was cancelled
+            continue
+        if isinstance(outcome, BaseException):
+            future.set_exception(outcome)
+        else:
+            future.set_result(outcome)
