@@ -193,7 +193,8 @@ async def _langgraph(path: Path, level: str, contestants: dict[str, Any]) -> Any
     found = []
     for pragma in ("journal_mode", "synchronous"):
         cursor = await saver.conn.execute(f"PRAGMA {pragma}")
-        found.append(f"{pragma}={(await cursor.fetchone())[0]}")
+        row = await cursor.fetchone()
+        found.append(f"{pragma}={None if row is None else row[0]}")
     await saver.conn.execute(f"PRAGMA synchronous = {level}")
     print(f"  (LangGraph's connection after setup: {', '.join(found)} "
           f"(synchronous 2 is FULL); set to synchronous={level})")
