@@ -2,6 +2,10 @@
 
 - 8 tasks on ONE log (its pool opens 8 connections) creating checkpoints, next to 8 tasks
   each inserting the same bytes on a raw asyncpg connection of its own;
+- 8 tasks putting checkpoints through LangGraph's ``AsyncPostgresSaver`` on a pool of its
+  own with 8 connections (issue 25, goal 4: ours at least 1.3 times its rate), the chat shape of
+  `benchmarks.bench_sqlite` (both channels changed, LangGraph's version strings), each
+  task in its own thread; our creates store the same values as their state;
 - 8 processes, each with its own log and its own raw connection, alternating the two in
   step (a barrier starts every phase), the rate being all calls over the wall time from
   the first start to the last finish.
@@ -18,7 +22,7 @@ from typing import Any
 
 import asyncpg
 
-from benchmarks.bench_checkpoints import STATE
+from benchmarks.bench_sqlite import PER_THREAD, ChatThreads, state
 from benchmarks.common import (
     PG_URL,
     Results,
@@ -47,7 +51,7 @@ async def _table(schema: str) -> str:
 
 
 async def _raw_calls(connection: Any, insert: str, writer: str, count: int) -> None:
-    payload = str(STATE).encode()
+    payload = str(state(0)).encode()
     for _ in range(count):
         await connection.execute(insert, "t", writer, payload)
 
@@ -56,8 +60,7 @@ async def _create_calls(log: EventLog, writer: str, count: int) -> None:
     run_id = uuid.uuid4()
     for step in range(count):
         await log.checkpoints.create(CheckpointRecord(
-            tenant_id="t", session_id=writer, run_id=run_id, step=step,
-            state={**STATE, "step": step}))
+            tenant_id="t", session_id=writer, run_id=run_id, step=step, state=state(step)))
 
 
 async def run(results: Results) -> None:
@@ -72,6 +75,10 @@ async def run(results: Results) -> None:
 async def _tasks(results: Results, schema: str, insert: str, count: int) -> None:
     connections = [await asyncpg.connect(PG_URL) for _ in range(writers())]
     figures: dict[str, list[float]] = {"raw_8_connections": [], "create_8_tasks": []}
+    langgraph = await _langgraph_pool(schema)
+    if langgraph is not None:
+        figures["langgraph_aput_8_tasks"] = []
+        puts = ChatThreads(langgraph[1]).aput
     async with open_log(PG_URL, schema=schema) as log:
         for number in range(rounds()):
             started = time.perf_counter()
@@ -84,10 +91,51 @@ async def _tasks(results: Results, schema: str, insert: str, count: int) -> None
                                    for n in range(writers())))
             figures["create_8_tasks"].append(
                 writers() * count / (time.perf_counter() - started))
+            if langgraph is not None:
+                started = time.perf_counter()
+                await asyncio.gather(*(_put_calls(puts, number * writers() + n, count)
+                                       for n in range(writers())))
+                figures["langgraph_aput_8_tasks"].append(
+                    writers() * count / (time.perf_counter() - started))
     for connection in connections:
         await connection.close()
     results.compare(f"{writers()} concurrent creates, tasks on one log", "create_8_tasks",
                     "raw_8_connections", figures, goal="≥ 0.8", at_least=0.8)
+    if langgraph is not None:
+        await langgraph[0].close()
+        results.compare(f"PostgreSQL, {writers()} concurrent creates vs LangGraph aput, "
+                        f"its pool of {writers()}", "create_8_tasks",
+                        "langgraph_aput_8_tasks", figures, goal="≥ 1.3", at_least=1.3)
+
+
+async def _put_calls(puts: Any, thread: int, count: int) -> None:
+    """``count`` puts into LangGraph thread number ``thread`` (one thread per task)."""
+    for step in range(count):
+        await puts(thread * PER_THREAD + step)
+
+
+async def _langgraph_pool(schema: str) -> tuple[Any, Any] | None:
+    """LangGraph's AsyncPostgresSaver on a pool of `writers()` connections (what its
+    documentation suggests for concurrent graphs), in a schema of its own; (pool, saver)."""
+    try:
+        from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+        from psycopg.rows import dict_row
+        from psycopg_pool import AsyncConnectionPool
+    except ImportError:
+        print("  (LangGraph not installed: pip install -e '.[bench]' to compare)")
+        return None
+    schema = f"{schema}_langgraph"
+    connection = await asyncpg.connect(PG_URL)
+    await connection.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
+    await connection.close()
+    pool: Any = AsyncConnectionPool(
+        PG_URL + f"?options=-csearch_path%3D{schema}", min_size=writers(),
+        max_size=writers(), open=False,
+        kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row})
+    await pool.open()
+    saver = AsyncPostgresSaver(pool)
+    await saver.setup()
+    return pool, saver
 
 
 async def _processes(results: Results, schema: str, insert: str, count: int) -> None:

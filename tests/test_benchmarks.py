@@ -29,7 +29,8 @@ def test_quick_run_writes_every_ratio(tmp_path: Path) -> None:
     names = " | ".join(ratio["name"] for ratio in ratios)
     for expected in ("append, 1 event", "append_batch", "checkpoint create (~2 KB",
                      "create vs LangGraph", "SQLite checkpoint create, synchronous",
-                     "LangGraph SQLite", "tasks on one log", "processes", "read_all",
+                     "LangGraph SQLite", "synchronous=NORMAL", "tasks on one log",
+                     "vs LangGraph aput, its pool", "processes", "read_all",
                      "verify: events/s", "verify: peak RSS", "rebuild: peak RSS",
                      "growth: create", "latest p99", "read p50", "list p99",
                      "WAL B/call: create vs raw_insert", "WAL B/call: aput vs langgraph",

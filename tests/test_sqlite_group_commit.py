@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import threading
 import time
 from collections.abc import Coroutine, Iterator
 from contextlib import contextmanager
@@ -15,7 +16,7 @@ import pytest
 
 from eventlog import NO_STREAM, EventLog, VersionConflict, open_log
 from eventlog.storage.base import AppendRequest
-from eventlog.storage.sqlite_writer import SqliteWriter, WriterClosed
+from eventlog.storage.sqlite_writer import GROUP_LIMIT, SqliteWriter, WriterClosed
 from tests.events import Noted
 
 
@@ -59,8 +60,8 @@ async def queued(writer: SqliteWriter, count: int) -> None:
 
 
 async def test_waiting_appends_share_one_transaction(tmp_path: Path) -> None:
-    """Twenty appends that arrive while the writer waits go in one transaction, and all
-    of them are stored and verify."""
+    """Twenty appends that arrive while the writer waits join the transaction it waits to
+    begin (they are queued before its COMMIT), and all of them are stored and verify."""
     path = tmp_path / "log.db"
     async with open_log(f"sqlite:///{path}") as log:
         writer = writer_of(log)
@@ -72,7 +73,7 @@ async def test_waiting_appends_share_one_transaction(tmp_path: Path) -> None:
                     for i in range(20)]
             await queued(writer, 20)
         results = await asyncio.gather(first, *rest)
-        assert 2 == writer.transactions - before
+        assert 1 == writer.transactions - before
         assert [1] * 21 == [result.version for result in results]
         assert len({p for r in results for p in r.positions}) == 21
         report = await log.verify()
@@ -138,7 +139,7 @@ async def test_an_error_mid_call_rolls_back_that_call_only(tmp_path: Path) -> No
     names = sorted(row[0] for row in check.execute("SELECT name FROM rows"))
     check.close()
     assert ["a", "a/2", "b", "b+", "b+/2", "b/2", "c", "c+", "c+/2", "c/2"] == names
-    assert 2 == writer.transactions
+    assert 1 == writer.transactions  # the queued calls joined the first one's
 
 
 async def test_a_closed_writer_refuses_appends(tmp_path: Path) -> None:
@@ -168,3 +169,67 @@ async def test_an_append_cancelled_while_queued_is_not_written(tmp_path: Path) -
         assert 1 == len([event async for event in log.read_stream("t", "kept")])
         report = await log.verify()
         assert (True, 2) == (report.ok, report.events)
+
+
+async def test_a_group_wakes_its_callers_loop_once(tmp_path: Path) -> None:
+    """The writer hands a whole group's outcomes to the callers' loop in one wake-up
+    (each `call_soon_threadsafe` writes to the loop's self-pipe), not one per call."""
+    path = tmp_path / "log.db"
+    loop = asyncio.get_running_loop()
+    async with open_log(f"sqlite:///{path}") as log:
+        writer = writer_of(log)
+        with database_locked(path):
+            first = await first_blocked(writer, log.append("t", "first", [Noted(text="0")]))
+            rest = [asyncio.create_task(log.append("t", f"s{i}", [Noted(text=str(i))]))
+                    for i in range(10)]
+            await queued(writer, 10)
+            wakes: list[object] = []
+            original = loop.call_soon_threadsafe
+
+            def counting(callback: Any, *args: Any, **kwargs: Any) -> Any:
+                if threading.current_thread() is not threading.main_thread():
+                    wakes.append(callback)
+                return original(callback, *args, **kwargs)
+
+            loop.call_soon_threadsafe = counting  # type: ignore[method-assign,assignment]
+        try:
+            results = await asyncio.gather(first, *rest)
+        finally:
+            del loop.call_soon_threadsafe
+        assert [1] * 11 == [result.version for result in results]
+        assert 1 == len(wakes)  # the ten queued joined the first call's transaction
+
+
+async def test_calls_arriving_before_commit_join_up_to_the_limit(tmp_path: Path) -> None:
+    """Calls queued while a transaction is open join it before its COMMIT, up to
+    `GROUP_LIMIT` calls in all; the rest commit in the next transaction."""
+    path = tmp_path / "raw.db"
+    setup = sqlite3.connect(path, isolation_level=None)
+    setup.execute("CREATE TABLE rows (name TEXT PRIMARY KEY)")
+    setup.close()
+
+    def write(connection: sqlite3.Connection, request: AppendRequest) -> list[int]:
+        connection.execute("INSERT INTO rows VALUES (?)", (request.stream_id,))
+        return [connection.total_changes]
+
+    def request(stream: str) -> AppendRequest:
+        return AppendRequest(tenant_id="t", stream_id=stream, events=[], changes=[])
+
+    writer = SqliteWriter(str(path), ["PRAGMA busy_timeout = 60000"], write)
+    extra = 6
+    try:
+        with database_locked(path):
+            first = await first_blocked(writer, writer.append_batch([request("first")]))
+            calls = [asyncio.create_task(writer.append_batch([request(f"c{n}")]))
+                     for n in range(GROUP_LIMIT - 1 + extra)]
+            await queued(writer, GROUP_LIMIT - 1 + extra)
+        outcomes = await asyncio.gather(first, *calls)
+    finally:
+        await writer.close()
+    assert 2 == writer.transactions
+    # total_changes counts the rows of this connection: one transaction of GROUP_LIMIT
+    # rows, then the next one's
+    assert list(range(1, GROUP_LIMIT + extra + 1)) == [o[0][0] for o in outcomes]
+    check = sqlite3.connect(path)
+    assert GROUP_LIMIT + extra == check.execute("SELECT count(*) FROM rows").fetchone()[0]
+    check.close()

@@ -12,14 +12,17 @@ import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
 import sqlalchemy as sa
 from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from eventlog import EventLog, open_log
 from eventlog.checkpoints import CheckpointRecord
+from eventlog.errors import InvalidInput
+from eventlog.storage import sqlite as sqlite_module
 from eventlog.storage.schema import build_metadata
-from eventlog.storage.sqlite import encode_value
+from eventlog.storage.sqlite import SqliteBackend, encode_value, encode_values
 from eventlog.storage.sqlite_writer import SqliteWriter
 from tests.events import Noted
 
@@ -109,3 +112,39 @@ def test_values_are_bound_as_sqlalchemy_binds_each_column() -> None:
             assert (value if bind is None else bind(value)) == encode_value(value), column
             checked += 1
     assert checked > 50
+
+
+def test_an_encoded_moment_is_reused_only_for_the_same_object() -> None:
+    """An append binds one recorded time several times (its event, each view row): the
+    text is made once, and a different moment, even an equal one, gets its own text."""
+    calls: list[datetime] = []
+
+    def encode(moment: datetime) -> str:
+        calls.append(moment)
+        return str(len(calls))
+
+    remembering = sqlite_module._LastEncoded(encode)
+    later = datetime(2030, 1, 2, 3, 4, 6, tzinfo=UTC)
+    assert ["1", "1", "2", "3"] == [remembering(NOW), remembering(NOW), remembering(later),
+                                    remembering(NOW.replace())]
+    assert encode_value(NOW) == encode_value(NOW.replace()) == "2030-01-02 03:04:05.678901"
+    assert [encode_value(NOW), "x", 1, 0.5, True, b"b", None, RUN.hex] == encode_values(
+        [NOW, "x", 1, 0.5, True, b"b", None, RUN])
+
+async def test_synchronous_is_chosen_per_log_and_checked(tmp_path: Path) -> None:
+    """``open_log(url, synchronous="NORMAL")`` sets it on the writer's connection and the
+    readers'; the default stays FULL; a level outside FULL, NORMAL, EXTRA is refused by
+    name (OFF could corrupt the file on a power cut)."""
+    async with open_log(f"sqlite:///{tmp_path / 'normal.db'}", synchronous="normal") as log:
+        await log.append("t", "s", [Noted(text="a")])
+        writer = log.storage._writer  # type: ignore[attr-defined]
+        assert 1 == writer._connection.execute("PRAGMA synchronous").fetchone()[0]
+        async with log.storage.engine.connect() as connection:  # type: ignore[attr-defined]
+            assert 1 == (await connection.exec_driver_sql("PRAGMA synchronous")).scalar_one()
+    async with open_log(f"sqlite:///{tmp_path / 'full.db'}") as log:
+        await log.append("t", "s", [Noted(text="a")])
+        writer = log.storage._writer  # type: ignore[attr-defined]
+        assert 2 == writer._connection.execute("PRAGMA synchronous").fetchone()[0]
+    for wrong in ("OFF", "fast", 2):
+        with pytest.raises(InvalidInput, match=r"synchronous.*FULL, NORMAL, EXTRA"):
+            SqliteBackend(str(tmp_path / "x.db"), synchronous=wrong)  # type: ignore[arg-type]

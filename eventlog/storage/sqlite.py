@@ -29,7 +29,13 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from eventlog import cursors
-from eventlog.errors import CommitOutcomeUnknown, EventLogError, SchemaError, StorageError
+from eventlog.errors import (
+    CommitOutcomeUnknown,
+    EventLogError,
+    InvalidInput,
+    SchemaError,
+    StorageError,
+)
 from eventlog.records import StoredEvent
 from eventlog.storage.base import AppendRequest, StreamVersionTaken
 from eventlog.storage.sql import (
@@ -51,7 +57,14 @@ CONNECTION_PRAGMAS = [
     "PRAGMA journal_mode = WAL",
     "PRAGMA synchronous = FULL",
 ]
-"""Run on every connection: wait for other writers, write-ahead log, fsync each commit."""
+"""Run on every connection: wait for other writers, write-ahead log, fsync each commit
+(the last one names the ``synchronous`` option's default)."""
+SYNCHRONOUS_LEVELS = ("FULL", "NORMAL", "EXTRA")
+"""``synchronous`` levels a log may choose. FULL (the default, and SQLite's) fsyncs the
+write-ahead log at every commit: an acknowledged append survives a power cut. NORMAL
+fsyncs it only at checkpoints: a crash of the process loses nothing, a power cut may lose
+the last commits (never the file's integrity). EXTRA also fsyncs the directory. OFF is
+not offered: it can corrupt the file on a power cut."""
 _DIALECT = sqlite_dialect.dialect()
 
 
@@ -62,7 +75,15 @@ class SqliteBackend(SqlBackend):
     dialect = "sqlite"
     text = SqliteDialect()
 
-    def __init__(self, path: str | None = None, *, engine: AsyncEngine | None = None) -> None:
+    def __init__(self, path: str | None = None, *, engine: AsyncEngine | None = None,
+                 synchronous: str = "FULL") -> None:
+        """``synchronous``: one of `SYNCHRONOUS_LEVELS` (FULL unless told: every
+        acknowledged append is on disk)."""
+        if not isinstance(synchronous, str) or synchronous.upper() not in SYNCHRONOUS_LEVELS:
+            raise InvalidInput("synchronous", f"must be one of {', '.join(SYNCHRONOUS_LEVELS)}"
+                                              f", not {synchronous!r}"[:200])
+        self.pragmas = [*CONNECTION_PRAGMAS[:-1], f"PRAGMA synchronous = {synchronous.upper()}"]
+        """Run on each of this log's connections."""
         if engine is None:
             assert path is not None
             self.path: str | None = path
@@ -74,14 +95,14 @@ class SqliteBackend(SqlBackend):
         self._held: ContextVar[AsyncConnection | None] = ContextVar(
             f"eventlog_held_{id(self)}", default=None)
         """The connection of the `hold_stream` the current task is inside, if any."""
-        _install_connection_setup(engine)
+        _install_connection_setup(engine, self.pragmas)
         super().__init__(schema=None)
         self._decoders = view_decoders(self.views)
         # Our own file: appends take the one-hop writer thread. An application's engine (or
         # an in-memory database, which another connection would not see) keeps SQLAlchemy.
         self._writer: SqliteWriter | None = None
         if self.owned and self.path and self.path != ":memory:":
-            self._writer = SqliteWriter(self.path, CONNECTION_PRAGMAS,
+            self._writer = SqliteWriter(self.path, self.pragmas,
                                         lambda c, r: run_statements(
                                             self.sequential.statements(r), c.execute))
 
@@ -376,15 +397,35 @@ def run_statements(
     try:
         while True:
             sql, values, returns = statements.send(result)
-            cursor = execute(sql, [encode_value(value) for value in values])
+            cursor = execute(sql, encode_values(values))
             result = cursor.fetchone()[0] if returns else None
     except StopIteration as done:
         positions: list[int] = done.value
         return positions
 
 
+class _LastEncoded:
+    """An encoder that remembers its last value and text: an append binds one recorded
+    time to its event row and to each view row it changes (four or five times for a
+    checkpoint), and SQLAlchemy's datetime formatting costs ~8 µs a call."""
+
+    __slots__ = ("_encode", "_last")
+
+    def __init__(self, encode: Callable[[Any], Any]) -> None:
+        self._encode = encode
+        self._last: tuple[Any, Any] = (None, None)
+
+    def __call__(self, value: Any) -> Any:
+        last = self._last  # one read: another thread may replace the pair meanwhile
+        if last[0] is value:
+            return last[1]
+        text = self._encode(value)
+        self._last = (value, text)
+        return text
+
+
 _ENCODERS: dict[type, Callable[[Any], Any]] = {
-    kind: processor
+    kind: _LastEncoded(processor) if kind is datetime else processor
     for kind, column_type in ((datetime, sa.DateTime(timezone=True)), (uuid.UUID, sa.Uuid()))
     if (processor := column_type.dialect_impl(_DIALECT).bind_processor(_DIALECT)) is not None
 }
@@ -405,6 +446,14 @@ def encode_value(value: Any) -> Any:
 
 _ENCODERS_BY_TYPE: dict[type, Callable[[Any], Any] | None] = dict(_ENCODERS)
 """`_ENCODERS` and every other type seen so far (None: bound as it is)."""
+
+_AS_IS = frozenset({str, int, bytes, float, bool, type(None)})
+"""The types most values of an append have, bound as they are."""
+
+
+def encode_values(values: Sequence[Any]) -> list[Any]:
+    """`encode_value` of each value; text, numbers, bytes and None pass without a call."""
+    return [value if type(value) in _AS_IS else encode_value(value) for value in values]
 
 
 Decoders = dict[str, Callable[[Any], Any] | None]
@@ -443,7 +492,7 @@ def _prepare_path(path: str, *, create: bool) -> None:
     Path(path).parent.mkdir(parents=True, exist_ok=True)
 
 
-def _install_connection_setup(engine: AsyncEngine) -> None:
+def _install_connection_setup(engine: AsyncEngine, pragmas: Sequence[str]) -> None:
     sync_engine = engine.sync_engine
 
     def set_up(dbapi_connection: Any, record: Any) -> None:
@@ -452,7 +501,7 @@ def _install_connection_setup(engine: AsyncEngine) -> None:
         # Let SQLAlchemy's "begin" event emit BEGIN instead of the driver's implicit one.
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
-        for pragma in CONNECTION_PRAGMAS:
+        for pragma in pragmas:
             cursor.execute(pragma)
         cursor.close()
         record.info[_SET_UP] = True
