@@ -1,12 +1,12 @@
-"""`StorageBackend.blob_refs_page`: verify pages through a tenant's blob counts in digest
+"""`BlobStorage.blob_refs_page`: verify pages through a tenant's blob counts in digest
 order; every backend's pages, joined, are exactly its counts, sorted, and no other
-tenant's. `StorageBackend.blob_sizes`: the stored lengths verify bounds its reads by."""
+tenant's. `BlobStorage.blob_sizes`: the stored lengths verify bounds its reads by."""
 
 from __future__ import annotations
 
 from eventlog import EventLog
 from eventlog.hashing import content_digest
-from eventlog.storage.base import StorageBackend
+from eventlog.storage.defaults import BlobsByDigest
 from eventlog.testing.events import Noted
 
 
@@ -35,7 +35,7 @@ async def test_pages_join_into_the_sorted_counts_of_one_tenant(log: EventLog) ->
 
 
 async def test_blob_sizes_are_the_stored_lengths_of_one_tenant(log: EventLog) -> None:
-    """Each backend's answer, and the default's (which reads the blobs), is the length of
+    """Each backend's answer, and `BlobsByDigest`'s (which reads the blobs), is the length of
     each stored blob of the tenant asked about; absent and other tenants' are left out."""
     payloads = [b"", b"a", b"b" * 70_000]
     await log.append("t", "s", [Noted(text="x")], attach=payloads)
@@ -44,5 +44,5 @@ async def test_blob_sizes_are_the_stored_lengths_of_one_tenant(log: EventLog) ->
     asked = [*digests, content_digest(b"elsewhere"), content_digest(b"never stored")]
     expected = {digest: len(payload) for digest, payload in zip(digests, payloads, strict=True)}
     assert expected == await log.storage.blob_sizes("t", asked)
-    assert expected == await StorageBackend.blob_sizes(log.storage, "t", asked)
+    assert expected == await BlobsByDigest.blob_sizes(log.storage, "t", asked)
     assert {} == await log.storage.blob_sizes("t", [])

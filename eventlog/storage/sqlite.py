@@ -32,6 +32,7 @@ from eventlog import cursors
 from eventlog.errors import CommitOutcomeUnknown, EventLogError, SchemaError, StorageError
 from eventlog.records import StoredEvent
 from eventlog.storage.base import AppendRequest, StreamVersionTaken
+from eventlog.storage.defaults import OneWriter
 from eventlog.storage.sql import (
     CHECKED_COLUMNS,
     EVENT_READ_COLUMNS,
@@ -55,7 +56,7 @@ CONNECTION_PRAGMAS = [
 _DIALECT = sqlite_dialect.dialect()
 
 
-class SqliteBackend(SqlBackend):
+class SqliteBackend(OneWriter, SqlBackend):
     """A SQLite file shared safely by any number of processes on one machine."""
 
     name = "sqlite"
