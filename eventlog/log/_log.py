@@ -258,7 +258,7 @@ class EventLog:
         """Hold one stream for a decision: inside the block no other append to the stream
         commits (other processes' included), and the calling task's reads and appends go
         through one transaction, committed when the block ends and rolled back if it
-        raises (`StorageBackend.hold_stream`).
+        raises (`EventStorage.hold_stream`).
 
         For a write decided from what it reads (a thread delete, a prune) that keeps
         losing version races to appends of its stream: held, the version it reads is
