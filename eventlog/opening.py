@@ -17,6 +17,7 @@ from eventlog.face import OpenLog
 from eventlog.interrupts.models import InterruptOptions, Operation
 from eventlog.log import DEFAULT_MAX_PAYLOAD_BYTES, EventLog
 from eventlog.storage.base import StorageBackend
+from eventlog.storage.contracts import ViewsRebuiltOnOpen, caught_up
 from eventlog.validation import check_id
 from projections import INLINE_PROJECTIONS
 from projections.base import Projection
@@ -80,7 +81,7 @@ async def open_log(
         face.schema_revision = log.schema_revision = await storage.open(upgrade=upgrade)
         if reader is not None:
             await _open_replica(storage, reader)
-        if storage.rebuilds_views_on_open:
+        if isinstance(storage, ViewsRebuiltOnOpen):
             storage.install_views(
                 fold_events(log.projections, (log.decode(e) for e in storage.stored_events()))
             )
@@ -123,8 +124,7 @@ REPLICA_CATCH_UP_S = 30.0
 async def _open_replica(storage: StorageBackend, reader: StorageBackend) -> None:
     """Open the replica read-only once it has replayed the primary's schema (which
     opening the primary may just have created or upgraded)."""
-    mark = await storage.replication_mark()
-    if mark is not None and not await reader.wait_replayed(mark, REPLICA_CATCH_UP_S):
+    if not await caught_up(storage, reader, REPLICA_CATCH_UP_S):
         raise StorageError(reader.name, "open", f"the replica did not replay the primary's "
                                                 f"log within {REPLICA_CATCH_UP_S:.0f} s")
     await reader.open(upgrade=False)

@@ -85,24 +85,45 @@ def pytest_sessionfinish(session, exitstatus):
 """
 
 PROJECT_TEST = """
-from eventlog.testing import BackendContract
+from eventlog.testing import (
+    BlobStorageContract,
+    EventStorageContract,
+    StoresContract,
+    ViewStorageContract,
+)
 
 import {module}
 
 
-class TestMyBackend(BackendContract):
+class MyBackend:
     persistent = {persistent}
 
     def backend_url(self, tmp_path):
         return "{scheme}://" + str(tmp_path / "store")
+
+
+class TestMyEvents(MyBackend, EventStorageContract):
+    pass
+
+
+class TestMyBlobs(MyBackend, BlobStorageContract):
+    pass
+
+
+class TestMyViews(MyBackend, ViewStorageContract):
+    pass
+
+
+class TestMyStores(MyBackend, StoresContract):
+    pass
 """
 
 
 def run_project(directory: Path, module: str, backend: str, scheme: str,
                 persistent: bool = True) -> tuple[dict[str, int], str]:
     """Write a tiny project outside the repo (a backend module and a test module that
-    subclasses BackendContract, strict asyncio mode) and run pytest in it; the counts of
-    its summary line and its output."""
+    subclasses each contract's suite, strict asyncio mode) and run pytest in it; the
+    counts of its summary line and its output."""
     directory.mkdir()
     (directory / "pytest.ini").write_text("[pytest]\nasyncio_mode = strict\n")
     (directory / "conftest.py").write_text(PROJECT_CONFTEST)
@@ -124,7 +145,8 @@ def run_project(directory: Path, module: str, backend: str, scheme: str,
 @pytest.mark.examples
 def test_the_shipped_suite_runs_in_a_project_outside_the_repo(tmp_path: Path) -> None:
     """A project that knows nothing of this repo's tests/ (its own directory, its own
-    pytest.ini in strict asyncio mode) registers a backend and runs the whole suite."""
+    pytest.ini in strict asyncio mode) registers a backend and runs the whole suite, one
+    subclass per contract."""
     backend = """
         from pathlib import Path
 
@@ -170,14 +192,31 @@ BROKEN_BACKENDS = {
 
         register_backend("careless", lambda url, *, schema, **options: Careless())
     """,
+    "blob_refs_page ignores where it is asked to start": """
+        from eventlog import register_backend
+        from eventlog.storage.memory import MemoryBackend
+
+
+        class Restarting(MemoryBackend):
+            async def blob_refs_page(self, tenant_id, after, limit):
+                return await super().blob_refs_page(tenant_id, b"", limit)
+
+
+        register_backend("restarting", lambda url, *, schema, **options: Restarting())
+    """,
 }
+SCHEMES = {"read_all drops an event": ("forgetful", "TestMyEvents"),
+           "append ignores a version conflict": ("careless", "TestMyEvents"),
+           "blob_refs_page ignores where it is asked to start": ("restarting", "TestMyBlobs")}
 
 
 @pytest.mark.examples
 @pytest.mark.parametrize("flaw", sorted(BROKEN_BACKENDS))
 def test_the_shipped_suite_fails_a_broken_backend(tmp_path: Path, flaw: str) -> None:
-    """A backend that loses an event or writes over a version conflict fails the suite."""
-    scheme = "forgetful" if "read_all" in flaw else "careless"
+    """A backend that loses an event, writes over a version conflict or pages its blob
+    counts wrong fails the suite, in the suite of the contract it breaks."""
+    scheme, suite = SCHEMES[flaw]
     counts, output = run_project(tmp_path / "project", scheme, BROKEN_BACKENDS[flaw], scheme,
                                  persistent=False)
     assert counts.get("failed", 0) > 0, output[-3000:]
+    assert f" {suite}.test_" in output, output[-3000:]

@@ -46,6 +46,7 @@ from eventlog.records import (
     VerifyReport,
 )
 from eventlog.storage.base import StorageBackend
+from eventlog.storage.contracts import caught_up
 from eventlog.validation import check_id, check_positive_limit
 from projections.base import Projection
 from projections.query import ViewQuery
@@ -250,7 +251,7 @@ class EventLog:
         """Hold one stream for a decision: inside the block no other append to the stream
         commits (other processes' included), and the calling task's reads and appends go
         through one transaction, committed when the block ends and rolled back if it
-        raises (`StorageBackend.hold_stream`).
+        raises (`EventStorage.hold_stream`).
 
         For a write decided from what it reads (a thread delete, a prune) that keeps
         losing version races to appends of its stream: held, the version it reads is
@@ -276,10 +277,10 @@ class EventLog:
         if a transaction stayed open (or the replica stayed behind) past ``max_wait``.
         """
         self._check_open("read")
-        if self.reader is not self.storage:  # a replica: first catch up with the primary
-            mark = await self.storage.replication_mark()
-            if mark is not None and not await self.reader.wait_replayed(mark, max_wait):
-                return False
+        # A replica first catches up with the primary.
+        if self.reader is not self.storage and not await caught_up(
+                self.storage, self.reader, max_wait):
+            return False
         return await self.reader.wait_readable(max_wait)
 
     async def get_blob(self, tenant_id: str, digest: bytes) -> bytes | None:

@@ -31,14 +31,16 @@ import hashlib
 import json
 import os
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import IO, Any
 
 from eventlog.errors import SchemaError, StorageError, StoreLocked, UnknownSchemaRevision
 from eventlog.hashing import to_micros
+from eventlog.records import StoredEvent
 from eventlog.storage.base import AppendRequest, PendingEvent
+from eventlog.storage.contracts import ViewsRebuiltOnOpen
 from eventlog.storage.memory import MemoryBackend
 from projections.changes import Upsert
 from projections.memory import ViewTables
@@ -50,11 +52,10 @@ _HEADS = STREAM_HEADS
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
-class FileBackend(MemoryBackend):
+class FileBackend(MemoryBackend, ViewsRebuiltOnOpen):
     """The log as JSON Lines in a directory, held open by one process."""
 
     name = "file"
-    rebuilds_views_on_open = True
 
     def __init__(self, root: Path) -> None:
         super().__init__()
@@ -117,12 +118,15 @@ class FileBackend(MemoryBackend):
         finally:
             self._release_lock()
 
+    def stored_events(self) -> Iterable[StoredEvent]:
+        return list(self.events)
+
     def install_views(self, tables: ViewTables) -> None:
         for row in self._indexed_heads:
             stream = self.streams.get((row["tenant_id"], row["stream_id"]))
             if not stream or stream[-1].version < row["version"]:
                 tables.apply(Upsert(_HEADS, row), row["last_position"])
-        super().install_views(tables)
+        self.views = tables
 
     async def append(self, request: AppendRequest) -> list[int]:
         return (await self.append_batch([request]))[0]

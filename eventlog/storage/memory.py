@@ -8,19 +8,20 @@ from __future__ import annotations
 import dataclasses
 import heapq
 import uuid
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 from eventlog import cursors
 from eventlog.records import StoredEvent
 from eventlog.storage.base import AppendRequest, StorageBackend, StreamVersionTaken
+from eventlog.storage.defaults import BlobsByDigest, InProcess
 from projections.memory import ViewTables
 from projections.query import ViewQuery
 
 REVISION = "memory"
 
 
-class MemoryBackend(StorageBackend):
+class MemoryBackend(InProcess, BlobsByDigest, StorageBackend):
     """Events, blobs and views in dictionaries; gone when the process ends."""
 
     name = "memory"
@@ -170,12 +171,6 @@ class MemoryBackend(StorageBackend):
 
     async def dump_views(self) -> dict[str, list[dict[str, Any]]]:
         return self.views.snapshot()
-
-    def stored_events(self) -> Iterable[StoredEvent]:
-        return list(self.events)
-
-    def install_views(self, tables: ViewTables) -> None:
-        self.views = tables
 
     async def blob_refs(self, tenant_id: str) -> Mapping[bytes, int]:
         return {digest: n for (tenant, digest), n in self.refs.items() if tenant == tenant_id}

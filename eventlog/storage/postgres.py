@@ -43,6 +43,7 @@ from eventlog import cursors
 from eventlog.errors import CommitOutcomeUnknown, EventLogError, InvalidInput, StorageError
 from eventlog.records import StoredEvent
 from eventlog.storage.base import AppendRequest, StreamVersionTaken
+from eventlog.storage.contracts import ReplicaStorage
 from eventlog.storage.pgbatch import BatchStatements
 from eventlog.storage.pgpool import ConnectionPool
 from eventlog.storage.sql import (
@@ -123,7 +124,7 @@ shape; a larger one goes as column arrays (`append_batch`): a statement with tho
 CTEs takes the server seconds to plan, and its text would be cached for one use."""
 
 
-class PostgresBackend(SqlBackend):
+class PostgresBackend(SqlBackend, ReplicaStorage):
     """Many processes on many hosts, one PostgreSQL database."""
 
     name = "postgresql"

@@ -38,6 +38,7 @@ from eventlog.errors import (
 )
 from eventlog.records import StoredEvent
 from eventlog.storage.base import AppendRequest, StreamVersionTaken
+from eventlog.storage.defaults import OneWriter
 from eventlog.storage.sql import (
     CHECKED_COLUMNS,
     EVENT_READ_COLUMNS,
@@ -68,7 +69,7 @@ not offered: it can corrupt the file on a power cut."""
 _DIALECT = sqlite_dialect.dialect()
 
 
-class SqliteBackend(SqlBackend):
+class SqliteBackend(OneWriter, SqlBackend):
     """A SQLite file shared safely by any number of processes on one machine."""
 
     name = "sqlite"

@@ -22,6 +22,7 @@ import pytest
 
 from eventlog import CheckpointRecord, EventLog, open_log
 from eventlog.storage.postgres import PostgresBackend
+from eventlog.testing import ReplicaStorageContract
 from projections import compare_views
 from tests.conftest import IN_CI
 from tests.events import Noted
@@ -67,6 +68,29 @@ async def replicated(replication: tuple[Cluster, Cluster]) -> AsyncIterator[Even
     async with open_log(primary.url(), schema=schema, read_url=standby.url()) as log:
         assert await log.wait_readable(30)  # the standby has replayed the schema
         yield log
+
+
+class TestReplicaStorageContract(ReplicaStorageContract):
+    """The shipped `ReplicaStorageContract` on the primary and the standby, each test in a
+    fresh schema."""
+
+    urls = ("", "")
+    schema = ""
+
+    @pytest.fixture(autouse=True)
+    def _standby(self, replication: tuple[Cluster, Cluster]) -> None:
+        primary, standby = replication
+        self.urls = (primary.url(), standby.url())
+        self.schema = f"r_{uuid.uuid4().hex[:12]}"
+
+    def backend_url(self, tmp_path: Path) -> str:
+        return self.urls[0]
+
+    def replica_url(self, tmp_path: Path) -> str:
+        return self.urls[1]
+
+    def open_options(self) -> dict[str, str]:
+        return {"schema": self.schema}
 
 
 def port_of(backend: object) -> int:

@@ -36,7 +36,13 @@ class ContractBackend:
 
 
 class ContractBase:
-    """The hooks a backend's test class fills in; see `eventlog.testing.BackendContract`."""
+    """The hooks a backend's test class fills in; see `eventlog.testing.BackendContract`.
+
+    Every test of every suite is an asyncio test, marked here (a mark pytest finds on
+    every subclass), so the host project needs no ``asyncio_mode = auto``."""
+
+    pytestmark: ClassVar[list[pytest.MarkDecorator]] = [
+        pytest.mark.asyncio(loop_scope="function")]
 
     persistent: ClassVar[bool] = True
     """True when a store closed and reopened at the same URL still holds what was written."""

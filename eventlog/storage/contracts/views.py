@@ -1,0 +1,25 @@
+"""The view contract: the rows the log's projections keep, read back.
+
+View rows change only inside an append (`AppendRequest.changes`), in the event contract's
+transaction; this contract answers queries over them.
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import Any
+
+from eventlog.storage.contracts.lifecycle import StorageLifecycle
+from projections.query import ViewQuery
+
+
+class ViewStorage(StorageLifecycle):
+    """Reads of the view tables. Both methods are abstract."""
+
+    @abc.abstractmethod
+    async def query(self, query: ViewQuery) -> list[dict[str, Any]]:
+        """Rows of one view table answering ``query``, as plain dicts."""
+
+    @abc.abstractmethod
+    async def dump_views(self) -> dict[str, list[dict[str, Any]]]:
+        """Every view table's rows, sorted by primary key (for comparison with a rebuild)."""

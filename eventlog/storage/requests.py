@@ -1,0 +1,54 @@
+"""What one append hands a backend (`AppendRequest` of `PendingEvent`s), and the one
+signal a backend raises back (`StreamVersionTaken`).
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import msgspec
+
+from projections.changes import Change
+
+
+class PendingEvent(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """An event the log has fully prepared (version, time, hashes), awaiting its position."""
+
+    event_id: uuid.UUID
+    version: int
+    recorded_at: Any  # datetime; typed loosely so the struct stays cheap to build
+    type: str
+    data: bytes
+    prev_hash: bytes
+    hash: bytes
+
+
+class AppendRequest(msgspec.Struct, frozen=True, kw_only=True):
+    """Everything one append commits together.
+
+    ``changes`` pairs each view change with the index (into ``events``) of the event that
+    produced it, so `AT_POSITION` can be resolved. ``blob_adds`` maps a digest to its bytes
+    and how many new references this append makes to it; ``blob_releases`` maps a digest to
+    how many references this append drops (a blob whose count reaches zero is deleted).
+    """
+
+    tenant_id: str
+    stream_id: str
+    events: list[PendingEvent]
+    changes: list[tuple[int, Change]]
+    blob_adds: dict[bytes, tuple[bytes, int]] = {}
+    blob_releases: dict[bytes, int] = {}
+
+
+class StreamVersionTaken(Exception):
+    """Raised by `EventStorage.append` when a version it was asked to write exists, or
+    when the server rolled the append back to break a deadlock (``reason`` says which).
+
+    Internal: the log catches it, re-reads the stream head and either retries or raises
+    `VersionConflict`. Nothing of the append was written.
+    """
+
+    def __init__(self, reason: str = "version_taken") -> None:
+        self.reason = reason
+        super().__init__(reason)

@@ -1,0 +1,122 @@
+"""Contract: the event storage methods the log calls on a backend (``log.storage``),
+each asked directly, on events the log appended."""
+
+from __future__ import annotations
+
+import uuid
+
+from eventlog import EventLog
+from eventlog.testing.contract._base import ContractBase
+from eventlog.testing.events import Noted
+from eventlog.testing.helpers import settle
+
+
+async def fill(log: EventLog) -> None:
+    """Three streams over two tenants, appended out of key order: t/b (2 events), t/a
+    (1), u/a (3)."""
+    await log.append("t", "b", [Noted(text="b1"), Noted(text="b2")])
+    await log.append("u", "a", [Noted(text="ua1"), Noted(text="ua2"), Noted(text="ua3")])
+    await log.append("t", "a", [Noted(text="a1")])
+
+
+class EventStorageCalls(ContractBase):
+    """Contract: each `EventStorage` method, asked of the backend directly."""
+
+    async def test_stream_head_is_the_last_version_and_its_hash(self, log: EventLog) -> None:
+        """`stream_head` gives the stream's last version and that event's hash; None for a
+        stream without events and for the same stream id in another tenant."""
+        await fill(log)
+        last = [event async for event in log.read_stream("u", "a")][-1]
+        storage = log.storage
+        assert ((3, last.hash), None, None) == (
+            await storage.stream_head("u", "a"), await storage.stream_head("u", "b"),
+            await storage.stream_head("v", "a"))
+
+    async def test_stream_heads_leave_out_streams_without_events(self, log: EventLog) -> None:
+        """`stream_heads` of many keys is `stream_head` of each, streams without events
+        left out."""
+        await fill(log)
+        storage = log.storage
+        keys = [("t", "a"), ("t", "b"), ("u", "a"), ("u", "b"), ("v", "a")]
+        expected = {}
+        for tenant_id, stream_id in keys[:3]:
+            expected[(tenant_id, stream_id)] = await storage.stream_head(tenant_id, stream_id)
+        assert (expected, {}) == (await storage.stream_heads(keys),
+                                  await storage.stream_heads([]))
+
+    async def test_read_stream_gives_a_limited_slice_from_a_version(
+        self, log: EventLog
+    ) -> None:
+        """`read_stream` gives at most ``limit`` events from ``from_version`` on, in
+        version order, of that tenant's stream only."""
+        await fill(log)
+        storage = log.storage
+        page = await storage.read_stream("u", "a", 2, 1)
+        rest = await storage.read_stream("u", "a", 2, 10)
+        assert ([2], [2, 3], []) == ([e.version for e in page], [e.version for e in rest],
+                                     await storage.read_stream("t", "a", 2, 10))
+
+    async def test_read_all_pages_in_log_order_with_its_cursor(self, log: EventLog) -> None:
+        """`read_all` pages through the log in position order; an empty page returns the
+        cursor it was given; a tenant's pages hold only its events."""
+        await fill(log)
+        await settle(log)
+        storage = log.storage
+        seen, cursor = [], None
+        while True:
+            page, after = await storage.read_all(cursor, 2, None)
+            assert len(page) <= 2
+            if not page:
+                assert cursor == after
+                break
+            seen += page
+            cursor = after
+        tenant, _ = await storage.read_all(None, 10, "u")
+        positions = [event.position for event in seen]
+        assert (6, sorted(positions), ["u"] * 3) == (
+            len(seen), positions, [event.tenant_id for event in tenant])
+
+    async def test_scan_streams_orders_by_tenant_stream_and_version(
+        self, log: EventLog
+    ) -> None:
+        """`scan_streams` gives every event by (tenant, stream, version), or one tenant's."""
+        await fill(log)
+        storage = log.storage
+        every = [(e.tenant_id, e.stream_id, e.version) async for e in storage.scan_streams(None)]
+        only_t = [(e.tenant_id, e.stream_id) async for e in storage.scan_streams("t")]
+        assert sorted(every) == every
+        assert (6, [("t", "a"), ("t", "b"), ("t", "b")]) == (len(every), only_t)
+
+    async def test_count_events_counts_per_tenant(self, log: EventLog) -> None:
+        """`count_events` counts every tenant's events, or only the tenant asked about."""
+        await fill(log)
+        storage = log.storage
+        assert ({"t": 3, "u": 3}, {"u": 3}, 0) == (
+            await storage.count_events(None), await storage.count_events("u"),
+            (await storage.count_events("v")).get("v", 0))
+
+    async def test_find_event_finds_an_id_in_its_own_tenant(self, log: EventLog) -> None:
+        """`find_event` finds a committed event by id in its tenant, and nothing in another
+        tenant or for an id never written."""
+        result = await log.append("t", "s", [Noted(text="a"), Noted(text="b")])
+        storage = log.storage
+        found = await storage.find_event("t", result.event_ids[1])
+        assert found is not None
+        assert (result.event_ids[1], 2, None, None) == (
+            found.event_id, found.version, await storage.find_event("u", result.event_ids[1]),
+            await storage.find_event("t", uuid.uuid4()))
+
+    async def test_wait_readable_is_true_on_a_quiet_log(self, log: EventLog) -> None:
+        """`wait_readable` returns True once what was committed is readable."""
+        await log.append("t", "s", [Noted(text="a")])
+        assert await log.storage.wait_readable(30.0)
+
+    async def test_appends_inside_a_hold_land(self, log: EventLog) -> None:
+        """Appends made inside `hold_stream` are committed when the block ends."""
+        await log.append("t", "s", [Noted(text="a")])
+        async with log.hold_stream("t", "s"):
+            await log.append("t", "s", [Noted(text="b")])
+            await log.append("t", "other", [Noted(text="c")])
+        head = await log.storage.stream_head("t", "s")
+        assert (2, 1) == (head[0] if head else None,
+                          len(await log.storage.read_stream("t", "other", 1, 10)))
