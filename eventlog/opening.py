@@ -20,7 +20,7 @@ from eventlog.storage.base import StorageBackend
 from eventlog.validation import check_id
 from projections import INLINE_PROJECTIONS
 from projections.base import Projection
-from projections.runner import fold_events
+from projections.rebuilding import fold_events
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncEngine
