@@ -10,7 +10,8 @@ last conflict is raised. A decision of "nothing" appends nothing.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TypeVar
 
@@ -38,25 +39,14 @@ Decide = Callable[[BatchView | None, datetime], tuple[Event | None, R]]
 append (None: nothing) and what the operation returns."""
 
 
+@dataclass(frozen=True, slots=True)
 class Batches:
-    """The interrupt batches of one log, as both the store and its admin side use them.
+    """The interrupt batches of one log, as both the store and its admin side use them:
+    its ``options`` and the ``operations`` trusted to resume (None: every operation)."""
 
-    ``options`` are `InterruptOptions` (None: the defaults). ``operations`` are the
-    operations trusted to resume (an `OperationRegistry` or any iterable of `Operation`);
-    None trusts every operation.
-    """
-
-    def __init__(
-        self,
-        log: EventLog,
-        options: InterruptOptions | None = None,
-        operations: OperationRegistry | Iterable[Operation] | None = None,
-    ) -> None:
-        self.log = log
-        self.options = options if options is not None else InterruptOptions()
-        if operations is not None and not isinstance(operations, OperationRegistry):
-            operations = OperationRegistry(operations)
-        self.operations: OperationRegistry | None = operations
+    log: EventLog
+    options: InterruptOptions
+    operations: OperationRegistry | None
 
     def now(self) -> datetime:
         """The log's clock, read now."""

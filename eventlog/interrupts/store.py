@@ -70,7 +70,10 @@ class InterruptStore:
         operations: OperationRegistry | Iterable[Operation] | None = None,
     ) -> None:
         self.log = log
-        self.batches = Batches(log, options, operations)
+        if operations is not None and not isinstance(operations, OperationRegistry):
+            operations = OperationRegistry(operations)
+        self.batches = Batches(log, options if options is not None else InterruptOptions(),
+                               operations)
         self.admin = BatchAdmin(self.batches)
 
     @property
