@@ -396,7 +396,7 @@ class ThreadCheckpoints:
 
     async def _copy_once(self, tenant_id: str, source: str, target: str) -> int:
         stream = decide.thread_stream(source)
-        version = await self._viewed_version(tenant_id, stream)  # before the rows it fences
+        version = await self._viewed_version(tenant_id, stream)  # first: _payloads_gone
         thread = {"tenant_id": tenant_id, "thread_id": source}
         rows = await self._log.query(ViewQuery(
             THREAD_CHECKPOINTS, thread, order_by=("version",),
