@@ -11,6 +11,7 @@
     ├── UnknownEventType                       a stored tag that the registry does not know
     ├── CorruptEvent                           stored bytes that do not decode as their type
     ├── CorruptBlob                            stored blob bytes that do not hash to their digest
+    ├── BlobMissing                            a blob the views reference is not stored
     ├── StateDecodeError                       a stored state that does not decode as asked
     ├── VersionConflict                        the stream was not at the expected version
     ├── SchemaError                            the database schema cannot be used
@@ -155,6 +156,18 @@ class CorruptBlob(EventLogError):
         self.digest = digest
         super().__init__(f"stored blob {digest.hex()} does not hash to its digest: it was "
                          "changed after it was written (run `eventlog verify`)")
+
+
+class BlobMissing(EventLogError):
+    """A blob that a stream's views reference is not stored, and no append to the stream
+    since it was read explains it: it was deleted behind the log's back."""
+
+    def __init__(self, digest: bytes, stream_id: str) -> None:
+        self.digest = digest
+        self.stream_id = stream_id
+        super().__init__(f"stored blob {digest.hex()}, referenced by stream {stream_id!r}, "
+                         "is missing: it was deleted behind the log's back (run "
+                         "`eventlog verify`)")
 
 
 class StateDecodeError(EventLogError):

@@ -21,7 +21,7 @@ from eventlog.storage.contracts import ViewsRebuiltOnOpen, caught_up
 from eventlog.validation import check_id
 from projections import INLINE_PROJECTIONS
 from projections.base import Projection
-from projections.runner import fold_events
+from projections.rebuilding import fold_events
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncEngine

@@ -1,4 +1,4 @@
-"""Pure folds from the log to the views the stores read, and the runner that applies them.
+"""Pure folds from the log to the views the stores read, and views rebuilt with them.
 
 A projection folds one recorded event into view changes (`projections.changes`), with no
 I/O. Backends apply the changes inline, in the append's transaction; `rebuild` applies the
@@ -13,7 +13,7 @@ from projections.checkpoints import CheckpointViews
 from projections.interrupts import InterruptBatches
 from projections.memory import ViewTables
 from projections.query import In, JsonContains, Lookup, ViewQuery
-from projections.runner import (
+from projections.rebuilding import (
     ViewDifference,
     ViewSink,
     ViewStore,

@@ -81,7 +81,7 @@ def effect_worker(url: str, options: dict[str, str], claims: list[tuple[Any, ...
 
 
 def _fields(claim: InterruptClaim) -> tuple[Any, ...]:
-    return (claim.scope, claim.batch_id, claim.generation, claim.expires_at, claim.token)
+    return (claim.tenant_id, claim.batch_id, claim.generation, claim.expires_at, claim.token)
 
 
 def _pool_run(function: Any, per_worker_args: list[tuple[Any, ...]]) -> list[Any]:

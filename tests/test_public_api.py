@@ -75,7 +75,7 @@ def test_bad_input_errors_are_value_errors() -> None:
     "statement",
     [
         "import projections",
-        "import projections.runner",
+        "import projections.rebuilding",
         "from projections import compare_views",
         "import eventlog.records",
         "import eventlog",

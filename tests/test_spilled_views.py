@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from eventlog import CheckpointRecord, EventLog, InvalidInput, SpilledViews, open_log
 from eventlog.checkpoints import ChannelValue, Payload
-from projections import compare_views, rebuild, runner
+from projections import compare_views, rebuild, rebuilding
 from projections.changes import Change, Delete
 from projections.memory import ViewTables
 from projections.query import Lookup, ViewQuery
@@ -131,7 +131,7 @@ async def test_compare_views_spilled_finds_what_the_memory_compare_finds(
 ) -> None:
     """A changed row, a missing row and a row the log never made: both compares name the
     same differences, also when every table spans several pages."""
-    monkeypatch.setattr(runner, "COMPARE_PAGE", 2)
+    monkeypatch.setattr(rebuilding, "COMPARE_PAGE", 2)
     target = BackendTarget("sqlite", f"sqlite:///{tmp_path}/log.db")
     story = await seed(target)
     async with target.open() as log:

@@ -1,9 +1,12 @@
 """How a removal (a session delete, a thread delete or prune, a copy) waits after losing a
-version race: a bound on time, not on tries, and a jittered backoff between tries."""
+version race: a bound on time, not on tries, and a jittered backoff between tries. The
+loop itself is `eventlog.log.fencing.decide_fenced`."""
 
 from __future__ import annotations
 
 import random
+
+from eventlog.log.fencing import Retries
 
 REMOVAL_TIMEOUT_S = 60.0
 """How long a delete, prune or copy keeps deciding again after lost races before it
@@ -16,3 +19,7 @@ def backoff_delay(attempt: int) -> float:
     """Seconds to wait before try ``attempt`` + 1: full jitter, doubling from 2 ms to a
     ceiling of 100 ms, so racing removers and writers spread out."""
     return random.uniform(0, min(_BACKOFF_MAX, _BACKOFF_BASE * 2 ** min(attempt, 16)))
+
+
+REMOVAL_RETRIES = Retries(seconds=REMOVAL_TIMEOUT_S, backoff=backoff_delay)
+"""The removals' and copies' `Retries`: `REMOVAL_TIMEOUT_S`, `backoff_delay` between tries."""

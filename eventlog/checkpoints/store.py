@@ -38,9 +38,7 @@ Decisions made here (where the contracts we implement were silent):
 
 from __future__ import annotations
 
-import asyncio
 import builtins
-import time
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from eventlog._logging import get_logger
@@ -57,13 +55,14 @@ from eventlog.checkpoints.records import (
     run_from_row,
     session_from_row,
 )
-from eventlog.checkpoints.removal import REMOVAL_TIMEOUT_S, backoff_delay
+from eventlog.checkpoints.removal import REMOVAL_RETRIES
 from eventlog.checkpoints.typed import TypedCheckpointStore
 from eventlog.errors import CorruptBlob, VersionConflict
 from eventlog.events.checkpoints import SessionDeleted
 from eventlog.hashing import content_digest
 from eventlog.ids import uuid7
 from eventlog.log import EventLog
+from eventlog.log.fencing import decide_fenced, held_after_first
 from eventlog.validation import check_id, check_positive_limit, check_uuid
 from projections.checkpoints import CHECKPOINTS, RUNS, SESSIONS
 from projections.query import ViewQuery
@@ -190,22 +189,17 @@ class CheckpointStore:
         only after `REMOVAL_TIMEOUT_S` seconds of lost races.
         """
         _check_session(tenant_id, session_id)
-        deadline = time.monotonic() + REMOVAL_TIMEOUT_S
-        attempt = 0
-        while True:
-            try:
-                if attempt == 0:
-                    return await self._delete_once(tenant_id, session_id)
-                async with self._log.hold_stream(tenant_id,
-                                                 decisions.session_stream(session_id)):
-                    return await self._delete_once(tenant_id, session_id)
-            except VersionConflict:
-                attempt += 1
-                if time.monotonic() >= deadline:
-                    raise
-                logger.debug("removal_retried", tenant=tenant_id, session=session_id,
-                             attempt=attempt)
-                await asyncio.sleep(backoff_delay(attempt))
+        stream = decisions.session_stream(session_id)
+
+        async def once(attempt: int) -> int:
+            async with held_after_first(self._log, tenant_id, stream, attempt):
+                return await self._delete_once(tenant_id, session_id)
+
+        def retried(attempt: int, _conflict: VersionConflict) -> None:
+            logger.debug("removal_retried", tenant=tenant_id, session=session_id,
+                         attempt=attempt)
+
+        return await decide_fenced(once, REMOVAL_RETRIES, retried)
 
     async def _delete_once(self, tenant_id: str, session_id: str) -> int:
         """Decide against the views and append the tombstone fenced on what was read.

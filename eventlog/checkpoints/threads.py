@@ -42,17 +42,17 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-import time
 import weakref
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from functools import partial
+from typing import Any
 
 import msgspec
 
 from eventlog._logging import get_logger
 from eventlog.checkpoints import thread_decisions as decide
 from eventlog.checkpoints.decisions import normalise_metadata
-from eventlog.checkpoints.removal import REMOVAL_TIMEOUT_S, backoff_delay
+from eventlog.checkpoints.removal import REMOVAL_RETRIES
 from eventlog.checkpoints.thread_records import (
     Adoption,
     AdoptionBase,
@@ -61,7 +61,7 @@ from eventlog.checkpoints.thread_records import (
     ThreadCheckpoint,
     ThreadWrite,
 )
-from eventlog.errors import InvalidInput, VersionConflict
+from eventlog.errors import BlobMissing, InvalidInput, VersionConflict
 from eventlog.events import Event
 from eventlog.events.threads import (
     AdoptedCheckpoint,
@@ -75,6 +75,8 @@ from eventlog.events.threads import (
     ThreadWritesPut,
     WriteRef,
 )
+from eventlog.log import EventLog
+from eventlog.log.fencing import Retried, decide_fenced, held_after_first
 from eventlog.validation import check_id, check_positive_limit
 from projections.query import In, JsonContains, Lookup, ViewQuery
 from projections.threads import (
@@ -85,15 +87,15 @@ from projections.threads import (
     THREAD_WRITE_RECORDS,
     THREAD_WRITES,
 )
-
-if TYPE_CHECKING:
-    from eventlog.log import EventLog
+from projections.views import STREAM_HEADS
 
 logger = get_logger(__name__)
 
 _CHUNK = 500
 _versions = msgspec.json.Decoder(dict[str, str])
 _metadata = msgspec.json.Decoder(dict[str, Any])
+Selection = Callable[[builtins.list[dict[str, Any]]], builtins.list[CheckpointKey]]
+"""Which of a thread's checkpoint rows a removal removes (by key)."""
 _ROW_COLUMNS = (
     "thread_id", "namespace", "checkpoint_id", "parent_id", "run_key", "step", "metadata",
     "position", "recorded_at", "state_encoding", "state_digest", "channels",
@@ -256,7 +258,8 @@ class ThreadCheckpoints:
         tombstone; return how many checkpoints went (0: nothing appended)."""
         check_id("tenant_id", tenant_id)
         decide.check_thread_id(thread_id)
-        return await self._fenced(self._delete_once, tenant_id, thread_id)
+        return await self._removal(tenant_id, thread_id,
+                                   lambda: self._delete_once(tenant_id, thread_id))
 
     async def _delete_once(self, tenant_id: str, thread_id: str) -> int:
         stream = decide.thread_stream(thread_id)
@@ -298,11 +301,11 @@ class ThreadCheckpoints:
         ))
         removed = 0
         for thread_id in sorted({row["thread_id"] for row in rows}):
-            removed += await self._fenced(
+            removed += await self._removal(tenant_id, thread_id, partial(
                 self._remove_once, tenant_id, thread_id,
                 lambda found: decide.keys_of_runs(found, wanted),
                 ThreadRemoval(reason="runs", run_keys=sorted(wanted)),
-            )
+            ))
         return removed
 
     async def prune(self, tenant_id: str, thread_id: str, *, keep_latest: int = 1) -> int:
@@ -314,14 +317,14 @@ class ThreadCheckpoints:
             raise InvalidInput("keep_latest", f"must be a whole number ≥ 0, not {keep_latest!r}")
         if keep_latest == 0:
             return await self.delete_thread(tenant_id, thread_id)
-        return await self._fenced(
+        return await self._removal(tenant_id, thread_id, partial(
             self._remove_once, tenant_id, thread_id,
             lambda found: decide.keys_to_prune(found, keep_latest),
             ThreadRemoval(reason="prune", keep=keep_latest),
-        )
+        ))
 
     async def _remove_once(
-        self, tenant_id: str, thread_id: str, select: Any, removal: ThreadRemoval
+        self, tenant_id: str, thread_id: str, select: Selection, removal: ThreadRemoval
     ) -> int:
         stream = decide.thread_stream(thread_id)
         version = await self._stream_version(tenant_id, stream)
@@ -330,7 +333,7 @@ class ThreadCheckpoints:
             THREAD_CHECKPOINTS, thread,
             columns=("namespace", "checkpoint_id", "run_key", "channels"),
         ))
-        keys: list[CheckpointKey] = select(rows)
+        keys = select(rows)
         if not keys:
             return 0
         gone = {(key.namespace, key.checkpoint_id) for key in keys}
@@ -384,10 +387,14 @@ class ThreadCheckpoints:
         decide.check_thread_id(target_thread_id, "target_thread_id")
         if source_thread_id == target_thread_id:
             raise InvalidInput("target_thread_id", "must differ from source_thread_id")
-        return await self._fenced(self._copy_once, tenant_id, source_thread_id,
-                                  target_thread_id, lock=False)
+        return await decide_fenced(
+            lambda _attempt: self._copy_once(tenant_id, source_thread_id, target_thread_id),
+            REMOVAL_RETRIES, _retried("copy_retried", tenant_id, source_thread_id),
+        )
 
     async def _copy_once(self, tenant_id: str, source: str, target: str) -> int:
+        stream = decide.thread_stream(source)
+        version = await self._viewed_version(tenant_id, stream)  # first: _payloads_gone
         thread = {"tenant_id": tenant_id, "thread_id": source}
         rows = await self._log.query(ViewQuery(
             THREAD_CHECKPOINTS, thread, order_by=("version",),
@@ -409,9 +416,9 @@ class ThreadCheckpoints:
         wanted += [bytes.fromhex(ref.digest) for refs in values.values() for ref in refs]
         wanted += [row["digest"] for row in writes]
         blobs = await self._blobs(tenant_id, wanted)
-        if any(digest not in blobs for digest in wanted):
-            # A concurrent removal purged a source payload: decide again from fresh reads.
-            raise VersionConflict(decide.thread_stream(source), "unchanged", -1)
+        missing = [digest for digest in wanted if digest not in blobs]
+        if missing:
+            raise await self._payloads_gone(tenant_id, stream, version, missing[0])
         events: list[Event] = [ThreadCopied(
             thread_id=target, source_thread_id=source, checkpoints=len(rows),
             writes=len(writes),
@@ -589,6 +596,25 @@ class ThreadCheckpoints:
         head = await self._log.stream_head(tenant_id, stream_id)
         return 0 if head is None else head[0]
 
+    async def _viewed_version(self, tenant_id: str, stream_id: str) -> int:
+        """The stream's version as the views show it (read where the views are read)."""
+        rows = await self._log.query(ViewQuery(
+            STREAM_HEADS, {"tenant_id": tenant_id, "stream_id": stream_id},
+            columns=("version",),
+        ))
+        return int(rows[0]["version"]) if rows else 0
+
+    async def _payloads_gone(
+        self, tenant_id: str, stream: str, version: int, digest: bytes
+    ) -> VersionConflict | BlobMissing:
+        """Why a payload a copy read the rows of is not stored. A removal that appended to
+        the source since the copy read its ``version`` purged it: that is the conflict the
+        copy lost (it decides again). Else nothing explains it: `BlobMissing`."""
+        now = await self._viewed_version(tenant_id, stream)
+        if now != version:
+            return VersionConflict(stream, version, now)
+        return BlobMissing(digest, stream)
+
     def _lock(self, tenant_id: str, thread_id: str) -> asyncio.Lock:
         """This process's lock on one thread's stream.
 
@@ -603,37 +629,22 @@ class ThreadCheckpoints:
             lock = self._locks[key] = asyncio.Lock()
         return lock
 
-    async def _fenced(
-        self, once: Any, tenant_id: str, thread_id: str, *rest: Any, lock: bool = True
+    async def _removal(
+        self, tenant_id: str, thread_id: str, once: Callable[[], Awaitable[int]]
     ) -> int:
-        """``once(tenant_id, thread_id, *rest)``, decided again after each lost race; under
-        the thread's lock unless ``lock`` is false (a copy locks only its target).
+        """``once()`` (a removal of the thread's checkpoints), decided again after each lost
+        race, each try under the thread's lock: the first reads and appends as any writer
+        does, later ones back off and decide again holding the thread's stream, so that
+        the version read is the one appended at. Gives up after `REMOVAL_TIMEOUT_S`."""
+        stream = decide.thread_stream(thread_id)
 
-        The first try reads and appends as any writer does. After a lost race it backs
-        off and, for a removal (``lock``), decides again holding the thread's stream, so
-        that the version it reads is the one it appends at; a copy (which appends to
-        another thread) only decides again. Gives up after `REMOVAL_TIMEOUT_S`.
-        """
-        deadline = time.monotonic() + REMOVAL_TIMEOUT_S
-        attempt = 0
-        while True:
-            try:
-                if not lock:
-                    return int(await once(tenant_id, thread_id, *rest))
-                async with self._lock(tenant_id, thread_id):
-                    if attempt == 0:
-                        return int(await once(tenant_id, thread_id, *rest))
-                    async with self._log.hold_stream(tenant_id,
-                                                     decide.thread_stream(thread_id)):
-                        return int(await once(tenant_id, thread_id, *rest))
-            except VersionConflict as conflict:
-                attempt += 1
-                if time.monotonic() >= deadline:
-                    raise
-                logger.debug("removal_retried" if lock else "copy_retried",
-                             tenant=tenant_id, thread=thread_id, attempt=attempt,
-                             reason="busy" if conflict.expected == "held" else "conflict")
-                await asyncio.sleep(backoff_delay(attempt))
+        async def locked(attempt: int) -> int:
+            async with (self._lock(tenant_id, thread_id),
+                        held_after_first(self._log, tenant_id, stream, attempt)):
+                return await once()
+
+        return await decide_fenced(locked, REMOVAL_RETRIES,
+                                   _retried("removal_retried", tenant_id, thread_id))
 
 
 class ThreadRemoval(msgspec.Struct, frozen=True, kw_only=True):
@@ -642,6 +653,14 @@ class ThreadRemoval(msgspec.Struct, frozen=True, kw_only=True):
     reason: str
     run_keys: list[str] = []
     keep: int | None = None
+
+
+def _retried(event: str, tenant_id: str, thread_id: str) -> Retried:
+    """Logs each lost race of a removal or copy (``busy``: the stream was held)."""
+    def retried(attempt: int, conflict: VersionConflict) -> None:
+        logger.debug(event, tenant=tenant_id, thread=thread_id, attempt=attempt,
+                     reason="busy" if conflict.expected == "held" else "conflict")
+    return retried
 
 
 def _checkpoint(tenant_id: str, row: Mapping[str, Any]) -> ThreadCheckpoint:

@@ -28,7 +28,7 @@ from projections.checkpoints import CHECKPOINTS, RUNS, SESSIONS
 from projections.interrupts import BATCHES
 from projections.memory import Row, ViewTables
 from projections.query import ViewQuery
-from projections.runner import rebuild
+from projections.rebuilding import rebuild
 from projections.threads import (
     THREAD_CHECKPOINTS,
     THREAD_RECORDS,

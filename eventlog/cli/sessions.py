@@ -217,7 +217,7 @@ def print_inspection(context: Context, inspection: BatchInspection) -> None:
     """The batch for people: its metadata, its questions, its audit trail."""
     batch = inspection.batch
     context.out.print(pairs_table(f"Interrupt batch {batch.batch_id}", [
-        ("tenant", batch.scope), ("thread (session)", batch.thread_id),
+        ("tenant", batch.tenant_id), ("thread (session)", batch.thread_id),
         ("resumes from", batch.checkpoint_id),
         ("operation", f"{batch.operation.name}@{batch.operation.version}"),
         ("state", batch.state.value), ("version", batch.version),

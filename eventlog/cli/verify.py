@@ -30,7 +30,7 @@ from eventlog.digest import LogDigest, check_digest
 from eventlog.log import EventLog, SpilledViews
 from eventlog.records import RecordedEvent, StreamProblem, VerifyReport
 from eventlog.transfer import count_events
-from projections.runner import ViewDifference, compare_views
+from projections.rebuilding import ViewDifference, compare_views
 
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:

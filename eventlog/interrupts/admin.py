@@ -1,5 +1,7 @@
 """The operator and maintenance side of the interrupt store: cleanup, list, inspect,
-reconcile and recover. Reads are scoped: a batch outside the permitted scopes is absent.
+reconcile and recover. Reads are scoped: a batch outside the permitted tenants (the
+``scopes`` the seed API names them) is absent. What this side shares with the store
+(the log, options, trust, clock and the fenced change) is `Batches`.
 """
 
 from __future__ import annotations
@@ -7,14 +9,17 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import msgspec
 
 from eventlog._logging import get_logger
+from eventlog.checkpoints.records import CheckpointRecord
+from eventlog.checkpoints.store import CheckpointStore
 from eventlog.events import Event
 from eventlog.events import interrupts as ev
 from eventlog.interrupts import decisions, inputs
+from eventlog.interrupts.batches import Batches
 from eventlog.interrupts.decisions import BatchView
 from eventlog.interrupts.models import (
     CLAIM_STATES,
@@ -31,15 +36,11 @@ from eventlog.interrupts.models import (
     Reconciliation,
     Recovery,
 )
+from eventlog.log import EventLog
 from eventlog.records import RecordedEvent
 from eventlog.validation import check_id, check_positive_limit
 from projections.interrupts import BATCHES
 from projections.query import In, ViewQuery
-
-if TYPE_CHECKING:
-    from eventlog.checkpoints import CheckpointRecord
-    from eventlog.interrupts.store import InterruptStore
-    from eventlog.log import EventLog
 
 logger = get_logger(__name__)
 
@@ -59,24 +60,25 @@ def _values(states: Iterable[BatchState]) -> In:
 
 
 class BatchAdmin:
-    """Cleanup, list, inspect, reconcile and recover, for one `InterruptStore`."""
+    """Cleanup, list, inspect, reconcile and recover, over the batches of one store."""
 
-    def __init__(self, store: InterruptStore) -> None:
-        self.store = store
-        self.log = store.log
+    def __init__(self, batches: Batches, checkpoints: CheckpointStore) -> None:
+        self.batches = batches
+        self.log = batches.log
+        self.checkpoints = checkpoints
 
     # -- cleanup -------------------------------------------------------------------------
 
     async def cleanup(self, limit: int | None) -> CleanupResult:
         """Find due batches per category (at most ``limit`` each) and step each one."""
-        options = self.store.options
+        options = self.batches.options
         limit = check_positive_limit("limit", options.cleanup_batch_size if limit is None
                                      else limit, maximum=inputs.MAX_PAGE)
-        now = self.store.now()
+        now = self.batches.now()
         counts: Counter[str] = Counter()
-        for key in await self._due(now, limit):
+        for tenant_id, batch_id in await self._due(now, limit):
             for _step in range(_MAX_CLEANUP_STEPS):
-                stepped = await self.store.fenced(key[0], key[1], self._cleanup_step)
+                stepped = await self.batches.fenced(tenant_id, batch_id, self._cleanup_step)
                 if stepped is None:
                     break
                 counts[stepped] += 1
@@ -89,12 +91,12 @@ class BatchAdmin:
     ) -> tuple[Event | None, str | None]:
         if view is None:
             return None, None
-        event = decisions.decide_cleanup(view, now, self.store.options.audit_retention)
+        event = decisions.decide_cleanup(view, now, self.batches.options.audit_retention)
         return event, None if event is None else _CLEANUP_COUNTS[type(event)]
 
     async def _due(self, now: datetime, limit: int) -> list[tuple[str, str]]:
         """Candidate batches, oldest deadline first, per category (deduplicated)."""
-        retention = self.store.options.audit_retention
+        retention = self.batches.options.audit_retention
         categories: list[tuple[Mapping[str, Any], str, Any]] = [
             ({"state": _values(CLAIM_STATES)}, "lease_expires_at",
              lambda v: v.lease_expires_at <= now),
@@ -122,7 +124,8 @@ class BatchAdmin:
     async def list(
         self, scopes: Iterable[str], limit: int, cursor: str | None, state: str | None
     ) -> BatchPage:
-        """Batches within ``scopes`` in creation order, keyset-paged by creation position."""
+        """Batches within ``scopes`` (permitted tenants) in creation order, keyset-paged by
+        creation position."""
         permitted = inputs.check_scopes(scopes)
         limit = inputs.check_limit(limit)
         wanted = inputs.check_state(state)
@@ -145,8 +148,8 @@ class BatchAdmin:
         """The batch's metadata, interrupts and a page of its events (tokens removed)."""
         return await inspect_batch(self.log, scopes, batch_id, limit, cursor)
 
-    async def _find(self, scopes: tuple[str, ...], batch_id: str) -> BatchView | None:
-        return await _find_batch(self.log, scopes, batch_id)
+    async def _find(self, tenant_ids: tuple[str, ...], batch_id: str) -> BatchView | None:
+        return await _find_batch(self.log, tenant_ids, batch_id)
 
     # -- operators -----------------------------------------------------------------------
 
@@ -157,7 +160,7 @@ class BatchAdmin:
         permitted = inputs.check_scopes(scopes)
         check_id("batch_id", batch_id)
         check_id("actor", actor)
-        ruling = inputs.check_reconciliation(reconciliation, self.store.options)
+        ruling = inputs.check_reconciliation(reconciliation, self.batches.options)
         found = await self._find(permitted, batch_id)
         if found is None:
             return ReconcileResult(False, ReconcileRejection.NOT_FOUND)
@@ -170,37 +173,38 @@ class BatchAdmin:
             assert view is not None
             return decided, ReconcileResult(True, None, view.version + 1)
 
-        result = await self.store.fenced(found.tenant_id, batch_id, decide)
-        logger.info("reconcile_decided", scope=found.tenant_id, batch_id=batch_id,
+        result = await self.batches.fenced(found.tenant_id, batch_id, decide)
+        logger.info("reconcile_decided", tenant=found.tenant_id, batch_id=batch_id,
                     actor=actor, recorded=result.recorded, reason=result.reason)
         return result
 
-    async def recover(self, scope: str, thread_id: str) -> Recovery:
-        """The newest open batch of the thread and, unless its operation is untrusted, the
-        thread's latest checkpoint. Reads only."""
-        check_id("scope", scope)
+    async def recover(self, tenant_id: str, thread_id: str) -> Recovery:
+        """The newest open batch of the thread in the tenant and, unless its operation is
+        untrusted, the thread's latest checkpoint. Reads only (`InterruptStore.recover`:
+        the tenant is its ``scope``)."""
+        check_id("scope", tenant_id)
         inputs.check_thread_id(thread_id)
         rows = await self.log.query(ViewQuery(
-            BATCHES, where={"tenant_id": scope, "thread_id": thread_id,
+            BATCHES, where={"tenant_id": tenant_id, "thread_id": thread_id,
                           "state": _values(OPEN_STATES)},
             order_by=("created_position",), descending=True, limit=1,
         ))
         view = BatchView.from_row(rows[0]) if rows else None
-        trusted = view is None or self.store.trusts(view.operation)
-        disposition = decisions.disposition(view, trusted, self.store.now())
-        checkpoint = await self._latest_checkpoint(scope, thread_id) if trusted else None
+        trusted = view is None or self.batches.trusts(view.operation)
+        disposition = decisions.disposition(view, trusted, self.batches.now())
+        checkpoint = await self._latest_checkpoint(tenant_id, thread_id) if trusted else None
         return Recovery(checkpoint=checkpoint,
                         batch=None if view is None else summarize(view),
                         disposition=disposition)
 
-    async def _latest_checkpoint(self, scope: str, thread_id: str) -> CheckpointRecord | None:
-        return await self.store.checkpoints.latest(scope, thread_id)
+    async def _latest_checkpoint(self, tenant_id: str, thread_id: str) -> CheckpointRecord | None:
+        return await self.checkpoints.latest(tenant_id, thread_id)
 
 
 def summarize(view: BatchView) -> BatchSummary:
     """The safe metadata of a batch (no token, no token digest)."""
     return BatchSummary(
-        scope=view.tenant_id, batch_id=view.batch_id, thread_id=view.thread_id,
+        tenant_id=view.tenant_id, batch_id=view.batch_id, thread_id=view.thread_id,
         checkpoint_id=view.checkpoint_id, operation=view.operation, state=view.state,
         version=view.version, generation=view.generation,
         interrupt_ids=tuple(interrupt.id for interrupt in view.interrupts),
@@ -251,9 +255,11 @@ async def inspect_batch(
     )
 
 
-async def _find_batch(log: EventLog, scopes: tuple[str, ...], batch_id: str) -> BatchView | None:
+async def _find_batch(
+    log: EventLog, tenant_ids: tuple[str, ...], batch_id: str
+) -> BatchView | None:
     rows = await log.query(ViewQuery(
-        BATCHES, where={"tenant_id": In(scopes), "batch_id": batch_id},
+        BATCHES, where={"tenant_id": In(tenant_ids), "batch_id": batch_id},
         order_by=("tenant_id",), limit=1,
     ))
     return BatchView.from_row(rows[0]) if rows else None

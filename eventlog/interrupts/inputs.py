@@ -39,23 +39,24 @@ _encoder = msgspec.json.Encoder()
 
 
 class CapacityExceeded(EventLogError):
-    """The scope already has as many open batches as the store allows; nothing written."""
+    """The tenant already has as many open batches as the store allows; nothing written."""
 
-    def __init__(self, scope: str, capacity: int) -> None:
-        self.scope = scope
+    def __init__(self, tenant_id: str, capacity: int) -> None:
+        self.tenant_id = tenant_id
         self.capacity = capacity
-        super().__init__(f"scope {scope!r} already has {capacity} open interrupt batches")
+        super().__init__(f"tenant {tenant_id!r} already has {capacity} open interrupt batches")
 
 
 def check_scopes(scopes: Any) -> tuple[str, ...]:
-    """The permitted scopes as a tuple; empty, a bare string, or too many are refused."""
+    """The permitted tenants (``scopes``) as a tuple; empty, a bare string, or too many are
+    refused."""
     if isinstance(scopes, str) or not isinstance(scopes, Iterable):
-        raise InvalidInput("scopes", "must be a collection of scope ids, not a single string")
-    checked = tuple(sorted({check_id("scopes", scope) for scope in scopes}))
+        raise InvalidInput("scopes", "must be a collection of tenant ids, not a single string")
+    checked = tuple(sorted({check_id("scopes", tenant_id) for tenant_id in scopes}))
     if not checked:
-        raise InvalidInput("scopes", "must name at least one permitted scope")
+        raise InvalidInput("scopes", "must name at least one permitted tenant")
     if len(checked) > MAX_SCOPES:
-        raise InvalidInput("scopes", f"names {len(checked)} scopes, the maximum is {MAX_SCOPES}")
+        raise InvalidInput("scopes", f"names {len(checked)} tenants, the maximum is {MAX_SCOPES}")
     return checked
 
 
@@ -185,7 +186,7 @@ def check_claim(claim: Any) -> InterruptClaim:
     """An `InterruptClaim` handed out by this store (its fields checked too)."""
     if not isinstance(claim, InterruptClaim):
         raise InvalidInput("claim", f"must be an InterruptClaim, not {type(claim).__name__}")
-    _check_authority("claim", claim.scope, claim.batch_id, claim.generation, claim.token)
+    _check_authority("claim", claim.tenant_id, claim.batch_id, claim.generation, claim.token)
     return claim
 
 
@@ -193,13 +194,15 @@ def check_handle(handle: Any) -> CaptureHandle:
     """A `CaptureHandle` handed out by this store (its fields checked too)."""
     if not isinstance(handle, CaptureHandle):
         raise InvalidInput("handle", f"must be a CaptureHandle, not {type(handle).__name__}")
-    _check_authority("handle", handle.scope, handle.batch_id, handle.generation, handle.token)
+    _check_authority("handle", handle.tenant_id, handle.batch_id, handle.generation, handle.token)
     check_id("handle.capture_id", handle.capture_id)
     return handle
 
 
-def _check_authority(field: str, scope: Any, batch_id: Any, generation: Any, token: Any) -> None:
-    check_id(f"{field}.scope", scope)
+def _check_authority(
+    field: str, tenant_id: Any, batch_id: Any, generation: Any, token: Any
+) -> None:
+    check_id(f"{field}.tenant_id", tenant_id)
     check_id(f"{field}.batch_id", batch_id)
     if isinstance(generation, bool) or not isinstance(generation, int) or generation < 0:
         raise InvalidInput(f"{field}.generation", f"must be a whole number ≥ 0, not {generation!r}")

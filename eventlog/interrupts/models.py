@@ -13,15 +13,13 @@ import enum
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import msgspec
 
+from eventlog.checkpoints.records import CheckpointRecord
 from eventlog.events.interrupts import Interrupt as Interrupt
 from eventlog.events.interrupts import Resume as Resume
-
-if TYPE_CHECKING:
-    from eventlog.checkpoints import CheckpointRecord
 
 # -- inputs (AG-UI shapes) ---------------------------------------------------------------
 
@@ -102,7 +100,7 @@ class InterruptOptions:
       ``expires_at``.
     - ``audit_retention`` (30 days): how long a finished batch stays in the views after
       its last change; the log keeps its events forever.
-    - ``capacity`` (1000): open (not finished) batches allowed per scope.
+    - ``capacity`` (1000): open (not finished) batches allowed per tenant.
     - ``cleanup_batch_size`` (100): rows one `cleanup` pass handles per category.
     - ``max_interrupts`` (100): interrupts per batch.
     - ``max_payload_bytes`` (64 KiB): the largest encoded answer payload, response
@@ -145,7 +143,7 @@ class ClaimRejection(enum.StrEnum):
     """Why `InterruptStore.try_claim` minted no claim."""
 
     NOT_FOUND = "not_found"
-    """No such batch in this scope (also: another scope's batch, or one retired)."""
+    """No such batch in this tenant (also: another tenant's batch, or one retired)."""
     THREAD_MISMATCH = "thread_mismatch"
     UNTRUSTED_OPERATION = "untrusted_operation"
     FINISHED = "finished"
@@ -187,7 +185,7 @@ class PendingBatch:
     """A batch as created: persist first, then emit ``interrupts`` to the client."""
 
     batch_id: str
-    scope: str
+    tenant_id: str
     thread_id: str
     checkpoint_id: str
     operation: Operation
@@ -199,7 +197,7 @@ class PendingBatch:
 class InterruptClaim:
     """The authority to resume a batch: server-local, never serialized, never logged."""
 
-    scope: str
+    tenant_id: str
     batch_id: str
     generation: int
     expires_at: datetime
@@ -222,7 +220,7 @@ class ClaimResult:
 class CaptureHandle:
     """The authority to record one capture's outcome, tied to its claim. Never serialize."""
 
-    scope: str
+    tenant_id: str
     batch_id: str
     generation: int
     capture_id: str
@@ -258,7 +256,7 @@ class CleanupResult:
 class BatchSummary:
     """Safe metadata of one batch (never a token or its digest)."""
 
-    scope: str
+    tenant_id: str
     batch_id: str
     thread_id: str
     checkpoint_id: str

@@ -1,28 +1,30 @@
 """`InterruptStore`: the thin I/O around `eventlog.interrupts.decisions`.
 
-Every operation reads the batch's view row, asks a decision function what to do, and
-appends at most ONE event to the batch's stream with ``expected_version`` = the row's
-version. When another writer got there first (`VersionConflict`) it re-reads and decides
-again, a bounded number of times. A decision of "nothing" appends nothing: stale claims
-and captures are harmless and say so in their return value, never by raising.
+Every operation changes a batch the one fenced way (`Batches.fenced`: read the row,
+decide, append at most one event fenced on the row's version, decide again after a lost
+race). A decision of "nothing" appends nothing: stale claims and captures are harmless
+and say so in their return value, never by raising.
+
+The tenant is ``tenant_id`` in every result, as in the rest of the library; the methods
+that the seed API (Hashbrown's ``PostgresInterruptStore``) gives a ``scope`` parameter
+keep that name for it.
 """
 
 from __future__ import annotations
 
 import secrets
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from datetime import datetime
-from typing import TypeVar
 
 from eventlog._logging import get_logger
 from eventlog.checkpoints.store import CheckpointStore
-from eventlog.clock import read_clock
-from eventlog.errors import InvalidInput, VersionConflict
+from eventlog.errors import InvalidInput
 from eventlog.events import Event
 from eventlog.events import interrupts as ev
 from eventlog.interrupts import decisions, inputs
 from eventlog.interrupts.admin import BatchAdmin
+from eventlog.interrupts.batches import Batches
 from eventlog.interrupts.decisions import BatchView
 from eventlog.interrupts.models import (
     OPEN_STATES,
@@ -52,12 +54,6 @@ from projections.query import In, ViewQuery
 
 logger = get_logger(__name__)
 
-MAX_ATTEMPTS = 16
-"""How often one operation re-decides after losing a version race before giving up."""
-
-R = TypeVar("R")
-Decide = Callable[[BatchView | None, datetime], tuple[Event | None, R]]
-
 
 class InterruptStore:
     """Human-in-the-loop interrupt batches over an `EventLog` (``log.interrupts``).
@@ -80,11 +76,21 @@ class InterruptStore:
     ) -> None:
         self.log = log
         self.checkpoints = checkpoints if checkpoints is not None else CheckpointStore(log)
-        self.options = options if options is not None else InterruptOptions()
         if operations is not None and not isinstance(operations, OperationRegistry):
             operations = OperationRegistry(operations)
-        self.operations: OperationRegistry | None = operations
-        self.admin = BatchAdmin(self)
+        self.batches = Batches(log, options if options is not None else InterruptOptions(),
+                               operations)
+        self.admin = BatchAdmin(self.batches, self.checkpoints)
+
+    @property
+    def options(self) -> InterruptOptions:
+        """The store's `InterruptOptions`."""
+        return self.batches.options
+
+    @property
+    def operations(self) -> OperationRegistry | None:
+        """The operations this process trusts to resume (None: every operation)."""
+        return self.batches.operations
 
     # -- creating and claiming -------------------------------------------------------------
 
@@ -101,19 +107,20 @@ class InterruptStore:
 
         ``interrupts`` must be non-empty with distinct ids. The answer deadline is the
         earliest ``expires_at`` (the approval TTL for interrupts without one). Raises
-        `CapacityExceeded` when the scope already has ``capacity`` open batches (counted
-        from the view, so concurrent creates in one scope may overshoot it by the number
-        of creators racing), and `InvalidInput` for an untrusted operation.
+        `CapacityExceeded` when the tenant (``scope``) already has ``capacity`` open
+        batches (counted from the view, so concurrent creates in one tenant may overshoot
+        it by the number of creators racing), and `InvalidInput` for an untrusted
+        operation.
         """
-        check_id("scope", scope)
+        tenant_id = check_id("scope", scope)
         inputs.check_thread_id(thread_id)
         check_id("checkpoint_id", checkpoint_id)
         checked_operation = inputs.check_operation(operation)
-        now = self.now()
+        now = self.batches.now()
         checked = inputs.check_interrupts(interrupts, self.options, now)
-        if not self.trusts(checked_operation):
+        if not self.batches.trusts(checked_operation):
             raise InvalidInput("operation", "is not in this store's trusted operations")
-        await self._check_capacity(scope)
+        await self._check_capacity(tenant_id)
         batch_id = str(uuid.uuid4())
         deadline = decisions.approval_deadline(checked, now, self.options.approval_ttl)
         event = ev.BatchCreated(
@@ -121,27 +128,28 @@ class InterruptStore:
             operation_name=checked_operation.name, operation_version=checked_operation.version,
             interrupts=checked, approval_expires_at=deadline,
         )
-        await self.log.append(scope, ev.batch_stream(batch_id), [event],
+        await self.log.append(tenant_id, ev.batch_stream(batch_id), [event],
                               expected_version=NO_STREAM)
-        logger.info("batch_created", scope=scope, batch_id=batch_id, count=len(checked))
+        logger.info("batch_created", tenant=tenant_id, batch_id=batch_id, count=len(checked))
         return PendingBatch(
-            batch_id=batch_id, scope=scope, thread_id=thread_id, checkpoint_id=checkpoint_id,
-            operation=checked_operation, interrupts=checked, approval_expires_at=deadline,
+            batch_id=batch_id, tenant_id=tenant_id, thread_id=thread_id,
+            checkpoint_id=checkpoint_id, operation=checked_operation, interrupts=checked,
+            approval_expires_at=deadline,
         )
 
     async def try_claim(self, scope: str, resume_input: ResumeInput) -> ClaimResult:
         """Claim a batch with a complete answer: a fresh token, a higher generation, a lease.
 
         Returns ``ClaimResult(claim, None)`` or ``ClaimResult(None, reason)``. Another
-        scope's batch is ``not_found``. A replay while the claim is live is
-        ``already_claimed`` and mints nothing.
+        tenant's batch (``scope`` is the tenant) is ``not_found``. A replay while the
+        claim is live is ``already_claimed`` and mints nothing.
         """
-        check_id("scope", scope)
+        tenant_id = check_id("scope", scope)
         resume = inputs.check_resume_input(resume_input, self.options)
         token = secrets.token_urlsafe(32)
 
         def decide(view: BatchView | None, now: datetime) -> tuple[Event | None, ClaimResult]:
-            trusted = view is not None and self.trusts(view.operation)
+            trusted = view is not None and self.batches.trusts(view.operation)
             decided = decisions.decide_claim(view, resume, now, trusted=trusted, token=token,
                                              lease=self.options.preparation_lease)
             if isinstance(decided, ClaimRejection):
@@ -149,13 +157,13 @@ class InterruptStore:
                            if view is not None else None)
                 detail = problem[1] if problem is not None and problem[0] is decided else None
                 return None, ClaimResult(None, decided, detail)
-            claim = InterruptClaim(scope=scope, batch_id=resume.batch_id,
+            claim = InterruptClaim(tenant_id=tenant_id, batch_id=resume.batch_id,
                                    generation=decided.generation,
                                    expires_at=decided.lease_expires_at, token=token)
             return decided, ClaimResult(claim, None)
 
-        result = await self.fenced(scope, resume.batch_id, decide)
-        logger.info("claim_decided", scope=scope, batch_id=resume.batch_id,
+        result = await self.batches.fenced(tenant_id, resume.batch_id, decide)
+        logger.info("claim_decided", tenant=tenant_id, batch_id=resume.batch_id,
                     claimed=result.claim is not None, reason=result.reason,
                     detail=result.detail)
         return result
@@ -172,9 +180,9 @@ class InterruptStore:
                                                    capture_id)
             return event, event is not None
 
-        if not await self.fenced(claim.scope, claim.batch_id, decide):
+        if not await self.batches.fenced(claim.tenant_id, claim.batch_id, decide):
             return None
-        return CaptureHandle(scope=claim.scope, batch_id=claim.batch_id,
+        return CaptureHandle(tenant_id=claim.tenant_id, batch_id=claim.batch_id,
                              generation=claim.generation, capture_id=capture_id,
                              token=claim.token)
 
@@ -187,8 +195,8 @@ class InterruptStore:
             event = decisions.decide_effect(view, claim.token, claim.generation, now)
             return event, event is not None
 
-        started = await self.fenced(claim.scope, claim.batch_id, decide)
-        logger.info("effect_decided", scope=claim.scope, batch_id=claim.batch_id,
+        started = await self.batches.fenced(claim.tenant_id, claim.batch_id, decide)
+        logger.info("effect_decided", tenant=claim.tenant_id, batch_id=claim.batch_id,
                     generation=claim.generation, started=started)
         return started
 
@@ -208,7 +216,7 @@ class InterruptStore:
             )
             return event, event is not None
 
-        return await self.fenced(handle.scope, handle.batch_id, decide)
+        return await self.batches.fenced(handle.tenant_id, handle.batch_id, decide)
 
     async def finish(self, claim: InterruptClaim, finish: Finish) -> bool:
         """`Finish.FINALIZE` ends the batch; `Finish.RELEASE` returns it to pending (only
@@ -222,15 +230,15 @@ class InterruptStore:
             event = decisions.decide_finish(view, claim.token, claim.generation, now, release)
             return event, event is not None
 
-        done = await self.fenced(claim.scope, claim.batch_id, decide)
-        logger.info("finish_decided", scope=claim.scope, batch_id=claim.batch_id,
+        done = await self.batches.fenced(claim.tenant_id, claim.batch_id, decide)
+        logger.info("finish_decided", tenant=claim.tenant_id, batch_id=claim.batch_id,
                     finish=finish.value, done=done)
         return done
 
     # -- maintenance, reading, operators (see admin.py) ---------------------------------------
 
     async def cleanup(self, limit: int | None = None) -> CleanupResult:
-        """One bounded maintenance pass over every scope: at most ``limit`` batches per
+        """One bounded maintenance pass over every tenant: at most ``limit`` batches per
         category (default ``cleanup_batch_size``). Never resolves an unresolved effect."""
         return await self.admin.cleanup(limit)
 
@@ -241,7 +249,8 @@ class InterruptStore:
         cursor: str | None = None,
         state: str | None = None,
     ) -> BatchPage:
-        """A page of batches within ``scopes`` in creation order, optionally by state."""
+        """A page of batches within ``scopes`` (the permitted tenants) in creation order,
+        optionally by state."""
         return await self.admin.list(scopes, limit, cursor, state)
 
     async def inspect(
@@ -257,50 +266,16 @@ class InterruptStore:
         return await self.admin.reconcile(scopes, batch_id, actor, reconciliation)
 
     async def recover(self, scope: str, thread_id: str) -> Recovery:
-        """The thread's latest checkpoint and its newest open batch, claiming nothing."""
+        """The thread's latest checkpoint and its newest open batch in the tenant
+        (``scope``), claiming nothing."""
         return await self.admin.recover(scope, thread_id)
 
-    # -- plumbing --------------------------------------------------------------------------------
-
-    def now(self) -> datetime:
-        return read_clock(self.log.clock)
-
-    def trusts(self, operation: Operation) -> bool:
-        return self.operations is None or self.operations.trusts(operation.name,
-                                                                 operation.version)
-
-    async def read_batch(self, scope: str, batch_id: str) -> BatchView | None:
-        """The batch's view row, decoded, or None."""
-        rows = await self.log.query(
-            ViewQuery(BATCHES, where={"tenant_id": scope, "batch_id": batch_id}, limit=1)
-        )
-        return BatchView.from_row(rows[0]) if rows else None
-
-    async def fenced(self, scope: str, batch_id: str, decide: Decide[R]) -> R:
-        """Read, decide, append at most one event fenced on the row's version; retry races."""
-        version = 0
-        for _attempt in range(MAX_ATTEMPTS):
-            view = await self.read_batch(scope, batch_id)
-            event, result = decide(view, self.now())
-            if event is None:
-                return result
-            assert view is not None
-            version = view.version
-            try:
-                await self.log.append(scope, ev.batch_stream(batch_id), [event],
-                                      expected_version=version)
-            except VersionConflict:
-                logger.debug("batch_raced", scope=scope, batch_id=batch_id)
-                continue
-            return result
-        raise VersionConflict(ev.batch_stream(batch_id), version, version + 1)
-
-    async def _check_capacity(self, scope: str) -> None:
+    async def _check_capacity(self, tenant_id: str) -> None:
         capacity = self.options.capacity
         rows = await self.log.query(ViewQuery(
             BATCHES,
-            where={"tenant_id": scope, "state": In(tuple(s.value for s in OPEN_STATES))},
+            where={"tenant_id": tenant_id, "state": In(tuple(s.value for s in OPEN_STATES))},
             columns=("batch_id",), limit=capacity,
         ))
         if len(rows) >= capacity:
-            raise inputs.CapacityExceeded(scope, capacity)
+            raise inputs.CapacityExceeded(tenant_id, capacity)

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Callable, Collection, Generator, Hashable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import msgspec
 
+from eventlog.storage.requests import AppendRequest
 from projections.changes import (
     AT_POSITION,
     Change,
@@ -28,9 +29,6 @@ from projections.changes import (
     change_values,
 )
 from projections.query import In, JsonContains, Lookup, ViewQuery
-
-if TYPE_CHECKING:
-    from eventlog.storage.base import AppendRequest
 
 Param = Callable[[Any], str]
 """Records one value and returns the placeholder that stands for it in the text."""

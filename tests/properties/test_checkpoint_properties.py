@@ -52,7 +52,7 @@ from eventlog.records import RecordedEvent
 from eventlog.storage.postgres import PostgresBackend
 from eventlog.storage.sqlite import SqliteBackend
 from projections import ViewQuery, compare_views, fold_events
-from projections.runner import diff_snapshots
+from projections.rebuilding import diff_snapshots
 from projections.views import key_columns
 from tests.conftest import BackendTarget
 from tests.procs.settle import settle

@@ -34,7 +34,7 @@ from eventlog.events.threads import ThreadCheckpointPut, ThreadEvent
 from eventlog.log import EventLog, SpilledViews
 from eventlog.records import RecordedEvent
 from projections.query import In, ViewQuery
-from projections.runner import rebuild
+from projections.rebuilding import rebuild
 
 _PAGE = 1000
 SessionKey = tuple[str, str]

@@ -48,7 +48,7 @@ async def claimed(log: OpenLog, scope: str = "acme", thread: str = "thread-1"
 
 async def state_of(log: OpenLog, batch: PendingBatch) -> str | None:
     """The batch's state in the view (None once retired)."""
-    row = await batch_row(log, batch.scope, batch.batch_id)
+    row = await batch_row(log, batch.tenant_id, batch.batch_id)
     return None if row is None else str(row["state"])
 
 

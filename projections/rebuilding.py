@@ -1,4 +1,4 @@
-"""Running projections outside an append: rebuild from the log, replay as of, compare.
+"""Views rebuilt from the log outside an append: rebuild, replay as of, compare.
 
 All three are the same folds the backends run inline, applied to a `ViewTables` in
 memory (or to any other `ViewSink`, such as ``eventlog.log.SpilledViews``, a temporary
@@ -21,7 +21,7 @@ from projections.views import key_columns
 
 
 class FoldableLog(Protocol):
-    """What the runner needs of a log (an `eventlog.EventLog` is one): its inline
+    """What a rebuild needs of a log (an `eventlog.EventLog` is one): its inline
     projections, its events in log order and its stored views."""
 
     @property
