@@ -56,6 +56,7 @@ from eventlog.checkpoints.records import (
     session_from_row,
 )
 from eventlog.checkpoints.removal import REMOVAL_RETRIES
+from eventlog.checkpoints.threads import ThreadCheckpoints
 from eventlog.checkpoints.typed import TypedCheckpointStore
 from eventlog.errors import CorruptBlob, VersionConflict
 from eventlog.events.checkpoints import SessionDeleted
@@ -70,8 +71,6 @@ from projections.views import STREAM_HEADS
 
 if TYPE_CHECKING:
     import uuid
-
-    from eventlog.checkpoints.threads import ThreadCheckpoints
 
 logger = get_logger(__name__)
 
@@ -251,8 +250,6 @@ class CheckpointStore:
     @property
     def threads(self) -> ThreadCheckpoints:
         """Checkpoints addressed by id in threads and namespaces (what LangGraph needs)."""
-        from eventlog.checkpoints.threads import ThreadCheckpoints
-
         if self._threads is None:
             self._threads = ThreadCheckpoints(self._log)
         return self._threads
