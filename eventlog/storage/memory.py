@@ -15,7 +15,7 @@ from eventlog import cursors
 from eventlog.records import StoredEvent
 from eventlog.storage.base import AppendRequest, StorageBackend, StreamVersionTaken
 from projections.memory import ViewTables
-from projections.query import ViewQuery
+from projections.query import ViewQuery, read_related
 
 REVISION = "memory"
 
@@ -154,6 +154,8 @@ class MemoryBackend(StorageBackend):
         return self.blobs.get((tenant_id, digest))
 
     async def query(self, query: ViewQuery) -> list[dict[str, Any]]:
+        if query.related:
+            return await read_related(query, self.query)
         digest = query.with_blob
         if digest is None:
             return self.views.select(query)

@@ -25,8 +25,10 @@ from eventlog.storage.sqltext import (
     query_shape,
     query_sql,
     quote,
+    related_sql,
+    unpack_related,
 )
-from projections.query import ViewQuery
+from projections.query import ViewQuery, read_related
 
 
 class SqlBackend(StorageBackend, abc.ABC):
@@ -82,13 +84,17 @@ class SqlBackend(StorageBackend, abc.ABC):
             raise KeyError(query.table)
         if query.lookup is not None and not query.lookup.keys:
             return []  # no key, no row (and no key set to type)
-        shape = query_shape(query, self.text)
+        if query.related and not self.text.nests:
+            return await read_related(query, self.query)
+        shape = (query_shape(query, self.text), query.related)
         sql = self._queries.get(shape)
         if sql is None:
-            sql = self._queries[shape] = query_sql(
+            build = related_sql if query.related else query_sql
+            sql = self._queries[shape] = build(
                 query, self.qualified, self.text, self.new_param(),
                 self._nullable[query.table])
-        return await self.fetch_view_rows(query.table, sql, query_params(query, self.text))
+        rows = await self.fetch_view_rows(query.table, sql, query_params(query, self.text))
+        return unpack_related(query, rows) if query.related else rows
 
     async def dump_views(self) -> dict[str, list[dict[str, Any]]]:
         return {

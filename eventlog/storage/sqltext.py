@@ -12,6 +12,7 @@ the same order without building text again.
 from __future__ import annotations
 
 import abc
+import dataclasses
 from collections.abc import Callable, Collection, Generator, Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -231,6 +232,10 @@ class SqlDialect(abc.ABC):
     """Whether a lookup seeks inside a ``LATERAL`` subquery (else a ``CROSS JOIN`` that
     the dialect's planner always runs key first)."""
 
+    nests: bool = False
+    """Whether a query's `Related` rows are read in its own statement (`related_sql`),
+    else by `Lookup` queries after it (`projections.query.read_related`)."""
+
     @abc.abstractmethod
     def key_set(self, lookup: Lookup, param: Param) -> tuple[str, str]:
         """A `Lookup`'s keys (at least one) as a relation ``k`` of columns ``k0``, ``k1``
@@ -265,6 +270,7 @@ class PostgresDialect(SqlDialect):
         return type(value).__name__
 
     lateral = True
+    nests = True
 
     def key_set(self, lookup: Lookup, param: Param) -> tuple[str, str]:
         arrays = ", ".join(f"{param(values)}::{kind}[]" for values, kind in zip(
@@ -430,6 +436,72 @@ def query_shape(query: ViewQuery, dialect: SqlDialect) -> Hashable:
     )
 
 
+def related_sql(query: ViewQuery, tables: Mapping[str, str], dialect: SqlDialect,
+                param: Param, nullable: Collection[str] = ()) -> str:
+    """The SELECT that answers ``query`` with its `Related` rows in one statement
+    (PostgreSQL): ``query``'s own rows (`query_sql`, so its parameters are
+    `query_params`'s) as ``v``, and for each related table, in a ``LATERAL`` subquery
+    per row, its rows as one array per column, named ``"<n>.<column>"``
+    (`unpack_related` makes them lists of dicts). A related row of ``pairs`` is sought
+    by each (key, value) of the row's JSON object, one primary-key seek each (``OFFSET
+    0`` keeps the subquery from becoming a join the planner could hash); one of ``on``
+    alone by the key's prefix. Every related row is of the row's own tenant."""
+    def column(name: str) -> str:
+        return "v." + quote(name)
+
+    inner = query_sql(dataclasses.replace(query, related=(), with_blob=None, columns=None),
+                      tables, dialect, param, nullable)
+    sql = "SELECT " + (", ".join(map(column, query.columns)) if query.columns else "v.*")
+    source = f"({inner}) AS v"
+    if query.with_blob is not None:
+        sql += ", b.data AS blob"
+        source += (f" LEFT JOIN {tables['blobs']} AS b ON b.tenant_id = v.tenant_id "
+                   f"AND b.digest = {column(query.with_blob)}")
+    for n, related in enumerate(query.related):
+        x = f"x{n}"
+        names = [*related.columns, *(["blob"] if related.with_blob is not None else [])]
+        aggregates = [f"array_agg({x}.{quote(name)}) AS {quote(f'{n}.{name}')}"
+                      for name in related.columns]
+        conditions = [f"{x}.tenant_id = v.tenant_id",
+                      *(f"{x}.{quote(name)} = {column(name)}" for name in related.on)]
+        if related.pairs is not None and related.pairs_from is not None:
+            conditions += [f"{x}.{quote(related.pairs[0])} = j.k",
+                           f"{x}.{quote(related.pairs[1])} = j.val"]
+            rows = (f"jsonb_each_text({column(related.pairs_from)}::jsonb) AS j(k, val) "
+                    f"CROSS JOIN LATERAL (SELECT * FROM {tables[related.table]} AS {x} "
+                    f"WHERE {' AND '.join(conditions)} OFFSET 0) AS {x}")
+            where = ""
+        else:
+            rows = f"{tables[related.table]} AS {x}"
+            where = " WHERE " + " AND ".join(conditions)
+        if related.with_blob is not None:
+            aggregates.append(f"array_agg(b{n}.data) AS {quote(f'{n}.blob')}")
+            rows += (f" LEFT JOIN {tables['blobs']} AS b{n} ON b{n}.tenant_id = {x}.tenant_id "
+                     f"AND b{n}.digest = {x}.{quote(related.with_blob)}")
+        source += (f" CROSS JOIN LATERAL (SELECT {', '.join(aggregates)} FROM {rows}{where}) "
+                   f"AS r{n}")
+        sql += ", " + ", ".join(f"r{n}.{quote(f'{n}.{name}')}" for name in names)
+    sql += f" FROM {source}"
+    if query.order_by:
+        sql += " ORDER BY " + ", ".join(
+            dialect.order_term(column(n), descending=query.descending, nullable=n in nullable)
+            for n in query.order_by)
+    return sql
+
+
+def unpack_related(query: ViewQuery, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``rows`` of `related_sql`, each related table's arrays made a list of dicts under
+    its `Related` ``name`` (in place)."""
+    for n, related in enumerate(query.related):
+        names = [*related.columns, *(["blob"] if related.with_blob is not None else [])]
+        prefixed = [f"{n}.{name}" for name in names]
+        for row in rows:
+            arrays = [row.pop(name) for name in prefixed]
+            row[related.name] = [] if arrays[0] is None else [
+                dict(zip(names, values, strict=True)) for values in zip(*arrays, strict=True)]
+    return rows
+
+
 def _json(value: Any) -> str:
     return msgspec.json.encode(value).decode()
 
@@ -487,4 +559,5 @@ __all__ = [
     "SqlDialect", "Statement",
     "SqliteDialect", "blob_add", "blob_purge", "blob_release", "change_params", "change_sql",
     "event_insert", "on_conflict", "query_params", "query_shape", "query_sql", "quote",
+    "related_sql", "unpack_related",
 ]
