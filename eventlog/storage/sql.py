@@ -25,6 +25,8 @@ from eventlog.storage.sqltext import (
     query_shape,
     query_sql,
     quote,
+    related_params,
+    related_shape,
     related_sql,
     unpack_related,
 )
@@ -86,15 +88,22 @@ class SqlBackend(StorageBackend, abc.ABC):
             return []  # no key, no row (and no key set to type)
         if query.related and not self.text.nests:
             return await read_related(query, self.query)
-        shape = (query_shape(query, self.text), query.related)
+        if query.related:
+            shape = related_shape(query, self.text)
+            sql = self._queries.get(shape)
+            if sql is None:
+                sql = self._queries[shape] = related_sql(
+                    query, self.qualified, self.text, self.new_param(),
+                    self._nullable[query.table])
+            return unpack_related(query, await self.fetch_view_rows(
+                query.table, sql, related_params(query, self.text)))
+        shape = query_shape(query, self.text)
         sql = self._queries.get(shape)
         if sql is None:
-            build = related_sql if query.related else query_sql
-            sql = self._queries[shape] = build(
+            sql = self._queries[shape] = query_sql(
                 query, self.qualified, self.text, self.new_param(),
                 self._nullable[query.table])
-        rows = await self.fetch_view_rows(query.table, sql, query_params(query, self.text))
-        return unpack_related(query, rows) if query.related else rows
+        return await self.fetch_view_rows(query.table, sql, query_params(query, self.text))
 
     async def dump_views(self) -> dict[str, list[dict[str, Any]]]:
         return {
