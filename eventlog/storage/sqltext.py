@@ -505,8 +505,11 @@ def inline_limit(query: ViewQuery) -> bool:
     than planning each call anew, and a ``LIMIT $n`` it cannot size makes the generic
     plan of a read with related rows look dearer than any custom one, so each call was
     planned again (0.5-1 ms of planning for 0.2 ms of execution). Up to `INLINE_LIMIT`
-    (one text per limit; `related_shape` tells them apart)."""
-    return query.limit is not None and query.limit <= INLINE_LIMIT
+    (one text per limit; `related_shape` tells them apart), and not for a keyset page
+    (``after``): the generic plan of ``checkpoint_id < $n … LIMIT 10``, unable to size
+    the keyset's range, walked the thread's index across every namespace and filtered
+    (the plan test caught it), where planning each call seeks the primary key."""
+    return query.limit is not None and query.limit <= INLINE_LIMIT and query.after is None
 
 
 def related_shape(query: ViewQuery, dialect: SqlDialect) -> Hashable:
