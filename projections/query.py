@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -138,27 +139,32 @@ RELATED_CHUNK = 500
 
 async def read_related(query: ViewQuery, run: Run) -> list[dict[str, Any]]:
     """``query`` answered by ``run``: its rows, then each `Related` as `Lookup` queries
-    of up to `RELATED_CHUNK` keys (however many rows there are), each key one seek.
+    of up to `RELATED_CHUNK` keys (however many rows there are), each key one seek, the
+    related tables side by side (one round trip's wait where ``run`` has a pool).
 
     What backends that cannot read the related rows in the same statement run."""
     rows = await run(replace(query, related=()))
-    tenant_id = query.where["tenant_id"]
-    for related in query.related:
-        key_columns = related.on + (related.pairs or ())
-        wanted = [_related_keys(related, row) for row in rows]
-        keys = sorted({key for row_keys in wanted for key in row_keys})
-        extra = tuple(name for name in key_columns if name not in related.columns)
-        found: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
-        for start in range(0, len(keys), RELATED_CHUNK):
-            lookup = _lookup(related, tenant_id, key_columns, keys[start:start + RELATED_CHUNK])
-            for row in await run(lookup):
-                key = tuple(row[name] for name in key_columns)
-                for name in extra:
-                    del row[name]
-                found.setdefault(key, []).append(row)
-        for row, row_keys in zip(rows, wanted, strict=True):
-            row[related.name] = [item for key in row_keys for item in found.get(key, ())]
+    await asyncio.gather(*(_attach(related, query.where["tenant_id"], rows, run)
+                           for related in query.related))
     return rows
+
+
+async def _attach(related: Related, tenant_id: Any, rows: list[dict[str, Any]],
+                  run: Run) -> None:
+    key_columns = related.on + (related.pairs or ())
+    wanted = [_related_keys(related, row) for row in rows]
+    keys = sorted({key for row_keys in wanted for key in row_keys})
+    extra = tuple(name for name in key_columns if name not in related.columns)
+    found: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    for start in range(0, len(keys), RELATED_CHUNK):
+        lookup = _lookup(related, tenant_id, key_columns, keys[start:start + RELATED_CHUNK])
+        for row in await run(lookup):
+            key = tuple(row[name] for name in key_columns)
+            for name in extra:
+                del row[name]
+            found.setdefault(key, []).append(row)
+    for row, row_keys in zip(rows, wanted, strict=True):
+        row[related.name] = [item for key in row_keys for item in found.get(key, ())]
 
 
 def _related_keys(related: Related, row: Mapping[str, Any]) -> list[tuple[Any, ...]]:
