@@ -520,9 +520,10 @@ def related_shape(query: ViewQuery, dialect: SqlDialect) -> Hashable:
 
 def related_params(query: ViewQuery, dialect: SqlDialect) -> list[Any]:
     """The values `related_sql` places, in its order."""
+    params = query_params(query, dialect)
     if inline_limit(query):
-        return query_params(dataclasses.replace(query, limit=None), dialect)
-    return query_params(query, dialect)
+        params.pop()  # the limit, always last
+    return params
 
 
 def unpack_related(query: ViewQuery, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
