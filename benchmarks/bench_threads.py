@@ -16,6 +16,11 @@ to the same read on the 10-step thread and alone (flat: ≤ 1.1); ours to LangGr
 1,000 and 10,000 steps (as calls/s: above 1 is faster). Our threads are loaded as the very
 events ``aput`` appends, 1,000 to an append (100,000 puts one by one would take minutes);
 LangGraph's by ``aput``. Quick mode: 10, 40 and 100 steps beside 3 others of 40.
+
+What bounds the ratios to LangGraph: a contestant of one bare round trip (``SELECT 1``
+on a connection of its own) takes its turns too, and LangGraph's 10,000-step read ÷ it
+is printed: no read of one statement (ours, as LangGraph's, is one) can be faster than
+that many times LangGraph's.
 """
 
 from __future__ import annotations
@@ -165,6 +170,7 @@ async def run(results: Results) -> None:
             lg = {name: await load_theirs(theirs, f"lg-{sizes[name]}", sizes[name])
                   for name in ("small", "middle", "large")}
             await _analyze(schema)
+            floor = await asyncpg.connect(PG_URL)
             for read in ("latest", "by id", "page"):
                 contestants = {
                     f"{name} {read}": reads(ours[name], f"{name}-{sizes[name]}",
@@ -176,8 +182,10 @@ async def run(results: Results) -> None:
                                                       lg[name])[read]
                     for name in ("middle", "large")
                 }
+                contestants["round trip"] = lambda _i: floor.fetchval("SELECT 1")
                 figures = await p50_rounds(calls, contestants)
                 _compare(results, read, figures, sizes, others)
+            await floor.close()
 
 
 def _compare(results: Results, read: str, figures: dict[str, list[float]],
@@ -196,6 +204,10 @@ def _compare(results: Results, read: str, figures: dict[str, list[float]],
             goal=f"≥ {goal:g}", at_least=goal)
     print("    " + "  ".join(f"{name}: {statistics.median(values):.2f} ms"
                              for name, values in figures.items()))
+    bound = statistics.median(figures[f"langgraph large {read}"]) / statistics.median(
+        figures["round trip"])
+    print(f"    bound: LangGraph's {sizes['large']}-step {read} is {bound:.1f} round trips "
+          "(SELECT 1): the most any one-statement read can be ahead of it")
 
 
 async def _analyze(schema: str) -> None:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import msgspec
@@ -45,6 +46,32 @@ class Lookup:
 
 
 @dataclass(frozen=True, slots=True)
+class Related:
+    """Rows of another view table read with each row of a query, of the row's tenant:
+    ``table``'s rows whose ``on`` columns equal the row's columns of the same names and,
+    with ``pairs``, whose two ``pairs`` columns equal one (key, value) of the JSON object
+    (of strings) the row holds in its column ``pairs_from``. Each row then carries them,
+    as dicts of ``columns`` (and ``"blob"``, the bytes of the tenant's blob whose digest
+    ``with_blob`` names, None when there is none), in a list under ``name``.
+
+    A thread's checkpoint reads its channel values (by the versions its ``channels``
+    column names) and its pending writes this way: on PostgreSQL in the same statement
+    as the checkpoint, each related row sought by the table's primary key, which ``on``
+    and ``pairs`` must lead; elsewhere by `Lookup` queries after it (`read_related`).
+    The query names ``tenant_id`` as an equality and returns the ``on`` and
+    ``pairs_from`` columns.
+    """
+
+    name: str
+    table: str
+    on: tuple[str, ...]
+    columns: tuple[str, ...]
+    pairs: tuple[str, str] | None = None
+    pairs_from: str | None = None
+    with_blob: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class ViewQuery:
     """Rows of ``table`` whose columns equal ``where``, ordered, keyset-paged and limited.
 
@@ -54,6 +81,7 @@ class ViewQuery:
     each row then also carries that blob's bytes under ``"blob"`` (None when there is no
     such blob), read in the same query, so a reader needs no second round trip for them.
     ``lookup`` keeps only the rows whose columns equal one of its keys (`Lookup`).
+    ``related`` reads each row's rows of other tables with it (`Related`).
     """
 
     table: str
@@ -65,6 +93,7 @@ class ViewQuery:
     columns: tuple[str, ...] | None = None
     with_blob: str | None = None
     lookup: Lookup | None = None
+    related: tuple[Related, ...] = ()
 
 
 def row_matches(row: Mapping[str, Any], where: Mapping[str, Any]) -> bool:
@@ -100,3 +129,62 @@ def json_contains(document: Any, wanted: Any) -> bool:
     if isinstance(wanted, bool) or isinstance(document, bool):
         return type(wanted) is type(document) and wanted == document
     return bool(document == wanted)
+
+
+Run = Callable[[ViewQuery], Awaitable[list[dict[str, Any]]]]
+"""A backend's own reading of a `ViewQuery` without ``related``."""
+RELATED_CHUNK = 500
+"""Keys per `Lookup` query of `read_related`."""
+
+
+async def read_related(query: ViewQuery, run: Run) -> list[dict[str, Any]]:
+    """``query`` answered by ``run``: its rows, then each `Related` as `Lookup` queries
+    of up to `RELATED_CHUNK` keys (however many rows there are), each key one seek, the
+    related tables side by side (one round trip's wait where ``run`` has a pool).
+
+    What backends that cannot read the related rows in the same statement run."""
+    rows = await run(replace(query, related=()))
+    await asyncio.gather(*(_attach(related, query.where["tenant_id"], rows, run)
+                           for related in query.related))
+    return rows
+
+
+async def _attach(related: Related, tenant_id: Any, rows: list[dict[str, Any]],
+                  run: Run) -> None:
+    key_columns = related.on + (related.pairs or ())
+    wanted = [_related_keys(related, row) for row in rows]
+    keys = sorted({key for row_keys in wanted for key in row_keys})
+    extra = tuple(name for name in key_columns if name not in related.columns)
+    found: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    for start in range(0, len(keys), RELATED_CHUNK):
+        lookup = _lookup(related, tenant_id, key_columns, keys[start:start + RELATED_CHUNK])
+        for row in await run(lookup):
+            key = tuple(row[name] for name in key_columns)
+            for name in extra:
+                del row[name]
+            found.setdefault(key, []).append(row)
+    for row, row_keys in zip(rows, wanted, strict=True):
+        row[related.name] = [item for key in row_keys for item in found.get(key, ())]
+
+
+def _related_keys(related: Related, row: Mapping[str, Any]) -> list[tuple[Any, ...]]:
+    base = tuple(row[name] for name in related.on)
+    if related.pairs is None or related.pairs_from is None:
+        return [base]
+    pairs = msgspec.json.decode(row[related.pairs_from], type=dict[str, str])
+    return [(*base, key, value) for key, value in pairs.items()]
+
+
+def _lookup(related: Related, tenant_id: Any, columns: tuple[str, ...],
+            keys: Sequence[tuple[Any, ...]]) -> ViewQuery:
+    """A query seeking ``keys`` (values of ``columns``) in the related table: the leading
+    columns every key shares (one thread, one namespace) become equalities, so the key
+    set sent is only what differs."""
+    shared = 0
+    while shared < len(columns) - 1 and len({key[shared] for key in keys}) == 1:
+        shared += 1
+    where = {"tenant_id": tenant_id, **{columns[n]: keys[0][n] for n in range(shared)}}
+    wanted = related.columns + tuple(name for name in columns if name not in related.columns)
+    return ViewQuery(related.table, where, columns=wanted, with_blob=related.with_blob,
+                     lookup=Lookup(columns[shared:],
+                                   tuple(key[shared:] for key in keys)))

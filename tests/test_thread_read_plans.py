@@ -9,7 +9,9 @@ a long page) is captured as the backend runs it and explained: on PostgreSQL wit
 statement, so after five runs PostgreSQL may plan it once for any parameters), on SQLite
 with ``EXPLAIN QUERY PLAN``. A plan that scans a thread table, or whose scan of it drops
 rows by filter (the tenant's other threads walked through, or the thread's every channel
-value filtered for one checkpoint's), fails.
+value filtered for one checkpoint's), fails. On PostgreSQL each read is one statement
+(its channel values and writes read with the checkpoints: `projections.query.Related`),
+and returns what the memory backend's reads (by separate lookups) return.
 """
 
 from __future__ import annotations
@@ -22,13 +24,15 @@ from pathlib import Path
 from typing import Any
 
 import asyncpg
+import pytest
 
-from eventlog import EventLog, open_log
+from eventlog import EventLog, InvalidInput, open_log
 from eventlog.checkpoints import thread_decisions as decide
 from eventlog.checkpoints.thread_records import ChannelValue, Payload
 from eventlog.events import Event
 from eventlog.events.threads import ThreadWritesPut
 from eventlog.storage.sqlite import encode_value
+from projections.query import Related, ViewQuery
 from tests.conftest import PG_URL
 
 T = "acme"
@@ -176,3 +180,69 @@ async def test_sqlite_thread_reads_seek_their_rows(tmp_path: Path) -> None:
     finally:
         database.close()
     assert [] == problems
+
+
+def _comparable(found: object) -> list[dict[str, Any] | None]:
+    """A read's checkpoints without what differs between two logs of the same events."""
+    items: list[Any] = found if isinstance(found, list) else [found]
+    return [None if item is None else {
+        name: getattr(item, name) for name in item.__struct_fields__
+        if name not in ("position", "recorded_at")} for item in items]
+
+
+async def test_postgres_thread_reads_are_one_statement(pg_schema: str) -> None:
+    """Each checkpoint read (latest, by id, every page) runs one statement on PostgreSQL,
+    and finds what the memory backend's separate lookups find: the state, every channel
+    value the checkpoint names (its own and one an older checkpoint stored), every write."""
+    async with open_log(PG_URL, schema=pg_schema) as log, open_log("memory://") as memory:
+        for each in (log, memory):
+            await _filled(each)
+            rows = await each.query(ViewQuery(
+                "thread_checkpoints", {"tenant_id": T, "thread_id": "big", "namespace": ""},
+                order_by=("checkpoint_id",), descending=True, limit=1, columns=("channels",)))
+            older = json.loads(rows[0]["channels"])["messages"]
+            await each.checkpoints.threads.put(T, "big", "1zzzzz", state=Payload("json", b"{}"),
+                                               channels={"messages": ChannelValue(older)})
+        captured = await _captured(log)
+        counts = {read: sum(1 for name, _, _ in captured if name == read)
+                  for read in _reads(log)}
+        assert counts == dict.fromkeys(_reads(log), 1)
+        ours, theirs = _reads(log), _reads(memory)
+        for read in ours:
+            found, expected = _comparable(await ours[read]()), _comparable(await theirs[read]())
+            assert found == expected, read
+            assert all(item is not None and item["channels"] and item["state"]
+                       for item in found), read
+        latest = await log.checkpoints.threads.get(T, "big")
+        assert latest is not None
+        assert latest.checkpoint_id == "1zzzzz"
+        assert latest.channels is not None
+        assert set(latest.channels) == {"messages"}
+        assert latest.writes == []
+        by_id = await log.checkpoints.threads.get(T, "big", BIG[75])
+        assert by_id is not None
+        assert by_id.writes is not None
+        assert len(by_id.writes) == 2
+        assert by_id.channels is not None
+        assert set(by_id.channels) == {"messages", "step"}
+
+
+@pytest.mark.parametrize(("related", "problem"), [
+    (Related("values", "no_such_table", on=("thread_id",), columns=("channel",)),
+     "no view table"),
+    (Related("values", "thread_channel_values", on=("thread_id",), columns=("nope",)),
+     "columns names no column"),
+    (Related("values", "thread_channel_values", on=("thread_id",), columns=("channel",),
+             pairs=("channel", "channel_version")), "pairs with pairs_from"),
+    (Related("values", "thread_channel_values", on=("namespace",), columns=("channel",)),
+     "needs column 'namespace'"),
+])
+async def test_related_rows_bad_input(related: Related, problem: str) -> None:
+    """A `Related` naming what its tables do not hold is refused, naming what is wrong."""
+    async with open_log("memory://") as log:
+        with pytest.raises(InvalidInput, match=problem):
+            await log.query(ViewQuery("thread_checkpoints", {"tenant_id": T},
+                                      columns=("thread_id",), related=(related,)))
+        with pytest.raises(InvalidInput, match="names its tenant_id"):
+            await log.query(ViewQuery("thread_checkpoints", {}, related=(Related(
+                "values", "thread_channel_values", on=("thread_id",), columns=("channel",)),)))

@@ -33,9 +33,10 @@ writes hang off a checkpoint. Decisions made here:
   Framework's file store) appends `ThreadAdopted` (the source, each checkpoint's original
   time) and then the checkpoints and writes as ordinary puts, in one append fenced on the
   version the adopter read, so two adoptions of one thread never both add a checkpoint.
-- **Reads are a fixed number of queries**: a page is one view query, then its writes and
-  its channel values side by side, then one blob read, however many rows it has (in
-  chunks of 500 keys).
+- **Reads are one statement on PostgreSQL**: a checkpoint or a page is one view query
+  that reads each row's state blob, the channel values it names (by key) and its
+  writes with it (`projections.query.Related`); other backends read the values and
+  writes after it by key, in chunks of 500 keys, however many rows the page has.
 """
 
 from __future__ import annotations
@@ -78,7 +79,7 @@ from eventlog.events.threads import (
 from eventlog.log import EventLog
 from eventlog.log.fencing import Retried, decide_fenced, held_after_first
 from eventlog.validation import check_id, check_positive_limit
-from projections.query import In, JsonContains, Lookup, ViewQuery
+from projections.query import In, JsonContains, Related, ViewQuery
 from projections.threads import (
     THREAD_CHECKPOINTS,
     THREAD_RECORDS,
@@ -96,6 +97,16 @@ _versions = msgspec.json.Decoder(dict[str, str])
 _metadata = msgspec.json.Decoder(dict[str, Any])
 Selection = Callable[[builtins.list[dict[str, Any]]], builtins.list[CheckpointKey]]
 """Which of a thread's checkpoint rows a removal removes (by key)."""
+_PAYLOADS = (
+    Related("values", THREAD_VALUES, on=("thread_id", "namespace"),
+            columns=("channel", "encoding"), pairs=("channel", "channel_version"),
+            pairs_from="channels", with_blob="digest"),
+    Related("writes", THREAD_WRITES, on=("thread_id", "namespace", "checkpoint_id"),
+            columns=("task_id", "idx", "channel", "task_path", "encoding"),
+            with_blob="digest"),
+)
+"""What a checkpoint read with its payloads reads with each row: the channel values its
+``channels`` name, by key, and its pending writes; on PostgreSQL in the same statement."""
 _ROW_COLUMNS = (
     "thread_id", "namespace", "checkpoint_id", "parent_id", "run_key", "step", "metadata",
     "position", "recorded_at", "state_encoding", "state_digest", "channels",
@@ -190,7 +201,7 @@ class ThreadCheckpoints:
             where["checkpoint_id"] = check_id("checkpoint_id", checkpoint_id)
         rows = await self._log.query(ViewQuery(
             THREAD_CHECKPOINTS, where, order_by=("checkpoint_id",), descending=True,
-            limit=1, columns=_ROW_COLUMNS, with_blob="state_digest",
+            limit=1, columns=_ROW_COLUMNS, with_blob="state_digest", related=_PAYLOADS,
         ))
         found = await self._complete(tenant_id, rows)
         return found[0] if found else None
@@ -228,6 +239,7 @@ class ThreadCheckpoints:
             THREAD_CHECKPOINTS, where, order_by=("checkpoint_id",), descending=True,
             after=None if before is None else (check_id("before", before),), limit=limit,
             columns=_ROW_COLUMNS, with_blob="state_digest" if payloads else None,
+            related=_PAYLOADS if payloads else (),
         ))
         if not payloads:
             return [_checkpoint(tenant_id, row) for row in rows]
@@ -516,74 +528,9 @@ class ThreadCheckpoints:
     async def _complete(
         self, tenant_id: str, rows: builtins.list[dict[str, Any]]
     ) -> builtins.list[ThreadCheckpoint]:
-        """Checkpoints from view rows (read with their state blob) with their channel
-        values and writes: both read side by side, each row with its blob."""
-        if not rows:
-            return []
-        versions = {id(row): _versions.decode(row["channels"]) for row in rows}
-        writes, values = await asyncio.gather(  # independent reads: one round trip's wait
-            self._writes_of(tenant_id, rows), self._values_of(tenant_id, rows, versions)
-        )
-        completed = []
-        for row in rows:
-            key = (row["thread_id"], row["namespace"], row["checkpoint_id"])
-            stored = {
-                name: values[value] for name, version in versions[id(row)].items()
-                if (value := (row["thread_id"], row["namespace"], name, version)) in values
-            }
-            completed.append(msgspec.structs.replace(
-                _checkpoint(tenant_id, row),
-                state=_payload(row["state_encoding"], row["blob"]),
-                channels={
-                    name: payload for name, (encoding, blob) in stored.items()
-                    if (payload := _payload(encoding, blob)) is not None
-                },
-                writes=[
-                    ThreadWrite(task_id=write["task_id"], idx=write["idx"],
-                                channel=write["channel"], task_path=write["task_path"],
-                                value=_payload(write["encoding"], write["blob"]))
-                    for write in sorted(writes.get(key, []), key=_write_order)
-                ],
-            ))
-        return completed
-
-    async def _writes_of(
-        self, tenant_id: str, rows: builtins.list[dict[str, Any]]
-    ) -> dict[tuple[str, str, str], builtins.list[dict[str, Any]]]:
-        """The writes pending on the rows' checkpoints, each with its blob: each checkpoint
-        seeks its own writes (a `Lookup`), however many the thread holds."""
-        keys = sorted({(row["thread_id"], row["namespace"], row["checkpoint_id"])
-                       for row in rows})
-        found: dict[tuple[str, str, str], builtins.list[dict[str, Any]]] = {}
-        for start in range(0, len(keys), _CHUNK):
-            for write in await self._log.query(_lookup(
-                    THREAD_WRITES, tenant_id, ("thread_id", "namespace", "checkpoint_id"),
-                    keys[start:start + _CHUNK])):
-                key = (write["thread_id"], write["namespace"], write["checkpoint_id"])
-                found.setdefault(key, []).append(write)
-        return found
-
-    async def _values_of(
-        self, tenant_id: str, rows: builtins.list[dict[str, Any]],
-        versions: dict[int, dict[str, str]],
-    ) -> dict[tuple[str, str, str, str], tuple[str, bytes | None]]:
-        """The stored values the rows carry: (thread, namespace, channel, version) →
-        (encoding, blob bytes). Each value is sought by its key (a `Lookup`), so a read
-        costs what its checkpoints name, not what the thread holds: 500 keys a query."""
-        keys = sorted({
-            (row["thread_id"], row["namespace"], name, version)
-            for row in rows for name, version in versions[id(row)].items()
-        })
-        found: dict[tuple[str, str, str, str], tuple[str, bytes | None]] = {}
-        for start in range(0, len(keys), _CHUNK):
-            for value in await self._log.query(_lookup(
-                    THREAD_VALUES, tenant_id,
-                    ("thread_id", "namespace", "channel", "channel_version"),
-                    keys[start:start + _CHUNK])):
-                key = (value["thread_id"], value["namespace"], value["channel"],
-                       value["channel_version"])
-                found[key] = (value["encoding"], value["blob"])
-        return found
+        """Checkpoints from view rows read with their state blob, their channel values
+        and their writes (`_PAYLOADS`)."""
+        return [_completed(tenant_id, row) for row in rows]
 
     async def _blobs(self, tenant_id: str, digests: builtins.list[bytes]) -> dict[bytes, bytes]:
         unique = list(dict.fromkeys(digests))
@@ -663,12 +610,12 @@ def _retried(event: str, tenant_id: str, thread_id: str) -> Retried:
     return retried
 
 
-def _checkpoint(tenant_id: str, row: Mapping[str, Any]) -> ThreadCheckpoint:
+def _checkpoint(tenant_id: str, row: Mapping[str, Any], **payloads: Any) -> ThreadCheckpoint:
     return ThreadCheckpoint(
         tenant_id=tenant_id, thread_id=row["thread_id"], namespace=row["namespace"],
         checkpoint_id=row["checkpoint_id"], parent_id=row["parent_id"],
         run_key=row["run_key"], step=row["step"], metadata=_metadata.decode(row["metadata"]),
-        position=row["position"], recorded_at=row["recorded_at"],
+        position=row["position"], recorded_at=row["recorded_at"], **payloads,
     )
 
 
@@ -676,17 +623,22 @@ def _hex(releases: Mapping[bytes, int]) -> dict[str, int]:
     return {digest.hex(): count for digest, count in releases.items()}
 
 
-def _lookup(table: str, tenant_id: str, columns: tuple[str, ...],
-            keys: Sequence[tuple[str, ...]]) -> ViewQuery:
-    """A query seeking ``keys`` (values of ``columns``) in ``table``, each row with its
-    blob: the leading columns every key shares (one thread, one namespace) become
-    equalities, so the key set sent is only what differs."""
-    shared = 0
-    while shared < len(columns) - 1 and len({key[shared] for key in keys}) == 1:
-        shared += 1
-    where = {"tenant_id": tenant_id, **{columns[n]: keys[0][n] for n in range(shared)}}
-    return ViewQuery(table, where, with_blob="digest", lookup=Lookup(
-        columns[shared:], tuple(key[shared:] for key in keys)))
+def _completed(tenant_id: str, row: Mapping[str, Any]) -> ThreadCheckpoint:
+    """A checkpoint with its state, the channel values it names (a value whose blob is
+    gone is left out) and its writes in LangGraph's order."""
+    return _checkpoint(
+        tenant_id, row, state=_payload(row["state_encoding"], row["blob"]),
+        channels={
+            value["channel"]: Payload(value["encoding"], value["blob"])
+            for value in row["values"] if value["blob"] is not None
+        },
+        writes=[
+            ThreadWrite(task_id=write["task_id"], idx=write["idx"], channel=write["channel"],
+                        task_path=write["task_path"],
+                        value=_payload(write["encoding"], write["blob"]))
+            for write in sorted(row["writes"], key=_write_order)
+        ],
+    )
 
 
 def _payload(encoding: str, data: bytes | None) -> Payload | None:

@@ -9,7 +9,7 @@ from typing import Any, NoReturn
 
 from eventlog.errors import InvalidInput
 from eventlog.validation import check_id
-from projections.query import In, JsonContains, Lookup, ViewQuery
+from projections.query import In, JsonContains, Lookup, Related, ViewQuery
 from projections.views import metadata as view_metadata
 
 
@@ -42,6 +42,8 @@ def check_query(query: object) -> ViewQuery:
         check_column("with_blob", query.with_blob)
     if query.lookup is not None:
         _check_lookup(query.lookup, check_column)
+    if query.related:
+        _check_related(query, check_column)
     if not isinstance(query.descending, bool):
         _refuse(f"descending must be True or False, not {query.descending!r}")
     if query.after is not None:
@@ -65,6 +67,45 @@ def _check_lookup(lookup: object, check_column: Any) -> None:
     if not isinstance(lookup.keys, tuple) or not all(
             isinstance(key, tuple) and len(key) == len(lookup.columns) for key in lookup.keys):
         _refuse(f"lookup keys must be a tuple of {len(lookup.columns)}-tuples")
+
+
+_RELATED_CHECKED: set[tuple[str, tuple[str, ...] | None, Related]] = set()
+"""(table, columns, related) found valid: a read of a thread's checkpoint names the same
+few each time, and checking one anew cost more than the read's own work."""
+
+
+def _check_related(query: ViewQuery, check_column: Any) -> None:
+    if not isinstance(query.related, tuple) or not all(
+            isinstance(related, Related) for related in query.related):
+        _refuse(f"related must be a tuple of Related, not {query.related!r}")
+    if not isinstance(query.where.get("tenant_id"), str):
+        _refuse("a query with related rows names its tenant_id (their rows are its)")
+    for related in query.related:
+        try:
+            if (query.table, query.columns, related) in _RELATED_CHECKED:
+                continue
+        except TypeError:  # unhashable parts: checked below, and refused
+            pass
+        _check_one_related(query, related, check_column)
+        if len(_RELATED_CHECKED) < 1000:
+            _RELATED_CHECKED.add((query.table, query.columns, related))
+
+
+def _check_one_related(query: ViewQuery, related: Related, check_column: Any) -> None:
+    if related.table not in view_metadata.tables:
+        _refuse(f"related names no view table: {related.table!r}")
+    theirs = view_metadata.tables[related.table].columns
+    for part, names in (("on", related.on), ("columns", related.columns),
+                        ("pairs", related.pairs or ()),
+                        ("with_blob", (related.with_blob,) if related.with_blob else ())):
+        if not isinstance(names, tuple) or any(name not in theirs for name in names):
+            _refuse(f"related {part} names no column of {related.table!r}: {names!r}")
+    if not related.columns or (related.pairs is None) != (related.pairs_from is None):
+        _refuse(f"related {related.name!r} needs columns, and pairs with pairs_from")
+    for name in (*related.on, *([related.pairs_from] if related.pairs_from else [])):
+        check_column("related", name)
+        if query.columns is not None and name not in query.columns:
+            _refuse(f"related {related.name!r} needs column {name!r} in columns")
 
 
 def _check_keyset(query: ViewQuery, columns: Any) -> None:

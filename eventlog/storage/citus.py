@@ -58,9 +58,12 @@ class CitusDialect(PostgresDialect):
     ``LATERAL`` subquery with ``OFFSET`` over a table function down to a worker ("Offset
     clause is currently unsupported when a lateral subquery references a column from a
     table function"). The plain join is routed whole to the tenant's worker, whose planner
-    seeks each key by the index."""
+    seeks each key by the index. A query's `Related` rows are read by such lookups after
+    it (`projections.query.read_related`), not in its statement (`related_sql` seeks
+    them in ``LATERAL`` subqueries with ``OFFSET 0`` over ``jsonb_each_text``)."""
 
     lateral = False
+    nests = False
 
 
 class CitusBackend(PostgresBackend):

@@ -16,7 +16,7 @@ from eventlog.records import StoredEvent
 from eventlog.storage.base import AppendRequest, StorageBackend, StreamVersionTaken
 from eventlog.storage.defaults import BlobsByDigest, InProcess
 from projections.memory import ViewTables
-from projections.query import ViewQuery
+from projections.query import ViewQuery, read_related
 
 REVISION = "memory"
 
@@ -155,6 +155,8 @@ class MemoryBackend(InProcess, BlobsByDigest, StorageBackend):
         return self.blobs.get((tenant_id, digest))
 
     async def query(self, query: ViewQuery) -> list[dict[str, Any]]:
+        if query.related:
+            return await read_related(query, self.query)
         digest = query.with_blob
         if digest is None:
             return self.views.select(query)

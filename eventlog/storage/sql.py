@@ -25,8 +25,12 @@ from eventlog.storage.sqltext import (
     query_shape,
     query_sql,
     quote,
+    related_params,
+    related_shape,
+    related_sql,
+    unpack_related,
 )
-from projections.query import ViewQuery
+from projections.query import ViewQuery, read_related
 
 
 class SqlBackend(StorageBackend, abc.ABC):
@@ -82,6 +86,17 @@ class SqlBackend(StorageBackend, abc.ABC):
             raise KeyError(query.table)
         if query.lookup is not None and not query.lookup.keys:
             return []  # no key, no row (and no key set to type)
+        if query.related and not self.text.nests:
+            return await read_related(query, self.query)
+        if query.related:
+            shape = related_shape(query, self.text)
+            sql = self._queries.get(shape)
+            if sql is None:
+                sql = self._queries[shape] = related_sql(
+                    query, self.qualified, self.text, self.new_param(),
+                    self._nullable[query.table])
+            return unpack_related(query, await self.fetch_view_rows(
+                query.table, sql, related_params(query, self.text)))
         shape = query_shape(query, self.text)
         sql = self._queries.get(shape)
         if sql is None:

@@ -12,6 +12,7 @@ the same order without building text again.
 from __future__ import annotations
 
 import abc
+import dataclasses
 from collections.abc import Callable, Collection, Generator, Hashable, Mapping, Sequence
 from typing import Any
 
@@ -229,6 +230,10 @@ class SqlDialect(abc.ABC):
     """Whether a lookup seeks inside a ``LATERAL`` subquery (else a ``CROSS JOIN`` that
     the dialect's planner always runs key first)."""
 
+    nests: bool = False
+    """Whether a query's `Related` rows are read in its own statement (`related_sql`),
+    else by `Lookup` queries after it (`projections.query.read_related`)."""
+
     @abc.abstractmethod
     def key_set(self, lookup: Lookup, param: Param) -> tuple[str, str]:
         """A `Lookup`'s keys (at least one) as a relation ``k`` of columns ``k0``, ``k1``
@@ -263,6 +268,7 @@ class PostgresDialect(SqlDialect):
         return type(value).__name__
 
     lateral = True
+    nests = True
 
     def key_set(self, lookup: Lookup, param: Param) -> tuple[str, str]:
         arrays = ", ".join(f"{param(values)}::{kind}[]" for values, kind in zip(
@@ -428,6 +434,109 @@ def query_shape(query: ViewQuery, dialect: SqlDialect) -> Hashable:
     )
 
 
+def related_sql(query: ViewQuery, tables: Mapping[str, str], dialect: SqlDialect,
+                param: Param, nullable: Collection[str] = ()) -> str:
+    """The SELECT that answers ``query`` with its `Related` rows in one statement
+    (PostgreSQL): ``query``'s own rows (`query_sql`, so its parameters are
+    `query_params`'s) as ``v``, and for each related table, in a ``LATERAL`` subquery
+    per row, its rows as one array per column, named ``"<n>.<column>"``
+    (`unpack_related` makes them lists of dicts). A related row of ``pairs`` is sought
+    by each (key, value) of the row's JSON object, one primary-key seek each (``OFFSET
+    0`` keeps the subquery from becoming a join the planner could hash); one of ``on``
+    alone by the key's prefix. Every related row is of the row's own tenant. A small
+    limit is written into the text (`inline_limit`): the statement's parameters are
+    `related_params`'s."""
+    def column(name: str) -> str:
+        return "v." + quote(name)
+
+    inlined = inline_limit(query)
+    inner = query_sql(dataclasses.replace(query, related=(), with_blob=None, columns=None,
+                                          limit=None if inlined else query.limit),
+                      tables, dialect, param, nullable)
+    if inlined:
+        inner += f" LIMIT {int(query.limit or 0)}"
+    sql = "SELECT " + (", ".join(map(column, query.columns)) if query.columns else "v.*")
+    source = f"({inner}) AS v"
+    if query.with_blob is not None:
+        sql += ", b.data AS blob"
+        source += (f" LEFT JOIN {tables['blobs']} AS b ON b.tenant_id = v.tenant_id "
+                   f"AND b.digest = {column(query.with_blob)}")
+    for n, related in enumerate(query.related):
+        x = f"x{n}"
+        names = [*related.columns, *(["blob"] if related.with_blob is not None else [])]
+        aggregates = [f"array_agg({x}.{quote(name)}) AS {quote(f'{n}.{name}')}"
+                      for name in related.columns]
+        conditions = [f"{x}.tenant_id = v.tenant_id",
+                      *(f"{x}.{quote(name)} = {column(name)}" for name in related.on)]
+        if related.pairs is not None and related.pairs_from is not None:
+            conditions += [f"{x}.{quote(related.pairs[0])} = j.k",
+                           f"{x}.{quote(related.pairs[1])} = j.val"]
+            rows = (f"jsonb_each_text({column(related.pairs_from)}::jsonb) AS j(k, val) "
+                    f"CROSS JOIN LATERAL (SELECT * FROM {tables[related.table]} AS {x} "
+                    f"WHERE {' AND '.join(conditions)} OFFSET 0) AS {x}")
+            where = ""
+        else:
+            rows = f"{tables[related.table]} AS {x}"
+            where = " WHERE " + " AND ".join(conditions)
+        if related.with_blob is not None:
+            aggregates.append(f"array_agg(b{n}.data) AS {quote(f'{n}.blob')}")
+            rows += (f" LEFT JOIN {tables['blobs']} AS b{n} ON b{n}.tenant_id = {x}.tenant_id "
+                     f"AND b{n}.digest = {x}.{quote(related.with_blob)}")
+        source += (f" CROSS JOIN LATERAL (SELECT {', '.join(aggregates)} FROM {rows}{where}) "
+                   f"AS r{n}")
+        sql += ", " + ", ".join(f"r{n}.{quote(f'{n}.{name}')}" for name in names)
+    sql += f" FROM {source}"
+    if query.order_by:
+        sql += " ORDER BY " + ", ".join(
+            dialect.order_term(column(n), descending=query.descending, nullable=n in nullable)
+            for n in query.order_by)
+    return sql
+
+
+INLINE_LIMIT = 100
+"""The largest limit `related_sql` writes into its text rather than sends."""
+
+
+def inline_limit(query: ViewQuery) -> bool:
+    """Whether `related_sql` writes ``query``'s limit into its text: PostgreSQL plans a
+    statement once for any parameters (a generic plan) only when that plan costs no more
+    than planning each call anew, and a ``LIMIT $n`` it cannot size makes the generic
+    plan of a read with related rows look dearer than any custom one, so each call was
+    planned again (0.5-1 ms of planning for 0.2 ms of execution). Up to `INLINE_LIMIT`
+    (one text per limit; `related_shape` tells them apart), and not for a keyset page
+    (``after``): the generic plan of ``checkpoint_id < $n … LIMIT 10``, unable to size
+    the keyset's range, walked the thread's index across every namespace and filtered
+    (the plan test caught it), where planning each call seeks the primary key."""
+    return query.limit is not None and query.limit <= INLINE_LIMIT and query.after is None
+
+
+def related_shape(query: ViewQuery, dialect: SqlDialect) -> Hashable:
+    """What `related_sql`'s text depends on: backends cache the text by it."""
+    return (query_shape(query, dialect), query.related,
+            query.limit if inline_limit(query) else None)
+
+
+def related_params(query: ViewQuery, dialect: SqlDialect) -> list[Any]:
+    """The values `related_sql` places, in its order."""
+    params = query_params(query, dialect)
+    if inline_limit(query):
+        params.pop()  # the limit, always last
+    return params
+
+
+def unpack_related(query: ViewQuery, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``rows`` of `related_sql`, each related table's arrays made a list of dicts under
+    its `Related` ``name`` (in place)."""
+    for n, related in enumerate(query.related):
+        names = [*related.columns, *(["blob"] if related.with_blob is not None else [])]
+        prefixed = [f"{n}.{name}" for name in names]
+        for row in rows:
+            arrays = [row.pop(name) for name in prefixed]
+            row[related.name] = [] if arrays[0] is None else [
+                dict(zip(names, values, strict=True)) for values in zip(*arrays, strict=True)]
+    return rows
+
+
 def _json(value: Any) -> str:
     return msgspec.json.encode(value).decode()
 
@@ -485,4 +594,5 @@ __all__ = [
     "SqlDialect", "Statement",
     "SqliteDialect", "blob_add", "blob_purge", "blob_release", "change_params", "change_sql",
     "event_insert", "on_conflict", "query_params", "query_shape", "query_sql", "quote",
+    "inline_limit", "related_params", "related_shape", "related_sql", "unpack_related",
 ]
