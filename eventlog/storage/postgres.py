@@ -30,7 +30,6 @@ import contextlib
 import uuid
 from collections.abc import AsyncIterator, Callable, Generator, Mapping, Sequence
 from contextlib import asynccontextmanager
-from contextvars import ContextVar
 from typing import Any, TypeVar
 
 import asyncpg
@@ -41,7 +40,7 @@ from sqlalchemy.pool import NullPool
 
 from eventlog import cursors
 from eventlog.errors import CommitOutcomeUnknown, EventLogError, InvalidInput, StorageError
-from eventlog.records import StoredEvent
+from eventlog.records import ENVELOPE_SIZE, StoredEvent
 from eventlog.storage.base import AppendRequest, StreamVersionTaken
 from eventlog.storage.pgbatch import BatchStatements
 from eventlog.storage.pgpool import ConnectionPool
@@ -56,13 +55,14 @@ from eventlog.storage.sqltext import (
     Numbered,
     PostgresDialect,
     Statement,
-    blob_add,
-    change_params,
-    change_sql,
+    blob_add_text,
+    blob_row,
+    change_text,
+    event_row,
+    place_change,
     quote,
 )
 from projections.changes import (
-    AT_POSITION,
     Change,
     Delete,
     InsertIfAbsent,
@@ -122,12 +122,12 @@ shape; a larger one goes as column arrays (`append_batch`): a statement with tho
 CTEs takes the server seconds to plan, and its text would be cached for one use."""
 
 
-class PostgresBackend(SqlBackend):
+class PostgresBackend(SqlBackend[Any]):
     """Many processes on many hosts, one PostgreSQL database."""
 
     name = "postgresql"
-    dialect = "postgresql"
-    text = PostgresDialect()
+    dialect_name = "postgresql"
+    sql_dialect = PostgresDialect()
 
     def __init__(
         self,
@@ -157,8 +157,6 @@ class PostgresBackend(SqlBackend):
         self._pool = (ConnectionPool(url, pool_size, **self._connect_options)
                       if url is not None else None)
         self._statements: dict[tuple[Any, ...], str] = {}
-        self._held: ContextVar[Any] = ContextVar(f"eventlog_held_{id(self)}", default=None)
-        """The connection of the `hold_stream` the current task is inside, if any."""
         super().__init__(schema=schema)
         tables = {**self.views, "events": self.events, "blobs": self.blobs}
         self._batches = BatchStatements(self.qualified, tables, self.view_keys)
@@ -257,7 +255,7 @@ class PostgresBackend(SqlBackend):
     # -- the append ----------------------------------------------------------------------
 
     @asynccontextmanager
-    async def hold_stream(self, tenant_id: str, stream_id: str) -> AsyncIterator[None]:
+    async def holding_transaction(self, tenant_id: str, stream_id: str) -> AsyncIterator[Any]:
         # The stream's transaction lock queues holders and fallback appends
         # (`append_at_head`). Every other append of the stream inserts its first event
         # at the next version before it touches anything else: the holder reserves that
@@ -265,23 +263,10 @@ class PostgresBackend(SqlBackend):
         # itself too, yet still in the unique index until this transaction ends), so such
         # an append waits on it holding nothing, then fails as a lost race and retries.
         # Its own append reuses the version freely (a key it deleted itself).
-        inside = False  # an error of the caller's block passes through as it is
-        try:
-            async with self.driver_connection() as driver, driver.transaction():
-                await driver.execute(_STREAM_LOCK, tenant_id, stream_id)
-                await self._reserve_next_version(driver, tenant_id, stream_id)
-                token = self._held.set(driver)
-                try:
-                    inside = True
-                    yield
-                    inside = False
-                finally:
-                    self._held.reset(token)
-        except Exception as error:
-            if inside:
-                raise
-            # The commit's failure is the append's: a lost connection leaves it unknown.
-            raise self.translate(error, "append") from error
+        async with self.driver_connection() as driver, driver.transaction():
+            await driver.execute(_STREAM_LOCK, tenant_id, stream_id)
+            await self._reserve_next_version(driver, tenant_id, stream_id)
+            yield driver
 
     async def _reserve_next_version(self, driver: Any, tenant_id: str, stream_id: str) -> None:
         """Insert and delete a row at the stream's next version (see `hold_stream`); an
@@ -390,8 +375,9 @@ class PostgresBackend(SqlBackend):
         if changes is None or request.blob_releases or (
                 len(request.events) + len(request.blob_adds) + len(changes) > MAX_SINGLE_PARTS):
             return None
-        params = _statement_params(request, changes)
-        if len(params) > MAX_PARAMS:
+        param = Numbered()
+        text = self._place_statement(request, changes, param)
+        if len(param.values) > MAX_PARAMS:
             return None  # column arrays carry any size in a few parameters
         shape = (
             len(request.events),
@@ -400,35 +386,41 @@ class PostgresBackend(SqlBackend):
         )
         sql = self._statements.get(shape)
         if sql is None:
-            sql = self._statements[shape] = self._build_statement(request, changes)
-        return sql, params
+            sql = self._statements[shape] = text()
+        return sql, param.values
 
-    def _build_statement(
-        self, request: AppendRequest, changes: list[tuple[int, Change]]
-    ) -> str:
-        param = Numbered()
-        rows = ", ".join(
-            "(" + ", ".join(param(None) for _ in EVENT_COLUMNS) + ")" for _ in request.events
-        )
-        ctes = [
-            f"e AS (INSERT INTO {self.qualified['events']} ({', '.join(EVENT_COLUMNS)}) "
-            f"VALUES {rows} RETURNING position, stream_version)"
-        ]
-        for number in range(len(request.blob_adds)):
-            sql = blob_add(self.qualified["blobs"], param, "", b"", b"", 0)
-            ctes.append(f"b{number} AS ({sql})")
+    def _place_statement(
+        self, request: AppendRequest, changes: list[tuple[int, Change]], param: Numbered
+    ) -> Callable[[], str]:
+        """Record the single statement's values through ``param``; what writes its text."""
+        tenant, stream = request.tenant_id, request.stream_id
+        rows = [param.extend(event_row(tenant, stream, pending)) for pending in request.events]
+        # Blob rows locked in digest order, as in the sequential append (its `statements`):
+        # PostgreSQL runs the data-modifying CTEs the main query does not read in the
+        # REVERSE of their order in the statement, so they are listed in descending order.
+        # (Listed ascending, a put locked shared blob rows in the opposite order to a
+        # delete releasing them, and the two deadlocked: issue 21, item 5.)
+        blobs = [param.extend(blob_row(tenant, digest, payload, count))
+                 for digest, (payload, count) in sorted(request.blob_adds.items(), reverse=True)]
+        # An `AT_POSITION` value is recorded as its event's version, which finds the
+        # position the events CTE assigned.
+        placed = [(change, place_change(change, param, request.events[index].version))
+                  for index, change in changes]
 
-        def value(raw: Any) -> str:
-            # The event's position, which only the events CTE knows, found by its version.
-            if raw is AT_POSITION:
-                return f"(SELECT position FROM e WHERE stream_version = {param(raw)})"
-            return param(raw)
-
-        for number, (_, change) in enumerate(changes):
-            sql = change_sql(change, self.qualified[change.table],
-                             self.view_keys[change.table], value)
-            ctes.append(f"c{number} AS ({sql})")
-        return f"WITH {', '.join(ctes)} SELECT position FROM e ORDER BY stream_version"
+        def text() -> str:
+            values = ", ".join("(" + ", ".join(row) + ")" for row in rows)
+            ctes = [
+                f"e AS (INSERT INTO {self.qualified['events']} ({', '.join(EVENT_COLUMNS)}) "
+                f"VALUES {values} RETURNING position, stream_version)"
+            ]
+            ctes += [f"b{number} AS ({blob_add_text(self.qualified['blobs'], slots)})"
+                     for number, slots in enumerate(blobs)]
+            for number, (change, slots) in enumerate(placed):
+                sql = change_text(change, self.qualified[change.table],
+                                  self.view_keys[change.table], slots, _position_of)
+                ctes.append(f"c{number} AS ({sql})")
+            return f"WITH {', '.join(ctes)} SELECT position FROM e ORDER BY stream_version"
+        return text
 
     # -- reads the stores make on every call: raw asyncpg, one round trip each ----------
 
@@ -657,12 +649,9 @@ def check_pool_mode(pool_mode: Any, engine: bool) -> bool:
 
 def _stored(row: Any) -> StoredEvent:
     """`stored_event` for an asyncpg row, whose values already have our types (bytea is
-    bytes, timestamptz an aware UTC datetime, uuid a `uuid.UUID`): no conversions."""
-    return StoredEvent(
-        position=row[0], event_id=row[1], tenant_id=row[2], stream_id=row[3],
-        version=row[4], recorded_at=row[5], type=row[6], data=row[7], prev_hash=row[8],
-        hash=row[9],
-    )
+    bytes, timestamptz an aware UTC datetime, uuid a `uuid.UUID`): no conversions; its
+    first columns are the envelope's fields in order (`EVENT_READ_COLUMNS`)."""
+    return StoredEvent(*row[:ENVELOPE_SIZE])
 
 
 async def _run_statements(
@@ -749,22 +738,6 @@ def _coalesce(
     return [item for item in result if item is not None]
 
 
-def _statement_params(request: AppendRequest, changes: list[tuple[int, Change]]) -> list[Any]:
-    """The parameters of the single statement, in the order `_build_statement` numbers them."""
-    params: list[Any] = []
-    for pending in request.events:
-        params += (
-            request.tenant_id, request.stream_id, pending.version, pending.event_id,
-            pending.type, pending.data, pending.recorded_at, pending.prev_hash, pending.hash,
-        )
-    # Blob rows locked in digest order, as in the sequential append (its `statements`):
-    # PostgreSQL runs the data-modifying CTEs the main query does not read in the REVERSE
-    # of their order in the statement, so they are listed in descending order. (Listed
-    # ascending, a put locked shared blob rows in the opposite order to a delete
-    # releasing them, and the two deadlocked: issue 21, item 5.)
-    for digest, (payload, count) in sorted(request.blob_adds.items(), reverse=True):
-        params += (request.tenant_id, digest, len(payload), count, payload)
-    for index, change in changes:
-        version = request.events[index].version
-        params += [version if value is AT_POSITION else value for value in change_params(change)]
-    return params
+def _position_of(version: str) -> str:
+    """The position the events CTE assigned to the event at ``version`` (a placeholder)."""
+    return f"(SELECT position FROM e WHERE stream_version = {version})"

@@ -16,8 +16,7 @@ from __future__ import annotations
 import sqlite3
 import uuid
 from collections.abc import AsyncIterator, Callable, Generator, Mapping, Sequence
-from contextlib import asynccontextmanager
-from contextvars import ContextVar
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -55,12 +54,12 @@ CONNECTION_PRAGMAS = [
 _DIALECT = sqlite_dialect.dialect()
 
 
-class SqliteBackend(SqlBackend):
+class SqliteBackend(SqlBackend[AsyncConnection]):
     """A SQLite file shared safely by any number of processes on one machine."""
 
     name = "sqlite"
-    dialect = "sqlite"
-    text = SqliteDialect()
+    dialect_name = "sqlite"
+    sql_dialect = SqliteDialect()
 
     def __init__(self, path: str | None = None, *, engine: AsyncEngine | None = None) -> None:
         if engine is None:
@@ -71,9 +70,6 @@ class SqliteBackend(SqlBackend):
         else:
             self.path, self.owned = engine.url.database, False
         self.engine = engine
-        self._held: ContextVar[AsyncConnection | None] = ContextVar(
-            f"eventlog_held_{id(self)}", default=None)
-        """The connection of the `hold_stream` the current task is inside, if any."""
         _install_connection_setup(engine)
         super().__init__(schema=None)
         self._decoders = view_decoders(self.views)
@@ -115,24 +111,12 @@ class SqliteBackend(SqlBackend):
             async with connection.begin():
                 yield connection
 
-    @asynccontextmanager
-    async def hold_stream(self, tenant_id: str, stream_id: str) -> AsyncIterator[None]:
+    def holding_transaction(
+        self, tenant_id: str, stream_id: str
+    ) -> AbstractAsyncContextManager[AsyncConnection]:
         # SQLite has one writer: inside BEGIN IMMEDIATE no other append of any stream
         # commits, and the reads made here see everything committed before it.
-        inside = False  # an error of the caller's block passes through as it is
-        try:
-            async with self.write_transaction() as connection:
-                token = self._held.set(connection)
-                try:
-                    inside = True
-                    yield
-                    inside = False
-                finally:
-                    self._held.reset(token)
-        except Exception as error:
-            if inside:
-                raise
-            raise self.translate(error, "append") from error
+        return self.write_transaction()
 
     @asynccontextmanager
     async def read_connection(self) -> AsyncIterator[AsyncConnection]:
