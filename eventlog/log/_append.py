@@ -130,7 +130,7 @@ class Appender:
         with outcome.unknown_if_uncertain():
             keys = [(part.tenant_id, part.stream_id) for part in parts]
             holdings = self._holdings(parts)
-            moves = any(part.expected is ExpectedVersion.ANY for part in parts)
+            moves = any([part.expected is ExpectedVersion.ANY for part in parts])
             for attempt in range(MAX_APPEND_ATTEMPTS):
                 if attempt and moves:
                     await asyncio.sleep(backoff(attempt))
@@ -141,12 +141,22 @@ class Appender:
                 if not at_head or holdings:
                     # A release is checked against the stream as it is, never a cached head.
                     heads = await self._heads(keys, parts, fresh=attempt > 0 or bool(holdings))
-                    if (conflicted := await self._conflict(parts, heads, outcome)) is not None:
-                        return conflicted
+                    if (stale := _conflicting(parts, heads)) is not None:
+                        if outcome.uncertain and (own := await self._own_batch(parts)):
+                            return own
+                        _raise_conflict(stale.stream_id, stale.expected,
+                                        heads[(stale.tenant_id, stale.stream_id)])
                     await self._check_releases(parts, heads, holdings)
                 try:
-                    requests, positions = await self._write(parts, heads, holdings, single,
-                                                            at_head=at_head)
+                    if at_head:
+                        request, written = await self.storage.append_at_head(
+                            *keys[0], lambda at: self._request(parts[0], at, holdings))
+                        requests, positions = [request], [written]
+                    else:
+                        requests = [self._request(part, heads[key], holdings)
+                                    for part, key in zip(parts, keys, strict=True)]
+                        positions = ([await self.storage.append(requests[0])] if single
+                                     else await self.storage.append_batch(requests))
                 except (StreamVersionTaken, CommitOutcomeUnknown) as error:
                     for tenant_id, stream_id in keys:
                         self.heads.forget(tenant_id, stream_id)
@@ -197,37 +207,6 @@ class Appender:
         if stale:
             heads.update(await self.heads.get_many(stale, fresh=True))
         return heads
-
-    async def _conflict(
-        self, parts: Sequence[Part], heads: Mapping[tuple[str, str], Head | None],
-        outcome: _Outcome,
-    ) -> list[AppendResult] | None:
-        """Raise `VersionConflict` for the first part whose stream is not at its expected
-        version, unless an earlier attempt whose outcome we never heard committed the
-        append (then its results); None when every part may go ahead."""
-        for part in parts:
-            head = heads[(part.tenant_id, part.stream_id)]
-            if part.expected is not ExpectedVersion.ANY and version(head) != part.expected:
-                if outcome.uncertain and (own := await self._own_batch(parts)):
-                    return own
-                _raise_conflict(part.stream_id, part.expected, head)
-        return None
-
-    async def _write(
-        self, parts: list[Part], heads: Mapping[tuple[str, str], Head | None],
-        holdings: Mapping[tuple[str, str], Holdings], single: bool, *, at_head: bool,
-    ) -> tuple[list[AppendRequest], list[list[int]]]:
-        """Chain each part onto its head and commit them: the requests and their positions."""
-        if at_head:
-            part = parts[0]
-            request, positions = await self.storage.append_at_head(
-                part.tenant_id, part.stream_id, lambda at: self._request(part, at, holdings))
-            return [request], [positions]
-        requests = [self._request(part, heads[(part.tenant_id, part.stream_id)], holdings)
-                    for part in parts]
-        if single:
-            return requests, [await self.storage.append(requests[0])]
-        return requests, await self.storage.append_batch(requests)
 
     def _request(
         self, part: Part, head: Head | None, holdings: Mapping[tuple[str, str], Holdings]
@@ -320,6 +299,17 @@ class Appender:
             event_ids=tuple(row.event_id for row in stored),
             recorded_at=recorded_at,
         )
+
+
+def _conflicting(
+    parts: Sequence[Part], heads: Mapping[tuple[str, str], Head | None]
+) -> Part | None:
+    """The first part whose stream is not at its expected version, if any."""
+    for part in parts:
+        if part.expected is not ExpectedVersion.ANY and version(
+                heads[(part.tenant_id, part.stream_id)]) != part.expected:
+            return part
+    return None
 
 
 def _retried(error: Exception, stream_id: str, attempt: int) -> None:
