@@ -26,27 +26,9 @@ ANY: Final = ExpectedVersion.ANY
 NO_STREAM: Final = ExpectedVersion.NO_STREAM
 
 
-class StoredEvent(msgspec.Struct, frozen=True, kw_only=True, gc=False):
-    """One row of the log exactly as stored, before its data is decoded."""
-
-    position: int
-    event_id: uuid.UUID
-    tenant_id: str
-    stream_id: str
-    version: int
-    recorded_at: datetime
-    type: str
-    data: bytes
-    prev_hash: bytes
-    hash: bytes
-    damage: str | None = None
-    """Why the row could not be read as written (a column of the wrong type or format,
-    changed behind the log's back); its unreadable fields then hold placeholders. `verify`
-    reports such a row, and decoding it raises `CorruptEvent`."""
-
-
-class RecordedEvent(msgspec.Struct, frozen=True, kw_only=True):
-    """One event as the log recorded it: its envelope, exact stored bytes and decoded value.
+class EventEnvelope(msgspec.Struct, frozen=True):
+    """The ten fields every event of the log carries, in the order the storage reads them
+    (`eventlog.storage.sql.EVENT_READ_COLUMNS`), so a row builds one positionally.
 
     ``position`` is the event's place in the whole log; ``version`` its place in its
     stream (1, 2, 3 …). ``data`` are the exact bytes the hash chain covers.
@@ -62,7 +44,30 @@ class RecordedEvent(msgspec.Struct, frozen=True, kw_only=True):
     data: bytes
     prev_hash: bytes
     hash: bytes
+
+
+ENVELOPE_SIZE: Final = len(EventEnvelope.__struct_fields__)
+"""How many fields `EventEnvelope` has (the first fields of its subclasses)."""
+
+
+class StoredEvent(EventEnvelope, frozen=True, kw_only=True, gc=False):
+    """One row of the log exactly as stored, before its data is decoded."""
+
+    damage: str | None = None
+    """Why the row could not be read as written (a column of the wrong type or format,
+    changed behind the log's back); its unreadable fields then hold placeholders. `verify`
+    reports such a row, and decoding it raises `CorruptEvent`."""
+
+
+class RecordedEvent(EventEnvelope, frozen=True, kw_only=True, gc=True):
+    """One event as the log recorded it: its envelope, exact stored bytes and decoded value."""
+
     event: Event
+
+    @classmethod
+    def of(cls, stored: StoredEvent, event: Event) -> RecordedEvent:
+        """``stored``'s envelope with its decoded ``event``: the one conversion."""
+        return cls(*msgspec.structs.astuple(stored)[:ENVELOPE_SIZE], event=event)
 
 
 class AppendResult(msgspec.Struct, frozen=True, kw_only=True):

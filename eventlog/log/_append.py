@@ -105,68 +105,8 @@ class Appender:
         ``recorded`` (an import) are the events as a source log stored them: each prepared
         event must equal its recorded one.
         """
-        outcome = _Outcome()
-        with outcome.unknown_if_uncertain():
-            return await self._commit(tenant_id, stream_id, drafts, expected, blob_adds,
-                                      releases, recorded, outcome)
-
-    async def _commit(
-        self,
-        tenant_id: str,
-        stream_id: str,
-        drafts: list[Draft],
-        expected: int | ExpectedVersion,
-        blob_adds: dict[bytes, tuple[bytes, int]],
-        releases: dict[bytes, int],
-        recorded: Sequence[StoredEvent] | None,
-        outcome: _Outcome,
-    ) -> AppendResult:
-        event_ids = [draft.event_id for draft in drafts]
-        recorded_at = drafts[-1].recorded_at
         part = Part(tenant_id, stream_id, drafts, expected, blob_adds, releases, recorded)
-        holdings = self._holdings([part])
-        for attempt in range(MAX_APPEND_ATTEMPTS):
-            # An ANY append that lost a race backs off, then appends at the head read
-            # where no other such append of the stream can move it (`append_at_head`).
-            fallback = attempt > 0 and expected is ExpectedVersion.ANY
-            if fallback:
-                await asyncio.sleep(backoff(attempt))
-            head: Head | None = None
-            if not fallback or holdings:
-                # A release is checked against the stream as it is, never a cached head.
-                head = await self.heads.get(tenant_id, stream_id,
-                                            fresh=attempt > 0 or bool(holdings),
-                                            new=expected == 0)
-                if expected is not ExpectedVersion.ANY and version(head) != expected:
-                    head = await self.heads.get(tenant_id, stream_id, fresh=True)
-                    if version(head) != expected:
-                        if outcome.uncertain and (
-                                own := await self._own_events(tenant_id, event_ids)):
-                            return self._appended(own, recorded_at)
-                        _raise_conflict(stream_id, expected, head)
-                await self._check_releases([part], {(tenant_id, stream_id): head}, holdings)
-            try:
-                if fallback:
-                    request, positions = await self.storage.append_at_head(
-                        tenant_id, stream_id, lambda at: self._request(part, at, holdings))
-                else:
-                    request = self._request(part, head, holdings)
-                    positions = await self.storage.append(request)
-            except (StreamVersionTaken, CommitOutcomeUnknown) as error:
-                self.heads.forget(tenant_id, stream_id)
-                if isinstance(error, StreamVersionTaken) and error.reason == "busy":
-                    # Held (`EventLog.hold_stream`) behind another append mid-commit:
-                    # nothing was written; the holder's caller decides again later.
-                    raise VersionConflict(stream_id, "held", version(head)) from None
-                _retried(error, stream_id, attempt)
-                outcome.uncertain |= isinstance(error, CommitOutcomeUnknown)
-                if outcome.uncertain and (own := await self._own_events(tenant_id, event_ids)):
-                    logger.warning("commit_outcome_resolved", stream=stream_id, committed=True)
-                    return self._appended(own, recorded_at)
-                continue
-            return self._appended(stored_events(request, positions), recorded_at)
-        actual_head = await self.heads.get(tenant_id, stream_id, fresh=True)
-        raise VersionConflict(stream_id, "any", version(actual_head))
+        return (await self._commit([part], single=True))[0]
 
     async def commit_batch(self, parts: list[Part]) -> list[AppendResult]:
         """Chain every part onto its stream's head and commit them all in ONE transaction.
@@ -176,60 +116,97 @@ class Appender:
         written; a version race re-reads the heads and retries (parts expecting `ANY`
         move to the new end, the others then conflict).
         """
+        return await self._commit(parts, single=False)
+
+    async def _commit(self, parts: list[Part], *, single: bool) -> list[AppendResult]:
+        """The one retry loop: read the heads, check the expected versions and releases,
+        chain and commit, and on a lost race or an unheard commit go round again.
+
+        A ``single`` append (one part, `commit`) goes through the storage's `append`;
+        when it expects ``ANY`` and lost a race it falls back on `append_at_head`, and a
+        held stream's ``busy`` refusal reaches its caller as `VersionConflict` ("held").
+        """
         outcome = _Outcome()
         with outcome.unknown_if_uncertain():
-            return await self._commit_batch(parts, outcome)
-
-    async def _commit_batch(self, parts: list[Part], outcome: _Outcome) -> list[AppendResult]:
-        keys = [(part.tenant_id, part.stream_id) for part in parts]
-        new = frozenset(key for key, part in zip(keys, parts, strict=True) if part.expected == 0)
-        holdings = self._holdings(parts)
-        moves = any(part.expected is ExpectedVersion.ANY for part in parts)
-        for attempt in range(MAX_APPEND_ATTEMPTS):
-            if attempt and moves:
-                await asyncio.sleep(backoff(attempt))
-            heads = await self.heads.get_many(keys, fresh=attempt > 0 or bool(holdings), new=new)
-            stale = [key for key, part in zip(keys, parts, strict=True)
-                     if part.expected is not ExpectedVersion.ANY
-                     and version(heads[key]) != part.expected]
-            if stale:
-                heads.update(await self.heads.get_many(stale, fresh=True))
-            for key, part in zip(keys, parts, strict=True):
-                head = heads[key]
-                if part.expected is not ExpectedVersion.ANY and version(head) != part.expected:
+            keys = [(part.tenant_id, part.stream_id) for part in parts]
+            holdings = self._holdings(parts)
+            moves = any([part.expected is ExpectedVersion.ANY for part in parts])
+            for attempt in range(MAX_APPEND_ATTEMPTS):
+                if attempt and moves:
+                    await asyncio.sleep(backoff(attempt))
+                # A single ANY append that lost a race appends at the head read where no
+                # other such append of the stream can move it (`append_at_head`).
+                at_head = single and attempt > 0 and moves
+                heads: dict[tuple[str, str], Head | None] = {}
+                if not at_head or holdings:
+                    # A release is checked against the stream as it is, never a cached head.
+                    heads = await self._heads(keys, parts, fresh=attempt > 0 or bool(holdings))
+                    if (stale := _conflicting(parts, heads)) is not None:
+                        if outcome.uncertain and (own := await self._own_batch(parts)):
+                            return own
+                        _raise_conflict(stale.stream_id, stale.expected,
+                                        heads[(stale.tenant_id, stale.stream_id)])
+                    await self._check_releases(parts, heads, holdings)
+                try:
+                    if at_head:
+                        request, written = await self.storage.append_at_head(
+                            *keys[0], lambda at: self._request(parts[0], at, holdings))
+                        requests, positions = [request], [written]
+                    else:
+                        requests = [self._request(part, heads[key], holdings)
+                                    for part, key in zip(parts, keys, strict=True)]
+                        positions = ([await self.storage.append(requests[0])] if single
+                                     else await self.storage.append_batch(requests))
+                except (StreamVersionTaken, CommitOutcomeUnknown) as error:
+                    for tenant_id, stream_id in keys:
+                        self.heads.forget(tenant_id, stream_id)
+                    if single and isinstance(error, StreamVersionTaken) and error.reason == "busy":
+                        # Held (`EventLog.hold_stream`) behind another append mid-commit:
+                        # nothing was written; the holder's caller decides again later.
+                        raise VersionConflict(keys[0][1], "held",
+                                              version(heads.get(keys[0]))) from None
+                    _retried(error, keys[0][1], attempt)
+                    outcome.uncertain |= isinstance(error, CommitOutcomeUnknown)
                     if outcome.uncertain and (own := await self._own_batch(parts)):
+                        if single:
+                            logger.warning("commit_outcome_resolved", stream=keys[0][1],
+                                           committed=True)
+                        else:
+                            logger.warning("commit_outcome_resolved", streams=len(parts),
+                                           committed=True)
                         return own
-                    _raise_conflict(part.stream_id, part.expected, head)
-            await self._check_releases(parts, heads, holdings)
-            requests = []
-            for key, part in zip(keys, parts, strict=True):
-                head = heads[key]
-                request = prepare(part.tenant_id, part.stream_id, head, part.drafts,
-                                  part.blob_adds, part.releases, self.projections)
-                if part.recorded is not None:
-                    check_recorded(request, part.recorded)
-                requests.append(request)
-            try:
-                positions = await self.storage.append_batch(requests)
-            except (StreamVersionTaken, CommitOutcomeUnknown) as error:
-                for tenant_id, stream_id in keys:
-                    self.heads.forget(tenant_id, stream_id)
-                _retried(error, keys[0][1], attempt)
-                outcome.uncertain |= isinstance(error, CommitOutcomeUnknown)
-                if outcome.uncertain and (own := await self._own_batch(parts)):
-                    logger.warning("commit_outcome_resolved", streams=len(parts),
-                                   committed=True)
-                    return own
-                continue
-            return [
-                self._appended(stored_events(request, stream_positions),
-                               part.drafts[-1].recorded_at)
-                for request, stream_positions, part in zip(requests, positions, parts,
-                                                           strict=True)
-            ]
-        first = parts[0]
-        actual_head = await self.heads.get(first.tenant_id, first.stream_id, fresh=True)
-        raise VersionConflict(first.stream_id, "any", version(actual_head))
+                    continue
+                return [
+                    self._appended(stored_events(request, stream_positions),
+                                   part.drafts[-1].recorded_at)
+                    for request, stream_positions, part in zip(requests, positions, parts,
+                                                               strict=True)
+                ]
+            first = parts[0]
+            actual_head = await self.heads.get(first.tenant_id, first.stream_id, fresh=True)
+            raise VersionConflict(first.stream_id, "any", version(actual_head))
+
+    async def _heads(
+        self, keys: list[tuple[str, str]], parts: Sequence[Part], *, fresh: bool
+    ) -> dict[tuple[str, str], Head | None]:
+        """The parts' stream heads (those expecting a stream that is not there are taken to
+        be empty unless cached); a head that is not at its part's expected version is read
+        again, fresh, before anyone concludes it conflicts."""
+        if len(parts) == 1:  # one stream: the plain head read
+            part = parts[0]
+            head = await self.heads.get(part.tenant_id, part.stream_id, fresh=fresh,
+                                        new=part.expected == 0)
+            if part.expected is not ExpectedVersion.ANY and version(head) != part.expected:
+                head = await self.heads.get(part.tenant_id, part.stream_id, fresh=True)
+            return {keys[0]: head}
+        new = frozenset(key for key, part in zip(keys, parts, strict=True) if part.expected == 0)
+        heads = await self.heads.get_many(keys, fresh=fresh, new=new)
+        stale = [key for key, part in zip(keys, parts, strict=True)
+                 if part.expected is not ExpectedVersion.ANY
+                 and version(heads[key]) != part.expected]
+        if stale:
+            heads.update(await self.heads.get_many(stale, fresh=True))
+        return heads
 
     def _request(
         self, part: Part, head: Head | None, holdings: Mapping[tuple[str, str], Holdings]
@@ -284,7 +261,7 @@ class Appender:
         if imported:
             refuse_beyond(parts[0].stream_id, given, imported)
 
-    async def _own_batch(self, parts: list[Part]) -> list[AppendResult] | None:
+    async def _own_batch(self, parts: Sequence[Part]) -> list[AppendResult] | None:
         """The batch's results if an earlier attempt committed it (all or nothing: its
         first event's id decides), else None."""
         results = []
@@ -322,6 +299,17 @@ class Appender:
             event_ids=tuple(row.event_id for row in stored),
             recorded_at=recorded_at,
         )
+
+
+def _conflicting(
+    parts: Sequence[Part], heads: Mapping[tuple[str, str], Head | None]
+) -> Part | None:
+    """The first part whose stream is not at its expected version, if any."""
+    for part in parts:
+        if part.expected is not ExpectedVersion.ANY and version(
+                heads[(part.tenant_id, part.stream_id)]) != part.expected:
+            return part
+    return None
 
 
 def _retried(error: Exception, stream_id: str, attempt: int) -> None:

@@ -371,19 +371,7 @@ class EventLog:
             event = self.registry.decode(
                 stored.type, stored.data, stream_id=stored.stream_id, version=stored.version
             )
-        return RecordedEvent(
-            position=stored.position,
-            event_id=stored.event_id,
-            tenant_id=stored.tenant_id,
-            stream_id=stored.stream_id,
-            version=stored.version,
-            recorded_at=stored.recorded_at,
-            type=stored.type,
-            data=stored.data,
-            prev_hash=stored.prev_hash,
-            hash=stored.hash,
-            event=event,
-        )
+        return RecordedEvent.of(stored, event)
 
     def on_primary(self) -> EventLog:
         """This log with its read side on the primary: what deciding a write must read

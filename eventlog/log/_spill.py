@@ -26,7 +26,6 @@ from eventlog.storage.sqltext import (
     ChangeStatements,
     Positional,
     SqliteDialect,
-    query_params,
     query_sql,
     quote,
 )
@@ -96,8 +95,7 @@ class SpilledViews:
             return []  # no key, no row
         param = Positional()
         sql = query_sql(query, self._names, _TEXT, param, self._nullable[query.table])
-        cursor = self._connection.execute(sql, [
-            encode_value(value) for value in query_params(query, _TEXT)])
+        cursor = self._connection.execute(sql, [encode_value(value) for value in param.values])
         names = [column[0] for column in cursor.description]
         decoders = self._decoders[query.table]
         return [decode_view_row(names, row, decoders) for row in cursor]

@@ -69,7 +69,7 @@ class CitusDialect(PostgresDialect):
 class CitusBackend(PostgresBackend):
     """The PostgreSQL backend on a Citus coordinator, every table sharded by tenant."""
 
-    text = CitusDialect()
+    sql_dialect = CitusDialect()
 
     # -- the schema ----------------------------------------------------------------------
 

@@ -30,7 +30,6 @@ import contextlib
 import uuid
 from collections.abc import AsyncIterator, Callable, Generator, Mapping, Sequence
 from contextlib import asynccontextmanager
-from contextvars import ContextVar
 from typing import Any, TypeVar
 
 import asyncpg
@@ -41,7 +40,7 @@ from sqlalchemy.pool import NullPool
 
 from eventlog import cursors
 from eventlog.errors import CommitOutcomeUnknown, EventLogError, InvalidInput, StorageError
-from eventlog.records import StoredEvent
+from eventlog.records import ENVELOPE_SIZE, StoredEvent
 from eventlog.storage.base import AppendRequest, StreamVersionTaken
 from eventlog.storage.contracts import ReplicaStorage
 from eventlog.storage.pgbatch import BatchStatements
@@ -57,10 +56,12 @@ from eventlog.storage.sqltext import (
     Numbered,
     PostgresDialect,
     Statement,
-    blob_add,
-    change_params,
-    change_sql,
+    blob_add_text,
+    blob_row,
+    change_text,
+    event_row,
     on_conflict,
+    place_change,
     quote,
 )
 from projections.changes import (
@@ -71,6 +72,7 @@ from projections.changes import (
     Update,
     Upsert,
     change_shape,
+    change_values,
 )
 
 R = TypeVar("R")
@@ -124,12 +126,12 @@ shape; a larger one goes as column arrays (`append_batch`): a statement with tho
 CTEs takes the server seconds to plan, and its text would be cached for one use."""
 
 
-class PostgresBackend(SqlBackend, ReplicaStorage):
+class PostgresBackend(SqlBackend[Any], ReplicaStorage):
     """Many processes on many hosts, one PostgreSQL database."""
 
     name = "postgresql"
-    dialect = "postgresql"
-    text = PostgresDialect()
+    dialect_name = "postgresql"
+    sql_dialect = PostgresDialect()
 
     def __init__(
         self,
@@ -159,8 +161,6 @@ class PostgresBackend(SqlBackend, ReplicaStorage):
         self._pool = (ConnectionPool(url, pool_size, **self._connect_options)
                       if url is not None else None)
         self._statements: dict[tuple[Any, ...], str] = {}
-        self._held: ContextVar[Any] = ContextVar(f"eventlog_held_{id(self)}", default=None)
-        """The connection of the `hold_stream` the current task is inside, if any."""
         super().__init__(schema=schema)
         tables = {**self.views, "events": self.events, "blobs": self.blobs}
         self._batches = BatchStatements(self.qualified, tables, self.view_keys)
@@ -259,7 +259,7 @@ class PostgresBackend(SqlBackend, ReplicaStorage):
     # -- the append ----------------------------------------------------------------------
 
     @asynccontextmanager
-    async def hold_stream(self, tenant_id: str, stream_id: str) -> AsyncIterator[None]:
+    async def holding_transaction(self, tenant_id: str, stream_id: str) -> AsyncIterator[Any]:
         # The stream's transaction lock queues holders and fallback appends
         # (`append_at_head`). Every other append of the stream inserts its first event
         # at the next version before it touches anything else: the holder reserves that
@@ -267,23 +267,10 @@ class PostgresBackend(SqlBackend, ReplicaStorage):
         # itself too, yet still in the unique index until this transaction ends), so such
         # an append waits on it holding nothing, then fails as a lost race and retries.
         # Its own append reuses the version freely (a key it deleted itself).
-        inside = False  # an error of the caller's block passes through as it is
-        try:
-            async with self.driver_connection() as driver, driver.transaction():
-                await driver.execute(_STREAM_LOCK, tenant_id, stream_id)
-                await self._reserve_next_version(driver, tenant_id, stream_id)
-                token = self._held.set(driver)
-                try:
-                    inside = True
-                    yield
-                    inside = False
-                finally:
-                    self._held.reset(token)
-        except Exception as error:
-            if inside:
-                raise
-            # The commit's failure is the append's: a lost connection leaves it unknown.
-            raise self.translate(error, "append") from error
+        async with self.driver_connection() as driver, driver.transaction():
+            await driver.execute(_STREAM_LOCK, tenant_id, stream_id)
+            await self._reserve_next_version(driver, tenant_id, stream_id)
+            yield driver
 
     async def _reserve_next_version(self, driver: Any, tenant_id: str, stream_id: str) -> None:
         """Insert and delete a row at the stream's next version (see `hold_stream`); an
@@ -392,8 +379,9 @@ class PostgresBackend(SqlBackend, ReplicaStorage):
         if changes is None or request.blob_releases or (
                 len(request.events) + len(request.blob_adds) + len(changes) > MAX_SINGLE_PARTS):
             return None
-        params = _statement_params(request, changes)
-        if len(params) > MAX_PARAMS:
+        param = Numbered()
+        text = self._place_statement(request, changes, param)
+        if len(param.values) > MAX_PARAMS:
             return None  # column arrays carry any size in a few parameters
         shape = (
             len(request.events),
@@ -402,38 +390,44 @@ class PostgresBackend(SqlBackend, ReplicaStorage):
         )
         sql = self._statements.get(shape)
         if sql is None:
-            sql = self._statements[shape] = self._build_statement(request, changes)
-        return sql, params
+            sql = self._statements[shape] = text()
+        return sql, param.values
 
-    def _build_statement(
-        self, request: AppendRequest, changes: list[tuple[int, Change]]
-    ) -> str:
-        param = Numbered()
-        rows = ", ".join(
-            "(" + ", ".join(param(None) for _ in EVENT_COLUMNS) + ")" for _ in request.events
-        )
-        ctes = [
-            f"e AS (INSERT INTO {self.qualified['events']} ({', '.join(EVENT_COLUMNS)}) "
-            f"VALUES {rows} RETURNING position, stream_version)"
-        ]
-        for number in range(len(request.blob_adds)):
-            sql = blob_add(self.qualified["blobs"], param, "", b"", b"", 0)
-            ctes.append(f"b{number} AS ({sql})")
+    def _place_statement(
+        self, request: AppendRequest, changes: list[tuple[int, Change]], param: Numbered
+    ) -> Callable[[], str]:
+        """Record the single statement's values through ``param``; what writes its text."""
+        tenant, stream = request.tenant_id, request.stream_id
+        rows = [param.extend(event_row(tenant, stream, pending)) for pending in request.events]
+        # Blob rows locked in digest order, as in the sequential append (its `statements`):
+        # PostgreSQL runs the data-modifying CTEs the main query does not read in the
+        # REVERSE of their order in the statement, so they are listed in descending order.
+        # (Listed ascending, a put locked shared blob rows in the opposite order to a
+        # delete releasing them, and the two deadlocked: issue 21, item 5.)
+        blobs = [param.extend(blob_row(tenant, digest, payload, count))
+                 for digest, (payload, count) in sorted(request.blob_adds.items(), reverse=True)]
+        # An `AT_POSITION` value is recorded as its event's version, which finds the
+        # position the events CTE assigned.
+        placed = [(change, place_change(change, param, request.events[index].version))
+                  for index, change in changes]
 
-        def value(raw: Any) -> str:
-            # The event's position, which only the events CTE knows, found by its version.
-            if raw is AT_POSITION:
-                return f"(SELECT position FROM e WHERE stream_version = {param(raw)})"
-            return param(raw)
-
-        for number, (_, change) in enumerate(changes):
-            table, keys = self.qualified[change.table], self.view_keys[change.table]
-            if isinstance(change, Upsert) and set(change.row) - set(keys):
-                ctes += _update_first(number, change, table, keys, value)
-                continue
-            sql = change_sql(change, table, keys, value)
-            ctes.append(f"c{number} AS ({sql})")
-        return f"WITH {', '.join(ctes)} SELECT position FROM e ORDER BY stream_version"
+        def text() -> str:
+            values = ", ".join("(" + ", ".join(row) + ")" for row in rows)
+            ctes = [
+                f"e AS (INSERT INTO {self.qualified['events']} ({', '.join(EVENT_COLUMNS)}) "
+                f"VALUES {values} RETURNING position, stream_version)"
+            ]
+            ctes += [f"b{number} AS ({blob_add_text(self.qualified['blobs'], slots)})"
+                     for number, slots in enumerate(blobs)]
+            for number, (change, slots) in enumerate(placed):
+                table, keys = self.qualified[change.table], self.view_keys[change.table]
+                if isinstance(change, Upsert) and set(change.row) - set(keys):
+                    ctes += _update_first(number, change, table, keys, slots)
+                    continue
+                sql = change_text(change, table, keys, slots, _position_of)
+                ctes.append(f"c{number} AS ({sql})")
+            return f"WITH {', '.join(ctes)} SELECT position FROM e ORDER BY stream_version"
+        return text
 
     # -- reads the stores make on every call: raw asyncpg, one round trip each ----------
 
@@ -662,12 +656,9 @@ def check_pool_mode(pool_mode: Any, engine: bool) -> bool:
 
 def _stored(row: Any) -> StoredEvent:
     """`stored_event` for an asyncpg row, whose values already have our types (bytea is
-    bytes, timestamptz an aware UTC datetime, uuid a `uuid.UUID`): no conversions."""
-    return StoredEvent(
-        position=row[0], event_id=row[1], tenant_id=row[2], stream_id=row[3],
-        version=row[4], recorded_at=row[5], type=row[6], data=row[7], prev_hash=row[8],
-        hash=row[9],
-    )
+    bytes, timestamptz an aware UTC datetime, uuid a `uuid.UUID`): no conversions; its
+    first columns are the envelope's fields in order (`EVENT_READ_COLUMNS`)."""
+    return StoredEvent(*row[:ENVELOPE_SIZE])
 
 
 async def _run_statements(
@@ -755,42 +746,28 @@ def _coalesce(
 
 
 def _update_first(number: int, change: Upsert, table: str, keys: Sequence[str],
-                  value: Callable[[Any], str]) -> list[str]:
+                  placed: Sequence[str]) -> list[str]:
     """An upsert as two CTEs: an UPDATE of the row, then the INSERT ... ON CONFLICT only
     when the UPDATE found nothing (or a racing insert won). The same placeholders serve
-    both, in `change_params` order. Why: ON CONFLICT DO UPDATE of a row that exists (a
-    stream head, a session's latest checkpoint: every append after a stream's first)
-    logs a Heap/LOCK record (53 bytes of WAL) before its update; a plain UPDATE does not.
-    The UPDATE comes first in the text, so PostgreSQL types each placeholder by its
-    column there (the INSERT's SELECT list alone would take them as text)."""
-    placed = {name: value(raw) for name, raw in change.row.items()}
-    names = list(change.row)
-    sets = ", ".join(f"{quote(n)} = {placed[n]}" for n in names if n not in keys)
-    where = " AND ".join(f"{quote(n)} = {placed[n]}" for n in keys)
+    both (``placed``: `place_change`'s, in `change_values` order). Why: ON CONFLICT DO
+    UPDATE of a row that exists (a stream head, a session's latest checkpoint: every
+    append after a stream's first) logs a Heap/LOCK record (53 bytes of WAL) before its
+    update; a plain UPDATE does not. The UPDATE comes first in the text, so PostgreSQL
+    types each placeholder by its column there (the INSERT's SELECT list alone would take
+    them as text)."""
+    slot = {name: _position_of(each) if value is AT_POSITION else each
+            for (name, value), each in zip(change_values(change), placed, strict=True)}
+    names = list(slot)
+    sets = ", ".join(f"{quote(n)} = {slot[n]}" for n in names if n not in keys)
+    where = " AND ".join(f"{quote(n)} = {slot[n]}" for n in keys)
     insert = (f"INSERT INTO {table} ({', '.join(map(quote, names))}) "
-              f"SELECT {', '.join(placed[n] for n in names)} "
+              f"SELECT {', '.join(slot[n] for n in names)} "
               f"WHERE NOT EXISTS (SELECT FROM c{number}u)"
               + on_conflict(names, keys, keep_existing=False))
     return [f"c{number}u AS (UPDATE {table} SET {sets} WHERE {where} RETURNING 1)",
             f"c{number} AS ({insert})"]
 
 
-def _statement_params(request: AppendRequest, changes: list[tuple[int, Change]]) -> list[Any]:
-    """The parameters of the single statement, in the order `_build_statement` numbers them."""
-    params: list[Any] = []
-    for pending in request.events:
-        params += (
-            request.tenant_id, request.stream_id, pending.version, pending.event_id,
-            pending.type, pending.data, pending.recorded_at, pending.prev_hash, pending.hash,
-        )
-    # Blob rows locked in digest order, as in the sequential append (its `statements`):
-    # PostgreSQL runs the data-modifying CTEs the main query does not read in the REVERSE
-    # of their order in the statement, so they are listed in descending order. (Listed
-    # ascending, a put locked shared blob rows in the opposite order to a delete
-    # releasing them, and the two deadlocked: issue 21, item 5.)
-    for digest, (payload, count) in sorted(request.blob_adds.items(), reverse=True):
-        params += (request.tenant_id, digest, len(payload), count, payload)
-    for index, change in changes:
-        version = request.events[index].version
-        params += [version if value is AT_POSITION else value for value in change_params(change)]
-    return params
+def _position_of(version: str) -> str:
+    """The position the events CTE assigned to the event at ``version`` (a placeholder)."""
+    return f"(SELECT position FROM e WHERE stream_version = {version})"

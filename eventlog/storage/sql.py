@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import abc
 import uuid
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextvars import ContextVar
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from eventlog.records import StoredEvent
 from eventlog.storage import migrate
@@ -18,30 +20,35 @@ from eventlog.storage.base import StorageBackend
 from eventlog.storage.schema import build_metadata, view_table_names
 from eventlog.storage.sqltext import (
     Numbered,
-    Positional,
     SequentialAppend,
     SqlDialect,
-    query_params,
+    place_query,
+    place_related,
     query_shape,
-    query_sql,
     quote,
-    related_params,
     related_shape,
-    related_sql,
     unpack_related,
 )
 from projections.query import ViewQuery, read_related
 
+Held = TypeVar("Held")
+"""The connection a backend's `SqlBackend.hold_stream` holds its transaction on."""
 
-class SqlBackend(StorageBackend, abc.ABC):
+
+class SqlBackend(StorageBackend, abc.ABC, Generic[Held]):
     """A backend whose log and views are SQL tables (SQLite, PostgreSQL)."""
 
-    dialect: str
-    text: SqlDialect
+    dialect_name: str
+    """SQLAlchemy's name for the database (``sqlite``, ``postgresql``): the schema's flavour."""
+    sql_dialect: SqlDialect
+    """How the shared SQL text (`eventlog.storage.sqltext`) is written for this database."""
 
     def __init__(self, *, schema: str | None) -> None:
+        self._held: ContextVar[Held | None] = ContextVar(f"eventlog_held_{id(self)}",
+                                                         default=None)
+        """The connection of the `hold_stream` the current task is inside, if any."""
         self.schema = schema
-        self.metadata = build_metadata(self.dialect, schema)
+        self.metadata = build_metadata(self.dialect_name, schema)
         self.tables = self.metadata.tables
         key = f"{schema}." if schema else ""
         self.events = self.tables[f"{key}events"]
@@ -61,8 +68,33 @@ class SqlBackend(StorageBackend, abc.ABC):
         }
 
     @abc.abstractmethod
-    def new_param(self) -> Numbered | Positional:
+    def new_param(self) -> Numbered:
         """A fresh placeholder numbering for one statement."""
+
+    @abc.abstractmethod
+    def holding_transaction(
+        self, tenant_id: str, stream_id: str
+    ) -> AbstractAsyncContextManager[Held]:
+        """A write transaction that holds the stream (see `hold_stream`), on its connection."""
+
+    @asynccontextmanager
+    async def hold_stream(self, tenant_id: str, stream_id: str) -> AsyncIterator[None]:
+        # Every read and append of the calling task inside runs on the holding connection.
+        inside = False  # an error of the caller's block passes through as it is
+        try:
+            async with self.holding_transaction(tenant_id, stream_id) as connection:
+                token = self._held.set(connection)
+                try:
+                    inside = True
+                    yield
+                    inside = False
+                finally:
+                    self._held.reset(token)
+        except Exception as error:
+            if inside:
+                raise
+            # The commit's failure is the append's: a lost connection leaves it unknown.
+            raise self.translate(error, "append") from error
 
     @abc.abstractmethod
     def translate(self, error: BaseException, operation: str) -> BaseException:
@@ -86,24 +118,25 @@ class SqlBackend(StorageBackend, abc.ABC):
             raise KeyError(query.table)
         if query.lookup is not None and not query.lookup.keys:
             return []  # no key, no row (and no key set to type)
-        if query.related and not self.text.nests:
+        if query.related and not self.sql_dialect.nests:
             return await read_related(query, self.query)
+        param = self.new_param()
         if query.related:
-            shape = related_shape(query, self.text)
+            text = place_related(query, self.qualified, self.sql_dialect, param,
+                                 self._nullable[query.table])
+            shape = related_shape(query, self.sql_dialect)
             sql = self._queries.get(shape)
             if sql is None:
-                sql = self._queries[shape] = related_sql(
-                    query, self.qualified, self.text, self.new_param(),
-                    self._nullable[query.table])
+                sql = self._queries[shape] = text()
             return unpack_related(query, await self.fetch_view_rows(
-                query.table, sql, related_params(query, self.text)))
-        shape = query_shape(query, self.text)
+                query.table, sql, param.values))
+        text = place_query(query, self.qualified, self.sql_dialect, param,
+                           self._nullable[query.table])
+        shape = query_shape(query, self.sql_dialect)
         sql = self._queries.get(shape)
         if sql is None:
-            sql = self._queries[shape] = query_sql(
-                query, self.qualified, self.text, self.new_param(),
-                self._nullable[query.table])
-        return await self.fetch_view_rows(query.table, sql, query_params(query, self.text))
+            sql = self._queries[shape] = text()
+        return await self.fetch_view_rows(query.table, sql, param.values)
 
     async def dump_views(self) -> dict[str, list[dict[str, Any]]]:
         return {

@@ -16,8 +16,7 @@ from __future__ import annotations
 import sqlite3
 import uuid
 from collections.abc import AsyncIterator, Callable, Generator, Mapping, Sequence
-from contextlib import asynccontextmanager
-from contextvars import ContextVar
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -69,12 +68,12 @@ not offered: it can corrupt the file on a power cut."""
 _DIALECT = sqlite_dialect.dialect()
 
 
-class SqliteBackend(OneWriter, SqlBackend):
+class SqliteBackend(OneWriter, SqlBackend[AsyncConnection]):
     """A SQLite file shared safely by any number of processes on one machine."""
 
     name = "sqlite"
-    dialect = "sqlite"
-    text = SqliteDialect()
+    dialect_name = "sqlite"
+    sql_dialect = SqliteDialect()
 
     def __init__(self, path: str | None = None, *, engine: AsyncEngine | None = None,
                  synchronous: str = "FULL") -> None:
@@ -93,9 +92,6 @@ class SqliteBackend(OneWriter, SqlBackend):
         else:
             self.path, self.owned = engine.url.database, False
         self.engine = engine
-        self._held: ContextVar[AsyncConnection | None] = ContextVar(
-            f"eventlog_held_{id(self)}", default=None)
-        """The connection of the `hold_stream` the current task is inside, if any."""
         _install_connection_setup(engine, self.pragmas)
         super().__init__(schema=None)
         self._decoders = view_decoders(self.views)
@@ -137,24 +133,12 @@ class SqliteBackend(OneWriter, SqlBackend):
             async with connection.begin():
                 yield connection
 
-    @asynccontextmanager
-    async def hold_stream(self, tenant_id: str, stream_id: str) -> AsyncIterator[None]:
+    def holding_transaction(
+        self, tenant_id: str, stream_id: str
+    ) -> AbstractAsyncContextManager[AsyncConnection]:
         # SQLite has one writer: inside BEGIN IMMEDIATE no other append of any stream
         # commits, and the reads made here see everything committed before it.
-        inside = False  # an error of the caller's block passes through as it is
-        try:
-            async with self.write_transaction() as connection:
-                token = self._held.set(connection)
-                try:
-                    inside = True
-                    yield
-                    inside = False
-                finally:
-                    self._held.reset(token)
-        except Exception as error:
-            if inside:
-                raise
-            raise self.translate(error, "append") from error
+        return self.write_transaction()
 
     @asynccontextmanager
     async def read_connection(self) -> AsyncIterator[AsyncConnection]:

@@ -1,20 +1,31 @@
 """The SQL text both SQL backends run, written once: applying a view change, answering a
 view query, and the event and blob rows of an append.
 
-Each builder takes ``param``, which records one value and returns its placeholder (``$n``
-on PostgreSQL, ``?`` on SQLite), and calls it in the order the values appear in the text,
-so the caller collects the parameters as it builds. Where the dialects truly differ (a
-list membership, a JSON containment test) a `SqlDialect` says how. Backends cache the
-text by the shape it depends on; the matching ``*_params`` functions give the values in
-the same order without building text again.
+Each builder takes ``param`` (`Numbered`), which records one value and returns the
+numbered placeholder that stands for it (``$n`` on PostgreSQL, ``?n`` on SQLite): a value
+and its placeholder are bound when the value is recorded, wherever the text then puts it.
+Where the dialects truly differ (a list membership, a JSON containment test) a
+`SqlDialect` says how. Backends cache the text by the shape it depends on, so a view query
+and a view change are placed in two steps, in one pass over them: ``place_*`` records the
+values (every call) and returns what writes the text from their placeholders (called only
+when the shape's text is not cached yet). A cached text is always paired with values
+recorded afresh, by the same code that numbered the placeholders it holds.
 """
 
 from __future__ import annotations
 
 import abc
 import dataclasses
-from collections.abc import Callable, Collection, Generator, Hashable, Mapping, Sequence
-from typing import Any
+from collections.abc import (
+    Callable,
+    Collection,
+    Generator,
+    Hashable,
+    Iterable,
+    Mapping,
+    Sequence,
+)
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import msgspec
 
@@ -31,8 +42,9 @@ from projections.changes import (
 )
 from projections.query import In, JsonContains, Lookup, ViewQuery
 
-Param = Callable[[Any], str]
-"""Records one value and returns the placeholder that stands for it in the text."""
+if TYPE_CHECKING:
+    from eventlog.storage.base import AppendRequest, PendingEvent
+
 
 EVENT_COLUMNS = (
     "tenant_id", "stream_id", "stream_version", "event_id", "type", "data", "recorded_at",
@@ -58,19 +70,36 @@ def on_conflict(names: Sequence[str], keys: Sequence[str], *, keep_existing: boo
 # -- an append's rows -------------------------------------------------------------------
 
 
+def event_row(tenant_id: str, stream_id: str, pending: PendingEvent) -> tuple[Any, ...]:
+    """One event row's values, in `EVENT_COLUMNS` order."""
+    return (tenant_id, stream_id, pending.version, pending.event_id, pending.type,
+            pending.data, pending.recorded_at, pending.prev_hash, pending.hash)
+
+
 def event_insert(table: str, param: Param, values: Sequence[Any]) -> str:
     """Insert one event row (``values`` in `EVENT_COLUMNS` order), returning its position."""
-    placeholders = ", ".join(param(value) for value in values)
+    placeholders = ", ".join(param.extend(values))
     return (f"INSERT INTO {table} ({', '.join(EVENT_COLUMNS)}) VALUES ({placeholders}) "
             "RETURNING position")
+
+
+def blob_row(tenant_id: str, digest: bytes, payload: bytes, count: int) -> tuple[Any, ...]:
+    """The values `blob_add_text` places, in its order."""
+    return tenant_id, digest, len(payload), count, payload
+
+
+def blob_add_text(table: str, slots: Sequence[str]) -> str:
+    """Store a blob, or add references to the stored one (``slots``: the placeholders of
+    a `blob_row`)."""
+    return (f"INSERT INTO {table} AS t (tenant_id, digest, size, refs, data) "
+            f"VALUES ({', '.join(slots)}) "
+            "ON CONFLICT (tenant_id, digest) DO UPDATE SET refs = t.refs + EXCLUDED.refs")
 
 
 def blob_add(table: str, param: Param, tenant_id: str, digest: bytes, payload: bytes,
              count: int) -> str:
     """Store a blob, or add ``count`` references to the stored one."""
-    values = ", ".join(param(v) for v in (tenant_id, digest, len(payload), count, payload))
-    return (f"INSERT INTO {table} AS t (tenant_id, digest, size, refs, data) VALUES ({values}) "
-            "ON CONFLICT (tenant_id, digest) DO UPDATE SET refs = t.refs + EXCLUDED.refs")
+    return blob_add_text(table, param.extend(blob_row(tenant_id, digest, payload, count)))
 
 
 def blob_release(table: str, param: Param, tenant_id: str, digest: bytes, count: int) -> str:
@@ -88,32 +117,46 @@ def blob_purge(table: str, param: Param, tenant_id: str, digest: bytes) -> str:
 # -- view changes ------------------------------------------------------------------------
 
 
-def change_sql(change: Change, table: str, keys: Sequence[str], param: Param) -> str:
-    """The statement that applies ``change`` to ``table`` (whose primary key is ``keys``).
+def place_change(change: Change, param: Param, position: Any) -> list[str]:
+    """Record ``change``'s values (`change_values`, in order; `AT_POSITION` stands for
+    ``position``); their placeholders, in that order, for `change_text`."""
+    return param.extend([position if value is AT_POSITION else value
+                         for _, value in change_values(change)])
 
-    ``param`` is called with each of `change_values` in order; a value may be
-    `AT_POSITION`, which ``param`` turns into the event's position (or a subquery for it).
+
+def change_text(change: Change, table: str, keys: Sequence[str], placed: Sequence[str],
+                at_position: Callable[[str], str] | None = None) -> str:
+    """The statement that applies ``change`` to ``table`` (whose primary key is ``keys``),
+    ``placed`` holding the placeholders of its `change_values` in order (`place_change`).
+
+    ``at_position`` turns the placeholder of an `AT_POSITION` value into the text that
+    finds the event's position (a subquery), if the value recorded is not the position.
     """
+    pairs = [(name, at_position(slot) if at_position is not None and value is AT_POSITION
+              else slot)
+             for (name, value), slot in zip(change_values(change), placed, strict=True)]
     if isinstance(change, Upsert | InsertIfAbsent):
-        names = list(change.row)
-        values = ", ".join(param(change.row[name]) for name in names)
-        sql = f"INSERT INTO {table} ({', '.join(map(quote, names))}) VALUES ({values})"
+        names = [name for name, _ in pairs]
+        sql = (f"INSERT INTO {table} ({', '.join(map(quote, names))}) "
+               f"VALUES ({', '.join(slot for _, slot in pairs)})")
         return sql + on_conflict(names, keys, keep_existing=isinstance(change, InsertIfAbsent))
     if isinstance(change, Update):
-        sets = ", ".join(f"{quote(n)} = {param(v)}" for n, v in change.values.items())
-        where = " AND ".join(f"{quote(n)} = {param(v)}" for n, v in change.key.items())
+        split = len(change.values)
+        sets = ", ".join(f"{quote(n)} = {slot}" for n, slot in pairs[:split])
+        where = " AND ".join(f"{quote(n)} = {slot}" for n, slot in pairs[split:])
         return f"UPDATE {table} SET {sets} WHERE {where}"
     assert isinstance(change, Delete)
-    where = " AND ".join(f"{quote(n)} = {param(v)}" for n, v in change.where.items())
+    where = " AND ".join(f"{quote(n)} = {slot}" for n, slot in pairs)
     return f"DELETE FROM {table} WHERE {where}"
 
 
-def change_params(change: Change) -> list[Any]:
-    """The values `change_sql` places, in its order."""
-    return [value for _, value in change_values(change)]
+def change_sql(change: Change, table: str, keys: Sequence[str], param: Param,
+               position: Any = AT_POSITION) -> str:
+    """`change_text` of ``change``, its values recorded through ``param`` (`place_change`)."""
+    return change_text(change, table, keys, place_change(change, param, position))
 
 
-Statement = tuple[str, list[Any], bool]
+Statement = tuple[str, Sequence[Any], bool]
 """One statement of a sequential append: its text, its values, and whether it returns the
 value the append needs next (an event's position)."""
 
@@ -124,7 +167,7 @@ class ChangeStatements:
     what `eventlog.log.SpilledViews` runs on its temporary file."""
 
     def __init__(self, tables: Mapping[str, str], keys: Mapping[str, Sequence[str]],
-                 new_param: Callable[[], Numbered | Positional]) -> None:
+                 new_param: Callable[[], Numbered]) -> None:
         self._tables = tables
         self._keys = keys
         self._new_param = new_param
@@ -132,14 +175,14 @@ class ChangeStatements:
 
     def __call__(self, change: Change, position: int) -> tuple[str, list[Any]]:
         """The text and values of ``change``, `AT_POSITION` standing for ``position``."""
+        param = self._new_param()
+        placed = place_change(change, param, position)
         shape = change_shape(change)
         sql = self._text.get(shape)
         if sql is None:
-            sql = self._text[shape] = change_sql(
-                change, self._tables[change.table], self._keys[change.table],
-                self._new_param())
-        return sql, [position if value is AT_POSITION else value
-                     for value in change_params(change)]
+            sql = self._text[shape] = change_text(
+                change, self._tables[change.table], self._keys[change.table], placed)
+        return sql, param.values
 
 
 class SequentialAppend:
@@ -152,7 +195,7 @@ class SequentialAppend:
     """
 
     def __init__(self, tables: Mapping[str, str], keys: Mapping[str, Sequence[str]],
-                 new_param: Callable[[], Numbered | Positional]) -> None:
+                 new_param: Callable[[], Numbered]) -> None:
         self._new_param = new_param
         self._text: dict[Hashable, str] = {}
         self._changes = ChangeStatements(tables, keys, new_param)
@@ -175,16 +218,14 @@ class SequentialAppend:
         tenant = request.tenant_id
         positions: list[int] = []
         for pending in request.events:
-            values = [tenant, request.stream_id, pending.version, pending.event_id,
-                      pending.type, pending.data, pending.recorded_at, pending.prev_hash,
-                      pending.hash]
+            values = event_row(tenant, request.stream_id, pending)
             positions.append(int((yield self._event_sql, values, True)))
         for index, change in request.changes:
             yield (*self._changes(change, positions[index]), False)
         for digest in sorted(request.blob_adds.keys() | request.blob_releases.keys()):
             if digest in request.blob_adds:
                 payload, count = request.blob_adds[digest]
-                yield self._blob_add_sql, [tenant, digest, len(payload), count, payload], False
+                yield self._blob_add_sql, blob_row(tenant, digest, payload, count), False
             if digest in request.blob_releases:
                 count = request.blob_releases[digest]
                 yield self._blob_release_sql, [count, tenant, digest], False
@@ -199,24 +240,24 @@ class SequentialAppend:
 # -- view queries ------------------------------------------------------------------------
 
 
+Condition = Callable[[str], str]
+"""A ``where`` condition whose values are recorded: writes its text for a column."""
+
+
 class SqlDialect(abc.ABC):
-    """What a view query's text needs to know of its dialect."""
+    """What a view query's text needs to know of its dialect.
+
+    Each method that places values records them through ``param`` when called and
+    returns what writes the text from their placeholders (see the module's docstring).
+    """
 
     @abc.abstractmethod
-    def member(self, column: str, wanted: In, param: Param) -> str:
-        """The condition that ``column`` is one of ``wanted.values``."""
+    def member(self, wanted: In, param: Param) -> Condition:
+        """The condition that a column is one of ``wanted.values``."""
 
     @abc.abstractmethod
-    def member_params(self, wanted: In) -> list[Any]:
-        """The values `member` places, in its order."""
-
-    @abc.abstractmethod
-    def contains(self, column: str, wanted: JsonContains, param: Param) -> str:
-        """The condition that the JSON object in ``column`` contains ``wanted.value``."""
-
-    @abc.abstractmethod
-    def contains_params(self, wanted: JsonContains) -> list[Any]:
-        """The values `contains` places, in its order."""
+    def contains(self, wanted: JsonContains, param: Param) -> Condition:
+        """The condition that the JSON object in a column contains ``wanted.value``."""
 
     @abc.abstractmethod
     def condition_shape(self, value: Any) -> Hashable:
@@ -235,14 +276,10 @@ class SqlDialect(abc.ABC):
     else by `Lookup` queries after it (`projections.query.read_related`)."""
 
     @abc.abstractmethod
-    def key_set(self, lookup: Lookup, param: Param) -> tuple[str, str]:
+    def key_set(self, lookup: Lookup, param: Param) -> Callable[[], tuple[str, str]]:
         """A `Lookup`'s keys (at least one) as a relation ``k`` of columns ``k0``, ``k1``
-        …: the ``WITH`` clause to place before the ``SELECT`` (or ``""``) and the ``FROM``
-        item."""
-
-    @abc.abstractmethod
-    def key_set_params(self, lookup: Lookup) -> list[Any]:
-        """The values `key_set` places, in its order."""
+        …: what writes the ``WITH`` clause to place before the ``SELECT`` (or ``""``) and
+        the ``FROM`` item."""
 
     @abc.abstractmethod
     def key_set_shape(self, lookup: Lookup) -> Hashable:
@@ -252,17 +289,13 @@ class SqlDialect(abc.ABC):
 class PostgresDialect(SqlDialect):
     """``= ANY($n)`` over one array; ``@>`` over one JSON text."""
 
-    def member(self, column: str, wanted: In, param: Param) -> str:
-        return f"{column} = ANY({param(list(wanted.values))})"
+    def member(self, wanted: In, param: Param) -> Condition:
+        slot = param(list(wanted.values))
+        return lambda column: f"{column} = ANY({slot})"
 
-    def member_params(self, wanted: In) -> list[Any]:
-        return [list(wanted.values)]
-
-    def contains(self, column: str, wanted: JsonContains, param: Param) -> str:
-        return f"{column}::jsonb @> {param(_json(wanted.value))}::jsonb"
-
-    def contains_params(self, wanted: JsonContains) -> list[Any]:
-        return [_json(wanted.value)]
+    def contains(self, wanted: JsonContains, param: Param) -> Condition:
+        slot = param(_json(wanted.value))
+        return lambda column: f"{column}::jsonb @> {slot}::jsonb"
 
     def condition_shape(self, value: Any) -> Hashable:
         return type(value).__name__
@@ -270,14 +303,16 @@ class PostgresDialect(SqlDialect):
     lateral = True
     nests = True
 
-    def key_set(self, lookup: Lookup, param: Param) -> tuple[str, str]:
-        arrays = ", ".join(f"{param(values)}::{kind}[]" for values, kind in zip(
-            self.key_set_params(lookup), self.key_set_shape(lookup), strict=True))
-        names = ", ".join(f"k{n}" for n in range(len(lookup.columns)))
-        return "", f"unnest({arrays}) AS k({names})"
+    def key_set(self, lookup: Lookup, param: Param) -> Callable[[], tuple[str, str]]:
+        slots = param.extend([[key[n] for key in lookup.keys]
+                              for n in range(len(lookup.columns))])
 
-    def key_set_params(self, lookup: Lookup) -> list[Any]:
-        return [[key[n] for key in lookup.keys] for n in range(len(lookup.columns))]
+        def text() -> tuple[str, str]:
+            arrays = ", ".join(f"{slot}::{kind}[]" for slot, kind in zip(
+                slots, self.key_set_shape(lookup), strict=True))
+            names = ", ".join(f"k{n}" for n in range(len(lookup.columns)))
+            return "", f"unnest({arrays}) AS k({names})"
+        return text
 
     def key_set_shape(self, lookup: Lookup) -> tuple[str, ...]:
         return tuple(_pg_type(value) for value in lookup.keys[0])
@@ -288,24 +323,15 @@ class SqliteDialect(SqlDialect):
     compared literally (scalars compare by JSON type and value, so a boolean is never a
     number; nested objects and arrays compare as their minified JSON text)."""
 
-    def member(self, column: str, wanted: In, param: Param) -> str:
-        return f"{column} IN ({', '.join(param(value) for value in wanted.values)})"
+    def member(self, wanted: In, param: Param) -> Condition:
+        slots = param.extend(wanted.values)
+        return lambda column: f"{column} IN ({', '.join(slots)})"
 
-    def member_params(self, wanted: In) -> list[Any]:
-        return list(wanted.values)
-
-    def contains(self, column: str, wanted: JsonContains, param: Param) -> str:
+    def contains(self, wanted: JsonContains, param: Param) -> Condition:
         if not wanted.value:
-            return "1 = 1"
-        return " AND ".join(
-            self._key_equals(column, key, value, param) for key, value in wanted.value.items()
-        )
-
-    def contains_params(self, wanted: JsonContains) -> list[Any]:
-        collected = Positional()
-        for key, value in wanted.value.items():
-            self._key_equals("", key, value, collected)
-        return collected.values
+            return lambda column: "1 = 1"
+        tests = [self._key_equals(key, value, param) for key, value in wanted.value.items()]
+        return lambda column: " AND ".join(test(column) for test in tests)
 
     def order_term(self, column: str, *, descending: bool, nullable: bool) -> str:
         # SQLite sorts NULL before every value; PostgreSQL, and so we, after.
@@ -313,14 +339,14 @@ class SqliteDialect(SqlDialect):
             return super().order_term(column, descending=descending, nullable=False)
         return f"{column} DESC NULLS FIRST" if descending else f"{column} NULLS LAST"
 
-    def key_set(self, lookup: Lookup, param: Param) -> tuple[str, str]:
-        names = ", ".join(f"k{n}" for n in range(len(lookup.columns)))
-        rows = ", ".join(
-            "(" + ", ".join(param(value) for value in key) + ")" for key in lookup.keys)
-        return f"WITH k({names}) AS (VALUES {rows}) ", "k"
+    def key_set(self, lookup: Lookup, param: Param) -> Callable[[], tuple[str, str]]:
+        rows = [param.extend(key) for key in lookup.keys]
 
-    def key_set_params(self, lookup: Lookup) -> list[Any]:
-        return [value for key in lookup.keys for value in key]
+        def text() -> tuple[str, str]:
+            names = ", ".join(f"k{n}" for n in range(len(lookup.columns)))
+            values = ", ".join("(" + ", ".join(row) + ")" for row in rows)
+            return f"WITH k({names}) AS (VALUES {values}) ", "k"
+        return text
 
     def key_set_shape(self, lookup: Lookup) -> int:
         return len(lookup.keys)
@@ -333,7 +359,7 @@ class SqliteDialect(SqlDialect):
         return "equal"
 
     @staticmethod
-    def _key_equals(column: str, key: str, wanted: Any, param: Param) -> str:
+    def _key_equals(key: str, wanted: Any, param: Param) -> Condition:
         # The key is compared as a value, never spliced into a JSON path: in a path,
         # a key holding `"."` would name a member of a nested object.
         member = f"j.key = {param(key)}"
@@ -348,33 +374,53 @@ class SqliteDialect(SqlDialect):
             test = f"j.type IN ('integer', 'real') AND j.value = {param(wanted)}"
         else:
             test = f"j.type IN ('array', 'object') AND j.value = json({param(_json(wanted))})"
-        return f"EXISTS (SELECT 1 FROM json_each({column}) AS j WHERE {member} AND {test})"
+        return lambda column: (
+            f"EXISTS (SELECT 1 FROM json_each({column}) AS j WHERE {member} AND {test})")
 
 
-def query_sql(query: ViewQuery, tables: Mapping[str, str], dialect: SqlDialect,
-              param: Param, nullable: Collection[str] = ()) -> str:
-    """The SELECT that answers ``query`` (``tables`` maps table names to their qualified
-    names; the view is ``v``, and ``with_blob`` joins the tenant's blob as ``b``;
-    ``nullable`` names the table's columns that may hold NULL)."""
+def place_query(query: ViewQuery, tables: Mapping[str, str], dialect: SqlDialect,
+                param: Param, nullable: Collection[str] = ()) -> Callable[[], str]:
+    """Record ``query``'s values through ``param``; what writes the SELECT that answers it
+    (``tables`` maps table names to their qualified names; the view is ``v``, and
+    ``with_blob`` joins the tenant's blob as ``b``; ``nullable`` names the table's columns
+    that may hold NULL)."""
+    keys = None if query.lookup is None else dialect.key_set(query.lookup, param)
+    conditions: list[tuple[str, Condition]] = []
+    for name, value in query.where.items():
+        if isinstance(value, In):
+            conditions.append((name, dialect.member(value, param)))
+        elif isinstance(value, JsonContains):
+            conditions.append((name, dialect.contains(value, param)))
+        else:
+            conditions.append((name, _equals(param(value))))
+    after = (param.extend(query.after)
+             if query.after is not None and query.order_by else None)
+    limit = None if query.limit is None else param(query.limit)
+    return lambda: _query_text(query, tables, dialect, nullable, keys, conditions, after,
+                               limit)
+
+
+def _equals(slot: str) -> Condition:
+    return lambda column: f"{column} = {slot}"
+
+
+def _query_text(
+    query: ViewQuery, tables: Mapping[str, str], dialect: SqlDialect,
+    nullable: Collection[str], keys: Callable[[], tuple[str, str]] | None,
+    placed: list[tuple[str, Condition]], after: list[str] | None, limit: str | None,
+) -> str:
+    """The SELECT of `place_query`, from the placeholders it recorded."""
     def column(name: str) -> str:
         return "v." + quote(name)
 
     columns = ", ".join(map(column, query.columns)) if query.columns else "v.*"
-    prefix = keys = ""
-    if query.lookup is not None:  # the key set's placeholders come first in the text
-        prefix, keys = dialect.key_set(query.lookup, param)
-    conditions = []
-    for name, value in query.where.items():
-        if isinstance(value, In):
-            conditions.append(dialect.member(column(name), value, param))
-        elif isinstance(value, JsonContains):
-            conditions.append(dialect.contains(column(name), value, param))
-        else:
-            conditions.append(f"{column(name)} = {param(value)}")
+    prefix = key_set = ""
+    if keys is not None:
+        prefix, key_set = keys()
+    conditions = [condition(column(name)) for name, condition in placed]
     order = ", ".join(map(column, query.order_by))
-    if query.after is not None and query.order_by:
-        keyset = ", ".join(param(value) for value in query.after)
-        conditions.append(f"({order}) {'<' if query.descending else '>'} ({keyset})")
+    if after is not None:
+        conditions.append(f"({order}) {'<' if query.descending else '>'} ({', '.join(after)})")
     if query.lookup is not None:
         conditions += [f"{column(name)} = k.k{n}" for n, name in enumerate(query.lookup.columns)]
     sql = f"{prefix}SELECT {columns}"
@@ -382,11 +428,11 @@ def query_sql(query: ViewQuery, tables: Mapping[str, str], dialect: SqlDialect,
     if query.lookup is not None and dialect.lateral:
         # Each key seeks the table by itself: the subquery, never flattened (OFFSET 0),
         # runs once per key with every condition as an index condition.
-        source = (f"{keys} CROSS JOIN LATERAL (SELECT * FROM {source} WHERE "
+        source = (f"{key_set} CROSS JOIN LATERAL (SELECT * FROM {source} WHERE "
                   f"{' AND '.join(conditions)} OFFSET 0) AS v")
         conditions = []
     elif query.lookup is not None:
-        source = f"{keys} CROSS JOIN {source}"  # SQLite runs a CROSS JOIN's left side first
+        source = f"{key_set} CROSS JOIN {source}"  # SQLite runs a CROSS JOIN's left side first
     if query.with_blob is not None:
         sql += ", b.data AS blob"
         source += (f" LEFT JOIN {tables['blobs']} AS b ON b.tenant_id = v.tenant_id "
@@ -398,28 +444,16 @@ def query_sql(query: ViewQuery, tables: Mapping[str, str], dialect: SqlDialect,
         sql += " ORDER BY " + ", ".join(
             dialect.order_term(column(n), descending=query.descending, nullable=n in nullable)
             for n in query.order_by)
-    if query.limit is not None:
-        sql += f" LIMIT {param(query.limit)}"
+    if limit is not None:
+        sql += f" LIMIT {limit}"
     return sql
 
 
-def query_params(query: ViewQuery, dialect: SqlDialect) -> list[Any]:
-    """The values `query_sql` places, in its order."""
-    params: list[Any] = []
-    if query.lookup is not None:
-        params += dialect.key_set_params(query.lookup)
-    for value in query.where.values():
-        if isinstance(value, In):
-            params += dialect.member_params(value)
-        elif isinstance(value, JsonContains):
-            params += dialect.contains_params(value)
-        else:
-            params.append(value)
-    if query.after is not None and query.order_by:
-        params += query.after
-    if query.limit is not None:
-        params.append(query.limit)
-    return params
+def query_sql(query: ViewQuery, tables: Mapping[str, str], dialect: SqlDialect,
+              param: Param, nullable: Collection[str] = ()) -> str:
+    """The SELECT that answers ``query``, its values recorded through ``param`` (what
+    `place_query` records and writes, in one call)."""
+    return place_query(query, tables, dialect, param, nullable)()
 
 
 def query_shape(query: ViewQuery, dialect: SqlDialect) -> Hashable:
@@ -434,25 +468,36 @@ def query_shape(query: ViewQuery, dialect: SqlDialect) -> Hashable:
     )
 
 
-def related_sql(query: ViewQuery, tables: Mapping[str, str], dialect: SqlDialect,
-                param: Param, nullable: Collection[str] = ()) -> str:
-    """The SELECT that answers ``query`` with its `Related` rows in one statement
-    (PostgreSQL): ``query``'s own rows (`query_sql`, so its parameters are
-    `query_params`'s) as ``v``, and for each related table, in a ``LATERAL`` subquery
-    per row, its rows as one array per column, named ``"<n>.<column>"``
+def place_related(query: ViewQuery, tables: Mapping[str, str], dialect: SqlDialect,
+                  param: Param, nullable: Collection[str] = ()) -> Callable[[], str]:
+    """Record the values of ``query`` with its `Related` rows through ``param``; what
+    writes the one statement that answers it (PostgreSQL): ``query``'s own rows
+    (`place_query`'s SELECT) as ``v``, and for each related table, in a ``LATERAL``
+    subquery per row, its rows as one array per column, named ``"<n>.<column>"``
     (`unpack_related` makes them lists of dicts). A related row of ``pairs`` is sought
     by each (key, value) of the row's JSON object, one primary-key seek each (``OFFSET
     0`` keeps the subquery from becoming a join the planner could hash); one of ``on``
     alone by the key's prefix. Every related row is of the row's own tenant. A small
-    limit is written into the text (`inline_limit`): the statement's parameters are
-    `related_params`'s."""
+    limit is written into the text (`inline_limit`), not sent."""
+    inlined = inline_limit(query)
+    inner = place_query(dataclasses.replace(query, related=(), with_blob=None, columns=None,
+                                            limit=None if inlined else query.limit),
+                        tables, dialect, param, nullable)
+    return lambda: _related_text(query, tables, dialect, nullable, inner(), inlined)
+
+
+def related_sql(query: ViewQuery, tables: Mapping[str, str], dialect: SqlDialect,
+                param: Param, nullable: Collection[str] = ()) -> str:
+    """The statement of `place_related`, its values recorded through ``param``, in one call."""
+    return place_related(query, tables, dialect, param, nullable)()
+
+
+def _related_text(query: ViewQuery, tables: Mapping[str, str], dialect: SqlDialect,
+                  nullable: Collection[str], inner: str, inlined: bool) -> str:
+    """The statement of `place_related`, around ``inner`` (the query's own SELECT)."""
     def column(name: str) -> str:
         return "v." + quote(name)
 
-    inlined = inline_limit(query)
-    inner = query_sql(dataclasses.replace(query, related=(), with_blob=None, columns=None,
-                                          limit=None if inlined else query.limit),
-                      tables, dialect, param, nullable)
     if inlined:
         inner += f" LIMIT {int(query.limit or 0)}"
     sql = "SELECT " + (", ".join(map(column, query.columns)) if query.columns else "v.*")
@@ -516,14 +561,6 @@ def related_shape(query: ViewQuery, dialect: SqlDialect) -> Hashable:
             query.limit if inline_limit(query) else None)
 
 
-def related_params(query: ViewQuery, dialect: SqlDialect) -> list[Any]:
-    """The values `related_sql` places, in its order."""
-    params = query_params(query, dialect)
-    if inline_limit(query):
-        params.pop()  # the limit, always last
-    return params
-
-
 def unpack_related(query: ViewQuery, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """``rows`` of `related_sql`, each related table's arrays made a list of dicts under
     its `Related` ``name`` (in place)."""
@@ -568,31 +605,57 @@ def _json_kind(value: Any) -> str:
 
 
 class Numbered:
-    """A `Param` that numbers PostgreSQL placeholders ``$1``, ``$2`` … and keeps the values."""
+    """A `Param`: records the values of one statement in order and numbers PostgreSQL
+    placeholders ``$1``, ``$2`` … for them."""
+
+    prefix = "$"
+    _names: ClassVar[list[str]]
+
+    def __init_subclass__(cls) -> None:
+        cls._names = [f"{cls.prefix}{n}" for n in range(_NAMED)]
 
     def __init__(self) -> None:
         self.values: list[Any] = []
 
     def __call__(self, value: Any) -> str:
-        self.values.append(value)
-        return f"${len(self.values)}"
+        """Record ``value``; its placeholder."""
+        values = self.values
+        values.append(value)
+        return self._name(len(values))
+
+    def extend(self, values: Iterable[Any]) -> list[str]:
+        """Record each of ``values``; their placeholders, in order."""
+        start = len(self.values) + 1
+        self.values.extend(values)
+        end = len(self.values) + 1
+        if end <= _NAMED:
+            return self._names[start:end]
+        return [self._name(n) for n in range(start, end)]
+
+    def _name(self, number: int) -> str:
+        return self._names[number] if number < _NAMED else f"{self.prefix}{number}"
 
 
-class Positional:
-    """A `Param` for SQLite's ``?`` placeholders that keeps the values in order."""
+_NAMED = 1024
+"""Placeholder names made once per kind (a statement with more numbers the rest)."""
+Numbered._names = [f"${n}" for n in range(_NAMED)]
 
-    def __init__(self) -> None:
-        self.values: list[Any] = []
 
-    def __call__(self, value: Any) -> str:
-        self.values.append(value)
-        return "?"
+class Positional(Numbered):
+    """A `Param` for SQLite: its numbered placeholders ``?1``, ``?2`` …"""
+
+    prefix = "?"
+
+
+Param = Numbered
+"""Records one value and returns the placeholder that stands for it in the text
+(``extend`` records many): a `Numbered` or a `Positional`."""
 
 
 __all__ = [
-    "EVENT_COLUMNS", "Numbered", "Positional", "PostgresDialect", "SequentialAppend",
-    "SqlDialect", "Statement",
-    "SqliteDialect", "blob_add", "blob_purge", "blob_release", "change_params", "change_sql",
-    "event_insert", "on_conflict", "query_params", "query_shape", "query_sql", "quote",
-    "inline_limit", "related_params", "related_shape", "related_sql", "unpack_related",
+    "EVENT_COLUMNS", "ChangeStatements", "Condition", "Numbered", "Positional", "PostgresDialect",
+    "SequentialAppend", "SqlDialect", "SqliteDialect", "Statement", "blob_add", "blob_add_text",
+    "blob_purge", "blob_release", "blob_row", "change_sql", "change_text", "event_insert",
+    "event_row", "inline_limit", "on_conflict", "place_change", "place_query", "place_related",
+    "query_shape", "query_sql", "quote", "related_shape", "related_sql", "unpack_related",
 ]

@@ -9,7 +9,7 @@ from typing import Any
 from eventlog.storage.postgres import PostgresBackend
 from eventlog.storage.sqlite import encode_value
 from eventlog.storage.sqltext import change_sql
-from projections.changes import AT_POSITION, Change
+from projections.changes import Change
 
 
 async def apply_changes(storage: Any, applied: Sequence[tuple[Change, int]]) -> None:
@@ -18,8 +18,7 @@ async def apply_changes(storage: Any, applied: Sequence[tuple[Change, int]]) -> 
     def statement(change: Change, position: int) -> tuple[str, list[Any]]:
         param = storage.new_param()
         sql = change_sql(change, storage.qualified[change.table],
-                         storage.view_keys[change.table],
-                         lambda value: param(position if value is AT_POSITION else value))
+                         storage.view_keys[change.table], param, position)
         return sql, param.values
 
     statements = [statement(change, position) for change, position in applied]
