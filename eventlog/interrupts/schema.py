@@ -87,9 +87,10 @@ def validate(value: Any, schema: Any, path: str = "$") -> str | None:
 def _validator(encoded: bytes) -> Validator:
     """The validator of one schema (by its canonical JSON), local references only."""
     schema = msgspec.json.decode(encoded)
-    cls = _dialect(schema)
-    if isinstance(cls, str):
-        raise ValueError(cls)  # check_schema refused it when its batch was created
+    found = _dialect(schema)
+    # check_schema refuses an unknown dialect; a batch created before it did (the subset
+    # read $schema as an annotation) is still answered, under 2020-12 as then.
+    cls = validators.Draft202012Validator if isinstance(found, str) else found
     validator: Validator = cls(schema, registry=Registry(),
                                format_checker=cls.FORMAT_CHECKER)
     return validator

@@ -401,6 +401,15 @@ def test_a_schema_that_reaches_outside_itself_or_is_broken_is_refused(
     assert problem.startswith(detail)
 
 
+def test_a_schema_stored_before_dialects_were_checked_is_still_applied() -> None:
+    """A batch created when ``$schema`` was an annotation may name a dialect nobody
+    knows: its answers are checked under 2020-12, as they were, not refused outright."""
+    schema = {"$schema": "https://example.com/house-dialect", "type": "integer"}
+    assert check_schema(schema) is not None
+    assert [None, "$: 'x' is not of type 'integer'"] == [validate(1, schema),
+                                                         validate("x", schema)]
+
+
 def test_local_references_resolve_through_ids_anchors_and_recursion() -> None:
     """References into an embedded $id resource, to an $anchor and to the root itself."""
     tree = {"type": "object", "properties": {"children": {"type": "array",
