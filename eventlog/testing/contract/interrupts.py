@@ -92,7 +92,7 @@ class InterruptsContract(InterruptsBase):
             ([Interrupt(id="a", reason="r"), Interrupt(id="a", reason="r")], "interrupts"),
             (["not an interrupt"], "interrupts[0]"),
             ([Interrupt(id="", reason="r")], "interrupts[0].id"),
-            ([Interrupt(id="a", reason="r", response_schema={"pattern": "x"})],
+            ([Interrupt(id="a", reason="r", response_schema={"$ref": "https://x.test/s"})],
              "interrupts[0].response_schema"),
             ([Interrupt(id="a", reason="r", response_schema={"enum": ["x" * 70_000]})],
              "interrupts[0].response_schema"),
@@ -102,7 +102,8 @@ class InterruptsContract(InterruptsBase):
     async def test_create_refuses_bad_batches_and_writes_nothing(
         self, ilog: EventLog, bad: list[Interrupt], field: str
     ) -> None:
-        """Empty batches, repeated ids, bad ids and unsupported or oversized schemas are refused."""
+        """Empty batches, repeated ids, bad ids and remote-referencing or oversized schemas
+        are refused."""
         with pytest.raises(InvalidInput) as raised:
             await ilog.interrupts.create("acme", "t", bad, "cp", operation=PAY)
         assert (field, 0) == (raised.value.field, await event_count(ilog))
