@@ -199,8 +199,8 @@ class InterruptsContract(InterruptsBase):
         batch = await create(ilog, "acme", "t", "a", "b")
         result = await ilog.interrupts.try_claim("acme", answer(batch, responses=_responses(
             ("a", "resolved", {"approved": "yes"}), ("b", "cancelled", None))))
-        assert (ClaimRejection.INVALID_PAYLOAD, "interrupt 'a': payload.approved: expected "
-                "boolean") == (result.reason, result.detail)
+        assert (ClaimRejection.INVALID_PAYLOAD, "interrupt 'a': payload.approved: 'yes' is "
+                "not of type 'boolean'") == (result.reason, result.detail)
 
     async def test_a_cancelled_answer_skips_the_schema(self, ilog: EventLog) -> None:
         """A cancelled response needs no payload satisfying the response schema."""
