@@ -7,197 +7,102 @@ log nor a backend, and no import cycle runs through this file.
 
 from __future__ import annotations
 
+import ast
 import importlib
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    from eventlog.checkpoints import (
-        CheckpointRecord,
-        CheckpointStore,
-        RunInfo,
-        SessionInfo,
-        TypedCheckpointStore,
-    )
-    from eventlog.clock import Clock, system_clock
-    from eventlog.errors import (
-        CommitOutcomeUnknown,
-        CorruptBlob,
-        CorruptEvent,
-        EventLogError,
-        InvalidEvent,
-        InvalidId,
-        InvalidInput,
-        InvalidURL,
-        PayloadTooLarge,
-        ReleaseNotHeld,
-        SchemaError,
-        StateDecodeError,
-        StorageError,
-        StoreLocked,
-        UnknownEventType,
-        UnknownSchemaRevision,
-        VersionConflict,
-    )
-    from eventlog.events import Event, EventRegistry, default_registry, register_event
-    from eventlog.events.checkpoints import CheckpointCreated, SessionDeleted
-    from eventlog.events.interrupts import Interrupt, Resume
-    from eventlog.face import OpenLog
-    from eventlog.hashing import content_digest
-    from eventlog.interrupts import (
-        BatchState,
-        CapacityExceeded,
-        CaptureHandle,
-        CaptureOutcome,
-        ClaimRejection,
-        ClaimResult,
-        CleanupResult,
-        Finish,
-        InterruptClaim,
-        InterruptOptions,
-        InterruptStore,
-        Operation,
-        OperationRegistry,
-        PendingBatch,
-        ReconcileRejection,
-        ReconcileResult,
-        Reconciliation,
-        Recovery,
-        RecoveryDisposition,
-        ResumeInput,
-    )
-    from eventlog.log import EventLog, SpilledViews
-    from eventlog.opening import DEFAULT_URL, open_log, register_backend
-    from eventlog.records import (
-        ANY,
-        NO_STREAM,
-        AppendResult,
-        ExpectedVersion,
-        LogPage,
-        RecordedEvent,
-        StreamAppend,
-        StreamProblem,
-        VerifyReport,
-    )
+if TYPE_CHECKING:  # the one list of public names: each `from MODULE import NAME as NAME`
+    from eventlog.checkpoints import CheckpointRecord as CheckpointRecord
+    from eventlog.checkpoints import CheckpointStore as CheckpointStore
+    from eventlog.checkpoints import RunInfo as RunInfo
+    from eventlog.checkpoints import SessionInfo as SessionInfo
+    from eventlog.checkpoints import TypedCheckpointStore as TypedCheckpointStore
+    from eventlog.clock import Clock as Clock
+    from eventlog.clock import system_clock as system_clock
+    from eventlog.errors import BlobMissing as BlobMissing
+    from eventlog.errors import CommitOutcomeUnknown as CommitOutcomeUnknown
+    from eventlog.errors import CorruptBlob as CorruptBlob
+    from eventlog.errors import CorruptEvent as CorruptEvent
+    from eventlog.errors import EventLogError as EventLogError
+    from eventlog.errors import InvalidEvent as InvalidEvent
+    from eventlog.errors import InvalidId as InvalidId
+    from eventlog.errors import InvalidInput as InvalidInput
+    from eventlog.errors import InvalidURL as InvalidURL
+    from eventlog.errors import PayloadTooLarge as PayloadTooLarge
+    from eventlog.errors import ReleaseNotHeld as ReleaseNotHeld
+    from eventlog.errors import SchemaError as SchemaError
+    from eventlog.errors import SchemaNotCurrent as SchemaNotCurrent
+    from eventlog.errors import StateDecodeError as StateDecodeError
+    from eventlog.errors import StorageError as StorageError
+    from eventlog.errors import StoreLocked as StoreLocked
+    from eventlog.errors import UnknownEventType as UnknownEventType
+    from eventlog.errors import UnknownSchemaRevision as UnknownSchemaRevision
+    from eventlog.errors import VersionConflict as VersionConflict
+    from eventlog.events import Event as Event
+    from eventlog.events import EventRegistry as EventRegistry
+    from eventlog.events import default_registry as default_registry
+    from eventlog.events import register_event as register_event
+    from eventlog.events.checkpoints import CheckpointCreated as CheckpointCreated
+    from eventlog.events.checkpoints import SessionDeleted as SessionDeleted
+    from eventlog.events.interrupts import Interrupt as Interrupt
+    from eventlog.events.interrupts import Resume as Resume
+    from eventlog.face import OpenLog as OpenLog
+    from eventlog.hashing import content_digest as content_digest
+    from eventlog.interrupts import BatchState as BatchState
+    from eventlog.interrupts import CapacityExceeded as CapacityExceeded
+    from eventlog.interrupts import CaptureHandle as CaptureHandle
+    from eventlog.interrupts import CaptureOutcome as CaptureOutcome
+    from eventlog.interrupts import ClaimRejection as ClaimRejection
+    from eventlog.interrupts import ClaimResult as ClaimResult
+    from eventlog.interrupts import CleanupResult as CleanupResult
+    from eventlog.interrupts import Finish as Finish
+    from eventlog.interrupts import InterruptClaim as InterruptClaim
+    from eventlog.interrupts import InterruptOptions as InterruptOptions
+    from eventlog.interrupts import InterruptStore as InterruptStore
+    from eventlog.interrupts import Operation as Operation
+    from eventlog.interrupts import OperationRegistry as OperationRegistry
+    from eventlog.interrupts import PendingBatch as PendingBatch
+    from eventlog.interrupts import ReconcileRejection as ReconcileRejection
+    from eventlog.interrupts import ReconcileResult as ReconcileResult
+    from eventlog.interrupts import Reconciliation as Reconciliation
+    from eventlog.interrupts import Recovery as Recovery
+    from eventlog.interrupts import RecoveryDisposition as RecoveryDisposition
+    from eventlog.interrupts import ResumeInput as ResumeInput
+    from eventlog.log import EventLog as EventLog
+    from eventlog.log import SpilledViews as SpilledViews
+    from eventlog.opening import DEFAULT_URL as DEFAULT_URL
+    from eventlog.opening import open_log as open_log
+    from eventlog.opening import register_backend as register_backend
+    from eventlog.records import ANY as ANY
+    from eventlog.records import NO_STREAM as NO_STREAM
+    from eventlog.records import AppendResult as AppendResult
+    from eventlog.records import ExpectedVersion as ExpectedVersion
+    from eventlog.records import LogPage as LogPage
+    from eventlog.records import RecordedEvent as RecordedEvent
+    from eventlog.records import StreamAppend as StreamAppend
+    from eventlog.records import StreamProblem as StreamProblem
+    from eventlog.records import VerifyReport as VerifyReport
 
-__all__ = [
-    "ANY",
-    "AppendResult",
-    "BatchState",
-    "CapacityExceeded",
-    "CaptureHandle",
-    "CaptureOutcome",
-    "CheckpointCreated",
-    "CheckpointRecord",
-    "CheckpointStore",
-    "ClaimRejection",
-    "ClaimResult",
-    "CleanupResult",
-    "Clock",
-    "CommitOutcomeUnknown",
-    "CorruptBlob",
-    "CorruptEvent",
-    "DEFAULT_URL",
-    "Event",
-    "EventLog",
-    "EventLogError",
-    "EventRegistry",
-    "ExpectedVersion",
-    "Finish",
-    "Interrupt",
-    "InterruptClaim",
-    "InterruptOptions",
-    "InterruptStore",
-    "InvalidEvent",
-    "InvalidId",
-    "InvalidInput",
-    "InvalidURL",
-    "LogPage",
-    "NO_STREAM",
-    "OpenLog",
-    "Operation",
-    "OperationRegistry",
-    "PayloadTooLarge",
-    "PendingBatch",
-    "ReconcileRejection",
-    "ReconcileResult",
-    "Reconciliation",
-    "RecordedEvent",
-    "Recovery",
-    "RecoveryDisposition",
-    "ReleaseNotHeld",
-    "Resume",
-    "ResumeInput",
-    "RunInfo",
-    "SchemaError",
-    "SessionDeleted",
-    "SessionInfo",
-    "SpilledViews",
-    "StateDecodeError",
-    "StorageError",
-    "StoreLocked",
-    "StreamAppend",
-    "StreamProblem",
-    "TypedCheckpointStore",
-    "UnknownEventType",
-    "UnknownSchemaRevision",
-    "VerifyReport",
-    "VersionConflict",
-    "content_digest",
-    "default_registry",
-    "open_log",
-    "register_backend",
-    "register_event",
-    "system_clock",
-]
 
-_HOMES: dict[str, tuple[str, ...]] = {
-    "eventlog.checkpoints": (
-        "CheckpointRecord", "CheckpointStore", "RunInfo", "SessionInfo", "TypedCheckpointStore",
-    ),
-    "eventlog.clock": (
-        "Clock", "system_clock",
-    ),
-    "eventlog.errors": (
-        "CommitOutcomeUnknown", "CorruptBlob", "CorruptEvent", "EventLogError", "InvalidEvent",
-        "InvalidId", "InvalidInput", "InvalidURL", "PayloadTooLarge", "ReleaseNotHeld",
-        "SchemaError", "StateDecodeError", "StorageError", "StoreLocked", "UnknownEventType",
-        "UnknownSchemaRevision", "VersionConflict",
-    ),
-    "eventlog.events": (
-        "Event", "EventRegistry", "default_registry", "register_event",
-    ),
-    "eventlog.events.checkpoints": (
-        "CheckpointCreated", "SessionDeleted",
-    ),
-    "eventlog.events.interrupts": (
-        "Interrupt", "Resume",
-    ),
-    "eventlog.face": (
-        "OpenLog",
-    ),
-    "eventlog.hashing": (
-        "content_digest",
-    ),
-    "eventlog.interrupts": (
-        "BatchState", "CapacityExceeded", "CaptureHandle", "CaptureOutcome", "ClaimRejection",
-        "ClaimResult", "CleanupResult", "Finish", "InterruptClaim", "InterruptOptions",
-        "InterruptStore", "Operation", "OperationRegistry", "PendingBatch", "ReconcileRejection",
-        "ReconcileResult", "Reconciliation", "Recovery", "RecoveryDisposition", "ResumeInput",
-    ),
-    "eventlog.log": (
-        "EventLog", "SpilledViews",
-    ),
-    "eventlog.opening": (
-        "DEFAULT_URL", "open_log", "register_backend",
-    ),
-    "eventlog.records": (
-        "ANY", "NO_STREAM", "AppendResult", "ExpectedVersion", "LogPage", "RecordedEvent",
-        "StreamAppend", "StreamProblem", "VerifyReport",
-    ),
-}
+def _homes() -> dict[str, str]:
+    """Each public name and the module it is loaded from, read from the imports above.
+
+    They are the one list of the package's names: type checkers read them (the ``as``
+    re-exports each), and this reads them again from the source at import, as
+    ``lazy_loader.attach_stub`` reads a stub, so nothing is written twice.
+    """
+    tree = ast.parse(Path(__file__).read_text(encoding="utf-8"))
+    block = next(node for node in tree.body if isinstance(node, ast.If)
+                 and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING")
+    return {alias.name: str(node.module) for node in block.body
+            if isinstance(node, ast.ImportFrom) for alias in node.names}
+
+
+_HOME_OF = _homes()
 """Where each public name lives: loaded from there on first use."""
 
-_HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
+__all__ = sorted(_HOME_OF)
 
 
 if not TYPE_CHECKING:  # type checkers read the imports above, so a typo stays an error

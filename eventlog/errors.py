@@ -6,7 +6,9 @@
     │   ├── PayloadTooLarge                    event or state bytes over the configured maximum
     │   ├── InvalidEvent                       not an instance of a registered event type
     │   ├── FrameworkConflict                  a thread another framework's adapter holds
-    │   └── ReleaseNotHeld                     a release of blob references its stream does not hold
+    │   ├── ReleaseNotHeld                     a release of blob references its stream does not hold
+    │   ├── SourceRefused                      a store named for adoption is not what was said
+    │   └── AdoptionFailed                     a checkpoint could not be taken from another store
     ├── InvalidURL (also a ValueError)         a malformed log URL or an unknown scheme
     ├── UnknownEventType                       a stored tag that the registry does not know
     ├── CorruptEvent                           stored bytes that do not decode as their type
@@ -14,6 +16,11 @@
     ├── BlobMissing                            a blob the views reference is not stored
     ├── StateDecodeError                       a stored state that does not decode as asked
     ├── VersionConflict                        the stream was not at the expected version
+    ├── CapacityExceeded                       a scope holds its most open interrupt batches
+    ├── ExportIncomplete                       an export could not read every event it was to write
+    ├── ImportRefused                          the target holds another history for a file's stream
+    ├── WrongThread (also a RuntimeError)      a blocking adapter call on its own loop's thread
+    ├── NotRunning (also a RuntimeError)       a blocking adapter call while its loop is not running
     ├── SchemaError                            the database schema cannot be used
     │   ├── UnknownSchemaRevision              stamped with a revision this code does not know
     │   └── SchemaNotCurrent                   empty or older, and opened without upgrade
@@ -189,6 +196,78 @@ class VersionConflict(EventLogError):
         self.actual = actual
         super().__init__(
             f"stream {stream_id!r} is at version {actual}, the append expected {expected}"
+        )
+
+
+class CapacityExceeded(EventLogError):
+    """The tenant already has as many open batches as the store allows; nothing written."""
+
+    def __init__(self, tenant_id: str, capacity: int) -> None:
+        self.tenant_id = tenant_id
+        self.capacity = capacity
+        super().__init__(f"tenant {tenant_id!r} already has {capacity} open interrupt batches")
+
+
+class ExportIncomplete(EventLogError):
+    """An export could not read every event the tenant held when it began.
+
+    On PostgreSQL an event becomes readable in log order only once every transaction
+    older than its writer has ended; a transaction left open (an idle worker mid-
+    transaction) past ``max_wait`` hides what committed after it began. Nothing after
+    the events read was written: no end record, so the output is refused as truncated.
+    ``missing`` maps each short stream to (the version it held, the version read).
+    """
+
+    def __init__(self, tenant_id: str, held: int, read: int,
+                 missing: dict[str, tuple[int, int]], max_wait: float) -> None:
+        self.tenant_id, self.held, self.read = tenant_id, held, read
+        self.missing, self.max_wait = missing, max_wait
+        streams = ", ".join(repr(stream) for stream in sorted(missing)[:3])
+        more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
+        unread = sum(version - seen for version, seen in missing.values())
+        super().__init__(
+            f"export of tenant {tenant_id!r} is incomplete: events not readable after "
+            f"waiting {max_wait:g} s: {unread} of {held}, in streams {streams}{more}; a "
+            "transaction that began before they committed is still open. No end record "
+            "was written")
+
+
+class ImportRefused(EventLogError):
+    """The target already holds a different history for a stream of the file.
+
+    Nothing was written for the refusal found before importing; ``stream_id`` and
+    ``version`` name where the histories part.
+    """
+
+    def __init__(self, stream_id: str, version: int, reason: str) -> None:
+        self.stream_id = stream_id
+        self.version = version
+        self.reason = reason
+        super().__init__(f"stream {stream_id!r} at version {version}: {reason}")
+
+
+class WrongThread(EventLogError, RuntimeError):
+    """A blocking method was called on the thread that runs the saver's own event loop."""
+
+    def __init__(self, method: str, alternative: str) -> None:
+        self.method = method
+        super().__init__(
+            f"{method}() blocks, and this thread runs the saver's event loop: it would wait "
+            f"for itself. Use the async method ({alternative}) or an async graph call such "
+            "as graph.ainvoke(...), or call from another thread (EventlogSaver runs its own "
+            "loop for programs without one)."
+        )
+
+
+class NotRunning(EventLogError, RuntimeError):
+    """A blocking method was called while the saver's event loop is not running."""
+
+    def __init__(self, method: str) -> None:
+        self.method = method
+        super().__init__(
+            f"{method}() waits for the saver's event loop, which is not running (not started "
+            "yet, or finished); in a program without a loop use "
+            "EventlogSaver.from_conn_string(...)"
         )
 
 

@@ -61,6 +61,8 @@ import msgspec
 from eventlog._logging import get_logger
 from eventlog.clock import read_clock
 from eventlog.errors import EventLogError, InvalidInput, ReleaseNotHeld
+from eventlog.errors import ExportIncomplete as ExportIncomplete  # defined with every error
+from eventlog.errors import ImportRefused as ImportRefused
 from eventlog.events import Event, EventRegistry, fold_blob_references, release_beyond
 from eventlog.events.interrupts import BatchCreated
 from eventlog.events.threads import ThreadEvent
@@ -92,44 +94,6 @@ _LINE_SLACK = 64 * 1024
 """What a line of the file may hold beyond its base64 payload (ids, hashes, keys)."""
 _WITHHELD_PER_EVENT = 1000  # digests named by one StateWithheld event (about 66 kB)
 _encoder = msgspec.json.Encoder()
-
-
-class ExportIncomplete(EventLogError):
-    """An export could not read every event the tenant held when it began.
-
-    On PostgreSQL an event becomes readable in log order only once every transaction
-    older than its writer has ended; a transaction left open (an idle worker mid-
-    transaction) past ``max_wait`` hides what committed after it began. Nothing after
-    the events read was written: no end record, so the output is refused as truncated.
-    ``missing`` maps each short stream to (the version it held, the version read).
-    """
-
-    def __init__(self, tenant_id: str, held: int, read: int,
-                 missing: dict[str, tuple[int, int]], max_wait: float) -> None:
-        self.tenant_id, self.held, self.read = tenant_id, held, read
-        self.missing, self.max_wait = missing, max_wait
-        streams = ", ".join(repr(stream) for stream in sorted(missing)[:3])
-        more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
-        unread = sum(version - seen for version, seen in missing.values())
-        super().__init__(
-            f"export of tenant {tenant_id!r} is incomplete: events not readable after "
-            f"waiting {max_wait:g} s: {unread} of {held}, in streams {streams}{more}; a "
-            "transaction that began before they committed is still open. No end record "
-            "was written")
-
-
-class ImportRefused(EventLogError):
-    """The target already holds a different history for a stream of the file.
-
-    Nothing was written for the refusal found before importing; ``stream_id`` and
-    ``version`` name where the histories part.
-    """
-
-    def __init__(self, stream_id: str, version: int, reason: str) -> None:
-        self.stream_id = stream_id
-        self.version = version
-        self.reason = reason
-        super().__init__(f"stream {stream_id!r} at version {version}: {reason}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -423,7 +387,7 @@ async def import_log(
         if number > 1:
             await importer.feed(record, offset)
     await importer.adopt_unnamed()
-    await importer.flush(final=True)
+    await importer.flush()
     logger.info("imported", tenant=tenant_id, events=importer.imported,
                 present=importer.present, blobs=len(importer.stored), withheld=withheld)
     return ImportSummary(
@@ -686,7 +650,7 @@ class _Importer:
             return _blob_of(self.file.record_at(offset), 0)[1]
         return await self.log.get_blob(self.tenant_id, digest)
 
-    async def flush(self, *, final: bool = False) -> None:
+    async def flush(self) -> None:
         if not self.group:
             return
         blobs = {digest: (self.group_blobs[digest], count) for digest, count in self.adds.items()}

@@ -35,10 +35,12 @@ INLINE_PROJECTIONS: tuple[Projection, ...] = (
 __all__ = [
     "AT_POSITION",
     "Change",
+    "CheckpointViews",
     "Delete",
     "INLINE_PROJECTIONS",
     "In",
     "InsertIfAbsent",
+    "InterruptBatches",
     "JsonContains",
     "Lookup",
     "Projection",

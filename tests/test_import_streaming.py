@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from eventlog import CheckpointRecord, EventLog, InvalidInput, open_log, transfer
+from eventlog import CheckpointRecord, EventLog, InvalidInput, content_digest, open_log, transfer
 from eventlog.transfer import check_export, export_log, import_log, line_limit
+from tests.events import Noted
 
 HEADER = b'{"format": "checkpoint-eventlog/export", "version": 1, "tenant": "t"}\n'
 
@@ -63,5 +64,29 @@ async def test_a_blob_named_again_in_a_later_batch_is_read_again_from_the_file(
             summary = await import_log(copy, handle)
         assert 3 == summary.events_imported
         assert await source.blob_refs("t") == await copy.blob_refs("t")
+        report = await copy.verify()
+        assert report.ok, report.problems
+
+
+@pytest.mark.parametrize("group_bytes", [1, 32 * 1024 * 1024])
+async def test_a_blob_no_event_names_goes_with_the_last_batch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, group_bytes: int,
+) -> None:
+    """The file's trailing blob (attached to an application's event, so no event names
+    its digest) is stored with the import's last batch, however many batches came before
+    (one event each, or all in one): what ``flush(final=True)`` was once for, now
+    `_Importer.adopt_unnamed` before the last flush."""
+    monkeypatch.setattr(transfer, "_GROUP_BYTES", group_bytes)
+    async with open_log(f"sqlite:///{tmp_path / 'source.db'}") as source, open_log(
+            f"sqlite:///{tmp_path / 'copy.db'}") as copy:
+        await create(source, "a", {"n": 1})
+        await source.append("t", "notes", [Noted(text="with a blob")], attach=[b"opaque"])
+        await create(source, "b", {"n": 2})
+        await export(source, tmp_path / "t.jsonl")
+        with (tmp_path / "t.jsonl").open("rb") as handle:
+            summary = await import_log(copy, handle)
+        assert (3, 3) == (summary.events_imported, summary.blobs_imported)
+        assert await source.blob_refs("t") == await copy.blob_refs("t")
+        assert b"opaque" == await copy.get_blob("t", content_digest(b"opaque"))
         report = await copy.verify()
         assert report.ok, report.problems

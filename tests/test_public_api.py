@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -21,6 +23,7 @@ LOG_API = {
     "EventLogError", "InvalidInput", "InvalidId", "InvalidEvent", "PayloadTooLarge",
     "InvalidURL", "UnknownEventType", "StateDecodeError", "VersionConflict", "SchemaError",
     "UnknownSchemaRevision", "StoreLocked", "StorageError", "CommitOutcomeUnknown",
+    "SchemaNotCurrent",
 }
 """What the log promises; other issues add names, so this is a floor, not the list."""
 
@@ -107,3 +110,77 @@ def test_packages_ship_py_typed() -> None:
     """Both packages carry the PEP 561 marker."""
     assert [True, True] == [(ROOT / package / "py.typed").exists()
                             for package in ("eventlog", "projections")]
+
+
+def test_the_public_names_are_written_once() -> None:
+    """``eventlog.__all__`` and the lazy loader's table are both read from the one list of
+    imports that type checkers read: no name is in one and not the other, none twice."""
+    block = (ROOT / "eventlog" / "__init__.py").read_text(encoding="utf-8")
+    imported = [line.split()[-1] for line in block.splitlines()
+                if line.startswith("    from eventlog")]
+    assert (sorted(imported), len(imported)) == (eventlog.__all__, len(set(imported)))
+    assert all(line.split()[-1] == line.split()[-3] for line in block.splitlines()
+               if line.startswith("    from eventlog")), "each name re-exported `as` itself"
+
+
+def test_type_checkers_are_shown_every_public_name() -> None:
+    """tests/typing/public_names.py (checked by ``mypy --strict tests/typing``) imports
+    every name of ``eventlog.__all__`` from the package, and no other."""
+    source = (ROOT / "tests" / "typing" / "public_names.py").read_text(encoding="utf-8")
+    imports = source.split("from eventlog import (")[1].split(")")[0]
+    assert eventlog.__all__ == sorted(name.strip(" ,") for name in imports.split()
+                                      if name.strip(" ,"))
+
+
+def test_projections_export_every_public_name_they_import() -> None:
+    """Each public class, function or constant the package binds is in its __all__."""
+    bound = {name for name, value in vars(projections).items()
+             if not name.startswith("_") and not isinstance(value, type(projections))}
+    assert set() == bound - set(projections.__all__)
+
+
+def test_the_error_tree_names_every_error() -> None:
+    """The errors module's docstring draws each of its error classes (the ones other
+    modules raise included), under the parent it subclasses."""
+    classes = {name: value for name, value in vars(errors).items()
+               if isinstance(value, type) and issubclass(value, Exception)}
+    drawn = {line.split("── ")[1].split()[0]: line.index("── ")
+             for line in (errors.__doc__ or "").splitlines() if "── " in line}
+    drawn["EventLogError"] = 1  # the root, drawn bare: its children's "── " is 4 further
+    assert set(classes) == set(drawn)
+    for name, cls in classes.items():
+        parents = [parent.__name__ for parent in cls.__bases__
+                   if issubclass(parent, errors.EventLogError)]
+        assert name == "EventLogError" or drawn[parents[0]] + 4 == drawn[name], name
+
+
+@pytest.mark.parametrize(
+    ("module", "name", "also"),
+    [
+        ("eventlog.interrupts", "CapacityExceeded", Exception),
+        ("eventlog.interrupts.inputs", "CapacityExceeded", Exception),
+        ("eventlog.transfer", "ImportRefused", Exception),
+        ("eventlog.transfer", "ExportIncomplete", Exception),
+        ("eventlog.adapters._loops", "WrongThread", RuntimeError),
+        ("eventlog.adapters._loops", "NotRunning", RuntimeError),
+    ],
+)
+def test_errors_raised_elsewhere_live_in_the_tree_and_import_where_they_did(
+    module: str, name: str, also: type[Exception],
+) -> None:
+    """They are defined in eventlog.errors, still import from the module they came from,
+    and keep the classes they subclassed (an ``except RuntimeError`` still catches)."""
+    cls = getattr(importlib.import_module(module), name)
+    assert (cls, True, True) == (getattr(errors, name), issubclass(cls, errors.EventLogError),
+                                 issubclass(cls, also))
+
+
+def test_checkpoints_docstring_names_each_of_its_modules() -> None:
+    """The package docstring's module list is the package's modules, no more, no less."""
+    import eventlog.checkpoints as package
+
+    listed = (package.__doc__ or "").split("Modules:")[1]
+    named = set(re.findall(r"`([a-z_]+)`", listed))
+    here = {path.stem for path in (ROOT / "eventlog" / "checkpoints").glob("*.py")} - {
+        "__init__"}
+    assert here == named

@@ -15,34 +15,10 @@ import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
-from eventlog.errors import EventLogError
+from eventlog.errors import NotRunning as NotRunning  # defined with every error
+from eventlog.errors import WrongThread as WrongThread
 
 R = TypeVar("R")
-
-
-class WrongThread(EventLogError, RuntimeError):
-    """A blocking method was called on the thread that runs the saver's own event loop."""
-
-    def __init__(self, method: str, alternative: str) -> None:
-        self.method = method
-        super().__init__(
-            f"{method}() blocks, and this thread runs the saver's event loop: it would wait "
-            f"for itself. Use the async method ({alternative}) or an async graph call such "
-            "as graph.ainvoke(...), or call from another thread (EventlogSaver runs its own "
-            "loop for programs without one)."
-        )
-
-
-class NotRunning(EventLogError, RuntimeError):
-    """A blocking method was called while the saver's event loop is not running."""
-
-    def __init__(self, method: str) -> None:
-        self.method = method
-        super().__init__(
-            f"{method}() waits for the saver's event loop, which is not running (not started "
-            "yet, or finished); in a program without a loop use "
-            "EventlogSaver.from_conn_string(...)"
-        )
 
 
 def running_loop() -> asyncio.AbstractEventLoop | None:

@@ -1,8 +1,12 @@
 """The workflow checkpoint store (``log.checkpoints``): at-least-once checkpoints per session.
 
-Its events live in `eventlog.events.checkpoints` (importable without this store). Modules:
+Its events live in `eventlog.events.checkpoints` and `eventlog.events.threads` (importable
+without this store); ids are minted by `eventlog.ids` (UUIDv7). Modules:
 `records` (what goes in and comes out), `decisions` (validation and encoding, no I/O),
-`store` (`CheckpointStore`), `typed` (the Go-style ``Store[T]``), `ids` (UUIDv7).
+`store` (`CheckpointStore`), `typed` (the Go-style ``Store[T]``), `threads`
+(`ThreadCheckpoints`, ``log.checkpoints.threads``: checkpoints addressed by id, as
+frameworks need), `thread_records` (what it takes and returns), `thread_decisions` (its
+validation and events, no I/O), `removal` (how a removal waits after losing a race).
 """
 
 from eventlog.checkpoints.records import CheckpointRecord, RunInfo, SessionInfo

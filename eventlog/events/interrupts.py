@@ -25,7 +25,8 @@ class Interrupt(msgspec.Struct, frozen=True, kw_only=True):
     ``id`` is unique within the batch and is the key a `Resume` answers. ``reason`` is an
     open string (``tool_call``, ``input_required``, ``confirmation`` or
     ``framework:name``). ``response_schema`` is a JSON Schema the answer's payload must
-    satisfy (the subset `eventlog.interrupts.schema` understands). ``expires_at`` is the
+    satisfy (checked as `eventlog.interrupts.schema` says: its dialect, local references
+    only, formats asserted). ``expires_at`` is the
     last moment an answer is admitted; without it the store's approval TTL applies.
     """
 

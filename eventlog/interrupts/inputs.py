@@ -16,7 +16,8 @@ import msgspec
 
 from eventlog.checkpoints.decisions import check_session_id
 from eventlog.cursors import MAX_POSITION, is_number
-from eventlog.errors import EventLogError, InvalidInput, PayloadTooLarge
+from eventlog.errors import CapacityExceeded as CapacityExceeded  # defined with every error
+from eventlog.errors import InvalidInput, PayloadTooLarge
 from eventlog.interrupts.models import (
     BatchState,
     CaptureHandle,
@@ -36,15 +37,6 @@ MAX_SCOPES = 1000
 MAX_PAGE = 1000
 
 _encoder = msgspec.json.Encoder()
-
-
-class CapacityExceeded(EventLogError):
-    """The tenant already has as many open batches as the store allows; nothing written."""
-
-    def __init__(self, tenant_id: str, capacity: int) -> None:
-        self.tenant_id = tenant_id
-        self.capacity = capacity
-        super().__init__(f"tenant {tenant_id!r} already has {capacity} open interrupt batches")
 
 
 def check_scopes(scopes: Any) -> tuple[str, ...]:

@@ -34,6 +34,8 @@ from typing import Any, TypeVar
 
 import asyncpg
 import sqlalchemy as sa
+from sqlalchemy import exc as sa_exc
+from sqlalchemy.dialects.postgresql.asyncpg import AsyncAdapt_asyncpg_dbapi
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import NullPool
@@ -101,13 +103,26 @@ _REPLAYED = (
 )
 # Ids hold no control characters, so the separator keeps (tenant, stream) pairs apart.
 _STREAM_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended($1 || chr(31) || $2, 0))"
-_CONNECTION_LOST = (
-    "ConnectionDoesNotExistError", "ConnectionResetError", "ConnectionFailureError",
-    "CannotConnectNowError", "AdminShutdownError", "CrashShutdownError", "BrokenPipeError",
-    # A connection the server ended while it sat idle in the pool leaves asyncpg's protocol
-    # mid-operation ("cannot switch to state 11; another operation (2) is in progress").
-    "InternalClientError",
-)
+_ADAPTED: Any = AsyncAdapt_asyncpg_dbapi
+"""SQLAlchemy's asyncpg dialect wraps asyncpg's errors in its own classes of the same
+names (the asyncpg error stays their ``__cause__``, which `_driver_error` prefers)."""
+_INTERFACE_ERRORS = frozenset(
+    cls for cls in (asyncpg.InterfaceError, sa_exc.InterfaceError,
+                    getattr(_ADAPTED, "InterfaceError", None))
+    if cls is not None)
+"""asyncpg's refusals, connection gone or not: only one saying "closed" counts as lost."""
+_CONNECTION_LOST = frozenset(
+    cls for cls in (
+        asyncpg.ConnectionDoesNotExistError, asyncpg.ConnectionFailureError,
+        asyncpg.CannotConnectNowError, asyncpg.AdminShutdownError, asyncpg.CrashShutdownError,
+        # A connection the server ended while it sat idle in the pool leaves asyncpg's
+        # protocol mid-operation ("cannot switch to state 11; another operation (2) is in
+        # progress").
+        asyncpg.InternalClientError, getattr(_ADAPTED, "InternalClientError", None),
+    ) if cls is not None)
+"""The driver errors that mean the connection is gone, matched by exact class: a subclass
+names another failure (`asyncpg.ProtocolError`, `asyncpg.OutdatedSchemaCacheError`). Every
+`OSError` counts too (`ConnectionResetError`, `BrokenPipeError`: the socket itself)."""
 _ROLLED_BACK = ("40P01", "40001")
 """SQLSTATEs of a transaction the server rolled back: deadlock detected, serialization
 failure."""
@@ -142,7 +157,10 @@ class PostgresBackend(SqlBackend[Any], ReplicaStorage):
         pool_size: int = 10,
         pool_mode: str = "session",
     ) -> None:
-        assert (url is None) != (engine is None), "a URL or an engine, not both"
+        if url is None and engine is None:
+            raise InvalidInput("url", "give a PostgreSQL URL, or an engine (engine=...)")
+        if url is not None and engine is not None:
+            raise InvalidInput("engine", "give a URL or an engine, not both")
         if isinstance(pool_size, bool) or not isinstance(pool_size, int) or not (
                 1 <= pool_size <= MAX_POOL_SIZE):
             # Zero would wait forever for a connection, and the pool is the only one.
@@ -683,9 +701,9 @@ def _connection_lost(error: BaseException) -> bool:
     connection is closed counts as lost.
     """
     driver = _driver_error(error)
-    if type(driver).__name__ == "InterfaceError":
+    if type(driver) in _INTERFACE_ERRORS:
         return "closed" in str(driver)
-    return type(driver).__name__ in _CONNECTION_LOST or isinstance(driver, OSError)
+    return type(driver) in _CONNECTION_LOST or isinstance(driver, OSError)
 
 
 def _driver_error(error: BaseException) -> BaseException:

@@ -42,6 +42,9 @@ LEASE = timedelta(minutes=5)
 TOKEN = "secret-token"
 SCHEMA = {"type": "object", "properties": {"approved": {"type": "boolean"}},
           "required": ["approved"]}
+REF_SCHEMA = {"$defs": {"address": {"type": "string", "minLength": 1}}, "type": "object",
+              "properties": {"to": {"$ref": "#/$defs/address"}}, "required": ["to"]}
+DEPENDENT = {"type": "object", "dependentRequired": {"card": ["billing"]}}
 
 
 def view(**changes: Any) -> BatchView:
@@ -287,7 +290,7 @@ def test_recovery_dispositions() -> None:
     ]
 
 
-# -- the schema subset -------------------------------------------------------------------
+# -- the answer schema (JSON Schema, by jsonschema) ----------------------------------
 
 
 @pytest.mark.parametrize(
@@ -312,25 +315,126 @@ def test_recovery_dispositions() -> None:
         ("anything", False, False),
     ],
 )
-def test_the_schema_subset_validates(value: Any, schema: Any, ok: bool) -> None:
+def test_the_keywords_of_the_old_subset_validate_as_before(
+    value: Any, schema: Any, ok: bool,
+) -> None:
     """Each supported keyword accepts and rejects as JSON Schema does."""
     assert ok == (validate(value, schema) is None)
 
 
-def test_unsupported_schema_keywords_are_named() -> None:
-    """A keyword the validator would skip is refused up front, with its path."""
-    assert ("#/properties/x/pattern: keyword 'pattern' is not supported", None) == (
-        check_schema({"properties": {"x": {"pattern": "a+"}}}), check_schema(SCHEMA),
+def test_a_malformed_schema_is_refused_with_its_path() -> None:
+    """A schema its meta-schema refuses is named at a JSON pointer into it."""
+    assert ("#/properties/x/minLength: -1 is less than the minimum of 0", None) == (
+        check_schema({"properties": {"x": {"minLength": -1}}}), check_schema(SCHEMA),
     )
+
+
+@pytest.mark.parametrize(
+    ("value", "schema", "ok"),
+    [
+        ("ab-12", {"type": "string", "pattern": "^[a-z]+-[0-9]+$"}, True),
+        ("AB-12", {"type": "string", "pattern": "^[a-z]+-[0-9]+$"}, False),
+        ("ada@example.com", {"format": "email"}, True),
+        ("ada at example.com", {"format": "email"}, False),
+        ("2030-01-01T12:00:00Z", {"format": "date-time"}, True),
+        ("2030-13-01T12:00:00Z", {"format": "date-time"}, False),
+        ("tomorrow", {"format": "date-time"}, False),
+        ("https://example.com/a", {"format": "uri"}, True),
+        ("not a uri", {"format": "uri"}, False),
+        ("anything", {"format": "int32"}, True),  # OpenAPI's, not the specification's
+        ({"to": "x"}, REF_SCHEMA, True),
+        ({"to": 1}, REF_SCHEMA, False),
+        ([{"to": "x"}, {"to": ""}], {**REF_SCHEMA, "type": "array",
+                                     "items": {"properties": REF_SCHEMA["properties"]}}, False),
+        ({"card": "4111", "billing": "x"}, DEPENDENT, True),
+        ({"card": "4111"}, DEPENDENT, False),
+        ({}, DEPENDENT, True),
+        ({"x-extension": 1}, {"type": "object", "x-vendor": True, "nullable": True}, True),
+        (["a", 1], {"$schema": "http://json-schema.org/draft-07/schema#",
+                    "items": [{"type": "string"}, {"type": "integer"}]}, True),
+        (["a", "b"], {"$schema": "http://json-schema.org/draft-07/schema#",
+                      "items": [{"type": "string"}, {"type": "integer"}]}, False),
+    ],
+)
+def test_what_real_applications_write_is_validated(value: Any, schema: Any, ok: bool) -> None:
+    """pattern, format (asserted), $ref/$defs, dependentRequired, vendor keywords, and a
+    draft-07 schema (AG-UI tools made with zod say so in $schema) read as draft-07."""
+    assert (None, ok) == (check_schema(schema), validate(value, schema) is None)
+
+
+@pytest.mark.parametrize(
+    ("value", "schema", "detail"),
+    [
+        ({"to": 1}, REF_SCHEMA, "payload.to: 1 is not of type 'string'"),
+        ({"card": "4111"}, DEPENDENT, "payload: 'billing' is a dependency of 'card'"),
+        ({"list": ["a@b.co", "nope"]},
+         {"properties": {"list": {"items": {"format": "email"}}}},
+         "payload.list[1]: 'nope' is not a 'email'"),
+    ],
+)
+def test_a_violation_names_its_path_in_the_answer(value: Any, schema: Any, detail: str) -> None:
+    assert detail == validate(value, schema, "payload")
+
+
+@pytest.mark.parametrize(
+    ("schema", "detail"),
+    [
+        ({"properties": {"x": {"$ref": "https://example.com/schemas/x.json"}}},
+         "#/properties/x/$ref: 'https://example.com/schemas/x.json' does not resolve"),
+        ({"items": {"$ref": "other.json#/$defs/a"}},
+         "#/items/$ref: 'other.json#/$defs/a' does not resolve"),
+        ({"$defs": {"a": {}}, "properties": {"x": {"$ref": "#/$defs/b"}}},
+         "#/properties/x/$ref: '#/$defs/b' does not resolve"),
+        ({"$schema": "https://example.com/my-dialect"},
+         "#/$schema: 'https://example.com/my-dialect' is not a JSON Schema dialect"),
+        ({"type": "object", "properties": {"code": {"pattern": "("}}},
+         "#/properties/code/pattern: '(' is not a 'regex'"),
+    ],
+)
+def test_a_schema_that_reaches_outside_itself_or_is_broken_is_refused(
+    schema: Any, detail: str,
+) -> None:
+    """A remote (or any unresolvable) $ref is refused when the batch is created, naming
+    where it sits: nothing is fetched, now or at answer time."""
+    problem = check_schema(schema)
+    assert problem is not None
+    assert problem.startswith(detail)
+
+
+def test_a_schema_stored_before_dialects_were_checked_is_still_applied() -> None:
+    """A batch created when ``$schema`` was an annotation may name a dialect nobody
+    knows: its answers are checked under 2020-12, as they were, not refused outright."""
+    schema = {"$schema": "https://example.com/house-dialect", "type": "integer"}
+    assert check_schema(schema) is not None
+    assert [None, "$: 'x' is not of type 'integer'"] == [validate(1, schema),
+                                                         validate("x", schema)]
+
+
+def test_local_references_resolve_through_ids_anchors_and_recursion() -> None:
+    """References into an embedded $id resource, to an $anchor and to the root itself."""
+    tree = {"type": "object", "properties": {"children": {"type": "array",
+                                                          "items": {"$ref": "#"}}}}
+    embedded = {"$id": "https://example.com/root.json",
+                "$defs": {"name": {"$id": "name.json", "type": "string"},
+                          "age": {"$anchor": "age", "type": "integer", "minimum": 0}},
+                "properties": {"name": {"$ref": "name.json"}, "age": {"$ref": "#age"}}}
+    assert (None, None) == (check_schema(tree), check_schema(embedded))
+    assert [None, "$.children[0].children: 1 is not of type 'array'", None,
+            "$.age: -1 is less than the minimum of 0"] == [
+        validate({"children": [{"children": []}]}, tree),
+        validate({"children": [{"children": 1}]}, tree),
+        validate({"name": "Ada", "age": 36}, embedded),
+        validate({"name": "Ada", "age": -1}, embedded),
+    ]
 
 
 @pytest.mark.parametrize(
     ("responses", "detail"),
     [
         ((Resume(interrupt_id="a", status="resolved", payload={"approved": 1}),
-          cancel("b")), "interrupt 'a': payload.approved: expected boolean"),
+          cancel("b")), "interrupt 'a': payload.approved: 1 is not of type 'boolean'"),
         ((Resume(interrupt_id="a", status="resolved"), cancel("b")),
-         "interrupt 'a': payload: expected object"),
+         "interrupt 'a': payload: None is not of type 'object'"),
         ((cancel("a"),), "interrupt 'b' is not answered"),
         ((cancel("a"), cancel("b"), cancel("c")), "the batch asks no interrupt 'c'"),
         ((cancel("a"), cancel("a"), cancel("b")), "interrupt 'a' is answered twice"),
