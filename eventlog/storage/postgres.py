@@ -128,7 +128,7 @@ _ROLLED_BACK = ("40P01", "40001")
 failure."""
 # A named prepared statement missing on, or already taken on, the server connection the
 # pooler handed us: what transaction pooling does to a statement cache.
-_STATEMENT_GONE = ("InvalidSQLStatementNameError", "DuplicatePreparedStatementError")
+_STATEMENT_GONE = (asyncpg.InvalidSQLStatementNameError, asyncpg.DuplicatePreparedStatementError)
 POOL_MODES = ("session", "transaction")
 """How the server is reached: directly or through a session pooler (``session``, the
 default), or through a pooler that hands out a server connection per transaction
@@ -647,7 +647,7 @@ class PostgresBackend(SqlBackend[Any], ReplicaStorage):
             # failure): nothing was written, and the log retries it like a lost race.
             return StreamVersionTaken("deadlock")
         detail = f"{type(driver).__name__}: {driver}"
-        if type(driver).__name__ in _STATEMENT_GONE and not self.transaction_pooling:
+        if isinstance(driver, _STATEMENT_GONE) and not self.transaction_pooling:
             # asyncpg's own hint names its connect options, which our callers never see.
             first_line = str(driver).splitlines()[0] if str(driver) else ""
             detail = (f"{type(driver).__name__}: {first_line} (behind PgBouncer or another "

@@ -8,7 +8,6 @@ from eventlog import (
     ANY,
     DEFAULT_URL,
     NO_STREAM,
-    OpenLog,
     AppendResult,
     BatchState,
     BlobMissing,
@@ -40,6 +39,7 @@ from eventlog import (
     InvalidInput,
     InvalidURL,
     LogPage,
+    OpenLog,
     Operation,
     OperationRegistry,
     PayloadTooLarge,
@@ -78,12 +78,12 @@ from eventlog import (
 )
 
 PUBLIC: tuple[object, ...] = (
-    ANY, AppendResult, BatchState, CapacityExceeded, CaptureHandle, CaptureOutcome,
+    ANY, AppendResult, BatchState, BlobMissing, CapacityExceeded, CaptureHandle, CaptureOutcome,
     CheckpointCreated, CheckpointRecord, CheckpointStore, ClaimRejection, ClaimResult,
     CleanupResult, Clock, CommitOutcomeUnknown, CorruptBlob, CorruptEvent, DEFAULT_URL, Event,
     EventLog, EventLogError, EventRegistry, ExpectedVersion, Finish, Interrupt, InterruptClaim,
     InterruptOptions, InterruptStore, InvalidEvent, InvalidId, InvalidInput, InvalidURL,
-    LogPage, NO_STREAM, Operation, OperationRegistry, PayloadTooLarge, PendingBatch,
+    LogPage, NO_STREAM, OpenLog, Operation, OperationRegistry, PayloadTooLarge, PendingBatch,
     ReconcileRejection, ReconcileResult, Reconciliation, RecordedEvent, Recovery,
     RecoveryDisposition, ReleaseNotHeld, Resume, ResumeInput, RunInfo, SchemaError,
     SchemaNotCurrent, SessionDeleted, SessionInfo, SpilledViews, StateDecodeError,
