@@ -45,9 +45,10 @@ class TestPostgresqlBackend(BackendContract):
     schema = ""
 
     @pytest.fixture(autouse=True)
-    def _fresh_schema(self, pg_schema: str) -> None:
-        """Skips without a server (fails under CI); the schema is dropped after the test."""
-        self.schema = pg_schema
+    def _fresh_schema(self, migrated_pg_schema: str) -> None:
+        """Skips without a server (fails under CI); the schema, a copy of the migrated
+        template (tests/pg_template.py), is dropped after the test."""
+        self.schema = migrated_pg_schema
 
     def backend_url(self, tmp_path: Path) -> str:
         return PG_URL
