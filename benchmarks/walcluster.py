@@ -64,20 +64,37 @@ def private_cluster() -> Iterator[str]:
             shutil.chown(root, "postgres", "postgres")
         _run([str(binaries / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust",
               "-N", "--no-instructions"])
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            port = int(probe.getsockname()[1])
         with (data / "postgresql.conf").open("a") as conf:
             # Checkpoints only when we ask: the full-page images after one are counted
             # apart (see `bench_writecost`). No autovacuum writing WAL mid-measurement.
-            conf.write(f"port = {port}\nlisten_addresses = '127.0.0.1'\n"
+            conf.write(f"listen_addresses = '127.0.0.1'\n"
                        f"unix_socket_directories = '{root}'\nshared_buffers = 128MB\n"
                        "max_wal_size = 4GB\ncheckpoint_timeout = 1d\nautovacuum = off\n")
-        _run([str(binaries / "pg_ctl"), "-D", str(data), "-l", str(root / "log"), "-w",
-              "-t", "60", "start"])
+        port = _start(binaries, data, root)
         try:
             yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
         finally:
             _run([str(binaries / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop"])
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def _start(binaries: Path, data: Path, root: Path, attempts: int = 3) -> int:
+    """Start the cluster on a free loopback port; its port. A port found free can be
+    taken before the server binds it (by any client connection's ephemeral port: a busy
+    machine makes thousands), so a failed start tries another port."""
+    for attempt in range(attempts):
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = int(probe.getsockname()[1])
+        with (data / "postgresql.conf").open("a") as conf:
+            conf.write(f"port = {port}\n")  # the last setting of a name wins
+        try:
+            _run([str(binaries / "pg_ctl"), "-D", str(data), "-l", str(root / "log"), "-w",
+                  "-t", "60", "start"])
+        except RuntimeError:
+            if attempt == attempts - 1:
+                raise
+            continue
+        return port
+    raise AssertionError("unreachable")
