@@ -121,22 +121,16 @@ class SqlBackend(StorageBackend, abc.ABC, Generic[Held]):
         if query.related and not self.sql_dialect.nests:
             return await read_related(query, self.query)
         param = self.new_param()
-        if query.related:
-            text = place_related(query, self.qualified, self.sql_dialect, param,
-                                 self._nullable[query.table])
-            shape = related_shape(query, self.sql_dialect)
-            sql = self._queries.get(shape)
-            if sql is None:
-                sql = self._queries[shape] = text()
-            return unpack_related(query, await self.fetch_view_rows(
-                query.table, sql, param.values))
-        text = place_query(query, self.qualified, self.sql_dialect, param,
-                           self._nullable[query.table])
-        shape = query_shape(query, self.sql_dialect)
+        place, shape_of = ((place_related, related_shape) if query.related
+                           else (place_query, query_shape))
+        text = place(query, self.qualified, self.sql_dialect, param,
+                     self._nullable[query.table])
+        shape = shape_of(query, self.sql_dialect)
         sql = self._queries.get(shape)
         if sql is None:
             sql = self._queries[shape] = text()
-        return await self.fetch_view_rows(query.table, sql, param.values)
+        rows = await self.fetch_view_rows(query.table, sql, param.values)
+        return unpack_related(query, rows) if query.related else rows
 
     async def dump_views(self) -> dict[str, list[dict[str, Any]]]:
         return {
