@@ -67,6 +67,23 @@ async def read_to_end(log: EventLog, cursor: str | None = None,
 async def raw_insert(connection: asyncpg.Connection, schema: str, tenant: str, stream: str,
                      version: int, text: str, prev_hash: bytes = GENESIS_HASH) -> int:
     """Insert one well-formed event row (and its stream head) on ``connection``."""
+    position, digest, now = await raw_event_insert(connection, schema, tenant, stream, version,
+                                                   text, prev_hash)
+    await connection.execute(
+        f'INSERT INTO "{schema}".stream_heads (tenant_id, stream_id, version, head_hash, '
+        "last_position, updated_at) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (tenant_id, "
+        "stream_id) DO UPDATE SET version = EXCLUDED.version, head_hash = EXCLUDED.head_hash, "
+        "last_position = EXCLUDED.last_position, updated_at = EXCLUDED.updated_at",
+        tenant, stream, version, digest, position, now,
+    )
+    return position
+
+
+async def raw_event_insert(
+    connection: asyncpg.Connection, schema: str, tenant: str, stream: str, version: int,
+    text: str, prev_hash: bytes = GENESIS_HASH,
+) -> tuple[int, bytes, datetime]:
+    """Insert one well-formed event row alone; its position, hash and time."""
     event_id, now = uuid.uuid4(), datetime.now(UTC)
     data = msgspec.json.encode(Noted(text=text))
     digest = event_hash(tenant_id=tenant, stream_id=stream, version=version, event_id=event_id,
@@ -77,14 +94,7 @@ async def raw_insert(connection: asyncpg.Connection, schema: str, tenant: str, s
         "$8) RETURNING position",
         tenant, stream, version, event_id, data, now, prev_hash, digest,
     )
-    await connection.execute(
-        f'INSERT INTO "{schema}".stream_heads (tenant_id, stream_id, version, head_hash, '
-        "last_position, updated_at) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (tenant_id, "
-        "stream_id) DO UPDATE SET version = EXCLUDED.version, head_hash = EXCLUDED.head_hash, "
-        "last_position = EXCLUDED.last_position, updated_at = EXCLUDED.updated_at",
-        tenant, stream, version, digest, position, now,
-    )
-    return position
+    return position, digest, now
 
 
 async def in_process_writer(schema: str, tenant: str, count: int) -> list[str]:
@@ -177,6 +187,63 @@ async def test_follower_order_keeps_each_streams_versions_in_order(
         versions = [event.version for event in events if event.stream_id == stream]
         assert list(range(1, len(versions) + 1)) == versions
     assert 120 == len(events)
+
+
+async def waiting_on(connection: asyncpg.Connection) -> bool:
+    """Whether some transaction waits for the one open on ``connection`` to end."""
+    waiting: bool = await connection.fetchval(
+        "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'transactionid' "
+        "AND NOT granted AND transactionid::text = pg_current_xact_id()::text)")
+    return waiting
+
+
+async def open_insert(schema: str, version: int, text: str) -> asyncpg.Connection:
+    """A connection whose open transaction inserted the event row of s0 at ``version``."""
+    connection = await asyncpg.connect(PG_URL)
+    await connection.execute("BEGIN")
+    await raw_event_insert(connection, schema, "t", "s0", version, text)
+    return connection
+
+
+async def until_waited_on(connection: asyncpg.Connection) -> None:
+    """Return once a transaction waits on ``connection``'s."""
+    for _ in range(2_000):
+        if await waiting_on(connection):
+            return
+        await asyncio.sleep(0.005)
+    raise AssertionError("no transaction came to wait")
+
+
+async def test_a_holder_that_lost_its_version_twice_is_read_after_the_winners(
+    pg_log: EventLog, pg_schema: str
+) -> None:
+    """A holder of the stream whose reservation loses version 1 and then version 2 to
+    appends committing first is read after both: it starts again with a new transaction
+    id, where keeping the first would have ordered its version 3 before version 2."""
+    first = await open_insert(pg_schema, 1, "first")
+    second: asyncpg.Connection | None = None
+
+    async def hold_and_append() -> None:
+        async with pg_log.hold_stream("t", "s0"):
+            await pg_log.append("t", "s0", [Noted(text="holder")])
+
+    holder = asyncio.create_task(hold_and_append())
+    try:
+        await until_waited_on(first)  # the holder has its transaction id, and waits
+        second = await open_insert(pg_schema, 2, "second")  # a later transaction id
+        await first.execute("COMMIT")
+        await until_waited_on(second)
+        await second.execute("COMMIT")
+        await holder
+    finally:
+        holder.cancel()
+        for connection in (first, second):
+            if connection is not None:
+                await connection.close()
+    await settle(pg_log)
+    events, _ = await read_to_end(pg_log)
+    assert [(1, "first"), (2, "second"), (3, "holder")] == [
+        (event.version, event.event.text) for event in events]  # type: ignore[attr-defined]
 
 
 async def test_held_transaction_holds_the_reader_back_until_it_commits(

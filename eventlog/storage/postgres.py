@@ -285,23 +285,40 @@ class PostgresBackend(SqlBackend[Any], ReplicaStorage):
         # itself too, yet still in the unique index until this transaction ends), so such
         # an append waits on it holding nothing, then fails as a lost race and retries.
         # Its own append reuses the version freely (a key it deleted itself).
-        async with self.driver_connection() as driver, driver.transaction():
-            await driver.execute(_STREAM_LOCK, tenant_id, stream_id)
-            await self._reserve_next_version(driver, tenant_id, stream_id)
-            yield driver
-
-    async def _reserve_next_version(self, driver: Any, tenant_id: str, stream_id: str) -> None:
-        """Insert and delete a row at the stream's next version (see `hold_stream`); an
-        append committing first takes that version, and the next one is tried."""
-        while True:
+        async with self.driver_connection() as driver:
+            transaction = await self._take_turn(driver, tenant_id, stream_id)
             try:
-                async with driver.transaction():
-                    position = await driver.fetchval(
-                        self._reserve_sql, tenant_id, stream_id, uuid.uuid4())
-                    await driver.execute(self._unreserve_sql, position)
-                return
+                yield driver
+            except BaseException:
+                await transaction.rollback()
+                raise
+            await transaction.commit()
+
+    async def _take_turn(self, driver: Any, tenant_id: str, stream_id: str) -> Any:
+        """Begin a transaction that holds the stream's lock and has reserved its next
+        version (see `holding_transaction`); the asyncpg transaction, to end.
+
+        A reservation that loses its version to an append committing first starts the
+        whole transaction again rather than trying the next version in a savepoint: the
+        reserving insert gave the transaction its id, and the log reads in transaction id
+        order (`read_all`), so an event appended later under that older id would be read
+        before the versions that beat it (a stream read out of version order: a follower
+        saw version 11 before 10 in a CI run).
+        """
+        while True:
+            transaction = driver.transaction()
+            await transaction.start()
+            try:
+                await driver.execute(_STREAM_LOCK, tenant_id, stream_id)
+                position = await driver.fetchval(
+                    self._reserve_sql, tenant_id, stream_id, uuid.uuid4())
+                await driver.execute(self._unreserve_sql, position)
+                return transaction
             except asyncpg.UniqueViolationError:
-                continue
+                await transaction.rollback()
+            except BaseException:
+                await transaction.rollback()
+                raise
 
     async def append(self, request: AppendRequest) -> list[int]:
         statement = self.single_statement(request)
@@ -363,9 +380,7 @@ class PostgresBackend(SqlBackend[Any], ReplicaStorage):
         # busy (1 of 3,479 puts from six processes lost all 64 tries in a quiet CI run);
         # now it waits on the reservation and retries instead.
         try:
-            async with self.driver_connection() as driver, driver.transaction():
-                await driver.execute(_STREAM_LOCK, tenant_id, stream_id)
-                await self._reserve_next_version(driver, tenant_id, stream_id)
+            async with self.holding_transaction(tenant_id, stream_id) as driver:
                 row = await driver.fetchrow(self._head_sql, tenant_id, stream_id)
                 request = build(None if row is None else (int(row[0]), bytes(row[1])))
                 statement = self.single_statement(request)
