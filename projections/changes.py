@@ -39,17 +39,6 @@ class Upsert:
 
 
 @dataclass(frozen=True, slots=True)
-class Insert:
-    """Insert ``row``, known to be new: its key holds the event's own version (a record
-    of what that event stored), so no row can have it, and a backend writes a plain insert
-    (no ``ON CONFLICT``: on PostgreSQL that logs a second WAL record a row). A row already
-    there is an error, as the database's unique key makes it."""
-
-    table: str
-    row: Mapping[str, Any]
-
-
-@dataclass(frozen=True, slots=True)
 class InsertIfAbsent:
     """Insert ``row`` unless a row with its key exists (which is then left unchanged)."""
 
@@ -74,7 +63,7 @@ class Delete:
     where: Mapping[str, Any]
 
 
-Change = Upsert | Insert | InsertIfAbsent | Update | Delete
+Change = Upsert | InsertIfAbsent | Update | Delete
 
 
 def resolve(values: Mapping[str, Any], position: int) -> dict[str, Any]:
@@ -85,7 +74,7 @@ def resolve(values: Mapping[str, Any], position: int) -> dict[str, Any]:
 def change_values(change: Change) -> list[tuple[str, Any]]:
     """A change's (column, value) pairs in the order SQL places their parameters: the
     row's columns; an update's values, then its key; a delete's conditions."""
-    if isinstance(change, Upsert | Insert | InsertIfAbsent):
+    if isinstance(change, Upsert | InsertIfAbsent):
         return list(change.row.items())
     if isinstance(change, Update):
         return [*change.values.items(), *change.key.items()]
@@ -95,7 +84,7 @@ def change_values(change: Change) -> list[tuple[str, Any]]:
 def change_shape(change: Change) -> tuple[Any, ...]:
     """What a change's SQL text depends on (its kind, table, columns, which of them are
     `AT_POSITION`, and an update's key): backends cache statements by it."""
-    if isinstance(change, Upsert | Insert | InsertIfAbsent):
+    if isinstance(change, Upsert | InsertIfAbsent):
         row = change.row
         return (type(change).__name__, change.table,
                 tuple([(name, row[name] is AT_POSITION) for name in row]), ())

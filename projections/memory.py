@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from projections.changes import Change, Delete, Insert, InsertIfAbsent, Update, Upsert, resolve
+from projections.changes import Change, Delete, InsertIfAbsent, Update, Upsert, resolve
 from projections.query import ViewQuery, row_matches
 from projections.views import key_columns
 
@@ -22,12 +22,9 @@ class ViewTables:
     def apply(self, change: Change, position: int) -> None:
         """Apply one change, with `AT_POSITION` standing for ``position``."""
         rows = self._rows[change.table]
-        if isinstance(change, Upsert | Insert | InsertIfAbsent):
+        if isinstance(change, Upsert | InsertIfAbsent):
             row = resolve(change.row, position)
             key = self._key(change.table, row)
-            if key in rows and isinstance(change, Insert):
-                raise KeyError(f"{change.table}: a row with the key {key} exists (an Insert "
-                               "is of a row known to be new)")
             if key in rows:
                 if isinstance(change, Upsert):
                     rows[key] = {**rows[key], **row}

@@ -28,7 +28,7 @@ LOG_API = {
 """What the log promises; other issues add names, so this is a floor, not the list."""
 
 PROJECTIONS_API = {
-    "AT_POSITION", "Change", "Delete", "INLINE_PROJECTIONS", "In", "Insert", "InsertIfAbsent",
+    "AT_POSITION", "Change", "Delete", "INLINE_PROJECTIONS", "In", "InsertIfAbsent",
     "Projection", "StreamHeads", "Update", "Upsert", "ViewDifference", "ViewQuery",
     "ViewTables", "compare_views", "fold_events", "rebuild",
 }

@@ -34,7 +34,6 @@ from projections.changes import (
     AT_POSITION,
     Change,
     Delete,
-    Insert,
     InsertIfAbsent,
     Update,
     Upsert,
@@ -136,12 +135,10 @@ def change_text(change: Change, table: str, keys: Sequence[str], placed: Sequenc
     pairs = [(name, at_position(slot) if at_position is not None and value is AT_POSITION
               else slot)
              for (name, value), slot in zip(change_values(change), placed, strict=True)]
-    if isinstance(change, Upsert | Insert | InsertIfAbsent):
+    if isinstance(change, Upsert | InsertIfAbsent):
         names = [name for name, _ in pairs]
         sql = (f"INSERT INTO {table} ({', '.join(map(quote, names))}) "
                f"VALUES ({', '.join(slot for _, slot in pairs)})")
-        if isinstance(change, Insert):
-            return sql
         return sql + on_conflict(names, keys, keep_existing=isinstance(change, InsertIfAbsent))
     if isinstance(change, Update):
         split = len(change.values)

@@ -9,16 +9,10 @@ from datetime import UTC, datetime
 
 from eventlog.records import EventEnvelope, RecordedEvent, StoredEvent
 from eventlog.storage.base import AppendRequest, PendingEvent
-from eventlog.storage.postgres import PostgresBackend, _coalesce
+from eventlog.storage.postgres import PostgresBackend
 from eventlog.storage.sql import EVENT_READ_COLUMNS
-from eventlog.storage.sqltext import (
-    ChangeStatements,
-    Numbered,
-    Positional,
-    change_text,
-    place_change,
-)
-from projections.changes import AT_POSITION, Change, Delete, Insert, InsertIfAbsent, Update, Upsert
+from eventlog.storage.sqltext import ChangeStatements, Numbered, Positional
+from projections.changes import AT_POSITION, Delete, InsertIfAbsent, Update, Upsert
 from projections.threads import THREAD_CHECKPOINTS
 from tests.conftest import PG_URL
 
@@ -97,40 +91,3 @@ def test_placeholders_are_numbered_past_the_names_made_once() -> None:
     param = Numbered()
     assert param.extend(range(1500))[-2:] == ["$1499", "$1500"]
     assert param("x") == "$1501"
-
-
-def _upserts_of_a_new_row(sql: str) -> list[str]:
-    """The parts of ``sql`` that insert into the thread checkpoints table, each up to the
-    next statement or CTE."""
-    return [part for part in re.split(r"(?=INSERT INTO|UPDATE |DELETE FROM)", sql)
-            if part.startswith("INSERT INTO") and "thread_checkpoints" in part]
-
-
-def test_an_insert_of_a_row_known_to_be_new_has_no_on_conflict() -> None:
-    """`Insert` (a record keyed by its event's version) is a plain INSERT in the change
-    text, in the single append statement and in a batch statement; an upsert and an
-    insert-if-absent keep their ON CONFLICT."""
-    row = {**KEY, "version": 1, "position": AT_POSITION, "parent_id": None, "run_key": None,
-           "step": 0, "state_encoding": "json", "state_digest": b"d" * 32, "channels": "{}",
-           "metadata": "{}", "recorded_at": MOMENT}
-    kinds: list[Change] = [Insert(THREAD_CHECKPOINTS, row), Upsert(THREAD_CHECKPOINTS, row),
-                           InsertIfAbsent(THREAD_CHECKPOINTS, row)]
-    for change in kinds:
-        text = change_text(change, "tc", list(KEY), place_change(change, Numbered(), 1))
-        assert ("ON CONFLICT" in text) == (not isinstance(change, Insert)), text
-    backend = PostgresBackend(PG_URL, schema="never_opened")
-    for change in kinds:
-        request = AppendRequest(tenant_id="acme", stream_id="s", events=[pending(1)],
-                                changes=[(0, change)])
-        single = backend.single_statement(request)
-        assert single is not None
-        batch = backend._batches.build([request, AppendRequest(
-            tenant_id="acme", stream_id="s2", events=[pending(1)],
-            changes=[(0, type(change)(THREAD_CHECKPOINTS, {**row, "checkpoint_id": "c2"}))],
-        )], lambda c: _coalesce(c, backend.view_keys))
-        assert batch is not None
-        for sql in (single[0], batch[0]):
-            inserts = _upserts_of_a_new_row(sql)
-            assert inserts
-            assert all(("ON CONFLICT" in part) == (not isinstance(change, Insert))
-                       for part in inserts), sql
