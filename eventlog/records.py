@@ -27,8 +27,8 @@ NO_STREAM: Final = ExpectedVersion.NO_STREAM
 
 
 class EventEnvelope(msgspec.Struct, frozen=True):
-    """The ten fields every event of the log carries, in the order the storage reads them
-    (`eventlog.storage.sql.EVENT_READ_COLUMNS`), so a row builds one positionally.
+    """The ten fields every event of the log carries, in one order: a storage row read in
+    this order builds one positionally.
 
     ``position`` is the event's place in the whole log; ``version`` its place in its
     stream (1, 2, 3 …). ``data`` are the exact bytes the hash chain covers.

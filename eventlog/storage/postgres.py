@@ -314,11 +314,10 @@ class PostgresBackend(SqlBackend[Any], ReplicaStorage):
                     self._reserve_sql, tenant_id, stream_id, uuid.uuid4())
                 await driver.execute(self._unreserve_sql, position)
                 return transaction
-            except asyncpg.UniqueViolationError:
+            except BaseException as error:
                 await transaction.rollback()
-            except BaseException:
-                await transaction.rollback()
-                raise
+                if not isinstance(error, asyncpg.UniqueViolationError):
+                    raise  # a lost reservation goes round again; anything else ends it
 
     async def append(self, request: AppendRequest) -> list[int]:
         statement = self.single_statement(request)

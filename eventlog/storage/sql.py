@@ -14,7 +14,7 @@ from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar
 
-from eventlog.records import StoredEvent
+from eventlog.records import EventEnvelope, StoredEvent
 from eventlog.storage import migrate
 from eventlog.storage.base import StorageBackend
 from eventlog.storage.schema import build_metadata, view_table_names
@@ -139,11 +139,12 @@ class SqlBackend(StorageBackend, abc.ABC, Generic[Held]):
         }
 
 
-EVENT_READ_COLUMNS = (
-    "position", "event_id", "tenant_id", "stream_id", "stream_version", "recorded_at", "type",
-    "data", "prev_hash", "hash",
+EVENT_READ_COLUMNS = tuple(
+    "stream_version" if field == "version" else field
+    for field in EventEnvelope.__struct_fields__
 )
-"""The columns `stored_event` reads, in its order."""
+"""The columns `stored_event` reads: the envelope's fields in its order (the ``events``
+table calls ``version`` ``stream_version``), so a row builds one positionally."""
 SCAN_PAGE = 1000
 """Events per page of `StorageBackend.scan_streams`."""
 CHECKED_COLUMNS = frozenset(
