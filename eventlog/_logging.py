@@ -15,6 +15,10 @@ at each call, never by configuring anything:
 An unconfigured structlog would print every debug event on standard output, which broke
 a host that spoke a protocol over its stdout.
 
+structlog is not imported by the library: a host that configured it has imported it, so an
+event looks for it in ``sys.modules`` (importing it would import ``rich`` too, ~80 ms of
+every process's start-up).
+
 A call below the level a host shows costs a check, not a rendering: with structlog
 configured, the bound logger is built once per configuration (structlog's lazy proxy
 would bind anew on every call) and asked ``is_enabled_for`` before the event is passed.
@@ -23,9 +27,11 @@ would bind anew on every call) and asked ``is_enabled_for`` before the event is 
 from __future__ import annotations
 
 import logging
-from typing import Any
+import sys
+from typing import TYPE_CHECKING, Any
 
-import structlog
+if TYPE_CHECKING:
+    from types import ModuleType
 
 
 class LibraryLogger:
@@ -52,8 +58,9 @@ class LibraryLogger:
         self._log(logging.ERROR, "error", event, values)
 
     def _log(self, level: int, method: str, event: str, values: dict[str, Any]) -> None:
-        if structlog.is_configured():
-            bound = self._structlog_logger()
+        structlog = _configured_structlog()
+        if structlog is not None:
+            bound = self._structlog_logger(structlog)
             enabled = getattr(bound, "is_enabled_for", None)
             if enabled is None or enabled(level):
                 getattr(bound, method)(event, **values)
@@ -62,7 +69,7 @@ class LibraryLogger:
             self._stdlib.log(level, "%s %s", event, rendered, stacklevel=3,
                              extra={"structured": {"event": event, **values}})
 
-    def _structlog_logger(self) -> Any:
+    def _structlog_logger(self, structlog: ModuleType) -> Any:
         """structlog's logger for this name, bound once per configuration."""
         config = structlog.get_config()
         key = (config["wrapper_class"], config["logger_factory"], id(config["processors"]),
@@ -71,6 +78,14 @@ class LibraryLogger:
             self._bound = structlog.get_logger(self._name).bind()
             self._bound_for = key
         return self._bound
+
+
+def _configured_structlog() -> ModuleType | None:
+    """structlog when the host imported and configured it, else None."""
+    structlog = sys.modules.get("structlog")
+    if structlog is not None and structlog.is_configured():
+        return structlog
+    return None
 
 
 def get_logger(name: str) -> LibraryLogger:
