@@ -1,5 +1,10 @@
 """`open_log`: turn a URL (or an application's engine) into an open log with its stores
-(`eventlog.face.OpenLog`)."""
+(`eventlog.face.OpenLog`).
+
+Importing this module loads neither the log nor a store nor a backend: `open_log` loads
+them when it first opens a log (`_layers`), so ``from eventlog import open_log`` costs a
+program (a worker, a command, a test's child process) nothing until it opens one.
+"""
 
 from __future__ import annotations
 
@@ -12,19 +17,17 @@ from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 from eventlog._logging import get_logger
 from eventlog.clock import Clock, system_clock
 from eventlog.errors import InvalidInput, InvalidURL, StorageError
-from eventlog.events import EventRegistry
-from eventlog.face import OpenLog
-from eventlog.interrupts.models import InterruptOptions, Operation
-from eventlog.log import DEFAULT_MAX_PAYLOAD_BYTES, EventLog
-from eventlog.storage.base import StorageBackend
-from eventlog.storage.contracts import ViewsRebuiltOnOpen, caught_up
-from eventlog.validation import check_id
-from projections import INLINE_PROJECTIONS
-from projections.base import Projection
-from projections.rebuilding import fold_events
+from eventlog.validation import DEFAULT_MAX_PAYLOAD_BYTES, check_id
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncEngine
+
+    from eventlog.events import EventRegistry
+    from eventlog.face import OpenLog
+    from eventlog.interrupts.models import InterruptOptions, Operation
+    from eventlog.log import EventLog
+    from eventlog.storage.base import StorageBackend
+    from projections.base import Projection
 
 logger = get_logger(__name__)
 
@@ -69,22 +72,20 @@ async def open_log(
     stream heads they chain onto, and the stores (which decide writes on what they read)
     stay on ``target``.
     """
+    log_type, face_type, inline_projections = _layers()
     storage = backend_for(target, schema=schema, **backend_options)
     reader = _replica(storage, read_url, schema, backend_options)
-    log = EventLog(
+    log = log_type(
         storage, registry=registry, clock=clock, max_payload_bytes=max_payload_bytes,
-        projections=INLINE_PROJECTIONS if projections is None else projections,
+        projections=inline_projections if projections is None else projections,
         reader=reader,
     )
-    face = OpenLog(log, interrupt_options=interrupt_options, operations=operations)
+    face = face_type(log, interrupt_options=interrupt_options, operations=operations)
     try:
         face.schema_revision = log.schema_revision = await storage.open(upgrade=upgrade)
         if reader is not None:
             await _open_replica(storage, reader)
-        if isinstance(storage, ViewsRebuiltOnOpen):
-            storage.install_views(
-                fold_events(log.projections, (log.decode(e) for e in storage.stored_events()))
-            )
+        _install_views(storage, log)
     except BaseException:
         await storage.close()
         if reader is not None:
@@ -94,6 +95,26 @@ async def open_log(
         yield face
     finally:
         await face.close()
+
+
+def _layers() -> tuple[type[EventLog], type[OpenLog], Sequence[Projection]]:
+    """The log, the face over it and the inline projections, imported on first use."""
+    from eventlog.face import OpenLog
+    from eventlog.log import EventLog
+    from projections import INLINE_PROJECTIONS
+
+    return EventLog, OpenLog, INLINE_PROJECTIONS
+
+
+def _install_views(storage: StorageBackend, log: EventLog) -> None:
+    """Fold the views of a backend that keeps none (the file store) from its events."""
+    from eventlog.storage.contracts import ViewsRebuiltOnOpen
+    from projections.rebuilding import fold_events
+
+    if isinstance(storage, ViewsRebuiltOnOpen):
+        storage.install_views(
+            fold_events(log.projections, (log.decode(e) for e in storage.stored_events()))
+        )
 
 
 def _replica(
@@ -124,6 +145,8 @@ REPLICA_CATCH_UP_S = 30.0
 async def _open_replica(storage: StorageBackend, reader: StorageBackend) -> None:
     """Open the replica read-only once it has replayed the primary's schema (which
     opening the primary may just have created or upgraded)."""
+    from eventlog.storage.contracts import caught_up
+
     if not await caught_up(storage, reader, REPLICA_CATCH_UP_S):
         raise StorageError(reader.name, "open", f"the replica did not replay the primary's "
                                                 f"log within {REPLICA_CATCH_UP_S:.0f} s")
@@ -145,7 +168,7 @@ def check_schema(schema: Any) -> str:
     return name
 
 
-BackendFactory = Callable[..., StorageBackend]
+BackendFactory = Callable[..., "StorageBackend"]
 """Builds an unopened backend for a URL: ``factory(url, schema=schema, **options)``."""
 
 _SCHEMES: dict[str, BackendFactory] = {}

@@ -12,6 +12,9 @@ from typing import Any
 
 from eventlog.errors import InvalidId, InvalidInput
 
+DEFAULT_MAX_PAYLOAD_BYTES = 16 * 1024 * 1024
+"""The default largest encoded event, and largest blob, the log accepts (16 MiB)."""
+
 MAX_ID_LENGTH = 255
 
 CONTROL_CHARACTER = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")

@@ -7,7 +7,8 @@ package and `eventlog.opening` touch a storage backend. `_spill` holds
 `SpilledViews`, where a rebuild of a whole large log folds its views.
 """
 
-from eventlog.log._log import DEFAULT_MAX_PAYLOAD_BYTES, EventLog
+from eventlog.log._log import EventLog
 from eventlog.log._spill import SpilledViews
+from eventlog.validation import DEFAULT_MAX_PAYLOAD_BYTES
 
 __all__ = ["DEFAULT_MAX_PAYLOAD_BYTES", "EventLog", "SpilledViews"]

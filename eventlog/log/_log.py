@@ -47,12 +47,9 @@ from eventlog.records import (
 )
 from eventlog.storage.base import StorageBackend
 from eventlog.storage.contracts import caught_up
-from eventlog.validation import check_id, check_positive_limit
+from eventlog.validation import DEFAULT_MAX_PAYLOAD_BYTES, check_id, check_positive_limit
 from projections.base import Projection
 from projections.query import ViewQuery
-
-DEFAULT_MAX_PAYLOAD_BYTES = 16 * 1024 * 1024
-"""The default largest encoded event, and largest blob, accepted (16 MiB)."""
 
 _PAGE = 500
 _MAX_VERSION = 2**63 - 1

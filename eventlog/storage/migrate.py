@@ -1,18 +1,21 @@
-"""Bringing a SQL database's schema up to date with the Alembic scripts we ship."""
+"""Bringing a SQL database's schema up to date with the Alembic scripts we ship.
+
+Alembic (~140 ms to import) is imported by these functions when they first run, when a
+SQL backend initializes, not with the storage package.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
-from alembic.util.exc import CommandError
 from sqlalchemy import Connection, MetaData
 
 from eventlog._logging import get_logger
 from eventlog.errors import SchemaNotCurrent, UnknownSchemaRevision
+
+if TYPE_CHECKING:
+    from alembic.config import Config
 
 logger = get_logger(__name__)
 
@@ -28,6 +31,7 @@ def migrations_dir() -> Path:
 
 def alembic_config(connection: Connection, schema: str | None, metadata: MetaData) -> Config:
     """An Alembic config bound to ``connection`` (no alembic.ini needed)."""
+    from alembic.config import Config
     config = Config()
     config.set_main_option("script_location", str(migrations_dir()))
     config.attributes["connection"] = connection
@@ -38,6 +42,7 @@ def alembic_config(connection: Connection, schema: str | None, metadata: MetaDat
 
 def head_revision() -> str:
     """The newest revision this code knows."""
+    from alembic.script import ScriptDirectory
     script = ScriptDirectory(str(migrations_dir()))
     head = script.get_current_head()
     assert head is not None
@@ -46,6 +51,7 @@ def head_revision() -> str:
 
 def current_revision(connection: Connection, schema: str | None) -> str | None:
     """The revision the database is stamped with, or None for an empty database."""
+    from alembic.runtime.migration import MigrationContext
     context = MigrationContext.configure(
         connection, opts={"version_table_schema": schema, "version_table": VERSION_TABLE}
     )
@@ -59,6 +65,9 @@ def upgrade_sync(
 
     Returns the revision now in use.
     """
+    from alembic import command
+    from alembic.script import ScriptDirectory
+    from alembic.util.exc import CommandError
     config = alembic_config(connection, schema, metadata)
     script = ScriptDirectory.from_config(config)
     head = head_revision()
