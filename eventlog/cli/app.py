@@ -1,34 +1,26 @@
-"""The ``eventlog`` entry point: the parser, the dispatch and the exit statuses."""
+"""The ``eventlog`` entry point: the parser, the dispatch and the exit statuses.
+
+A command's module (and what it imports: the stores, rich, the report's renderer, the
+adapters' adoption) is imported only when that command is parsed: `main` builds the
+parser of the command named on the line, with every other command listed by its
+`COMMANDS` entry alone. ``eventlog --help`` imports no command module; ``eventlog
+completion`` (which describes every command) builds them all.
+"""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 import difflib
+import importlib
 import json
 import logging
 import sys
 import traceback
-from collections.abc import Sequence
-from importlib import metadata
-from typing import NoReturn
+from collections.abc import Collection, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, NoReturn
 
-import structlog
-from rich.text import Text
-
-from eventlog.cli import (
-    admin,
-    adoption,
-    completion,
-    demo,
-    digest,
-    logs,
-    replay,
-    report,
-    sessions,
-    transfer,
-    verify,
-)
 from eventlog.cli.context import Context, Handler, SharedOptions
 from eventlog.cli.errors import (
     EXIT_FINDINGS,
@@ -46,10 +38,31 @@ checkpoint-eventlog: an event-sourced, hash-chained checkpoint log for agent and
 engines. Start with `eventlog demo`, then look at what it recorded with `eventlog log`,
 `eventlog timeline` and `eventlog verify`."""
 
-_COMMAND_MODULES = (
-    demo, admin, logs, sessions, replay, report, verify, digest, transfer, adoption,
-    completion,
-)
+COMMANDS: dict[str, tuple[str, str | None]] = {
+    "demo": ("demo", "play an agent workflow on a real log and show what it recorded"),
+    "migrate": ("admin", "bring the database's schema up to date"),
+    "stats": ("admin", "count events, streams, sessions, threads, runs, batches, blob bytes"),
+    "cleanup": ("admin", "run one bounded interrupt maintenance pass"),
+    "log": ("logs", "show events in log order, filtered; --follow tails them"),
+    "timeline": ("sessions", "one session's or framework thread's story in time order"),
+    "inspect": ("sessions",
+                "one interrupt batch and its audit trail, or one checkpoint of a thread"),
+    "replay": ("replay", "show the views as they stood at a past position or time"),
+    "report": ("report", "write the incident report: one self-contained HTML file"),
+    "verify": ("verify", "check every hash chain and every view against the log"),
+    "digest": ("digest", "write every stream's head and one digest over them"),
+    "export": ("transfer", "write a tenant's (or one session's) log to a file"),
+    "import": ("transfer", "append an exported file's events to this log"),
+    "adopt": ("adoption", "bring LangGraph or Agent Framework checkpoints into the log"),
+    "completion": ("completion", "print a shell completion script"),
+    "__complete": ("completion", None),
+}
+"""Each command, in the order ``eventlog --help`` lists them: the module under
+`eventlog.cli` whose ``register`` adds it, and its summary (None: not listed). A test holds
+these to what the modules register."""
+
+_NEEDS_EVERY_COMMAND = frozenset({"completion"})
+"""Commands that describe the whole command line, so get the parser of every command."""
 
 
 class _JsonErrorParser(argparse.ArgumentParser):
@@ -61,22 +74,63 @@ class _JsonErrorParser(argparse.ArgumentParser):
 
 def build_parser(*, json_errors: bool = False) -> argparse.ArgumentParser:
     """The whole command line: every command with its options and the shared ones."""
+    return _build(json_errors=json_errors, modules=None)
+
+
+def _build(*, json_errors: bool, modules: Collection[str] | None) -> argparse.ArgumentParser:
+    """The command line with the commands of ``modules`` (None: all) registered in full;
+    every other command is listed by its name and summary alone."""
     common = SharedOptions()
     parser_class = _JsonErrorParser if json_errors else argparse.ArgumentParser
     parser = parser_class(
         prog="eventlog", description=_DESCRIPTION, epilog=EXIT_STATUSES_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    parser.add_argument("--version", action=_Version, nargs=0,
+                        help="show program's version number and exit")
     commands = parser.add_subparsers(
         dest="command", metavar="COMMAND", required=True,
         parser_class=parser_class)
-    for module in _COMMAND_MODULES:
-        module.register(commands, common)
+    for name, (module, summary) in COMMANDS.items():
+        if name in commands.choices:  # its module registered it with an earlier command
+            continue
+        if modules is None or module in modules:
+            _command_module(module).register(commands, common)
+        elif summary is not None:
+            commands.add_parser(name, help=summary, add_help=False)
+        else:
+            commands.add_parser(name, add_help=False)
     return parser
 
 
+def _parser_for(arguments: list[str], *, json_errors: bool = False) -> argparse.ArgumentParser:
+    """The parser ``arguments`` need: the named command's module's alone (all of them
+    for a command that describes every command; none before a command is named)."""
+    named = next((argument for argument in arguments if not argument.startswith("-")), None)
+    if named is None:
+        return _build(json_errors=json_errors, modules=())
+    if named in _NEEDS_EVERY_COMMAND or named not in COMMANDS:
+        return build_parser(json_errors=json_errors)
+    return _build(json_errors=json_errors, modules={COMMANDS[named][0]})
+
+
+def _command_module(name: str) -> Any:
+    """The module of `eventlog.cli` that registers a command (imported when first asked)."""
+    return importlib.import_module(f"eventlog.cli.{name}")
+
+
+class _Version(argparse.Action):
+    """``--version``: the installed version, read from the package metadata when asked."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        sys.stdout.write(f"{parser.prog} {_version()}\n")
+        parser.exit()
+
+
 def _version() -> str:
+    from importlib import metadata  # ~20 ms: only for --version
+
     try:
         return metadata.version("checkpoint-eventlog")
     except metadata.PackageNotFoundError:  # running from a checkout that was never installed
@@ -90,7 +144,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     standard error instead, and the traceback too under ``--debug``).
     """
     arguments = list(argv) if argv is not None else sys.argv[1:]
-    parser = build_parser()
+    parser = _parser_for(arguments)
     if not arguments:  # as git does: what the command can do, not a usage error
         parser.print_help()
         return EXIT_OK
@@ -99,17 +153,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if unknown is not None:
         return _usage_error(unknown, wants_json)
     if wants_json:  # argparse's own usage errors as JSON too
-        parser = build_parser(json_errors=True)
+        parser = _parser_for(arguments, json_errors=True)
     try:
         args = parser.parse_args(arguments)
     except SystemExit as exit_:
         return exit_.code if isinstance(exit_.code, int) else EXIT_USAGE
-    saved = structlog.get_config()
-    _configure_logging(debug=args.debug)
-    try:
+    with _command_logging(debug=args.debug):
         return _run(args, parser)
-    finally:
-        structlog.configure(**saved)
 
 
 def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
@@ -126,6 +176,8 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         if context.json:
             print_json_error(message, status)
         else:
+            from rich.text import Text  # as the command's consoles are: when it runs
+
             context.err.print(Text.assemble(("error:", "bold red"), " ", message))
         return status
 
@@ -171,9 +223,15 @@ def _usage_error(message: str, as_json: bool) -> int:
     return EXIT_USAGE
 
 
-def _configure_logging(*, debug: bool) -> None:
-    # The command is the application, so it (unlike the library) configures structlog:
-    # warnings and worse on standard error, everything under --debug.
+@contextmanager
+def _command_logging(*, debug: bool) -> Iterator[None]:
+    """structlog configured for one run of a command, the caller's configuration restored
+    after. The command is the application, so it (unlike the library) configures
+    structlog: warnings and worse on standard error, everything under --debug. structlog
+    (and the rich it imports) is loaded here: parsing and ``--help`` never log."""
+    import structlog
+
+    saved = structlog.get_config()
     structlog.configure(
         processors=[
             structlog.processors.add_log_level,
@@ -186,3 +244,7 @@ def _configure_logging(*, debug: bool) -> None:
         logger_factory=structlog.PrintLoggerFactory(sys.stderr),
         cache_logger_on_first_use=False,
     )
+    try:
+        yield
+    finally:
+        structlog.configure(**saved)

@@ -1,4 +1,9 @@
-"""What every command gets: its arguments, where to print, and how to open the log."""
+"""What every command gets: its arguments, where to print, and how to open the log.
+
+Every command's parser is built with `add_command` and `SharedOptions` from here, so this
+module imports neither rich nor the log's stores: the consoles and the progress display
+are loaded when a command runs (``eventlog CMD --help`` builds the parser and runs none).
+"""
 
 from __future__ import annotations
 
@@ -13,27 +18,21 @@ from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    SpinnerColumn,
-    TextColumn,
-    TimeElapsedColumn,
-)
+from typing import TYPE_CHECKING, Any
 
 from eventlog.cli.errors import EXIT_OPERATIONAL, EXIT_STATUSES_HELP, EXIT_USAGE, CommandError
 from eventlog.cli.examples import examples_help
 from eventlog.cli.lenient import LenientRegistry
-from eventlog.cli.render import SafeConsole, jsonable
 from eventlog.clock import Clock, system_clock
 from eventlog.errors import SchemaError, SchemaNotCurrent, StorageError, StoreLocked
 from eventlog.events import default_registry
-from eventlog.face import OpenLog
 from eventlog.opening import DEFAULT_SCHEMA, DEFAULT_URL, local_path, open_log, url_schema
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.progress import Progress
+
+    from eventlog.face import OpenLog
 
 Handler = Callable[["Context"], Coroutine[Any, Any, int]]
 """A command: runs with its context and returns the exit status."""
@@ -175,11 +174,22 @@ class Context:
 
     def print_json(self, value: Any) -> None:
         """Write ``value`` as one line of JSON to standard output."""
+        from eventlog.cli.render import jsonable
+
         sys.stdout.write(json.dumps(jsonable(value), ensure_ascii=False) + "\n")
         sys.stdout.flush()
 
     def progress(self) -> Progress:
         """A transient progress display on standard error, shown only on a terminal."""
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            SpinnerColumn,
+            TextColumn,
+            TimeElapsedColumn,
+        )
+
         return Progress(
             SpinnerColumn(),
             TextColumn("{task.description}"),
@@ -193,6 +203,8 @@ class Context:
 
 
 def _console(stream: Any) -> Console:
+    from eventlog.cli.render import SafeConsole  # rich, loaded when a command runs
+
     terminal = stream.isatty() if hasattr(stream, "isatty") else False
     width = None if terminal else int(os.environ.get("COLUMNS", _PIPE_WIDTH))
     # markup=False: ids and event data are printed as they are, never read as markup;
