@@ -32,7 +32,7 @@ import hashlib
 import json
 import struct
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -40,15 +40,11 @@ from eventlog.clock import read_clock
 from eventlog.errors import EventLogError, InvalidInput
 from eventlog.log import EventLog
 from eventlog.records import RecordedEvent, StreamProblem
-from eventlog.signing import (
-    ALGORITHM,
-    Ed25519PrivateKey,
-    Ed25519PublicKey,
-    key_id,
-    sign,
-    signature_holds,
-)
+from eventlog.signing import ALGORITHM, key_id, sign, signature_holds
 from eventlog.validation import check_id
+
+if TYPE_CHECKING:
+    from eventlog.signing import Ed25519PrivateKey, Ed25519PublicKey
 
 FORMAT = "checkpoint-eventlog/digest"
 FORMAT_VERSION = 1

@@ -12,20 +12,26 @@ Keys are PEM files, as ``openssl`` writes them::
 
 or `generate_key_pair`. A key is named by its *key id*: the first 16 hex digits of the
 SHA-256 of its raw 32-byte public key.
+
+``cryptography`` is imported when a key is first generated, loaded or used (not with this
+module, which the command's ``digest`` and ``verify`` import for their options):
+`Ed25519PrivateKey` and `Ed25519PublicKey` are its classes, loaded on first use (PEP 562).
 """
 
 from __future__ import annotations
 
 import hashlib
-
-from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric.ed25519 import (
-    Ed25519PrivateKey,
-    Ed25519PublicKey,
-)
+from typing import TYPE_CHECKING, Any
 
 from eventlog.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import (
+        Ed25519PrivateKey as Ed25519PrivateKey,
+    )
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import (
+        Ed25519PublicKey as Ed25519PublicKey,
+    )
 
 ALGORITHM = "ed25519"
 
@@ -35,9 +41,22 @@ __all__ = [
 ]
 
 
+if not TYPE_CHECKING:  # type checkers read the imports above
+
+    def __getattr__(name: str) -> Any:
+        if name not in ("Ed25519PrivateKey", "Ed25519PublicKey"):
+            raise AttributeError(f"module 'eventlog.signing' has no attribute {name!r}")
+        from cryptography.hazmat.primitives.asymmetric import ed25519
+
+        return getattr(ed25519, name)
+
+
 def generate_key_pair() -> tuple[bytes, bytes]:
     """A new key pair as PEM: (private key, unencrypted PKCS #8; public key,
     SubjectPublicKeyInfo), the formats ``openssl genpkey``/``openssl pkey -pubout`` write."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
     private = Ed25519PrivateKey.generate()
     return (
         private.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
@@ -50,6 +69,10 @@ def generate_key_pair() -> tuple[bytes, bytes]:
 def load_private_key(pem: bytes, field: str = "key") -> Ed25519PrivateKey:
     """An Ed25519 private key from its (unencrypted) PEM; `InvalidInput` naming ``field``
     for anything else (a public key, another algorithm, an encrypted key, not PEM)."""
+    from cryptography.exceptions import UnsupportedAlgorithm
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
     try:
         key = serialization.load_pem_private_key(pem, password=None)
     except TypeError as error:  # encrypted
@@ -65,6 +88,10 @@ def load_private_key(pem: bytes, field: str = "key") -> Ed25519PrivateKey:
 def load_public_key(pem: bytes, field: str = "key") -> Ed25519PublicKey:
     """An Ed25519 public key from its PEM (a private key's PEM gives its public key);
     `InvalidInput` naming ``field`` for anything else."""
+    from cryptography.exceptions import UnsupportedAlgorithm
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
     if b"PRIVATE KEY-----" in pem:
         return load_private_key(pem, field).public_key()
     try:
@@ -85,6 +112,9 @@ def _not_a_key(pem: bytes, kind: str) -> str:
 
 def key_id(key: Ed25519PublicKey | Ed25519PrivateKey) -> str:
     """The key's id: 16 hex digits of the SHA-256 of its raw public key."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
     public = key.public_key() if isinstance(key, Ed25519PrivateKey) else key
     raw = public.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
     return hashlib.sha256(raw).hexdigest()[:16]
@@ -97,6 +127,8 @@ def sign(key: Ed25519PrivateKey, message: bytes) -> bytes:
 
 def signature_holds(key: Ed25519PublicKey, signature: bytes, message: bytes) -> bool:
     """Whether ``signature`` is ``key``'s signature of exactly ``message``."""
+    from cryptography.exceptions import InvalidSignature
+
     try:
         key.verify(signature, message)
     except InvalidSignature:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from eventlog.cli.context import Context, add_command
 from eventlog.cli.errors import EXIT_FINDINGS, EXIT_OK, CommandError
@@ -18,12 +18,10 @@ from eventlog.cli.scope import require_tenant
 from eventlog.digest import LogDigest, decode_digest, encode_digest, sign_digest, take_digest
 from eventlog.errors import InvalidInput
 from eventlog.records import StreamProblem
-from eventlog.signing import (
-    Ed25519PrivateKey,
-    Ed25519PublicKey,
-    load_private_key,
-    load_public_key,
-)
+from eventlog.signing import load_private_key, load_public_key
+
+if TYPE_CHECKING:
+    from eventlog.signing import Ed25519PrivateKey, Ed25519PublicKey
 
 MAX_DIGEST_FILE_BYTES = 256 * 1024 * 1024
 """The largest digest file `verify --digest` reads (and `digest` writes): 256 MiB, some
