@@ -1,0 +1,157 @@
+"""Start-up: importing the library and asking the command for help cost about what the core
+dependencies' import costs, and load nothing a call has not needed yet.
+
+The budget is a ratio measured in one run: each case beside the floor (importing the
+project's own core dependencies, ``sqlalchemy.ext.asyncio, asyncpg, msgspec, aiosqlite``)
+in fresh processes, interleaved round by round, the medians compared. Each figure is the
+child's CPU time (``RUSAGE_CHILDREN``), not wall time, so a loaded machine slows both
+sides alike instead of failing the test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from eventlog.cli import build_parser
+from eventlog.cli.app import COMMANDS, _parser_for
+
+ROOT = Path(__file__).resolve().parent.parent
+FLOOR = "import sqlalchemy.ext.asyncio, asyncpg, msgspec, aiosqlite"
+BUDGET = 1.3
+"""The most a case may cost, as a multiple of the floor's median."""
+ROUNDS = 5
+LAZY = ("jsonschema", "rfc3987_syntax", "rich", "structlog", "alembic", "cryptography",
+        "langgraph", "agent_framework", "asyncpg")
+"""What the library and ``eventlog --help`` load only when a call needs it."""
+
+HELP = (
+    "import sys\n"
+    "from eventlog.cli import main\n"
+    "sys.argv = ['eventlog', *sys.argv[1:]]\n"
+    "status = main()\n"
+)
+"""``eventlog ARGS`` as the console script runs it (``-c HELP ARGS``)."""
+
+
+def _cpu_seconds(arguments: list[str]) -> float:
+    """The CPU time (user + system) of one fresh child process running ``arguments``."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run(arguments, check=True, stdout=subprocess.DEVNULL, cwd=ROOT)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def _loaded(code: str, *arguments: str) -> set[str]:
+    """Which of `LAZY` a fresh process has imported after running ``code``."""
+    probe = (f"{code}\nimport json, sys\n"
+             f"print(json.dumps([m for m in {LAZY!r} if m in sys.modules]))\n")
+    done = subprocess.run([sys.executable, "-c", probe, *arguments], check=True,
+                          capture_output=True, text=True, cwd=ROOT)
+    return set(json.loads(done.stdout.splitlines()[-1]))
+
+
+def test_import_and_help_cost_at_most_the_budget_beside_the_floor() -> None:
+    """``from eventlog import open_log`` and ``eventlog --help`` each take at most 1.3 times
+    the CPU of importing the core dependencies (medians of 5 interleaved fresh runs)."""
+    cases = {
+        "floor": [sys.executable, "-c", FLOOR],
+        "from eventlog import open_log": [sys.executable, "-c", "from eventlog import open_log"],
+        "eventlog --help": [sys.executable, "-c", HELP, "--help"],
+    }
+    times: dict[str, list[float]] = {name: [] for name in cases}
+    for _ in range(ROUNDS):
+        for name, arguments in cases.items():
+            times[name].append(_cpu_seconds(arguments))
+    floor = statistics.median(times["floor"])
+    ratios = {name: round(statistics.median(times[name]) / floor, 2)
+              for name in cases if name != "floor"}
+    print(f"floor {floor:.3f} s CPU; ratios {ratios}")
+    assert {} == {name: ratio for name, ratio in ratios.items() if ratio > BUDGET}
+
+
+def test_importing_the_library_loads_nothing_optional() -> None:
+    """``import eventlog`` and ``from eventlog import open_log`` import no schema
+    validator, no rich, no structlog, no alembic, no cryptography, no framework and no
+    PostgreSQL driver."""
+    assert set() == _loaded("import eventlog\nfrom eventlog import open_log")
+
+
+@pytest.mark.parametrize("arguments", [["--help"], ["--version"], ["verify", "--help"]],
+                         ids=" ".join)
+def test_help_loads_nothing_optional(arguments: list[str]) -> None:
+    """``eventlog --help`` (and ``--version``) imports none of them; a command's own
+    ``--help`` imports no validator, no structlog, no alembic and no framework."""
+    allowed = {"rich", "cryptography"} if arguments[0] == "verify" else set()
+    assert set() == _loaded(f"try:\n    exec({HELP!r})\nexcept SystemExit:\n    pass",
+                            *arguments) - allowed
+
+
+def test_a_first_checkpoint_loads_nothing_it_does_not_use(tmp_path: Path) -> None:
+    """A fresh process that creates and reads a checkpoint on SQLite imports no schema
+    validator, rich, structlog, cryptography, framework or PostgreSQL driver (alembic
+    reads the schema's stamp when the log opens)."""
+    code = (
+        "import asyncio, uuid\n"
+        "from eventlog import CheckpointRecord, open_log\n"
+        "async def main():\n"
+        f"    async with open_log('sqlite:///{tmp_path / 'first.db'}') as log:\n"
+        "        made = await log.checkpoints.create(CheckpointRecord(\n"
+        "            tenant_id='t', session_id='s', run_id=uuid.uuid4(), state={'n': 1}))\n"
+        "        assert (await log.checkpoints.latest('t', 's')).checkpoint_id == \\\n"
+        "            made.checkpoint_id\n"
+        "asyncio.run(main())\n"
+    )
+    assert {"alembic"} == _loaded(code)
+
+
+def test_a_schema_loads_the_validator_when_first_checked() -> None:
+    """The validator is loaded by the first schema checked, not before."""
+    code = (
+        "import sys\n"
+        "from eventlog.interrupts.schema import check_schema, validate\n"
+        "assert 'jsonschema' not in sys.modules\n"
+        "assert check_schema({'format': 'email'}) is None\n"
+        "assert validate('x', {'format': 'email'}) is not None\n"
+    )
+    assert {"jsonschema"} <= _loaded(code)
+
+
+def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    action = next(action for action in parser._actions
+                  if isinstance(action, argparse._SubParsersAction))
+    return dict(action.choices)
+
+
+def _summaries(parser: argparse.ArgumentParser) -> list[tuple[str, str | None]]:
+    action = next(action for action in parser._actions
+                  if isinstance(action, argparse._SubParsersAction))
+    shown = {choice.dest: choice.help for choice in action._choices_actions}
+    return [(name, shown.get(name)) for name in action.choices]
+
+
+def test_the_command_table_is_what_the_modules_register() -> None:
+    """`COMMANDS` lists every command the modules register, in their order, with the
+    summary each registers (so ``eventlog --help`` lists them without importing them)."""
+    assert [(name, summary) for name, (_module, summary) in COMMANDS.items()] == \
+        _summaries(build_parser())
+
+
+@pytest.mark.parametrize("command", list(COMMANDS))
+def test_a_command_parsed_alone_is_the_command_parsed_with_all(command: str) -> None:
+    """The parser `main` builds for one command gives that command the same help as the
+    whole command line does (``eventlog CMD --help`` imports CMD's module alone)."""
+    alone = _subcommands(_parser_for([command, "--help"]))[command]
+    assert _subcommands(build_parser())[command].format_help() == alone.format_help()
+
+
+def test_the_listing_is_the_whole_command_lines_help() -> None:
+    """``eventlog --help`` without any command module reads as with all of them."""
+    assert build_parser().format_help() == _parser_for(["--help"]).format_help()
