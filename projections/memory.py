@@ -64,6 +64,10 @@ class ViewTables:
             return [{name: row.get(name) for name in query.columns} for row in rows]
         return [dict(row) for row in rows]
 
+    def exists(self, table: str, where: Mapping[str, Any]) -> bool:
+        """Whether ``table`` holds a row whose columns equal ``where``."""
+        return any(row_matches(row, where) for row in self._rows[table].values())
+
     def snapshot(self) -> dict[str, list[Row]]:
         """Every table's rows, sorted by key: the form views are compared in."""
         return {

@@ -96,6 +96,23 @@ class ViewQuery:
     related: tuple[Related, ...] = ()
 
 
+@dataclass(frozen=True, slots=True)
+class RowRequired:
+    """A precondition of an append: a row of ``table`` whose columns equal ``where``
+    (plain values) must exist when the append commits, else nothing is written and the
+    append raises ``InvalidInput(field, reason)``.
+
+    A store states what its decision rests on (a checkpoint's parent is a checkpoint of
+    its session), and the backend checks it inside the append's own transaction or
+    statement: no read before the write, no second round trip.
+    """
+
+    table: str
+    where: Mapping[str, Any]
+    field: str
+    reason: str
+
+
 def row_matches(row: Mapping[str, Any], where: Mapping[str, Any]) -> bool:
     """Whether ``row`` satisfies every condition of ``where``."""
     for name, wanted in where.items():

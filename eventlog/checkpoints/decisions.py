@@ -28,6 +28,8 @@ from eventlog.validation import (
     check_optional_id,
     check_uuid,
 )
+from projections.checkpoints import CHECKPOINTS
+from projections.query import RowRequired
 
 STREAM_PREFIX = SESSION_STREAM_PREFIX
 """Each session is the stream ``session:<session_id>`` of its tenant."""
@@ -203,14 +205,17 @@ def decode_state(encoding: str, data: bytes) -> Any:
     return data if encoding == "bytes" else _decoder.decode(data)
 
 
-def check_parent(parent_id: str | None, matches: list[Any]) -> None:
-    """Refuse a parent that is not a checkpoint of this tenant's session.
-
-    ``matches`` are the session's view rows with that checkpoint id. The message is the
-    same whether the id is unknown, deleted, or another session's or tenant's.
-    """
-    if parent_id is not None and not matches:
-        raise InvalidInput("parent_id", "names no checkpoint of this session")
+def parent_required(checked: CheckedRecord) -> tuple[RowRequired, ...]:
+    """What a create requires of the views: its parent, if it names one, is a checkpoint
+    of this tenant's session. The refusal is the same whether the id is unknown, deleted,
+    or another session's or tenant's."""
+    if checked.parent_id is None:
+        return ()
+    return (RowRequired(
+        CHECKPOINTS,
+        {"tenant_id": checked.tenant_id, "session_id": checked.session_id,
+         "checkpoint_id": checked.parent_id},
+        field="parent_id", reason="names no checkpoint of this session"),)
 
 
 def created_event(

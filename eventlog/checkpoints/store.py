@@ -14,10 +14,9 @@ Decisions made here (where the contracts we implement were silent):
   refused (JSON has no spelling for them). The size limit is ``log.max_payload_bytes``.
 - **A parent must be a checkpoint of the same tenant and session**, else `InvalidInput`
   naming ``parent_id`` (same message whether it is unknown, deleted, or someone else's).
-  The check reads the view before the append, unfenced: a parent can only disappear by a
-  concurrent delete of the whole session, which leaves a child whose parent was erased in
-  the same breath; nothing reads through ``parent_id``, so this is harmless and not worth
-  a fenced append on the hot path.
+  The append itself checks it (``require``: the parent's view row must exist as the
+  append commits), so a create with a parent is one round trip on PostgreSQL, as one
+  without; nothing is written when the parent is not there.
 - **Order is log order**, never time: ``list`` and ``latest`` by version in the session,
   ``list_by_run`` by position. Two records written in the same microsecond never tie.
 - **The Go package maps onto this store**: ``CreateCheckpoint`` is ``create`` with
@@ -103,16 +102,11 @@ class CheckpointStore:
         self, checked: decisions.CheckedRecord, state: Any, encoded: EncodedState
     ) -> CheckpointRecord:
         """Append a validated record whose state is already encoded (the typed layer's way in)."""
-        if checked.parent_id is not None:
-            matches = await self._rows_with_id(
-                checked.tenant_id, checked.session_id, checked.parent_id, limit=1
-            )
-            decisions.check_parent(checked.parent_id, matches)
         checkpoint_id = checked.checkpoint_id or str(uuid7())
         event = decisions.created_event(checked, checkpoint_id, encoded)
         result = await self._log.append(
             checked.tenant_id, decisions.session_stream(checked.session_id), [event],
-            attach=[encoded.data],
+            attach=[encoded.data], require=decisions.parent_required(checked),
         )
         logger.debug("created", tenant=checked.tenant_id, session=checked.session_id,
                      checkpoint=checkpoint_id, position=result.positions[0])
@@ -260,16 +254,6 @@ class CheckpointStore:
         return TypedCheckpointStore(self, state_type)
 
     # -- view reads ----------------------------------------------------------------------
-
-    async def _rows_with_id(
-        self, tenant_id: str, session_id: str, checkpoint_id: str, *, limit: int
-    ) -> builtins.list[dict[str, Any]]:
-        return await self._log.query(ViewQuery(
-            CHECKPOINTS,
-            {"tenant_id": tenant_id, "session_id": session_id, "checkpoint_id": checkpoint_id},
-            order_by=("version",), descending=True, limit=limit,
-            columns=("state_digest", "state_encoding"),
-        ))
 
     async def _records(
         self, tenant_id: str, where: dict[str, Any], order: str

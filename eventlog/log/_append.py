@@ -28,6 +28,8 @@ from eventlog.storage.base import AppendRequest, PendingEvent, StorageBackend, S
 from eventlog.validation import check_positive_limit
 from projections.base import Projection
 from projections.changes import Change
+from projections.query import RowRequired
+from projections.views import metadata as view_metadata
 
 logger = get_logger("eventlog.log")
 
@@ -56,6 +58,7 @@ class Part(NamedTuple):
     blob_adds: dict[bytes, tuple[bytes, int]]
     releases: dict[bytes, int]
     recorded: Sequence[StoredEvent] | None = None
+    required: tuple[RowRequired, ...] = ()
 
 
 class _Outcome:
@@ -99,13 +102,16 @@ class Appender:
         releases: dict[bytes, int],
         *,
         recorded: Sequence[StoredEvent] | None = None,
+        required: tuple[RowRequired, ...] = (),
     ) -> AppendResult:
         """Chain ``drafts`` onto the stream's head and commit them, retrying as allowed.
 
         ``recorded`` (an import) are the events as a source log stored them: each prepared
-        event must equal its recorded one.
+        event must equal its recorded one. ``required`` are view rows the storage checks
+        as it commits (`RowRequired`).
         """
-        part = Part(tenant_id, stream_id, drafts, expected, blob_adds, releases, recorded)
+        part = Part(tenant_id, stream_id, drafts, expected, blob_adds, releases, recorded,
+                    required)
         return (await self._commit([part], single=True))[0]
 
     async def commit_batch(self, parts: list[Part]) -> list[AppendResult]:
@@ -217,7 +223,7 @@ class Appender:
         if fold is not None and fold.version != version(head):
             raise StreamVersionTaken()
         request = prepare(part.tenant_id, part.stream_id, head, part.drafts, part.blob_adds,
-                          part.releases, self.projections)
+                          part.releases, self.projections, part.required)
         if part.recorded is not None:
             check_recorded(request, part.recorded)
         return request
@@ -328,6 +334,7 @@ def prepare(
     blob_adds: dict[bytes, tuple[bytes, int]],
     releases: dict[bytes, int],
     projections: Sequence[Projection],
+    required: tuple[RowRequired, ...] = (),
 ) -> AppendRequest:
     """The one place an append is chained: versions, hashes and view changes."""
     at, prev_hash = head if head is not None else (0, GENESIS_HASH)
@@ -355,7 +362,7 @@ def prepare(
         prev_hash = digest
     return AppendRequest(
         tenant_id=tenant_id, stream_id=stream_id, events=pending, changes=changes,
-        blob_adds=blob_adds, blob_releases=releases,
+        blob_adds=blob_adds, blob_releases=releases, required=required,
     )
 
 
@@ -422,6 +429,19 @@ def check_releases(release: Mapping[bytes, int] | None) -> dict[bytes, int]:
         check_digest("release", digest)
         check_positive_limit("release count", count)
     return releases
+
+
+def check_required(require: Sequence[RowRequired], tenant_id: str) -> tuple[RowRequired, ...]:
+    """View rows an append requires: each of a view table, naming the append's own tenant
+    (a requirement never asks about another tenant's rows)."""
+    for required in require:
+        if not isinstance(required, RowRequired) or required.table not in view_metadata.tables:
+            raise InvalidInput("require", f"must name rows of a view table, not {required!r}"
+                               [:200])
+        if required.where.get("tenant_id") != tenant_id:
+            raise InvalidInput("require", f"must name rows of tenant {tenant_id!r} "
+                               "(where tenant_id=...)"[:200])
+    return tuple(require)
 
 
 def check_digest(field: str, digest: object) -> bytes:

@@ -32,6 +32,7 @@ from eventlog.log._append import (
     check_digest,
     check_expected,
     check_releases,
+    check_required,
 )
 from eventlog.log._chain import verify_chains
 from eventlog.log._heads import HeadCache
@@ -49,7 +50,7 @@ from eventlog.storage.base import StorageBackend
 from eventlog.storage.contracts import caught_up
 from eventlog.validation import DEFAULT_MAX_PAYLOAD_BYTES, check_id, check_positive_limit
 from projections.base import Projection
-from projections.query import ViewQuery
+from projections.query import RowRequired, ViewQuery
 
 _PAGE = 500
 _MAX_VERSION = 2**63 - 1
@@ -101,6 +102,7 @@ class EventLog:
         expected_version: int | ExpectedVersion = ExpectedVersion.ANY,
         attach: Iterable[bytes] = (),
         release: Mapping[bytes, int] | None = None,
+        require: Sequence[RowRequired] = (),
     ) -> AppendResult:
         """Append ``events`` to a stream in one transaction.
 
@@ -108,7 +110,10 @@ class EventLog:
         `NO_STREAM`, or the exact version the stream must be at; on a mismatch
         `VersionConflict` is raised and nothing is written. ``attach`` are blob payloads
         stored content-addressed in the same transaction (each adds one reference);
-        ``release`` drops references by digest, deleting a blob at zero.
+        ``release`` drops references by digest, deleting a blob at zero. ``require`` are
+        view rows of this tenant that must exist as the append commits (`RowRequired`):
+        checked in the append's own transaction (one statement on PostgreSQL), each
+        missing one raises its `InvalidInput` and nothing is written.
         """
         self._check_open("append")
         check_id("tenant_id", tenant_id)
@@ -121,7 +126,7 @@ class EventLog:
         ]
         return await self._appender.commit(
             tenant_id, stream_id, drafts, expected, self._blob_adds(attach),
-            check_releases(release),
+            check_releases(release), required=check_required(require, tenant_id),
         )
 
     async def append_batch(self, appends: Sequence[StreamAppend]) -> list[AppendResult]:

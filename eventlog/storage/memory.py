@@ -15,6 +15,7 @@ from eventlog import cursors
 from eventlog.records import StoredEvent
 from eventlog.storage.base import AppendRequest, StorageBackend, StreamVersionTaken
 from eventlog.storage.defaults import BlobsByDigest, InProcess
+from eventlog.storage.requests import refusal
 from projections.memory import ViewTables
 from projections.query import ViewQuery, read_related
 
@@ -88,11 +89,15 @@ class MemoryBackend(InProcess, BlobsByDigest, StorageBackend):
         return positions
 
     def check(self, request: AppendRequest) -> None:
-        """Raise `StreamVersionTaken` if ``request`` cannot commit; change nothing."""
+        """Raise `StreamVersionTaken` if ``request`` cannot commit (its requirement's
+        `InvalidInput` if a row it requires is not there); change nothing."""
         stream = self.streams.get((request.tenant_id, request.stream_id), [])
         head = stream[-1].version if stream else 0
         if request.events and request.events[0].version != head + 1:
             raise StreamVersionTaken(request.stream_id)
+        for required in request.required:
+            if not self.views.exists(required.table, required.where):
+                raise refusal(required)
 
     def _apply_blobs(self, request: AppendRequest) -> None:
         for digest, (payload, _count) in request.blob_adds.items():

@@ -56,8 +56,8 @@ class BatchStatements:
         self, requests: Sequence[AppendRequest], coalesce: Coalesce
     ) -> tuple[str, list[Any]] | None:
         """The batch's SQL and parameters, or None when one statement cannot express it."""
-        if any(request.blob_releases for request in requests):
-            return None
+        if any(request.blob_releases or request.required for request in requests):
+            return None  # the sequential statements check a requirement (`SequentialAppend`)
         changes = coalesce([
             ((number, index), change)
             for number, request in enumerate(requests) for index, change in request.changes

@@ -47,6 +47,7 @@ from eventlog.storage.base import AppendRequest, StreamVersionTaken
 from eventlog.storage.contracts import ReplicaStorage
 from eventlog.storage.pgbatch import BatchStatements
 from eventlog.storage.pgpool import ConnectionPool
+from eventlog.storage.requests import refusal
 from eventlog.storage.sql import (
     EVENT_READ_COLUMNS,
     SCAN_PAGE,
@@ -65,6 +66,7 @@ from eventlog.storage.sqltext import (
     on_conflict,
     place_change,
     quote,
+    required_where,
 )
 from projections.changes import (
     AT_POSITION,
@@ -323,10 +325,12 @@ class PostgresBackend(SqlBackend[Any], ReplicaStorage):
         statement = self.single_statement(request)
         if statement is None:
             return (await self.append_batch([request]))[0]
-        rows = await self._append_statement(*statement)
+        rows = await self._append_statement(*statement, request=request)
         return [int(row[0]) for row in rows]
 
-    async def _append_statement(self, sql: str, params: list[Any]) -> list[Any]:
+    async def _append_statement(
+        self, sql: str, params: list[Any], *, request: AppendRequest | None = None
+    ) -> list[Any]:
         """Run one append statement (never retried here: the log resolves a lost commit)."""
         try:
             async with self.driver_connection() as driver:
@@ -337,6 +341,9 @@ class PostgresBackend(SqlBackend[Any], ReplicaStorage):
                     rows: list[Any] = await driver.fetch(sql, *params)
                 return rows
         except Exception as error:
+            refused = None if request is None else _gate_refusal(request, error)
+            if refused is not None:
+                raise refused from None
             raise self.translate(error, "append") from error
 
     async def append_batch(self, requests: Sequence[AppendRequest]) -> list[list[int]]:
@@ -388,7 +395,11 @@ class PostgresBackend(SqlBackend[Any], ReplicaStorage):
                                                       driver)
                 else:
                     sql, params = statement
-                    positions = [int(found[0]) for found in await driver.fetch(sql, *params)]
+                    try:
+                        found = await driver.fetch(sql, *params)
+                    except asyncpg.NotNullViolationError as error:
+                        raise _gate_refusal(request, error) or error from None
+                    positions = [int(row[0]) for row in found]
         except Exception as error:
             raise self.translate(error, "append") from error
         return request, positions
@@ -414,7 +425,7 @@ class PostgresBackend(SqlBackend[Any], ReplicaStorage):
         and cached; asyncpg then reuses its prepared statement for every such append.
         """
         changes = _coalesce(request.changes, self.view_keys)
-        if changes is None or request.blob_releases or (
+        if changes is None or request.blob_releases or len(request.required) > 1 or (
                 len(request.events) + len(request.blob_adds) + len(changes) > MAX_SINGLE_PARTS):
             return None
         param = Numbered()
@@ -425,6 +436,7 @@ class PostgresBackend(SqlBackend[Any], ReplicaStorage):
             len(request.events),
             len(request.blob_adds),
             tuple(change_shape(change) for _, change in changes),
+            tuple((required.table, tuple(required.where)) for required in request.required),
         )
         sql = self._statements.get(shape)
         if sql is None:
@@ -437,6 +449,14 @@ class PostgresBackend(SqlBackend[Any], ReplicaStorage):
         """Record the single statement's values through ``param``; what writes its text."""
         tenant, stream = request.tenant_id, request.stream_id
         rows = [param.extend(event_row(tenant, stream, pending)) for pending in request.events]
+        for required in request.required:  # at most one (`single_statement`)
+            # The requirement gates the first event's type: NULL when the row is missing,
+            # so the insert fails (not_null_violation on events.type, `_gate_refusal`)
+            # and the statement writes nothing. Its subquery reads a table, so it is
+            # evaluated as the statement runs, never folded while it is planned.
+            where = required_where(required, param.extend(required.where.values()))
+            rows[0][_GATED] = (f"(SELECT {rows[0][_GATED]} WHERE EXISTS (SELECT FROM "
+                               f"{self.qualified[required.table]} WHERE {where}))")
         # Blob rows locked in digest order, as in the sequential append (its `statements`):
         # PostgreSQL runs the data-modifying CTEs the main query does not read in the
         # REVERSE of their order in the statement, so they are listed in descending order.
@@ -804,6 +824,21 @@ def _update_first(number: int, change: Upsert, table: str, keys: Sequence[str],
               + on_conflict(names, keys, keep_existing=False))
     return [f"c{number}u AS (UPDATE {table} SET {sets} WHERE {where} RETURNING 1)",
             f"c{number} AS ({insert})"]
+
+
+_GATED = EVENT_COLUMNS.index("type")
+"""The event column a single statement's requirement gates (`_place_statement`)."""
+
+
+def _gate_refusal(request: AppendRequest, error: BaseException) -> BaseException | None:
+    """The requirement's `InvalidInput` if ``error`` is its gate closing (the first event's
+    type came out NULL because the row it requires is missing), else None."""
+    driver = _driver_error(error)
+    if (request.required and isinstance(driver, asyncpg.NotNullViolationError)
+            and getattr(driver, "table_name", None) == "events"
+            and getattr(driver, "column_name", None) == EVENT_COLUMNS[_GATED]):
+        return refusal(request.required[0])
+    return None
 
 
 def _position_of(version: str) -> str:

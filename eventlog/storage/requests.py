@@ -9,7 +9,9 @@ from typing import Any
 
 import msgspec
 
+from eventlog.errors import InvalidInput
 from projections.changes import Change
+from projections.query import RowRequired
 
 
 class PendingEvent(msgspec.Struct, frozen=True, kw_only=True, gc=False):
@@ -31,6 +33,9 @@ class AppendRequest(msgspec.Struct, frozen=True, kw_only=True):
     produced it, so `AT_POSITION` can be resolved. ``blob_adds`` maps a digest to its bytes
     and how many new references this append makes to it; ``blob_releases`` maps a digest to
     how many references this append drops (a blob whose count reaches zero is deleted).
+    ``required`` are view rows that must exist when the append commits (`RowRequired`):
+    when one does not, the backend writes nothing and raises its ``InvalidInput``
+    (`refusal`), checked inside the append's transaction (or its one statement).
     """
 
     tenant_id: str
@@ -39,6 +44,12 @@ class AppendRequest(msgspec.Struct, frozen=True, kw_only=True):
     changes: list[tuple[int, Change]]
     blob_adds: dict[bytes, tuple[bytes, int]] = {}
     blob_releases: dict[bytes, int] = {}
+    required: tuple[RowRequired, ...] = ()
+
+
+def refusal(required: RowRequired) -> InvalidInput:
+    """The error an append raises when the row ``required`` names is not there."""
+    return InvalidInput(required.field, required.reason)
 
 
 class StreamVersionTaken(Exception):

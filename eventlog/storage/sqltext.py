@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import msgspec
 
-from eventlog.storage.requests import AppendRequest
+from eventlog.storage.requests import AppendRequest, refusal
 from projections.changes import (
     AT_POSITION,
     Change,
@@ -40,7 +40,7 @@ from projections.changes import (
     change_shape,
     change_values,
 )
-from projections.query import In, JsonContains, Lookup, ViewQuery
+from projections.query import In, JsonContains, Lookup, RowRequired, ViewQuery
 
 if TYPE_CHECKING:
     from eventlog.storage.base import AppendRequest, PendingEvent
@@ -197,6 +197,7 @@ class SequentialAppend:
     def __init__(self, tables: Mapping[str, str], keys: Mapping[str, Sequence[str]],
                  new_param: Callable[[], Numbered]) -> None:
         self._new_param = new_param
+        self._tables = tables
         self._text: dict[Hashable, str] = {}
         self._changes = ChangeStatements(tables, keys, new_param)
         names = tables["events"], tables["blobs"]
@@ -209,13 +210,18 @@ class SequentialAppend:
         self._blob_purge_sql = self._cached("blob0", lambda p: blob_purge(names[1], p, "", b""))
 
     def statements(self, request: AppendRequest) -> Generator[Statement, Any, list[int]]:
-        """The statements of ``request``; send each event's position back; returns them.
+        """The statements of ``request``; send each event's position back (and each
+        requirement's answer, first: `InvalidInput` when a row it requires is missing);
+        returns the positions.
 
         Blob rows are touched in digest order, whatever order the request lists them in:
         two appends locking shared blob rows in opposite orders (two session deletes whose
         checkpoints share states) would otherwise deadlock on PostgreSQL.
         """
         tenant = request.tenant_id
+        for required in request.required:
+            if not (yield (*self.requirement(required), True)):
+                raise refusal(required)
         positions: list[int] = []
         for pending in request.events:
             values = event_row(tenant, request.stream_id, pending)
@@ -232,9 +238,28 @@ class SequentialAppend:
                 yield self._blob_purge_sql, [tenant, digest], False
         return positions
 
+    def requirement(self, required: RowRequired) -> tuple[str, list[Any]]:
+        """The statement telling whether the row ``required`` names exists (one value,
+        true or false) and its values, the text cached by the table and columns."""
+        param = self._new_param()
+        slots = [param(value) for value in required.where.values()]
+        shape = ("required", required.table, tuple(required.where))
+        sql = self._text.get(shape)
+        if sql is None:
+            sql = self._text[shape] = (
+                f"SELECT EXISTS (SELECT 1 FROM {self._tables[required.table]} WHERE "
+                + required_where(required, slots) + ")")
+        return sql, param.values
+
     def _cached(self, name: str, build: Callable[[Param], str]) -> str:
         self._text[name] = build(self._new_param())
         return self._text[name]
+
+
+def required_where(required: RowRequired, slots: Sequence[str]) -> str:
+    """The condition matching the row ``required`` names, its values at ``slots``."""
+    return " AND ".join(f"{quote(name)} = {slot}"
+                        for name, slot in zip(required.where, slots, strict=True))
 
 
 # -- view queries ------------------------------------------------------------------------

@@ -11,13 +11,14 @@ import pytest
 from eventlog import InvalidInput, ids
 from eventlog.checkpoints.decisions import (
     MAX_SESSION_ID_LENGTH,
+    CheckedRecord,
     EncodedState,
-    check_parent,
     check_session_id,
     decode_state,
     encode_state,
     non_finite_path,
     normalise_metadata,
+    parent_required,
     plan_delete,
     session_stream,
 )
@@ -132,17 +133,21 @@ def test_oversized_metadata_is_refused_naming_it() -> None:
     assert "metadata" == raised.value.field
 
 
-def test_check_parent_accepts_a_found_parent_or_none() -> None:
-    """No parent, or a parent with a matching row, passes."""
-    check_parent(None, [])
-    check_parent("p", [{"state_digest": b"d"}])
+def test_parent_required_is_nothing_without_a_parent() -> None:
+    """A create without a parent requires no view row."""
+    assert () == parent_required(_checked(parent_id=None))
 
 
-def test_check_parent_refuses_a_parent_that_was_not_found() -> None:
-    """A parent without a matching row in this session is refused naming parent_id."""
-    with pytest.raises(InvalidInput) as raised:
-        check_parent("p", [])
-    assert "parent_id" == raised.value.field
+def test_parent_required_names_the_parent_row_of_this_session() -> None:
+    """A parent must be a checkpoint row of the same tenant and session, else parent_id."""
+    (required,) = parent_required(_checked(parent_id="p"))
+    assert ("checkpoints", {"tenant_id": "t", "session_id": "s", "checkpoint_id": "p"},
+            "parent_id") == (required.table, dict(required.where), required.field)
+
+
+def _checked(*, parent_id: str | None) -> CheckedRecord:
+    return CheckedRecord(tenant_id="t", session_id="s", run_id=uuid.uuid4(),
+                         checkpoint_id=None, parent_id=parent_id, step=0, metadata={})
 
 
 def test_plan_delete_releases_one_reference_per_row() -> None:

@@ -47,7 +47,7 @@ from hypothesis.stateful import (
 
 from eventlog import CheckpointRecord, EventLog, InvalidInput, open_log
 from eventlog.checkpoints import RunInfo, SessionInfo
-from eventlog.checkpoints.decisions import check_parent, encode_state
+from eventlog.checkpoints.decisions import check_record, encode_state, parent_required
 from eventlog.records import RecordedEvent
 from eventlog.storage.postgres import PostgresBackend
 from eventlog.storage.sqlite import SqliteBackend
@@ -261,9 +261,8 @@ class CheckpointMachine(RuleBasedStateMachine):
         before = self.run(self.log.checkpoints.list(request.tenant_id, request.session_id))
         with pytest.raises(InvalidInput) as raised:
             self.run(self.log.checkpoints.create(request))
-        with pytest.raises(InvalidInput) as unknown:
-            check_parent(request.parent_id, [])
-        assert str(unknown.value) == str(raised.value)
+        (required,) = parent_required(check_record(request, 10**6))
+        assert str(InvalidInput(required.field, required.reason)) == str(raised.value)
         assert before == self.run(self.log.checkpoints.list(request.tenant_id, request.session_id))
 
     def check(self, tenant_id: str, session: str) -> None:

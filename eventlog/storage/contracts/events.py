@@ -41,7 +41,10 @@ class EventStorage(StorageLifecycle):
         `StreamVersionTaken` and writes nothing. Any other failure raises a `StorageError`
         (with the driver error as ``__cause__``) and writes nothing, except that a
         connection lost during commit raises `CommitOutcomeUnknown`: the log then looks
-        for its own event ids to learn the outcome.
+        for its own event ids to learn the outcome. A row the request's ``required``
+        names that is not there (checked in the same transaction, as it commits) raises
+        that requirement's `InvalidInput` (`eventlog.storage.requests.refusal`) and
+        writes nothing.
         """
 
     @abc.abstractmethod
