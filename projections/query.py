@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+import contextlib
+from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -161,13 +162,39 @@ async def read_related(query: ViewQuery, run: Run) -> list[dict[str, Any]]:
 
     What backends that cannot read the related rows in the same statement run."""
     rows = await run(replace(query, related=()))
-    await asyncio.gather(*(_attach(related, query.where["tenant_id"], rows, run)
-                           for related in query.related))
+
+    async def attach(related: Related) -> None:
+        steps = _attaching(related, query.where["tenant_id"], rows)
+        with contextlib.suppress(StopIteration):
+            lookup = next(steps)
+            while True:
+                lookup = steps.send(await run(lookup))
+
+    await asyncio.gather(*(attach(related) for related in query.related))
     return rows
 
 
-async def _attach(related: Related, tenant_id: Any, rows: list[dict[str, Any]],
-                  run: Run) -> None:
+RunNow = Callable[[ViewQuery], list[dict[str, Any]]]
+"""Runs one `ViewQuery` without related tables, synchronously: its rows."""
+
+
+def read_related_now(query: ViewQuery, run: RunNow) -> list[dict[str, Any]]:
+    """`read_related` for a synchronous ``run`` (one connection on one thread, all of it in
+    one job: SQLite's reader), the related tables one after the other."""
+    rows = run(replace(query, related=()))
+    for related in query.related:
+        steps = _attaching(related, query.where["tenant_id"], rows)
+        with contextlib.suppress(StopIteration):
+            lookup = next(steps)
+            while True:
+                lookup = steps.send(run(lookup))
+    return rows
+
+
+def _attaching(related: Related, tenant_id: Any, rows: list[dict[str, Any]]
+               ) -> Generator[ViewQuery, list[dict[str, Any]], None]:
+    """Yields the lookups of ``related`` for ``rows``, is sent each one's rows, and attaches
+    them to ``rows`` (under the related name) when done."""
     key_columns = related.on + (related.pairs or ())
     wanted = [_related_keys(related, row) for row in rows]
     keys = sorted({key for row_keys in wanted for key in row_keys})
@@ -175,7 +202,7 @@ async def _attach(related: Related, tenant_id: Any, rows: list[dict[str, Any]],
     found: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     for start in range(0, len(keys), RELATED_CHUNK):
         lookup = _lookup(related, tenant_id, key_columns, keys[start:start + RELATED_CHUNK])
-        for row in await run(lookup):
+        for row in (yield lookup):
             key = tuple(row[name] for name in key_columns)
             for name in extra:
                 del row[name]

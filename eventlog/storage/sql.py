@@ -120,6 +120,13 @@ class SqlBackend(StorageBackend, abc.ABC, Generic[Held]):
             return []  # no key, no row (and no key set to type)
         if query.related and not self.sql_dialect.nests:
             return await read_related(query, self.query)
+        sql, values = self.view_sql(query)
+        rows = await self.fetch_view_rows(query.table, sql, values)
+        return unpack_related(query, rows) if query.related else rows
+
+    def view_sql(self, query: ViewQuery) -> tuple[str, list[Any]]:
+        """The text of ``query`` (cached by its shape) and its values (with its related
+        tables where the dialect nests them)."""
         param = self.new_param()
         place, shape_of = ((place_related, related_shape) if query.related
                            else (place_query, query_shape))
@@ -129,8 +136,7 @@ class SqlBackend(StorageBackend, abc.ABC, Generic[Held]):
         sql = self._queries.get(shape)
         if sql is None:
             sql = self._queries[shape] = text()
-        rows = await self.fetch_view_rows(query.table, sql, param.values)
-        return unpack_related(query, rows) if query.related else rows
+        return sql, param.values
 
     async def dump_views(self) -> dict[str, list[dict[str, Any]]]:
         return {

@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator, Callable, Generator, Mapping, Sequenc
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy import event
@@ -46,8 +46,9 @@ from eventlog.storage.sql import (
     normalise_row,
     stored_event,
 )
-from eventlog.storage.sqlite_writer import SqliteWriter
-from eventlog.storage.sqltext import Positional, SqliteDialect, Statement
+from eventlog.storage.sqlite_writer import SqliteReader, SqliteWriter
+from eventlog.storage.sqltext import Positional, SqliteDialect, Statement, quote
+from projections.query import ViewQuery, read_related_now
 
 _WRITE = "eventlog_write"
 _SET_UP = "eventlog_set_up"
@@ -65,7 +66,12 @@ write-ahead log at every commit: an acknowledged append survives a power cut. NO
 fsyncs it only at checkpoints: a crash of the process loses nothing, a power cut may lose
 the last commits (never the file's integrity). EXTRA also fsyncs the directory. OFF is
 not offered: it can corrupt the file on a power cut."""
+READER_PRAGMAS = [f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}", "PRAGMA query_only = ON"]
+"""Run on each reader connection (`SqliteReader`): it never writes."""
+BLOB_CHUNK = 500
+"""Digests per statement of `SqliteBackend.get_blobs` (SQLite bounds a statement's values)."""
 _DIALECT = sqlite_dialect.dialect()
+R = TypeVar("R")
 
 
 class SqliteBackend(OneWriter, SqlBackend[AsyncConnection]):
@@ -98,10 +104,27 @@ class SqliteBackend(OneWriter, SqlBackend[AsyncConnection]):
         # Our own file: appends take the one-hop writer thread. An application's engine (or
         # an in-memory database, which another connection would not see) keeps SQLAlchemy.
         self._writer: SqliteWriter | None = None
+        self._reader: SqliteReader | None = None
         if self.owned and self.path and self.path != ":memory:":
             self._writer = SqliteWriter(self.path, self.pragmas,
                                         lambda c, r: run_statements(
                                             self.sequential.statements(r), c.execute))
+            self._reader = SqliteReader(self.path, READER_PRAGMAS)
+        events = self.qualified["events"]
+        columns = ", ".join(map(quote, EVENT_READ_COLUMNS))
+        self._event_sql = {
+            "stream": f"SELECT {columns} FROM {events} WHERE tenant_id = ? AND stream_id = ? "
+                      "AND stream_version >= ? ORDER BY stream_version LIMIT ?",
+            "all": f"SELECT {columns} FROM {events} WHERE position > ? "
+                   "ORDER BY position LIMIT ?",
+            "tenant": f"SELECT {columns} FROM {events} WHERE position > ? AND tenant_id = ? "
+                      "ORDER BY position LIMIT ?",
+            "id": f"SELECT {columns} FROM {events} WHERE tenant_id = ? AND event_id = ?",
+            "head": f"SELECT stream_version, hash FROM {events} WHERE tenant_id = ? "
+                    "AND stream_id = ? ORDER BY stream_version DESC LIMIT 1",
+        }
+        """The hot reads of the log as plain SQL for the reader: the same rows (the driver's
+        values, as `_select_events` reads them) without SQLAlchemy compiling each call."""
 
     def new_param(self) -> Positional:
         return Positional()
@@ -122,6 +145,8 @@ class SqliteBackend(OneWriter, SqlBackend[AsyncConnection]):
     async def close(self) -> None:
         if self._writer is not None:
             await self._writer.close()
+        if self._reader is not None:
+            await self._reader.close()
         if self.owned:
             await self.engine.dispose()
 
@@ -215,6 +240,44 @@ class SqliteBackend(OneWriter, SqlBackend[AsyncConnection]):
 
     # -- reads ---------------------------------------------------------------------------
 
+    def _reading(self) -> SqliteReader | None:
+        """The reader, unless the task is inside `hold_stream` (whose connection reads)."""
+        return self._reader if self._held.get() is None else None
+
+    async def _read(self, job: Callable[[sqlite3.Connection], R]) -> R:
+        assert self._reader is not None
+        try:
+            return await self._reader.run(job)
+        except Exception as error:
+            raise self.translate(error, "read") from error
+
+    async def query(self, query: ViewQuery) -> list[dict[str, Any]]:
+        # On the reader: the whole query, related tables included, is one job (one hop);
+        # a query with related tables reads them in one read transaction (one snapshot).
+        if self._reading() is None:
+            return await super().query(query)
+        if query.table not in self.views:
+            raise KeyError(query.table)
+
+        def rows(connection: sqlite3.Connection, query: ViewQuery) -> list[dict[str, Any]]:
+            if query.lookup is not None and not query.lookup.keys:
+                return []  # no key, no row (and no key set to type)
+            sql, values = self.view_sql(query)
+            cursor = connection.execute(sql, encode_values(values))
+            names = [column[0] for column in cursor.description]
+            decoders = self._decoders[query.table]
+            return [decode_view_row(names, row, decoders) for row in cursor.fetchall()]
+
+        def job(connection: sqlite3.Connection) -> list[dict[str, Any]]:
+            if not query.related:
+                return rows(connection, query)
+            connection.execute("BEGIN")
+            found = read_related_now(query, lambda part: rows(connection, part))
+            connection.execute("COMMIT")
+            return found
+
+        return await self._read(job)
+
     async def fetch_view_rows(
         self, table: str, sql: str, params: list[Any]
     ) -> list[dict[str, Any]]:
@@ -226,6 +289,10 @@ class SqliteBackend(OneWriter, SqlBackend[AsyncConnection]):
         return [decode_view_row(names, row, decoders) for row in rows]
 
     async def stream_head(self, tenant_id: str, stream_id: str) -> tuple[int, bytes] | None:
+        if self._reading() is not None:
+            sql = self._event_sql["head"]
+            row = await self._read(lambda c: c.execute(sql, (tenant_id, stream_id)).fetchone())
+            return None if row is None else (int(row[0]), bytes(row[1]))
         events = self.events
         async with self.read_connection() as connection:
             row = (
@@ -241,6 +308,9 @@ class SqliteBackend(OneWriter, SqlBackend[AsyncConnection]):
     async def read_stream(
         self, tenant_id: str, stream_id: str, from_version: int, limit: int
     ) -> list[StoredEvent]:
+        if self._reading() is not None:
+            return await self._read_events(
+                "stream", (tenant_id, stream_id, from_version, limit))
         events = self.events
         statement = (
             self._select_events()
@@ -258,6 +328,12 @@ class SqliteBackend(OneWriter, SqlBackend[AsyncConnection]):
         self, after: str | None, limit: int, tenant_id: str | None
     ) -> tuple[list[StoredEvent], str | None]:
         # One writer at a time: positions become visible in commit order.
+        if self._reading() is not None:
+            start = cursors.decode_position(after)
+            rows = await self._read_events(
+                "all", (start, limit)) if tenant_id is None else await self._read_events(
+                "tenant", (start, tenant_id, limit))
+            return rows, cursors.encode_position(rows[-1].position) if rows else after
         events = self.events
         statement = self._select_events().where(events.c.position > cursors.decode_position(after))
         if tenant_id is not None:
@@ -292,6 +368,9 @@ class SqliteBackend(OneWriter, SqlBackend[AsyncConnection]):
             return {str(tenant): int(count) for tenant, count in rows}
 
     async def find_event(self, tenant_id: str, event_id: uuid.UUID) -> StoredEvent | None:
+        if self._reading() is not None:
+            found = await self._read_events("id", (tenant_id, encode_value(event_id)))
+            return found[0] if found else None
         events = self.events
         rows = await self._fetch_events(
             self._select_events().where(events.c.tenant_id == tenant_id,
@@ -304,6 +383,22 @@ class SqliteBackend(OneWriter, SqlBackend[AsyncConnection]):
         return found.get(digest)
 
     async def get_blobs(self, tenant_id: str, digests: Sequence[bytes]) -> dict[bytes, bytes]:
+        if self._reading() is not None:
+            wanted = list(dict.fromkeys(digests))
+            table = self.qualified["blobs"]
+
+            def job(connection: sqlite3.Connection) -> dict[bytes, bytes]:
+                found: dict[bytes, bytes] = {}
+                for start in range(0, len(wanted), BLOB_CHUNK):
+                    chunk = wanted[start:start + BLOB_CHUNK]
+                    found.update((bytes(digest), bytes(data)) for digest, data in
+                                 connection.execute(
+                                     f"SELECT digest, data FROM {table} WHERE tenant_id = ? "
+                                     f"AND digest IN ({', '.join('?' * len(chunk))})",
+                                     (tenant_id, *chunk)))
+                return found
+
+            return await self._read(job) if wanted else {}
         blobs = self.blobs
         async with self.read_connection() as connection:
             rows = await connection.execute(
@@ -353,6 +448,11 @@ class SqliteBackend(OneWriter, SqlBackend[AsyncConnection]):
             if name in CHECKED_COLUMNS else events.c[name]
             for name in EVENT_READ_COLUMNS
         ])
+
+    async def _read_events(self, name: str, values: tuple[Any, ...]) -> list[StoredEvent]:
+        sql = self._event_sql[name]
+        return await self._read(
+            lambda connection: [stored_event(row) for row in connection.execute(sql, values)])
 
     async def _fetch_events(self, statement: sa.Select[Any]) -> list[StoredEvent]:
         async with self.read_connection() as connection:
