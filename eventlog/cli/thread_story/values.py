@@ -1,28 +1,36 @@
 """Payload bytes as an investigator reads them: decoded, rendered short or pretty, diffed.
 
-LangGraph values decode with langgraph-checkpoint's `JsonPlusSerializer` (imported
-lazily: without it a value is shown by its size, with the extra to install). Agent
-Framework checkpoints are JSON whose non-JSON values are pickles; those are read with
-`StubUnpickler`, which rebuilds each object's *shape* (class name and fields) without
-importing or running any of the writer's code, so reading a log never executes it.
+Payloads are decoded by `eventlog.adapters._safe_decoding`, which imports nothing and calls
+nothing the bytes name: a LangGraph value's objects are shown as their class's name and
+fields, a call it would take code to make as ``<os.system('touch …') not decoded>``, and
+every value is bounded in size and depth (a shared reference is paid for each time it is
+shown). Agent Framework checkpoints are JSON whose non-JSON values are pickles, read the
+same way (opcode by opcode, no global looked up). Reading a log never runs its bytes.
 """
 
 from __future__ import annotations
 
-import base64
 import dataclasses
 import difflib
-import io
 import json
-import pickle
 from collections.abc import Mapping
 from typing import Any
 
+from eventlog.adapters._safe_decoding import (
+    MAF_ENCODING,
+    NotDecoded,
+    Shape,
+    Unreadable,
+    read_payload,
+    shape_fields,
+    shape_name,
+)
+
+__all__ = ["MAF_ENCODING", "SHORT", "Undecoded", "decode", "diff", "one_line", "plain",
+           "pretty", "short"]
+
 SHORT = 120
 """A value whose one-line rendering is longer than this is shown by its size."""
-LANGGRAPH_HINT = 'pip install "checkpoint-eventlog[langgraph]" to see LangGraph values'
-MAF_ENCODING = "maf-checkpoint+json"
-"""The payload label the Agent Framework adapter writes (as ``eventlog.adapters.maf``)."""
 
 
 class Undecoded:
@@ -37,88 +45,19 @@ class Undecoded:
 
 
 def decode(encoding: str, data: bytes) -> Any:
-    """The value ``data`` holds, or an `Undecoded` saying why it cannot be shown."""
-    if encoding == MAF_ENCODING:
-        try:
-            return unpickle_values(json.loads(data))
-        except ValueError as error:
-            return Undecoded(len(data), f"not JSON ({error})")
-    if encoding == "null":
-        return None
+    """The value ``data`` holds (bounded, nothing of it run), or an `Undecoded` saying why
+    it cannot be shown."""
     try:
-        from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
-    except ImportError:
-        return Undecoded(len(data), LANGGRAPH_HINT)
-    try:
-        return JsonPlusSerializer().loads_typed((encoding, data))
-    except Exception as error:  # a foreign serializer's failure is a fact to show, not a crash
-        return Undecoded(len(data), f"{encoding}: {type(error).__name__}: {error}")
-
-
-class Stub:
-    """An object rebuilt from a pickle without its class: ``kind`` names the class."""
-
-    kind = "object"
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        self.__dict__.update(kwargs)
-        if args:
-            self.__dict__["args"] = list(args)
-
-    def __setstate__(self, state: Any) -> None:
-        if isinstance(state, tuple) and len(state) == 2:  # (dict, slots) of a slotted class
-            state = {**(state[0] or {}), **(state[1] or {})}
-        if isinstance(state, dict):
-            self.__dict__.update(state)
-        else:
-            self.__dict__["state"] = state
-
-    def __reduce__(self) -> Any:  # pragma: no cover - never pickled again
-        raise TypeError("a stub is not picklable")
-
-
-class StubUnpickler(pickle.Unpickler):
-    """Unpickles with every class replaced by a `Stub` subclass of the same name."""
-
-    def find_class(self, module: str, name: str) -> Any:
-        if module == "builtins" and name in _SAFE_BUILTINS:
-            return _SAFE_BUILTINS[name]
-        if (module, name) in (("copyreg", "_reconstructor"), ("copyreg", "__newobj__")):
-            return _reconstruct
-        return type(name, (Stub,), {"kind": f"{module}.{name}", "__module__": module,
-                                    "__qualname__": name})
-
-
-_SAFE_BUILTINS: dict[str, Any] = {
-    "set": set, "frozenset": frozenset, "list": list, "dict": dict, "tuple": tuple,
-    "bytearray": bytearray, "complex": complex,
-}
-
-
-def _reconstruct(cls: Any, *args: Any) -> Any:
-    return cls() if isinstance(cls, type) and issubclass(cls, Stub) else Stub(cls, *args)
-
-
-def unpickle_values(document: Any) -> Any:
-    """A JSON document with each ``{"__pickled__": …}`` value replaced by its shape."""
-    if isinstance(document, list):
-        return [unpickle_values(item) for item in document]
-    if not isinstance(document, dict):
-        return document
-    if "__pickled__" in document and "__type__" in document:
-        try:
-            raw = base64.b64decode(document["__pickled__"])
-            return StubUnpickler(io.BytesIO(raw)).load()
-        except Exception as error:  # a damaged pickle is shown as such
-            return Undecoded(len(str(document["__pickled__"])), f"pickle: {error}")
-    return {key: unpickle_values(value) for key, value in document.items()}
+        return read_payload(encoding, data)
+    except Unreadable as error:
+        return Undecoded(len(data), str(error))
 
 
 def plain(value: Any) -> Any:
     """``value`` as JSON-like data (dicts, lists, strings, numbers) for rendering."""
     if value is None or isinstance(value, bool | int | float | str):
         return value
-    if isinstance(value, Undecoded):
+    if isinstance(value, Undecoded | NotDecoded):
         return repr(value)
     if isinstance(value, bytes | bytearray):
         return f"<{len(value):,} byte{'' if len(value) == 1 else 's'}>"
@@ -126,9 +65,9 @@ def plain(value: Any) -> Any:
         return {str(key): plain(item) for key, item in value.items()}
     if isinstance(value, list | tuple | set | frozenset):
         return [plain(item) for item in value]
-    if isinstance(value, Stub):
-        fields = {k: plain(v) for k, v in vars(value).items() if v is not None}
-        return {"__class__": type(value).__name__, **fields}
+    if isinstance(value, Shape):
+        fields = {k: plain(v) for k, v in shape_fields(value).items() if v is not None}
+        return {"__class__": shape_name(value), **fields}
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {"__class__": type(value).__name__,
                 **{f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)}}
@@ -145,12 +84,12 @@ def one_line(value: Any) -> str:
 
 def short(value: Any, size: int | None = None) -> str:
     """The value on one line when it is short, else its kind and size."""
-    if isinstance(value, Undecoded):
+    if isinstance(value, Undecoded | NotDecoded):
         return repr(value)
     text = one_line(value)
     if len(text) <= SHORT:
         return text
-    kind = type(value).__name__
+    kind = shape_name(value) if isinstance(value, Shape) else type(value).__name__
     return f"<{kind}, {size if size is not None else len(text):,} B>"
 
 
