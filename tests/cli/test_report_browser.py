@@ -32,6 +32,11 @@ from tests.cli.test_report_page import RUN_1, RUN_2, checkpoint, recorded
 from tests.forensic_threads import ANSWER, QUESTION, Forensics, write_all
 
 RENDER_BUDGET_S = 2.0
+"""A large page's load on a quiet machine; `render_budget` stretches it when a small
+page's load, measured in the same run, shows the machine is busy."""
+BUSY_RATIO = 10
+"""How many times a 10-checkpoint page's load the large pages may take when that is more
+than `RENDER_BUDGET_S` (here they took 0.4-0.7 s, the small page 0.17 s)."""
 
 
 def _chromium() -> str:
@@ -68,6 +73,36 @@ def screenshots(tmp_path: Path) -> Path:
     where = Path(os.environ.get("EVENTLOG_SCREENSHOTS") or tmp_path)
     where.mkdir(parents=True, exist_ok=True)
     return where
+
+
+def render_seconds(browser: Any, path: Path) -> tuple[Any, float]:
+    """A new page with ``path`` loaded and painted, and the seconds that took."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    started = time.perf_counter()
+    page.goto(path.as_uri(), wait_until="load")
+    page.evaluate("() => new Promise(done => requestAnimationFrame(() => done(null)))")
+    return page, time.perf_counter() - started
+
+
+def render_budget(browser: Any, tmp_path: Path) -> float:
+    """`RENDER_BUDGET_S`, or `BUSY_RATIO` times the fastest of three loads of a
+    10-checkpoint page when the machine is busy enough for that to be more: a wall-clock
+    budget alone fails under a neighbour's load, not only when the page is slow."""
+    steps = [checkpoint(RUN_1, "c0", 0)]
+    steps += [checkpoint(RUN_1, f"c{i}", i, f"c{i - 1}") for i in range(1, 10)]
+    events = recorded(*steps)
+    path = tmp_path / "baseline.html"
+    path.write_text(render_page(ReportData(
+        title="10 checkpoints", source="memory://", generated_at=datetime.now(UTC),
+        verify=VerifySummary(streams=1, events=len(events), problems=[], view_differences=[]),
+        sessions=[build_session_report("t", "s", events)])))
+    fastest = float("inf")
+    for _ in range(3):
+        page, seconds = render_seconds(browser, path)
+        page.close()
+        fastest = min(fastest, seconds)
+    print(f"baseline page: {fastest:.3f} s")
+    return max(RENDER_BUDGET_S, BUSY_RATIO * fastest)
 
 
 @pytest.fixture(scope="module")
@@ -173,16 +208,13 @@ def test_ten_thousand_checkpoints_render_within_two_seconds(
         sessions=[build_session_report("t", "s", events)])
     path = tmp_path / "large.html"
     path.write_text(render_page(data))
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    started = time.perf_counter()
-    page.goto(path.as_uri(), wait_until="load")
-    page.evaluate("() => new Promise(done => requestAnimationFrame(() => done(null)))")
-    elapsed = time.perf_counter() - started
+    budget = render_budget(browser, tmp_path)
+    page, elapsed = render_seconds(browser, path)
     size = path.stat().st_size
     print(f"10,000 checkpoints: {size / 1024:.0f} KiB, rendered in {elapsed:.2f} s")
     page.screenshot(path=str(screenshots / "report-10000.png"))
     assert size < 10 * 1024 * 1024
-    assert elapsed < RENDER_BUDGET_S
+    assert elapsed < budget
     assert 2 == page.locator("svg.lanes g.lane").count()
 
 
@@ -307,15 +339,12 @@ def test_a_ten_thousand_checkpoint_thread_renders_within_two_seconds(
         sessions=[build_session_report("t", "big", events, (), payloads)])
     path = tmp_path / "large-thread.html"
     path.write_text(render_page(data))
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    started = time.perf_counter()
-    page.goto(path.as_uri(), wait_until="load")
-    page.evaluate("() => new Promise(done => requestAnimationFrame(() => done(null)))")
-    elapsed = time.perf_counter() - started
+    budget = render_budget(browser, tmp_path)
+    page, elapsed = render_seconds(browser, path)
     print(f"10,000 thread checkpoints: rendered in {elapsed:.2f} s")
     page.screenshot(path=str(screenshots / "report-thread-10000.png"))
     assert (["graph"], True) == (page.locator("svg.lanes g.lane").evaluate_all(
-        "lanes => lanes.map(lane => lane.dataset.lane)"), elapsed < RENDER_BUDGET_S)
+        "lanes => lanes.map(lane => lane.dataset.lane)"), elapsed < budget)
 
 
 def test_a_clicked_event_opens_with_what_it_means(threads_page: Any) -> None:

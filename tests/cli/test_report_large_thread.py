@@ -67,7 +67,10 @@ def test_the_story_grows_linearly_with_the_thread() -> None:
     timings = []
     for count in (1_000, 10_000):
         events, payloads = large_thread(count)
-        started = time.perf_counter()
-        build_session_report("t", "big", events, (), payloads)
-        timings.append(time.perf_counter() - started)
-    assert timings[1] < 30 * timings[0]
+        best = float("inf")
+        for _ in range(3):  # the fastest of three: a pause from other work is not the code's
+            started = time.perf_counter()
+            build_session_report("t", "big", events, (), payloads)
+            best = min(best, time.perf_counter() - started)
+        timings.append(best)
+    assert timings[1] < 30 * timings[0], timings
