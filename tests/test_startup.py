@@ -22,6 +22,7 @@ import pytest
 
 from eventlog.cli import build_parser
 from eventlog.cli.app import COMMANDS, _parser_for
+from eventlog.storage.migrate import head_revision, shipped_head
 
 ROOT = Path(__file__).resolve().parent.parent
 FLOOR = "import sqlalchemy.ext.asyncio, asyncpg, msgspec, aiosqlite"
@@ -88,16 +89,17 @@ def test_importing_the_library_loads_nothing_optional() -> None:
                          ids=" ".join)
 def test_help_loads_nothing_optional(arguments: list[str]) -> None:
     """``eventlog --help`` (and ``--version``) imports none of them; a command's own
-    ``--help`` imports no validator, no structlog, no alembic and no framework."""
-    allowed = {"rich", "cryptography"} if arguments[0] == "verify" else set()
+    ``--help`` none but rich (its module's renderers import it), not even ``verify``'s,
+    whose options name key files."""
+    allowed = {"rich"} if arguments[0] == "verify" else set()
     assert set() == _loaded(f"try:\n    exec({HELP!r})\nexcept SystemExit:\n    pass",
                             *arguments) - allowed
 
 
 def test_a_first_checkpoint_loads_nothing_it_does_not_use(tmp_path: Path) -> None:
-    """A fresh process that creates and reads a checkpoint on SQLite imports no schema
-    validator, rich, structlog, cryptography, framework or PostgreSQL driver (alembic
-    reads the schema's stamp when the log opens)."""
+    """A fresh process that creates and reads a checkpoint on an existing SQLite log
+    imports no schema validator, rich, structlog, alembic (the stamp is current),
+    cryptography, framework or PostgreSQL driver; creating the log migrates with alembic."""
     code = (
         "import asyncio, uuid\n"
         "from eventlog import CheckpointRecord, open_log\n"
@@ -109,7 +111,13 @@ def test_a_first_checkpoint_loads_nothing_it_does_not_use(tmp_path: Path) -> Non
         "            made.checkpoint_id\n"
         "asyncio.run(main())\n"
     )
-    assert {"alembic"} == _loaded(code)
+    assert ({"alembic"}, set()) == (_loaded(code), _loaded(code))
+
+
+def test_the_shipped_head_read_from_the_scripts_is_alembics() -> None:
+    """The newest revision read from the scripts' text (how an up-to-date database is
+    recognised without alembic) is the head alembic finds."""
+    assert head_revision() == shipped_head()
 
 
 def test_a_schema_loads_the_validator_when_first_checked() -> None:

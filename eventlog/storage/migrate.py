@@ -1,15 +1,21 @@
 """Bringing a SQL database's schema up to date with the Alembic scripts we ship.
 
-Alembic (~140 ms to import) is imported by these functions when they first run, when a
-SQL backend initializes, not with the storage package.
+Alembic (with Mako and Pygments, ~150-300 ms to import) is imported only to migrate: a
+database already stamped with the newest shipped revision is recognised by reading its
+stamp with SQLAlchemy and the revisions from the scripts' text (`shipped_head`), so a
+process that opens an up-to-date log (every worker, every command) never imports it.
+Anything else (an empty, older, unknown or branched stamp) takes Alembic's own path.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sqlalchemy import Connection, MetaData
+from sqlalchemy import Connection, MetaData, column, inspect, select, table
 
 from eventlog._logging import get_logger
 from eventlog.errors import SchemaNotCurrent, UnknownSchemaRevision
@@ -49,6 +55,37 @@ def head_revision() -> str:
     return head
 
 
+_REVISION = re.compile(r'^(down_revision|revision)\s*(?::[^=]*)?=\s*(None|"[^"]*"|\'[^\']*\')\s*$',
+                       re.MULTILINE)
+
+
+@cache
+def shipped_head() -> str | None:
+    """The newest revision of the shipped scripts, read from their ``revision`` and
+    ``down_revision`` lines without Alembic; None unless they form one plain line of
+    revisions (then only Alembic's answer, `head_revision`, is trusted)."""
+    revisions: dict[str, str | None] = {}
+    for script in sorted((migrations_dir() / "versions").glob("*.py")):
+        found = dict(_REVISION.findall(script.read_text(encoding="utf-8")))
+        if set(found) != {"revision", "down_revision"} or found["revision"] == "None":
+            return None
+        down = found["down_revision"]
+        revisions[found["revision"][1:-1]] = None if down == "None" else down[1:-1]
+    heads = set(revisions) - {down for down in revisions.values() if down is not None}
+    return heads.pop() if len(heads) == 1 else None
+
+
+def _stamp(connection: Connection, schema: str | None) -> str | None:
+    """The database's one revision stamp read with SQLAlchemy (None: no stamp table,
+    or not exactly one stamp)."""
+    if not inspect(connection).has_table(VERSION_TABLE, schema=schema):
+        return None
+    stamps: Sequence[object] = connection.execute(
+        select(column("version_num")).select_from(table(VERSION_TABLE, schema=schema))
+    ).scalars().all()
+    return str(stamps[0]) if len(stamps) == 1 else None
+
+
 def current_revision(connection: Connection, schema: str | None) -> str | None:
     """The revision the database is stamped with, or None for an empty database."""
     from alembic.runtime.migration import MigrationContext
@@ -65,6 +102,9 @@ def upgrade_sync(
 
     Returns the revision now in use.
     """
+    head = shipped_head()
+    if head is not None and _stamp(connection, schema) == head:
+        return head
     from alembic import command
     from alembic.script import ScriptDirectory
     from alembic.util.exc import CommandError
