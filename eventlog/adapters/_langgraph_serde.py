@@ -108,11 +108,12 @@ class CheckedSerde(SerializerProtocol):
     def _why(refused: list[tuple[str, ...]], past: list[str]) -> str:
         if not refused:
             return f"it holds {past[0]} (nothing of it was built)"
-        names = ", ".join(".".join(key) for key in refused[:5])
-        more = f" and {len(refused) - 5} more" if len(refused) > 5 else ""
-        pairs = " ".join(f"--allow-type {key[0]}:{key[1]}" for key in refused[:5]
+        names = ", ".join(".".join(key) for key in refused[:3])
+        more = f" and {len(refused) - 3} more" if len(refused) > 3 else ""
+        pairs = " ".join(f"--allow-type {key[0]}:{key[1]}" for key in refused[:3]
                          if len(key) == 2)
-        widen = (f"; if the store is trusted, allow {'it' if len(refused) == 1 else 'them'}"
-                 f" ({pairs}, or allowed_msgpack_modules=)" if pairs else "")
-        return (f"it names {names}{more}, outside the types LangGraph's strict mode and the "
-                f"allow-list build (nothing of it was imported or run){widen}")
+        one = len(refused) == 1
+        widen = (f"; if {'it is a class' if one else 'they are classes'} of yours and the "
+                 f"store trusted: {pairs}" if pairs else "")
+        return (f"it names {names}{more}, which LangGraph's strict mode does not build "
+                f"(nothing of it was imported or run){widen}")

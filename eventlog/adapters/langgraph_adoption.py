@@ -83,7 +83,7 @@ class _Unreadable(dict[str, Any]):
 
     def reason(self) -> str:
         if isinstance(self.error, Refused):
-            return f"a {self.type!r} value was not loaded: {self.error}"
+            return str(self.error)
         return (f"its serializer cannot load a {self.type!r} value "
                 f"({type(self.error).__name__}: {self.error})")
 
@@ -146,8 +146,14 @@ async def adopt_langgraph(
         threads, total, listed = await _source_threads(saver, thread_ids)
         done = 0
         for thread_id in threads:
-            done += await _adopt_thread(target, saver, thread_id, report,
-                                        listed.pop(thread_id, None))
+            try:
+                done += await _adopt_thread(target, saver, thread_id, report,
+                                            listed.pop(thread_id, None))
+            except AdoptionFailed as error:
+                if not dry_run:
+                    raise
+                raise AdoptionFailed(error.thread_id, error.checkpoint_id, error.why,
+                                     dry_run=True) from error
             if progress is not None:
                 progress(done, total)
     return report
