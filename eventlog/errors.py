@@ -111,12 +111,15 @@ class AdoptionFailed(InvalidInput):
     serializer does not know, a corrupt row. What went before it was committed whole and
     verifies; a re-run continues from this checkpoint."""
 
-    def __init__(self, thread_id: str, checkpoint_id: str, reason: str) -> None:
+    def __init__(self, thread_id: str, checkpoint_id: str, reason: str, *,
+                 dry_run: bool = False) -> None:
         self.thread_id = thread_id
         self.checkpoint_id = checkpoint_id
-        super().__init__("checkpoint", (
-            f"thread {thread_id!r}, checkpoint {checkpoint_id}: {reason}; what came before "
-            "it in the thread was committed and a re-run continues from it"))
+        self.why = reason
+        after = ("a dry run: nothing was written" if dry_run else "what came before it in "
+                 "the thread was committed and a re-run continues from it")
+        super().__init__("checkpoint", f"thread {thread_id!r}, checkpoint {checkpoint_id}: "
+                                       f"{reason}; {after}")
 
 
 class InvalidURL(EventLogError, ValueError):

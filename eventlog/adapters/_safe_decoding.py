@@ -108,7 +108,7 @@ def constructors(encoding: str, data: bytes) -> tuple[set[tuple[str, ...]], list
 
 
 def read_maf(data: bytes) -> Any:
-    """An Agent Framework checkpoint: its JSON, each pickled value read as `_Pickle` does,
+    """An Agent Framework checkpoint: its JSON, each pickled value read by `read_pickle`,
     the whole bounded once (one budget for the document)."""
     try:
         document = json.loads(data)

@@ -27,6 +27,14 @@ How LangGraph's model maps onto `ThreadCheckpoints` (``log.threads``):
   `FrameworkConflict` (on the first put, a delete, a prune or a copy, and on any read that
   meets one of its checkpoints), never with the serde's own error.
 
+Values are loaded with LangGraph's serializer in its strict mode (CVE-2026-28277): it
+builds LangGraph's safe types (datetimes, UUIDs, LangChain messages, ``Send``,
+``Interrupt``, ``Command``, …) and those named by ``allowed_msgpack_modules`` (classes or
+``(module, name)`` pairs; a graph compiled under ``LANGGRAPH_STRICT_MSGPACK=true`` adds its
+state schema's own), and hands back the stored fields of any other type instead of
+importing it. ``allowed_msgpack_modules=True`` is LangGraph's permissive mode; a ``serde``
+of the application's own is used as given (`eventlog.adapters._langgraph_serde`).
+
 Sync methods (``graph.invoke``) run the async ones on the saver's loop: from any thread
 but that loop's own, where they refuse with `WrongThread` (as LangGraph's async savers do).
 `EventlogSaver.from_conn_string` runs the log on a private loop in a background thread for
@@ -60,6 +68,7 @@ from eventlog.adapters._frameworks import (
     ThreadClaims,
     refuse_foreign,
 )
+from eventlog.adapters._langgraph_serde import AllowedTypes, strict_serde
 from eventlog.adapters._loops import (
     BackgroundLoop,
     NotRunning,
@@ -89,8 +98,9 @@ class AsyncEventlogSaver(BaseCheckpointSaver[str]):
     def __init__(
         self, log: OpenLog, *, tenant_id: str = "default",
         serde: SerializerProtocol | None = None,
+        allowed_msgpack_modules: AllowedTypes = None,
     ) -> None:
-        super().__init__(serde=serde)
+        super().__init__(serde=strict_serde(serde, allowed_msgpack_modules))
         self.log = log
         self._threads: ThreadCheckpoints = log.threads
         self.tenant_id = check_id("tenant_id", tenant_id)
@@ -101,12 +111,13 @@ class AsyncEventlogSaver(BaseCheckpointSaver[str]):
     @asynccontextmanager
     async def from_conn_string(
         cls, url: str, *, tenant_id: str = "default", serde: SerializerProtocol | None = None,
-        **open_log_options: Any,
+        allowed_msgpack_modules: AllowedTypes = None, **open_log_options: Any,
     ) -> AsyncIterator[AsyncEventlogSaver]:
         """Open the log at ``url`` (any URL `open_log` takes; ``schema=`` and the other
         options pass through), yield a saver over it, close the log on exit."""
         async with open_log(url, **open_log_options) as log:
-            yield cls(log, tenant_id=tenant_id, serde=serde)
+            yield cls(log, tenant_id=tenant_id, serde=serde,
+                      allowed_msgpack_modules=allowed_msgpack_modules)
 
     # -- async: the implementation -------------------------------------------------------
 
@@ -331,7 +342,7 @@ class EventlogSaver(AsyncEventlogSaver):
     @contextmanager
     def from_conn_string(  # type: ignore[override]  # sync, where the parent is async
         cls, url: str, *, tenant_id: str = "default", serde: SerializerProtocol | None = None,
-        **open_log_options: Any,
+        allowed_msgpack_modules: AllowedTypes = None, **open_log_options: Any,
     ) -> Iterator[EventlogSaver]:
         """Open the log at ``url`` on a background loop, yield a saver, close it on exit."""
         background = BackgroundLoop()
@@ -339,7 +350,8 @@ class EventlogSaver(AsyncEventlogSaver):
             manager = open_log(url, **open_log_options)
             log = background.run(manager.__aenter__())
             try:
-                saver = cls(log, tenant_id=tenant_id, serde=serde)
+                saver = cls(log, tenant_id=tenant_id, serde=serde,
+                            allowed_msgpack_modules=allowed_msgpack_modules)
                 saver.loop = background.loop
                 yield saver
             finally:

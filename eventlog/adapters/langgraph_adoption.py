@@ -19,10 +19,16 @@ savers' own API, never their tables:
   parent as the config's ``checkpoint_id`` and the channel versions not yet written as
   ``new_versions``) and their pending writes to ``aput_writes``, one task at a time;
   checkpoints the target already holds are skipped.
-- A value the source's serializer cannot read is named with its thread and checkpoint
-  (`AdoptionFailed`): the source saver's ``serde`` is wrapped for the duration so that an
-  unreadable value reaches this module instead of failing the listing. What was adopted
-  before it stays committed, and a re-run continues from there.
+- Nothing read runs code, a dry run's included: while the call runs the source saver's
+  ``serde`` is a `CheckedSerde`, LangGraph's strict serializer that first lists what a
+  value names and refuses one naming a type outside LangGraph's safe list and
+  ``allowed_msgpack_modules`` (or a pickle) before anything of it is imported; export reads
+  the log the same way. So a copy never changes a value either (strict mode alone would
+  hand back a refused type's arguments in its place).
+- A value that cannot be read (or is refused) is named with its thread and checkpoint
+  (`AdoptionFailed`): the wrapped serializer returns it to this module instead of failing
+  the listing. What was adopted before it stays committed, and a re-run continues from
+  there.
 
 Pending writes keep their task and channel; their task path is not in LangGraph's
 `CheckpointTuple`, so it is not carried (LangGraph matches writes to tasks by task id).
@@ -45,6 +51,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from eventlog.adapters._adoption import CHUNK, AdoptionReport, Progress, ThreadAppender
 from eventlog.adapters._frameworks import LANGGRAPH, MAF_ENCODING
+from eventlog.adapters._langgraph_serde import CheckedSerde, Refused
 from eventlog.adapters.langgraph import AsyncEventlogSaver
 from eventlog.checkpoints.thread_records import (
     AdoptedWrites,
@@ -65,14 +72,18 @@ KEPT = 20_000
 """The most source checkpoints the listing of a whole source keeps for the adoption (with
 more, each thread is listed again on its turn, so memory stays bounded)."""
 
-class _Unreadable:
-    """What the wrapped serializer returns for a value it cannot load."""
+class _Unreadable(dict[str, Any]):
+    """What the wrapped serializer returns for a value it cannot load (a dict, empty, so
+    that a saver may still set a checkpoint's ``channel_values`` on it)."""
 
     def __init__(self, type_: str, error: Exception) -> None:
+        super().__init__()
         self.type = type_
         self.error = error
 
     def reason(self) -> str:
+        if isinstance(self.error, Refused):
+            return str(self.error)
         return (f"its serializer cannot load a {self.type!r} value "
                 f"({type(self.error).__name__}: {self.error})")
 
@@ -94,9 +105,11 @@ class _Tolerant(SerializerProtocol):
 
 
 @asynccontextmanager
-async def _tolerant(saver: BaseCheckpointSaver[Any]) -> AsyncIterator[None]:
+async def _tolerant(
+    saver: BaseCheckpointSaver[Any], allowed: Iterable[tuple[str, ...] | type] | None,
+) -> AsyncIterator[None]:
     original = saver.serde
-    saver.serde = _Tolerant(original)
+    saver.serde = _Tolerant(CheckedSerde(original, allowed))
     try:
         yield
     finally:
@@ -112,25 +125,35 @@ async def adopt_langgraph(
     dry_run: bool = False,
     source: str | None = None,
     serde: SerializerProtocol | None = None,
+    allowed_msgpack_modules: Iterable[tuple[str, ...] | type] | None = None,
     progress: Progress | None = None,
 ) -> AdoptionReport:
     """Adopt the checkpoints of ``saver`` (every thread, or ``thread_ids``) into the
     tenant: what the tenant does not hold yet, as `AsyncEventlogSaver` (with ``serde``)
     would have written it, each append marked `ThreadAdopted` from ``source`` (default:
-    the saver's class name). ``dry_run`` counts and writes nothing. Raises
-    `AdoptionFailed` naming a checkpoint that cannot be read; `FrameworkConflict` for a
-    thread that is an Agent Framework workflow of the tenant. The saver's ``serde`` is
-    wrapped while the call runs (see the module docstring): give it a saver nothing else
-    uses meanwhile."""
-    target = AsyncEventlogSaver(log, tenant_id=tenant_id, serde=serde)
+    the saver's class name). ``dry_run`` counts and writes nothing. Values are loaded
+    only when every type they name is in LangGraph's safe list or
+    ``allowed_msgpack_modules`` (classes or ``(module, name)`` pairs). Raises
+    `AdoptionFailed` naming a checkpoint that cannot be read or names another type;
+    `FrameworkConflict` for a thread that is an Agent Framework workflow of the tenant.
+    The saver's ``serde`` is wrapped while the call runs (see the module docstring): give
+    it a saver nothing else uses meanwhile."""
+    target = AsyncEventlogSaver(log, tenant_id=tenant_id, serde=serde,
+                                allowed_msgpack_modules=allowed_msgpack_modules)
     report = AdoptionReport(source=source or type(saver).__name__, target=tenant_id,
                             dry_run=dry_run)
-    async with _tolerant(saver):
+    async with _tolerant(saver, allowed_msgpack_modules):
         threads, total, listed = await _source_threads(saver, thread_ids)
         done = 0
         for thread_id in threads:
-            done += await _adopt_thread(target, saver, thread_id, report,
-                                        listed.pop(thread_id, None))
+            try:
+                done += await _adopt_thread(target, saver, thread_id, report,
+                                            listed.pop(thread_id, None))
+            except AdoptionFailed as error:
+                if not dry_run:
+                    raise
+                raise AdoptionFailed(error.thread_id, error.checkpoint_id, error.why,
+                                     dry_run=True) from error
             if progress is not None:
                 progress(done, total)
     return report
@@ -267,32 +290,43 @@ async def export_langgraph(
     thread_ids: Iterable[str] | None = None,
     target: str | None = None,
     serde: SerializerProtocol | None = None,
+    allowed_msgpack_modules: Iterable[tuple[str, ...] | type] | None = None,
     progress: Progress | None = None,
 ) -> AdoptionReport:
     """Write the tenant's LangGraph threads (every one, or ``thread_ids``) into ``saver``
     through its ``aput`` and ``aput_writes``, oldest checkpoint first, skipping the
-    checkpoints it already holds; a graph compiled with ``saver`` then resumes them."""
-    ours = AsyncEventlogSaver(log, tenant_id=tenant_id, serde=serde)
+    checkpoints it already holds; a graph compiled with ``saver`` then resumes them. The
+    log is read as adoption reads its source: `AdoptionFailed` names a value naming a type
+    outside LangGraph's safe list and ``allowed_msgpack_modules``, nothing of it built."""
+    ours = AsyncEventlogSaver(log, tenant_id=tenant_id, serde=_Tolerant(
+        CheckedSerde(serde, allowed_msgpack_modules)))
     report = AdoptionReport(source=tenant_id, target=target or type(saver).__name__)
     threads = (sorted({check_id("thread_id", str(t)) for t in thread_ids})
                if thread_ids is not None else await _langgraph_threads(log, tenant_id))
-    done = 0
-    for thread_id in threads:
-        found = [item async for item in ours.alist(_thread_config(thread_id))]
-        found.sort(key=lambda item: str(item.config["configurable"]["checkpoint_id"]))
-        held = {(_namespace(item.config), str(item.config["configurable"]["checkpoint_id"])):
-                _task_writes(item.pending_writes or [])
-                async for item in _listing(saver, _thread_config(thread_id))}
-        written: set[tuple[str, str, str]] = set()
-        exported = 0
-        for item in found:
-            exported += await _export_one(saver, item, held, written, report)
-        if exported:
-            report.threads.append(thread_id)
-        done += len(found)
-        if progress is not None:
-            progress(done, None)
+    async with _tolerant(saver, allowed_msgpack_modules):  # what the target holds is read too
+        done = 0
+        for thread_id in threads:
+            done += await _export_thread(ours, saver, thread_id, report)
+            if progress is not None:
+                progress(done, None)
     return report
+
+
+async def _export_thread(ours: AsyncEventlogSaver, saver: BaseCheckpointSaver[Any],
+                         thread_id: str, report: AdoptionReport) -> int:
+    """Export one thread; return how many checkpoints the log holds of it."""
+    found = [item async for item in ours.alist(_thread_config(thread_id))]
+    found.sort(key=lambda item: str(item.config["configurable"]["checkpoint_id"]))
+    held = {(_namespace(item.config), str(item.config["configurable"]["checkpoint_id"])):
+            _task_writes(item.pending_writes or [])
+            async for item in _listing(saver, _thread_config(thread_id))}
+    written: set[tuple[str, str, str]] = set()
+    exported = 0
+    for item in found:
+        exported += await _export_one(saver, item, held, written, report)
+    if exported:
+        report.threads.append(thread_id)
+    return len(found)
 
 
 async def _export_one(
@@ -306,6 +340,7 @@ async def _export_one(
     configurable = item.config["configurable"]
     thread_id, namespace = str(configurable["thread_id"]), _namespace(item.config)
     checkpoint_id = str(configurable["checkpoint_id"])
+    _refuse_unreadable(item, thread_id, checkpoint_id)
     versions = item.checkpoint["channel_versions"]
     tasks: dict[str, list[tuple[str, Any]]] = {}
     for task_id, channel, value in item.pending_writes or []:
@@ -336,6 +371,18 @@ async def _export_one(
         report.writes += len(writes)
     report.checkpoints += 1
     return 1
+
+
+def _refuse_unreadable(item: CheckpointTuple, thread_id: str, checkpoint_id: str) -> None:
+    """`AdoptionFailed` for the first value of ``item`` that the log's reader refused."""
+    found: list[tuple[str, Any]] = [("its state", item.checkpoint)]
+    found += [(f"channel {name!r}", value)
+              for name, value in (item.checkpoint.get("channel_values") or {}).items()]
+    found += [(f"pending write of task {task} to {channel!r}", value)
+              for task, channel, value in item.pending_writes or []]
+    for where, value in found:
+        if isinstance(value, _Unreadable):
+            raise AdoptionFailed(thread_id, checkpoint_id, f"{where}: {value.reason()}")
 
 
 def _task_writes(writes: Iterable[tuple[str, str, Any]]) -> dict[str, list[tuple[str, str]]]:

@@ -63,16 +63,39 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
 
 
 def add_selection(parser: argparse.ArgumentParser) -> None:
-    """``--thread`` (LangGraph) and ``--workflow`` (Agent Framework), each repeatable."""
+    """``--thread`` (LangGraph) and ``--workflow`` (Agent Framework), each repeatable; and
+    ``--allow-type``, the types the values may name beyond the framework's safe ones."""
     parser.add_argument("--thread", action="append", metavar="ID",
                         help="only this LangGraph thread (repeat for more)")
     parser.add_argument("--workflow", action="append", metavar="NAME",
                         help="only this Agent Framework workflow (repeat for more)")
+    parser.add_argument("--allow-type", action="append", metavar="MODULE:NAME",
+                        help="a type the values may name and that is built when they load, "
+                             "beyond the framework's safe types (LangGraph's strict list; "
+                             "Agent Framework's); repeat for more. A value naming any other "
+                             "type is refused, nothing of it run. Building a type runs its "
+                             "code: name only types of a store you trust")
+
+
+def allowed_types(args: argparse.Namespace) -> list[str] | None:
+    """``--allow-type`` as given (``module:name``), checked; None when there are none."""
+    given: list[str] | None = getattr(args, "allow_type", None)
+    for item in given or ():
+        module, _, name = item.partition(":")
+        if not module or not name or " " in item:
+            raise CommandError(f"--allow-type takes MODULE:NAME (such as "
+                               f"myapp.models:Order), not {item!r}")
+    return given
+
+
+def _msgpack_pairs(given: list[str] | None) -> list[tuple[str, ...]] | None:
+    return None if given is None else [tuple(item.split(":", 1)) for item in given]
 
 
 def selection(args: argparse.Namespace) -> list[str] | None:
     """The threads or workflows asked for (None: all); the other framework's option is a
     usage error."""
+    allowed_types(args)
     wrong = "--workflow" if args.framework == "langgraph" else "--thread"
     if getattr(args, wrong.removeprefix("--")):
         raise CommandError(f"{wrong} is not for {args.framework}: use "
@@ -87,7 +110,8 @@ async def run_adopt(context: Context) -> int:
     chosen = selection(args)
     # The source is checked before the log is opened: one that is refused leaves no new,
     # empty log behind.
-    async with (_source(args.framework, args.source) as (source, named, contents),
+    async with (_source(args.framework, args.source, allowed_types(args)) as (
+                    source, named, contents),
                 _log(context) as log):
         with context.progress() as progress:
             try:
@@ -127,13 +151,16 @@ async def _adopt(args: argparse.Namespace, log: Any, source: Any, named: str,
     if args.framework == "langgraph":
         from eventlog.adapters.langgraph_adoption import adopt_langgraph
 
-        return await adopt_langgraph(log, source, tenant_id=args.tenant, thread_ids=chosen,
-                                     dry_run=args.dry_run, source=named, progress=progress)
+        return await adopt_langgraph(
+            log, source, tenant_id=args.tenant, thread_ids=chosen, dry_run=args.dry_run,
+            source=named, allowed_msgpack_modules=_msgpack_pairs(allowed_types(args)),
+            progress=progress)
     from eventlog.adapters.maf_adoption import adopt_maf
 
     return await adopt_maf(log, source, tenant_id=args.tenant,
                            workflow_names=chosen or contents.workflows, dry_run=args.dry_run,
-                           source=named, contents=contents, progress=progress)
+                           source=named, contents=contents,
+                           allowed_checkpoint_types=allowed_types(args), progress=progress)
 
 
 async def run_framework_export(context: Context, framework: str, target: str) -> int:
@@ -144,7 +171,7 @@ async def run_framework_export(context: Context, framework: str, target: str) ->
     chosen = selection(args)
     async with context.open() as log:
         await require_tenant(log, args.tenant)
-        async with _target(framework, target) as (saver, named):
+        async with _target(framework, target, allowed_types(args)) as (saver, named):
             with context.progress() as progress:
                 advance = _advance(progress, "exporting")
                 if framework == "langgraph":
@@ -152,19 +179,22 @@ async def run_framework_export(context: Context, framework: str, target: str) ->
 
                     report = await export_langgraph(
                         log, saver, tenant_id=args.tenant, thread_ids=chosen, target=named,
+                        allowed_msgpack_modules=_msgpack_pairs(allowed_types(args)),
                         progress=advance)
                 else:
                     from eventlog.adapters.maf_adoption import export_maf
 
                     report = await export_maf(
                         log, saver, tenant_id=args.tenant, workflow_names=chosen,
-                        target=named, progress=advance)
+                        target=named, allowed_checkpoint_types=allowed_types(args),
+                        progress=advance)
     _print(context, f"Exported to {report.target}", report)
     return EXIT_OK
 
 
 @asynccontextmanager
-async def _source(framework: str, given: str) -> AsyncIterator[tuple[Any, str, Any]]:
+async def _source(framework: str, given: str,
+                  allowed: list[str] | None) -> AsyncIterator[tuple[Any, str, Any]]:
     """The framework's own store over ``given``, checked: (store, its name, the file
     store's contents for maf)."""
     if framework == "langgraph":
@@ -182,11 +212,12 @@ async def _source(framework: str, given: str) -> AsyncIterator[tuple[Any, str, A
     except ImportError as error:
         raise _missing(error) from error
     contents = await asyncio.to_thread(file_store_workflows, given)
-    yield FileCheckpointStorage(given), given, contents
+    yield FileCheckpointStorage(given, allowed_checkpoint_types=allowed), given, contents
 
 
 @asynccontextmanager
-async def _target(framework: str, given: str) -> AsyncIterator[tuple[Any, str]]:
+async def _target(framework: str, given: str,
+                  allowed: list[str] | None) -> AsyncIterator[tuple[Any, str]]:
     if framework == "langgraph":
         try:
             from eventlog.adapters.langgraph_sources import describe_url, open_langgraph_saver
@@ -199,7 +230,7 @@ async def _target(framework: str, given: str) -> AsyncIterator[tuple[Any, str]]:
         from agent_framework import FileCheckpointStorage
     except ImportError as error:
         raise _missing(error) from error
-    yield FileCheckpointStorage(given), given
+    yield FileCheckpointStorage(given, allowed_checkpoint_types=allowed), given
 
 
 def _missing(error: ImportError) -> CommandError:

@@ -102,9 +102,9 @@ async def run_export(context: Context) -> int:
                                "FILE; to a framework use --thread (langgraph) or --workflow "
                                "(maf)")
         return await adoption.run_framework_export(context, args.file, args.target)
-    if args.thread or args.workflow:
-        raise CommandError("--thread and --workflow are for `export langgraph|maf TARGET`; "
-                           "an export FILE takes --session")
+    if args.thread or args.workflow or args.allow_type:
+        raise CommandError("--thread, --workflow and --allow-type are for `export "
+                           "langgraph|maf TARGET`; an export FILE takes --session")
     to_stdout = args.file == "-"
     target = Path(args.file)
     # The command is one process doing one thing: blocking file checks cost nothing here.
