@@ -53,6 +53,7 @@ from eventlog.log.fencing import decide_fenced, held_after_first
 from eventlog.records import AppendResult
 from projections.query import ViewQuery
 from projections.threads import THREAD_CHECKPOINTS
+from projections.views import STREAM_HEADS
 
 logger = get_logger(__name__)
 
@@ -211,8 +212,12 @@ class ThreadFence:
         return result
 
     async def _read(self, tenant_id: str, stream: str) -> _Basis:
-        head = await self._log.stream_head(tenant_id, stream)
-        return _Basis(0 if head is None else head[0])
+        # The version as the views show it (they commit with the events): one view query,
+        # where a fresh `stream_head` costs SQLite a trip through its writer.
+        rows = await self._log.query(ViewQuery(
+            STREAM_HEADS, {"tenant_id": tenant_id, "stream_id": stream}, columns=("version",),
+        ))
+        return _Basis(int(rows[0]["version"]) if rows else 0)
 
     async def _head(self, tenant_id: str, thread_id: str, namespace: str) -> Head | None:
         rows = await self._log.query(ViewQuery(

@@ -165,7 +165,7 @@ class CheckpointsFencedContract(ContractBase):
         """A second store on the log (another process) moving the head: this store's
         stale put is refused, and its put on the new head is accepted."""
         thread = fresh_id("th")
-        other = ThreadCheckpoints(log.sibling())
+        other = log.sibling().threads
         await fenced_put(log.threads, thread, "c1", None)
         await fenced_put(other, thread, "c2", "c1")
         with pytest.raises(NotThreadHead) as refused:
