@@ -83,15 +83,19 @@ def needs_removals(event: Fenced, head: Head | None) -> bool:
     return head is None or event.checkpoint_id > head[0]
 
 
-def removed_high_water(events: Iterable[Event], namespace: str) -> str | None:
-    """The highest checkpoint id the removals among ``events`` took from ``namespace``."""
-    taken: list[str] = []
+def removed_high_waters(events: Iterable[Event]) -> dict[str, str]:
+    """The highest checkpoint id the removals among ``events`` took from each namespace."""
+    taken: dict[str, str] = {}
     for event in events:
-        if isinstance(event, ThreadDeleted) and namespace in event.heads:
-            taken.append(event.heads[namespace])
+        if isinstance(event, ThreadDeleted):
+            pairs = list(event.heads.items())
         elif isinstance(event, ThreadCheckpointsRemoved):
-            taken += [key.checkpoint_id for key in event.removed if key.namespace == namespace]
-    return max(taken, default=None)
+            pairs = [(key.namespace, key.checkpoint_id) for key in event.removed]
+        else:
+            continue
+        for namespace, checkpoint_id in pairs:
+            taken[namespace] = max(checkpoint_id, taken.get(namespace, checkpoint_id))
+    return taken
 
 
 def refusal(event: Fenced, head: Head | None, removed: str | None = None) -> str | None:
@@ -134,10 +138,12 @@ def _put_refusal(
 
 @dataclass(frozen=True, slots=True)
 class _Basis:
-    """A thread's stream version and the heads of namespaces known at that version."""
+    """A thread's stream version, the heads of namespaces known at that version and,
+    once read, what its recent removals took (`removed_high_waters`)."""
 
     version: int
     heads: dict[str, Head | None] = field(default_factory=dict)
+    removals: dict[str, str] | None = None
 
 
 class ThreadFence:
@@ -185,8 +191,10 @@ class ThreadFence:
         namespace = event.namespace
         head = (basis.heads[namespace] if namespace in basis.heads
                 else await self._head(tenant_id, event.thread_id, namespace))
-        removed = (await self._removed(tenant_id, event.thread_id, basis.version, namespace)
-                   if needs_removals(event, head) else None)
+        removals = basis.removals
+        if removals is None and needs_removals(event, head):
+            removals = await self._removals(tenant_id, event.thread_id, basis.version)
+        removed = None if removals is None else removals.get(namespace)
         if (reason := refusal(event, head, removed)) is not None:
             if not fresh:
                 self._known.pop(key, None)
@@ -208,7 +216,9 @@ class ThreadFence:
         if isinstance(event, ThreadCheckpointPut) and (head is None
                                                         or event.checkpoint_id > head[0]):
             head = (event.checkpoint_id, event.parent_id)
-        self._remember(key, _Basis(result.version, {**basis.heads, namespace: head}))
+        # Our own put or write removes nothing: the removals read still hold.
+        self._remember(key, _Basis(result.version, {**basis.heads, namespace: head},
+                                   removals))
         return result
 
     async def _read(self, tenant_id: str, stream: str) -> _Basis:
@@ -228,16 +238,14 @@ class ThreadFence:
         ))
         return (rows[0]["checkpoint_id"], rows[0]["parent_id"]) if rows else None
 
-    async def _removed(
-        self, tenant_id: str, thread_id: str, version: int, namespace: str
-    ) -> str | None:
+    async def _removals(self, tenant_id: str, thread_id: str, version: int) -> dict[str, str]:
         if version == 0:
-            return None
+            return {}
         events = [recorded.event async for recorded in self._log.read_stream(
             tenant_id, thread_stream(thread_id), max(1, version - LOOKBACK + 1),
             limit=LOOKBACK,
         )]
-        return removed_high_water(events, namespace)
+        return removed_high_waters(events)
 
     def _remember(self, key: tuple[str, str], basis: _Basis) -> None:
         self._known[key] = basis
