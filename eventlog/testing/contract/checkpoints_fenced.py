@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -133,12 +134,12 @@ class CheckpointsFencedContract(ContractBase):
         await fenced_put(log.threads, thread, "c1", None)
         await fenced_put(log.threads, thread, "c2", None, namespace="child:1")
         await log.threads.delete_thread(T, thread)
-        attempts = (
+        attempts: list[Callable[[], Awaitable[int]]] = [
             lambda: fenced_put(log.threads, thread, "c3", "c1"),
             lambda: fenced_write(log.threads, thread, "c1"),
             lambda: fenced_write(log.threads, thread, "c2", namespace="child:1"),
             lambda: fenced_put(log.threads, thread, "c0", None),
-        )
+        ]
         for attempt in attempts:
             with pytest.raises(NotThreadHead) as refused:
                 await attempt()
