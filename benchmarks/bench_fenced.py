@@ -8,7 +8,8 @@ fenced put that remembers nothing (its thread's basis is forgotten before each c
 each put of a writer is after another process appended to its thread: it reads the
 stream's version and the namespace's head before its fenced append. Inside a round the
 contestants take turns every `BLOCK` calls, each contestant's rate being its calls over its
-own time (the disk's flush time swings within seconds); the ratio is the median over
+own time (the disk's flush time swings within seconds), each block begun by the next
+contestant; the ratio is the median over
 rounds. Ratios are calls/s fenced ÷ unfenced: 1.0 is free, below 1 is the cost.
 Run: ``python -m benchmarks --only fenced``.
 """
@@ -73,8 +74,11 @@ async def turns(count: int, contestants: dict[str, Call]) -> dict[str, list[floa
     results: dict[str, list[float]] = {name: [] for name in contestants}
     for _ in range(rounds()):
         spent = dict.fromkeys(contestants, 0.0)
-        for _ in range(max(1, count // BLOCK)):
-            for name, call in contestants.items():
+        order = list(contestants.items())
+        for block in range(max(1, count // BLOCK)):
+            # Each block starts with the next contestant: a WAL checkpoint or a slow flush
+            # lands on each in turn, not always on the one after the first.
+            for name, call in order[block % len(order):] + order[:block % len(order)]:
                 started = time.perf_counter()
                 for _ in range(BLOCK):
                     await call()
