@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
 import pytest
@@ -17,7 +18,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, Send
 
 from eventlog import InvalidInput, NotThreadHead
-from eventlog.adapters.langgraph import FENCED_KEY, AsyncEventlogSaver
+from eventlog.adapters.langgraph import FENCED_KEY, AsyncEventlogSaver, EventlogSaver
 from eventlog.checkpoints.thread_decisions import thread_stream
 from tests.adapters.langgraph_stores import build
 from tests.conftest import CITUS, BackendTarget, fresh_id
@@ -173,3 +174,16 @@ async def test_conformance_on_a_fenced_saver(target: BackendTarget) -> None:
         assert tests == {failure.split(":")[0] for failure in failures[capability]}
         assert all("a put without a parent in a namespace that has a head" in failure
                    for failure in failures[capability])
+
+
+def test_the_sync_saver_fences_too(tmp_path: Path) -> None:
+    """``EventlogSaver.from_conn_string(fenced=True)``: a graph runs with ``invoke``, and
+    a put on a parent the thread has moved on from is refused."""
+    with EventlogSaver.from_conn_string(f"sqlite:///{tmp_path / 'l.db'}", fenced=True) as saver:
+        graph = build(saver)
+        graph.invoke({"items": []}, thread("t"))
+        done = graph.invoke(Command(resume="ok"), thread("t"))
+        assert ["planned", "planned", "approved:ok", "done"] == done["items"]
+        oldest = list(saver.list(thread("t")))[-1].config
+        with pytest.raises(NotThreadHead):
+            saver.put(oldest, empty_checkpoint(), {"source": "loop", "step": 9}, {})
