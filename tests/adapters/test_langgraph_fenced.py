@@ -154,7 +154,8 @@ async def test_unfenced_saver_fences_one_call_when_its_config_asks() -> None:
         AsyncEventlogSaver(saver.log, fenced=1)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("target", ["memory", "sqlite", "postgresql", CITUS], indirect=True)
+@pytest.mark.parametrize("target", ["memory", "sqlite", "file", "postgresql", CITUS],
+                         indirect=True)
 async def test_conformance_on_a_fenced_saver(target: BackendTarget) -> None:
     """LangGraph's conformance suite: every capability passes on a fenced saver but for
     the tests that put several roots in one thread, each refused by the fence."""
