@@ -29,6 +29,7 @@ if TYPE_CHECKING:  # the one list of public names: each `from MODULE import NAME
     from eventlog.errors import InvalidId as InvalidId
     from eventlog.errors import InvalidInput as InvalidInput
     from eventlog.errors import InvalidURL as InvalidURL
+    from eventlog.errors import NotThreadHead as NotThreadHead
     from eventlog.errors import PayloadTooLarge as PayloadTooLarge
     from eventlog.errors import ReleaseNotHeld as ReleaseNotHeld
     from eventlog.errors import SchemaError as SchemaError

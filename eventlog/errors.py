@@ -16,6 +16,7 @@
     ├── BlobMissing                            a blob the views reference is not stored
     ├── StateDecodeError                       a stored state that does not decode as asked
     ├── VersionConflict                        the stream was not at the expected version
+    ├── NotThreadHead                          a fenced put or write not based on the thread's head
     ├── CapacityExceeded                       a scope holds its most open interrupt batches
     ├── ExportIncomplete                       an export could not read every event it was to write
     ├── ImportRefused                          the target holds another history for a file's stream
@@ -199,6 +200,35 @@ class VersionConflict(EventLogError):
         self.actual = actual
         super().__init__(
             f"stream {stream_id!r} is at version {actual}, the append expected {expected}"
+        )
+
+
+class NotThreadHead(EventLogError):
+    """A fenced put or write (single-writer mode) was not based on the thread's current
+    head in its namespace: another writer moved the thread on, or deleted it. Nothing was
+    written. Not a `VersionConflict`: deciding again cannot make the write current.
+
+    ``expected`` is the checkpoint the write was based on (a put's parent, a write's
+    checkpoint; None for a put without a parent), ``head`` the namespace's current head
+    (None: the namespace holds no checkpoint), ``checkpoint_id`` what was being put or
+    written to, ``reason`` why it was refused.
+    """
+
+    def __init__(
+        self, tenant_id: str, thread_id: str, namespace: str, *, checkpoint_id: str,
+        expected: str | None, head: str | None, reason: str,
+    ) -> None:
+        self.tenant_id = tenant_id
+        self.thread_id = thread_id
+        self.namespace = namespace
+        self.checkpoint_id = checkpoint_id
+        self.expected = expected
+        self.head = head
+        self.reason = reason
+        super().__init__(
+            f"thread {thread_id!r} of tenant {tenant_id!r}, namespace {namespace!r}: "
+            f"{checkpoint_id!r} is based on {expected!r} but the head is {head!r} "
+            f"({reason}); nothing was written"
         )
 
 

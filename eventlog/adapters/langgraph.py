@@ -35,6 +35,14 @@ state schema's own), and hands back the stored fields of any other type instead 
 importing it. ``allowed_msgpack_modules=True`` is LangGraph's permissive mode; a ``serde``
 of the application's own is used as given (`eventlog.adapters._langgraph_serde`).
 
+Single-writer threads, when asked: with ``fenced=True`` (on the saver or
+``from_conn_string``; per call, ``configurable["eventlog_fenced"]`` overrides it either
+way) a put whose parent is not the thread's head in its namespace, a write to an older or
+deleted checkpoint, and any write after ``delete_thread`` are refused with
+`eventlog.errors.NotThreadHead` and nothing is written: two processes racing one thread
+never fork its chain (`eventlog.checkpoints.thread_fence`). Unfenced (the default), puts
+and writes append as LangGraph's own savers write.
+
 Sync methods (``graph.invoke``) run the async ones on the saver's loop: from any thread
 but that loop's own, where they refuse with `WrongThread` (as LangGraph's async savers do).
 `EventlogSaver.from_conn_string` runs the log on a private loop in a background thread for
@@ -78,11 +86,16 @@ from eventlog.adapters._loops import (
 )
 from eventlog.checkpoints.thread_records import ChannelValue, Payload, ThreadCheckpoint
 from eventlog.checkpoints.threads import ThreadCheckpoints
+from eventlog.errors import InvalidInput
 from eventlog.face import OpenLog
 from eventlog.opening import open_log
 from eventlog.validation import check_id
 
-__all__ = ["AsyncEventlogSaver", "EventlogSaver", "NotRunning", "WrongThread"]
+__all__ = ["AsyncEventlogSaver", "EventlogSaver", "FENCED_KEY", "NotRunning", "WrongThread"]
+
+FENCED_KEY = "eventlog_fenced"
+"""The ``configurable`` key that fences (True) or unfences (False) one call's put or
+writes, whatever the saver's ``fenced``."""
 
 R = TypeVar("R")
 
@@ -99,8 +112,10 @@ class AsyncEventlogSaver(BaseCheckpointSaver[str]):
         self, log: OpenLog, *, tenant_id: str = "default",
         serde: SerializerProtocol | None = None,
         allowed_msgpack_modules: AllowedTypes = None,
+        fenced: bool = False,
     ) -> None:
         super().__init__(serde=strict_serde(serde, allowed_msgpack_modules))
+        self.fenced = _check_fenced("fenced", fenced)
         self.log = log
         self._threads: ThreadCheckpoints = log.threads
         self.tenant_id = check_id("tenant_id", tenant_id)
@@ -111,13 +126,14 @@ class AsyncEventlogSaver(BaseCheckpointSaver[str]):
     @asynccontextmanager
     async def from_conn_string(
         cls, url: str, *, tenant_id: str = "default", serde: SerializerProtocol | None = None,
-        allowed_msgpack_modules: AllowedTypes = None, **open_log_options: Any,
+        allowed_msgpack_modules: AllowedTypes = None, fenced: bool = False,
+        **open_log_options: Any,
     ) -> AsyncIterator[AsyncEventlogSaver]:
         """Open the log at ``url`` (any URL `open_log` takes; ``schema=`` and the other
         options pass through), yield a saver over it, close the log on exit."""
         async with open_log(url, **open_log_options) as log:
             yield cls(log, tenant_id=tenant_id, serde=serde,
-                      allowed_msgpack_modules=allowed_msgpack_modules)
+                      allowed_msgpack_modules=allowed_msgpack_modules, fenced=fenced)
 
     # -- async: the implementation -------------------------------------------------------
 
@@ -177,7 +193,7 @@ class AsyncEventlogSaver(BaseCheckpointSaver[str]):
             parent_id=get_checkpoint_id(config),
             run_key=None if run is None else str(run),
             step=step if isinstance(step, int) and not isinstance(step, bool) else None,
-            metadata=cast(dict[str, Any], stored),
+            metadata=cast(dict[str, Any], stored), fenced=self._fenced(config),
         ))
         return _config(thread_id, namespace, checkpoint["id"])
 
@@ -196,7 +212,7 @@ class AsyncEventlogSaver(BaseCheckpointSaver[str]):
         ]
         await self._on_loop(self._threads.put_writes(
             self.tenant_id, thread_id, config["configurable"]["checkpoint_id"], task_id,
-            indexed, namespace=namespace, task_path=task_path,
+            indexed, namespace=namespace, task_path=task_path, fenced=self._fenced(config),
         ))
 
     async def adelete_thread(self, thread_id: str) -> None:
@@ -280,6 +296,9 @@ class AsyncEventlogSaver(BaseCheckpointSaver[str]):
 
     # -- helpers -------------------------------------------------------------------------
 
+    def _fenced(self, config: RunnableConfig) -> bool:
+        return _check_fenced(FENCED_KEY, config["configurable"].get(FENCED_KEY, self.fenced))
+
     def _block(self, coroutine: Coroutine[Any, Any, R], method: str) -> R:
         return run_blocking(self.loop, coroutine, method, "a" + method)
 
@@ -342,7 +361,8 @@ class EventlogSaver(AsyncEventlogSaver):
     @contextmanager
     def from_conn_string(  # type: ignore[override]  # sync, where the parent is async
         cls, url: str, *, tenant_id: str = "default", serde: SerializerProtocol | None = None,
-        allowed_msgpack_modules: AllowedTypes = None, **open_log_options: Any,
+        allowed_msgpack_modules: AllowedTypes = None, fenced: bool = False,
+        **open_log_options: Any,
     ) -> Iterator[EventlogSaver]:
         """Open the log at ``url`` on a background loop, yield a saver, close it on exit."""
         background = BackgroundLoop()
@@ -351,13 +371,19 @@ class EventlogSaver(AsyncEventlogSaver):
             log = background.run(manager.__aenter__())
             try:
                 saver = cls(log, tenant_id=tenant_id, serde=serde,
-                            allowed_msgpack_modules=allowed_msgpack_modules)
+                            allowed_msgpack_modules=allowed_msgpack_modules, fenced=fenced)
                 saver.loop = background.loop
                 yield saver
             finally:
                 background.run(manager.__aexit__(None, None, None))
         finally:
             background.stop()
+
+
+def _check_fenced(field: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise InvalidInput(field, f"must be True or False, not {value!r}")
+    return value
 
 
 def _foreign(found: ThreadCheckpoint) -> bool:

@@ -6,7 +6,8 @@ without this store); ids are minted by `eventlog.ids` (UUIDv7). Modules:
 `store` (`CheckpointStore`), `typed` (the Go-style ``Store[T]``), `threads`
 (`ThreadCheckpoints`, ``log.checkpoints.threads``: checkpoints addressed by id, as
 frameworks need), `thread_records` (what it takes and returns), `thread_decisions` (its
-validation and events, no I/O), `removal` (how a removal waits after losing a race).
+validation and events, no I/O), `thread_fence` (single-writer threads: fenced puts and
+writes), `removal` (how a removal waits after losing a race).
 """
 
 from eventlog.checkpoints.records import CheckpointRecord, RunInfo, SessionInfo

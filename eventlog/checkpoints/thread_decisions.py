@@ -218,6 +218,15 @@ def keys_to_prune(rows: Iterable[Mapping[str, Any]], keep: int) -> list[Checkpoi
     ]
 
 
+def heads_of(rows: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+    """Each namespace's highest checkpoint id among rows of namespace and checkpoint id."""
+    heads: dict[str, str] = {}
+    for row in rows:
+        if row["checkpoint_id"] > heads.get(row["namespace"], ""):
+            heads[row["namespace"]] = row["checkpoint_id"]
+    return heads
+
+
 def keys_of_runs(rows: Iterable[Mapping[str, Any]], run_keys: set[str]) -> list[CheckpointKey]:
     """The checkpoints whose run is one of ``run_keys``."""
     return [

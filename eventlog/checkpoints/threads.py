@@ -25,6 +25,9 @@ writes hang off a checkpoint. Decisions made here:
   stream (`EventLog.hold_stream`: no other process's put commits meanwhile), so a
   delete under a stream of puts completes instead of losing every race; they give up
   (`VersionConflict`) only after `REMOVAL_TIMEOUT_S` seconds.
+- **Fenced puts and writes, when asked** (``fenced=True``: single-writer threads) are
+  appended only if based on the namespace's head, decided and appended atomically:
+  `eventlog.checkpoints.thread_fence`.
 - **One tombstone per thread**: deleting a thread (every namespace), deleting runs and
   pruning each append one event per affected thread that releases the blobs it orphans.
 - **A copy** appends `ThreadCopied` and then every checkpoint and write of the source as
@@ -54,6 +57,7 @@ from eventlog._logging import get_logger
 from eventlog.checkpoints import thread_decisions as decide
 from eventlog.checkpoints.decisions import normalise_metadata
 from eventlog.checkpoints.removal import REMOVAL_RETRIES
+from eventlog.checkpoints.thread_fence import ThreadFence
 from eventlog.checkpoints.thread_records import (
     Adoption,
     AdoptionBase,
@@ -121,6 +125,7 @@ class ThreadCheckpoints:
         self._locks: weakref.WeakValueDictionary[tuple[str, str], asyncio.Lock] = (
             weakref.WeakValueDictionary()
         )
+        self._fence = ThreadFence(log, self._lock)
 
     async def put(
         self,
@@ -135,8 +140,12 @@ class ThreadCheckpoints:
         run_key: str | None = None,
         step: int | None = None,
         metadata: Mapping[str, Any] | None = None,
+        fenced: bool = False,
     ) -> int:
-        """Put a checkpoint (replacing an earlier put of the same id); return its position."""
+        """Put a checkpoint (replacing an earlier put of the same id); return its position.
+
+        ``fenced``: only if ``parent_id`` is the namespace's head (see `thread_fence`),
+        else `NotThreadHead` and nothing is written."""
         check_id("tenant_id", tenant_id)
         event, attach = decide.put_event(
             thread_id=thread_id, namespace=namespace, checkpoint_id=checkpoint_id,
@@ -144,10 +153,13 @@ class ThreadCheckpoints:
             channels=channels or {}, metadata=metadata or {},
             max_bytes=self._log.max_payload_bytes,
         )
-        async with self._lock(tenant_id, thread_id):
-            result = await self._log.append(
-                tenant_id, decide.thread_stream(thread_id), [event], attach=attach
-            )
+        if fenced:
+            result = await self._fence.append(tenant_id, event, attach)
+        else:
+            async with self._lock(tenant_id, thread_id):
+                result = await self._log.append(
+                    tenant_id, decide.thread_stream(thread_id), [event], attach=attach
+                )
         logger.debug("put", tenant=tenant_id, thread=thread_id, checkpoint=checkpoint_id,
                      position=result.positions[0])
         return result.positions[0]
@@ -162,11 +174,15 @@ class ThreadCheckpoints:
         *,
         namespace: str = "",
         task_path: str = "",
+        fenced: bool = False,
     ) -> int:
         """Attach a task's ``(idx, channel, value)`` writes to a checkpoint; return how many
         were appended. The views keep the first write per (task, idx ≥ 0) and the last per
         negative (special) idx; every appended write holds its payload until its checkpoint
-        or thread is removed, so nothing needs deciding here and nothing is read."""
+        or thread is removed, so nothing needs deciding here and nothing is read.
+
+        ``fenced``: only if the checkpoint is the namespace's head or after it, and was not
+        removed (see `thread_fence`), else `NotThreadHead` and nothing is written."""
         check_id("tenant_id", tenant_id)
         decide.check_thread_id(thread_id)
         check_id("checkpoint_id", checkpoint_id)
@@ -180,6 +196,9 @@ class ThreadCheckpoints:
             thread_id=thread_id, namespace=namespace, checkpoint_id=checkpoint_id,
             task_id=task_id, task_path=task_path, writes=plan.writes,
         )
+        if fenced:
+            await self._fence.append(tenant_id, event, plan.attach)
+            return len(plan.writes)
         async with self._lock(tenant_id, thread_id):
             await self._log.append(tenant_id, decide.thread_stream(thread_id), [event],
                                    attach=plan.attach)
@@ -284,9 +303,10 @@ class ThreadCheckpoints:
         ]
         if not records and not held:
             return 0
-        count = len(await self._log.query(
-            ViewQuery(THREAD_CHECKPOINTS, thread, columns=("checkpoint_id",))
-        ))
+        rows = await self._log.query(
+            ViewQuery(THREAD_CHECKPOINTS, thread, columns=("namespace", "checkpoint_id"))
+        )
+        count = len(rows)
         writes = len(await self._log.query(
             ViewQuery(THREAD_WRITES, thread, columns=("idx",))
         ))
@@ -294,7 +314,7 @@ class ThreadCheckpoints:
             (row["digests"] for row in records), (row["digest"] for row in held)
         )
         tombstone = ThreadDeleted(thread_id=thread_id, checkpoints=count, writes=writes,
-                                  released=_hex(releases))
+                                  released=_hex(releases), heads=decide.heads_of(rows))
         await self._log.append(tenant_id, stream, [tombstone], expected_version=version,
                                release=releases)
         logger.info("thread_deleted", tenant=tenant_id, thread=thread_id, checkpoints=count)

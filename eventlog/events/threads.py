@@ -137,6 +137,10 @@ class ThreadDeleted(ThreadEvent, tag="thread_deleted", frozen=True, kw_only=True
     writes: int = 0
     released: dict[HexDigest, int] = msgspec.field(default_factory=dict)
     """The blob references the deletion gave up, by digest (what `verify` folds)."""
+    heads: dict[str, str] = msgspec.field(default_factory=dict)
+    """Each namespace's highest checkpoint id when it was deleted (empty in tombstones
+    written before it was recorded): a fenced writer's late write to one of them, or to
+    an older id, is refused (`eventlog.checkpoints.thread_fence`)."""
 
     def blob_releases(self) -> Mapping[bytes, int]:
         """The references given up."""

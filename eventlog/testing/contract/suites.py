@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from eventlog.testing.contract.blob_storage import BlobStorageCalls
 from eventlog.testing.contract.checkpoints import CheckpointsContract
+from eventlog.testing.contract.checkpoints_fenced import CheckpointsFencedContract
 from eventlog.testing.contract.checkpoints_input import CheckpointsInputContract
 from eventlog.testing.contract.checkpoints_threads import CheckpointsThreadsContract
 from eventlog.testing.contract.checkpoints_typed import CheckpointsTypedContract
@@ -62,12 +63,14 @@ class StoresContract(
     CheckpointsInputContract,
     CheckpointsTypedContract,
     CheckpointsThreadsContract,
+    CheckpointsFencedContract,
     InterruptsContract,
     InterruptsAdminContract,
     InputEdgesContract,
 ):
     """What the checkpoint and interrupt stores need of the three contracts together:
-    create, list, read and delete checkpoints and threads; create, claim, capture,
+    create, list, read and delete checkpoints and threads (fenced puts and writes
+    included); create, claim, capture,
     effect, finish, cleanup, list, inspect, reconcile and recover interrupts (on a log
     opened with a fake clock); forged cursors and tokens refused."""
 
