@@ -82,7 +82,7 @@ def creator(log: OpenLog, prefix: str) -> Operation:
             tenant_id="t", session_id=session, run_id=run_id, step=i,
             parent_id=parents.get(session), state={**STATE, "step": i}))
         parents.clear()
-        parents[session] = written.checkpoint_id
+        parents[session] = str(written.checkpoint_id)
     return create
 
 

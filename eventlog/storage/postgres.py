@@ -482,7 +482,8 @@ class PostgresBackend(SqlBackend[Any], ReplicaStorage):
                 if isinstance(change, Upsert) and set(change.row) - set(keys):
                     ctes += _update_first(number, change, table, keys, slots)
                     continue
-                sql = change_text(change, table, keys, slots, _position_of)
+                sql = change_text(change, table, keys, slots, _position_of,
+                                  event_inserted=True)
                 ctes.append(f"c{number} AS ({sql})")
             return f"WITH {', '.join(ctes)} SELECT position FROM e ORDER BY stream_version"
         return text
