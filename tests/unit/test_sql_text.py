@@ -109,3 +109,22 @@ def test_an_insert_is_plain_only_beside_its_event() -> None:
     sql, _ = ChangeStatements({THREAD_RECORDS: "r"}, {THREAD_RECORDS: ["tenant_id",
                               "thread_id", "version"]}, Positional)(insert, 1)
     assert sql.endswith('ON CONFLICT ("tenant_id", "thread_id", "version") DO NOTHING')
+
+
+def test_only_rows_updated_in_place_are_updated_first() -> None:
+    """The update-first upsert (an UPDATE, then the INSERT only when it found nothing) is
+    for the tables whose rows appends update in place (a stream's head): a thread's
+    checkpoint, new at almost every put, is one INSERT … ON CONFLICT, with no UPDATE
+    whose cached plan could turn into a scan of the whole table as it grows."""
+    backend = PostgresBackend(PG_URL, schema="never_opened")
+    row = {**KEY, "version": 1, "position": AT_POSITION, "parent_id": None, "run_key": None,
+           "step": 0, "state_encoding": "json", "state_digest": b"d" * 32, "channels": "{}",
+           "metadata": "{}", "recorded_at": MOMENT}
+    head = {"tenant_id": "acme", "stream_id": "thread:t", "version": 1,
+            "hash": b"h" * 32, "last_position": AT_POSITION}
+    statement = backend.single_statement(AppendRequest(
+        tenant_id="acme", stream_id="thread:t", events=[pending(1)],
+        changes=[(0, Upsert("stream_heads", head)), (0, Upsert(THREAD_CHECKPOINTS, row))]))
+    assert statement is not None
+    updates = re.findall(r"UPDATE (\S+) SET", statement[0])
+    assert ['"never_opened"."stream_heads"'] == updates
