@@ -82,7 +82,7 @@ def creator(log: OpenLog, prefix: str) -> Operation:
             tenant_id="t", session_id=session, run_id=run_id, step=i,
             parent_id=parents.get(session), state={**STATE, "step": i}))
         parents.clear()
-        parents[session] = written.checkpoint_id
+        parents[session] = str(written.checkpoint_id)
     return create
 
 
@@ -131,6 +131,12 @@ async def take_turns(
         for figure in ("calls_per_s", "client_cpu_us", "server_cpu_us", "wal_bytes")}
     offset = 0
     for _ in range(rounds()):
+        if wal is not None:
+            # Statistics kept current as autovacuum would (it is off on the private
+            # cluster, so that it writes no WAL mid-round): a plan cached from statistics
+            # of a much smaller table seeks nothing (a seq scan of a table grown 10 times
+            # since: main's record upserts did that, 3.3-3.9x LangGraph's server CPU).
+            await wal.execute("ANALYZE")
         spent = {name: [0.0, 0.0, 0.0, 0.0] for name in contestants}
         for start in range(0, count, BLOCK):
             calls = min(BLOCK, count - start)
@@ -248,6 +254,10 @@ async def _postgres(url: str, saver_class: Any) -> tuple[
     async with _pg_contestants(url, saver_class, "") as contestants:
         with counting_driver_calls() as counter:
             counts = await count_calls(contestants, counter, 10**8)
+        # `take_turns` analyzes before each round, as autovacuum would have by then:
+        # without statistics the planner guesses between indexes of equal prefix (the
+        # parent check of a create picked checkpoints_by_parent, filtering the session's
+        # rows, until the table was analyzed).
         figures = await take_turns(contestants, count, wal=probe,
                                    server=server if server.postmaster else None)
     await probe.close()

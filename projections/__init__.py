@@ -8,7 +8,15 @@ as they stood at a past moment, and `compare_views` checks stored views against 
 """
 
 from projections.base import Projection
-from projections.changes import AT_POSITION, Change, Delete, InsertIfAbsent, Update, Upsert
+from projections.changes import (
+    AT_POSITION,
+    Change,
+    Delete,
+    Insert,
+    InsertIfAbsent,
+    Update,
+    Upsert,
+)
 from projections.checkpoints import CheckpointViews
 from projections.interrupts import InterruptBatches
 from projections.memory import ViewTables
@@ -39,6 +47,7 @@ __all__ = [
     "Delete",
     "INLINE_PROJECTIONS",
     "In",
+    "Insert",
     "InsertIfAbsent",
     "InterruptBatches",
     "JsonContains",

@@ -39,6 +39,21 @@ class Upsert:
 
 
 @dataclass(frozen=True, slots=True)
+class Insert:
+    """Insert ``row``, whose key holds its event's own stream version (a record of what
+    that event stored): new whenever its event is. Applied anywhere, a row already there
+    is left unchanged (a second delivery of the event is harmless, as for
+    `InsertIfAbsent`); but a write that inserts the event itself in the same statement
+    knows the row is new, since the event's unique version key would refuse a second
+    delivery of that statement first, and may write a plain insert (PostgreSQL's one
+    statement append: no ``ON CONFLICT``, which logs a second WAL record a row and probes
+    the key before inserting)."""
+
+    table: str
+    row: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
 class InsertIfAbsent:
     """Insert ``row`` unless a row with its key exists (which is then left unchanged)."""
 
@@ -63,7 +78,7 @@ class Delete:
     where: Mapping[str, Any]
 
 
-Change = Upsert | InsertIfAbsent | Update | Delete
+Change = Upsert | Insert | InsertIfAbsent | Update | Delete
 
 
 def resolve(values: Mapping[str, Any], position: int) -> dict[str, Any]:
@@ -74,7 +89,7 @@ def resolve(values: Mapping[str, Any], position: int) -> dict[str, Any]:
 def change_values(change: Change) -> list[tuple[str, Any]]:
     """A change's (column, value) pairs in the order SQL places their parameters: the
     row's columns; an update's values, then its key; a delete's conditions."""
-    if isinstance(change, Upsert | InsertIfAbsent):
+    if isinstance(change, Upsert | Insert | InsertIfAbsent):
         return list(change.row.items())
     if isinstance(change, Update):
         return [*change.values.items(), *change.key.items()]
@@ -84,7 +99,7 @@ def change_values(change: Change) -> list[tuple[str, Any]]:
 def change_shape(change: Change) -> tuple[Any, ...]:
     """What a change's SQL text depends on (its kind, table, columns, which of them are
     `AT_POSITION`, and an update's key): backends cache statements by it."""
-    if isinstance(change, Upsert | InsertIfAbsent):
+    if isinstance(change, Upsert | Insert | InsertIfAbsent):
         row = change.row
         return (type(change).__name__, change.table,
                 tuple([(name, row[name] is AT_POSITION) for name in row]), ())

@@ -32,7 +32,7 @@ import sqlalchemy as sa
 
 from eventlog.events.checkpoints import CheckpointCreated, SessionDeleted
 from eventlog.records import RecordedEvent
-from projections.changes import AT_POSITION, Change, Delete, InsertIfAbsent, Upsert
+from projections.changes import AT_POSITION, Change, Delete, Insert, InsertIfAbsent, Upsert
 from projections.views import ID, metadata
 
 CHECKPOINTS = "checkpoints"
@@ -147,4 +147,5 @@ def _created(recorded: RecordedEvent, created: CheckpointCreated) -> tuple[Chang
         "first_step": created.step,
         "started_at": recorded.recorded_at,
     }
-    return (Upsert(CHECKPOINTS, row), Upsert(SESSIONS, latest), InsertIfAbsent(RUNS, run))
+    # The checkpoint's row is keyed by its event's version: new whenever its event is.
+    return (Insert(CHECKPOINTS, row), Upsert(SESSIONS, latest), InsertIfAbsent(RUNS, run))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from projections.changes import Change, Delete, InsertIfAbsent, Update, Upsert, resolve
+from projections.changes import Change, Delete, Insert, InsertIfAbsent, Update, Upsert, resolve
 from projections.query import ViewQuery, row_matches
 from projections.views import key_columns
 
@@ -22,7 +22,7 @@ class ViewTables:
     def apply(self, change: Change, position: int) -> None:
         """Apply one change, with `AT_POSITION` standing for ``position``."""
         rows = self._rows[change.table]
-        if isinstance(change, Upsert | InsertIfAbsent):
+        if isinstance(change, Upsert | Insert | InsertIfAbsent):
             row = resolve(change.row, position)
             key = self._key(change.table, row)
             if key in rows:

@@ -43,7 +43,7 @@ from eventlog.events.threads import (
     ThreadWritesPut,
 )
 from eventlog.records import RecordedEvent
-from projections.changes import AT_POSITION, Change, Delete, InsertIfAbsent, Upsert
+from projections.changes import AT_POSITION, Change, Delete, Insert, InsertIfAbsent, Upsert
 from projections.views import ID, metadata
 
 THREAD_CHECKPOINTS = "thread_checkpoints"
@@ -207,7 +207,9 @@ def _put(recorded: RecordedEvent, put: ThreadCheckpointPut) -> tuple[Change, ...
         "checkpoint_id": put.checkpoint_id,
         "digests": put.state_digest,
     }
-    return (Upsert(THREAD_CHECKPOINTS, row), Upsert(THREAD_RECORDS, record),
+    # The record rows are keyed by the event's version (and a slot in it): new whenever
+    # the event is (`Insert`).
+    return (Upsert(THREAD_CHECKPOINTS, row), Insert(THREAD_RECORDS, record),
             *_values(recorded, put.thread_id, put.namespace, put.channels))
 
 
@@ -222,7 +224,7 @@ def _values(
         digest = bytes.fromhex(ref.digest)
         changes.append(InsertIfAbsent(THREAD_VALUES,
                                       {**key, "encoding": ref.encoding, "digest": digest}))
-        changes.append(Upsert(THREAD_VALUE_RECORDS, {
+        changes.append(Insert(THREAD_VALUE_RECORDS, {
             **key, "version": recorded.version, "slot": slot, "digest": digest,
         }))
     return tuple(changes)
@@ -246,7 +248,7 @@ def _writes(recorded: RecordedEvent, put: ThreadWritesPut) -> tuple[Change, ...]
         }
         changes.append(Upsert(THREAD_WRITES, row) if write.idx < 0
                        else InsertIfAbsent(THREAD_WRITES, row))
-        changes.append(Upsert(THREAD_WRITE_RECORDS, {
+        changes.append(Insert(THREAD_WRITE_RECORDS, {
             "tenant_id": recorded.tenant_id, "thread_id": put.thread_id,
             "version": recorded.version, "slot": slot, "namespace": put.namespace,
             "checkpoint_id": put.checkpoint_id, "digest": bytes.fromhex(write.digest),

@@ -102,3 +102,26 @@ async def test_rows_updated_in_place_have_room_for_hot_updates(pg_schema: str) -
     assert options["stream_heads"] == ["fillfactor=70"]
     assert options["checkpoint_sessions"] == ["fillfactor=70"]
     assert not any(option.startswith("fillfactor") for option in options["events"] or [])
+
+
+async def test_a_create_inserts_its_checkpoint_row_without_a_speculative_insert(
+        pg_schema: str) -> None:
+    """A create's `checkpoints` row is keyed by its event's version, so the one-statement
+    append writes it as a plain INSERT: one Heap/INSERT and no Heap/HEAP_CONFIRM (the second
+    WAL record of an INSERT … ON CONFLICT) for the table, per create (issue 30 §4)."""
+    connection = await asyncpg.connect(PG_URL)
+    try:
+        await connection.execute("CREATE EXTENSION IF NOT EXISTS pg_walinspect")
+        async with open_log(PG_URL, schema=pg_schema) as log:
+            await _create(log, 0)
+            start = await connection.fetchval("SELECT pg_current_wal_insert_lsn()::text")
+            for step in range(1, 4):
+                await _create(log, step)
+            records = await _records(connection, pg_schema, start)
+            assert 4 == len(await log.checkpoints.list("t", "s"))
+    finally:
+        await connection.close()
+    kinds = Counter({kind: count for (relation, kind), count in records.items()
+                     if relation == "checkpoints"})
+    assert 0 == kinds["Heap/HEAP_CONFIRM"], records
+    assert 3 == kinds["Heap/INSERT"] + kinds["Heap/INSERT+INIT"], records

@@ -122,11 +122,11 @@ class BatchStatements:
         values = ["e.position" if at_position else f"u.v{i}"
                   for i, (_, at_position) in enumerate(columns)]
         names = [name for name, _ in columns]
-        if kind in ("Upsert", "InsertIfAbsent"):
+        if kind in ("Upsert", "Insert", "InsertIfAbsent"):
             keys = self.view_keys[table_name]
             sql = (f"INSERT INTO {target} ({', '.join(map(quote, names))}) "
                    f"SELECT {', '.join(values)} FROM {source}")
-            return sql + on_conflict(names, keys, keep_existing=kind == "InsertIfAbsent")
+            return sql + on_conflict(names, keys, keep_existing=kind != "Upsert")
         pairs = list(zip(names, values, strict=True))
         if kind == "Update":
             sets = pairs[: len(pairs) - len(key)]

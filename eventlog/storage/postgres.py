@@ -48,6 +48,7 @@ from eventlog.storage.contracts import ReplicaStorage
 from eventlog.storage.pgbatch import BatchStatements
 from eventlog.storage.pgpool import ConnectionPool
 from eventlog.storage.requests import refusal
+from eventlog.storage.schema import HOT_FILLFACTOR
 from eventlog.storage.sql import (
     EVENT_READ_COLUMNS,
     SCAN_PAGE,
@@ -479,10 +480,12 @@ class PostgresBackend(SqlBackend[Any], ReplicaStorage):
                      for number, slots in enumerate(blobs)]
             for number, (change, slots) in enumerate(placed):
                 table, keys = self.qualified[change.table], self.view_keys[change.table]
-                if isinstance(change, Upsert) and set(change.row) - set(keys):
+                if (isinstance(change, Upsert) and change.table in HOT_FILLFACTOR
+                        and set(change.row) - set(keys)):
                     ctes += _update_first(number, change, table, keys, slots)
                     continue
-                sql = change_text(change, table, keys, slots, _position_of)
+                sql = change_text(change, table, keys, slots, _position_of,
+                                  event_inserted=True)
                 ctes.append(f"c{number} AS ({sql})")
             return f"WITH {', '.join(ctes)} SELECT position FROM e ORDER BY stream_version"
         return text
@@ -806,7 +809,12 @@ def _coalesce(
 def _update_first(number: int, change: Upsert, table: str, keys: Sequence[str],
                   placed: Sequence[str]) -> list[str]:
     """An upsert as two CTEs: an UPDATE of the row, then the INSERT ... ON CONFLICT only
-    when the UPDATE found nothing (or a racing insert won). The same placeholders serve
+    when the UPDATE found nothing (or a racing insert won). Only for the tables whose rows
+    appends update in place (`HOT_FILLFACTOR`: a stream's head, a session's latest): a
+    row that is usually new (a thread's checkpoint) would pay the UPDATE's lookup for
+    nothing, and its cached generic plan, made while the table was small, became a
+    sequential scan of the whole table once it had grown (measured: 502,565 rows read
+    over 970 puts after an ANALYZE at 30). The same placeholders serve
     both (``placed``: `place_change`'s, in `change_values` order). Why: ON CONFLICT DO
     UPDATE of a row that exists (a stream head, a session's latest checkpoint: every
     append after a stream's first) logs a Heap/LOCK record (53 bytes of WAL) before its

@@ -34,6 +34,7 @@ from projections.changes import (
     AT_POSITION,
     Change,
     Delete,
+    Insert,
     InsertIfAbsent,
     Update,
     Upsert,
@@ -125,21 +126,27 @@ def place_change(change: Change, param: Param, position: Any) -> list[str]:
 
 
 def change_text(change: Change, table: str, keys: Sequence[str], placed: Sequence[str],
-                at_position: Callable[[str], str] | None = None) -> str:
+                at_position: Callable[[str], str] | None = None, *,
+                event_inserted: bool = False) -> str:
     """The statement that applies ``change`` to ``table`` (whose primary key is ``keys``),
     ``placed`` holding the placeholders of its `change_values` in order (`place_change`).
 
     ``at_position`` turns the placeholder of an `AT_POSITION` value into the text that
     finds the event's position (a subquery), if the value recorded is not the position.
+    With ``event_inserted`` (the statement inserts the change's event itself, whose
+    unique version refuses a second run of it), an `Insert` is a plain insert; otherwise
+    it leaves a row already there as it is, as `InsertIfAbsent` does.
     """
     pairs = [(name, at_position(slot) if at_position is not None and value is AT_POSITION
               else slot)
              for (name, value), slot in zip(change_values(change), placed, strict=True)]
-    if isinstance(change, Upsert | InsertIfAbsent):
+    if isinstance(change, Upsert | Insert | InsertIfAbsent):
         names = [name for name, _ in pairs]
         sql = (f"INSERT INTO {table} ({', '.join(map(quote, names))}) "
                f"VALUES ({', '.join(slot for _, slot in pairs)})")
-        return sql + on_conflict(names, keys, keep_existing=isinstance(change, InsertIfAbsent))
+        if isinstance(change, Insert) and event_inserted:
+            return sql
+        return sql + on_conflict(names, keys, keep_existing=not isinstance(change, Upsert))
     if isinstance(change, Update):
         split = len(change.values)
         sets = ", ".join(f"{quote(n)} = {slot}" for n, slot in pairs[:split])

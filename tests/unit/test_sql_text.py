@@ -12,8 +12,8 @@ from eventlog.storage.base import AppendRequest, PendingEvent
 from eventlog.storage.postgres import PostgresBackend
 from eventlog.storage.sql import EVENT_READ_COLUMNS
 from eventlog.storage.sqltext import ChangeStatements, Numbered, Positional
-from projections.changes import AT_POSITION, Delete, InsertIfAbsent, Update, Upsert
-from projections.threads import THREAD_CHECKPOINTS
+from projections.changes import AT_POSITION, Delete, Insert, InsertIfAbsent, Update, Upsert
+from projections.threads import THREAD_CHECKPOINTS, THREAD_RECORDS
 from tests.conftest import PG_URL
 
 MOMENT = datetime(2030, 1, 1, tzinfo=UTC)
@@ -91,3 +91,40 @@ def test_placeholders_are_numbered_past_the_names_made_once() -> None:
     param = Numbered()
     assert param.extend(range(1500))[-2:] == ["$1499", "$1500"]
     assert param("x") == "$1501"
+
+
+def test_an_insert_is_plain_only_beside_its_event() -> None:
+    """A row keyed by its event's version (`Insert`) is a plain INSERT in PostgreSQL's one
+    statement, which inserts that event too (its unique version refuses a second run of
+    the statement first), and INSERT … ON CONFLICT DO NOTHING anywhere else (a catch-up
+    delivery, the sequential path), so a second delivery leaves the row as it is."""
+    backend = PostgresBackend(PG_URL, schema="never_opened")
+    record = {"tenant_id": "acme", "thread_id": "t", "version": 1, "namespace": "",
+              "checkpoint_id": "c1", "digests": "{}"}
+    insert = Insert(THREAD_RECORDS, record)
+    statement = backend.single_statement(AppendRequest(
+        tenant_id="acme", stream_id="thread:t", events=[pending(1)], changes=[(0, insert)]))
+    assert statement is not None
+    assert "ON CONFLICT" not in statement[0]
+    sql, _ = ChangeStatements({THREAD_RECORDS: "r"}, {THREAD_RECORDS: ["tenant_id",
+                              "thread_id", "version"]}, Positional)(insert, 1)
+    assert sql.endswith('ON CONFLICT ("tenant_id", "thread_id", "version") DO NOTHING')
+
+
+def test_only_rows_updated_in_place_are_updated_first() -> None:
+    """The update-first upsert (an UPDATE, then the INSERT only when it found nothing) is
+    for the tables whose rows appends update in place (a stream's head): a thread's
+    checkpoint, new at almost every put, is one INSERT … ON CONFLICT, with no UPDATE
+    whose cached plan could turn into a scan of the whole table as it grows."""
+    backend = PostgresBackend(PG_URL, schema="never_opened")
+    row = {**KEY, "version": 1, "position": AT_POSITION, "parent_id": None, "run_key": None,
+           "step": 0, "state_encoding": "json", "state_digest": b"d" * 32, "channels": "{}",
+           "metadata": "{}", "recorded_at": MOMENT}
+    head = {"tenant_id": "acme", "stream_id": "thread:t", "version": 1,
+            "hash": b"h" * 32, "last_position": AT_POSITION}
+    statement = backend.single_statement(AppendRequest(
+        tenant_id="acme", stream_id="thread:t", events=[pending(1)],
+        changes=[(0, Upsert("stream_heads", head)), (0, Upsert(THREAD_CHECKPOINTS, row))]))
+    assert statement is not None
+    updates = re.findall(r"UPDATE (\S+) SET", statement[0])
+    assert ['"never_opened"."stream_heads"'] == updates
