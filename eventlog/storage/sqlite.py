@@ -5,10 +5,13 @@ never fails half-way on a read-to-write lock upgrade, and there is one writer at
 positions become visible in the order they were assigned, which makes position order
 gap-safe. Readers never block writers in WAL mode.
 
-Appends to our own file run on one writer thread over ``sqlite3`` (`SqliteWriter`); an
-application's engine, or an in-memory database, appends through SQLAlchemy's connection.
-Both run the same statements (`SqlBackend.sequential`); reads go through SQLAlchemy over
-aiosqlite.
+Our own file is written on one writer thread over ``sqlite3`` (`SqliteWriter`) and read
+on a few reader threads over ``sqlite3`` (`SqliteReader`): each call, whatever its
+statements, is one job on one connection, so one thread hop. An application's engine, or
+an in-memory database, appends and reads through SQLAlchemy's connection (over aiosqlite),
+as does a task inside `hold_stream`. Both append paths run the same statements
+(`SqlBackend.sequential`, rows into one table merged by `run_statements`), and every read
+decodes values with the SQLAlchemy column types of the schema.
 """
 
 from __future__ import annotations
