@@ -137,6 +137,9 @@ async def test_each_call_on_a_long_thread_is_one_hop_and_few_statements(
         await asyncio.gather(*(latest() for _ in range(4 * READERS)))
 
         async def counted(call: Callable[[], Awaitable[None]]) -> tuple[int, int, list[str]]:
+            """(statements, hops, each statement's first word) of one call. An executor
+            job that ends before the loop attaches its callback is handed back from the
+            loop's own thread: a read's hop count is then 0, never more than 1."""
             await call()  # warm: caches, connections
             statements, hopped = len(traced.statements), hops.count
             await call()
@@ -147,11 +150,13 @@ async def test_each_call_on_a_long_thread_is_one_hop_and_few_statements(
         # one read transaction (one snapshot), on one connection, in one job.
         for read in (get, listed):
             count, hopped, ran = await counted(read)
-            assert (count, hopped, ran) == (5, 1, ["BEGIN", "SELECT", "WITH", "WITH", "COMMIT"])
+            assert (count, ran) == (5, ["BEGIN", "SELECT", "WITH", "WITH", "COMMIT"])
+            assert hopped <= 1
         # One SELECT: nothing around it.
         for read in (latest, records):
             count, hopped, ran = await counted(read)
-            assert (count, hopped, ran) == (1, 1, ["SELECT"])
+            assert (count, ran) == (1, ["SELECT"])
+            assert hopped <= 1
         # A put: BEGIN IMMEDIATE, the event, its stream head, the checkpoint and its record,
         # the two channel values and their records, the three blobs, COMMIT: one INSERT per
         # table written.
