@@ -294,8 +294,9 @@ class SqliteBackend(OneWriter, SqlBackend[AsyncConnection]):
     async def stream_head(self, tenant_id: str, stream_id: str) -> tuple[int, bytes] | None:
         if self._reading() is not None:
             sql = self._event_sql["head"]
-            row = await self._read(lambda c: c.execute(sql, (tenant_id, stream_id)).fetchone())
-            return None if row is None else (int(row[0]), bytes(row[1]))
+            # fetchall: the statement runs to its end, so no read transaction stays open
+            rows = await self._read(lambda c: c.execute(sql, (tenant_id, stream_id)).fetchall())
+            return (int(rows[0][0]), bytes(rows[0][1])) if rows else None
         events = self.events
         async with self.read_connection() as connection:
             row = (
