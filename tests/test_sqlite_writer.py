@@ -1,8 +1,9 @@
 """SQLite: the writer thread stores rows exactly as the SQLAlchemy path does.
 
 A log opened from a URL appends through its own ``sqlite3`` writer thread; a log over an
-application's engine appends through SQLAlchemy. Reads always go through SQLAlchemy, so
-both must store every column in the same SQL type and text format.
+application's engine appends through SQLAlchemy. Reads decode with SQLAlchemy's column
+types (and an application's engine reads through SQLAlchemy), so both must store every
+column in the same SQL type and text format.
 """
 
 from __future__ import annotations

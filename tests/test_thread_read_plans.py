@@ -91,21 +91,21 @@ def _reads(log: EventLog) -> dict[str, Callable[[], Awaitable[object]]]:
 async def _captured(log: EventLog) -> list[tuple[str, str, list[Any]]]:
     """(read, SQL, parameters) of every view query the reads run."""
     storage: Any = log.reader
-    fetch = storage.fetch_view_rows
+    place = storage.view_sql  # what every SQL backend runs each view query's text through
     seen: list[tuple[str, str, list[Any]]] = []
     name = ""
 
-    async def spy(table: str, sql: str, params: list[Any]) -> list[dict[str, Any]]:
+    def spy(query: Any) -> tuple[str, list[Any]]:
+        sql, params = place(query)
         seen.append((name, sql, params))
-        rows: list[dict[str, Any]] = await fetch(table, sql, params)
-        return rows
+        return sql, params
 
-    storage.fetch_view_rows = spy
+    storage.view_sql = spy
     try:
         for name, read in _reads(log).items():  # noqa: B007  # spy reads the current name
             await read()
     finally:
-        storage.fetch_view_rows = fetch
+        del storage.view_sql
     assert {read for read, _, _ in seen} == set(_reads(log))
     return seen
 

@@ -5,10 +5,13 @@ never fails half-way on a read-to-write lock upgrade, and there is one writer at
 positions become visible in the order they were assigned, which makes position order
 gap-safe. Readers never block writers in WAL mode.
 
-Appends to our own file run on one writer thread over ``sqlite3`` (`SqliteWriter`); an
-application's engine, or an in-memory database, appends through SQLAlchemy's connection.
-Both run the same statements (`SqlBackend.sequential`); reads go through SQLAlchemy over
-aiosqlite.
+Our own file is written on one writer thread over ``sqlite3`` (`SqliteWriter`) and read
+on a few reader threads over ``sqlite3`` (`SqliteReader`): each call, whatever its
+statements, is one job on one connection, so one thread hop. An application's engine, or
+an in-memory database, appends and reads through SQLAlchemy's connection (over aiosqlite),
+as does a task inside `hold_stream`. Both append paths run the same statements
+(`SqlBackend.sequential`, rows into one table merged by `run_statements`), and every read
+decodes values with the SQLAlchemy column types of the schema.
 """
 
 from __future__ import annotations
@@ -291,8 +294,9 @@ class SqliteBackend(OneWriter, SqlBackend[AsyncConnection]):
     async def stream_head(self, tenant_id: str, stream_id: str) -> tuple[int, bytes] | None:
         if self._reading() is not None:
             sql = self._event_sql["head"]
-            row = await self._read(lambda c: c.execute(sql, (tenant_id, stream_id)).fetchone())
-            return None if row is None else (int(row[0]), bytes(row[1]))
+            # fetchall: the statement runs to its end, so no read transaction stays open
+            rows = await self._read(lambda c: c.execute(sql, (tenant_id, stream_id)).fetchall())
+            return (int(rows[0][0]), bytes(rows[0][1])) if rows else None
         events = self.events
         async with self.read_connection() as connection:
             row = (
@@ -477,16 +481,118 @@ def run_statements(
     statements: Generator[Statement, Any, list[int]], execute: Callable[[str, Any], Any]
 ) -> list[int]:
     """Run a sequential append on a synchronous connection (``sqlite3``'s ``execute`` or
-    SQLAlchemy's ``exec_driver_sql``); the positions of its events."""
+    SQLAlchemy's ``exec_driver_sql``); the positions of its events.
+
+    The statements that return nothing (view changes, blob references) are written as few
+    statements as their rows allow (`_write_rows`): the rows one statement inserts into
+    one table, for a put two channel values, two value records and three blobs, become
+    one multi-row INSERT each. Nothing reads between them, so the outcome is the same."""
     result: Any = None
+    waiting: list[tuple[str, Sequence[Any]]] = []
     try:
         while True:
             sql, values, returns = statements.send(result)
-            cursor = execute(sql, encode_values(values))
-            result = cursor.fetchone()[0] if returns else None
+            if returns:
+                _write_rows(waiting, execute)
+                cursor = execute(sql, encode_values(values))
+                result = cursor.fetchone()[0]
+            else:
+                waiting.append((sql, values))
+                result = None
     except StopIteration as done:
+        _write_rows(waiting, execute)
         positions: list[int] = done.value
         return positions
+
+
+MAX_VALUES = 30_000
+"""Values one merged INSERT binds at most (SQLite's limit is 32,766 since 3.32)."""
+
+
+def _write_rows(waiting: list[tuple[str, Sequence[Any]]],
+                execute: Callable[[str, Any], Any]) -> None:
+    """Run ``waiting`` (and empty it): each table's statements in their order, tables one
+    after the other (a statement of a sequential append touches only its own table and
+    reads nothing another one writes), and a run of INSERTs of one text into a table as
+    one multi-row INSERT. SQLite applies a multi-row upsert row by row, so a later row
+    meeting an earlier one's key updates it exactly as a second statement would."""
+    if not waiting:
+        return
+    by_table: dict[str, list[tuple[str, Sequence[Any]]]] = {}
+    for sql, values in waiting:
+        target = _target(sql)
+        if target is None:  # not a statement we know: run them all as they came
+            by_table = {"": list(waiting)}
+            break
+        by_table.setdefault(target, []).append((sql, values))
+    waiting.clear()
+    for group in by_table.values():
+        start = 0
+        while start < len(group):
+            sql, values = group[start]
+            end = start + 1
+            if _rows_of(sql) is not None and len(values):
+                most = max(1, MAX_VALUES // len(values))
+                while end < len(group) and group[end][0] == sql and end - start < most:
+                    end += 1
+            if end - start == 1:
+                execute(sql, encode_values(values))
+            else:
+                execute(_multi_row(sql, end - start),
+                        encode_values([value for _, row in group[start:end] for value in row]))
+            start = end
+
+
+def _target(sql: str) -> str | None:
+    """The table a sequential append's statement writes (None: not one we know)."""
+    words = sql.split(None, 3)
+    if len(words) >= 3 and words[0] == "INSERT" and words[1] == "INTO":
+        return words[2]
+    if len(words) >= 2 and words[0] == "UPDATE":
+        return words[1]
+    if len(words) >= 3 and words[0] == "DELETE" and words[1] == "FROM":
+        return words[2]
+    return None
+
+
+_ROWS: dict[str, tuple[str, str, int] | None] = {}
+_MULTI: dict[tuple[str, int], str] = {}
+
+
+def _rows_of(sql: str) -> tuple[str, str, int] | None:
+    """An INSERT of one row whose placeholders are ``?1`` … ``?n`` in order inside its
+    VALUES and nowhere else, as (text before the row, text after it, n); else None."""
+    try:
+        return _ROWS[sql]
+    except KeyError:
+        pass
+    found: tuple[str, str, int] | None = None
+    if sql.startswith("INSERT INTO ") and " RETURNING " not in sql:
+        head, marker, rest = sql.partition(" VALUES (")
+        row, closing, tail = rest.partition(")")
+        slots = [slot.strip() for slot in row.split(",")]
+        if (marker and closing and "?" not in head and "?" not in tail
+                and slots == [f"?{n}" for n in range(1, len(slots) + 1)]):
+            found = head + " VALUES ", tail, len(slots)
+    if len(_ROWS) < 1024:
+        _ROWS[sql] = found
+    return found
+
+
+def _multi_row(sql: str, rows: int) -> str:
+    """``sql`` (an INSERT `_rows_of` understands) inserting ``rows`` rows."""
+    try:
+        return _MULTI[sql, rows]
+    except KeyError:
+        pass
+    parts = _rows_of(sql)
+    assert parts is not None
+    head, tail, width = parts
+    row = "(" + ", ".join("?" * width) + ")"
+    text = head + ", ".join([row] * rows) + tail
+    if rows <= 64 and len(_MULTI) < 4096:
+        _MULTI[sql, rows] = text
+    return text
 
 
 class _LastEncoded:

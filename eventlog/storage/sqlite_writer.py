@@ -1,4 +1,5 @@
-"""The SQLite append path: one thread, one ``sqlite3`` connection, group commit.
+"""The SQLite append path (one thread, one ``sqlite3`` connection, group commit) and its
+read path (`SqliteReader`: a few threads, a ``sqlite3`` connection each, one job a read).
 
 Appending through SQLAlchemy over aiosqlite cost ~7 ms of CPU per checkpoint: every
 statement was built and compiled anew, and aiosqlite makes several thread hops per
