@@ -45,6 +45,11 @@ class Lookup:
     columns: tuple[str, ...]
     keys: tuple[tuple[Any, ...], ...]
 
+    def __post_init__(self) -> None:
+        # A key named twice finds its row once, as the memory views' set of keys does; a
+        # join to a key list with a repeat would return the row twice.
+        object.__setattr__(self, "keys", tuple(dict.fromkeys(self.keys)))
+
 
 @dataclass(frozen=True, slots=True)
 class Related:
