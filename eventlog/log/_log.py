@@ -35,7 +35,7 @@ from eventlog.log._append import (
 )
 from eventlog.log._chain import verify_chains
 from eventlog.log._heads import HeadCache
-from eventlog.log._queries import check_query
+from eventlog.log._queries import check_history, check_query
 from eventlog.records import (
     AppendResult,
     ExpectedVersion,
@@ -50,6 +50,7 @@ from eventlog.storage.contracts import caught_up
 from eventlog.validation import check_id, check_positive_limit
 from projections.base import Projection
 from projections.query import ViewQuery
+from projections.thread_history import HistoryQuery, HistoryRow
 
 DEFAULT_MAX_PAYLOAD_BYTES = 16 * 1024 * 1024
 """The default largest encoded event, and largest blob, accepted (16 MiB)."""
@@ -333,6 +334,13 @@ class EventLog:
         self._check_open("query")
         check_query(query)
         return await self.reader.query(query)
+
+    async def history(self, query: HistoryQuery) -> list[HistoryRow]:
+        """The rows of a thread checkpoint's channel history (`projections.thread_history`),
+        of the query's tenant: one statement on SQL backends, however deep the walk."""
+        self._check_open("query")
+        check_history(query)
+        return await self.reader.history(query)
 
     async def stream_head(self, tenant_id: str, stream_id: str) -> tuple[int, bytes] | None:
         """The stream's last version and that event's hash, read afresh; None if empty."""
