@@ -54,28 +54,33 @@ def _history_text(tables: Mapping[str, str], dialect: SqlDialect,
     checkpoints = tables["thread_checkpoints"]
     chain = (
         "WITH RECURSIVE chain(checkpoint_id, parent_id, channels, depth, arriving, leaving) "
-        f"AS (SELECT v.checkpoint_id, v.parent_id, v.channels, 0, 0, {full} "
+        f"AS (SELECT v.checkpoint_id, v.parent_id, v.channels, 0, CAST(0 AS BIGINT), "
+        f"CAST({full} AS BIGINT) "
         f"FROM {checkpoints} AS v WHERE {of_thread('v')} AND v.checkpoint_id = {target} "
         "UNION ALL SELECT v.checkpoint_id, v.parent_id, v.channels, c.depth + 1, c.leaving, "
         f"c.leaving & ~({seeds}) FROM chain AS c JOIN {checkpoints} AS v ON {of_thread('v')} "
         "AND v.checkpoint_id = c.parent_id AND v.checkpoint_id < c.checkpoint_id "
         "WHERE c.leaving <> 0) "
     )
-    blobs = tables["blobs"]
+
+    def blob(digest: str) -> str:
+        # A scalar subquery: one seek of the blob's key per row, whatever the planner
+        # guesses of a join (unanalysed, PostgreSQL filtered every blob of the tenant).
+        return (f"(SELECT b.data FROM {tables['blobs']} AS b "
+                f"WHERE b.tenant_id = {tenant} AND b.digest = {digest})")
+
     wanted = " OR ".join(f"(w.channel = {channel} AND (c.arriving & {1 << n}) <> 0)"
                          for n, channel in enumerate(channels))
     writes = (
         "SELECT 'write' AS kind, c.depth AS depth, w.channel AS channel, "
         "w.task_id AS task_id, w.task_path AS task_path, w.idx AS idx, "
-        f"w.encoding AS encoding, b.data AS blob FROM chain AS c "
+        f"w.encoding AS encoding, {blob('w.digest')} AS blob FROM chain AS c "
         f"JOIN {tables['thread_writes']} AS w ON {of_thread('w')} "
-        f"AND w.checkpoint_id = c.checkpoint_id LEFT JOIN {blobs} AS b "
-        f"ON b.tenant_id = {tenant} AND b.digest = w.digest WHERE {wanted}"
+        f"AND w.checkpoint_id = c.checkpoint_id WHERE {wanted}"
     )
     values = [
-        "SELECT 'value', c.depth, x.channel, NULL, NULL, NULL, x.encoding, b.data "
+        f"SELECT 'value', c.depth, x.channel, NULL, NULL, NULL, x.encoding, {blob('x.digest')} "
         f"FROM chain AS c CROSS JOIN {tables['thread_channel_values']} AS x "
-        f"LEFT JOIN {blobs} AS b ON b.tenant_id = {tenant} AND b.digest = x.digest "
         f"WHERE (c.arriving & {1 << n}) <> 0 AND (c.leaving & {1 << n}) = 0 "
         f"AND {stored('x', channel, 'c')}"
         for n, channel in enumerate(channels)
