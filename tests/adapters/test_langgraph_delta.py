@@ -235,6 +235,8 @@ async def test_history_is_one_statement_at_any_depth(
             state = await graph.aget_state(thread(name))
             costs[name] = (len(history), len(_reads(count()[before:])))
             assert steps + 1 == len(state.values["messages"])
+        print(f"\n{sql_target.name}: (history, aget_state) statements at step 10 and "
+              f"{STEPS}: {costs}")
         assert costs["short"] == costs["long"]
         assert 1 == costs["long"][0]
         if isinstance(log.storage, PostgresBackend):
