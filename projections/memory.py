@@ -68,6 +68,14 @@ class ViewTables:
         """Whether ``table`` holds a row whose columns equal ``where``."""
         return any(row_matches(row, where) for row in self._rows[table].values())
 
+    def row(self, table: str, key: tuple[Any, ...]) -> Row | None:
+        """The row of ``table`` with this primary key (in its columns' order), if any."""
+        return self._rows[table].get(key)
+
+    def rows(self, table: str) -> Iterable[Row]:
+        """Every row of ``table`` (not copies: read them, do not change them)."""
+        return self._rows[table].values()
+
     def snapshot(self) -> dict[str, list[Row]]:
         """Every table's rows, sorted by key: the form views are compared in."""
         return {

@@ -53,7 +53,7 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import AsyncIterator, Coroutine, Iterator, Sequence
+from collections.abc import AsyncIterator, Coroutine, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any, TypeVar, cast
 
@@ -65,6 +65,7 @@ from langgraph.checkpoint.base import (
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
+    DeltaChannelHistory,
     get_checkpoint_id,
     get_serializable_checkpoint_metadata,
 )
@@ -144,6 +145,35 @@ class AsyncEventlogSaver(BaseCheckpointSaver[str]):
             self.tenant_id, thread_id, get_checkpoint_id(config), namespace=namespace
         ))
         return None if found is None else self._tuple(found)
+
+    async def aget_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, DeltaChannelHistory]:
+        """What `DeltaChannel` replays (LangGraph's beta): per channel, the writes of the
+        config's checkpoint's ancestors back to the nearest stored value (``seed``), in
+        one statement on SQL backends however deep (`ThreadCheckpoints.history`)."""
+        thread_id, namespace = _thread(config)
+        checkpoint_id = get_checkpoint_id(config)
+        if not channels:
+            return {}
+        if checkpoint_id is None:  # the latest, as LangGraph's savers read it
+            latest = await self._on_loop(self._threads.page(
+                self.tenant_id, thread_id, namespace=namespace, limit=1, payloads=False))
+            if not latest:
+                return {channel: {"writes": []} for channel in channels}
+            checkpoint_id = latest[0].checkpoint_id
+        found = await self._on_loop(self._threads.history(
+            self.tenant_id, thread_id, checkpoint_id, channels, namespace=namespace))
+        result: dict[str, DeltaChannelHistory] = {}
+        for channel in channels:
+            history = found[channel]
+            entry: DeltaChannelHistory = {"writes": [
+                (write.task_id, channel, self._load(write.value))
+                for write in history.writes if write.value is not None]}
+            if history.seed is not None:
+                entry["seed"] = self._load(history.seed)
+            result[channel] = entry
+        return result
 
     async def alist(
         self,
@@ -256,6 +286,12 @@ class AsyncEventlogSaver(BaseCheckpointSaver[str]):
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         return self._block(self.aget_tuple(config), "get_tuple")
+
+    def get_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, DeltaChannelHistory]:
+        return self._block(self.aget_delta_channel_history(config=config, channels=channels),
+                           "get_delta_channel_history")
 
     def list(
         self,

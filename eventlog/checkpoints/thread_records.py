@@ -55,6 +55,16 @@ class ThreadCheckpoint(msgspec.Struct, frozen=True, kw_only=True):
     writes: list[ThreadWrite] | None = None
 
 
+class ChannelHistory(msgspec.Struct, frozen=True, kw_only=True):
+    """What one channel's value at a checkpoint is rebuilt from (`ThreadCheckpoints.history`):
+    the value stored at the nearest ancestor that stores one (``seed``, None when the walk
+    reached the root without one) and the writes of the ancestors from that one on,
+    oldest first, each checkpoint's in LangGraph's order (task path, task id, idx)."""
+
+    writes: list[ThreadWrite] = []
+    seed: Payload | None = None
+
+
 class AdoptedWrites(msgspec.Struct, frozen=True, kw_only=True):
     """One task's pending writes on a checkpoint being adopted: ``(idx, channel, value)``."""
 

@@ -61,6 +61,7 @@ from eventlog.checkpoints.thread_fence import ThreadFence
 from eventlog.checkpoints.thread_records import (
     Adoption,
     AdoptionBase,
+    ChannelHistory,
     ChannelValue,
     Payload,
     ThreadCheckpoint,
@@ -84,6 +85,7 @@ from eventlog.log import EventLog
 from eventlog.log.fencing import Retried, decide_fenced, held_after_first
 from eventlog.validation import check_id, check_positive_limit
 from projections.query import In, JsonContains, Related, ViewQuery
+from projections.thread_history import HistoryQuery, HistoryRow
 from projections.threads import (
     THREAD_CHECKPOINTS,
     THREAD_RECORDS,
@@ -97,6 +99,8 @@ from projections.views import STREAM_HEADS
 logger = get_logger(__name__)
 
 _CHUNK = 500
+_HISTORY_CHANNELS = 62
+"""Channels per history statement (each a bit of a 64-bit mask)."""
 _versions = msgspec.json.Decoder(dict[str, str])
 _metadata = msgspec.json.Decoder(dict[str, Any])
 Selection = Callable[[builtins.list[dict[str, Any]]], builtins.list[CheckpointKey]]
@@ -224,6 +228,32 @@ class ThreadCheckpoints:
         ))
         found = await self._complete(tenant_id, rows)
         return found[0] if found else None
+
+    async def history(
+        self, tenant_id: str, thread_id: str, checkpoint_id: str,
+        channels: Sequence[str], *, namespace: str = "",
+    ) -> dict[str, ChannelHistory]:
+        """Per channel, what its value at the checkpoint is rebuilt from by replaying
+        writes (LangGraph's ``DeltaChannel``): see `ChannelHistory`. Walks the
+        checkpoint's parents (not its own writes), each channel until an ancestor stores
+        a value of it, in one statement on SQL backends however long the walk. A
+        checkpoint that is not here has an empty history; a write or value whose blob is
+        gone is left out, as `get` leaves it out."""
+        check_id("tenant_id", tenant_id)
+        decide.check_thread_id(thread_id)
+        decide.check_key("namespace", namespace)
+        check_id("checkpoint_id", checkpoint_id)
+        wanted = tuple(dict.fromkeys(decide.check_key("channel", name, empty=False,
+                                                       limit=decide.MAX_CHANNEL_BYTES)
+                                      for name in channels))
+        if not wanted:
+            return {}
+        rows: builtins.list[HistoryRow] = []
+        for start in range(0, len(wanted), _HISTORY_CHANNELS):
+            rows += await self._log.history(HistoryQuery(
+                tenant_id, thread_id, namespace, checkpoint_id,
+                wanted[start:start + _HISTORY_CHANNELS]))
+        return _histories(wanted, rows)
 
     async def page(
         self,
@@ -659,6 +689,27 @@ def _completed(tenant_id: str, row: Mapping[str, Any]) -> ThreadCheckpoint:
             for write in sorted(row["writes"], key=_write_order)
         ],
     )
+
+
+def _histories(channels: Sequence[str], rows: Sequence[HistoryRow]) -> dict[str, ChannelHistory]:
+    writes: dict[str, list[HistoryRow]] = {name: [] for name in channels}
+    seeds: dict[str, Payload | None] = {}
+    for row in rows:
+        if row["kind"] == "value":
+            seeds[row["channel"]] = _payload(row["encoding"], row["blob"])
+        elif row["blob"] is not None:
+            writes[row["channel"]].append(row)
+    return {name: ChannelHistory(
+        writes=[ThreadWrite(task_id=row["task_id"], idx=row["idx"], channel=name,
+                            task_path=row["task_path"],
+                            value=Payload(row["encoding"], row["blob"]))
+                for row in sorted(writes[name], key=_oldest_first)],
+        seed=seeds.get(name),
+    ) for name in channels}
+
+
+def _oldest_first(row: Mapping[str, Any]) -> tuple[int, str, str, int]:
+    return (-row["depth"], *_write_order(row))
 
 
 def _payload(encoding: str, data: bytes | None) -> Payload | None:

@@ -36,7 +36,7 @@ from eventlog.log._append import (
 )
 from eventlog.log._chain import verify_chains
 from eventlog.log._heads import HeadCache
-from eventlog.log._queries import check_query
+from eventlog.log._queries import check_history, check_query
 from eventlog.records import (
     AppendResult,
     ExpectedVersion,
@@ -51,6 +51,7 @@ from eventlog.storage.contracts import caught_up
 from eventlog.validation import DEFAULT_MAX_PAYLOAD_BYTES, check_id, check_positive_limit
 from projections.base import Projection
 from projections.query import RowRequired, ViewQuery
+from projections.thread_history import HistoryQuery, HistoryRow
 
 _PAGE = 500
 _MAX_VERSION = 2**63 - 1
@@ -335,6 +336,13 @@ class EventLog:
         self._check_open("query")
         check_query(query)
         return await self.reader.query(query)
+
+    async def history(self, query: HistoryQuery) -> list[HistoryRow]:
+        """The rows of a thread checkpoint's channel history (`projections.thread_history`),
+        of the query's tenant: one statement on SQL backends, however deep the walk."""
+        self._check_open("query")
+        check_history(query)
+        return await self.reader.history(query)
 
     async def stream_head(self, tenant_id: str, stream_id: str) -> tuple[int, bytes] | None:
         """The stream's last version and that event's hash, read afresh; None if empty."""

@@ -10,6 +10,7 @@ from typing import Any, NoReturn
 from eventlog.errors import InvalidInput
 from eventlog.validation import check_id
 from projections.query import In, JsonContains, Lookup, Related, ViewQuery
+from projections.thread_history import HistoryQuery
 from projections.views import metadata as view_metadata
 
 
@@ -54,6 +55,24 @@ def check_query(query: object) -> ViewQuery:
     tenant_id = query.where.get("tenant_id")
     if isinstance(tenant_id, str):
         check_id("tenant_id", tenant_id)
+    return query
+
+
+def check_history(query: object) -> HistoryQuery:
+    """``query``, or `InvalidInput` naming what is wrong with it."""
+    if not isinstance(query, HistoryQuery):
+        _refuse(f"must be a HistoryQuery, not {query!r}")
+    check_id("tenant_id", query.tenant_id)
+    for name in ("thread_id", "namespace", "checkpoint_id"):
+        if not isinstance(getattr(query, name), str):
+            _refuse(f"{name} must be text, not {getattr(query, name)!r}")
+    channels = query.channels
+    if (not isinstance(channels, tuple) or not channels
+            or not all(isinstance(name, str) for name in channels)
+            or len(set(channels)) != len(channels)):
+        _refuse(f"channels must be a tuple of distinct names, at least one, not {channels!r}")
+    if len(channels) > 62:
+        _refuse(f"a history walks at most 62 channels at once, not {len(channels)}")
     return query
 
 

@@ -18,6 +18,7 @@ from eventlog.storage.defaults import BlobsByDigest, InProcess
 from eventlog.storage.requests import refusal
 from projections.memory import ViewTables
 from projections.query import ViewQuery, read_related
+from projections.thread_history import HistoryQuery, HistoryRow, history_rows
 
 REVISION = "memory"
 
@@ -174,6 +175,24 @@ class MemoryBackend(InProcess, BlobsByDigest, StorageBackend):
             row["blob"] = await self.get_blob(row["tenant_id"], row[digest])
             for name in hidden:
                 del row[name]
+        return rows
+
+    async def history(self, query: HistoryQuery) -> list[HistoryRow]:
+        thread = (query.tenant_id, query.thread_id, query.namespace)
+        views = self.views
+        writes: dict[str, list[dict[str, Any]]] = {}
+        for row in views.rows("thread_writes"):
+            if (row["tenant_id"], row["thread_id"], row["namespace"]) == thread:
+                writes.setdefault(row["checkpoint_id"], []).append(row)
+        rows = history_rows(
+            query,
+            lambda checkpoint_id: views.row("thread_checkpoints", (*thread, checkpoint_id)),
+            lambda channel, version: views.row("thread_channel_values",
+                                               (*thread, channel, version)),
+            lambda checkpoint_id: writes.get(checkpoint_id, []),
+        )
+        for row in rows:
+            row["blob"] = await self.get_blob(query.tenant_id, row.pop("digest"))
         return rows
 
     async def dump_views(self) -> dict[str, list[dict[str, Any]]]:

@@ -18,6 +18,7 @@ from eventlog.records import EventEnvelope, StoredEvent
 from eventlog.storage import migrate
 from eventlog.storage.base import StorageBackend
 from eventlog.storage.schema import build_metadata, view_table_names
+from eventlog.storage.sqlhistory import history_shape, place_history
 from eventlog.storage.sqltext import (
     Numbered,
     SequentialAppend,
@@ -30,6 +31,7 @@ from eventlog.storage.sqltext import (
     unpack_related,
 )
 from projections.query import ViewQuery, read_related
+from projections.thread_history import HistoryQuery, HistoryRow
 
 Held = TypeVar("Held")
 """The connection a backend's `SqlBackend.hold_stream` holds its transaction on."""
@@ -137,6 +139,15 @@ class SqlBackend(StorageBackend, abc.ABC, Generic[Held]):
         if sql is None:
             sql = self._queries[shape] = text()
         return sql, param.values
+
+    async def history(self, query: HistoryQuery) -> list[HistoryRow]:
+        param = self.new_param()
+        text = place_history(query, self.qualified, self.sql_dialect, param)
+        shape = history_shape(query)
+        sql = self._queries.get(shape)
+        if sql is None:
+            sql = self._queries[shape] = text()
+        return await self.fetch_view_rows("thread_history", sql, param.values)
 
     async def dump_views(self) -> dict[str, list[dict[str, Any]]]:
         return {

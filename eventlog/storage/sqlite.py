@@ -284,7 +284,7 @@ class SqliteBackend(OneWriter, SqlBackend[AsyncConnection]):
     async def fetch_view_rows(
         self, table: str, sql: str, params: list[Any]
     ) -> list[dict[str, Any]]:
-        decoders = self._decoders[table]
+        decoders = self._decoders.get(table, _AS_STORED)  # a history: no view's columns
         async with self.read_connection() as connection:
             result = await connection.exec_driver_sql(sql, tuple(map(encode_value, params)))
             names = list(result.keys())
@@ -649,6 +649,7 @@ def encode_values(values: Sequence[Any]) -> list[Any]:
 
 Decoders = dict[str, Callable[[Any], Any] | None]
 """How each column of one view reads back (None: as it is)."""
+_AS_STORED: Decoders = {}
 
 
 def view_decoders(views: Mapping[str, sa.Table]) -> dict[str, Decoders]:

@@ -307,6 +307,11 @@ class SqlDialect(abc.ABC):
     """Whether a query's `Related` rows are read in its own statement (`related_sql`),
     else by `Lookup` queries after it (`projections.query.read_related`)."""
 
+    def json_text(self, column: str, key: str) -> str:
+        """The text value of member ``key`` (a placeholder) of the JSON object (of
+        strings) in ``column``; NULL when it has none."""
+        return f"({column}::jsonb ->> {key})"
+
     @abc.abstractmethod
     def key_set(self, lookup: Lookup, param: Param) -> Callable[[], tuple[str, str]]:
         """A `Lookup`'s keys (at least one) as a relation ``k`` of columns ``k0``, ``k1``
@@ -364,6 +369,10 @@ class SqliteDialect(SqlDialect):
             return lambda column: "1 = 1"
         tests = [self._key_equals(key, value, param) for key, value in wanted.value.items()]
         return lambda column: " AND ".join(test(column) for test in tests)
+
+    def json_text(self, column: str, key: str) -> str:
+        # Compared as a value: ``->>`` would read a key starting with "$" as a path.
+        return f"(SELECT j.value FROM json_each({column}) AS j WHERE j.key = {key})"
 
     def order_term(self, column: str, *, descending: bool, nullable: bool) -> str:
         # SQLite sorts NULL before every value; PostgreSQL, and so we, after.

@@ -11,10 +11,11 @@ from typing import Any
 
 from eventlog.storage.contracts.lifecycle import StorageLifecycle
 from projections.query import ViewQuery
+from projections.thread_history import HistoryQuery, HistoryRow
 
 
 class ViewStorage(StorageLifecycle):
-    """Reads of the view tables. Both methods are abstract."""
+    """Reads of the view tables. Every method is abstract."""
 
     @abc.abstractmethod
     async def query(self, query: ViewQuery) -> list[dict[str, Any]]:
@@ -23,3 +24,9 @@ class ViewStorage(StorageLifecycle):
     @abc.abstractmethod
     async def dump_views(self) -> dict[str, list[dict[str, Any]]]:
         """Every view table's rows, sorted by primary key (for comparison with a rebuild)."""
+
+    @abc.abstractmethod
+    async def history(self, query: HistoryQuery) -> list[HistoryRow]:
+        """The rows of a thread checkpoint's channel history, of the query's tenant only
+        (`projections.thread_history`): one statement on SQL backends, whatever the
+        depth of the walk."""
