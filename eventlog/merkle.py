@@ -16,7 +16,9 @@ algorithms (§2.1.3.2, §2.1.4.2). Nothing here opens a database or loads a key.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import uuid
 from collections.abc import Iterable, Mapping, Sequence
 
 HASH_SIZE = 32
@@ -27,10 +29,53 @@ Node = tuple[int, int]
 """A perfect subtree, ``(level, index)``: the ``2**level`` leaves from ``index * 2**level``."""
 
 __all__ = [
-    "EMPTY_ROOT", "HASH_SIZE", "Node", "consistency_holds", "consistency_ranges",
+    "EMPTY_ROOT", "EMPTY_TREE", "HASH_SIZE", "InclusionProof", "Node", "TreeExtension",
+    "TreeHead", "TreeState", "consistency_holds", "consistency_ranges",
     "inclusion_holds", "inclusion_ranges", "leaf_hash", "new_nodes", "node_hash", "nodes_for",
     "perfect_subtrees", "range_hash", "root_of", "split",
 ]
+
+
+@dataclasses.dataclass(frozen=True)
+class TreeHead:
+    """A tree of ``size`` leaves and its ``root`` (32 bytes)."""
+
+    size: int
+    root: bytes
+
+
+@dataclasses.dataclass(frozen=True)
+class InclusionProof:
+    """PATH(leaf_index, D[0:size]): the hashes, leaf first, that lead from leaf
+    ``leaf_index`` to the root of the tree of ``size``."""
+
+    leaf_index: int
+    size: int
+    path: tuple[bytes, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class TreeState:
+    """How far a tenant's stored tree reaches: its ``size`` (leaves integrated) and the
+    `read_all` cursor after its last leaf (None before the first)."""
+
+    size: int
+    cursor: str | None
+
+
+EMPTY_TREE = TreeState(0, None)
+"""The state of a tenant's tree before anything was integrated."""
+
+
+@dataclasses.dataclass(frozen=True)
+class TreeExtension:
+    """What integrating more leaves adds: the new state, every perfect subtree the new
+    leaves complete (`eventlog.merkle.new_nodes`), and each new leaf's event id and index."""
+
+    state: TreeState
+    nodes: Mapping[Node, bytes]
+    leaves: Sequence[tuple[uuid.UUID, int]]
+
 
 
 def leaf_hash(data: bytes) -> bytes:

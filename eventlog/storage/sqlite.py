@@ -48,6 +48,7 @@ from eventlog.storage.sql import (
 )
 from eventlog.storage.sqlite_writer import SqliteWriter
 from eventlog.storage.sqltext import Positional, SqliteDialect, Statement
+from eventlog.storage.sqltree import SqliteTree
 
 _WRITE = "eventlog_write"
 _SET_UP = "eventlog_set_up"
@@ -68,7 +69,7 @@ not offered: it can corrupt the file on a power cut."""
 _DIALECT = sqlite_dialect.dialect()
 
 
-class SqliteBackend(OneWriter, SqlBackend[AsyncConnection]):
+class SqliteBackend(OneWriter, SqlBackend[AsyncConnection], SqliteTree):
     """A SQLite file shared safely by any number of processes on one machine."""
 
     name = "sqlite"

@@ -19,6 +19,7 @@ from eventlog.testing.contract import (
     EventStorageContract,
     ReplicaStorageContract,
     StoresContract,
+    TreeStorageContract,
     ViewStorageContract,
 )
 from eventlog.testing.events import Holding, Noted
@@ -33,6 +34,7 @@ __all__ = [
     "Noted",
     "ReplicaStorageContract",
     "StoresContract",
+    "TreeStorageContract",
     "ViewStorageContract",
     "fresh_id",
     "settle",

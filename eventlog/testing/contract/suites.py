@@ -28,6 +28,7 @@ from eventlog.testing.contract.log_query import LogQueryContract
 from eventlog.testing.contract.log_read import LogReadContract
 from eventlog.testing.contract.log_verify import LogVerifyContract
 from eventlog.testing.contract.replica_storage import ReplicaStorageCalls
+from eventlog.testing.contract.tree_storage import TreeStorageCalls
 from eventlog.testing.contract.view_storage import ViewStorageCalls
 
 
@@ -57,6 +58,12 @@ class ViewStorageContract(ViewStorageCalls, LogQueryContract):
     `query` and `dump_views` asked directly."""
 
 
+class TreeStorageContract(TreeStorageCalls):
+    """`TreeStorage`: each tenant's transparency tree: heads, inclusion and consistency
+    proofs checked by the suite's own RFC 9162 recursion, concurrent integrators, and
+    ``extend_tree``'s guard asked directly."""
+
+
 class StoresContract(
     CheckpointsContract,
     CheckpointsInputContract,
@@ -81,6 +88,7 @@ class BackendContract(
     EventStorageContract,
     BlobStorageContract,
     ViewStorageContract,
+    TreeStorageContract,
     StoresContract,
 ):
     """Every contract a storage backend must keep, as one pytest test class to subclass:
