@@ -27,6 +27,7 @@ from eventlog.cli import (
     report,
     sessions,
     transfer,
+    transparency,
     verify,
 )
 from eventlog.cli.context import Context, Handler, SharedOptions
@@ -47,8 +48,8 @@ engines. Start with `eventlog demo`, then look at what it recorded with `eventlo
 `eventlog timeline` and `eventlog verify`."""
 
 _COMMAND_MODULES = (
-    demo, admin, logs, sessions, replay, report, verify, digest, transfer, adoption,
-    completion,
+    demo, admin, logs, sessions, replay, report, verify, digest, transparency, transfer,
+    adoption, completion,
 )
 
 

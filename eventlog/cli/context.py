@@ -220,7 +220,7 @@ def mask_password(url: str) -> str:
 
 WRITERS = frozenset({"demo", "migrate", "cleanup", "import", "adopt"})
 """Commands that write: a hot standby (``--read-url``) is no use to them."""
-NO_LOG = frozenset({"completion"})
+NO_LOG = frozenset({"completion", "check-proof", "witness"})
 """Commands that never open a log: no connection options, no ``--json``."""
 
 
