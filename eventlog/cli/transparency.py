@@ -38,7 +38,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         "Give heads to auditors: `eventlog prove` proves an event is under one, "
         "`eventlog check-proof` checks that without the database, `eventlog witness` keeps "
         "the newest and refuses a fork or a rollback.")
-    head.add_argument("tenant", metavar="TENANT")
+    head.add_argument("tenant", metavar="TENANT", help="the tenant whose tree to sign")
     head.add_argument("--key", metavar="PRIVATE_KEY_FILE", required=True,
                       help="the Ed25519 private key (PEM) to sign the head with")
     head.add_argument("--name", metavar="NAME", required=True,
@@ -53,8 +53,9 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         "and the path). With --from OLD_HEAD: write the consistency proof that the tree of "
         "OLD_HEAD is a prefix of the tree of --head. Both are small JSON documents that "
         "`eventlog check-proof` checks with no database.")
-    prove.add_argument("tenant", metavar="TENANT")
-    prove.add_argument("event_id", metavar="EVENT_ID", nargs="?")
+    prove.add_argument("tenant", metavar="TENANT", help="the tenant the head is of")
+    prove.add_argument("event_id", metavar="EVENT_ID", nargs="?",
+                       help="the event to prove is under the head (omit with --from)")
     prove.add_argument("--head", metavar="FILE", required=True, help="a signed tree head")
     prove.add_argument("--from", dest="old_head", metavar="OLD_HEAD",
                        help="an older signed head: write a consistency proof from it")
@@ -66,7 +67,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         description="Check an inclusion or consistency proof written by `eventlog prove` "
         "against a signed tree head and the operator's public key. Opens no log at all. "
         "Exit status 0 if it holds, 1 if it does not, 2 for unreadable input.")
-    check.add_argument("proof", metavar="PROOF")
+    check.add_argument("proof", metavar="PROOF", help="a proof file from `eventlog prove`")
     check.add_argument("--head", metavar="FILE", required=True, help="the signed tree head")
     check.add_argument("--key", metavar="PUBLIC_KEY_FILE", required=True,
                        help="the operator's Ed25519 public key (PEM)")
@@ -152,6 +153,15 @@ async def _inclusion(log: Any, tenant: str, event_id: uuid.UUID, head: Any,
     if proof is None or event is None:
         raise CommandError(f"tenant {tenant!r} has no event {event_id} in the tree of "
                            f"{head.checkpoint.size} events this head signs")
+    from eventlog.hashing import recompute_hash
+    from eventlog.merkle import inclusion_holds, leaf_hash
+
+    if recompute_hash(event) != event.hash or not inclusion_holds(
+            leaf_hash(event.hash), proof.leaf_index, proof.size, proof.path,
+            head.checkpoint.root):
+        raise CommandError(f"event {event_id} as the log holds it now is not the leaf the "
+                           "tree this head signs holds: the log was rewritten (see `eventlog "
+                           "verify --head`)", EXIT_FINDINGS)
     document: dict[str, Any] = make(head, event, proof)
     return document
 
@@ -266,7 +276,10 @@ async def run_witness(context: Context) -> int:
         return _refused(context, str(failed))
     if kept is None or kept.size != new.checkpoint.size:
         _keep(state, kept_file, new.note)
-    context.out.print(f"accepted: {said}")
+    if context.json:
+        context.print_json({"accepted": True, "said": said})
+    else:
+        context.out.print(f"accepted: {said}")
     return EXIT_OK
 
 
