@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -27,7 +28,7 @@ APPENDS = st.lists(st.tuples(st.sampled_from(["a", "b", "c"]), st.integers(1, 4)
 def opened(request: pytest.FixtureRequest,
            tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[asyncio.Runner, EventLog]]:
     """One runner and one open log per backend for every example."""
-    options: dict[str, str] = {}
+    options: dict[str, Any] = {}
     if request.param == "memory":
         url = "memory://"
     elif request.param == "sqlite":
