@@ -15,10 +15,11 @@ import time
 from pathlib import Path
 
 SECTIONS = ("append", "checkpoints", "sqlite", "concurrency", "reads", "large", "threads",
-            "writecost", "langgraph", "adopt")
+            "writecost", "langgraph", "adopt", "tree")
 """``writecost`` is WAL bytes and client CPU per write, on a private cluster it starts;
 ``langgraph`` is the LangGraph adapter against LangGraph's own saver (its own report,
-not in the ratio summary; skipped by ``--quick``); ``adopt`` times adopting 10,000
+not in the ratio summary; skipped by ``--quick``); ``tree`` the transparency tree's heads
+and proofs as a tenant grows, and appends while it is kept; ``adopt`` times adopting 10,000
 checkpoints from LangGraph's AsyncPostgresSaver beside a plain ``alist`` of them."""
 ON_REQUEST = ("citus",)
 """Sections run only when ``--only`` names them: ``citus`` needs a Citus cluster."""

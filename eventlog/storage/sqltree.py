@@ -116,9 +116,11 @@ class PostgresTree(TreeStorage):
         if not nodes:
             return {}
         rows = await self._fetch(
-            "read", f"SELECT n.level, n.idx, n.hash FROM {self.qualified['tree_nodes']} n "
-            "JOIN unnest($2::smallint[], $3::bigint[]) AS k(level, idx) "
-            "ON n.level = k.level AND n.idx = k.idx WHERE n.tenant_id = $1",
+            # One index probe per key (LATERAL): a hash join would scan every node of
+            # the tenant, and a head would grow with the tree.
+            "read", "SELECT k.level, k.idx, n.hash FROM unnest($2::smallint[], $3::bigint[]) "
+            f"AS k(level, idx) CROSS JOIN LATERAL (SELECT hash FROM {self.qualified['tree_nodes']}"
+            " WHERE tenant_id = $1 AND level = k.level AND idx = k.idx) n",
             [tenant_id, [level for level, _ in nodes], [idx for _, idx in nodes]])
         return {(int(row[0]), int(row[1])): bytes(row[2]) for row in rows}
 
