@@ -93,7 +93,8 @@ class BackendContract(
 ):
     """Every contract a storage backend must keep, as one pytest test class to subclass:
     `EventStorageContract`, `BlobStorageContract`, `ViewStorageContract`,
-    `TreeStorageContract` and `StoresContract` (the optional `ReplicaStorageContract` is a subclass of its own).
+    `TreeStorageContract` and `StoresContract` (the optional `ReplicaStorageContract` is a
+    subclass of its own).
 
     The tests open the backend only through `eventlog.open_log` (a backend registers its
     URL scheme with `eventlog.register_backend`) and use only what `open_log` gives back:
