@@ -4,9 +4,8 @@
 hypothesis; then subclass `BackendContract` in a test module (see its docstring), or one
 suite per storage contract: `EventStorageContract`, `BlobStorageContract`,
 `ViewStorageContract`, `TreeStorageContract`, `StoresContract`, and for a backend with hot
-standbys
-`ReplicaStorageContract`. The test event types `Noted` and `Holding` (a `Noted` naming
-the blobs its stream holds and releases) and the helpers `fresh_id` and `settle` are
+standbys `ReplicaStorageContract`. The test event types `Noted` and `Holding` (a `Noted`
+naming the blobs its stream holds and releases) and the helpers `fresh_id` and `settle` are
 here for a backend's own further tests; `eventlog.testing.interrupts` has the interrupt
 tests' helpers (a fake clock, batches, answers).
 """
