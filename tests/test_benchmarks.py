@@ -35,7 +35,7 @@ def test_quick_run_writes_every_ratio(tmp_path: Path) -> None:
                      "verify: events/s", "verify: peak RSS", "rebuild: peak RSS",
                      "growth: create", "latest p99", "read p50", "list p99",
                      "WAL B/call: create vs raw_insert", "WAL B/call: aput vs langgraph",
-                     "client CPU per create"):
+                     "client CPU per create", "tree inclusion at", "appends while the tree"):
         assert expected in names
     for ratio in ratios:
         assert {"name", "baseline", "ratio", "medians", "rounds"} <= set(ratio)
