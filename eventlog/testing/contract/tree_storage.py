@@ -19,6 +19,7 @@ from eventlog.errors import InvalidInput
 from eventlog.merkle import EMPTY_TREE, TreeExtension, TreeState
 from eventlog.testing.contract._base import ContractBackend, ContractBase
 from eventlog.testing.events import Noted
+from eventlog.testing.helpers import settle
 
 
 def _h(data: bytes) -> bytes:
@@ -102,6 +103,7 @@ class TreeStorageCalls(ContractBase):
         for n in range(7):
             await log.append("t1", f"s{n % 3}", [Noted(text=str(n))] * (1 + n % 2))
         await log.append("t2", "s", [Noted(text="other")])
+        await settle(log)
         leaves = [leaf for _, leaf in await tenant_leaves(log, "t1")]
         head = await log.tree_head("t1")
         assert (len(leaves), mth(leaves)) == (head.size, head.root)
@@ -111,6 +113,7 @@ class TreeStorageCalls(ContractBase):
         heads = []
         for n in range(11):
             await log.append("t", f"s{n % 4}", [Noted(text=str(n))])
+            await settle(log)
             heads.append(await log.tree_head("t"))
         leaves = await tenant_leaves(log, "t")
         for head in heads:
@@ -125,6 +128,7 @@ class TreeStorageCalls(ContractBase):
         heads = [await log.tree_head("t")]
         for n in range(9):
             await log.append("t", "s", [Noted(text=str(n))] * (n % 3 + 1))
+            await settle(log)
             heads.append(await log.tree_head("t"))
         for old in heads:
             for new in heads:
@@ -141,6 +145,7 @@ class TreeStorageCalls(ContractBase):
         """An event of another tenant, or an unknown id, has no proof: both are None."""
         await log.append("t1", "s", [Noted(text="a")])
         result = await log.append("t2", "s", [Noted(text="b")])
+        await settle(log)
         await log.tree_head("t2")
         size = (await log.tree_head("t1")).size
         assert [None, None] == [
@@ -151,6 +156,7 @@ class TreeStorageCalls(ContractBase):
     async def test_a_size_beyond_the_tree_is_refused(self, log: EventLog) -> None:
         """A proof for a tree larger than the tenant's is bad input naming the size."""
         result = await log.append("t", "s", [Noted(text="a")])
+        await settle(log)
         with pytest.raises(InvalidInput, match=r"^size: "):
             await log.prove_inclusion("t", result.event_ids[0], 2)
         with pytest.raises(InvalidInput, match=r"^new_size: "):
@@ -174,7 +180,7 @@ class TreeStorageCalls(ContractBase):
             return seen
 
         *_, first, second = await asyncio.gather(writer("a"), writer("b"), header(), header())
-        await log.wait_readable()
+        await settle(log)
         final = await log.tree_head("t")
         leaves = [leaf for _, leaf in await tenant_leaves(log, "t")]
         assert (16, mth(leaves)) == (final.size, final.root)
@@ -187,10 +193,12 @@ class TreeStorageCalls(ContractBase):
         async with backend.open() as log:
             for n in range(5):
                 await log.append("t", "s", [Noted(text=str(n))])
+            await settle(log)
             before = await log.tree_head("t")
         async with backend.open() as log:
             assert before == await log.tree_head("t")
             await log.append("t", "s", [Noted(text="more")])
+            await settle(log)
             leaves = [leaf for _, leaf in await tenant_leaves(log, "t")]
             assert mth(leaves) == (await log.tree_head("t")).root
 
@@ -198,6 +206,7 @@ class TreeStorageCalls(ContractBase):
         """The stored tree is the tree its events give, and a head of it still holds."""
         for n in range(6):
             await log.append("t", "s", [Noted(text=str(n))])
+        await settle(log)
         head = await log.tree_head("t")
         assert [] == await log.check_tree("t", head)
 
@@ -206,6 +215,7 @@ class TreeStorageCalls(ContractBase):
     ) -> None:
         """A head larger than the tenant's log is a cut, naming both sizes."""
         await log.append("t", "s", [Noted(text="a")])
+        await settle(log)
         head = await log.tree_head("t")
         bigger = type(head)(head.size + 2, head.root)
         findings = await log.check_tree("t", bigger)
