@@ -19,6 +19,7 @@ from eventlog.storage.contracts import (
     EventStorage,
     ReplicaStorage,
     StorageLifecycle,
+    TreeStorage,
     ViewsRebuiltOnOpen,
     ViewStorage,
 )
@@ -28,8 +29,8 @@ from eventlog.storage.postgres import PostgresBackend
 from eventlog.storage.sqlite import SqliteBackend
 from tests.events import Noted
 
-CONTRACTS = [StorageLifecycle, EventStorage, BlobStorage, ViewStorage, ReplicaStorage,
-             ViewsRebuiltOnOpen]
+CONTRACTS = [StorageLifecycle, EventStorage, BlobStorage, ViewStorage, TreeStorage,
+             ReplicaStorage, ViewsRebuiltOnOpen]
 
 
 def own_methods(contract: type) -> set[str]:
@@ -45,10 +46,11 @@ def test_every_method_of_a_contract_is_abstract(contract: type) -> None:
     assert own_methods(contract) <= contract.__abstractmethods__  # type: ignore[attr-defined]
 
 
-def test_storage_backend_is_the_three_contracts_and_nothing_more() -> None:
-    """What open_log needs is the events, blobs and views contracts' methods, together."""
+def test_storage_backend_is_the_four_contracts_and_nothing_more() -> None:
+    """What open_log needs is the events, blobs, views and transparency tree contracts'
+    methods, together."""
     needed = set().union(*(c.__abstractmethods__ for c in (EventStorage, BlobStorage,
-                                                           ViewStorage)))
+                                                           ViewStorage, TreeStorage)))
     assert (set(), needed) == (own_methods(StorageBackend), StorageBackend.__abstractmethods__)
 
 

@@ -230,10 +230,13 @@ def mask_password(url: str) -> str:
     return re.sub(r"(://[^/:@]*):[^/@]*@", r"\1:***@", url)
 
 
-WRITERS = frozenset({"demo", "migrate", "cleanup", "import", "adopt"})
-"""Commands that write: a hot standby (``--read-url``) is no use to them."""
+WRITERS = frozenset({"demo", "migrate", "cleanup", "import", "adopt", "tree-head", "prove"})
+"""Commands that write (the transparency tree's integration too, on the primary): a hot
+standby (``--read-url``) is no use to them."""
 NO_LOG = frozenset({"completion"})
 """Commands that never open a log: no connection options, no ``--json``."""
+AUDITORS = frozenset({"check-proof", "witness"})
+"""Commands that never open a log but print JSON for scripts: no connection options."""
 
 
 class SharedOptions(argparse.ArgumentParser):
@@ -262,6 +265,8 @@ class SharedOptions(argparse.ArgumentParser):
         """The parts of the shared options that act on ``command``."""
         if command in NO_LOG:
             return [self.debug]
+        if command in AUDITORS:
+            return [self.output, self.debug]
         if command in WRITERS:
             return [self.connection, self.output, self.debug]
         return [self.connection, self.replica, self.output, self.debug]

@@ -39,9 +39,21 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
     "verify": (("eventlog verify && echo intact", "every chain and view"),
                ("eventlog verify --tenant acme --json", "for scripts"),
                ("eventlog verify --digest heads-2026-11-30.json",
-                "also: nothing cut, dropped or rewritten since that digest")),
+                "also: nothing cut, dropped or rewritten since that digest"),
+               ("eventlog verify --head acme-head.txt --key op.pub.pem",
+                "also: the log still gives that signed tree head")),
     "digest": (("eventlog digest -o heads-2026-11-30.json",
                 "every stream's head, to keep outside the database"),),
+    "tree-head": (("eventlog tree-head acme --key op.pem --name example.org/eventlog "
+                   "-o acme-head.txt", "sign the head of tenant acme's tree"),),
+    "prove": (("eventlog prove acme 01a23a88-3853-7a54-8e97-51159832f003 --head acme-head.txt "
+               "-o proof.json", "one event is under that head"),
+              ("eventlog prove acme --from old-head.txt --head acme-head.txt -o growth.json",
+               "the newer tree extends the older one")),
+    "check-proof": (("eventlog check-proof proof.json --head acme-head.txt --key op.pub.pem",
+                     "the auditor's check: no database"),),
+    "witness": (("eventlog witness --head acme-head.txt --state ./witness --key op.pub.pem "
+                 "--proof growth.json", "accept a newer head only if it extends the kept one"),),
     "export": (("eventlog export --tenant acme acme.jsonl", "a tenant to a file"),
                ("eventlog export --tenant acme --session trip-1 -", "one session to stdout"),
                ("eventlog export langgraph sqlite:///langgraph.db --tenant acme",

@@ -27,7 +27,9 @@ from eventlog.cli.progress import CountingLog
 from eventlog.cli.render import cell, plural, verdict
 from eventlog.cli.scope import require_tenant
 from eventlog.digest import LogDigest, check_digest
-from eventlog.log import EventLog, SpilledViews
+from eventlog.log import EventLog, SpilledViews, TreeFinding
+from eventlog.merkle import TreeHead
+from eventlog.proofs import SignedHead
 from eventlog.records import RecordedEvent, StreamProblem, VerifyReport
 from eventlog.transfer import count_events
 from projections.rebuilding import ViewDifference, compare_views
@@ -52,7 +54,12 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     parser.add_argument("--key", metavar="PUBLIC_KEY_FILE",
                         help="with --digest: first check the digest's signature with this "
                              "Ed25519 public key (PEM); an unsigned digest, one another key "
-                             "signed, or one changed after it was signed is refused")
+                             "signed, or one changed after it was signed is refused; with "
+                             "--head: the head's signature")
+    parser.add_argument("--head", metavar="FILE",
+                        help="also prove the log still gives the signed tree head in FILE "
+                             "(`eventlog tree-head`): its tenant's first SIZE events give "
+                             "its root; names a cut or a rewrite (needs --key)")
 
 
 @dataclass(frozen=True)
@@ -63,6 +70,7 @@ class Findings:
     differences: list[ViewDifference]
     undecodable: list[RecordedEvent]
     digest: DigestCheck | None = None
+    tree: TreeCheck | None = None
 
     @property
     def chains(self) -> list[StreamProblem]:
@@ -78,7 +86,19 @@ class Findings:
     def ok(self) -> bool:
         """No finding in any section."""
         return (self.report.ok and not self.differences and not self.undecodable
-                and (self.digest is None or not self.digest.problems))
+                and (self.digest is None or not self.digest.problems)
+                and (self.tree is None or not self.tree.findings))
+
+
+@dataclass(frozen=True)
+class TreeCheck:
+    """A kept signed tree head held against the log: what `EventLog.check_tree` found."""
+
+    file: str
+    origin: str
+    tenant_id: str
+    size: int
+    findings: list[TreeFinding]
 
 
 @dataclass(frozen=True)
@@ -104,6 +124,7 @@ async def run(context: Context) -> int:
     """Verify, print the findings, and exit 1 if there are any."""
     tenant: str | None = context.args.tenant
     digest = _read_digest(context)
+    head = _read_head(context)
     async with context.open() as log:
         if tenant is not None:
             await require_tenant(log, tenant)
@@ -113,10 +134,11 @@ async def run(context: Context) -> int:
             report = await log.verify(tenant)
             held = None if digest is None else await _hold_digest(
                 log, context.args.digest, digest, tenant, checked=context.args.key is not None)
+            tree = None if head is None else await _hold_head(log, context.args.head, head)
             progress.update(chains, visible=False)
             undecodable: list[RecordedEvent] = []
             differences = await view_findings(log, tenant, progress, undecodable)
-    findings = Findings(report, differences, undecodable, held)
+    findings = Findings(report, differences, undecodable, held, tree)
     if context.json:
         context.print_json(_as_json(findings))
     else:
@@ -129,8 +151,9 @@ def _read_digest(context: Context) -> LogDigest | None:
     holds no stream of the verified scope is refused (it would prove nothing)."""
     args = context.args
     if args.digest is None:
-        if args.key is not None:
-            raise CommandError("--key checks a digest's signature: give --digest FILE too")
+        if args.key is not None and args.head is None:
+            raise CommandError("--key checks a digest's or a head's signature: give --digest "
+                               "FILE or --head FILE too")
         return None
     key = read_public_key_file(args.key) if args.key is not None else None
     digest = read_digest_file(args.digest, key)
@@ -142,6 +165,24 @@ def _read_digest(context: Context) -> LogDigest | None:
         raise CommandError(f"{args.digest}: the digest (of {covers}) holds no stream "
                            f"{scope}: it would check nothing")
     return digest
+
+
+def _read_head(context: Context) -> SignedHead | None:
+    """The ``--head`` file, its signature checked with ``--key`` (required with it)."""
+    from eventlog.cli.transparency import read_signed_head
+
+    args = context.args
+    if args.head is None:
+        return None
+    if args.key is None:
+        raise CommandError("--head needs --key: the operator's public key that signed it")
+    return read_signed_head(args.head, read_public_key_file(args.key))
+
+
+async def _hold_head(log: EventLog, file: str, head: SignedHead) -> TreeCheck:
+    checkpoint = head.checkpoint
+    found = await log.check_tree(head.tenant_id, TreeHead(checkpoint.size, checkpoint.root))
+    return TreeCheck(file, checkpoint.origin, head.tenant_id, checkpoint.size, found)
 
 
 def _scoped(digest: LogDigest, tenant: str | None) -> LogDigest:
@@ -241,6 +282,10 @@ def _as_json(findings: Findings) -> dict[str, Any]:
         "blobs_withheld": report.withheld_blobs,
         "blob_problems": [_blob_json(problem) for problem in findings.blobs],
         "digest": None if findings.digest is None else _digest_json(findings.digest),
+        "tree_head": None if findings.tree is None else {
+            "file": findings.tree.file, "origin": findings.tree.origin,
+            "tenant_id": findings.tree.tenant_id, "size": findings.tree.size,
+            "problems": [{"kind": f.kind, "detail": f.detail} for f in findings.tree.findings]},
         "view_differences": [
             {"table": d.table, "key": list(d.key), "columns": changed_columns(d),
              "stored": d.stored, "rebuilt": d.rebuilt}
@@ -289,6 +334,13 @@ def _print(context: Context, findings: Findings) -> None:
     _print_blobs(context, findings)
     if findings.digest is not None:
         _print_digest(context, findings.digest)
+    if findings.tree is not None:
+        tree = findings.tree
+        out.print(verdict(f"Tree head {tree.file}: the first {plural(tree.size, 'event')} of "
+                          f"tenant {tree.tenant_id!r} give its root", not tree.findings,
+                          "it does not hold"))
+        for finding in tree.findings:
+            out.print(f"  {finding.kind}: {finding.detail}")
     undecodable, differences = findings.undecodable, findings.differences
     out.print(verdict("Every event decodes as its type", not undecodable,
                       plural(len(undecodable), "does not", "do not")))

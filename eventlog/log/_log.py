@@ -37,6 +37,8 @@ from eventlog.log._append import (
 from eventlog.log._chain import verify_chains
 from eventlog.log._heads import HeadCache
 from eventlog.log._queries import check_history, check_query
+from eventlog.log._tree import Tree, TreeFinding
+from eventlog.merkle import InclusionProof, TreeHead
 from eventlog.records import (
     AppendResult,
     ExpectedVersion,
@@ -93,6 +95,7 @@ class EventLog:
         )
         self._appender = Appender(storage, self._heads, self.projections, self.registry)
         self._lifecycle = _Lifecycle()
+        self._tree = Tree(storage)
 
     async def append(
         self,
@@ -319,6 +322,51 @@ class EventLog:
             check_id("tenant_id", tenant_id)
         return await verify_chains(self.reader, self.projections, self.registry, tenant_id)
 
+    # -- the transparency tree: heads and proofs a stranger can check --------------------
+
+    async def tree_head(self, tenant_id: str) -> TreeHead:
+        """The head of the tenant's RFC 9162 tree over every event of the tenant readable
+        now (its ``size`` and 32-byte ``root``): the leaves are the tenant's events in
+        `read_all` order, each leaf ``SHA-256(0x00 || event hash)``.
+
+        Integrates the events appended since the last head into the stored tree first
+        (never blocking an append); reads O(log n) stored nodes.
+        """
+        self._check_open("read")
+        check_id("tenant_id", tenant_id)
+        return await self._tree.head(tenant_id)
+
+    async def prove_inclusion(self, tenant_id: str, event_id: uuid.UUID,
+                              size: int) -> InclusionProof | None:
+        """The proof that the tenant's event ``event_id`` is a leaf of its tree of ``size``
+        (a head's size); None if the tenant has no such event, or the tree of that size
+        does not hold it yet (another tenant's event is exactly as absent).
+        `InvalidInput` if the tenant's tree is not that large."""
+        self._check_open("read")
+        check_id("tenant_id", tenant_id)
+        if not isinstance(event_id, uuid.UUID):
+            raise InvalidInput("event_id", f"must be a UUID, not {event_id!r}"[:200])
+        return await self._tree.inclusion(tenant_id, event_id, _tree_size("size", size, 1))
+
+    async def prove_consistency(self, tenant_id: str, old_size: int,
+                                new_size: int) -> list[bytes]:
+        """The RFC 9162 proof that the tenant's tree of ``old_size`` is a prefix of its tree
+        of ``new_size`` (empty when the sizes are equal or ``old_size`` is 0)."""
+        self._check_open("read")
+        check_id("tenant_id", tenant_id)
+        return await self._tree.consistency(tenant_id, _tree_size("old_size", old_size, 0),
+                                            _tree_size("new_size", new_size, 0))
+
+    async def check_tree(self, tenant_id: str,
+                         head: TreeHead | None = None) -> list[TreeFinding]:
+        """Recompute the tenant's tree from its events: whether its first ``head.size``
+        leaves still give ``head.root`` (a cut or a rewrite found is named), and whether
+        every stored node is the hash of its events. Empty when all holds. Reads every
+        event of the tenant."""
+        self._check_open("verify")
+        check_id("tenant_id", tenant_id)
+        return await self._tree.check(tenant_id, head)
+
     # -- the read side: what stores, the CLI and export/import read through ---------------
 
     @property
@@ -450,6 +498,12 @@ class _Lifecycle:
     """Whether a log (and the twin `on_primary` made of it) is closed."""
 
     closed = False
+
+
+def _tree_size(field: str, value: Any, least: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise InvalidInput(field, f"must be a whole number ≥ {least}, not {value!r}"[:200])
+    return value
 
 
 def _check_home(tag: str, event: Event, stream_id: str) -> None:

@@ -1,5 +1,5 @@
-"""What `open_log` needs of a backend: `StorageBackend`, the events, blobs and views
-contracts together.
+"""What `open_log` needs of a backend: `StorageBackend`, the events, blobs, views and
+transparency tree contracts together.
 
 A backend stores the log (events and blobs) and the views, and nothing else. It never
 decides: the log computes versions, hashes and view changes, and the backend makes them
@@ -10,13 +10,13 @@ from, views rebuilt on open); a backend is the composition of those it implement
 
 from __future__ import annotations
 
-from eventlog.storage.contracts import BlobStorage, EventStorage, ViewStorage
+from eventlog.storage.contracts import BlobStorage, EventStorage, TreeStorage, ViewStorage
 from eventlog.storage.requests import AppendRequest, PendingEvent, StreamVersionTaken
 
 
-class StorageBackend(EventStorage, BlobStorage, ViewStorage):
-    """The contracts every backend fulfils: `EventStorage`, `BlobStorage` and
-    `ViewStorage`. Adds nothing of its own; a backend that leaves any of their methods
+class StorageBackend(EventStorage, BlobStorage, ViewStorage, TreeStorage):
+    """The contracts every backend fulfils: `EventStorage`, `BlobStorage`, `ViewStorage`
+    and `TreeStorage`. Adds nothing of its own; a backend that leaves any of their methods
     unwritten cannot be built (``TypeError`` naming the methods)."""
 
 

@@ -12,8 +12,10 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 from eventlog import cursors
+from eventlog.merkle import Node
 from eventlog.records import StoredEvent
 from eventlog.storage.base import AppendRequest, StorageBackend, StreamVersionTaken
+from eventlog.storage.contracts.tree import EMPTY_TREE, TreeExtension, TreeState
 from eventlog.storage.defaults import BlobsByDigest, InProcess
 from eventlog.storage.requests import refusal
 from projections.memory import ViewTables
@@ -35,6 +37,9 @@ class MemoryBackend(InProcess, BlobsByDigest, StorageBackend):
         self.blobs: dict[tuple[str, bytes], bytes] = {}
         self.refs: dict[tuple[str, bytes], int] = {}
         self.views = ViewTables()
+        self.tree_states: dict[str, TreeState] = {}
+        self.tree_hashes: dict[tuple[str, int, int], bytes] = {}
+        self.tree_leaves: dict[tuple[str, uuid.UUID], int] = {}
 
     async def open(self, *, upgrade: bool) -> str:
         return REVISION
@@ -214,3 +219,28 @@ class MemoryBackend(InProcess, BlobsByDigest, StorageBackend):
             (digest, n) for (tenant, digest), n in self.refs.items()
             if tenant == tenant_id and digest > after
         ))
+
+    # -- the transparency tree (derived: the file store rebuilds it after each open) ------
+
+    async def tree_state(self, tenant_id: str) -> TreeState:
+        return self.tree_states.get(tenant_id, EMPTY_TREE)
+
+    async def tree_nodes(self, tenant_id: str, nodes: Sequence[Node]) -> dict[Node, bytes]:
+        hashes = self.tree_hashes
+        return {node: hashes[tenant_id, *node] for node in nodes
+                if (tenant_id, *node) in hashes}
+
+    async def tree_leaf(self, tenant_id: str, event_id: uuid.UUID) -> int | None:
+        return self.tree_leaves.get((tenant_id, event_id))
+
+    async def extend_tree(self, tenant_id: str, old_size: int,
+                          extension: TreeExtension) -> bool:
+        # No await between the check and the writes: atomic within the event loop.
+        if self.tree_states.get(tenant_id, EMPTY_TREE).size != old_size:
+            return False
+        for (level, index), digest in extension.nodes.items():
+            self.tree_hashes[tenant_id, level, index] = digest
+        for event_id, index in extension.leaves:
+            self.tree_leaves[tenant_id, event_id] = index
+        self.tree_states[tenant_id] = extension.state
+        return True

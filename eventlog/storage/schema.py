@@ -73,6 +73,7 @@ def build_metadata(dialect: str, schema: str | None) -> sa.MetaData:
         sa.Column("refs", sa.BigInteger, nullable=False),
         sa.Column("data", sa.LargeBinary, nullable=False),
     )
+    _tree_tables(metadata)
     for table in views_metadata.sorted_tables:
         if schema is None:
             table.to_metadata(metadata)
@@ -85,6 +86,36 @@ def build_metadata(dialect: str, schema: str | None) -> sa.MetaData:
                 table.dialect_options["postgresql"]["with"] = {
                     "fillfactor": HOT_FILLFACTOR[table.name]}
     return metadata
+
+
+TREE_TABLES = ("tree_states", "tree_nodes", "tree_leaves")
+"""The tables of each tenant's transparency tree: derived from the events, like a view,
+and written only by the log's integrator (`eventlog.log._tree`)."""
+
+
+def _tree_tables(metadata: sa.MetaData) -> None:
+    sa.Table(
+        "tree_states",
+        metadata,
+        sa.Column("tenant_id", ID, primary_key=True),
+        sa.Column("size", sa.BigInteger, nullable=False),
+        sa.Column("cursor", ID, nullable=True),
+    )
+    sa.Table(
+        "tree_nodes",
+        metadata,
+        sa.Column("tenant_id", ID, primary_key=True),
+        sa.Column("level", sa.SmallInteger, primary_key=True, autoincrement=False),
+        sa.Column("idx", sa.BigInteger, primary_key=True, autoincrement=False),
+        sa.Column("hash", sa.LargeBinary, nullable=False),
+    )
+    sa.Table(
+        "tree_leaves",
+        metadata,
+        sa.Column("tenant_id", ID, primary_key=True),
+        sa.Column("event_id", sa.Uuid, primary_key=True),
+        sa.Column("leaf_index", sa.BigInteger, nullable=False),
+    )
 
 
 HOT_FILLFACTOR = {"stream_heads": 70, "checkpoint_sessions": 70}

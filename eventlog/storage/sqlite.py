@@ -51,6 +51,7 @@ from eventlog.storage.sql import (
 )
 from eventlog.storage.sqlite_writer import SqliteReader, SqliteWriter
 from eventlog.storage.sqltext import Positional, SqliteDialect, Statement, quote
+from eventlog.storage.sqltree import SqliteTree
 from projections.query import ViewQuery, read_related_now
 
 _WRITE = "eventlog_write"
@@ -77,7 +78,7 @@ _DIALECT = sqlite_dialect.dialect()
 R = TypeVar("R")
 
 
-class SqliteBackend(OneWriter, SqlBackend[AsyncConnection]):
+class SqliteBackend(OneWriter, SqlBackend[AsyncConnection], SqliteTree):
     """A SQLite file shared safely by any number of processes on one machine."""
 
     name = "sqlite"

@@ -3,9 +3,9 @@
 ``pip install "checkpoint-eventlog[testing]"`` brings pytest, pytest-asyncio and
 hypothesis; then subclass `BackendContract` in a test module (see its docstring), or one
 suite per storage contract: `EventStorageContract`, `BlobStorageContract`,
-`ViewStorageContract`, `StoresContract`, and for a backend with hot standbys
-`ReplicaStorageContract`. The test event types `Noted` and `Holding` (a `Noted` naming
-the blobs its stream holds and releases) and the helpers `fresh_id` and `settle` are
+`ViewStorageContract`, `TreeStorageContract`, `StoresContract`, and for a backend with hot
+standbys `ReplicaStorageContract`. The test event types `Noted` and `Holding` (a `Noted`
+naming the blobs its stream holds and releases) and the helpers `fresh_id` and `settle` are
 here for a backend's own further tests; `eventlog.testing.interrupts` has the interrupt
 tests' helpers (a fake clock, batches, answers).
 """
@@ -19,6 +19,7 @@ from eventlog.testing.contract import (
     EventStorageContract,
     ReplicaStorageContract,
     StoresContract,
+    TreeStorageContract,
     ViewStorageContract,
 )
 from eventlog.testing.events import Holding, Noted
@@ -33,6 +34,7 @@ __all__ = [
     "Noted",
     "ReplicaStorageContract",
     "StoresContract",
+    "TreeStorageContract",
     "ViewStorageContract",
     "fresh_id",
     "settle",

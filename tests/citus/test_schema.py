@@ -8,6 +8,7 @@ import pytest
 
 from eventlog import StreamAppend, open_log
 from eventlog.errors import InvalidInput, SchemaError
+from eventlog.storage.schema import TREE_TABLES
 from projections import compare_views
 from tests.citus import cluster
 from tests.events import Noted
@@ -34,9 +35,10 @@ async def _placement(schema: str) -> tuple[dict[str, tuple[str, int]], list[str]
 
 
 async def test_every_table_is_distributed_by_tenant_and_colocated(citus_schema: str) -> None:
-    """All thirteen tables, one co-location group, the events keyed (tenant, position)."""
+    """All sixteen tables (the transparency tree's three too), one co-location group, the
+    events keyed (tenant, position)."""
     async with open_log(cluster.URL, schema=citus_schema, distributed=True) as log:
-        tables = {"events", "blobs", *log.storage.views}  # type: ignore[attr-defined]
+        tables = {"events", "blobs", *TREE_TABLES, *log.storage.views}  # type: ignore[attr-defined]
     placement, key = await _placement(citus_schema)
     assert tables == set(placement)
     assert {"tenant_id"} == {column for column, _ in placement.values()}

@@ -83,11 +83,13 @@ def test_every_argument_has_help_text() -> None:
 
 def test_read_url_is_offered_only_to_commands_that_read() -> None:
     """A hot standby is no use to the commands that write or open no log."""
-    assert {"adopt", "cleanup", "completion", "demo", "import", "migrate"} == (
+    assert {"adopt", "check-proof", "cleanup", "completion", "demo", "import", "migrate",
+            "prove", "tree-head", "witness"} == (
         set(_commands()) - _offering("--read-url"))
 
 
 def test_json_is_offered_only_where_it_prints_json() -> None:
-    """completion prints a shell script whatever is asked: it takes no --json (nor --url)."""
-    assert ({"completion"}, {"completion"}) == (
+    """completion prints a shell script whatever is asked: it takes no --json (nor --url);
+    check-proof and witness open no log: they take no --url."""
+    assert ({"completion"}, {"check-proof", "completion", "witness"}) == (
         set(_commands()) - _offering("--json"), set(_commands()) - _offering("--url"))

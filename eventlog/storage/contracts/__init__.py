@@ -8,6 +8,7 @@ A ladder as `eventsourcing` builds its recorders: every contract extends
 - `ViewStorage`: queries over the view rows those appends change.
 - `ReplicaStorage` (optional): a database a hot standby follows (``read_url``).
 - `ViewsRebuiltOnOpen` (optional): views kept in memory, rebuilt by `open_log`.
+- `TreeStorage`: the stored nodes of each tenant's transparency tree (derived data).
 
 `eventlog.storage.base.StorageBackend` is what `open_log` needs: events, blobs and views.
 A backend is the composition of the contracts it implements; each contract's tests ship
@@ -22,13 +23,18 @@ from eventlog.storage.contracts.events import EventStorage
 from eventlog.storage.contracts.lifecycle import StorageLifecycle
 from eventlog.storage.contracts.rebuilt import ViewsRebuiltOnOpen
 from eventlog.storage.contracts.replica import ReplicaStorage, caught_up
+from eventlog.storage.contracts.tree import EMPTY_TREE, TreeExtension, TreeState, TreeStorage
 from eventlog.storage.contracts.views import ViewStorage
 
 __all__ = [
+    "EMPTY_TREE",
     "BlobStorage",
     "EventStorage",
     "ReplicaStorage",
     "StorageLifecycle",
+    "TreeExtension",
+    "TreeState",
+    "TreeStorage",
     "ViewStorage",
     "ViewsRebuiltOnOpen",
     "caught_up",

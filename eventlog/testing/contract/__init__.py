@@ -10,6 +10,7 @@ from eventlog.testing.contract.suites import (
     EventStorageContract,
     ReplicaStorageContract,
     StoresContract,
+    TreeStorageContract,
     ViewStorageContract,
 )
 
@@ -21,5 +22,6 @@ __all__ = [
     "EventStorageContract",
     "ReplicaStorageContract",
     "StoresContract",
+    "TreeStorageContract",
     "ViewStorageContract",
 ]

@@ -29,6 +29,7 @@ from eventlog.testing.contract.log_query import LogQueryContract
 from eventlog.testing.contract.log_read import LogReadContract
 from eventlog.testing.contract.log_verify import LogVerifyContract
 from eventlog.testing.contract.replica_storage import ReplicaStorageCalls
+from eventlog.testing.contract.tree_storage import TreeStorageCalls
 from eventlog.testing.contract.view_storage import ViewStorageCalls
 
 
@@ -58,6 +59,12 @@ class ViewStorageContract(ViewStorageCalls, LogQueryContract):
     `query` and `dump_views` asked directly."""
 
 
+class TreeStorageContract(TreeStorageCalls):
+    """`TreeStorage`: each tenant's transparency tree: heads, inclusion and consistency
+    proofs checked by the suite's own RFC 9162 recursion, concurrent integrators, and
+    ``extend_tree``'s guard asked directly."""
+
+
 class StoresContract(
     CheckpointsContract,
     CheckpointsInputContract,
@@ -84,11 +91,13 @@ class BackendContract(
     EventStorageContract,
     BlobStorageContract,
     ViewStorageContract,
+    TreeStorageContract,
     StoresContract,
 ):
     """Every contract a storage backend must keep, as one pytest test class to subclass:
-    `EventStorageContract`, `BlobStorageContract`, `ViewStorageContract` and
-    `StoresContract` (the optional `ReplicaStorageContract` is a subclass of its own).
+    `EventStorageContract`, `BlobStorageContract`, `ViewStorageContract`,
+    `TreeStorageContract` and `StoresContract` (the optional `ReplicaStorageContract` is a
+    subclass of its own).
 
     The tests open the backend only through `eventlog.open_log` (a backend registers its
     URL scheme with `eventlog.register_backend`) and use only what `open_log` gives back:

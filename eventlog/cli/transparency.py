@@ -1,0 +1,349 @@
+"""The transparency log's commands: ``tree-head`` and ``prove`` (the operator's, on the
+log), ``check-proof`` and ``witness`` (the auditor's: no database at all, whatever
+``EVENTLOG_URL`` says). ``verify --head`` lives with verify.
+
+The documents and checks are `eventlog.proofs`; keys are read as ``digest`` reads them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+import uuid
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from eventlog.cli.context import Context, add_command
+from eventlog.cli.errors import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, CommandError
+from eventlog.cli.horizon import settle_or_warn
+from eventlog.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from eventlog.proofs import SignedHead
+    from eventlog.signing import Ed25519PublicKey
+
+_MAX_FILE = 4 * 1024 * 1024
+"""The largest head or proof file read: a proof is a few kilobytes plus its event."""
+
+
+def register(commands: Any, common: argparse.ArgumentParser) -> None:
+    """Add ``tree-head``, ``prove``, ``check-proof`` and ``witness``."""
+    head = add_command(
+        commands, common, "tree-head", "sign the head of a tenant's transparency tree", run_head,
+        description="Extend the tenant's RFC 9162 Merkle tree over every event readable now "
+        "and write its head (size and root) as a C2SP signed note (tlog-checkpoint), signed "
+        "with the operator's Ed25519 private key under NAME; its origin is NAME/TENANT. "
+        "Give heads to auditors: `eventlog prove` proves an event is under one, "
+        "`eventlog check-proof` checks that without the database, `eventlog witness` keeps "
+        "the newest and refuses a fork or a rollback.")
+    head.add_argument("tenant", metavar="TENANT", help="the tenant whose tree to sign")
+    head.add_argument("--key", metavar="PRIVATE_KEY_FILE", required=True,
+                      help="the Ed25519 private key (PEM) to sign the head with")
+    head.add_argument("--name", metavar="NAME", required=True,
+                      help="the key's (and log's) name, e.g. example.org/eventlog: no spaces")
+    _output(head, "the signed head")
+
+    prove = add_command(
+        commands, common, "prove", "prove an event is under a signed head, or two heads agree",
+        run_prove,
+        description="With EVENT_ID: write the inclusion proof of the tenant's event under the "
+        "tree head in --head (the event's envelope and hash, its leaf index, the tree size "
+        "and the path). With --from OLD_HEAD: write the consistency proof that the tree of "
+        "OLD_HEAD is a prefix of the tree of --head. Both are small JSON documents that "
+        "`eventlog check-proof` checks with no database.")
+    prove.add_argument("tenant", metavar="TENANT", help="the tenant the head is of")
+    prove.add_argument("event_id", metavar="EVENT_ID", nargs="?",
+                       help="the event to prove is under the head (omit with --from)")
+    prove.add_argument("--head", metavar="FILE", required=True, help="a signed tree head")
+    prove.add_argument("--from", dest="old_head", metavar="OLD_HEAD",
+                       help="an older signed head: write a consistency proof from it")
+    _output(prove, "the proof")
+
+    check = add_command(
+        commands, common, "check-proof", "check a proof against a signed head, with no database",
+        run_check,
+        description="Check an inclusion or consistency proof written by `eventlog prove` "
+        "against a signed tree head and the operator's public key. Opens no log at all. "
+        "Exit status 0 if it holds, 1 if it does not, 2 for unreadable input.")
+    check.add_argument("proof", metavar="PROOF", help="a proof file from `eventlog prove`")
+    check.add_argument("--head", metavar="FILE", required=True, help="the signed tree head")
+    check.add_argument("--key", metavar="PUBLIC_KEY_FILE", required=True,
+                       help="the operator's Ed25519 public key (PEM)")
+
+    witness = add_command(
+        commands, common, "witness", "keep the newest head of each log; refuse forks and "
+        "rollbacks", run_witness,
+        description="A minimal witness (C2SP tlog-witness): keeps, in --state DIR, the newest "
+        "signed head it accepted for each origin. A new head is accepted only if its "
+        "signature holds and, when it is larger, --proof gives a consistency proof from the "
+        "kept head (`eventlog prove TENANT --from KEPT --head NEW`). A smaller head (a "
+        "rollback) or one that does not extend the kept one (a fork) is refused, naming "
+        "both sizes. Opens no log.")
+    witness.add_argument("--head", metavar="FILE", required=True, help="the new signed head")
+    witness.add_argument("--state", metavar="DIR", required=True,
+                         help="where the witness keeps the heads it accepted")
+    witness.add_argument("--key", metavar="PUBLIC_KEY_FILE", required=True,
+                         help="the operator's Ed25519 public key (PEM)")
+    witness.add_argument("--proof", metavar="FILE",
+                         help="the consistency proof from the kept head to the new one")
+
+
+def _output(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument("-o", "--output", metavar="FILE", default="-",
+                        help=f"write {what} to FILE (default: standard output)")
+
+
+# -- the operator's side ------------------------------------------------------------------
+
+async def run_head(context: Context) -> int:
+    """Integrate, then sign and write the head."""
+    from eventlog.cli.digest import read_private_key_file
+    from eventlog.notes import Checkpoint, check_name, origin_for, sign_checkpoint
+
+    args = context.args
+    name = check_name(args.name, "--name")
+    key = read_private_key_file(args.key)
+    async with context.open() as log:
+        await settle_or_warn(context, log)
+        head = await log.tree_head(args.tenant)
+    text = sign_checkpoint(Checkpoint(origin_for(name, args.tenant), head.size, head.root),
+                           name, key)
+    _write(context, args.output, text.encode())
+    if args.output != "-":
+        context.out.print(f"head of {head.size} events of tenant {args.tenant!r} signed by "
+                          f"{name}, written to {args.output}")
+    return EXIT_OK
+
+
+async def run_prove(context: Context) -> int:
+    """Write an inclusion or a consistency proof under the given head."""
+    from eventlog.proofs import consistency_document, inclusion_document
+
+    args = context.args
+    if (args.event_id is None) == (args.old_head is None):
+        raise CommandError("give EVENT_ID (an inclusion proof) or --from OLD_HEAD (a "
+                           "consistency proof), not both or neither")
+    head = _head_for(args.head, args.tenant)
+    old = _head_for(args.old_head, args.tenant) if args.old_head is not None else None
+    event_id = _event_id(args.event_id) if args.event_id is not None else None
+    document: dict[str, Any]
+    async with context.open() as log:
+        await _same_tree(log, head)
+        if old is not None:
+            await _same_tree(log, old)
+            if old.checkpoint.size > head.checkpoint.size:
+                raise CommandError(f"--from is a head of {old.checkpoint.size} events, larger "
+                                   f"than --head's {head.checkpoint.size}: swap them")
+            hashes = await log.prove_consistency(args.tenant, old.checkpoint.size,
+                                                 head.checkpoint.size)
+            document = consistency_document(old, head, hashes)
+        else:
+            assert event_id is not None
+            document = await _inclusion(log, args.tenant, event_id, head, inclusion_document)
+    _write(context, args.output, (json.dumps(document, indent=2) + "\n").encode())
+    return EXIT_OK
+
+
+async def _inclusion(log: Any, tenant: str, event_id: uuid.UUID, head: Any,
+                     make: Any) -> dict[str, Any]:
+    proof = await log.prove_inclusion(tenant, event_id, head.checkpoint.size)
+    event = await log.find_event(tenant, event_id) if proof is not None else None
+    if proof is None or event is None:
+        raise CommandError(f"tenant {tenant!r} has no event {event_id} in the tree of "
+                           f"{head.checkpoint.size} events this head signs")
+    from eventlog.hashing import recompute_hash
+    from eventlog.merkle import inclusion_holds, leaf_hash
+
+    if recompute_hash(event) != event.hash or not inclusion_holds(
+            leaf_hash(event.hash), proof.leaf_index, proof.size, proof.path,
+            head.checkpoint.root):
+        raise CommandError(f"event {event_id} as the log holds it now is not the leaf the "
+                           "tree this head signs holds: the log was rewritten (see `eventlog "
+                           "verify --head`)", EXIT_FINDINGS)
+    document: dict[str, Any] = make(head, event, proof)
+    return document
+
+
+def read_signed_head(file: str, key: Ed25519PublicKey) -> SignedHead:
+    """The signed head in ``file``, its signature checked with ``key``; a head no signature
+    of ``key`` holds on is a finding (exit status 1)."""
+    from eventlog.proofs import ProofFailed, open_head
+
+    try:
+        return open_head(_read_text(file, "head"), key, f"head {file}")
+    except ProofFailed as failed:
+        raise CommandError(str(failed), EXIT_FINDINGS) from failed
+
+
+def _head_for(file: str, tenant: str) -> Any:
+    from eventlog.proofs import open_head
+
+    head = open_head(_read_text(file, "head"), None, f"head {file}")
+    if head.tenant_id != tenant:
+        raise CommandError(f"{file} is a head of tenant {head.tenant_id!r}, not {tenant!r}")
+    return head
+
+
+async def _same_tree(log: Any, head: Any) -> None:
+    """The head must be of this log's tree: the log's tree of its size has its root, which
+    the log's current tree proves it extends (so the log was neither cut nor rewritten)."""
+    from eventlog.merkle import TreeHead, consistency_holds
+
+    size, root = head.checkpoint.size, head.checkpoint.root
+    current = await log.tree_head(head.tenant_id)
+    if current.size >= size:
+        proof = await log.prove_consistency(head.tenant_id, size, current.size)
+        if consistency_holds(size, current.size, root, current.root, proof):
+            return
+    findings = await log.check_tree(head.tenant_id, TreeHead(size, root))
+    detail = findings[0].detail if findings else "its root is another"
+    raise CommandError(f"the log's tree is not the tree this head signs: {detail} (see "
+                       "`eventlog verify --head`)", EXIT_FINDINGS)
+
+
+def _event_id(text: str) -> uuid.UUID:
+    try:
+        return uuid.UUID(text)
+    except ValueError:
+        raise InvalidInput("EVENT_ID", f"must be a UUID, not {text!r}"[:200]) from None
+
+
+# -- the auditor's side: no log is opened -------------------------------------------------
+
+async def run_check(context: Context) -> int:
+    """Check the proof; 0 holds, 1 fails, 2 unreadable input."""
+    from eventlog.cli.digest import read_public_key_file
+    from eventlog.proofs import (
+        INCLUSION,
+        ProofFailed,
+        check_consistency,
+        check_inclusion,
+        decode_document,
+        open_head,
+    )
+
+    args = context.args
+    key = read_public_key_file(args.key)
+    document = decode_document(_read_bytes(args.proof, "proof"), f"proof {args.proof}")
+    try:
+        head = open_head(_read_text(args.head, "head"), key, f"head {args.head}")
+        if document["type"] == INCLUSION:
+            said = check_inclusion(document, head)
+        else:
+            said = check_consistency(document, head, key)
+    except ProofFailed as failed:
+        return _refused(context, str(failed))
+    if context.json:
+        context.print_json({"holds": True, "proved": said})
+    else:
+        context.out.print(f"holds: {said}")
+    return EXIT_OK
+
+
+async def run_witness(context: Context) -> int:
+    """Accept the new head if it extends the kept one; refuse a fork or a rollback."""
+    from eventlog.cli.digest import read_public_key_file
+    from eventlog.notes import parse_checkpoint, parse_note
+    from eventlog.proofs import (
+        CONSISTENCY,
+        ProofFailed,
+        decode_document,
+        open_head,
+        witness_decision,
+    )
+
+    args = context.args
+    key = read_public_key_file(args.key)
+    state = Path(args.state)
+    try:
+        new = open_head(_read_text(args.head, "head"), key, f"head {args.head}")
+    except ProofFailed as failed:
+        return _refused(context, str(failed))
+    kept_file = state / (hashlib.sha256(new.checkpoint.origin.encode()).hexdigest() + ".head")
+    kept = (parse_checkpoint(parse_note(_read_text(str(kept_file), "kept head")).text)
+            if kept_file.exists() else None)
+    proof: list[bytes] | None = None
+    if args.proof is not None:
+        document = decode_document(_read_bytes(args.proof, "proof"), f"proof {args.proof}")
+        if document["type"] != CONSISTENCY:
+            raise CommandError(f"{args.proof} is not a consistency proof")
+        proof = _proof_between(document, kept, new.checkpoint)
+    try:
+        said = witness_decision(kept, new.checkpoint, proof)
+    except ProofFailed as failed:
+        return _refused(context, str(failed))
+    if kept is None or kept.size != new.checkpoint.size:
+        _keep(state, kept_file, new.note)
+    if context.json:
+        context.print_json({"accepted": True, "said": said})
+    else:
+        context.out.print(f"accepted: {said}")
+    return EXIT_OK
+
+
+def _proof_between(document: dict[str, Any], kept: Any, new: Any) -> list[bytes] | None:
+    from eventlog.proofs import decode_hashes
+
+    if kept is None:
+        return None
+    if (document.get("old_size"), document.get("new_size")) != (kept.size, new.size):
+        raise CommandError(f"the proof is from size {document.get('old_size')} to "
+                           f"{document.get('new_size')}; the witness needs one from the kept "
+                           f"{kept.size} to the new {new.size}")
+    return decode_hashes(document, "proof")
+
+
+def _keep(state: Path, file: Path, note: str) -> None:
+    try:
+        state.mkdir(parents=True, exist_ok=True)
+        partial = file.with_name(file.name + ".partial")
+        partial.write_text(note, encoding="utf-8")
+        partial.replace(file)
+    except OSError as error:
+        raise CommandError(f"cannot write the witness state {file}: "
+                           f"{error.strerror or error}", 3) from error
+
+
+def _refused(context: Context, reason: str) -> int:
+    if context.json:
+        context.print_json({"holds": False, "reason": reason})
+    else:
+        context.err.print(f"refused: {reason}")
+    return EXIT_FINDINGS
+
+
+# -- files ---------------------------------------------------------------------------------
+
+def _read_bytes(name: str, what: str) -> bytes:
+    try:
+        with Path(name).open("rb") as file:
+            data = file.read(_MAX_FILE + 1)
+    except OSError as error:
+        raise CommandError(f"cannot read {what} {name}: {error.strerror or error}",
+                           EXIT_USAGE) from error
+    if len(data) > _MAX_FILE:
+        raise CommandError(f"{what} {name} is larger than {_MAX_FILE} bytes: not a {what}")
+    return data
+
+
+def _read_text(name: str, what: str) -> str:
+    try:
+        return _read_bytes(name, what).decode("utf-8")
+    except UnicodeDecodeError:
+        raise CommandError(f"{what} {name} is not UTF-8 text") from None
+
+
+def _write(context: Context, output: str, data: bytes) -> None:
+    if output == "-":
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+        return
+    target = Path(output)
+    partial = target.with_name(target.name + ".partial")
+    try:
+        partial.write_bytes(data)
+        partial.replace(target)
+    except OSError as error:
+        raise CommandError(f"cannot write {target}: {error.strerror or error}") from error
