@@ -3,9 +3,21 @@
 from __future__ import annotations
 
 import hashlib
+import inspect
+import json
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
+import pytest
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+from eventlog import open_log
+from eventlog.adapters import DEFAULT_TENANT
+from eventlog.checkpoints import Payload
+from eventlog.cli import EXIT_OK, main
+from eventlog.cli.report.model import build_session_report
+from eventlog.cli.report.page import ReportData, VerifySummary, render_page
 
 from eventlog.cli.report.threads import captions
 from eventlog.cli.thread_story import build_thread_story
@@ -56,3 +68,57 @@ def test_a_long_caption_is_shortened_visibly() -> None:
     source = "a source name long enough to run past the caption's forty characters"
     story, _ = build_thread_story("t1", recorded(_put("c1", blobs, source)), blobs)
     assert [source[:39] + "…"] == list(captions([story]).values())
+
+
+def test_the_adapters_default_tenant_is_the_documented_one() -> None:
+    """Every adapter entry point that takes tenant_id defaults it to DEFAULT_TENANT, the
+    tenant the README names."""
+    from eventlog.adapters.langgraph import AsyncEventlogSaver, EventlogSaver
+    from eventlog.adapters.maf import EventlogCheckpointStorage
+
+    defaults = {inspect.signature(call).parameters["tenant_id"].default for call in (
+        AsyncEventlogSaver, AsyncEventlogSaver.from_conn_string, EventlogSaver.from_conn_string,
+        EventlogCheckpointStorage, EventlogCheckpointStorage.from_url)}
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    assert ({DEFAULT_TENANT}, True) == (
+        defaults, f'tenant `"{DEFAULT_TENANT}"`' in readme)
+
+
+async def _threads_only(url: str) -> None:
+    async with open_log(url) as log:
+        await log.checkpoints.threads.put(DEFAULT_TENANT, "th", "c1",
+                                          state=Payload("json", b"{}"))
+
+
+def test_stats_says_what_its_first_table_counts_and_marks_the_default_tenant(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A tenant of LangGraph threads only: the first table's 0 is under "session
+    checkpoints", the thread is counted in the threads' table, and the adapters' default
+    tenant is marked and explained (and named in the JSON)."""
+    import asyncio
+
+    url = f"sqlite:///{tmp_path / 'log.db'}"
+    asyncio.run(_threads_only(url))
+    monkeypatch.setenv("COLUMNS", "300")
+    capsys.readouterr()
+    assert EXIT_OK == main(["stats", "--url", url])
+    out = capsys.readouterr().out
+    assert EXIT_OK == main(["stats", "--json", "--url", url])
+    found = json.loads(capsys.readouterr().out)
+    assert (True, True, True, "default *" in out) == (
+        "session checkpoints" in out, "the tenant the LangGraph and Agent Framework "
+        "adapters use when no tenant_id is given" in out,
+        (found["default_tenant"], found["tenants"][0]["thread_checkpoints"])
+        == (DEFAULT_TENANT, 1), True)
+
+
+def test_the_report_marks_the_default_tenant() -> None:
+    """A session of the adapters' default tenant says so in its heading; another does not."""
+    def page(tenant: str) -> str:
+        return render_page(ReportData(
+            title="t", source="memory://", generated_at=datetime.now(UTC),
+            verify=VerifySummary(streams=0, events=0, problems=[], view_differences=[]),
+            sessions=[build_session_report(tenant, "s", [])]))
+    note = "the adapters' default tenant: no tenant_id was given"
+    assert (True, False) == (note in page(DEFAULT_TENANT), note in page("acme"))

@@ -17,6 +17,7 @@ from datetime import datetime
 from html import escape
 from typing import Any
 
+from eventlog.adapters import DEFAULT_TENANT
 from eventlog.cli.render import jsonable, plural, safe, safe_data, when
 from eventlog.cli.report.assets import CSS, SCRIPT
 from eventlog.cli.report.index import SessionLine, anchor, render_index
@@ -219,7 +220,8 @@ def session_section(
         f'<section class="card session" id="s-{section}" data-session="'
         f'{escape(report.session)}"><h2>{escape(kind)} '
         f'{escape(report.session)} '
-        f'<span class="tag">tenant {escape(report.tenant)}</span></h2>',
+        f'<span class="tag">tenant {escape(report.tenant)}</span>{_default_tenant(report)}'
+        "</h2>",
         f'<div class="facts">{"".join(facts)}</div>',
         _state(state),
         "<h3>Timeline: a lane per run, interrupt batch and thread namespace; across, the "
@@ -352,6 +354,14 @@ def _legend(report: SessionReport) -> str:
                      'fill="none" stroke="#c62828" stroke-width="2.5"/></svg>first broken '
                      "link</span>")
     return f'<div class="legend">{"".join(items)}</div>'
+
+
+def _default_tenant(report: SessionReport) -> str:
+    """A note on the tenant the adapters use when no tenant_id is given."""
+    if report.tenant != DEFAULT_TENANT:
+        return ""
+    return ('<span class="tag default-tenant">the adapters\' default tenant: no tenant_id '
+            "was given</span>")
 
 
 def _tree(rows: list[TreeRow]) -> str:
