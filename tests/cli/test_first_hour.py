@@ -18,7 +18,6 @@ from eventlog.checkpoints import Payload
 from eventlog.cli import EXIT_OK, main
 from eventlog.cli.report.model import build_session_report
 from eventlog.cli.report.page import ReportData, VerifySummary, render_page
-
 from eventlog.cli.report.threads import captions
 from eventlog.cli.thread_story import build_thread_story
 from eventlog.events import Event
