@@ -121,3 +121,18 @@ def test_the_report_marks_the_default_tenant() -> None:
             sessions=[build_session_report(tenant, "s", [])]))
     note = "the adapters' default tenant: no tenant_id was given"
     assert (True, False) == (note in page(DEFAULT_TENANT), note in page("acme"))
+
+
+def test_a_caption_at_the_right_end_is_kept_inside_the_picture() -> None:
+    """The last mark's caption (an answer, typically) is moved in rather than cut off at
+    the picture's right edge."""
+    from eventlog.cli.report.parts import Mark
+    from eventlog.cli.report.svg import LABEL_WIDTH, Layout, _captions
+
+    shape = Layout([LABEL_WIDTH + 5.0, LABEL_WIDTH + 395.0], [0, 1], 10.0, 400.0,
+                   {"graph": 0}, 1)
+    caption = 'answer "yes, ship it to Lisbon"'
+    marks = [Mark(1, 2, "graph", "answer", "", caption=caption)]
+    drawn = _captions(marks, shape)
+    x = float(drawn.split('x="')[1].split('"')[0])
+    assert x + 6.2 * len(caption) / 2 <= shape.width
