@@ -94,8 +94,7 @@ async def run_stats(context: Context) -> int:
             await require_tenant(log, tenant)
         stats = await tenant_stats(log, tenant)
     if context.json:
-        context.print_json({"tenants": [asdict(row) for row in stats],
-                            "default_tenant": DEFAULT_TENANT})
+        context.print_json({"tenants": [asdict(row) for row in stats]})
         return EXIT_OK
     names = list(TenantStats.__dataclass_fields__)
     split = names.index("threads")

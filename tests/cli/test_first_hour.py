@@ -94,7 +94,7 @@ def test_stats_says_what_its_first_table_counts_and_marks_the_default_tenant(
 ) -> None:
     """A tenant of LangGraph threads only: the first table's 0 is under "session
     checkpoints", the thread is counted in the threads' table, and the adapters' default
-    tenant is marked and explained (and named in the JSON)."""
+    tenant is marked and explained."""
     import asyncio
 
     url = f"sqlite:///{tmp_path / 'log.db'}"
@@ -108,7 +108,7 @@ def test_stats_says_what_its_first_table_counts_and_marks_the_default_tenant(
     assert (True, True, True, "default *" in out) == (
         "session checkpoints" in out, "the tenant the LangGraph and Agent Framework "
         "adapters use when no tenant_id is given" in out,
-        (found["default_tenant"], found["tenants"][0]["thread_checkpoints"])
+        (found["tenants"][0]["tenant_id"], found["tenants"][0]["thread_checkpoints"])
         == (DEFAULT_TENANT, 1), True)
 
 
