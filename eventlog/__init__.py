@@ -39,6 +39,7 @@ if TYPE_CHECKING:  # the one list of public names: each `from MODULE import NAME
     from eventlog.errors import StoreLocked as StoreLocked
     from eventlog.errors import UnknownEventType as UnknownEventType
     from eventlog.errors import UnknownSchemaRevision as UnknownSchemaRevision
+    from eventlog.errors import UnreadableEvent as UnreadableEvent
     from eventlog.errors import VersionConflict as VersionConflict
     from eventlog.events import Event as Event
     from eventlog.events import EventRegistry as EventRegistry

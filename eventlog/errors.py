@@ -5,6 +5,7 @@
     │   ├── InvalidId                          an id empty, too long, or with control characters
     │   ├── PayloadTooLarge                    event or state bytes over the configured maximum
     │   ├── InvalidEvent                       not an instance of a registered event type
+    │   │   └── UnreadableEvent                encodes to bytes that do not decode back as its type
     │   ├── FrameworkConflict                  a thread another framework's adapter holds
     │   ├── ReleaseNotHeld                     a release of blob references its stream does not hold
     │   ├── SourceRefused                      a store named for adoption is not what was said
@@ -65,6 +66,23 @@ class PayloadTooLarge(InvalidInput):
 
 class InvalidEvent(InvalidInput):
     """An object given as an event is not an instance of a registered event type."""
+
+
+class UnreadableEvent(InvalidEvent):
+    """An event to append encodes to bytes that do not decode back as its type: a field
+    holding a value of another type (msgspec does not check types when a Struct is made),
+    or a float that JSON cannot hold. Stored, it would raise `CorruptEvent` on every read,
+    so nothing of the append is written. ``detail`` is msgspec's message, ``path`` the
+    field it names (``$.n``), when it names one."""
+
+    def __init__(self, stream_id: str, tag: str, detail: str) -> None:
+        self.stream_id = stream_id
+        self.tag = tag
+        self.detail = detail
+        self.path = detail.rpartition(" - at `")[2].rstrip("`") if " - at `" in detail else None
+        super().__init__("events", (
+            f"a {tag!r} event for stream {stream_id!r} does not decode back as its type "
+            f"({detail}); nothing was written")[:500])
 
 
 class FrameworkConflict(InvalidInput):

@@ -117,7 +117,9 @@ class StreamProblem(msgspec.Struct, frozen=True, kw_only=True):
     version: int
     kind: str
     """One of ``broken_link``, ``hash_mismatch``, ``missing_version``, ``truncated``,
-    ``head_mismatch``, ``wrong_stream``, ``unread_events`` (the scan read fewer of a
+    ``head_mismatch``, ``wrong_stream``, ``undecodable_event`` (an event of a type the
+    registry knows whose bytes do not decode as it; each one is reported, and its stream's
+    chain is still checked), ``unread_events`` (the scan read fewer of a
     tenant's events than the storage counted before it began; ``stream_id`` is empty and
     ``version`` 0), or a state blob's ``blob_missing``, ``blob_corrupt``, ``blob_refs``
     (``blob`` names it, ``stream_id`` the first stream referencing it, ``version`` 0)."""

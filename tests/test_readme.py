@@ -128,3 +128,28 @@ def test_readme_examples_type_check(tmp_path: Path) -> None:
     stdout, stderr, status = api.run(
         ["--strict", "--no-incremental", "--python-version", "3.11", *files])
     assert 0 == status, stdout + stderr
+
+
+def test_every_published_install_has_its_checkout_form_beside_it() -> None:
+    """The package is not published yet: each ``pip install "checkpoint-eventlog[X]"`` is
+    given beside ``pip install -e ".[X]"`` (installing from the checkout), for an extra
+    that pyproject.toml declares."""
+    text = README.read_text()
+    extras = tomllib.loads((README.parent / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"]
+    published = re.findall(r'pip install "checkpoint-eventlog\[(\w+)\]"', text)
+    checkout = re.findall(r'pip install -e "\.\[(\w+)\]"', text)
+    assert ([], True) == (
+        [extra for extra in published if extra not in checkout or extra not in extras],
+        {"langgraph", "maf", "adopt", "testing"} <= set(published))
+
+
+def test_the_opening_is_the_set_up_alone() -> None:
+    """What a newcomer reads first (before the first section) gives the two commands and
+    says what they do; the campaigns and CI are told under "Development"."""
+    opening, _, rest = README.read_text().partition("\n## ")
+    commands = re.findall(r"```sh\n(.*?)```", opening, flags=re.DOTALL)
+    assert (1, 2, []) == (len(commands), len(commands[0].splitlines()), [
+        word for word in ("campaign", "CI=true", ".ci/run", "pytest -m", "Hypothesis", "soak")
+        if word in opening])
+    assert "deselected from the default `pytest` run" in rest.split("\n## Development")[1]

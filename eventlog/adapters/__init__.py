@@ -9,4 +9,9 @@ the second framework to use one is refused with `FrameworkConflict`.
 
 from eventlog.errors import FrameworkConflict
 
-__all__ = ["FrameworkConflict"]
+DEFAULT_TENANT = "default"
+"""The tenant the adapters read and write when ``tenant_id`` is left out (LangGraph's own
+savers have no tenants, so a drop-in replacement must not require one); ``eventlog stats``
+and the report mark it (docs/decisions.md, issue 30 §7)."""
+
+__all__ = ["DEFAULT_TENANT", "FrameworkConflict"]

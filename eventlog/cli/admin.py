@@ -10,6 +10,7 @@ from typing import Any
 
 from rich.table import Table
 
+from eventlog.adapters import DEFAULT_TENANT
 from eventlog.cli.context import Context, add_command
 from eventlog.cli.errors import EXIT_OK
 from eventlog.cli.options import positive_int
@@ -97,19 +98,31 @@ async def run_stats(context: Context) -> int:
         return EXIT_OK
     names = list(TenantStats.__dataclass_fields__)
     split = names.index("threads")
-    context.out.print(_table("Per tenant", stats, names[:split]))
+    context.out.print(_table("Per tenant: sessions (CheckpointStore), interrupts, events",
+                             stats, names[:split]))
     context.out.print(_table("Per tenant: framework threads (LangGraph, Agent Framework)",
                              stats, ["tenant_id", *names[split:]]))
+    if any(row.tenant_id == DEFAULT_TENANT for row in stats):
+        context.out.print(f"* {DEFAULT_TENANT!r}: the tenant the LangGraph and Agent "
+                          "Framework adapters use when no tenant_id is given")
     return EXIT_OK
+
+
+_LABELS = {"sessions": "checkpoint sessions", "checkpoints": "session checkpoints",
+           "state_bytes": "session state bytes"}
+"""The first table's columns count the CheckpointStore's sessions only: a tenant of
+LangGraph threads shows 0 there and its checkpoints in the threads' table."""
 
 
 def _table(title: str, stats: list[TenantStats], names: list[str]) -> Table:
     table = Table(title=title, title_justify="left")
     for name in names:
-        table.add_column(name.replace("_", " "), no_wrap=name == "tenant_id",
+        table.add_column(_LABELS.get(name, name.replace("_", " ")),
+                         no_wrap=name == "tenant_id",
                          justify="left" if name == "tenant_id" else "right")
     for row in stats:
-        table.add_row(*(str(getattr(row, name)) for name in names))
+        marked = row.tenant_id + (" *" if row.tenant_id == DEFAULT_TENANT else "")
+        table.add_row(marked, *(str(getattr(row, name)) for name in names[1:]))
     return table
 
 

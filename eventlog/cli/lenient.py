@@ -63,6 +63,10 @@ class LenientRegistry(EventRegistry):
     def encode(self, event: object) -> tuple[str, bytes]:
         return self._base.encode(event)
 
+    @property
+    def strict(self) -> EventRegistry:
+        return self._base
+
     def corrupt(self, error: CorruptEvent) -> Event:
         return UndecodableEvent(error=error.detail)
 

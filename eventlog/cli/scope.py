@@ -62,8 +62,9 @@ async def require_session(
     streams = await session_streams(log, tenant_id, session_id, scan=scan)
     if not streams:
         raise CommandError(
-            f"unknown session {session_id!r} in tenant {tenant_id!r}: no checkpoints or "
-            "interrupt batches name it"
+            f"unknown session or thread {session_id!r} in tenant {tenant_id!r}: no "
+            "checkpoints (of a session, a LangGraph thread or an Agent Framework workflow) "
+            "and no interrupt batches name it"
         )
     return streams
 

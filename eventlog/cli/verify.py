@@ -34,6 +34,9 @@ from eventlog.records import RecordedEvent, StreamProblem, VerifyReport
 from eventlog.transfer import count_events
 from projections.rebuilding import ViewDifference, compare_views
 
+UNDECODABLE = "undecodable_event"
+"""The finding kind of an event whose bytes do not decode as its type."""
+
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
     """Add ``verify``."""
@@ -74,8 +77,24 @@ class Findings:
 
     @property
     def chains(self) -> list[StreamProblem]:
-        """The streams' own problems (the blobs' have their section)."""
-        return [problem for problem in self.report.problems if problem.blob is None]
+        """The streams' own problems (the blobs' and undecodable events' have their
+        sections)."""
+        return [problem for problem in self.report.problems
+                if problem.blob is None and problem.kind != UNDECODABLE]
+
+    @property
+    def undecodable_rows(self) -> list[dict[str, Any]]:
+        """Each event that does not decode as its type: those the views' rebuild read, and
+        those `verify` reported (``undecodable_event``) that the rebuild did not."""
+        rows = [undecodable_json(event) for event in self.undecodable]
+        seen = {(row["tenant_id"], row["stream_id"], row["version"]) for row in rows}
+        rows += [{"kind": UNDECODABLE, "tenant_id": problem.tenant_id,
+                  "stream_id": problem.stream_id, "version": problem.version,
+                  "position": None, "type": _quoted_type(problem.detail),
+                  "error": problem.detail.partition(": ")[2]}
+                 for problem in self.report.problems if problem.kind == UNDECODABLE
+                 and (problem.tenant_id, problem.stream_id, problem.version) not in seen]
+        return rows
 
     @property
     def blobs(self) -> list[StreamProblem]:
@@ -266,9 +285,14 @@ def describe(difference: ViewDifference) -> str:
 def undecodable_json(event: RecordedEvent) -> dict[str, Any]:
     """An event whose stored bytes do not decode as its type, for scripts."""
     error = event.event.error if isinstance(event.event, UndecodableEvent) else ""
-    return {"tenant_id": event.tenant_id, "stream_id": event.stream_id,
+    return {"kind": UNDECODABLE, "tenant_id": event.tenant_id, "stream_id": event.stream_id,
             "version": event.version, "position": event.position, "type": event.type,
             "error": error}
+
+
+def _quoted_type(detail: str) -> str:
+    """The event type an ``undecodable_event`` problem's detail names (``a 'x' event``)."""
+    return detail.split("'")[1] if detail.count("'") >= 2 else ""
 
 
 def _as_json(findings: Findings) -> dict[str, Any]:
@@ -291,7 +315,7 @@ def _as_json(findings: Findings) -> dict[str, Any]:
              "stored": d.stored, "rebuilt": d.rebuilt}
             for d in findings.differences
         ],
-        "undecodable_events": [undecodable_json(event) for event in findings.undecodable],
+        "undecodable_events": findings.undecodable_rows,
     }
 
 
@@ -341,16 +365,17 @@ def _print(context: Context, findings: Findings) -> None:
                           "it does not hold"))
         for finding in tree.findings:
             out.print(f"  {finding.kind}: {finding.detail}")
-    undecodable, differences = findings.undecodable, findings.differences
+    undecodable, differences = findings.undecodable_rows, findings.differences
     out.print(verdict("Every event decodes as its type", not undecodable,
                       plural(len(undecodable), "does not", "do not")))
     if undecodable:
         table = Table("#", "tenant", "stream", "version", "type", "error",
-                      title="Events that do not decode", title_justify="left")
-        for event in undecodable:
-            found = undecodable_json(event)
-            table.add_row(str(event.position), event.tenant_id, event.stream_id,
-                          str(event.version), event.type, found["error"])
+                      title=f"Events that do not decode ({UNDECODABLE})", title_justify="left")
+        for found in undecodable:
+            position = found["position"]
+            table.add_row("" if position is None else str(position), found["tenant_id"],
+                          found["stream_id"], str(found["version"]), found["type"],
+                          found["error"])
         out.print(table)
     out.print(verdict("Views against a rebuild from the log", not differences,
                       plural(len(differences), "row differs", "rows differ")))

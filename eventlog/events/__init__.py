@@ -17,7 +17,13 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from eventlog.errors import CorruptEvent, InvalidEvent, InvalidInput, UnknownEventType
+from eventlog.errors import (
+    CorruptEvent,
+    InvalidEvent,
+    InvalidInput,
+    UnknownEventType,
+    UnreadableEvent,
+)
 
 
 class Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
@@ -116,6 +122,20 @@ class EventRegistry:
         if self._types.get(tag) is not event_type:
             raise InvalidEvent("events", f"event type {tag!r} is not registered")
         return tag, _encoder.encode(event)
+
+    def refuse_unreadable(self, tag: str, data: bytes, stream_id: str) -> None:
+        """Raise `UnreadableEvent` when ``data`` (what `encode` made of a ``tag`` event)
+        does not decode back as its type: such an event, stored, could never be read."""
+        try:
+            self.strict._decoders[tag].decode(data)
+        except msgspec.ValidationError as error:
+            raise UnreadableEvent(stream_id, tag, str(error)) from error
+
+    @property
+    def strict(self) -> EventRegistry:
+        """The registry whose `decode` raises `CorruptEvent` for bytes that do not decode
+        as their type: this one (a lenient registry's base)."""
+        return self
 
     def corrupt(self, error: CorruptEvent) -> Event:
         """What a stored row that cannot be read as written decodes to: by default

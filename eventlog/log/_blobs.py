@@ -21,7 +21,7 @@ from collections import Counter
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 
-from eventlog.errors import EventLogError
+from eventlog.errors import CorruptEvent, EventLogError
 from eventlog.events import Event, EventRegistry, fold_blob_references
 from eventlog.events.transfer import StateWithheld
 from eventlog.hashing import content_digest
@@ -64,8 +64,10 @@ class BlobLedger:
         self._named: dict[bytes, int] = {}
         self._seen = 0
 
-    def feed(self, stored: StoredEvent) -> Event | None:
-        """Count the event's references; the decoded event (None if it does not decode)."""
+    def feed(self, stored: StoredEvent) -> Event | CorruptEvent | None:
+        """Count the event's references; the decoded event, the `CorruptEvent` its bytes
+        raise when they do not decode as its (known) type, or None for a damaged row or a
+        tag this registry does not know (an application's type read by the command)."""
         key = (stored.tenant_id, stored.stream_id)
         if key != self._stream:
             self._close_stream()
@@ -74,9 +76,11 @@ class BlobLedger:
         if stored.damage is not None:
             return None  # verify reports the row
         try:
-            event = self.registry.decode(stored.type, stored.data)
+            event = self.registry.strict.decode(stored.type, stored.data)
+        except CorruptEvent as error:
+            return error  # verify reports it
         except EventLogError:
-            return None  # verify reports an event that does not decode
+            return None
         if isinstance(event, StateWithheld):
             self._withhold(stored.tenant_id, event)
         for digest in event.blob_digests():

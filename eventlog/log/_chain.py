@@ -7,6 +7,7 @@ from typing import Any
 
 import msgspec
 
+from eventlog.errors import CorruptEvent
 from eventlog.events import EventRegistry
 from eventlog.hashing import GENESIS_HASH, recompute_hash
 from eventlog.log._blobs import BlobCheck, BlobLedger, check_blobs
@@ -35,7 +36,9 @@ async def verify_chains(
     async for stored in storage.scan_streams(tenant_id):
         checker.feed(stored)
         event = ledger.feed(stored)
-        if event is not None:
+        if isinstance(event, CorruptEvent):
+            checker.undecodable(stored, event)
+        elif event is not None:
             checker.check_home(stored, event.home_stream())
     checker.end_scan()
     checker.check_counts(stored_before)
@@ -150,6 +153,14 @@ class ChainChecker:
         if home is not None and home != stored.stream_id:
             self._problem((stored.tenant_id, stored.stream_id), stored.version, "wrong_stream",
                           f"a {stored.type!r} event that belongs to stream {home!r}"[:300])
+
+    def undecodable(self, stored: StoredEvent, error: CorruptEvent) -> None:
+        """Report an event whose bytes hash right but do not decode as its type (every read
+        of it raises `CorruptEvent`): each such event, its chain checked on."""
+        self._problem((stored.tenant_id, stored.stream_id), stored.version,
+                      "undecodable_event",
+                      f"a {stored.type!r} event does not decode as its type: "
+                      f"{error.detail}"[:300])
 
     def _close_stream(self) -> None:
         if self.key is None:

@@ -476,6 +476,7 @@ class EventLog:
         encoded = []
         for event in events:
             tag, data = self.registry.encode(event)
+            self.registry.refuse_unreadable(tag, data, stream_id)
             _check_home(tag, event, stream_id)
             if len(data) > self.max_payload_bytes:
                 raise PayloadTooLarge(f"event {tag!r}", len(data), self.max_payload_bytes)

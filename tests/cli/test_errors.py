@@ -126,7 +126,7 @@ class TestUnknownNames:
                      ("replay", "--as-of", "1", "--tenant", story.tenant, "--session", "ghost")):
             ran = run(*args)
             assert EXIT_USAGE == ran.status, args
-            assert "unknown session 'ghost'" in one_line_error(ran), args
+            assert "unknown session or thread 'ghost'" in one_line_error(ran), args
 
     def test_a_session_of_another_tenant_is_unknown(self, story: Story, run: Run) -> None:
         """The other tenant uses the same session id for its checkpoints only: its own

@@ -67,7 +67,7 @@ def test_an_unknown_session_is_a_usage_error(story: Story, run: Run, tmp_path: P
     out = tmp_path / "r.html"
     ran = run("report", story.tenant, "no-such-session", "-o", str(out))
     assert (EXIT_USAGE, False) == (ran.status, out.exists())
-    assert "unknown session 'no-such-session'" in ran.err
+    assert "unknown session or thread 'no-such-session'" in ran.err
 
 
 @mutating

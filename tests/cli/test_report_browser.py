@@ -26,6 +26,7 @@ from eventlog import open_log
 from eventlog.cli import main
 from eventlog.cli.report.model import build_session_report
 from eventlog.cli.report.page import ReportData, VerifySummary, render_page
+from eventlog.records import StreamProblem
 from tests.cli.test_demo import demo_process
 from tests.cli.test_report_large_thread import large_thread
 from tests.cli.test_report_page import RUN_1, RUN_2, checkpoint, recorded
@@ -353,3 +354,43 @@ def test_a_clicked_event_opens_with_what_it_means(threads_page: Any) -> None:
     shown = json.loads(threads_page.locator("#detail-body").inner_text())
     assert (True, True) == (shown["told"].startswith("interrupt: approve asks"),
                             QUESTION["question"] in shown["told"])
+
+
+def test_every_caption_is_drawn_whole_inside_its_timeline(threads_page: Any) -> None:
+    """No caption (the answer's, at the lane's right end, was cut off) runs past the
+    edges of its swimlane picture, and the answer is written out."""
+    outside = threads_page.locator("svg.lanes").evaluate_all("""svgs => svgs.flatMap(svg => {
+        const {width, height} = svg.viewBox.baseVal;
+        return [...svg.querySelectorAll("text.caption")].map(t => [t.textContent, t.getBBox()])
+            .filter(([, b]) => b.x < 0 || b.x + b.width > width || b.y < 0
+                    || b.y + b.height > height).map(([text]) => text);
+    })""")
+    answers = _section(threads_page, "trip").locator("svg.lanes text.caption").evaluate_all(
+        "texts => texts.map(t => t.textContent).filter(t => t.startsWith('answer'))")
+    assert ([], [f'answer "{ANSWER}"']) == (outside, answers)
+
+
+def test_a_forged_checkpoint_is_marked_in_the_tree(browser: Any, tmp_path: Path) -> None:
+    """A checkpoint whose event verify found wrong (``hash_mismatch``) carries the kind in
+    the checkpoint tree, visibly; the sound ones carry nothing; the header names the
+    writer's clock in a newcomer's words."""
+    events = recorded(checkpoint(RUN_1, "c0", 0), checkpoint(RUN_1, "c1", 1, "c0"),
+                      checkpoint(RUN_1, "c2", 2, "c1"))
+    forged = events[1]
+    problem = StreamProblem(tenant_id="t", stream_id=forged.stream_id, version=forged.version,
+                            kind="hash_mismatch", detail="the stored bytes do not hash")
+    path = tmp_path / "forged.html"
+    path.write_text(render_page(ReportData(
+        title="forged", source="memory://", generated_at=datetime.now(UTC),
+        verify=VerifySummary(streams=1, events=len(events), problems=[problem],
+                             view_differences=[]),
+        sessions=[build_session_report("t", "s", events, [problem])])))
+    page, _ = render_seconds(browser, path)
+    marked = page.locator("ul.tree li.broken")
+    assert (1, "hash_mismatch", True, f"#{forged.position}") == (
+        marked.count(), marked.locator(".tag.broken").inner_text(),
+        marked.locator(".tag.broken").is_visible(),
+        marked.locator(".tag").nth(1).inner_text())
+    clocks = page.locator("#clocks").inner_text()
+    assert ("injected" in clocks, "open_log" in clocks) == (False, True)
+    page.close()

@@ -12,11 +12,14 @@ from pathlib import Path
 from typing import Any
 
 import asyncpg
+import msgspec
 import pytest
 
 from eventlog import open_log
 from eventlog.checkpoints import CheckpointRecord
 from eventlog.cli import EXIT_FINDINGS, EXIT_OK
+from eventlog.hashing import recompute_hash
+from eventlog.testing.events import Noted
 from tests.cli.helpers import Run, Story, url_args
 from tests.conftest import PG_URL, BackendTarget
 
@@ -105,6 +108,62 @@ def test_verify_of_one_tenant_ignores_the_others(own_story: Story, own_run: Run,
                     "WHERE tenant_id = $1", own_story.other_tenant)
     assert EXIT_OK == own_run("verify", "--tenant", own_story.tenant).status
     assert EXIT_FINDINGS == own_run("verify", "--tenant", own_story.other_tenant).status
+
+
+async def _write_undecodable_row(target: BackendTarget) -> None:
+    """One event in stream ``s`` of tenant ``t``, then its row rewritten with the
+    database's own client to bytes that hash right (its hash and the head's recomputed)
+    but hold an int where `Noted.text` is a str: a row written before append refused such
+    events."""
+    async with open_log(target.url, **target.options()) as log:
+        await log.append("t", "s", [Noted(text="words")])
+        [stored] = [event async for event in log.storage.scan_streams("t")]
+    bad = stored.data.replace(b'"text":"words"', b'"text":5')
+    digest = recompute_hash(msgspec.structs.replace(stored, data=bad))
+    where = "WHERE tenant_id = 't' AND stream_id = 's'"
+    if target.name == "sqlite":
+        connection = sqlite3.connect(target.url.removeprefix("sqlite:///"))
+        with connection:
+            connection.execute(f"UPDATE events SET data = ?, hash = ? {where}", (bad, digest))
+            connection.execute(f"UPDATE stream_heads SET head_hash = ? {where}", (digest,))
+        connection.close()
+        return
+    connection = await asyncpg.connect(PG_URL, server_settings={"search_path": target.schema})
+    try:
+        async with connection.transaction():
+            await connection.execute(f"UPDATE events SET data = $1, hash = $2 {where}", bad,
+                                     digest)
+            await connection.execute(f"UPDATE stream_heads SET head_hash = $1 {where}", digest)
+    finally:
+        await connection.close()
+
+
+@mutating
+async def test_verify_reports_a_stored_row_that_does_not_decode(target: BackendTarget) -> None:
+    """log.verify names the row as an ``undecodable_event`` (its chain is sound)."""
+    await _write_undecodable_row(target)
+    async with open_log(target.url, **target.options()) as log:
+        report = await log.verify()
+    assert [("t", "s", 1, "undecodable_event")] == [
+        (p.tenant_id, p.stream_id, p.version, p.kind) for p in report.problems]
+    assert "Expected `str`, got `int` - at `$.text`" in report.problems[0].detail
+
+
+@mutating
+def test_the_command_reports_a_stored_row_that_does_not_decode(
+    target: BackendTarget, own_run: Run
+) -> None:
+    """``eventlog verify`` exits 1 and lists the row among the events that do not decode
+    (with its kind), not as a broken chain; so does its JSON."""
+    asyncio.run(_write_undecodable_row(target))
+    ran = own_run("verify", "--json")
+    found = ran.json()
+    assert (EXIT_FINDINGS, [], [("undecodable_event", "t", "s", 1, "test.noted")]) == (
+        ran.status, found["chain_problems"],
+        [(e["kind"], e["tenant_id"], e["stream_id"], e["version"], e["type"])
+         for e in found["undecodable_events"]])
+    shown = own_run("verify")
+    assert ("undecodable_event" in shown.out, "got `int`" in shown.out) == (True, True)
 
 
 def _blob(target: BackendTarget, data: bytes) -> str:

@@ -68,6 +68,7 @@ from eventlog import (
     TypedCheckpointStore,
     UnknownEventType,
     UnknownSchemaRevision,
+    UnreadableEvent,
     VerifyReport,
     VersionConflict,
     content_digest,
@@ -90,6 +91,6 @@ PUBLIC: tuple[object, ...] = (
     RecoveryDisposition, ReleaseNotHeld, Resume, ResumeInput, RunInfo, SchemaError,
     SchemaNotCurrent, SessionDeleted, SessionInfo, SpilledViews, StateDecodeError,
     StorageError, StoreLocked, StreamAppend, StreamProblem, TypedCheckpointStore,
-    UnknownEventType, UnknownSchemaRevision, VerifyReport, VersionConflict, content_digest,
-    default_registry, open_log, register_backend, register_event, system_clock,
+    UnknownEventType, UnknownSchemaRevision, UnreadableEvent, VerifyReport, VersionConflict,
+    content_digest, default_registry, open_log, register_backend, register_event, system_clock,
 )

@@ -108,6 +108,8 @@ ul.tree li.fold { color:var(--muted); font-style:italic; cursor:default; }
 .tag { display:inline-block; font-size:11px; padding:0 6px; border-radius:4px;
   margin-left:6px; background:#eef1f5; color:var(--muted); }
 .tag.dup { background:#fff1c2; color:#7a5600; font-weight:600; }
+.tag.broken { background:var(--bad); color:#fff; font-weight:700; }
+.tree li.broken > code { color:var(--bad); text-decoration:line-through; }
 .note { color:var(--muted); font-size:12px; margin:6px 0 0; }
 #detail { position:fixed; right:18px; top:18px; bottom:18px; width:440px; background:#fff;
   border:1px solid var(--line); border-radius:8px; box-shadow:0 8px 30px rgba(0,0,0,.18);

@@ -93,7 +93,8 @@ def build_session_report(
     """The report of one session from its events in log order; ``problems`` (verify's
     first broken links) mark the events they name; ``payloads`` (the bytes of its
     framework threads' payloads) let those be told in their framework's words."""
-    broken = {(p.stream_id, p.version) for p in problems if p.tenant_id == tenant}
+    found = list(problems)
+    broken = {(p.stream_id, p.version) for p in found if p.tenant_id == tenant}
     timeline = build_timeline(events, payloads)
     stories = timeline.threads
     moved = branch_lanes(stories)
@@ -114,8 +115,8 @@ def build_session_report(
     return SessionReport(
         tenant=tenant, session=session, lanes=_lanes(timeline.runs, timeline.batches, entries),
         marks=marks, links=links[:MAX_LINKS], links_left_out=max(0, len(links) - MAX_LINKS),
-        tree=checkpoint_tree(events, entries) + [
-            row for story in stories for row in thread_tree(story)],
+        tree=_marked_tree(checkpoint_tree(events, entries) + [
+            row for story in stories for row in thread_tree(story)], tenant, events, found),
         rows=rows, rows_left_out=left_out,
         checkpoints=timeline.checkpoints, duplicates=timeline.duplicates,
         stale_claims=counts.get("stale", 0),
@@ -124,6 +125,17 @@ def build_session_report(
         counts=dict(counts), framework=framework_of(events), stops=stops, stories=stories,
         deadlines=lapsed_leases(events, marks),
     )
+
+
+def _marked_tree(rows: list[TreeRow], tenant: str, events: Sequence[RecordedEvent],
+                 problems: Sequence[StreamProblem]) -> list[TreeRow]:
+    """The tree's rows, each checkpoint whose event verify found wrong carrying the kind
+    (a forged or changed checkpoint row must not look like the others)."""
+    kinds = {(p.stream_id, p.version): p.kind for p in problems if p.tenant_id == tenant}
+    at = {event.position: kinds[key] for event in events
+          if (key := (event.stream_id, event.version)) in kinds}
+    return [replace(row, problem=at[row.position])
+            if not row.folded and row.position in at else row for row in rows]
 
 
 def elapsed(events: Sequence[RecordedEvent]) -> list[float]:

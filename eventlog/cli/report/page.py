@@ -17,6 +17,7 @@ from datetime import datetime
 from html import escape
 from typing import Any
 
+from eventlog.adapters import DEFAULT_TENANT
 from eventlog.cli.render import jsonable, plural, safe, safe_data, when
 from eventlog.cli.report.assets import CSS, SCRIPT
 from eventlog.cli.report.index import SessionLine, anchor, render_index
@@ -125,7 +126,8 @@ def _header(report: ReportData) -> str:
 def clock_note(report: ReportData) -> str:
     """Which clock the events' times are read from, and whether it runs ahead."""
     note = ("Event times are each event's recorded time, read from the clock of the "
-            "process that wrote it (the log's injected clock), not from this machine's.")
+            "process that wrote it (its system clock, or the clock its application "
+            "gave open_log), not from this machine's.")
     latest = max((s.last_recorded for s in report.sessions if s.last_recorded is not None),
                  default=None)
     if latest is not None and latest > report.generated_at:
@@ -218,7 +220,8 @@ def session_section(
         f'<section class="card session" id="s-{section}" data-session="'
         f'{escape(report.session)}"><h2>{escape(kind)} '
         f'{escape(report.session)} '
-        f'<span class="tag">tenant {escape(report.tenant)}</span></h2>',
+        f'<span class="tag">tenant {escape(report.tenant)}</span>{_default_tenant(report)}'
+        "</h2>",
         f'<div class="facts">{"".join(facts)}</div>',
         _state(state),
         "<h3>Timeline: a lane per run, interrupt batch and thread namespace; across, the "
@@ -353,6 +356,14 @@ def _legend(report: SessionReport) -> str:
     return f'<div class="legend">{"".join(items)}</div>'
 
 
+def _default_tenant(report: SessionReport) -> str:
+    """A note on the tenant the adapters use when no tenant_id is given."""
+    if report.tenant != DEFAULT_TENANT:
+        return ""
+    return ('<span class="tag default-tenant">the adapters\' default tenant: no tenant_id '
+            "was given</span>")
+
+
 def _tree(rows: list[TreeRow]) -> str:
     if not rows:
         return '<p class="note">No checkpoints.</p>'
@@ -370,11 +381,14 @@ def _tree(rows: list[TreeRow]) -> str:
                 f"from {escape(row.fork[:13])}</span>" if row.fork else "")
         note = f'<span class="note">{escape(row.note)}</span>' if row.note else ""
         step = "?" if row.step is None else row.step
+        bad = (f'<span class="tag broken" title="verify found this checkpoint\'s event '
+               f'wrong: do not trust it">{escape(row.problem)}</span>' if row.problem else "")
+        broken = " broken" if row.problem else ""
         items.append(
-            f'<li class="node{root}" style="--d:{row.depth}" data-pos="{row.position}">'
+            f'<li class="node{root}{broken}" style="--d:{row.depth}" data-pos="{row.position}">'
             f"<code>{escape(row.checkpoint_id)}</code> step {step} "
             f'<span class="tag">{escape(row.lane)}</span>'
-            f'<span class="tag">#{row.position}</span>{dup}{fork}{note}</li>')
+            f'<span class="tag">#{row.position}</span>{bad}{dup}{fork}{note}</li>')
     return f'<div class="scroll tall"><ul class="tree">{"".join(items)}</ul></div>'
 
 

@@ -92,6 +92,8 @@ class TreeRow:
     """A framework step's source and the nodes it ran."""
     fork: str | None = None
     """The checkpoint this one forked from (a second child of its parent)."""
+    problem: str | None = None
+    """What verify found wrong with this checkpoint's event (``hash_mismatch``, …)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -315,6 +315,9 @@ def _captions(marks: list[Mark], shape: Layout) -> str:
             continue
         x, y = shape.x(mark.index), shape.y(mark.lane)
         width = 6.2 * len(mark.caption)
+        # Kept whole inside the plot: a caption at either end is moved in (off the lane
+        # labels on the left, inside the picture on the right).
+        x = min(max(x, LABEL_WIDTH + width / 2 + 2), shape.width - width / 2 - 2)
         for row, dy in ((0, 18), (1, -10)):
             if free.get((mark.lane, row), -1e9) <= x - width / 2:
                 free[(mark.lane, row)] = x + width / 2 + 4

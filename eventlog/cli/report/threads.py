@@ -86,7 +86,16 @@ def captions(stories: Sequence[ThreadStory]) -> dict[int, str]:
             if question.answer_position is not None:
                 found[question.answer_position] = f"answer {short(question.answer)}"
         found.update((mark.position, mark.kind) for mark in story.marks)
-    return {position: text[:40] for position, text in found.items() if text}
+    return {position: _fit(text) for position, text in found.items() if text}
+
+
+_CAPTION = 40
+"""Characters a caption keeps; a longer one ends in an ellipsis (the mark's tooltip and
+the event's row hold it whole)."""
+
+
+def _fit(text: str) -> str:
+    return text if len(text) <= _CAPTION else text[:_CAPTION - 1] + "…"
 
 
 def thread_links(stories: Sequence[ThreadStory], index_of: Mapping[int, int]) -> list[Link]:

@@ -53,6 +53,9 @@ __all__ = [
 ]
 
 _CHUNK = 500
+EARLY_WRITES = ("listed before {checkpoint} itself: LangGraph saves a task's writes as the "
+                "task finishes, and may save their checkpoint after them")
+"""Said of pending writes the log holds before the put of the checkpoint they belong to."""
 
 @dataclass(frozen=True)
 class Line:
@@ -137,8 +140,12 @@ class _Builder:
         self.tasks.setdefault((put.namespace, put.checkpoint_id), []).append(task)
         asked = [self._ask(q) for q in questions_of(task, put.namespace, put.checkpoint_id)]
         answered = self._answer(task, put.checkpoint_id)
-        self.lines[event.position] = _task_line(
-            self.story.lane(put.namespace), put.checkpoint_id, task, asked, answered)
+        line = _task_line(self.story.lane(put.namespace), put.checkpoint_id, task, asked,
+                          answered)
+        if (put.namespace, put.checkpoint_id) not in self.puts:
+            line = Line(line.lane, line.what, line.details + "; " + EARLY_WRITES.format(
+                checkpoint=put.checkpoint_id))
+        self.lines[event.position] = line
 
     def _ask(self, question: Question) -> Question:
         for earlier in self.story.questions:
