@@ -102,7 +102,7 @@ def test_values_are_bound_as_sqlalchemy_binds_each_column() -> None:
     column type would bind on SQLite (reads decode with those types)."""
     samples = {
         sa.DateTime: NOW, sa.Uuid: RUN, sa.Boolean: True, sa.LargeBinary: b"\x00",
-        sa.BigInteger: 7, sa.Integer: 7, sa.String: "s", sa.Text: "t",
+        sa.BigInteger: 7, sa.Integer: 7, sa.SmallInteger: 7, sa.String: "s", sa.Text: "t",
     }
     dialect = sqlite_dialect.dialect()
     checked = 0

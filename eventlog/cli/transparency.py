@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from eventlog.cli.context import Context, add_command
 from eventlog.cli.errors import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, CommandError
 from eventlog.cli.horizon import settle_or_warn
+from eventlog.cli.render import plural
 from eventlog.errors import InvalidInput
 
 if TYPE_CHECKING:
@@ -112,8 +113,8 @@ async def run_head(context: Context) -> int:
                            name, key)
     _write(context, args.output, text.encode())
     if args.output != "-":
-        context.out.print(f"head of {head.size} events of tenant {args.tenant!r} signed by "
-                          f"{name}, written to {args.output}")
+        context.out.print(f"head of {plural(head.size, 'event')} of tenant {args.tenant!r} "
+                          f"signed by {name}, written to {args.output}")
     return EXIT_OK
 
 
@@ -134,8 +135,8 @@ async def run_prove(context: Context) -> int:
         if old is not None:
             await _same_tree(log, old)
             if old.checkpoint.size > head.checkpoint.size:
-                raise CommandError(f"--from is a head of {old.checkpoint.size} events, larger "
-                                   f"than --head's {head.checkpoint.size}: swap them")
+                raise CommandError(f"--from is a head of {plural(old.checkpoint.size, 'event')}, "
+                                   f"larger than --head's {head.checkpoint.size}: swap them")
             hashes = await log.prove_consistency(args.tenant, old.checkpoint.size,
                                                  head.checkpoint.size)
             document = consistency_document(old, head, hashes)
@@ -151,15 +152,15 @@ async def _inclusion(log: Any, tenant: str, event_id: uuid.UUID, head: Any,
     proof = await log.prove_inclusion(tenant, event_id, head.checkpoint.size)
     event = await log.find_event(tenant, event_id) if proof is not None else None
     if proof is None or event is None:
-        raise CommandError(f"tenant {tenant!r} has no event {event_id} in the tree of "
-                           f"{head.checkpoint.size} events this head signs")
+        raise CommandError(f"tenant {tenant!r} has no event {event_id} in the tree this head "
+                           f"signs ({plural(head.checkpoint.size, 'event')})")
     from eventlog.hashing import recompute_hash
     from eventlog.merkle import inclusion_holds, leaf_hash
 
     if recompute_hash(event) != event.hash or not inclusion_holds(
             leaf_hash(event.hash), proof.leaf_index, proof.size, proof.path,
             head.checkpoint.root):
-        raise CommandError(f"event {event_id} as the log holds it now is not the leaf the "
+        raise CommandError(f"event {event_id}, as the log holds it now, is not the leaf the "
                            "tree this head signs holds: the log was rewritten (see `eventlog "
                            "verify --head`)", EXIT_FINDINGS)
     document: dict[str, Any] = make(head, event, proof)

@@ -360,8 +360,9 @@ def _print(context: Context, findings: Findings) -> None:
         _print_digest(context, findings.digest)
     if findings.tree is not None:
         tree = findings.tree
-        out.print(verdict(f"Tree head {tree.file}: the first {plural(tree.size, 'event')} of "
-                          f"tenant {tree.tenant_id!r} give its root", not tree.findings,
+        out.print(verdict(f"Tree head {tree.file}: its root is the root of the first "
+                          f"{plural(tree.size, 'event')} of tenant {tree.tenant_id!r}",
+                          not tree.findings,
                           "it does not hold"))
         for finding in tree.findings:
             out.print(f"  {finding.kind}: {finding.detail}")

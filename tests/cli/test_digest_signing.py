@@ -165,7 +165,7 @@ def test_verify_says_whether_the_digest_was_signed_and_checked(
     assert "is not signed" in refused.err
     lone = own_run("verify", "--key", public)
     assert EXIT_USAGE == lone.status
-    assert "give --digest FILE too" in lone.err
+    assert "give --digest FILE or --head FILE too" in lone.err
     wrong = own_run("digest", "--key", public, "-o", str(tmp_path / "x.json"))
     assert EXIT_USAGE == wrong.status
     assert f"key file {public}: is not an Ed25519 private key" in wrong.err
