@@ -12,8 +12,8 @@ writes are not part of it (they are pending for the next step).
 The answer is rows (`HistoryRow` keys): ``kind`` ``"write"`` or ``"value"``, ``depth``
 (1 for the parent, 2 for its parent …), ``channel``, ``task_id``, ``task_path``,
 ``idx`` (None for a value), ``encoding`` and ``blob`` (None when the blob is gone). SQL
-backends answer it in one statement (`eventlog.storage.sqlhistory`); the memory and
-file backends with `history_rows` over their view rows. Both read only the query's
+backends answer it in one recursive statement of their own; the memory and file
+backends with `history_rows` over their view rows. Both read only the query's
 tenant.
 """
 
