@@ -30,7 +30,7 @@ BUDGET = 1.3
 """The most a case may cost, as a multiple of the floor's median."""
 ROUNDS = 5
 LAZY = ("jsonschema", "rfc3987_syntax", "rich", "structlog", "alembic", "cryptography",
-        "langgraph", "agent_framework", "asyncpg")
+        "langgraph", "agent_framework", "asyncpg", "opentelemetry")
 """What the library and ``eventlog --help`` load only when a call needs it."""
 
 HELP = (

@@ -71,6 +71,7 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
+from eventlog.adapters import _spans
 from eventlog.adapters._frameworks import (
     LANGGRAPH,
     MAF_ENCODING,
@@ -90,6 +91,7 @@ from eventlog.checkpoints.threads import ThreadCheckpoints
 from eventlog.errors import InvalidInput
 from eventlog.face import OpenLog
 from eventlog.opening import open_log
+from eventlog.telemetry import traced, traced_iteration
 from eventlog.validation import check_id
 
 __all__ = ["AsyncEventlogSaver", "EventlogSaver", "FENCED_KEY", "NotRunning", "WrongThread"]
@@ -138,6 +140,7 @@ class AsyncEventlogSaver(BaseCheckpointSaver[str]):
 
     # -- async: the implementation -------------------------------------------------------
 
+    @traced("eventlog.langgraph.aget_tuple", _spans.langgraph_config)
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """The checkpoint the config names, else the latest of its thread and namespace."""
         thread_id, namespace = _thread(config)
@@ -146,6 +149,7 @@ class AsyncEventlogSaver(BaseCheckpointSaver[str]):
         ))
         return None if found is None else self._tuple(found)
 
+    @traced("eventlog.langgraph.aget_delta_channel_history", _spans.langgraph_config)
     async def aget_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
     ) -> Mapping[str, DeltaChannelHistory]:
@@ -175,6 +179,7 @@ class AsyncEventlogSaver(BaseCheckpointSaver[str]):
             result[channel] = entry
         return result
 
+    @traced_iteration("eventlog.langgraph.alist", _spans.langgraph_config)
     async def alist(
         self,
         config: RunnableConfig | None,
@@ -201,6 +206,7 @@ class AsyncEventlogSaver(BaseCheckpointSaver[str]):
                 continue  # another framework's workflow in the tenant: not a LangGraph thread
             yield self._tuple(checkpoint)
 
+    @traced("eventlog.langgraph.aput", _spans.langgraph_config)
     async def aput(
         self,
         config: RunnableConfig,
@@ -227,6 +233,7 @@ class AsyncEventlogSaver(BaseCheckpointSaver[str]):
         ))
         return _config(thread_id, namespace, checkpoint["id"])
 
+    @traced("eventlog.langgraph.aput_writes", _spans.langgraph_config)
     async def aput_writes(
         self,
         config: RunnableConfig,
@@ -245,15 +252,18 @@ class AsyncEventlogSaver(BaseCheckpointSaver[str]):
             indexed, namespace=namespace, task_path=task_path, fenced=self._fenced(config),
         ))
 
+    @traced("eventlog.langgraph.adelete_thread", _spans.langgraph_thread)
     async def adelete_thread(self, thread_id: str) -> None:
         """Delete every checkpoint and write of the thread, in every namespace."""
         await self._on_loop(self._claims.check(str(thread_id)))
         await self._on_loop(self._threads.delete_thread(self.tenant_id, str(thread_id)))
 
+    @traced("eventlog.langgraph.adelete_for_runs")
     async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Delete the checkpoints (and their writes) whose metadata run_id is listed."""
         await self._on_loop(self._threads.delete_runs(self.tenant_id, [str(r) for r in run_ids]))
 
+    @traced("eventlog.langgraph.acopy_thread", _spans.langgraph_thread)
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Copy every checkpoint and write of a thread to another thread."""
         for thread_id in (str(source_thread_id), str(target_thread_id)):
@@ -262,6 +272,7 @@ class AsyncEventlogSaver(BaseCheckpointSaver[str]):
             self.tenant_id, str(source_thread_id), str(target_thread_id)
         ))
 
+    @traced("eventlog.langgraph.aprune", _spans.langgraph_threads)
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """``keep_latest``: keep each namespace's latest checkpoint; ``delete``: all go."""
         if strategy not in ("keep_latest", "delete"):

@@ -41,12 +41,14 @@ from agent_framework._workflows._checkpoint_encoding import (
     encode_checkpoint_value,
 )
 
+from eventlog.adapters import _spans
 from eventlog.adapters._frameworks import MAF, MAF_ENCODING, ThreadClaims
 from eventlog.checkpoints.thread_records import Payload, ThreadCheckpoint
 from eventlog.checkpoints.threads import ThreadCheckpoints
 from eventlog.errors import InvalidInput
 from eventlog.face import OpenLog
 from eventlog.opening import open_log
+from eventlog.telemetry import traced
 from eventlog.validation import check_id
 
 __all__ = ["ENCODING", "EventlogCheckpointStorage"]
@@ -80,6 +82,7 @@ class EventlogCheckpointStorage:
         async with open_log(url, **open_log_options) as log:
             yield cls(log, tenant_id=tenant_id, allowed_checkpoint_types=allowed_checkpoint_types)
 
+    @traced("eventlog.agent_framework.save", _spans.maf_checkpoint)
     async def save(self, checkpoint: WorkflowCheckpoint) -> str:
         """Store a snapshot of ``checkpoint`` (replacing an earlier save of its id)."""
         state = self._encode(checkpoint)
@@ -93,6 +96,7 @@ class EventlogCheckpointStorage:
         )
         return checkpoint.checkpoint_id
 
+    @traced("eventlog.agent_framework.load", _spans.maf_checkpoint)
     async def load(self, checkpoint_id: str) -> WorkflowCheckpoint:
         """A copy of the checkpoint; `WorkflowCheckpointException` if unknown or deleted."""
         found = await self._find(checkpoint_id)
@@ -104,11 +108,13 @@ class EventlogCheckpointStorage:
                 return self._decode(loaded)
         raise WorkflowCheckpointException(f"No checkpoint found with ID {checkpoint_id}")
 
+    @traced("eventlog.agent_framework.list_checkpoints", _spans.maf_checkpoint)
     async def list_checkpoints(self, *, workflow_name: str) -> list[WorkflowCheckpoint]:
         """Copies of the workflow's checkpoints, oldest first (by log order)."""
         found = await self._threads.page(self.tenant_id, workflow_name, namespace="")
         return [self._decode(item) for item in _oldest_first(found)]
 
+    @traced("eventlog.agent_framework.list_checkpoint_ids", _spans.maf_checkpoint)
     async def list_checkpoint_ids(self, *, workflow_name: str) -> list[str]:
         """The workflow's checkpoint ids, oldest first (by log order)."""
         found = await self._threads.page(
@@ -116,6 +122,7 @@ class EventlogCheckpointStorage:
         )
         return [item.checkpoint_id for item in _oldest_first(found)]
 
+    @traced("eventlog.agent_framework.get_latest", _spans.maf_checkpoint)
     async def get_latest(self, *, workflow_name: str) -> WorkflowCheckpoint | None:
         """A copy of the workflow's last saved checkpoint (log order), or None."""
         found = await self._threads.page(
@@ -127,6 +134,7 @@ class EventlogCheckpointStorage:
                 return self._decode(loaded)
         return None
 
+    @traced("eventlog.agent_framework.delete", _spans.maf_checkpoint)
     async def delete(self, checkpoint_id: str) -> bool:
         """Delete the checkpoint with a tombstone that purges its state: True if it was
         there, False if it was unknown (or already deleted)."""

@@ -22,7 +22,7 @@ from eventlog.checkpoints.store import CheckpointStore
 from eventlog.errors import InvalidInput
 from eventlog.events import Event
 from eventlog.events import interrupts as ev
-from eventlog.interrupts import decisions, inputs
+from eventlog.interrupts import decisions, inputs, spans
 from eventlog.interrupts.admin import BatchAdmin
 from eventlog.interrupts.batches import Batches
 from eventlog.interrupts.decisions import BatchView
@@ -48,6 +48,7 @@ from eventlog.interrupts.models import (
 )
 from eventlog.log import EventLog
 from eventlog.records import NO_STREAM
+from eventlog.telemetry import traced
 from eventlog.validation import check_id
 from projections.interrupts import BATCHES
 from projections.query import In, ViewQuery
@@ -94,6 +95,7 @@ class InterruptStore:
 
     # -- creating and claiming -------------------------------------------------------------
 
+    @traced("eventlog.interrupts.create", spans.created, spans.batch_created)
     async def create(
         self,
         scope: str,
@@ -137,6 +139,7 @@ class InterruptStore:
             approval_expires_at=deadline,
         )
 
+    @traced("eventlog.interrupts.claim", spans.claiming, spans.claim_decided)
     async def try_claim(self, scope: str, resume_input: ResumeInput) -> ClaimResult:
         """Claim a batch with a complete answer: a fresh token, a higher generation, a lease.
 
@@ -170,6 +173,7 @@ class InterruptStore:
 
     # -- under a claim -----------------------------------------------------------------------
 
+    @traced("eventlog.interrupts.start_capture", spans.under_claim)
     async def start_capture(self, claim: InterruptClaim) -> CaptureHandle | None:
         """A capture handle for the current claim (one per claim), else None."""
         claim = inputs.check_claim(claim)
@@ -186,6 +190,7 @@ class InterruptStore:
                              generation=claim.generation, capture_id=capture_id,
                              token=claim.token)
 
+    @traced("eventlog.interrupts.start_effect", spans.under_claim, spans.decided)
     async def try_start_effect(self, claim: InterruptClaim) -> bool:
         """Commit the irreversible dispatch marker; True only for the current, unexpired
         claim of a batch whose effect never started. Dispatch only after True."""
@@ -200,6 +205,7 @@ class InterruptStore:
                     generation=claim.generation, started=started)
         return started
 
+    @traced("eventlog.interrupts.complete_capture", spans.under_claim, spans.decided)
     async def complete_capture(
         self, handle: CaptureHandle, outcome: str, snapshot: str | None = None
     ) -> bool:
@@ -218,6 +224,7 @@ class InterruptStore:
 
         return await self.batches.fenced(handle.tenant_id, handle.batch_id, decide)
 
+    @traced("eventlog.interrupts.finish", spans.under_claim, spans.decided)
     async def finish(self, claim: InterruptClaim, finish: Finish) -> bool:
         """`Finish.FINALIZE` ends the batch; `Finish.RELEASE` returns it to pending (only
         when no effect started). True when done; False for a stale or expired claim."""
@@ -259,12 +266,14 @@ class InterruptStore:
         """Safe metadata and a page of the audit trail; None outside ``scopes``."""
         return await self.admin.inspect(scopes, batch_id, limit, cursor)
 
+    @traced("eventlog.interrupts.reconcile", spans.reconciling)
     async def reconcile(
         self, scopes: Iterable[str], batch_id: str, actor: str, reconciliation: Reconciliation
     ) -> ReconcileResult:
         """Record who (``actor``) decided what on which evidence; retire all authority."""
         return await self.admin.reconcile(scopes, batch_id, actor, reconciliation)
 
+    @traced("eventlog.interrupts.recover", spans.recovering)
     async def recover(self, scope: str, thread_id: str) -> Recovery:
         """The thread's latest checkpoint and its newest open batch in the tenant
         (``scope``), claiming nothing."""

@@ -25,6 +25,7 @@ from eventlog.log._heads import Head, HeadCache, version
 from eventlog.log._holdings import Holdings, refuse_beyond, releasable, releases_any
 from eventlog.records import AppendResult, ExpectedVersion, RecordedEvent, StoredEvent
 from eventlog.storage.base import AppendRequest, PendingEvent, StorageBackend, StreamVersionTaken
+from eventlog.telemetry import append_span, note_retry
 from eventlog.validation import check_positive_limit
 from projections.base import Projection
 from projections.changes import Change
@@ -125,6 +126,17 @@ class Appender:
         return await self._commit(parts, single=False)
 
     async def _commit(self, parts: list[Part], *, single: bool) -> list[AppendResult]:
+        """`_attempts`, as one ``eventlog.append`` span with its metrics (`telemetry`)."""
+        first = parts[0]
+        with append_span(
+            self.storage.name, first.tenant_id, first.stream_id, len(parts),
+            sum(len(part.drafts) for part in parts),
+            sum(len(draft.data) for part in parts for draft in part.drafts)
+            + sum(len(payload) for part in parts for payload, _ in part.blob_adds.values()),
+        ):
+            return await self._attempts(parts, single=single)
+
+    async def _attempts(self, parts: list[Part], *, single: bool) -> list[AppendResult]:
         """The one retry loop: read the heads, check the expected versions and releases,
         chain and commit, and on a lost race or an unheard commit go round again.
 
@@ -324,6 +336,7 @@ def _retried(error: Exception, stream_id: str, attempt: int) -> None:
     reason = (error.reason if isinstance(error, StreamVersionTaken)
               else "outcome_unknown")
     logger.debug("append_retried", stream=stream_id, reason=reason, attempt=attempt + 1)
+    note_retry(reason)
 
 
 def prepare(

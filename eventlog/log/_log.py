@@ -50,6 +50,7 @@ from eventlog.records import (
 )
 from eventlog.storage.base import StorageBackend
 from eventlog.storage.contracts import caught_up
+from eventlog.telemetry import ids, traced
 from eventlog.validation import DEFAULT_MAX_PAYLOAD_BYTES, check_id, check_positive_limit
 from projections.base import Projection
 from projections.query import RowRequired, ViewQuery
@@ -57,6 +58,32 @@ from projections.thread_history import HistoryQuery, HistoryRow
 
 _PAGE = 500
 _MAX_VERSION = 2**63 - 1
+
+
+def _describe_query(arguments: Mapping[str, Any]) -> dict[str, str]:
+    """A view query's span attributes: its table and tenant (never its values)."""
+    query = arguments.get("query")
+    where = getattr(query, "where", None)
+    tenant = getattr(query, "tenant_id", None) or (
+        where.get("tenant_id") if isinstance(where, Mapping) else None)
+    described = {"eventlog.view": getattr(query, "table", None), "eventlog.tenant_id": tenant}
+    return {key: value for key, value in described.items() if isinstance(value, str)}
+
+
+# What the log's spans record (`eventlog.telemetry`): ids and counts, never values.
+_TENANT = ids(tenant_id="eventlog.tenant_id")
+
+
+def _event_count(page: LogPage) -> dict[str, int]:
+    return {"eventlog.events": len(page.events)}
+
+
+def _blob_count(found: Mapping[bytes, bytes]) -> dict[str, int]:
+    return {"eventlog.blobs": len(found)}
+
+
+def _row_count(rows: Sequence[object]) -> dict[str, int]:
+    return {"eventlog.rows": len(rows)}
 
 
 class EventLog:
@@ -234,6 +261,7 @@ class EventLog:
             left -= len(page)
             version = page[-1].version + 1
 
+    @traced("eventlog.read_all", _TENANT, _event_count)
     async def read_all(
         self, after: str | None = None, limit: int = _PAGE, tenant_id: str | None = None
     ) -> LogPage:
@@ -300,6 +328,7 @@ class EventLog:
             raise CorruptBlob(digest)
         return payload
 
+    @traced("eventlog.get_blobs", _TENANT, _blob_count)
     async def get_blobs(self, tenant_id: str, digests: Iterable[bytes]) -> dict[bytes, bytes]:
         """The blobs of ``digests`` that exist within the tenant, by digest (one read on SQL
         backends); a purged or unknown digest is simply absent from the result."""
@@ -308,6 +337,7 @@ class EventLog:
         wanted = [check_digest("digests", digest) for digest in dict.fromkeys(digests)]
         return await self.reader.get_blobs(tenant_id, wanted) if wanted else {}
 
+    @traced("eventlog.verify", _TENANT)
     async def verify(self, tenant_id: str | None = None) -> VerifyReport:
         """Recompute every stream's hash chain from the stored bytes.
 
@@ -324,6 +354,7 @@ class EventLog:
 
     # -- the transparency tree: heads and proofs a stranger can check --------------------
 
+    @traced("eventlog.tree_head", _TENANT)
     async def tree_head(self, tenant_id: str) -> TreeHead:
         """The head of the tenant's RFC 9162 tree over every event of the tenant readable
         now (its ``size`` and 32-byte ``root``): the leaves are the tenant's events in
@@ -336,6 +367,7 @@ class EventLog:
         check_id("tenant_id", tenant_id)
         return await self._tree.head(tenant_id)
 
+    @traced("eventlog.prove_inclusion", _TENANT)
     async def prove_inclusion(self, tenant_id: str, event_id: uuid.UUID,
                               size: int) -> InclusionProof | None:
         """The proof that the tenant's event ``event_id`` is a leaf of its tree of ``size``
@@ -348,6 +380,7 @@ class EventLog:
             raise InvalidInput("event_id", f"must be a UUID, not {event_id!r}"[:200])
         return await self._tree.inclusion(tenant_id, event_id, _tree_size("size", size, 1))
 
+    @traced("eventlog.prove_consistency", _TENANT)
     async def prove_consistency(self, tenant_id: str, old_size: int,
                                 new_size: int) -> list[bytes]:
         """The RFC 9162 proof that the tenant's tree of ``old_size`` is a prefix of its tree
@@ -374,6 +407,7 @@ class EventLog:
         """The backend's short name: ``memory``, ``sqlite``, ``postgresql`` or ``file``."""
         return self.storage.name
 
+    @traced("eventlog.query", _describe_query, _row_count)
     async def query(self, query: ViewQuery) -> list[dict[str, Any]]:
         """Rows of one view table answering ``query``, as plain dicts.
 
@@ -385,6 +419,7 @@ class EventLog:
         check_query(query)
         return await self.reader.query(query)
 
+    @traced("eventlog.history", _describe_query, _row_count)
     async def history(self, query: HistoryQuery) -> list[HistoryRow]:
         """The rows of a thread checkpoint's channel history (`projections.thread_history`),
         of the query's tenant: one statement on SQL backends, however deep the walk."""
@@ -399,6 +434,7 @@ class EventLog:
         check_id("stream_id", stream_id)
         return await self._heads.get(tenant_id, stream_id, fresh=True)
 
+    @traced("eventlog.find_event", _TENANT)
     async def find_event(self, tenant_id: str, event_id: uuid.UUID) -> RecordedEvent | None:
         """The committed event with this id in this tenant, or None."""
         self._check_open("read")
