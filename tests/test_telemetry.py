@@ -308,3 +308,25 @@ def test_a_host_that_sets_global_providers_gets_the_spans(tmp_path: Path) -> Non
     print(names.count("eventlog.append"), "eventlog.verify" in names)
     """, tmp_path)
     assert (0, "3 True\n", "") == (done.returncode, done.stdout, done.stderr)
+
+
+async def test_agent_framework_spans_carry_the_workflow_as_conversation(
+        otel: Telemetry, tmp_path: Path) -> None:
+    """Agent Framework's save and load are spans naming the workflow (its thread) as
+    gen_ai.conversation.id and the checkpoint; the state's values appear nowhere."""
+    from agent_framework import WorkflowCheckpoint
+
+    from eventlog.adapters.maf import EventlogCheckpointStorage
+
+    saved = WorkflowCheckpoint(workflow_name="payments", graph_signature_hash="g",
+                               state={"note": MARKER})
+    async with EventlogCheckpointStorage.from_url(f"sqlite:///{tmp_path / 'l.db'}") as storage:
+        checkpoint_id = await storage.save(saved)
+        assert MARKER == (await storage.load(checkpoint_id)).state["note"]
+    [save] = otel.spans("eventlog.agent_framework.save")
+    [load] = otel.spans("eventlog.agent_framework.load")
+    assert ("payments", checkpoint_id) == (
+        (save.attributes or {})[telemetry.CONVERSATION_ID],
+        (save.attributes or {})["agent_framework.checkpoint_id"])
+    assert checkpoint_id == (load.attributes or {})["agent_framework.checkpoint_id"]
+    assert not any(MARKER in value for value in otel.every_attribute_value())
