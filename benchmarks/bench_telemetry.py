@@ -3,8 +3,8 @@ file in three states, interleaved in one run:
 
 - *nobody listens*: the host never imported OpenTelemetry, so `eventlog.telemetry` finds no
   ``opentelemetry.trace`` module and records nothing (the baseline);
-- *API only*: the host imported the API but configured no SDK: every span is the API's
-  no-op one;
+- *API only*: the host imported the API but set no provider (the library then makes no
+  span, after asking the API for its providers);
 - *SDK recording*: an SDK tracer and meter provider with a span processor that drops what
   it is handed (the cost of recording, without an exporter's I/O).
 
@@ -34,25 +34,26 @@ class Measured(Event, tag="bench_telemetry_measured"):
 def _states() -> dict[str, Callable[[], None]]:
     import opentelemetry.trace as trace_module
     from opentelemetry.sdk.metrics import MeterProvider
-    from opentelemetry.sdk.trace import TracerProvider
-
-    from opentelemetry.sdk.trace import SpanProcessor
+    from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 
     tracer_provider = TracerProvider()
     tracer_provider.add_span_processor(SpanProcessor())  # the base class keeps nothing
     meter_provider = MeterProvider()
 
+    telemetry.instrument(tracer_provider=tracer_provider, meter_provider=meter_provider)
+    recording_instruments = telemetry._state.explicit  # built once, as a host's would be
+
     def nobody() -> None:
-        telemetry.uninstrument()
+        telemetry._state.explicit = None
         sys.modules.pop("opentelemetry.trace", None)
 
     def api_only() -> None:
-        telemetry.uninstrument()
+        telemetry._state.explicit = None
         sys.modules["opentelemetry.trace"] = trace_module
 
     def recording() -> None:
         sys.modules["opentelemetry.trace"] = trace_module
-        telemetry.instrument(tracer_provider=tracer_provider, meter_provider=meter_provider)
+        telemetry._state.explicit = recording_instruments
 
     return {"nobody listens": nobody, "API only, no SDK": api_only,
             "SDK recording": recording}

@@ -8,7 +8,8 @@ configures those. Where the spans and metrics go is decided at each call:
   ``opentelemetry.trace``) gets eventlog's spans and metrics through its providers;
 - a host that did not has not imported ``opentelemetry.trace`` at all, and an instrumented
   call then costs one dictionary lookup: the library never imports OpenTelemetry itself
-  (its API alone takes ~60 ms to import, and `import eventlog` stays light);
+  (its API alone takes ~60 ms to import, and `import eventlog` stays light); one that
+  imported the API but set no provider costs two calls more, and no span is made;
 - `instrument` hands explicit providers (a test's in-memory ones, or a host that keeps
   several), and `uninstrument` goes back to the global ones.
 
@@ -104,10 +105,13 @@ def _current() -> _Instruments | None:
     trace = sys.modules.get(_TRACE_MODULE)
     if trace is None:
         return None
+    from opentelemetry import metrics
+
+    if (isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
+            and type(metrics.get_meter_provider()).__name__ == "_ProxyMeterProvider"):
+        return None  # the API without a provider: every span and point would be a no-op
     automatic = _state.automatic
     if automatic is None or automatic[0] is not trace:
-        from opentelemetry import metrics
-
         # Proxies: a provider the host sets later is used from then on.
         automatic = (trace, _build(trace.get_tracer(_SCOPE, _version()),
                                    metrics.get_meter(_SCOPE, _version())))

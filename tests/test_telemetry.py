@@ -225,7 +225,8 @@ async def test_a_blocking_call_from_another_thread_keeps_its_callers_span(
 
         worker_id = await asyncio.to_thread(from_a_thread)
     [got] = otel.spans("eventlog.langgraph.aget_tuple")[-1:]
-    assert got.parent is not None and worker_id == got.parent.span_id
+    assert got.parent is not None
+    assert worker_id == got.parent.span_id
 
 
 async def test_alist_is_one_span_counting_what_it_yielded(otel: Telemetry, tmp_path: Path) -> None:
@@ -253,7 +254,8 @@ _WORKLOAD = """
         async with open_log("sqlite:///log.db") as log:
             for step in range(3):
                 await log.checkpoints.create(CheckpointRecord(
-                    tenant_id="acme", session_id="s1", run_id=uuid.uuid4(), checkpoint_id=f"c{step}",
+                    tenant_id="acme", session_id="s1", run_id=uuid.uuid4(),
+                    checkpoint_id=f"c{step}",
                     state={"step": step}))
             await log.checkpoints.list("acme", "s1")
             assert (await log.verify()).ok
@@ -271,8 +273,8 @@ def test_without_opentelemetry_nothing_is_imported_or_printed(tmp_path: Path) ->
 
 
 def test_with_the_api_but_no_sdk_nothing_is_recorded_or_printed(tmp_path: Path) -> None:
-    """A host that imported the API but configured no SDK: spans are the API's no-op
-    ones, no SDK is loaded, and nothing is printed."""
+    """A host that imported the API but configured no provider (and has no SDK): the
+    library makes no span at all, loads no SDK, and prints nothing."""
     done = _run("""
     import opentelemetry.trace
     class Blocked:
@@ -282,12 +284,9 @@ def test_with_the_api_but_no_sdk_nothing_is_recorded_or_printed(tmp_path: Path) 
     sys_ = __import__("sys"); sys_.meta_path.insert(0, Blocked())
     """ + _WORKLOAD + """
     from eventlog import telemetry
-    current = telemetry._current()
-    span = current.tracer.start_span("probe")
-    print(type(current.tracer).__name__, span.is_recording(),
-          any(name.startswith("opentelemetry.sdk") for name in sys.modules))
+    print(telemetry._current(), any(name.startswith("opentelemetry.sdk") for name in sys.modules))
     """, tmp_path)
-    assert (0, "ProxyTracer False False\n", "") == (done.returncode, done.stdout, done.stderr)
+    assert (0, "None False\n", "") == (done.returncode, done.stdout, done.stderr)
 
 
 def test_a_host_that_sets_global_providers_gets_the_spans(tmp_path: Path) -> None:
