@@ -53,6 +53,8 @@ CONVERSATION_ID = "gen_ai.conversation.id"
 
 _SCOPE = "eventlog"
 _TRACE_MODULE = "opentelemetry.trace"
+_METRICS_STATE = "opentelemetry.metrics._internal"
+_ABSENT = object()
 
 AttributeValue = str | bool | int | float
 Attributes = Mapping[str, AttributeValue]
@@ -105,11 +107,10 @@ def _current() -> _Instruments | None:
     trace = sys.modules.get(_TRACE_MODULE)
     if trace is None:
         return None
+    if _nothing_set(trace):
+        return None  # the API without a provider: every span and point would be a no-op
     from opentelemetry import metrics
 
-    if (isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
-            and type(metrics.get_meter_provider()).__name__ == "_ProxyMeterProvider"):
-        return None  # the API without a provider: every span and point would be a no-op
     automatic = _state.automatic
     if automatic is None or automatic[0] is not trace:
         # Proxies: a provider the host sets later is used from then on.
@@ -117,6 +118,22 @@ def _current() -> _Instruments | None:
                                    metrics.get_meter(_SCOPE, _version())))
         _state.automatic = automatic
     return automatic[1]
+
+
+def _nothing_set(trace: Any) -> bool:
+    """Whether neither a tracer provider nor a meter provider was set. The API's own
+    getters look for a provider in the environment on every call until one is set (~10
+    µs each); its module globals answer in a lookup, and where a future API lacks them
+    the getters still do."""
+    metrics = sys.modules.get(_METRICS_STATE)
+    tracer_unset = getattr(trace, "_TRACER_PROVIDER", _ABSENT)
+    meter_unset = getattr(metrics, "_METER_PROVIDER", _ABSENT)
+    if tracer_unset is _ABSENT or meter_unset is _ABSENT:
+        from opentelemetry import metrics as api
+
+        return (isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
+                and type(api.get_meter_provider()).__name__ == "_ProxyMeterProvider")
+    return tracer_unset is None and meter_unset is None
 
 
 def _build(tracer: Any, meter: Any) -> _Instruments:
