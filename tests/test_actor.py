@@ -180,6 +180,6 @@ def test_open_log_refuses_a_bad_actor_before_opening_anything(tmp_path: Path) ->
         async with open_log(f"sqlite:///{tmp_path / 'x.db'}", actor="a\tb"):
             pass  # pragma: no cover
 
-    with pytest.raises(InvalidInput, match="^actor: contains the control character"):
+    with pytest.raises(InvalidInput, match=r"^actor: contains the control character"):
         asyncio.run(open_bad())
     assert not (tmp_path / "x.db").exists()

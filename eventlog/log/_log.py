@@ -466,6 +466,12 @@ class EventLog:
             self._acting.reset(token)
 
     @property
+    def acting_block(self) -> str | None:
+        """The principal of the innermost `acting_as` block around the caller; None
+        outside every block (the log's own ``actor`` is not one)."""
+        return self._acting.get()
+
+    @property
     def acting(self) -> str | None:
         """Who an append made here and now is recorded as appended by (None: nobody)."""
         acting = self._acting.get()

@@ -10,8 +10,8 @@ import msgspec
 import pytest
 
 from eventlog import CheckpointRecord, EventLog, InvalidInput, OpenLog, StreamAppend
-from eventlog.ids import uuid7
 from eventlog.clock import read_clock
+from eventlog.ids import uuid7
 from eventlog.log._append import Draft, prepare
 from eventlog.records import RecordedEvent
 from eventlog.testing.contract._base import ContractBackend, ContractBase
@@ -131,9 +131,9 @@ class LogActorContract(ContractBase):
     ) -> None:
         """An empty, blank, over-long, non-string principal or one with a control character
         is refused (`InvalidInput` naming ``actor``) before anything is written."""
-        with pytest.raises(InvalidInput, match="^actor: "):
+        with pytest.raises(InvalidInput, match=r"^actor: "):
             await log.append("t", "s", [Noted(text="a")], actor=bad)  # type: ignore[arg-type]
-        with pytest.raises(InvalidInput, match="^actor: "), \
+        with pytest.raises(InvalidInput, match=r"^actor: "), \
                 log.acting_as(bad):  # type: ignore[arg-type]
             pass  # pragma: no cover
         assert ([], None) == (await _actors(log), log.acting)
