@@ -17,6 +17,7 @@ from eventlog.testing.contract.checkpoints_typed import CheckpointsTypedContract
 from eventlog.testing.contract.event_storage import EventStorageCalls
 from eventlog.testing.contract.input_edges import InputEdgesContract
 from eventlog.testing.contract.interrupts import InterruptsContract
+from eventlog.testing.contract.interrupts_actor import InterruptsActorContract
 from eventlog.testing.contract.interrupts_admin import InterruptsAdminContract
 from eventlog.testing.contract.log_actor import LogActorContract
 from eventlog.testing.contract.log_append import LogAppendContract
@@ -76,6 +77,7 @@ class StoresContract(
     CheckpointsFencedContract,
     InterruptsContract,
     InterruptsAdminContract,
+    InterruptsActorContract,
     InputEdgesContract,
 ):
     """What the checkpoint and interrupt stores need of the three contracts together:
