@@ -4,6 +4,12 @@ The hash of an event covers what the writer knows before the insert: tenant, str
 version, event id, type, recorded time, the exact event bytes and the previous event's
 hash. Never the global position, which the database assigns. Each part is length-prefixed
 so that no two different envelopes can produce the same input.
+
+An event may name its ``actor`` (the principal who appended it). The actor is a tenth
+part, appended after the previous hash only when it is given: an event without an actor
+hashes exactly as every event did before actors existed, so logs written then still
+verify, and one with an actor cannot hash like one without (the parts are
+length-prefixed, so their count is part of the input).
 """
 
 from __future__ import annotations
@@ -29,8 +35,9 @@ def event_hash(
     recorded_at: datetime,
     data: bytes,
     prev_hash: bytes,
+    actor: str | None = None,
 ) -> bytes:
-    """The chain hash of one event."""
+    """The chain hash of one event (``actor``: who appended it, None when not given)."""
     digest = hashlib.sha256()
     for part in (
         _DOMAIN,
@@ -42,6 +49,7 @@ def event_hash(
         str(to_micros(recorded_at)).encode(),
         data,
         prev_hash,
+        *(() if actor is None else (actor.encode(),)),
     ):
         digest.update(len(part).to_bytes(8, "big"))
         digest.update(part)
@@ -67,6 +75,8 @@ class Envelope(Protocol):
     def data(self) -> bytes: ...
     @property
     def prev_hash(self) -> bytes: ...
+    @property
+    def actor(self) -> str | None: ...
 
 
 def recompute_hash(stored: Envelope) -> bytes:
@@ -74,7 +84,7 @@ def recompute_hash(stored: Envelope) -> bytes:
     return event_hash(
         tenant_id=stored.tenant_id, stream_id=stored.stream_id, version=stored.version,
         event_id=stored.event_id, type=stored.type, recorded_at=stored.recorded_at,
-        data=stored.data, prev_hash=stored.prev_hash,
+        data=stored.data, prev_hash=stored.prev_hash, actor=stored.actor,
     )
 
 

@@ -17,7 +17,7 @@ from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 from eventlog._logging import get_logger
 from eventlog.clock import Clock, system_clock
 from eventlog.errors import InvalidInput, InvalidURL, StorageError
-from eventlog.validation import DEFAULT_MAX_PAYLOAD_BYTES, check_id
+from eventlog.validation import DEFAULT_MAX_PAYLOAD_BYTES, check_actor, check_id
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncEngine
@@ -52,6 +52,7 @@ async def open_log(
     interrupt_options: InterruptOptions | None = None,
     operations: Iterable[Operation] | None = None,
     read_url: str | None = None,
+    actor: str | None = None,
     **backend_options: Any,
 ) -> AsyncIterator[OpenLog]:
     """Open the log at ``target``, yield it with its stores (an `OpenLog`), and close it
@@ -71,14 +72,20 @@ async def open_log(
     replay, export and the command's reports — reads there, still gap-safe. Appends, the
     stream heads they chain onto, and the stores (which decide writes on what they read)
     stay on ``target``.
+
+    ``actor`` names the principal every event appended through this log (and its stores)
+    is recorded as appended by, covered by the hash chain; `EventLog.acting_as` overrides
+    it for a block. None (the default) records none: "not given", never a guess.
     """
+    if actor is not None:
+        check_actor(actor)
     log_type, face_type, inline_projections = _layers()
     storage = backend_for(target, schema=schema, **backend_options)
     reader = _replica(storage, read_url, schema, backend_options)
     log = log_type(
         storage, registry=registry, clock=clock, max_payload_bytes=max_payload_bytes,
         projections=inline_projections if projections is None else projections,
-        reader=reader,
+        reader=reader, actor=actor,
     )
     face = face_type(log, interrupt_options=interrupt_options, operations=operations)
     try:

@@ -93,6 +93,7 @@ def inclusion_document(head: SignedHead, event: Any, proof: InclusionProof) -> d
             "stream_id": event.stream_id, "version": event.version,
             "recorded_at": event.recorded_at.isoformat(), "type": event.type,
             "data": _b64(event.data), "prev_hash": event.prev_hash.hex(),
+            **({} if event.actor is None else {"actor": event.actor}),
         },
         "event_hash": event.hash.hex(),
     }
@@ -217,6 +218,9 @@ def _event(document: dict[str, Any]) -> dict[str, Any]:
         fields["recorded_at"] = datetime.fromisoformat(event["recorded_at"])
         fields["data"] = base64.b64decode(event["data"], validate=True)
         fields["prev_hash"] = _hash_hex(event["prev_hash"])
+        fields["actor"] = event.get("actor")  # who appended it; absent when none was named
+        if fields["actor"] is not None and not isinstance(fields["actor"], str):
+            raise ValueError("the actor is not a string")
         if not all(isinstance(fields[n], str) for n in ("tenant_id", "stream_id", "type")) or \
                 isinstance(fields["version"], bool) or not isinstance(fields["version"], int):
             raise ValueError("a field of the wrong type")

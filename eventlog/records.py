@@ -27,11 +27,13 @@ NO_STREAM: Final = ExpectedVersion.NO_STREAM
 
 
 class EventEnvelope(msgspec.Struct, frozen=True):
-    """The ten fields every event of the log carries, in one order: a storage row read in
-    this order builds one positionally.
+    """The eleven fields every event of the log carries, in one order: a storage row read
+    in this order builds one positionally.
 
     ``position`` is the event's place in the whole log; ``version`` its place in its
-    stream (1, 2, 3 …). ``data`` are the exact bytes the hash chain covers.
+    stream (1, 2, 3 …). ``data`` are the exact bytes the hash chain covers. ``actor`` is
+    the principal who appended the event (`open_log(actor=...)`, `EventLog.acting_as`),
+    covered by the chain too; None means none was given (never a guess).
     """
 
     position: int
@@ -44,6 +46,7 @@ class EventEnvelope(msgspec.Struct, frozen=True):
     data: bytes
     prev_hash: bytes
     hash: bytes
+    actor: str | None = None
 
 
 ENVELOPE_SIZE: Final = len(EventEnvelope.__struct_fields__)

@@ -11,7 +11,8 @@ The file (format ``checkpoint-eventlog/export``, version 1) is JSON Lines:
   "source"}``;
 - ``{"kind": "event", "stream", "version", "id", "type", "recorded_at" (microseconds
   since the Unix epoch, UTC), "data" (the stored bytes, base64), "prev_hash", "hash"
-  (hex), "position" (in the source; informational)}`` in the source's log order;
+  (hex), "position" (in the source; informational), and "actor" (who appended it) only
+  when the event names one}`` in the source's log order;
 - ``{"kind": "blob", "digest", "refs", "data" (base64)}`` right before the first event
   that references the blob (`Event.blob_digests`), so an import commits each blob
   together with that event; a blob no exported event references comes last (an import
@@ -71,7 +72,7 @@ from eventlog.hashing import GENESIS_HASH, content_digest, recompute_hash, to_mi
 from eventlog.ids import uuid7
 from eventlog.log import DEFAULT_MAX_PAYLOAD_BYTES, EventLog
 from eventlog.records import RecordedEvent, StoredEvent
-from eventlog.validation import check_id, check_optional_id
+from eventlog.validation import check_actor, check_id, check_optional_id
 from projections.checkpoints import CHECKPOINTS
 from projections.query import ViewQuery
 from projections.threads import THREAD_RECORDS, THREAD_VALUE_RECORDS, THREAD_WRITE_RECORDS
@@ -258,6 +259,7 @@ class _ExportWriter:
             "recorded_at": to_micros(event.recorded_at),
             "data": base64.b64encode(event.data).decode(), "prev_hash": event.prev_hash.hex(),
             "hash": event.hash.hex(), "position": event.position,
+            **({} if event.actor is None else {"actor": event.actor}),
         })
         self.events += 1
         self.streams.add(event.stream_id)
@@ -707,7 +709,8 @@ class _Importer:
             tag, data = self.log.registry.encode(event)
             draft = StoredEvent(position=0, event_id=uuid7(), tenant_id=self.tenant_id,
                                 stream_id=stream_id, version=version, recorded_at=recorded_at,
-                                type=tag, data=data, prev_hash=prev_hash, hash=b"")
+                                type=tag, data=data, prev_hash=prev_hash, hash=b"",
+                                actor=self.log.acting)
             stored = msgspec.structs.replace(draft, hash=recompute_hash(draft))
             self.group.append(stored)
             prev_hash = stored.hash
@@ -786,9 +789,21 @@ def _event_of(record: dict[str, Any], number: int, tenant_id: str) -> StoredEven
             data=base64.b64decode(record["data"], validate=True),
             prev_hash=_digest(record["prev_hash"]),
             hash=_digest(record["hash"]),
+            actor=_actor_of(record.get("actor"), number),
         )
     except (KeyError, TypeError, ValueError, OverflowError, binascii.Error) as error:
         raise InvalidInput("file", f"line {number}: a malformed event ({error})") from None
+
+
+def _actor_of(actor: Any, number: int) -> str | None:
+    """An event record's actor: absent (None), or a principal `check_actor` accepts."""
+    if actor is None:
+        return None
+    try:
+        return check_actor(actor)
+    except InvalidInput as error:
+        raise InvalidInput("file", f"line {number}: a malformed event (its actor "
+                                   f"{error.reason})") from None
 
 
 def _blob_of(record: dict[str, Any], number: int) -> tuple[bytes, bytes, int]:

@@ -36,6 +36,30 @@ def check_id(field: str, value: Any) -> str:
     return value
 
 
+MAX_ACTOR_LENGTH = 255
+"""The longest principal an event may name as its actor (characters)."""
+
+_LINE_BREAK = re.compile("[\u2028\u2029]")
+
+
+def check_actor(value: Any, field: str = "actor") -> str:
+    """Return ``value`` if it can name the principal who appends an event: a string of 1 to
+    `MAX_ACTOR_LENGTH` characters, not only whitespace, without control characters or line
+    breaks (it is shown on one line of every timeline); else raise `InvalidInput`."""
+    if not isinstance(value, str):
+        raise InvalidInput(field, f"must be a string naming who acts, not "
+                                  f"{type(value).__name__}")
+    if not value.strip():
+        raise InvalidInput(field, "must name who acts, not be empty or only whitespace")
+    if len(value) > MAX_ACTOR_LENGTH:
+        raise InvalidInput(field, f"is {len(value)} characters, the maximum is "
+                                  f"{MAX_ACTOR_LENGTH}")
+    found = CONTROL_CHARACTER.search(value) or _LINE_BREAK.search(value)
+    if found is not None:
+        raise InvalidInput(field, f"contains the control character {found.group()!r}")
+    return value
+
+
 def check_optional_id(field: str, value: Any) -> str | None:
     """Like `check_id`, but ``None`` passes."""
     return None if value is None else check_id(field, value)

@@ -43,6 +43,11 @@ deleted checkpoint, and any write after ``delete_thread`` are refused with
 never fork its chain (`eventlog.checkpoints.thread_fence`). Unfenced (the default), puts
 and writes append as LangGraph's own savers write.
 
+Who did it: a put or a write is recorded as appended by ``configurable["actor"]`` when the
+call's config names one (`ACTOR_KEY`), else by the principal of an `EventLog.acting_as`
+block around the call, else by the saver's ``actor``, else by the log's (``open_log``'s
+``actor=``, which ``from_conn_string`` passes through); none named, none recorded.
+
 Sync methods (``graph.invoke``) run the async ones on the saver's loop: from any thread
 but that loop's own, where they refuse with `WrongThread` (as LangGraph's async savers do).
 `EventlogSaver.from_conn_string` runs the log on a private loop in a background thread for
@@ -72,6 +77,7 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from eventlog.adapters import _spans
+from eventlog.adapters._actors import acting, chosen_actor
 from eventlog.adapters._frameworks import (
     LANGGRAPH,
     MAF_ENCODING,
@@ -92,9 +98,14 @@ from eventlog.errors import InvalidInput
 from eventlog.face import OpenLog
 from eventlog.opening import open_log
 from eventlog.telemetry import traced, traced_iteration
-from eventlog.validation import check_id
+from eventlog.validation import check_actor, check_id
 
-__all__ = ["AsyncEventlogSaver", "EventlogSaver", "FENCED_KEY", "NotRunning", "WrongThread"]
+__all__ = ["ACTOR_KEY", "AsyncEventlogSaver", "EventlogSaver", "FENCED_KEY", "NotRunning",
+           "WrongThread"]
+
+ACTOR_KEY = "actor"
+"""The ``configurable`` key naming the principal one call's put or writes are recorded as
+appended by (the approver of a ``Command(resume=...)``, say), whatever the saver's."""
 
 FENCED_KEY = "eventlog_fenced"
 """The ``configurable`` key that fences (True) or unfences (False) one call's put or
@@ -116,9 +127,11 @@ class AsyncEventlogSaver(BaseCheckpointSaver[str]):
         serde: SerializerProtocol | None = None,
         allowed_msgpack_modules: AllowedTypes = None,
         fenced: bool = False,
+        actor: str | None = None,
     ) -> None:
         super().__init__(serde=strict_serde(serde, allowed_msgpack_modules))
         self.fenced = _check_fenced("fenced", fenced)
+        self.actor = None if actor is None else check_actor(actor)
         self.log = log
         self._threads: ThreadCheckpoints = log.threads
         self.tenant_id = check_id("tenant_id", tenant_id)
@@ -221,8 +234,9 @@ class AsyncEventlogSaver(BaseCheckpointSaver[str]):
         stored = get_serializable_checkpoint_metadata(config, metadata)
         run = stored.get("run_id")
         step = stored.get("step")
+        actor = self._actor(config)
         await self._on_loop(self._claims.check(thread_id))
-        await self._on_loop(self._threads.put(
+        await self._on_loop(acting(self.log, actor, self._threads.put(
             self.tenant_id, thread_id, checkpoint["id"], namespace=namespace,
             state=self._dump(state),
             channels=self._channels(checkpoint["channel_versions"], new_versions, values),
@@ -230,7 +244,7 @@ class AsyncEventlogSaver(BaseCheckpointSaver[str]):
             run_key=None if run is None else str(run),
             step=step if isinstance(step, int) and not isinstance(step, bool) else None,
             metadata=cast(dict[str, Any], stored), fenced=self._fenced(config),
-        ))
+        )))
         return _config(thread_id, namespace, checkpoint["id"])
 
     @traced("eventlog.langgraph.aput_writes", _spans.langgraph_config)
@@ -247,10 +261,11 @@ class AsyncEventlogSaver(BaseCheckpointSaver[str]):
             (WRITES_IDX_MAP.get(channel, index), channel, self._dump(value))
             for index, (channel, value) in enumerate(writes)
         ]
-        await self._on_loop(self._threads.put_writes(
+        actor = self._actor(config)
+        await self._on_loop(acting(self.log, actor, self._threads.put_writes(
             self.tenant_id, thread_id, config["configurable"]["checkpoint_id"], task_id,
             indexed, namespace=namespace, task_path=task_path, fenced=self._fenced(config),
-        ))
+        )))
 
     @traced("eventlog.langgraph.adelete_thread", _spans.langgraph_thread)
     async def adelete_thread(self, thread_id: str) -> None:
@@ -342,6 +357,10 @@ class AsyncEventlogSaver(BaseCheckpointSaver[str]):
         self._block(self.aprune(thread_ids, strategy=strategy), "prune")
 
     # -- helpers -------------------------------------------------------------------------
+
+    def _actor(self, config: RunnableConfig) -> str | None:
+        return chosen_actor(self.log, config["configurable"].get(ACTOR_KEY), self.actor,
+                            f'configurable["{ACTOR_KEY}"]')
 
     def _fenced(self, config: RunnableConfig) -> bool:
         return _check_fenced(FENCED_KEY, config["configurable"].get(FENCED_KEY, self.fenced))

@@ -24,6 +24,11 @@ How MAF's model maps onto `ThreadCheckpoints` (``log.threads``):
   up within the tenant. Each checkpoint is its own run key, so ``delete`` removes it with
   one tombstone that purges its state blob (``delete_runs``).
 - Tenants are walls: a storage reads and writes only its ``tenant_id``.
+- Who did it: MAF's storage calls carry no caller, so a save or delete is recorded as
+  appended by the principal of an `EventLog.acting_as` block around it (wrap
+  ``workflow.run(...)`` in one: a context variable, it reaches the tasks the workflow
+  starts), else by the storage's ``actor`` (constructor or ``from_url``), else by the
+  log's; none named, none recorded.
 - A workflow name that is a LangGraph thread of the tenant is refused at the first save
   with `FrameworkConflict`; lists and ``get_latest`` show only this adapter's checkpoints.
 """
@@ -42,6 +47,7 @@ from agent_framework._workflows._checkpoint_encoding import (
 )
 
 from eventlog.adapters import _spans
+from eventlog.adapters._actors import acting, chosen_actor
 from eventlog.adapters._frameworks import MAF, MAF_ENCODING, ThreadClaims
 from eventlog.checkpoints.thread_records import Payload, ThreadCheckpoint
 from eventlog.checkpoints.threads import ThreadCheckpoints
@@ -49,7 +55,7 @@ from eventlog.errors import InvalidInput
 from eventlog.face import OpenLog
 from eventlog.opening import open_log
 from eventlog.telemetry import traced
-from eventlog.validation import check_id
+from eventlog.validation import check_actor, check_id
 
 __all__ = ["ENCODING", "EventlogCheckpointStorage"]
 
@@ -64,8 +70,10 @@ class EventlogCheckpointStorage:
     def __init__(
         self, log: OpenLog, *, tenant_id: str = "default",
         allowed_checkpoint_types: Sequence[str] | None = None,
+        actor: str | None = None,
     ) -> None:
         self.log = log
+        self.actor = None if actor is None else check_actor(actor)
         self._threads: ThreadCheckpoints = log.threads
         self.tenant_id = check_id("tenant_id", tenant_id)
         self._allowed = frozenset(allowed_checkpoint_types or ())
@@ -75,25 +83,30 @@ class EventlogCheckpointStorage:
     @asynccontextmanager
     async def from_url(
         cls, url: str, *, tenant_id: str = "default",
-        allowed_checkpoint_types: Sequence[str] | None = None, **open_log_options: Any,
+        allowed_checkpoint_types: Sequence[str] | None = None, actor: str | None = None,
+        **open_log_options: Any,
     ) -> AsyncIterator[EventlogCheckpointStorage]:
         """Open the log at ``url`` (any URL `open_log` takes; ``schema=`` and the other
-        options pass through), yield a storage over it, close the log on exit."""
+        options pass through), yield a storage over it (acting as ``actor``), close the
+        log on exit."""
+        if actor is not None:
+            check_actor(actor)
         async with open_log(url, **open_log_options) as log:
-            yield cls(log, tenant_id=tenant_id, allowed_checkpoint_types=allowed_checkpoint_types)
+            yield cls(log, tenant_id=tenant_id, allowed_checkpoint_types=allowed_checkpoint_types,
+                      actor=actor)
 
     @traced("eventlog.agent_framework.save", _spans.maf_checkpoint)
     async def save(self, checkpoint: WorkflowCheckpoint) -> str:
         """Store a snapshot of ``checkpoint`` (replacing an earlier save of its id)."""
         state = self._encode(checkpoint)
         await self._claims.check(checkpoint.workflow_name)
-        await self._threads.put(
+        await acting(self.log, self._actor(), self._threads.put(
             self.tenant_id, checkpoint.workflow_name, checkpoint.checkpoint_id,
             state=state, parent_id=checkpoint.previous_checkpoint_id,
             run_key=checkpoint.checkpoint_id, step=checkpoint.iteration_count,
             metadata={"timestamp": checkpoint.timestamp,
                       "graph_signature_hash": checkpoint.graph_signature_hash},
-        )
+        ))
         return checkpoint.checkpoint_id
 
     @traced("eventlog.agent_framework.load", _spans.maf_checkpoint)
@@ -140,9 +153,13 @@ class EventlogCheckpointStorage:
         there, False if it was unknown (or already deleted)."""
         if await self._find(checkpoint_id) is None:
             return False
-        return 0 < await self._threads.delete_runs(self.tenant_id, [checkpoint_id])
+        return 0 < await acting(self.log, self._actor(),
+                                self._threads.delete_runs(self.tenant_id, [checkpoint_id]))
 
     # -- helpers -------------------------------------------------------------------------
+
+    def _actor(self) -> str | None:
+        return chosen_actor(self.log, None, self.actor, "actor")
 
     async def _find(self, checkpoint_id: str) -> ThreadCheckpoint | None:
         """The checkpoint with this id in the tenant (its latest save), or None. An id that

@@ -75,6 +75,23 @@ class Context:
         return given or in_url or os.environ.get("EVENTLOG_SCHEMA") or DEFAULT_SCHEMA
 
     @property
+    def actor(self) -> str | None:
+        """Who a command that appends acts as: ``--actor``, else ``$EVENTLOG_ACTOR``, else
+        None (its events then name nobody); a principal the log would refuse is a usage
+        error."""
+        from eventlog.errors import InvalidInput
+        from eventlog.validation import check_actor
+
+        given: str | None = getattr(self.args, "actor", None)
+        actor = given if given is not None else os.environ.get("EVENTLOG_ACTOR") or None
+        if actor is None:
+            return None
+        try:
+            return check_actor(actor, "--actor" if given is not None else "EVENTLOG_ACTOR")
+        except InvalidInput as error:
+            raise CommandError(str(error), EXIT_USAGE) from error
+
+    @property
     def json(self) -> bool:
         """Whether to print JSON for scripts instead of tables for people."""
         return bool(getattr(self.args, "json", False))
@@ -119,6 +136,8 @@ class Context:
         Events of types this process does not know are read as `OpaqueEvent`s (see
         `eventlog.cli.lenient`). ``options`` go to `open_log` as they are.
         """
+        if getattr(self.args, "command", None) in ACTING:  # a bad --actor: before any look
+            options.setdefault("actor", self.actor)
         if not create:
             self._require_existing()
         if getattr(self.args, "distributed", False):
@@ -233,6 +252,11 @@ def mask_password(url: str) -> str:
 WRITERS = frozenset({"demo", "migrate", "cleanup", "import", "adopt", "tree-head", "prove"})
 """Commands that write (the transparency tree's integration too, on the primary): a hot
 standby (``--read-url``) is no use to them."""
+ACTING = frozenset({"demo", "cleanup", "import", "adopt"})
+"""Commands that append events (an import appends its own record of withheld state; the
+imported events keep the actors they were recorded with): they take ``--actor`` (else
+``$EVENTLOG_ACTOR``), the principal their events are recorded as appended by. The
+transparency commands write only the tree (derived data), never an event."""
 NO_LOG = frozenset({"completion"})
 """Commands that never open a log: no connection options, no ``--json``."""
 AUDITORS = frozenset({"check-proof", "witness"})
@@ -258,6 +282,10 @@ class SharedOptions(argparse.ArgumentParser):
             metavar="URL", help="a hot standby of the PostgreSQL log to read from "
             "(default: $EVENTLOG_READ_URL)")))
         self.output = _part(("--json", dict(action="store_true", help="print JSON for scripts")))
+        self.acting = _part(("--actor", dict(
+            metavar="NAME", help="who acts: the principal the events this command appends "
+            "are recorded as appended by, covered by the hash chain (default: "
+            "$EVENTLOG_ACTOR, else nobody named)")))
         self.debug = _part(("--debug", dict(
             action="store_true", help="show tracebacks and the library's debug logs")))
 
@@ -267,8 +295,9 @@ class SharedOptions(argparse.ArgumentParser):
             return [self.debug]
         if command in AUDITORS:
             return [self.output, self.debug]
+        acting = [self.acting] if command in ACTING else []
         if command in WRITERS:
-            return [self.connection, self.output, self.debug]
+            return [self.connection, *acting, self.output, self.debug]
         return [self.connection, self.replica, self.output, self.debug]
 
 

@@ -49,6 +49,11 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         "--type", metavar="TYPE", action="append", dest="types",
         help="only events of this type (repeat for several)",
     )
+    parser.add_argument(
+        "--actor", metavar="NAME", action="append", dest="actors",
+        help="only events appended by this principal (repeat for several); events that "
+             "name nobody never match",
+    )
     parser.add_argument("--from-position", type=positive_int, metavar="N",
                         help="only events at position N or later")
     parser.add_argument("--to-position", type=positive_int, metavar="N",
@@ -82,6 +87,7 @@ class EventFilter:
     stream: str | None = None
     session: SessionMembership | None = None
     types: frozenset[str] | None = None
+    actors: frozenset[str] | None = None
     from_position: int | None = None
     to_position: int | None = None
     since: datetime | None = None
@@ -93,6 +99,7 @@ class EventFilter:
             (self.stream is None or event.stream_id == self.stream)
             and (self.session is None or self.session.includes(event))
             and (self.types is None or event.type in self.types)
+            and (self.actors is None or event.actor in self.actors)
             and (self.from_position is None or event.position >= self.from_position)
             and (self.to_position is None or event.position <= self.to_position)
             and (self.since is None or event.recorded_at >= self.since)
@@ -256,6 +263,7 @@ async def _build_filter(log: EventLog, args: argparse.Namespace) -> EventFilter:
         stream=args.stream,
         session=SessionMembership(args.session) if args.session else None,
         types=frozenset(args.types) if args.types else None,
+        actors=frozenset(args.actors) if args.actors else None,
         from_position=args.from_position,
         to_position=args.to_position,
         since=args.since.value if args.since else None,

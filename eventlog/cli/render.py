@@ -193,6 +193,7 @@ def event_json(event: RecordedEvent) -> dict[str, Any]:
         "data": jsonable(event_fields(event)),
         "prev_hash": event.prev_hash.hex(),
         "hash": event.hash.hex(),
+        "actor": event.actor,
         **({"undecodable": error} if (error := decode_error(event)) is not None else {}),
     }
 
@@ -207,7 +208,8 @@ def event_line(
 ) -> Text:
     """One event, like ``git log --oneline``, fitted to ``width`` columns.
 
-    The envelope (position, time, tenant/stream@version, type) is always whole; when it
+    The envelope (position, time, tenant/stream@version, type, and ``by ACTOR`` when the
+    event names who appended it) is always whole; when it
     would leave less than `_FIELD_ROOM` columns for the fields, the stream goes on a
     second, indented line. Then the event's
     fields as ``key=value`` pairs, each whole or left out: those that do not fit are
@@ -230,6 +232,8 @@ def event_line(
         line.append_text(stream)
         line.append(" ")
     line.append(event.type, style="bold")
+    if event.actor is not None:
+        line.append(f" by {safe(event.actor)}", style="magenta")
     error = decode_error(event)
     if error is not None:
         line.append(f"  does not decode: {error}", style="bold red")

@@ -13,7 +13,7 @@ from rich.text import Text
 
 from eventlog.cli.context import Context, add_command
 from eventlog.cli.errors import EXIT_OK, CommandError
-from eventlog.cli.render import cell, pairs_table, plural, redact, summary, when
+from eventlog.cli.render import cell, pairs_table, plural, redact, safe, summary, when
 from eventlog.cli.scope import require_session, require_tenant
 from eventlog.cli.story import Timeline, build_timeline
 from eventlog.cli.thread_report import (
@@ -111,7 +111,8 @@ def timeline_json(tenant: str, session: str, story: Timeline) -> dict[str, Any]:
         "entries": [
             {"position": e.position, "recorded_at": e.recorded_at, "stream_id": e.stream_id,
              "version": e.version, "type": e.type, "lane": e.lane, "what": e.what,
-             "details": e.details, "duplicate_of": e.duplicate_of, "data": e.fields}
+             "details": e.details, "duplicate_of": e.duplicate_of, "data": e.fields,
+             "actor": e.actor}
             for e in story.entries
         ],
     }
@@ -141,14 +142,18 @@ def _session_headline(context: Context, tenant: str, session: str, story: Timeli
 
 
 def _entries(context: Context, story: Timeline) -> None:
-    table = Table("#", "time", "lane", "what", "details", title_justify="left")
+    # A "by" column only when some event names who appended it (older logs look as before).
+    by = any(entry.actor is not None for entry in story.entries)
+    table = Table("#", "time", "lane", "what", *(["by"] if by else []), "details",
+                  title_justify="left")
     for entry in story.entries:
         style = "yellow" if entry.duplicate_of is not None else _STYLES.get(entry.what) or (
             "magenta" if entry.lane.startswith("batch") else None)
         if "UNFINISHED" in entry.details or "FORK" in entry.details:
             style = "bold red" if "UNFINISHED" in entry.details else "bold cyan"
         table.add_row(str(entry.position), when(entry.recorded_at), entry.lane,
-                      Text(entry.what, style=style or ""), entry.details)
+                      Text(entry.what, style=style or ""),
+                      *([safe(entry.actor or "-")] if by else []), entry.details)
     context.out.print(table)
     for run, number in story.runs.items():
         context.out.print(Text(f"run {number} = {run}", style="dim"))
@@ -236,11 +241,13 @@ def print_inspection(context: Context, inspection: BatchInspection) -> None:
 
 
 def _audit_table(audit: list[AuditEntry]) -> Table:
-    table = Table("v", "#", "time", "type", "details", title="Audit trail",
-                  title_justify="left")
+    by = any(entry.actor is not None for entry in audit)
+    table = Table("v", "#", "time", "type", *(["by"] if by else []), "details",
+                  title="Audit trail", title_justify="left")
     for entry in audit:
         table.add_row(str(entry.version), str(entry.position), when(entry.recorded_at),
-                      entry.type, summary(redact(entry.details), skip=("batch_id",), width=400))
+                      entry.type, *([safe(entry.actor or "-")] if by else []),
+                      summary(redact(entry.details), skip=("batch_id",), width=400))
     return table
 
 

@@ -39,6 +39,8 @@ class Entry:
     duplicate_of: int | None = None
     """The position of the earlier record this checkpoint repeats."""
     fields: dict[str, Any] = field(default_factory=dict)
+    actor: str | None = None
+    """Who appended the event (None: nobody named)."""
 
 
 @dataclass
@@ -165,7 +167,7 @@ class _Builder:
         self.timeline.entries.append(Entry(
             position=event.position, recorded_at=event.recorded_at, stream_id=event.stream_id,
             version=event.version, type=event.type, lane=lane, what=what, details=details,
-            duplicate_of=duplicate_of, fields=event_fields(event),
+            duplicate_of=duplicate_of, fields=event_fields(event), actor=event.actor,
         ))
 
 

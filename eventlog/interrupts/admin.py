@@ -173,7 +173,10 @@ class BatchAdmin:
             assert view is not None
             return decided, ReconcileResult(True, None, view.version + 1)
 
-        result = await self.batches.fenced(found.tenant_id, batch_id, decide)
+        # The ruling's event is appended by the operator it names: its envelope's actor
+        # and its ``actor`` field agree (who decided is who acted).
+        with self.batches.log.acting_as(actor):
+            result = await self.batches.fenced(found.tenant_id, batch_id, decide)
         logger.info("reconcile_decided", tenant=found.tenant_id, batch_id=batch_id,
                     actor=actor, recorded=result.recorded, reason=result.reason)
         return result
@@ -229,6 +232,7 @@ def audit_entry(recorded: RecordedEvent) -> AuditEntry:
         version=recorded.version, position=recorded.position, type=recorded.type,
         recorded_at=recorded.recorded_at,
         details={key: value for key, value in details.items() if key not in _HIDDEN},
+        actor=recorded.actor,
     )
 
 

@@ -292,6 +292,8 @@ class AuditEntry:
     type: str
     recorded_at: datetime
     details: dict[str, Any]
+    actor: str | None = None
+    """Who appended the event (its envelope's actor); None when none was named."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -47,6 +47,8 @@ class Draft(NamedTuple):
     data: bytes
     event: Event
     recorded_at: datetime
+    actor: str | None = None
+    """Who appends the event (None: not given); chained and stored with it."""
 
 
 class Part(NamedTuple):
@@ -358,16 +360,17 @@ def prepare(
         digest = event_hash(
             tenant_id=tenant_id, stream_id=stream_id, version=at, event_id=draft.event_id,
             type=draft.type, recorded_at=draft.recorded_at, data=draft.data,
-            prev_hash=prev_hash,
+            prev_hash=prev_hash, actor=draft.actor,
         )
         pending.append(PendingEvent(
             event_id=draft.event_id, version=at, recorded_at=draft.recorded_at,
             type=draft.type, data=draft.data, prev_hash=prev_hash, hash=digest,
+            actor=draft.actor,
         ))
         recorded = RecordedEvent(
             position=0, event_id=draft.event_id, tenant_id=tenant_id, stream_id=stream_id,
             version=at, recorded_at=draft.recorded_at, type=draft.type, data=draft.data,
-            prev_hash=prev_hash, hash=digest, event=draft.event,
+            prev_hash=prev_hash, hash=digest, actor=draft.actor, event=draft.event,
         )
         changes.extend(
             (index, change) for projection in projections for change in projection.fold(recorded)
@@ -397,7 +400,7 @@ def stored_events(request: AppendRequest, positions: list[int]) -> list[StoredEv
             position=position, event_id=pending.event_id, tenant_id=request.tenant_id,
             stream_id=request.stream_id, version=pending.version,
             recorded_at=pending.recorded_at, type=pending.type, data=pending.data,
-            prev_hash=pending.prev_hash, hash=pending.hash,
+            prev_hash=pending.prev_hash, hash=pending.hash, actor=pending.actor,
         )
         for pending, position in zip(request.events, positions, strict=True)
     ]

@@ -8,10 +8,11 @@ check the log is open and validate ids before they reach the backend; `verify` l
 
 from __future__ import annotations
 
+import contextvars
 import copy
 import uuid
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 from eventlog.clock import Clock, read_clock, system_clock
@@ -51,7 +52,12 @@ from eventlog.records import (
 from eventlog.storage.base import StorageBackend
 from eventlog.storage.contracts import caught_up
 from eventlog.telemetry import ids, traced
-from eventlog.validation import DEFAULT_MAX_PAYLOAD_BYTES, check_id, check_positive_limit
+from eventlog.validation import (
+    DEFAULT_MAX_PAYLOAD_BYTES,
+    check_actor,
+    check_id,
+    check_positive_limit,
+)
 from projections.base import Projection
 from projections.query import RowRequired, ViewQuery
 from projections.thread_history import HistoryQuery, HistoryRow
@@ -95,6 +101,9 @@ class EventLog:
     read returns another tenant's events, blobs or view rows. ``projections`` are the
     inline projections folded into every append (``projections.INLINE_PROJECTIONS`` for
     the stores' views).
+
+    ``actor`` names the principal every event this log appends is recorded as appended
+    by (`acting_as` overrides it for a block of code); None records none.
     """
 
     def __init__(
@@ -106,8 +115,14 @@ class EventLog:
         clock: Clock = system_clock,
         max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
         reader: StorageBackend | None = None,
+        actor: str | None = None,
     ) -> None:
         self.storage = storage
+        self.actor = None if actor is None else check_actor(actor)
+        # Shared (not copied) by `on_primary`'s twin, the face and `sibling`, so a block
+        # acting as someone reaches the stores' appends too.
+        self._acting: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+            "eventlog_acting_as", default=None)
         # Where the read side reads: the storage itself, or (open_log's read_url) a hot
         # standby. Appends, stream heads and commit-outcome lookups always use `storage`.
         self.reader = storage if reader is None else reader
@@ -134,6 +149,7 @@ class EventLog:
         attach: Iterable[bytes] = (),
         release: Mapping[bytes, int] | None = None,
         require: Sequence[RowRequired] = (),
+        actor: str | None = None,
     ) -> AppendResult:
         """Append ``events`` to a stream in one transaction.
 
@@ -144,15 +160,17 @@ class EventLog:
         ``release`` drops references by digest, deleting a blob at zero. ``require`` are
         view rows of this tenant that must exist as the append commits (`RowRequired`):
         checked in the append's own transaction (one statement on PostgreSQL), each
-        missing one raises its `InvalidInput` and nothing is written.
+        missing one raises its `InvalidInput` and nothing is written. ``actor`` names who
+        appends (else `acting_as`'s, else the log's ``actor``), chained with each event.
         """
         self._check_open("append")
         check_id("tenant_id", tenant_id)
         check_id("stream_id", stream_id)
         expected = check_expected(expected_version)
+        acting = self._actor_for(actor)
         recorded_at = read_clock(self.clock)
         drafts = [
-            Draft(uuid7(), tag, data, event, recorded_at)
+            Draft(uuid7(), tag, data, event, recorded_at, acting)
             for tag, data, event in self._encode(events, stream_id)
         ]
         return await self._appender.commit(
@@ -172,6 +190,7 @@ class EventLog:
         self._check_open("append")
         if isinstance(appends, StreamAppend) or not isinstance(appends, Sequence) or not appends:
             raise InvalidInput("appends", "must be a non-empty sequence of StreamAppend")
+        acting = self._actor_for(None)
         recorded_at = read_clock(self.clock)
         parts = []
         seen: set[tuple[str, str]] = set()
@@ -183,7 +202,7 @@ class EventLog:
                 raise InvalidInput("appends", f"stream {item.stream_id!r} appears twice")
             seen.add(key)
             drafts = [
-                Draft(uuid7(), tag, data, event, recorded_at)
+                Draft(uuid7(), tag, data, event, recorded_at, acting)
                 for tag, data, event in self._encode(item.events, item.stream_id)
             ]
             parts.append(Part(
@@ -227,7 +246,7 @@ class EventLog:
         parts = [
             Part(tenant_id, stream_id, [
                 Draft(stored.event_id, stored.type, stored.data, self.decode(stored).event,
-                      stored.recorded_at)
+                      stored.recorded_at, _imported_actor(stored.actor))
                 for stored in group
             ], group[0].version - 1, {}, {}, recorded=group)
             for stream_id, group in groups.items()
@@ -467,6 +486,37 @@ class EventLog:
             )
         return RecordedEvent.of(stored, event)
 
+    @contextmanager
+    def acting_as(self, actor: str) -> Iterator[str]:
+        """Record ``actor`` as who appends every event this log (and its stores) appends
+        inside the block, instead of the log's own ``actor``.
+
+        A context variable: it holds across awaits and for tasks started inside the block
+        (which copy the context when created), never for code outside it or tasks started
+        before it; blocks nest, the innermost winning, and each restores what was before.
+        """
+        token = self._acting.set(check_actor(actor))
+        try:
+            yield actor
+        finally:
+            self._acting.reset(token)
+
+    @property
+    def acting_block(self) -> str | None:
+        """The principal of the innermost `acting_as` block around the caller; None
+        outside every block (the log's own ``actor`` is not one)."""
+        return self._acting.get()
+
+    @property
+    def acting(self) -> str | None:
+        """Who an append made here and now is recorded as appended by (None: nobody)."""
+        acting = self._acting.get()
+        return self.actor if acting is None else acting
+
+    def _actor_for(self, actor: str | None) -> str | None:
+        """An append's actor: its own ``actor``, else `acting`."""
+        return self.acting if actor is None else check_actor(actor)
+
     def on_primary(self) -> EventLog:
         """This log with its read side on the primary: what deciding a write must read
         (`open_log` builds the stores on it). The log itself when it has no replica."""
@@ -484,8 +534,9 @@ class EventLog:
         sibling = EventLog(
             self.storage, projections=self.projections,
             registry=self.registry if registry is None else registry, clock=self.clock,
-            max_payload_bytes=self.max_payload_bytes, reader=self.reader,
+            max_payload_bytes=self.max_payload_bytes, reader=self.reader, actor=self.actor,
         )
+        sibling._acting = self._acting
         sibling.schema_revision = self.schema_revision
         sibling._lifecycle = self._lifecycle
         return sibling
@@ -535,6 +586,11 @@ class _Lifecycle:
     """Whether a log (and the twin `on_primary` made of it) is closed."""
 
     closed = False
+
+
+def _imported_actor(actor: Any) -> str | None:
+    """An imported event's recorded actor, as valid as a new one's (or None)."""
+    return None if actor is None else check_actor(actor, "events")
 
 
 def _tree_size(field: str, value: Any, least: int) -> int:

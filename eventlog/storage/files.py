@@ -352,6 +352,8 @@ def _encode_request(request: AppendRequest) -> dict[str, Any]:
                 "data": base64.b64encode(event.data).decode(),
                 "prev": event.prev_hash.hex(),
                 "hash": event.hash.hex(),
+                # Only when given: a line without an actor is as it was before actors.
+                **({} if event.actor is None else {"actor": event.actor}),
             }
             for event in request.events
         ],
@@ -380,6 +382,7 @@ def _decode_request(record: dict[str, Any]) -> AppendRequest:
                 data=base64.b64decode(event["data"]),
                 prev_hash=bytes.fromhex(event["prev"]),
                 hash=bytes.fromhex(event["hash"]),
+                actor=event.get("actor"),
             )
             for event in record["events"]
         ],

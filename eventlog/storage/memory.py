@@ -85,6 +85,7 @@ class MemoryBackend(InProcess, BlobsByDigest, StorageBackend):
                 data=pending.data,
                 prev_hash=pending.prev_hash,
                 hash=pending.hash,
+                actor=pending.actor,
             )
             self.events.append(stored)
             stream.append(stored)

@@ -646,7 +646,8 @@ class PostgresBackend(SqlBackend[Any], ReplicaStorage, PostgresTree):
         # '29169'), so the cursor would jump past every shorter id for good.
         return (
             "SELECT e.position, e.event_id, e.tenant_id, e.stream_id, e.stream_version, "
-            "e.recorded_at, e.type, e.data, e.prev_hash, e.hash, e.tx_id::text AS cursor_tx "
+            "e.recorded_at, e.type, e.data, e.prev_hash, e.hash, e.actor, "
+            "e.tx_id::text AS cursor_tx "
             f"FROM {self.qualified['events']} AS e "
             f"WHERE e.tx_id < {READ_HORIZON} "
             f"AND (e.tx_id, e.position) > ($1::text::xid8, $2::bigint) {tenant_filter}"
@@ -666,7 +667,7 @@ class PostgresBackend(SqlBackend[Any], ReplicaStorage, PostgresTree):
         events = [_stored(row) for row in rows]
         if not rows:
             return events, after
-        return events, cursors.encode_xid(int(rows[-1][10]), int(rows[-1][0]))
+        return events, cursors.encode_xid(int(rows[-1][ENVELOPE_SIZE]), int(rows[-1][0]))
 
     # -- errors --------------------------------------------------------------------------
 

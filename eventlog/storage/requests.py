@@ -24,6 +24,8 @@ class PendingEvent(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     data: bytes
     prev_hash: bytes
     hash: bytes
+    actor: str | None = None
+    """Who appended the event (None: not given); stored in the ``actor`` column."""
 
 
 class AppendRequest(msgspec.Struct, frozen=True, kw_only=True):

@@ -48,6 +48,8 @@ def build_metadata(dialect: str, schema: str | None) -> sa.MetaData:
         sa.Column("recorded_at", sa.DateTime(timezone=True), nullable=False),
         sa.Column("prev_hash", sa.LargeBinary, nullable=False),
         sa.Column("hash", sa.LargeBinary, nullable=False),
+        # Who appended the event (migration 0010); NULL: not given, as on every older event.
+        sa.Column("actor", ID, nullable=True),
         sa.UniqueConstraint(
             "tenant_id", "stream_id", "stream_version", name="events_stream_version_key"
         ),

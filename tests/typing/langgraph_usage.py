@@ -9,7 +9,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 
 from eventlog import OpenLog
-from eventlog.adapters.langgraph import AsyncEventlogSaver, EventlogSaver
+from eventlog.adapters.langgraph import ACTOR_KEY, AsyncEventlogSaver, EventlogSaver
 from eventlog.checkpoints import Payload, ThreadCheckpoint, ThreadCheckpoints
 
 
@@ -46,3 +46,11 @@ async def threads(log: OpenLog) -> None:
     assert_type(await store.page("acme", metadata={"source": "loop"}), list[ThreadCheckpoint])
     assert_type(await store.namespaces("acme", "t"), list[str])
     assert_type(await store.delete_runs("acme", ["r"]), int)
+
+
+def approved_by(log: OpenLog) -> RunnableConfig:
+    """A saver acting as a service; one call's config naming its approver."""
+    saver = AsyncEventlogSaver(log, tenant_id="acme", actor="svc")
+    assert_type(saver.actor, str | None)
+    assert_type(ACTOR_KEY, str)
+    return {"configurable": {"thread_id": "t", ACTOR_KEY: "alice"}}

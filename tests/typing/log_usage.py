@@ -121,3 +121,17 @@ async def read_from_a_standby(primary: str, standby: str) -> None:
     async with open_log(primary, read_url=standby) as log:
         assert_type(log.on_primary(), EventLog)
         assert_type(await log.wait_readable(5.0), bool)
+
+
+async def who_did_it(url: str) -> None:
+    """A log acting as a service, a block acting as an approver, an append naming its own."""
+    async with open_log(url, actor="svc:payments") as log:
+        assert_type(log.actor, str | None)
+        with log.acting_as("alice@example.com") as principal:
+            assert_type(principal, str)
+            assert_type(log.acting, str | None)
+            assert_type(log.acting_block, str | None)
+            await log.append("tenant", "s", [Deposited(account="s", cents=1)])
+        await log.append("tenant", "s", [Deposited(account="s", cents=1)], actor="bob")
+        async for recorded in log.read_stream("tenant", "s"):
+            assert_type(recorded.actor, str | None)

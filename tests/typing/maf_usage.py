@@ -11,7 +11,8 @@ from eventlog.adapters.maf import EventlogCheckpointStorage
 
 
 async def storage(log: OpenLog, checkpoint: WorkflowCheckpoint) -> None:
-    direct = EventlogCheckpointStorage(log, tenant_id="acme")
+    direct = EventlogCheckpointStorage(log, tenant_id="acme", actor="alice")
+    assert_type(direct.actor, str | None)
     protocol: CheckpointStorage = direct  # satisfies MAF's protocol structurally
     assert_type(await direct.save(checkpoint), str)
     assert_type(await direct.load("id"), WorkflowCheckpoint)
@@ -20,7 +21,8 @@ async def storage(log: OpenLog, checkpoint: WorkflowCheckpoint) -> None:
     assert_type(await direct.get_latest(workflow_name="w"), WorkflowCheckpoint | None)
     assert_type(await direct.delete("id"), bool)
     async with EventlogCheckpointStorage.from_url(
-        "memory://", tenant_id="acme", allowed_checkpoint_types=["app.models:State"]
+        "memory://", tenant_id="acme", allowed_checkpoint_types=["app.models:State"],
+        actor="svc:payments",
     ) as opened:
         assert_type(opened, EventlogCheckpointStorage)
     del protocol

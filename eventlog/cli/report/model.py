@@ -296,12 +296,21 @@ _NOTABLE = frozenset({"undecodable", "question", "answer", "failed", "fork", "to
 def _row(entry: Entry, event: RecordedEvent, mark: Mark, who: str | None) -> Row:
     return Row(
         position=event.position, recorded_at=event.recorded_at, type=event.type,
-        lane=entry.lane, actor=who if who is not None else actor(event, entry),
+        lane=entry.lane, actor=shown_actor(event, who if who is not None
+                                           else actor(event, entry)),
         hash_prefix=short_hash(event.hash),
         what=entry.what if mark.kind != "stale" else f"{entry.what} (superseded)",
         details=entry.details, duplicate=mark.kind == "duplicate", broken=mark.broken,
         full=event_json(event),
     )
+
+
+def shown_actor(event: RecordedEvent, derived: str) -> str:
+    """The actor column: the principal the event names as its appender (the chain covers
+    it) first, then what the event's own fields say, when that adds something."""
+    if event.actor is None:
+        return derived
+    return event.actor if derived in ("", event.actor) else f"{event.actor} · {derived}"
 
 
 def actor(event: RecordedEvent, entry: Entry) -> str:

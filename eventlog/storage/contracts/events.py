@@ -44,7 +44,8 @@ class EventStorage(StorageLifecycle):
         for its own event ids to learn the outcome. A row the request's ``required``
         names that is not there (checked in the same transaction, as it commits) raises
         that requirement's `InvalidInput` (`eventlog.storage.requests.refusal`) and
-        writes nothing.
+        writes nothing. Each event is stored exactly as the request gives it, its
+        ``actor`` included (None stays None), and every read returns it so.
         """
 
     @abc.abstractmethod

@@ -17,7 +17,9 @@ from eventlog.testing.contract.checkpoints_typed import CheckpointsTypedContract
 from eventlog.testing.contract.event_storage import EventStorageCalls
 from eventlog.testing.contract.input_edges import InputEdgesContract
 from eventlog.testing.contract.interrupts import InterruptsContract
+from eventlog.testing.contract.interrupts_actor import InterruptsActorContract
 from eventlog.testing.contract.interrupts_admin import InterruptsAdminContract
+from eventlog.testing.contract.log_actor import LogActorContract
 from eventlog.testing.contract.log_append import LogAppendContract
 from eventlog.testing.contract.log_bad_input import LogBadInputContract
 from eventlog.testing.contract.log_batch import LogBatchContract
@@ -43,10 +45,12 @@ class EventStorageContract(
     LogLifecycleContract,
     LogLoggingContract,
     LogVerifyContract,
+    LogActorContract,
 ):
     """`EventStorage`: appends (single and batched, version conflicts), reads of streams
     and of the whole log, bad input, corrupt events, `verify` and rebuilt views, closing
-    and reopening; and each event method asked directly."""
+    and reopening, who appended each event (its actor); and each event method asked
+    directly."""
 
 
 class BlobStorageContract(BlobStorageCalls, LogBlobsContract):
@@ -73,6 +77,7 @@ class StoresContract(
     CheckpointsFencedContract,
     InterruptsContract,
     InterruptsAdminContract,
+    InterruptsActorContract,
     InputEdgesContract,
 ):
     """What the checkpoint and interrupt stores need of the three contracts together:
