@@ -71,6 +71,10 @@ DEFAULT_BATCH_SIZE = 500
 """Checkpoint records one batch of a pass purges at most (one transaction)."""
 MAX_BATCH_STREAMS = 50
 """Sessions and threads one batch names at most."""
+BATCH_PAUSE_S = 0.02
+"""How long a pass waits after each batch it commits, so that writers queued behind it
+(every writer of a SQLite file, whose busy handler backs off while transactions follow
+one another) get their turn between two batches."""
 STREAM_TRIES = 8
 """Lost races after which a pass leaves a stream to the next pass."""
 _PAGE = 500
@@ -441,6 +445,7 @@ class _Pass:
                                     events=[purged], expected_version=self.holds.version))
         results = await self.log.append_batch(appends)
         self.holds.version = results[-1].version
+        await asyncio.sleep(BATCH_PAUSE_S)
 
     def _record(self, batch: builtins.list[tuple[_Target, StreamRemoval]]) -> None:
         if not self.dry_run:
