@@ -16,7 +16,7 @@ from eventlog.checkpoints.thread_records import Payload
 from eventlog.events.retention import RETENTION_STREAM, RetentionApplied, RetentionPurged
 from eventlog.testing.contract.checkpoints import record
 from eventlog.testing.contract.interrupts_admin import claimed
-from eventlog.testing.interrupts import FakeClock, create, event_count
+from eventlog.testing.interrupts import FakeClock, create, event_count, view_differences
 from tests.conftest import BackendTarget
 
 
@@ -281,3 +281,73 @@ async def test_a_bad_policy_is_refused_naming_the_field(
     with pytest.raises(InvalidInput) as raised:
         await rlog.retention.apply("t", **arguments)
     assert (field, before) == (raised.value.field, await event_count(rlog))
+
+
+async def test_the_views_after_passes_are_a_rebuild_of_the_log(
+    rlog: OpenLog, clock: FakeClock
+) -> None:
+    """Partial removals (records, runs left without one, emptied sessions and threads)
+    fold to the views a rebuild of the whole log gives."""
+    runs = ("018f0000-0000-7000-8000-00000000000a", "018f0000-0000-7000-8000-00000000000b")
+    for run in runs:
+        for n in range(3):
+            await rlog.checkpoints.create(record("r", {"n": n}, run_id=run,
+                                                 checkpoint_id=f"{run[-1]}{n}"))
+            clock.advance(days=1)
+    await _session(rlog, "gone", clock, 2)
+    await _thread(rlog, "th", clock, 3)
+    await rlog.retention.apply("t", keep_latest=3)
+    first = ([], ["b0", "b1", "b2"], [runs[1]])
+    assert first == (await view_differences(rlog), await _ids(rlog, "r"),
+                     [str(r.run_id) for r in await rlog.checkpoints.runs("t", "r")])
+    clock.advance(days=5)
+    await _session(rlog, "young", clock, 1)
+    report = await rlog.retention.apply("t", older_than=3)
+    assert ([], [], [], ["young-0"], ["gone", "r", "th"]) == (
+        await view_differences(rlog), await _ids(rlog, "r"),
+        await rlog.checkpoints.runs("t", "r"), await _ids(rlog, "young"),
+        report.expired_subjects)
+
+
+async def test_a_hold_placed_while_a_pass_decides_is_honoured(
+    rlog: OpenLog, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A hold that commits after the pass read the holds and before its batch commits
+    makes the batch conflict on the retention stream: decided again, the held session
+    is kept."""
+    await _session(rlog, "a", clock, 3)
+    real_query = rlog.storage.query
+    placed: list[bool] = []
+
+    async def query(view_query: Any) -> list[dict[str, Any]]:
+        rows = await real_query(view_query)
+        if view_query.table == "checkpoints" and not placed:  # the pass's plan of "a"
+            placed.append(True)
+            await rlog.retention.hold("t", "a")
+        return rows
+
+    monkeypatch.setattr(rlog.storage, "query", query)
+    report = await rlog.retention.apply("t", keep_latest=1)
+    assert (3, ["a"], 0) == (len(await _ids(rlog, "a")), report.held, report.checkpoints)
+
+
+async def test_a_create_while_a_pass_decides_is_never_purged_unseen(
+    rlog: OpenLog, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A create that commits between the pass's read of a session and its batch makes
+    the batch conflict: decided again, the new record counts as the latest."""
+    await _session(rlog, "a", clock, 3)
+    real_query = rlog.storage.query
+    raced: list[bool] = []
+
+    async def query(view_query: Any) -> list[dict[str, Any]]:
+        rows = await real_query(view_query)
+        if view_query.table == "checkpoints" and not raced:
+            raced.append(True)
+            await rlog.checkpoints.create(record("a", {"late": 1}, checkpoint_id="late"))
+        return rows
+
+    monkeypatch.setattr(rlog.storage, "query", query)
+    report = await rlog.retention.apply("t", keep_latest=1)
+    assert (["late"], ["a-0", "a-1", "a-2"]) == (
+        await _ids(rlog, "a"), [c for item in report.purged for c in item.checkpoints])
