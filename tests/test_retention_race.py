@@ -36,6 +36,13 @@ async def _seed(log: OpenLog) -> None:
                 checkpoint_id=f"c-{n}", state={"session": session, "n": n}))
 
 
+def _spawn(target: BackendTarget) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "tests.procs.retention_writer", target.url, target.schema,
+         "acme", "hot", str(PHASE_SECONDS)],
+        cwd=ROOT, env=ENV, text=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+
+
 def _send(process: subprocess.Popen[str], line: str = "go") -> None:
     assert process.stdin is not None
     process.stdin.write(line + "\n")
@@ -59,10 +66,7 @@ async def test_a_writer_beside_retention_passes_loses_nothing(target: BackendTar
     """See the module docstring."""
     async with open_log(target.url, **target.options()) as log:
         await _seed(log)
-        process = subprocess.Popen(
-            [sys.executable, "-m", "tests.procs.retention_writer", target.url, target.schema,
-             "acme", "hot", str(PHASE_SECONDS)],
-            cwd=ROOT, env=ENV, text=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        process = _spawn(target)
         try:
             assert '{"ready": true}' == _line(process).strip()
             _send(process)
