@@ -118,3 +118,30 @@ def test_apply_needs_a_policy(target: BackendTarget, own_run: Run) -> None:
     _seed(target)
     ran = own_run("retention", "apply", "acme")
     assert (EXIT_USAGE, True) == (ran.status, "--older-than" in ran.err)
+
+
+@mutating
+def test_the_timeline_tells_a_pass(target: BackendTarget, own_run: Run) -> None:
+    """A session's timeline shows the pass's removal in words, with the ids it purged."""
+    _seed(target)
+    own_run("retention", "apply", "acme", "--keep-latest", "1")
+    ran = own_run("timeline", "acme", "a")
+    assert (EXIT_OK, True, True) == (ran.status, "retention: 2 checkpoints past" in ran.out,
+                                     "a-0, a-1" in ran.out)
+
+
+@mutating
+def test_a_threads_timeline_tells_a_pass(target: BackendTarget, own_run: Run) -> None:
+    """A framework thread's timeline names the pass's removal as retention."""
+    from eventlog.checkpoints.thread_records import Payload
+
+    async def write() -> None:
+        async with open_log(target.url, clock=TickingClock(LONG_AGO),
+                            **target.options()) as log:
+            for n in range(3):
+                await log.threads.put("acme", "th", f"{n:04d}",
+                                      state=Payload("json", b'{"n": %d}' % n))
+    asyncio.run(write())
+    own_run("retention", "apply", "acme", "--keep-latest", "1")
+    ran = own_run("timeline", "acme", "th")
+    assert (EXIT_OK, True) == (ran.status, "retention: 2 checkpoints past" in ran.out)
