@@ -32,10 +32,10 @@ from __future__ import annotations
 import asyncio
 import builtins
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable
 from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from eventlog._logging import get_logger
 from eventlog.checkpoints.removal import StreamRemoval, backoff_delay
@@ -80,8 +80,10 @@ STREAM_TRIES = 8
 _PAGE = 500
 _MAX_REASON = 1000
 
-Erase = Callable[[str, str], Awaitable[Any]]
-"""``erase(tenant_id, subject)``: what a pass calls for each fully expired subject."""
+class Erase(Protocol):
+    """What a pass calls for each fully expired subject: ``log.erase`` has this shape."""
+
+    def __call__(self, tenant_id: str, subject: str, *, reason: str) -> Awaitable[Any]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,8 +230,9 @@ class RetentionStore:
         keeps that many latest records per session and per namespace of a thread; given
         both, a record goes only when both let it go. ``dry_run`` decides the same and
         writes nothing. ``erase``, when given (the face passes its erasure when the log
-        has a keyring), is awaited as ``erase(tenant_id, subject)`` for each subject in
-        the report's ``expired_subjects`` after the pass is recorded."""
+        has a keyring: ``erase=log.erase``), is awaited as ``erase(tenant_id, subject,
+        reason=…)`` (the reason names the pass) for each subject in the report's
+        ``expired_subjects`` after the pass is recorded."""
         check_id("tenant_id", tenant_id)
         policy = decide.check_policy(older_than, keep_latest)
         check_positive_limit("batch_size", batch_size, maximum=10_000)
@@ -246,8 +249,9 @@ class RetentionStore:
             report.position = (await self._log.append(
                 tenant_id, RETENTION_STREAM, [_applied(report)])).positions[0]
             if erase is not None:
+                reason = f"retention pass {report.pass_id}: no record remains"
                 for subject in report.expired_subjects:
-                    await erase(tenant_id, subject)
+                    await erase(tenant_id, subject, reason=reason)
                     report.erased.append(subject)
         logger.info("retention_applied", tenant=tenant_id, dry_run=dry_run,
                     checkpoints=report.checkpoints, batches=report.batches)

@@ -257,15 +257,15 @@ async def test_expired_subjects_need_every_record_gone(rlog: OpenLog, clock: Fak
     await _session(rlog, "y", clock, 2)
     clock.advance(days=20)
     await _thread(rlog, "y", clock, 1)  # y's thread is young
-    erased: list[tuple[str, str]] = []
+    erased: list[tuple[str, str, str]] = []
 
-    async def erase(tenant: str, subject: str) -> None:
-        erased.append((tenant, subject))
+    async def erase(tenant: str, subject: str, *, reason: str) -> None:
+        erased.append((tenant, subject, reason))
 
     dry = await rlog.retention.apply("t", older_than=10, dry_run=True, erase=erase)
     report = await rlog.retention.apply("t", older_than=10, erase=erase)
-    assert (["x"], ["x"], [("t", "x")], ["x"]) == (
-        dry.expired_subjects, report.expired_subjects, erased, report.erased)
+    assert (["x"], ["x"], [("t", "x", f"retention pass {report.pass_id}: no record remains")],
+            ["x"]) == (dry.expired_subjects, report.expired_subjects, erased, report.erased)
 
 
 @pytest.mark.parametrize(("arguments", "field"), [

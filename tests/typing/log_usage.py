@@ -129,8 +129,8 @@ async def retention(url: str) -> None:
 
     from eventlog.retention import LegalHold, RetentionReport, RetentionStore, check_policy
 
-    async def erase(tenant_id: str, subject: str) -> None:
-        del tenant_id, subject
+    async def erase(tenant_id: str, subject: str, *, reason: str) -> None:
+        del tenant_id, subject, reason
 
     async with open_log(url) as log:
         assert_type(log.retention, RetentionStore)
