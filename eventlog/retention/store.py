@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from eventlog._logging import get_logger
-from eventlog.checkpoints.removal import StreamRemoval, backoff_delay
+from eventlog.checkpoints.removal import REMOVAL_TIMEOUT_S, StreamRemoval, backoff_delay
 from eventlog.checkpoints.store import CheckpointStore
 from eventlog.checkpoints.threads import ThreadRemoval
 from eventlog.clock import read_clock
@@ -56,6 +56,7 @@ from eventlog.events.retention import (
 from eventlog.events.threads import THREAD_STREAM_PREFIX
 from eventlog.ids import uuid7
 from eventlog.log import EventLog
+from eventlog.log.fencing import Retries, decide_fenced
 from eventlog.records import StreamAppend
 from eventlog.retention import decisions as decide
 from eventlog.retention.decisions import LegalHold, RetentionPolicy
@@ -77,6 +78,9 @@ BATCH_PAUSE_S = 0.02
 one another) get their turn between two batches."""
 STREAM_TRIES = 8
 """Lost races after which a pass leaves a stream to the next pass."""
+_HOLD_RETRIES = Retries(seconds=REMOVAL_TIMEOUT_S, backoff=backoff_delay)
+"""A hold or release decided again after a pass's batch (or another hold) moved the
+retention stream: as a removal waits, by time."""
 _PAGE = 500
 _MAX_REASON = 1000
 
@@ -169,39 +173,36 @@ class RetentionStore:
         check_id("tenant_id", tenant_id)
         check_id("subject", subject)
         reason = _check_reason(reason)
-        for _ in range(STREAM_TRIES):
+
+        async def once(_attempt: int) -> LegalHold:
             state = await self._holds(tenant_id)
             if subject in state.holds:
                 return state.holds[subject]
-            try:
-                result = await self._log.append(
-                    tenant_id, RETENTION_STREAM, [LegalHoldPlaced(subject=subject, reason=reason)],
-                    expected_version=state.version)
-            except VersionConflict:
-                continue
+            result = await self._log.append(
+                tenant_id, RETENTION_STREAM, [LegalHoldPlaced(subject=subject, reason=reason)],
+                expected_version=state.version)
             logger.info("hold_placed", tenant=tenant_id, subject=subject)
             return LegalHold(subject, reason, result.recorded_at, result.positions[0])
-        raise VersionConflict(RETENTION_STREAM, state.version, -1)
+
+        return await decide_fenced(once, _HOLD_RETRIES)
 
     async def release(self, tenant_id: str, subject: str, *, reason: str = "") -> bool:
         """Release ``subject``'s legal hold; False (nothing appended) when it has none."""
         check_id("tenant_id", tenant_id)
         check_id("subject", subject)
         reason = _check_reason(reason)
-        for _ in range(STREAM_TRIES):
+
+        async def once(_attempt: int) -> bool:
             state = await self._holds(tenant_id)
             if subject not in state.holds:
                 return False
-            try:
-                await self._log.append(
-                    tenant_id, RETENTION_STREAM,
-                    [LegalHoldReleased(subject=subject, reason=reason)],
-                    expected_version=state.version)
-            except VersionConflict:
-                continue
+            await self._log.append(
+                tenant_id, RETENTION_STREAM, [LegalHoldReleased(subject=subject, reason=reason)],
+                expected_version=state.version)
             logger.info("hold_released", tenant=tenant_id, subject=subject)
             return True
-        raise VersionConflict(RETENTION_STREAM, state.version, -1)
+
+        return await decide_fenced(once, _HOLD_RETRIES)
 
     async def holds(self, tenant_id: str) -> builtins.list[LegalHold]:
         """The tenant's standing legal holds, by subject."""
@@ -284,7 +285,7 @@ class RetentionStore:
                 return True
         return False
 
-    async def plan(self, target: _Target, tenant_id: str, policy: RetentionPolicy,
+    async def _plan(self, target: _Target, tenant_id: str, policy: RetentionPolicy,
                    cutoff: Any, limit: int | None) -> StreamRemoval | None:
         """One session's or thread's tombstone under the policy (not appended)."""
         if target.kind == "session":
@@ -296,7 +297,7 @@ class RetentionStore:
             lambda rows: decide.thread_keys(rows, policy, cutoff, limit),
             ThreadRemoval(reason="retention", keep=policy.keep_latest), whole=True)
 
-    async def targets(self, tenant_id: str) -> AsyncIterator[_Target]:
+    async def _targets(self, tenant_id: str) -> AsyncIterator[_Target]:
         """The tenant's sessions (by id), then its threads (by id), a page at a time."""
         after: tuple[Any, ...] | None = None
         while True:
@@ -322,18 +323,16 @@ class RetentionStore:
                 break
             after = (rows[-1]["thread_id"], rows[-1]["namespace"], rows[-1]["checkpoint_id"])
 
-    async def open_subjects(self, tenant_id: str) -> set[str]:
+    async def _open_subjects(self, tenant_id: str) -> set[str]:
         """The thread ids (sessions or threads) named by the tenant's open batches."""
         rows = await self._log.query(ViewQuery(
             BATCHES, {"tenant_id": tenant_id, "state": In(decide.OPEN_BATCH_STATES)},
             columns=("thread_id",)))
         return {row["thread_id"] for row in rows}
 
-    async def holds_state(self, tenant_id: str) -> _Holds:
-        return await self._holds(tenant_id)
-
     @property
     def log(self) -> EventLog:
+        """The log the store appends to."""
         return self._log
 
 
@@ -351,9 +350,9 @@ class _Pass:
         self.released: Counter[bytes] = Counter()
 
     async def run(self) -> None:
-        self.holds = await self.store.holds_state(self.tenant)
-        self.open = await self.store.open_subjects(self.tenant)
-        async for target in self.store.targets(self.tenant):
+        self.holds = await self.store._holds(self.tenant)
+        self.open = await self.store._open_subjects(self.tenant)
+        async for target in self.store._targets(self.tenant):
             await self._take(target)
         await self._flush()
         if not self.released:
@@ -382,7 +381,7 @@ class _Pass:
 
     async def _planned(self, target: _Target, limit: int | None) -> StreamRemoval | None:
         """The stream's plan, or None when nothing goes or it is kept whole (noted)."""
-        plan = await self.store.plan(target, self.tenant, self.policy, self.cutoff, limit)
+        plan = await self.store._plan(target, self.tenant, self.policy, self.cutoff, limit)
         if plan is None:
             return None
         if target.id in self.holds.holds:
@@ -419,7 +418,7 @@ class _Pass:
         for attempt in range(STREAM_TRIES):
             if attempt:
                 await asyncio.sleep(backoff_delay(attempt))
-                self.holds = await self.store.holds_state(self.tenant)
+                self.holds = await self.store._holds(self.tenant)
             hold: AbstractAsyncContextManager[None] = (
                 self.log.hold_stream(self.tenant, stream) if attempt >= 2 else nullcontext())
             try:

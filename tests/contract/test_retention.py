@@ -376,3 +376,28 @@ async def test_an_export_after_passes_imports_to_the_same_views(
                 [h.subject for h in await copy.retention.holds("t")],
                 await copy.blob_refs("t")) == (
             True, ["a-2", "a-3"], ["0000", "0001", "0002"], ["th"], await rlog.blob_refs("t"))
+
+
+async def test_a_stream_that_keeps_moving_is_decided_holding_it(
+    rlog: OpenLog, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Creates that beat the pass three times (the batch, then two tries alone) leave the
+    fourth try to decide holding the session's stream: it purges, and every record is
+    either kept (the latest) or reported purged."""
+    await _session(rlog, "a", clock, 3)
+    real_query = rlog.storage.query
+    raced: list[str] = []
+
+    async def query(view_query: Any) -> list[dict[str, Any]]:
+        rows = await real_query(view_query)
+        if view_query.table == "checkpoints" and len(raced) < 3:
+            raced.append(f"late-{len(raced)}")
+            await rlog.checkpoints.create(record("a", {"late": 1}, checkpoint_id=raced[-1]))
+        return rows
+
+    monkeypatch.setattr(rlog.storage, "query", query)
+    report = await rlog.retention.apply("t", keep_latest=1)
+    purged = [c for item in report.purged for c in item.checkpoints]
+    assert (["late-2"], ["a-0", "a-1", "a-2", "late-0", "late-1"], []) == (
+        await _ids(rlog, "a"), sorted(purged), report.skipped)
+    assert (await rlog.verify()).ok
