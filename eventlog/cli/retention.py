@@ -13,6 +13,7 @@ from eventlog.cli.context import Context, add_command
 from eventlog.cli.errors import EXIT_OK, CommandError
 from eventlog.cli.options import positive_int
 from eventlog.cli.render import pairs_table
+from eventlog.cli.scope import require_tenant
 from eventlog.errors import InvalidInput
 from eventlog.retention.decisions import RetentionPolicy, check_policy
 from eventlog.retention.policy import load_policies
@@ -89,6 +90,8 @@ async def run_retention(context: Context) -> int:
     policies = _policies(context.args)
     reports = []
     async with context.open() as log:
+        for tenant in policies:  # every tenant first: a typo touches none
+            await require_tenant(log, tenant)
         for tenant, policy in policies.items():
             reports.append(await log.retention.apply(
                 tenant, older_than=policy.older_than, keep_latest=policy.keep_latest,
@@ -118,6 +121,7 @@ async def run_hold(context: Context) -> int:
     if not args.list and args.subject is None:
         raise CommandError("name the SUBJECT to hold or release (or --list)")
     async with context.open() as log:
+        await require_tenant(log, args.tenant)
         if args.list:
             holds = await log.retention.holds(args.tenant)
             facts: dict[str, Any] = {"tenant": args.tenant, "holds": [

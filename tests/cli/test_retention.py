@@ -145,3 +145,19 @@ def test_a_threads_timeline_tells_a_pass(target: BackendTarget, own_run: Run) ->
     own_run("retention", "apply", "acme", "--keep-latest", "1")
     ran = own_run("timeline", "acme", "th")
     assert (EXIT_OK, True) == (ran.status, "retention: 2 checkpoints past" in ran.out)
+
+
+@mutating
+def test_an_unknown_tenant_is_refused_before_any_pass(
+    target: BackendTarget, own_run: Run, tmp_path: Path
+) -> None:
+    """A policy file naming a tenant with no events runs no pass at all (a typo must not
+    purge the others' data first, nor start a stream for the misspelt tenant)."""
+    _seed(target)
+    before = _events(target)
+    policy = tmp_path / "p.json"
+    policy.write_text('{"tenants": {"acme": {"keep_latest": 1}, "acne": {"keep_latest": 1}}}')
+    ran = own_run("retention", "apply", "--policy", str(policy))
+    held = own_run("hold", "acne", "x")
+    assert (EXIT_USAGE, True, EXIT_USAGE, before) == (
+        ran.status, "unknown tenant 'acne'" in ran.err, held.status, _events(target))
