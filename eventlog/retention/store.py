@@ -410,17 +410,19 @@ class _Pass:
                 await self._alone(target)
             return
         self._record(batch)
+        await asyncio.sleep(BATCH_PAUSE_S)
 
     async def _alone(self, target: _Target) -> None:
         """One stream's part decided again and appended with the retention event, held
-        after two lost races, left to the next pass after `STREAM_TRIES`."""
+        after two lost races in a row, left to the next pass after `STREAM_TRIES`."""
         stream = _stream_of(target)
-        for attempt in range(STREAM_TRIES):
-            if attempt:
-                await asyncio.sleep(backoff_delay(attempt))
+        lost = 0
+        while lost < STREAM_TRIES:
+            if lost:
+                await asyncio.sleep(backoff_delay(lost))
                 self.holds = await self.store._holds(self.tenant)
             hold: AbstractAsyncContextManager[None] = (
-                self.log.hold_stream(self.tenant, stream) if attempt >= 2 else nullcontext())
+                self.log.hold_stream(self.tenant, stream) if lost >= 2 else nullcontext())
             try:
                 async with hold:
                     plan = await self._planned(target, self.batch_size)
@@ -428,10 +430,13 @@ class _Pass:
                         return
                     await self._append([(target, plan)])
             except VersionConflict:
+                lost += 1
                 continue
             self._record([(target, plan)])
+            await asyncio.sleep(BATCH_PAUSE_S)  # outside the hold: writers go first
             if len(plan.checkpoints) < self.batch_size:
                 return
+            lost = 0
         _note(self.report.skipped, target.id)
 
     async def _append(self, batch: builtins.list[tuple[_Target, StreamRemoval]]) -> None:
@@ -448,7 +453,6 @@ class _Pass:
                                     events=[purged], expected_version=self.holds.version))
         results = await self.log.append_batch(appends)
         self.holds.version = results[-1].version
-        await asyncio.sleep(BATCH_PAUSE_S)
 
     def _record(self, batch: builtins.list[tuple[_Target, StreamRemoval]]) -> None:
         if not self.dry_run:
