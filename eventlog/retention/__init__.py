@@ -6,9 +6,10 @@ Decisions (which records a policy lets go, the holds a tenant's events fold to) 
 """
 
 from eventlog.retention.decisions import LegalHold, RetentionPolicy, check_policy
-from eventlog.retention.store import PurgedRecords, RetentionReport, RetentionStore
+from eventlog.retention.store import Erase, PurgedRecords, RetentionReport, RetentionStore
 
 __all__ = [
+    "Erase",
     "LegalHold",
     "PurgedRecords",
     "RetentionPolicy",
