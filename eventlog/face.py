@@ -21,6 +21,7 @@ from eventlog.events import EventRegistry
 from eventlog.interrupts.models import InterruptOptions, Operation, OperationRegistry
 from eventlog.interrupts.store import InterruptStore
 from eventlog.log import EventLog
+from eventlog.retention.store import RetentionStore
 
 
 class OpenLog(EventLog):
@@ -51,6 +52,7 @@ class OpenLog(EventLog):
         self._interrupts = InterruptStore(
             primary, interrupt_options, operations, checkpoints=self._checkpoints
         )
+        self._retention = RetentionStore(primary, self._checkpoints)
 
     @property
     def log(self) -> EventLog:
@@ -72,6 +74,15 @@ class OpenLog(EventLog):
     def interrupts(self) -> InterruptStore:
         """The human-in-the-loop interrupt store over this log."""
         return self._interrupts
+
+    @property
+    def retention(self) -> RetentionStore:
+        """Legal holds and retention passes over this log (`RetentionStore`).
+
+        Erasure (a keyring's ``erase``) is not the retention store's: a pass reports
+        the subjects none of whose records remain, and a caller with a keyring hands its
+        erasure to `RetentionStore.apply` as ``erase=``."""
+        return self._retention
 
     def sibling(self, *, registry: EventRegistry | None = None) -> OpenLog:
         """`EventLog.sibling`, with stores of its own over the sibling (configured as

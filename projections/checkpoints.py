@@ -16,8 +16,11 @@ Three tables, all keyed from ``tenant_id`` and folded from two events:
   checkpoint: the order runs started in, and where each resumed from.
 
 A `SessionDeleted` tombstone deletes the session's rows from all three tables; a later
-create in that session starts a fresh history. Each create changes three distinct rows
-of three tables (plus the stream head), so on PostgreSQL it stays one statement.
+create in that session starts a fresh history. A `SessionCheckpointsRemoved` (a retention
+pass) deletes the records it names and the runs left without one; it never names the
+session's latest record unless it empties the session (then it deletes as a tombstone).
+Each create changes three distinct rows of three tables (plus the stream head), so on
+PostgreSQL it stays one statement.
 
 Re-delivery is harmless: a create upserts its own row (same key, same values) and the
 run row is insert-if-absent; folding the whole log again in order ends where it started.
@@ -30,7 +33,11 @@ from collections.abc import Sequence
 import msgspec
 import sqlalchemy as sa
 
-from eventlog.events.checkpoints import CheckpointCreated, SessionDeleted
+from eventlog.events.checkpoints import (
+    CheckpointCreated,
+    SessionCheckpointsRemoved,
+    SessionDeleted,
+)
 from eventlog.records import RecordedEvent
 from projections.changes import AT_POSITION, Change, Delete, Insert, InsertIfAbsent, Upsert
 from projections.views import ID, metadata
@@ -106,7 +113,21 @@ class CheckpointViews:
         if isinstance(event.event, SessionDeleted):
             where = {"tenant_id": event.tenant_id, "session_id": event.event.session_id}
             return (Delete(CHECKPOINTS, where), Delete(SESSIONS, where), Delete(RUNS, where))
+        if isinstance(event.event, SessionCheckpointsRemoved):
+            return _removed(event.tenant_id, event.event)
         return ()
+
+
+def _removed(tenant_id: str, removed: SessionCheckpointsRemoved) -> tuple[Change, ...]:
+    """One delete per removed record and per run left without one; the session's row
+    too when none remains."""
+    where = {"tenant_id": tenant_id, "session_id": removed.session_id}
+    if removed.emptied:
+        return (Delete(CHECKPOINTS, where), Delete(SESSIONS, where), Delete(RUNS, where))
+    return (
+        *(Delete(CHECKPOINTS, {**where, "version": version}) for version in removed.versions),
+        *(Delete(RUNS, {**where, "run_id": run}) for run in removed.runs),
+    )
 
 
 def _created(recorded: RecordedEvent, created: CheckpointCreated) -> tuple[Change, ...]:

@@ -5,7 +5,9 @@ loop itself is `eventlog.log.fencing.decide_fenced`."""
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass
 
+from eventlog.events import Event
 from eventlog.log.fencing import Retries
 
 REMOVAL_TIMEOUT_S = 60.0
@@ -23,3 +25,19 @@ def backoff_delay(attempt: int) -> float:
 
 REMOVAL_RETRIES = Retries(seconds=REMOVAL_TIMEOUT_S, backoff=backoff_delay)
 """The removals' and copies' `Retries`: `REMOVAL_TIMEOUT_S`, `backoff_delay` between tries."""
+
+
+@dataclass(frozen=True)
+class StreamRemoval:
+    """A removal decided but not appended: the tombstone ``event`` for ``stream_id``,
+    to append fenced on ``expected_version`` with ``releases`` (what a retention pass
+    batches with others in one `EventLog.append_batch`)."""
+
+    stream_id: str
+    expected_version: int
+    event: Event
+    releases: dict[bytes, int]
+    checkpoints: list[str]
+    """What goes: checkpoint ids (a thread's as ``namespace/id`` outside the root one)."""
+    emptied: bool
+    """Nothing of the session or thread remains after it."""

@@ -38,6 +38,7 @@ Decisions made here (where the contracts we implement were silent):
 from __future__ import annotations
 
 import builtins
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from eventlog._logging import get_logger
@@ -54,11 +55,11 @@ from eventlog.checkpoints.records import (
     run_from_row,
     session_from_row,
 )
-from eventlog.checkpoints.removal import REMOVAL_RETRIES
+from eventlog.checkpoints.removal import REMOVAL_RETRIES, StreamRemoval
 from eventlog.checkpoints.threads import ThreadCheckpoints
 from eventlog.checkpoints.typed import TypedCheckpointStore
-from eventlog.errors import CorruptBlob, VersionConflict
-from eventlog.events.checkpoints import SessionDeleted
+from eventlog.errors import CorruptBlob, InvalidInput, VersionConflict
+from eventlog.events.checkpoints import SessionCheckpointsRemoved, SessionDeleted
 from eventlog.hashing import content_digest
 from eventlog.ids import uuid7
 from eventlog.log import EventLog
@@ -217,6 +218,44 @@ class CheckpointStore:
         )
         logger.info("deleted", tenant=tenant_id, session=session_id, checkpoints=plan.count)
         return plan.count
+
+    async def removal_plan(
+        self, tenant_id: str, session_id: str,
+        select: Callable[[builtins.list[dict[str, Any]]], builtins.list[int]], reason: str,
+    ) -> StreamRemoval | None:
+        """The tombstone removing the session's records whose versions ``select`` picks
+        from its rows (version, checkpoint id, run, recorded time, oldest first), decided
+        and not appended: the caller appends it fenced on its ``expected_version`` (read
+        before the rows, so a create in between makes that append conflict). A pick that
+        leaves records must leave the latest (the sessions view keeps its row); a pick
+        of every record empties the session. None when nothing is picked."""
+        _check_session(tenant_id, session_id)
+        stream = decisions.session_stream(session_id)
+        version = await self._stream_version(tenant_id, stream)
+        rows = await self._log.query(ViewQuery(
+            CHECKPOINTS, {"tenant_id": tenant_id, "session_id": session_id},
+            order_by=("version",),
+            columns=("version", "checkpoint_id", "run_id", "recorded_at", "state_digest"),
+        ))
+        picked = set(select(rows))
+        gone = [row for row in rows if row["version"] in picked]
+        if not gone:
+            return None
+        kept = [row for row in rows if row["version"] not in picked]
+        if kept and kept[-1] is not rows[-1]:
+            raise InvalidInput("select", "must keep the session's latest record when it "
+                                         "keeps any")
+        releases = decisions.plan_delete(row["state_digest"] for row in gone).releases
+        kept_runs = {row["run_id"] for row in kept}
+        event = SessionCheckpointsRemoved(
+            session_id=session_id, reason=reason, versions=[row["version"] for row in gone],
+            checkpoint_ids=[row["checkpoint_id"] for row in gone],
+            runs=sorted({row["run_id"] for row in gone} - kept_runs, key=str),
+            emptied=not kept,
+            released={digest.hex(): count for digest, count in sorted(releases.items())},
+        )
+        return StreamRemoval(stream, version, event, releases,
+                             [row["checkpoint_id"] for row in gone], emptied=not kept)
 
     async def sessions(
         self, tenant_id: str, *, after: str | None = None, limit: int = 100

@@ -47,7 +47,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 import weakref
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from functools import partial
 from typing import Any
 
@@ -56,7 +56,7 @@ import msgspec
 from eventlog._logging import get_logger
 from eventlog.checkpoints import thread_decisions as decide
 from eventlog.checkpoints.decisions import normalise_metadata
-from eventlog.checkpoints.removal import REMOVAL_RETRIES
+from eventlog.checkpoints.removal import REMOVAL_RETRIES, StreamRemoval
 from eventlog.checkpoints.thread_fence import ThreadFence
 from eventlog.checkpoints.thread_records import (
     Adoption,
@@ -323,8 +323,23 @@ class ThreadCheckpoints:
                                    lambda: self._delete_once(tenant_id, thread_id))
 
     async def _delete_once(self, tenant_id: str, thread_id: str) -> int:
+        plan = await self._delete_plan(tenant_id, thread_id)
+        if plan is None:
+            return 0
+        await self._log.append(tenant_id, plan.stream_id, [plan.event],
+                               expected_version=plan.expected_version, release=plan.releases)
+        logger.info("thread_deleted", tenant=tenant_id, thread=thread_id,
+                    checkpoints=len(plan.checkpoints))
+        return len(plan.checkpoints)
+
+    async def _delete_plan(
+        self, tenant_id: str, thread_id: str, version: int | None = None
+    ) -> StreamRemoval | None:
+        """The tombstone deleting the whole thread, fenced on the version read first (or
+        on ``version``, read by the caller before whatever it decided from)."""
         stream = decide.thread_stream(thread_id)
-        version = await self._stream_version(tenant_id, stream)
+        if version is None:
+            version = await self._stream_version(tenant_id, stream)
         thread = {"tenant_id": tenant_id, "thread_id": thread_id}
         records = await self._log.query(ViewQuery(THREAD_RECORDS, thread, columns=("digests",)))
         held = [
@@ -332,23 +347,19 @@ class ThreadCheckpoints:
             for row in await self._log.query(ViewQuery(table, thread, columns=("digest",)))
         ]
         if not records and not held:
-            return 0
+            return None
         rows = await self._log.query(
             ViewQuery(THREAD_CHECKPOINTS, thread, columns=("namespace", "checkpoint_id"))
         )
-        count = len(rows)
         writes = len(await self._log.query(
             ViewQuery(THREAD_WRITES, thread, columns=("idx",))
         ))
         releases = decide.releases_of(
             (row["digests"] for row in records), (row["digest"] for row in held)
         )
-        tombstone = ThreadDeleted(thread_id=thread_id, checkpoints=count, writes=writes,
+        tombstone = ThreadDeleted(thread_id=thread_id, checkpoints=len(rows), writes=writes,
                                   released=_hex(releases), heads=decide.heads_of(rows))
-        await self._log.append(tenant_id, stream, [tombstone], expected_version=version,
-                               release=releases)
-        logger.info("thread_deleted", tenant=tenant_id, thread=thread_id, checkpoints=count)
-        return count
+        return StreamRemoval(stream, version, tombstone, releases, _named(rows), emptied=True)
 
     async def delete_runs(self, tenant_id: str, run_keys: Sequence[str]) -> int:
         """Delete the checkpoints (and their writes) of these runs in every thread of the
@@ -388,16 +399,36 @@ class ThreadCheckpoints:
     async def _remove_once(
         self, tenant_id: str, thread_id: str, select: Selection, removal: ThreadRemoval
     ) -> int:
+        plan = await self.removal_plan(tenant_id, thread_id, select, removal)
+        if plan is None:
+            return 0
+        await self._log.append(tenant_id, plan.stream_id, [plan.event],
+                               expected_version=plan.expected_version, release=plan.releases)
+        logger.info("checkpoints_removed", tenant=tenant_id, thread=thread_id,
+                    reason=removal.reason, checkpoints=len(plan.checkpoints))
+        return len(plan.checkpoints)
+
+    async def removal_plan(
+        self, tenant_id: str, thread_id: str, select: Selection, removal: ThreadRemoval,
+        *, whole: bool = False,
+    ) -> StreamRemoval | None:
+        """The tombstone removing the checkpoints ``select`` picks from the thread's rows
+        (namespace, checkpoint id, run key, channels, recorded time), with their writes
+        and the values no remaining checkpoint carries; decided, not appended (the caller
+        appends it fenced on its ``expected_version``). None when nothing is picked. With
+        ``whole``, a pick of every checkpoint deletes the thread (`ThreadDeleted`)."""
         stream = decide.thread_stream(thread_id)
         version = await self._stream_version(tenant_id, stream)
         thread = {"tenant_id": tenant_id, "thread_id": thread_id}
         rows = await self._log.query(ViewQuery(
             THREAD_CHECKPOINTS, thread,
-            columns=("namespace", "checkpoint_id", "run_key", "channels"),
+            columns=("namespace", "checkpoint_id", "run_key", "channels", "recorded_at"),
         ))
         keys = select(rows)
         if not keys:
-            return 0
+            return None
+        if whole and len(keys) == len(rows):
+            return await self._delete_plan(tenant_id, thread_id, version)
         gone = {(key.namespace, key.checkpoint_id) for key in keys}
         remaining = [
             {"namespace": row["namespace"], "versions": _versions.decode(row["channels"])}
@@ -430,11 +461,9 @@ class ThreadCheckpoints:
             run_keys=removal.run_keys, keep=removal.keep, values=values,
             released=_hex(releases),
         )
-        await self._log.append(tenant_id, stream, [tombstone], expected_version=version,
-                               release=releases)
-        logger.info("checkpoints_removed", tenant=tenant_id, thread=thread_id,
-                    reason=removal.reason, checkpoints=len(keys))
-        return len(keys)
+        named = _named({"namespace": key.namespace, "checkpoint_id": key.checkpoint_id}
+                       for key in keys)
+        return StreamRemoval(stream, version, tombstone, releases, named, emptied=False)
 
     async def copy_thread(self, tenant_id: str, source_thread_id: str,
                           target_thread_id: str) -> int:
@@ -667,6 +696,12 @@ def _checkpoint(tenant_id: str, row: Mapping[str, Any], **payloads: Any) -> Thre
         run_key=row["run_key"], step=row["step"], metadata=_metadata.decode(row["metadata"]),
         position=row["position"], recorded_at=row["recorded_at"], **payloads,
     )
+
+
+def _named(rows: Iterable[Mapping[str, Any]]) -> builtins.list[str]:
+    """Checkpoint ids as a report names them: ``namespace/id`` outside the root namespace."""
+    return [f"{row['namespace']}/{row['checkpoint_id']}" if row["namespace"]
+            else row["checkpoint_id"] for row in rows]
 
 
 def _hex(releases: Mapping[bytes, int]) -> dict[str, int]:

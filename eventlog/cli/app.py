@@ -43,6 +43,8 @@ COMMANDS: dict[str, tuple[str, str | None]] = {
     "migrate": ("admin", "bring the database's schema up to date"),
     "stats": ("admin", "count events, streams, sessions, threads, runs, batches, blob bytes"),
     "cleanup": ("admin", "run one bounded interrupt maintenance pass"),
+    "retention": ("retention", "purge state past a tenant's retention policy"),
+    "hold": ("retention", "place, release or list legal holds"),
     "log": ("logs", "show events in log order, filtered; --follow tails them"),
     "timeline": ("sessions", "one session's or framework thread's story in time order"),
     "inspect": ("sessions",

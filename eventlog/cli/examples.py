@@ -16,6 +16,18 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
     ),
     "stats": (("eventlog stats --tenant acme", "one tenant's counts"),),
     "cleanup": (("eventlog cleanup --limit 50", "one bounded maintenance pass"),),
+    "retention": (
+        ("eventlog retention apply acme --older-than 180 --dry-run",
+         "what a 180-day policy would purge"),
+        ("eventlog retention apply acme --keep-latest 10 --older-than 30",
+         "keep 30 days and the latest 10"),
+        ("eventlog retention apply --policy retention.toml --json", "many tenants at once"),
+    ),
+    "hold": (
+        ("eventlog hold acme case-42 --reason 'litigation 2031-17'", "never purge case-42"),
+        ("eventlog hold --release acme case-42", "release the hold"),
+        ("eventlog hold --list acme", "the standing holds"),
+    ),
     "log": (
         ("eventlog log --tenant acme --session trip-1", "one session's events"),
         ("eventlog log --since 14:00 --until '10m ago'", "a time window (UTC)"),

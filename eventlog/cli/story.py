@@ -19,7 +19,11 @@ from eventlog.cli.thread_story import Line, ThreadStory, build_thread_story
 from eventlog.events import Event
 from eventlog.events import interrupts as ev
 from eventlog.events import threads as th
-from eventlog.events.checkpoints import CheckpointCreated, SessionDeleted
+from eventlog.events.checkpoints import (
+    CheckpointCreated,
+    SessionCheckpointsRemoved,
+    SessionDeleted,
+)
 from eventlog.records import RecordedEvent
 
 
@@ -83,6 +87,14 @@ class _Builder:
             self._entry(event, "session", "tombstone",
                         f"session deleted: {plural(payload.checkpoints, 'checkpoint')} left "
                         "the views, their unshared state was purged (the events stay)")
+        elif isinstance(payload, SessionCheckpointsRemoved):
+            self.timeline.tombstones += 1
+            for checkpoint_id in payload.checkpoint_ids:
+                self.by_id.pop(checkpoint_id, None)
+            self._entry(event, "session", "retention",
+                        f"retention: {plural(len(payload.versions), 'checkpoint')} past the "
+                        "tenant's policy left the views, their unshared state was purged "
+                        f"(the events stay): {', '.join(payload.checkpoint_ids)}")
         elif isinstance(payload, _THREAD_EVENTS):
             self._thread_event(event, payload)
         elif isinstance(payload, ev.BatchCreated):

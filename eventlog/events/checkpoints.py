@@ -74,3 +74,34 @@ class SessionDeleted(Event, tag="session_deleted", frozen=True, kw_only=True):
         if not self.released and self.checkpoints:
             return None
         return {bytes.fromhex(digest): count for digest, count in self.released.items()}
+
+
+@register_event
+class SessionCheckpointsRemoved(Event, tag="session_checkpoints_removed", frozen=True,
+                                kw_only=True):
+    """Some of a session's checkpoint records were removed from the views (a retention
+    pass: ``reason`` ``retention``), their state blob references given up.
+
+    The records' events stay in the log (ids, steps, times, digests: the audit trail);
+    the views forget the records at ``versions`` (their `CheckpointCreated` events'
+    stream versions), the runs in ``runs`` (none of whose records remain), and with
+    ``emptied`` the session itself (no record remains: as a `SessionDeleted` would).
+    """
+
+    session_id: str
+    reason: str
+    versions: list[int]
+    checkpoint_ids: list[str] = msgspec.field(default_factory=list)
+    """The removed records' checkpoint ids, in ``versions`` order (for the reader)."""
+    runs: list[uuid.UUID] = msgspec.field(default_factory=list)
+    emptied: bool = False
+    released: dict[HexDigest, int] = msgspec.field(default_factory=dict)
+    """The state blob references given up, by digest (what `verify` folds)."""
+
+    def home_stream(self) -> str | None:
+        """The session's stream."""
+        return SESSION_STREAM_PREFIX + self.session_id
+
+    def blob_releases(self) -> Mapping[bytes, int]:
+        """The references given up."""
+        return {bytes.fromhex(digest): count for digest, count in self.released.items()}

@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
+import eventlog.events.retention  # noqa: F401  (registers the retention events)
 from eventlog.clock import Clock, read_clock, system_clock
 from eventlog.errors import (
     CorruptBlob,

@@ -135,3 +135,25 @@ async def who_did_it(url: str) -> None:
         await log.append("tenant", "s", [Deposited(account="s", cents=1)], actor="bob")
         async for recorded in log.read_stream("tenant", "s"):
             assert_type(recorded.actor, str | None)
+
+
+async def retention(url: str) -> None:
+    """Legal holds and a retention pass, with the types an operator's script relies on."""
+    from datetime import timedelta
+
+    from eventlog.retention import LegalHold, RetentionReport, RetentionStore, check_policy
+
+    async def erase(tenant_id: str, subject: str, *, reason: str) -> None:
+        del tenant_id, subject, reason
+
+    async with open_log(url) as log:
+        assert_type(log.retention, RetentionStore)
+        assert_type(await log.retention.hold("acme", "case-7", reason="audit"), LegalHold)
+        assert_type(await log.retention.release("acme", "case-7"), bool)
+        assert_type(await log.retention.holds("acme"), list[LegalHold])
+        report = await log.retention.apply("acme", older_than=timedelta(days=180),
+                                           keep_latest=10, dry_run=True, erase=erase)
+        assert_type(report, RetentionReport)
+        assert_type(report.expired_subjects, list[str])
+        assert_type(report.checkpoints, int)
+        assert_type(check_policy(30, None).keep_latest, int | None)

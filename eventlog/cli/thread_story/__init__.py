@@ -305,6 +305,11 @@ def _mark(story: ThreadStory, event: RecordedEvent, payload: ThreadEvent) -> Mar
         return Mark(event.position, event.recorded_at, "prune",
                     f"prune: pruned to the latest {payload.keep} per namespace, "
                     f"{plural(len(ids), 'checkpoint')} removed with their writes: {', '.join(ids)}")
+    if payload.reason == "retention":
+        return Mark(event.position, event.recorded_at, "retention",
+                    f"retention: {plural(len(ids), 'checkpoint')} past the tenant's policy "
+                    f"removed with their writes, their unshared payloads purged: "
+                    f"{', '.join(ids)}")
     steps = [story.step(k.namespace, k.checkpoint_id) for k in payload.removed]
     if steps and all(s is not None and s.framework == AGENT_FRAMEWORK for s in steps):
         told = ", ".join(f"{s.checkpoint_id} (superstep {s.step})" for s in steps if s)
