@@ -8,7 +8,12 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from eventlog.cli.context import SharedOptions, add_command
+from eventlog.cli.context import SharedOptions, add_command, lazy_handler
+
+SHELLS = ("bash", "zsh", "fish")
+HIDDEN = "__complete"
+"""The command the scripts call for names from the log (not listed in the help)."""
+KINDS = ("tenants", "sessions", "batches")
 
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
@@ -26,14 +31,5 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     hidden = commands.add_parser(HIDDEN, parents=parents, description="names for completion")
     hidden.add_argument("kind", choices=KINDS, help="what to list")
     hidden.add_argument("tenant", nargs="?", help="the tenant (sessions and batches)")
-    hidden.set_defaults(handler="completion:run_candidates")
+    hidden.set_defaults(handler=lazy_handler("completion:run_candidates"))
 
-
-SHELLS = ("bash", "zsh", "fish")
-
-
-HIDDEN = "__complete"
-"""The command the scripts call for names from the log (not listed in the help)."""
-
-
-KINDS = ("tenants", "sessions", "batches")
