@@ -134,13 +134,14 @@ SQLITE_WITHOUT_ROWID = (
     "thread_channel_values",
     "thread_value_records",
 )
-"""The SQLite tables stored ``WITHOUT ROWID`` (migration 0015): the blob table and the view
-tables an append writes. A rowid table with a declared primary key is two b-trees (the
-rows by rowid, and the key's automatic index pointing at them), so each insert wrote a
-page of both into the write-ahead log at every commit; a ``WITHOUT ROWID`` table is one
-b-tree ordered by its key. Measured with `benchmarks.sqlite_pages`: an adapter ``aput``
-from 25.5 pages a commit to (see docs/benchmarks.md), a create from 15.9. The events table
-keeps its rowid: its position is the rowid (``AUTOINCREMENT``)."""
+"""The SQLite tables stored ``WITHOUT ROWID`` (migration 0015): the view tables an append
+writes. A rowid table with a declared primary key is two b-trees (the rows by rowid, and
+the key's automatic index pointing at them), so each insert wrote a page of both into the
+write-ahead log at every commit; a ``WITHOUT ROWID`` table is one b-tree ordered by its
+key. Measured with `benchmarks.sqlite_pages`: an adapter ``aput`` from 25.6 pages a commit
+to 23.6, a create from 15.9 to 15.4. The events table keeps its rowid (its position is the
+rowid, ``AUTOINCREMENT``); so do the blobs, whose ~2 KB rows an index b-tree would spill
+into overflow pages (measured: more pages, not fewer; docs/decisions.md)."""
 
 
 HOT_FILLFACTOR = {"stream_heads": 70, "checkpoint_sessions": 70}
