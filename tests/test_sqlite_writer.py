@@ -48,12 +48,14 @@ def column_shapes(path: Path) -> dict[str, list[tuple[object, ...]]]:
     random_columns = {"event_id", "hash", "prev_hash", "head_hash", "data", "last_event_id"}
     connection = sqlite3.connect(path)
     try:
-        tables = [row[0] for row in connection.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' "
-            "AND name != 'alembic_version' ORDER BY name")]
+        tables = connection.execute(
+            "SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name NOT LIKE "
+            "'sqlite_%' AND name != 'alembic_version' ORDER BY name").fetchall()
         shapes: dict[str, list[tuple[object, ...]]] = {}
-        for table in tables:
-            cursor = connection.execute(f'SELECT * FROM "{table}" ORDER BY rowid')
+        for table, created in tables:
+            # In insertion order; a WITHOUT ROWID table (migration 0015) in its key's.
+            order = "" if created.rstrip().endswith("WITHOUT ROWID") else " ORDER BY rowid"
+            cursor = connection.execute(f'SELECT * FROM "{table}"{order}')
             names = [column[0] for column in cursor.description]
             shapes[table] = [
                 tuple((name, type(value).__name__,

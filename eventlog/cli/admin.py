@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -11,9 +10,8 @@ from typing import Any
 from rich.table import Table
 
 from eventlog.adapters import DEFAULT_TENANT
-from eventlog.cli.context import Context, add_command
+from eventlog.cli.context import Context
 from eventlog.cli.errors import EXIT_OK
-from eventlog.cli.options import positive_int
 from eventlog.cli.render import pairs_table
 from eventlog.cli.scope import require_tenant
 from eventlog.interrupts.models import BatchState
@@ -27,34 +25,6 @@ from projections.views import STREAM_HEADS
 _CHUNK = 500
 OPEN_BATCH_STATES = frozenset({BatchState.PENDING, BatchState.CLAIMED, BatchState.EFFECT_STARTED})
 """Batches waiting for an answer or being worked on (``unresolved`` is counted apart)."""
-
-
-def register(commands: Any, common: argparse.ArgumentParser) -> None:
-    """Add ``migrate``, ``stats`` and ``cleanup``."""
-    add_command(
-        commands, common, "migrate", "bring the database's schema up to date", run_migrate,
-        description="Create or upgrade the log's tables (serialized across processes) and "
-        "show the schema revision. A database stamped with a revision this version does not "
-        "know is refused.",
-    )
-    stats = add_command(
-        commands, common, "stats",
-        "count events, streams, sessions, threads, runs, batches, blob bytes", run_stats,
-        description="Per tenant: events, streams, sessions with checkpoints, checkpoints, "
-        "runs, open and unresolved interrupt batches, the bytes of live state blobs, and "
-        "the framework threads (LangGraph, Agent Framework) with their checkpoints and the "
-        "bytes of their live payloads (state, channel values, pending writes).",
-    )
-    stats.add_argument("--tenant", metavar="T", help="only this tenant")
-    cleanup = add_command(
-        commands, common, "cleanup", "run one bounded interrupt maintenance pass", run_cleanup,
-        description="One bounded pass of the interrupt store's maintenance: expire leases "
-        "(back to pending, or unresolved after an effect), expire unanswered batches, "
-        "abandon captures under dead claims, retire finished batches past the audit "
-        "retention from the views. Never resolves an unresolved effect. Prints the counts.",
-    )
-    cleanup.add_argument("--limit", type=positive_int, metavar="N",
-                         help="batches per category in this pass (default: the store's 100)")
 
 
 async def run_migrate(context: Context) -> int:

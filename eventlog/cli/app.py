@@ -1,10 +1,11 @@
 """The ``eventlog`` entry point: the parser, the dispatch and the exit statuses.
 
 A command's module (and what it imports: the stores, rich, the report's renderer, the
-adapters' adoption) is imported only when that command is parsed: `main` builds the
-parser of the command named on the line, with every other command listed by its
-`COMMANDS` entry alone. ``eventlog --help`` imports no command module; ``eventlog
-completion`` (which describes every command) builds them all.
+adapters' adoption) is imported only when that command runs: `main` builds the parser of
+the command named on the line from its light declaration in `eventlog.cli.parsers`, with
+every other command listed by its `COMMANDS` entry alone. ``eventlog --help`` imports no
+declaration, ``eventlog CMD --help`` CMD's alone, and no command module; ``eventlog
+completion`` (which describes every command) builds every declaration.
 """
 
 from __future__ import annotations
@@ -64,8 +65,9 @@ COMMANDS: dict[str, tuple[str, str | None]] = {
     "__complete": ("completion", None),
 }
 """Each command, in the order ``eventlog --help`` lists them: the module under
-`eventlog.cli` whose ``register`` adds it, and its summary (None: not listed). A test holds
-these to what the modules register."""
+`eventlog.cli.parsers` whose ``register`` adds it (the command's handlers are in the
+module of the same name under `eventlog.cli`), and its summary (None: not listed). A test
+holds these to what the modules register."""
 
 _NEEDS_EVERY_COMMAND = frozenset({"completion"})
 """Commands that describe the whole command line, so get the parser of every command."""
@@ -121,8 +123,9 @@ def _parser_for(arguments: list[str], *, json_errors: bool = False) -> argparse.
 
 
 def _command_module(name: str) -> Any:
-    """The module of `eventlog.cli` that registers a command (imported when first asked)."""
-    return importlib.import_module(f"eventlog.cli.{name}")
+    """The module of `eventlog.cli.parsers` that registers a command (imported when first
+    asked)."""
+    return importlib.import_module(f"eventlog.cli.parsers.{name}")
 
 
 class _Version(argparse.Action):

@@ -15,8 +15,9 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
-from eventlog.cli.context import Context, SharedOptions, add_command
+from eventlog.cli.context import Context
 from eventlog.cli.errors import EXIT_OK
+from eventlog.cli.parsers.completion import HIDDEN
 from eventlog.log import EventLog
 from projections.checkpoints import SESSIONS
 from projections.interrupts import BATCHES
@@ -24,10 +25,6 @@ from projections.query import ViewQuery
 from projections.threads import THREAD_CHECKPOINTS
 from projections.views import STREAM_HEADS
 
-SHELLS = ("bash", "zsh", "fish")
-HIDDEN = "__complete"
-"""The command the scripts call for names from the log (not listed in the help)."""
-KINDS = ("tenants", "sessions", "batches")
 MAX_CANDIDATES = 200
 """At most this many names of one kind are offered (each is one index seek)."""
 _FROM_LOG = {"tenant": "tenants", "session": "sessions", "batch": "batches"}
@@ -41,24 +38,6 @@ class Shape:
     options: list[str]
     valued: list[str]
     positionals: list[str]
-
-
-def register(commands: Any, common: argparse.ArgumentParser) -> None:
-    """Add ``completion`` and the hidden command its scripts call."""
-    parser = add_command(
-        commands, common, "completion", "print a shell completion script", run,
-        description="Print a completion script for bash, zsh or fish. Load it from your "
-        "shell's start-up file, e.g. `eval \"$(eventlog completion bash)\"` in ~/.bashrc, "
-        "`eval \"$(eventlog completion zsh)\"` in ~/.zshrc, or "
-        "`eventlog completion fish > ~/.config/fish/completions/eventlog.fish`. Tenants, "
-        "sessions, threads and batches are completed from the log the command line names.",
-    )
-    parser.add_argument("shell", choices=SHELLS, metavar="SHELL", help="bash, zsh or fish")
-    parents = common.parents_for(HIDDEN) if isinstance(common, SharedOptions) else [common]
-    hidden = commands.add_parser(HIDDEN, parents=parents, description="names for completion")
-    hidden.add_argument("kind", choices=KINDS, help="what to list")
-    hidden.add_argument("tenant", nargs="?", help="the tenant (sessions and batches)")
-    hidden.set_defaults(handler=run_candidates)
 
 
 async def run(context: Context) -> int:

@@ -309,17 +309,34 @@ def _part(*options: tuple[str, dict[str, Any]]) -> argparse.ArgumentParser:
     return part
 
 
+def lazy_handler(target: str) -> Handler:
+    """The handler ``"MODULE:FUNCTION"`` names (a module under `eventlog.cli`), imported
+    when the command runs: a command's parser is declared in `eventlog.cli.parsers`
+    without its module, so ``eventlog CMD --help`` imports nothing the command runs."""
+    module, _, function = target.partition(":")
+
+    async def run(context: Context) -> int:
+        import importlib
+
+        found: Handler = getattr(importlib.import_module(f"eventlog.cli.{module}"), function)
+        return await found(context)
+
+    run.__qualname__ = run.__name__ = target
+    return run
+
+
 def add_command(
-    commands: Any, common: argparse.ArgumentParser, name: str, summary: str, handler: Handler,
-    description: str | None = None,
+    commands: Any, common: argparse.ArgumentParser, name: str, summary: str,
+    handler: Handler | str, description: str | None = None,
 ) -> argparse.ArgumentParser:
     """Add one command with the shared options that act on it, its examples
-    (`eventlog.cli.examples`), the exit statuses and its handler."""
+    (`eventlog.cli.examples`), the exit statuses and its handler (``"MODULE:FUNCTION"``:
+    `lazy_handler`)."""
     parents = common.parents_for(name) if isinstance(common, SharedOptions) else [common]
     parser: argparse.ArgumentParser = commands.add_parser(
         name, parents=parents, help=summary, description=description or summary,
         epilog=examples_help(name) + EXIT_STATUSES_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.set_defaults(handler=handler)
+    parser.set_defaults(handler=lazy_handler(handler) if isinstance(handler, str) else handler)
     return parser

@@ -25,7 +25,6 @@ simulated clock covered next to the wall clock, because recorded times run ahead
 
 from __future__ import annotations
 
-import argparse
 import json
 import uuid
 from dataclasses import dataclass, field
@@ -35,7 +34,7 @@ from typing import Any
 from rich.text import Text
 
 from eventlog.checkpoints import CheckpointRecord
-from eventlog.cli.context import Context, add_command, invoked_as
+from eventlog.cli.context import Context, invoked_as
 from eventlog.cli.errors import EXIT_FINDINGS, EXIT_OK
 from eventlog.cli.horizon import settle_or_warn
 from eventlog.cli.render import plural, verdict, when
@@ -76,19 +75,6 @@ class DemoClock:
     def advance(self, delta: timedelta) -> None:
         """Move time forward by ``delta``."""
         self.now += delta
-
-
-def register(commands: Any, common: argparse.ArgumentParser) -> None:
-    """Add ``demo``."""
-    add_command(
-        commands, common, "demo", "play an agent workflow on a real log and show what it "
-        "recorded", run,
-        description="Play a whole agent workflow through the library's public API — "
-        "checkpoints, a crash, a resume with at-least-once duplicates, an approval with a "
-        "rejected second answer, a stale worker, one dispatch marker — on the embedded "
-        "SQLite file (or --url), then print the session's timeline and verify the log. "
-        "Every run is a new session of tenant 'demo'.",
-    )
 
 
 @dataclass

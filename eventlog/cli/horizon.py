@@ -11,10 +11,9 @@ now") first waits until every transaction running at its start has ended.
 from __future__ import annotations
 
 from eventlog.cli.context import Context
+from eventlog.cli.options import DEFAULT_TIMEOUT_S
 from eventlog.errors import EventLogError
 from eventlog.log import EventLog
-
-DEFAULT_TIMEOUT_S = 30.0
 
 
 async def settle(log: EventLog) -> bool:

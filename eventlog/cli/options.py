@@ -7,6 +7,9 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+DEFAULT_TIMEOUT_S = 30.0
+"""How long a command waits for PostgreSQL's read horizon (`eventlog.cli.horizon`)."""
+
 
 def positive_int(text: str) -> int:
     """A whole number ≥ 1."""

@@ -11,14 +11,13 @@ from __future__ import annotations
 import argparse
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any
 
 from rich.text import Text
 
-from eventlog.cli.context import Context, add_command
+from eventlog.cli.context import Context
 from eventlog.cli.errors import EXIT_OK, CommandError
 from eventlog.cli.horizon import settle_or_warn
-from eventlog.cli.options import TIME_HELP, Moment, when_moment
+from eventlog.cli.options import Moment
 from eventlog.cli.progress import CountingLog
 from eventlog.cli.render import plural, redact, rows_or_records, when
 from eventlog.cli.scope import require_session, require_tenant
@@ -65,27 +64,6 @@ COLUMNS: Mapping[str, tuple[str, ...]] = {
                     "encoding", "digest"),
 }
 """The columns shown to people per view (``--json`` gives every column)."""
-
-
-def register(commands: Any, common: argparse.ArgumentParser) -> None:
-    """Add ``replay``."""
-    parser = add_command(
-        commands, common, "replay", "show the views as they stood at a past position or time",
-        run,
-        description="Rebuild the session, run, interrupt and framework-thread (LangGraph, "
-        "Agent Framework) views from the log alone (into a temporary file), as they stood at "
-        "a log position or a time, and show them. Nothing is written.",
-    )
-    parser.add_argument(
-        "--as-of", required=True, type=when_moment, metavar="POSITION|TIME",
-        help=f"a log position (e.g. 120) or {TIME_HELP}",
-    )
-    parser.add_argument("--tenant", metavar="T", help="only this tenant's rows")
-    parser.add_argument("--session", metavar="S",
-                        help="only this session's or framework thread's rows (needs --tenant)")
-    parser.add_argument("--table", action="append", dest="tables", metavar="NAME",
-                        help=f"views to show (repeatable; default: {', '.join(DEFAULT_TABLES)};"
-                             f" also {', '.join(OTHER_TABLES)})")
 
 
 async def run(context: Context) -> int:

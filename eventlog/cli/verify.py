@@ -8,7 +8,6 @@ view row with the stored one, a page at a time. Any finding exits with status 1.
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,12 +16,11 @@ from rich.progress import Progress
 from rich.table import Table
 from rich.text import Text
 
-from eventlog.cli.context import Context, add_command
+from eventlog.cli.context import Context
 from eventlog.cli.digest import read_digest_file, read_public_key_file
 from eventlog.cli.errors import EXIT_FINDINGS, EXIT_OK, CommandError
 from eventlog.cli.horizon import settle, settle_or_warn
 from eventlog.cli.lenient import UndecodableEvent
-from eventlog.cli.options import positive_int
 from eventlog.cli.progress import CountingLog
 from eventlog.cli.render import cell, plural, verdict
 from eventlog.cli.scope import require_tenant
@@ -36,33 +34,6 @@ from projections.rebuilding import ViewDifference, compare_views
 
 UNDECODABLE = "undecodable_event"
 """The finding kind of an event whose bytes do not decode as its type."""
-
-
-def register(commands: Any, common: argparse.ArgumentParser) -> None:
-    """Add ``verify``."""
-    parser = add_command(
-        commands, common, "verify", "check every hash chain and every view against the log",
-        run,
-        description="Recompute every stream's SHA-256 hash chain from the stored bytes "
-        "(naming the first broken link of each stream) and compare every stored view row "
-        "with a rebuild from the log (naming each differing row). Exit status 1 on any "
-        "finding.",
-    )
-    parser.add_argument("--tenant", metavar="T", help="only this tenant's chains and rows")
-    parser.add_argument("--max-rows", type=positive_int, default=20, metavar="N",
-                        help="show at most N differing view rows (20); all are counted")
-    parser.add_argument("--digest", metavar="FILE",
-                        help="also prove the log still holds every stream up to the heads "
-                             "of a digest written earlier by `eventlog digest`")
-    parser.add_argument("--key", metavar="PUBLIC_KEY_FILE",
-                        help="with --digest: first check the digest's signature with this "
-                             "Ed25519 public key (PEM); an unsigned digest, one another key "
-                             "signed, or one changed after it was signed is refused; with "
-                             "--head: the head's signature")
-    parser.add_argument("--head", metavar="FILE",
-                        help="also prove the log still gives the signed tree head in FILE "
-                             "(`eventlog tree-head`): its tenant's first SIZE events give "
-                             "its root; names a cut or a rewrite (needs --key)")
 
 
 @dataclass(frozen=True)

@@ -7,19 +7,18 @@ the document; all but `collect` are pure functions tested without a browser.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from rich.text import Text
 
-from eventlog.cli.context import Context, add_command
+from eventlog.cli.context import Context
 from eventlog.cli.errors import EXIT_FINDINGS, EXIT_OK, CommandError
 from eventlog.cli.horizon import settle_or_warn
-from eventlog.cli.options import Moment, positive_int, when_moment
+from eventlog.cli.options import Moment
+from eventlog.cli.parsers.report import DEFAULT_SESSIONS
 from eventlog.cli.report import collect
 from eventlog.cli.report.index import index_lines
 from eventlog.cli.report.model import SessionReport
@@ -28,38 +27,6 @@ from eventlog.cli.scope import require_session, require_tenant
 from eventlog.log import EventLog
 
 __all__ = ["Written", "register", "write_report"]
-
-DEFAULT_SESSIONS = 20
-
-
-def register(commands: Any, common: argparse.ArgumentParser) -> None:
-    """Add ``report``."""
-    parser = add_command(
-        commands, common, "report", "write the incident report: one self-contained HTML file",
-        run,
-        description="Write one HTML file (no network needed: styles, drawing and script are "
-        "inside it) showing a session's runs and interrupt batches, or a LangGraph thread's "
-        "or Agent Framework workflow's steps (node names, questions and their answers, "
-        "forks, subgraphs, unfinished steps), as swimlanes across time, its checkpoint tree "
-        "with the at-least-once duplicates, every event with its state and what it changed "
-        "(click one for all of it; tokens never appear) and the verify result with the "
-        "first broken link highlighted. SESSION may name a thread. Without SESSION: an "
-        "index of every session and thread of TENANT (the latest "
-        f"{DEFAULT_SESSIONS} drawn); without TENANT: the whole log. Exit status 1 when "
-        "verify found a problem (the report is written all the same).",
-    )
-    parser.add_argument("tenant", metavar="TENANT", nargs="?", help="only this tenant")
-    parser.add_argument("session", metavar="SESSION", nargs="?", help="only this session")
-    parser.add_argument(
-        "--as-of", type=when_moment, metavar="WHEN",
-        help="show the log as it stood then: a position or a time (see `replay --help`)",
-    )
-    parser.add_argument("-o", "--output", metavar="FILE",
-                        help="where to write (default: ./eventlog-report-<scope>.html; "
-                             "- for standard output)")
-    parser.add_argument("--max-sessions", type=positive_int, default=DEFAULT_SESSIONS,
-                        metavar="N", help=f"draw at most N sessions ({DEFAULT_SESSIONS}); "
-                                          "the index lists every one")
 
 
 @dataclass(frozen=True)
