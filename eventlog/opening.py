@@ -52,6 +52,7 @@ async def open_log(
     interrupt_options: InterruptOptions | None = None,
     operations: Iterable[Operation] | None = None,
     read_url: str | None = None,
+    keyring: Any = None,
     **backend_options: Any,
 ) -> AsyncIterator[OpenLog]:
     """Open the log at ``target``, yield it with its stores (an `OpenLog`), and close it
@@ -71,14 +72,21 @@ async def open_log(
     replay, export and the command's reports — reads there, still gap-safe. Appends, the
     stream heads they chain onto, and the stores (which decide writes on what they read)
     stay on ``target``.
+
+    ``keyring`` (a keyring file's path, or any `eventlog.crypto.KeyProvider`) encrypts
+    the log: state payloads and free-text event fields are sealed under per-subject data
+    keys kept wrapped in the log's database (README, "Encryption and erasure"). Without
+    it, nothing is encrypted, and encrypted data already stored is refused on read
+    (`KeyringRequired`) while ids, times, listings and `verify` work as ever.
     """
     log_type, face_type, inline_projections = _layers()
+    provider = _keyring(keyring)
     storage = backend_for(target, schema=schema, **backend_options)
     reader = _replica(storage, read_url, schema, backend_options)
     log = log_type(
         storage, registry=registry, clock=clock, max_payload_bytes=max_payload_bytes,
         projections=inline_projections if projections is None else projections,
-        reader=reader,
+        reader=reader, sealer=None if provider is None else _sealer(storage, provider),
     )
     face = face_type(log, interrupt_options=interrupt_options, operations=operations)
     try:
@@ -104,6 +112,20 @@ def _layers() -> tuple[type[EventLog], type[OpenLog], Sequence[Projection]]:
     from projections import INLINE_PROJECTIONS
 
     return EventLog, OpenLog, INLINE_PROJECTIONS
+
+
+def _keyring(keyring: Any) -> Any:
+    if keyring is None:
+        return None
+    from eventlog.crypto import load_keyring
+
+    return load_keyring(keyring)
+
+
+def _sealer(storage: StorageBackend, provider: Any) -> Any:
+    from eventlog.log._sealing import Sealer
+
+    return Sealer(storage, provider)
 
 
 def _install_views(storage: StorageBackend, log: EventLog) -> None:

@@ -135,7 +135,8 @@ class CheckpointStore:
         if not rows or rows[0]["blob"] is None:
             return None
         digest, data = rows[0]["state_digest"], rows[0]["blob"]
-        if content_digest(data) != digest:
+        # An encrypted log checked the sealed bytes against their address as it opened them.
+        if self._log.sealer is None and content_digest(data) != digest:
             raise CorruptBlob(digest)
         return EncodedState(rows[0]["state_encoding"], data)
 

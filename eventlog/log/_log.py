@@ -19,10 +19,12 @@ from eventlog.errors import (
     CorruptBlob,
     CorruptEvent,
     InvalidInput,
+    KeyringRequired,
     PayloadTooLarge,
     StorageError,
 )
 from eventlog.events import Event, EventRegistry, default_registry
+from eventlog.events.erasure import ERASURE_STREAM_PREFIX, SubjectKeyDestroyed
 from eventlog.hashing import content_digest
 from eventlog.ids import uuid7
 from eventlog.log._append import (
@@ -37,6 +39,8 @@ from eventlog.log._append import (
 from eventlog.log._chain import verify_chains
 from eventlog.log._heads import HeadCache
 from eventlog.log._queries import check_history, check_query
+from eventlog.crypto._seal import MAGIC
+from eventlog.log._sealing import FIELDS, Header, Sealer, refuse_unsealed_read
 from eventlog.log._tree import Tree, TreeFinding
 from eventlog.merkle import InclusionProof, TreeHead
 from eventlog.records import (
@@ -79,8 +83,11 @@ class EventLog:
         clock: Clock = system_clock,
         max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
         reader: StorageBackend | None = None,
+        sealer: Sealer | None = None,
     ) -> None:
         self.storage = storage
+        # With a keyring (`open_log(keyring=...)`): what seals appends and opens reads.
+        self.sealer = sealer
         # Where the read side reads: the storage itself, or (open_log's read_url) a hot
         # standby. Appends, stream heads and commit-outcome lookups always use `storage`.
         self.reader = storage if reader is None else reader
@@ -107,6 +114,7 @@ class EventLog:
         attach: Iterable[bytes] = (),
         release: Mapping[bytes, int] | None = None,
         require: Sequence[RowRequired] = (),
+        subject: str | None = None,
     ) -> AppendResult:
         """Append ``events`` to a stream in one transaction.
 
@@ -118,18 +126,22 @@ class EventLog:
         view rows of this tenant that must exist as the append commits (`RowRequired`):
         checked in the append's own transaction (one statement on PostgreSQL), each
         missing one raises its `InvalidInput` and nothing is written.
+
+        With a keyring, the state payloads and free-text fields are sealed under the key
+        of ``subject`` (by default the session's or thread's id, an interrupt batch's
+        thread); `SubjectErased` if that subject was erased (`reopen_subject` first).
         """
         self._check_open("append")
         check_id("tenant_id", tenant_id)
         check_id("stream_id", stream_id)
         expected = check_expected(expected_version)
         recorded_at = read_clock(self.clock)
-        drafts = [
-            Draft(uuid7(), tag, data, event, recorded_at)
-            for tag, data, event in self._encode(events, stream_id)
-        ]
+        encoded, payloads = await self._sealed(
+            tenant_id, stream_id, self._encode(events, stream_id), list(attach), subject,
+            recorded_at)
+        drafts = [Draft(uuid7(), tag, data, event, recorded_at) for tag, data, event in encoded]
         return await self._appender.commit(
-            tenant_id, stream_id, drafts, expected, self._blob_adds(attach),
+            tenant_id, stream_id, drafts, expected, self._blob_adds(payloads),
             check_releases(release), required=check_required(require, tenant_id),
         )
 
@@ -155,13 +167,14 @@ class EventLog:
             if key in seen:
                 raise InvalidInput("appends", f"stream {item.stream_id!r} appears twice")
             seen.add(key)
-            drafts = [
-                Draft(uuid7(), tag, data, event, recorded_at)
-                for tag, data, event in self._encode(item.events, item.stream_id)
-            ]
+            encoded, payloads = await self._sealed(
+                item.tenant_id, item.stream_id, self._encode(item.events, item.stream_id),
+                list(item.attach), None, recorded_at)
+            drafts = [Draft(uuid7(), tag, data, event, recorded_at)
+                      for tag, data, event in encoded]
             parts.append(Part(
                 item.tenant_id, item.stream_id, drafts, check_expected(item.expected_version),
-                self._blob_adds(item.attach), check_releases(item.release),
+                self._blob_adds(payloads), check_releases(item.release),
             ))
         return await self._appender.commit_batch(parts)
 
@@ -228,7 +241,7 @@ class EventLog:
                 tenant_id, stream_id, version, min(_PAGE, left)
             )
             for stored in page:
-                yield self.decode(stored)
+                yield await self._decoded(stored)
             if len(page) < min(_PAGE, left):
                 return
             left -= len(page)
@@ -250,7 +263,8 @@ class EventLog:
         if tenant_id is not None:
             check_id("tenant_id", tenant_id)
         rows, cursor = await self.reader.read_all(after, limit, tenant_id)
-        return LogPage(events=[self.decode(row) for row in rows], cursor=cursor)
+        return LogPage(events=[await self._decoded(row) for row in rows],
+                       cursor=cursor)
 
     @asynccontextmanager
     async def hold_stream(self, tenant_id: str, stream_id: str) -> AsyncIterator[None]:
@@ -298,7 +312,9 @@ class EventLog:
         payload = await self.reader.get_blob(tenant_id, digest)
         if payload is not None and content_digest(payload) != digest:
             raise CorruptBlob(digest)
-        return payload
+        if payload is None:
+            return None
+        return await self._open_blob(tenant_id, payload)
 
     async def get_blobs(self, tenant_id: str, digests: Iterable[bytes]) -> dict[bytes, bytes]:
         """The blobs of ``digests`` that exist within the tenant, by digest (one read on SQL
@@ -306,7 +322,16 @@ class EventLog:
         self._check_open("read")
         check_id("tenant_id", tenant_id)
         wanted = [check_digest("digests", digest) for digest in dict.fromkeys(digests)]
-        return await self.reader.get_blobs(tenant_id, wanted) if wanted else {}
+        found = await self.reader.get_blobs(tenant_id, wanted) if wanted else {}
+        if self.sealer is None and not any(payload.startswith(MAGIC)
+                                           for payload in found.values()):
+            return found
+        for digest, payload in found.items():
+            # A sealed blob is opened only when its bytes are its address's (no swap).
+            if content_digest(payload) != digest:
+                raise CorruptBlob(digest)
+            found[digest] = await self._open_blob(tenant_id, payload)
+        return found
 
     async def verify(self, tenant_id: str | None = None) -> VerifyReport:
         """Recompute every stream's hash chain from the stored bytes.
@@ -383,7 +408,12 @@ class EventLog:
         """
         self._check_open("query")
         check_query(query)
-        return await self.reader.query(query)
+        rows = await self.reader.query(query)
+        if self.sealer is not None:
+            await self.sealer.open_rows(query.where.get("tenant_id"), rows)
+        if query.with_blob is not None or query.related:
+            await self._open_row_blobs(query, rows)
+        return rows
 
     async def history(self, query: HistoryQuery) -> list[HistoryRow]:
         """The rows of a thread checkpoint's channel history (`projections.thread_history`),
@@ -406,7 +436,7 @@ class EventLog:
         if not isinstance(event_id, uuid.UUID):
             raise InvalidInput("event_id", f"must be a UUID, not {event_id!r}"[:200])
         stored = await self.reader.find_event(tenant_id, event_id)
-        return None if stored is None else self.decode(stored)
+        return None if stored is None else await self._decoded(stored)
 
     async def blob_refs(self, tenant_id: str) -> dict[bytes, int]:
         """Reference counts of a tenant's stored blobs, by digest."""
@@ -448,11 +478,123 @@ class EventLog:
         sibling = EventLog(
             self.storage, projections=self.projections,
             registry=self.registry if registry is None else registry, clock=self.clock,
-            max_payload_bytes=self.max_payload_bytes, reader=self.reader,
+            max_payload_bytes=self.max_payload_bytes, reader=self.reader, sealer=self.sealer,
         )
         sibling.schema_revision = self.schema_revision
         sibling._lifecycle = self._lifecycle
         return sibling
+
+    # -- encryption: erasure by destroying a key ------------------------------------------
+
+    async def erase(self, tenant_id: str, subject: str, *, reason: str = "",
+                    actor: str = "") -> int:
+        """Erase a subject: destroy every generation of its data key and append a
+        `SubjectKeyDestroyed` event (who, why; its time is when) to ``erasure:<subject>``.
+
+        Afterwards its state payloads raise `SubjectErased`, its sealed fields read as
+        erased, and its records (ids, steps, times) still list; the chain is untouched, so
+        `verify` holds. Returns how many key generations were destroyed (0: nothing was
+        held, e.g. erased before, and nothing is appended). Needs no keyring: destroying a
+        key needs no key.
+        """
+        self._check_open("append")
+        check_id("tenant_id", tenant_id)
+        check_id("subject", subject)
+        if not isinstance(reason, str) or not isinstance(actor, str):
+            raise InvalidInput("reason", "reason and actor must be strings")
+        destroyed = await self.storage.destroy_subject_keys(tenant_id, subject,
+                                                            read_clock(self.clock))
+        if self.sealer is not None:
+            self.sealer.forget(tenant_id, subject)
+        if destroyed:
+            stream = ERASURE_STREAM_PREFIX + subject
+            check_id("subject", stream)
+            await self.append(tenant_id, stream, [SubjectKeyDestroyed(
+                subject=subject, reason=reason, actor=actor, generations=destroyed)])
+        return destroyed
+
+    async def reopen_subject(self, tenant_id: str, subject: str) -> int:
+        """Give an erased subject a new data key (a new generation), so it can be written
+        again: what was sealed under the destroyed keys stays erased. Returns the new
+        generation. Needs the keyring."""
+        self._check_open("append")
+        check_id("tenant_id", tenant_id)
+        check_id("subject", subject)
+        if self.sealer is None:
+            raise KeyringRequired(tenant_id, subject)
+        self.sealer.forget(tenant_id, subject)
+        generation, _ = await self.sealer.current_key(tenant_id, subject,
+                                                      now=read_clock(self.clock), reopen=True)
+        return generation
+
+    async def _sealed(
+        self, tenant_id: str, stream_id: str, encoded: list[tuple[str, bytes, Event]],
+        attach: list[bytes], subject: str | None, now: Any,
+    ) -> tuple[list[tuple[str, bytes, Event]], list[bytes]]:
+        """The append's events and blobs as storage must see them: sealed with a keyring
+        (`eventlog.log._sealing`), as they are without."""
+        sealer = self.sealer
+        if sealer is None or not sealer.needs_key(encoded, attach):
+            return encoded, attach
+        if subject is None:
+            subject = await sealer.subject_for(tenant_id, stream_id,
+                                               [event for _, _, event in encoded])
+        else:
+            check_id("subject", subject)
+        generation, key = await sealer.current_key(tenant_id, subject, now=now)
+        header = Header(subject, generation, stream_id, "state")
+        for payload in attach:
+            if not isinstance(payload, bytes):
+                raise InvalidInput("attach", "blobs must be bytes")
+        payloads, renames = sealer.seal_blobs(tenant_id, header, key, attach)
+        sealed = []
+        for tag, data, _event in encoded:
+            data = sealer.seal_event(tenant_id, header, key, tag, data, renames)
+            if len(data) > self.max_payload_bytes:
+                raise PayloadTooLarge(f"event {tag!r} (sealed)", len(data),
+                                      self.max_payload_bytes)
+            sealed.append((tag, data, self.registry.decode(tag, data, stream_id=stream_id)))
+        return sealed, payloads
+
+    async def _decoded(self, stored: StoredEvent) -> RecordedEvent:
+        """`decode`, with the sealed fields opened (or marked erased) when the log has a
+        keyring; the envelope's ``data`` stays the stored bytes the chain covers."""
+        if self.sealer is None or stored.damage is not None or stored.type not in FIELDS:
+            return self.decode(stored)
+        data = await self.sealer.open_event(stored.tenant_id, stored.stream_id, stored.type,
+                                            stored.data)
+        event = self.registry.decode(stored.type, data, stream_id=stored.stream_id,
+                                     version=stored.version)
+        return RecordedEvent.of(stored, event)
+
+    async def _open_row_blobs(self, query: ViewQuery, rows: list[dict[str, Any]]) -> None:
+        """Open the blobs a query read with its rows (``"blob"``, its own and its related
+        rows'): each only once its bytes hash to the digest the row names."""
+        nested = [(related.name, related.with_blob) for related in query.related
+                  if related.with_blob is not None]
+        for row in rows:
+            tenant = row.get("tenant_id", query.where.get("tenant_id", ""))
+            if query.with_blob is not None:
+                await self._open_row_blob(tenant, row, query.with_blob)
+            for name, column in nested:
+                for item in row.get(name) or ():
+                    await self._open_row_blob(tenant, item, column)
+
+    async def _open_row_blob(self, tenant: str, row: dict[str, Any], column: str) -> None:
+        payload = row.get("blob")
+        if payload is None or (self.sealer is None and not payload.startswith(MAGIC)):
+            return
+        digest = row.get(column)
+        digest = bytes.fromhex(digest) if isinstance(digest, str) else digest
+        if digest is not None and content_digest(payload) != digest:
+            raise CorruptBlob(digest)
+        row["blob"] = await self._open_blob(tenant, payload)
+
+    async def _open_blob(self, tenant_id: str, payload: bytes) -> bytes:
+        if self.sealer is None:
+            refuse_unsealed_read(tenant_id, payload)
+            return payload
+        return await self.sealer.open_blob(tenant_id, payload)
 
     async def close(self) -> None:
         """Release the backend's connections and locks; the log refuses work afterwards."""

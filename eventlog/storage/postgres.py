@@ -69,6 +69,7 @@ from eventlog.storage.sqltext import (
     quote,
     required_where,
 )
+from eventlog.storage.sqlkeys import PostgresKeys
 from eventlog.storage.sqltree import PostgresTree
 from projections.changes import (
     AT_POSITION,
@@ -145,7 +146,7 @@ shape; a larger one goes as column arrays (`append_batch`): a statement with tho
 CTEs takes the server seconds to plan, and its text would be cached for one use."""
 
 
-class PostgresBackend(SqlBackend[Any], ReplicaStorage, PostgresTree):
+class PostgresBackend(SqlBackend[Any], ReplicaStorage, PostgresTree, PostgresKeys):
     """Many processes on many hosts, one PostgreSQL database."""
 
     name = "postgresql"
