@@ -9,6 +9,7 @@ check the log is open and validate ids before they reach the backend; `verify` l
 from __future__ import annotations
 
 import copy
+import dataclasses
 import uuid
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -56,7 +57,7 @@ from eventlog.storage.base import StorageBackend
 from eventlog.storage.contracts import caught_up
 from eventlog.validation import DEFAULT_MAX_PAYLOAD_BYTES, check_id, check_positive_limit
 from projections.base import Projection
-from projections.query import RowRequired, ViewQuery
+from projections.query import JsonContains, RowRequired, ViewQuery, row_matches
 from projections.thread_history import HistoryQuery, HistoryRow
 
 _PAGE = 500
@@ -136,12 +137,13 @@ class EventLog:
         check_id("stream_id", stream_id)
         expected = check_expected(expected_version)
         recorded_at = read_clock(self.clock)
+        plain = list(attach)
         encoded, payloads = await self._sealed(
-            tenant_id, stream_id, self._encode(events, stream_id), list(attach), subject,
-            recorded_at)
+            tenant_id, stream_id, self._encode(events, stream_id), plain, subject, recorded_at)
         drafts = [Draft(uuid7(), tag, data, event, recorded_at) for tag, data, event in encoded]
         return await self._appender.commit(
-            tenant_id, stream_id, drafts, expected, self._blob_adds(payloads),
+            tenant_id, stream_id, drafts, expected,
+            self._blob_adds(payloads, sealed=payloads is not plain),
             check_releases(release), required=check_required(require, tenant_id),
         )
 
@@ -167,14 +169,16 @@ class EventLog:
             if key in seen:
                 raise InvalidInput("appends", f"stream {item.stream_id!r} appears twice")
             seen.add(key)
+            plain = list(item.attach)
             encoded, payloads = await self._sealed(
                 item.tenant_id, item.stream_id, self._encode(item.events, item.stream_id),
-                list(item.attach), None, recorded_at)
+                plain, None, recorded_at)
             drafts = [Draft(uuid7(), tag, data, event, recorded_at)
                       for tag, data, event in encoded]
             parts.append(Part(
                 item.tenant_id, item.stream_id, drafts, check_expected(item.expected_version),
-                self._blob_adds(payloads), check_releases(item.release),
+                self._blob_adds(payloads, sealed=payloads is not plain),
+                check_releases(item.release),
             ))
         return await self._appender.commit_batch(parts)
 
@@ -252,7 +256,9 @@ class EventLog:
     ) -> LogPage:
         """A page of the log in log order after the cursor ``after``; gap-safe.
 
-        Log order is position order on single-writer backends. On PostgreSQL it is
+        Events come as stored: on an encrypted log their free-text fields are the sealed
+        markers the views fold (what a rebuild, an export or a follower needs);
+        `open_event` opens one. Log order is position order on single-writer backends. On PostgreSQL it is
         (writer transaction, position): an event never appears before one that committed
         ahead of it became visible, so following with the returned cursor never skips.
         """
@@ -263,8 +269,7 @@ class EventLog:
         if tenant_id is not None:
             check_id("tenant_id", tenant_id)
         rows, cursor = await self.reader.read_all(after, limit, tenant_id)
-        return LogPage(events=[await self._decoded(row) for row in rows],
-                       cursor=cursor)
+        return LogPage(events=[self.decode(row) for row in rows], cursor=cursor)
 
     @asynccontextmanager
     async def hold_stream(self, tenant_id: str, stream_id: str) -> AsyncIterator[None]:
@@ -408,6 +413,9 @@ class EventLog:
         """
         self._check_open("query")
         check_query(query)
+        if self.sealer is not None and any(isinstance(wanted, JsonContains)
+                                           for wanted in query.where.values()):
+            return await self._query_sealed_json(query)
         rows = await self.reader.query(query)
         if self.sealer is not None:
             await self.sealer.open_rows(query.where.get("tenant_id"), rows)
@@ -546,7 +554,15 @@ class EventLog:
         for payload in attach:
             if not isinstance(payload, bytes):
                 raise InvalidInput("attach", "blobs must be bytes")
+            if len(payload) > self.max_payload_bytes:
+                raise PayloadTooLarge("blob", len(payload), self.max_payload_bytes)
         payloads, renames = sealer.seal_blobs(tenant_id, header, key, attach)
+        for _, _, event in encoded:
+            # A thread's copy names the source's sealed addresses: they become the copy's.
+            source = getattr(event, "source_thread_id", None)
+            if isinstance(source, str):
+                renames.update(await sealer.source_renames(
+                    tenant_id, f"thread:{source}", attach, payloads, now=now))
         sealed = []
         for tag, data, _event in encoded:
             data = sealer.seal_event(tenant_id, header, key, tag, data, renames)
@@ -555,6 +571,15 @@ class EventLog:
                                       self.max_payload_bytes)
             sealed.append((tag, data, self.registry.decode(tag, data, stream_id=stream_id)))
         return sealed, payloads
+
+    async def open_event(self, recorded: RecordedEvent) -> RecordedEvent:
+        """``recorded`` (from `read_all`) with its sealed free-text fields opened: as
+        `read_stream` gives it (an erased subject's fields read ``{"$erased": true}``);
+        itself on a log without a keyring or an event with nothing sealed."""
+        if self.sealer is None or recorded.type not in FIELDS:
+            return recorded
+        return await self._decoded(StoredEvent(
+            **{name: getattr(recorded, name) for name in _ENVELOPE_FIELDS}))
 
     async def _decoded(self, stored: StoredEvent) -> RecordedEvent:
         """`decode`, with the sealed fields opened (or marked erased) when the log has a
@@ -566,6 +591,26 @@ class EventLog:
         event = self.registry.decode(stored.type, data, stream_id=stored.stream_id,
                                      version=stored.version)
         return RecordedEvent.of(stored, event)
+
+    async def _query_sealed_json(self, query: ViewQuery) -> list[dict[str, Any]]:
+        """A query whose ``JsonContains`` conditions name sealed columns: the database
+        cannot look inside ciphertext, so every row the other conditions select is read,
+        opened and tested here, then the limit applied (a scan of the rows selected)."""
+        contains = {name: wanted for name, wanted in query.where.items()
+                    if isinstance(wanted, JsonContains)}
+        where = {name: wanted for name, wanted in query.where.items() if name not in contains}
+        columns = (None if query.columns is None
+                   else (*query.columns, *(name for name in contains
+                                           if name not in query.columns)))
+        rows = await self.query(dataclasses.replace(query, where=where, limit=None,
+                                                    columns=columns))
+        kept = [row for row in rows if row_matches(row, contains)][:query.limit]
+        if query.columns is not None:
+            for row in kept:
+                for name in contains:
+                    if name not in query.columns:
+                        del row[name]
+        return kept
 
     async def _open_row_blobs(self, query: ViewQuery, rows: list[dict[str, Any]]) -> None:
         """Open the blobs a query read with its rows (``"blob"``, its own and its related
@@ -625,16 +670,21 @@ class EventLog:
             encoded.append((tag, data, event))
         return encoded
 
-    def _blob_adds(self, attach: Iterable[bytes]) -> dict[bytes, tuple[bytes, int]]:
+    def _blob_adds(self, attach: Iterable[bytes], *, sealed: bool = False
+                   ) -> dict[bytes, tuple[bytes, int]]:
+        """``sealed`` payloads were checked against the limit as plaintext (`_sealed`)."""
         adds: dict[bytes, tuple[bytes, int]] = {}
         for payload in attach:
             if not isinstance(payload, bytes):
                 raise InvalidInput("attach", "blobs must be bytes")
-            if len(payload) > self.max_payload_bytes:
+            if not sealed and len(payload) > self.max_payload_bytes:
                 raise PayloadTooLarge("blob", len(payload), self.max_payload_bytes)
             digest = content_digest(payload)
             adds[digest] = (payload, adds.get(digest, (payload, 0))[1] + 1)
         return adds
+
+
+_ENVELOPE_FIELDS = tuple(field for field in StoredEvent.__struct_fields__ if field != "damage")
 
 
 class _Lifecycle:

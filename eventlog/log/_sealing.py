@@ -192,6 +192,17 @@ class Sealer:
                 content_digest(envelope).hex().encode())
         return sealed, renames
 
+    async def source_renames(self, tenant: str, stream: str, attach: Sequence[bytes],
+                             sealed: Sequence[bytes], *, now: datetime) -> dict[bytes, bytes]:
+        """Each payload's address as ``stream`` (a copy's source) sealed it, mapped to its
+        address as sealed now (``sealed``, in the same order)."""
+        subject = subject_of(stream)
+        generation, key = await self.current_key(tenant, subject, now=now)
+        header = Header(subject, generation, stream, STATE)
+        return {content_digest(key.seal(tenant, header, payload, derived=True)).hex().encode():
+                content_digest(envelope).hex().encode()
+                for payload, envelope in zip(attach, sealed, strict=True)}
+
     def seal_event(self, tenant: str, header: Header, key: DataKey, tag: str, data: bytes,
                    renames: dict[bytes, bytes]) -> bytes:
         """The event's bytes with every renamed digest and every free-text field sealed."""
