@@ -251,6 +251,8 @@ class Sealer:
             for column in _VIEW_COLUMNS.intersection(row):
                 value = row[column]
                 raw = value.encode() if isinstance(value, str) else value
+                if isinstance(raw, bytes):
+                    _refuse_plain_view(tenant, column, raw)
                 if isinstance(raw, bytes) and _MARKER_TEXT in raw:
                     opened = await self._open_tree(row.get("tenant_id", tenant),
                                                    msgspec.json.decode(raw))
@@ -316,6 +318,22 @@ def refuse_unsealed_read(tenant: str, payload: bytes) -> None:
     if payload.startswith(MAGIC):
         header = sealed_blob_header(payload)
         raise KeyringRequired(tenant, "" if header is None else header.subject)
+
+
+def _refuse_plain_view(tenant: Any, column: str, raw: bytes) -> None:
+    """`SealRefused` for a view column holding free text in the clear (written behind the
+    log's back: the log only ever folds sealed fields into it)."""
+    if raw in (b"{}", b"null", b"[]"):
+        return
+    body = msgspec.json.decode(raw)
+    items = body if column == "descriptor" and isinstance(body, list) else [body]
+    for item in items:
+        values = ([item.get("message"), item.get("metadata")]
+                  if column == "descriptor" and isinstance(item, dict) else [item])
+        for value in values:
+            if value not in (None, {}, []) and not _is_marker(value) and value != ERASED:
+                raise SealRefused(tenant or "", "", f"the view column {column!r} holds "
+                                  "plaintext although the log is encrypted: refused, never read")
 
 
 def _is_marker(value: Any) -> bool:
