@@ -40,6 +40,7 @@ from eventlog.log._append import (
 from eventlog.log._chain import verify_chains
 from eventlog.log._heads import HeadCache
 from eventlog.log._queries import check_history, check_query
+from eventlog.log._rotation import Rotation, rotate_keys
 from eventlog.crypto._seal import MAGIC
 from eventlog.log._sealing import FIELDS, Header, Sealer, refuse_unsealed_read
 from eventlog.log._tree import Tree, TreeFinding
@@ -478,6 +479,17 @@ class EventLog:
         twin.reader = self.storage
         return twin
 
+    def as_stored(self) -> EventLog:
+        """This log with its read side showing what storage holds: view rows and events
+        with their sealed fields as stored (what a rebuild from the log folds, so a
+        comparison of views against one sees like with like). The log itself when it has
+        no keyring."""
+        if self.sealer is None:
+            return self
+        twin = copy.copy(self)
+        twin.sealer = None
+        return twin
+
     def sibling(self, *, registry: EventRegistry | None = None) -> EventLog:
         """Another log over the same store, as a second process would see it: a head cache
         of its own (knowing nothing this log appended) and, when given, its own event
@@ -520,6 +532,20 @@ class EventLog:
             await self.append(tenant_id, stream, [SubjectKeyDestroyed(
                 subject=subject, reason=reason, actor=actor, generations=destroyed)])
         return destroyed
+
+    async def rotate_keys(self, to: Any, *, page: int = 200) -> Rotation:
+        """Re-wrap every data key of the log (every tenant's) under the keyring ``to``
+        (a file's path or a `KeyProvider`), unwrapping with this log's keyring: one pass,
+        resumable after a kill (`eventlog.log._rotation`). Afterwards only ``to`` opens
+        the log. Returns what it did (`Rotation`)."""
+        self._check_open("append")
+        if self.sealer is None:
+            raise InvalidInput("keyring", "rotation unwraps with the log's current keyring: "
+                                          "open the log with it (keyring=...)")
+        from eventlog.crypto import load_keyring
+
+        return await rotate_keys(self.storage, self.sealer.provider, load_keyring(to),
+                                 page=check_positive_limit("page", page))
 
     async def reopen_subject(self, tenant_id: str, subject: str) -> int:
         """Give an erased subject a new data key (a new generation), so it can be written

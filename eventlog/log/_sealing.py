@@ -113,7 +113,7 @@ class Sealer:
                 raise SubjectErased(tenant, subject)
             generation = rows[-1].generation + 1 if rows else 1
             key = DataKey.new()
-            wrapped = self.provider.wrap(key.raw, _context(tenant, subject, generation))
+            wrapped = self.provider.wrap(key.raw, context_of(tenant, subject, generation))
             if await self.keys.add_subject_key(KeyRow(
                     tenant, subject, generation, self.provider.key_id, wrapped, now)):
                 self._current[(tenant, subject)] = (generation, key)
@@ -140,7 +140,7 @@ class Sealer:
     def _unwrap(self, row: KeyRow) -> DataKey:
         assert row.wrapped is not None
         try:
-            raw = self.provider.unwrap(row.wrapped, _context(row.tenant_id, row.subject,
+            raw = self.provider.unwrap(row.wrapped, context_of(row.tenant_id, row.subject,
                                                              row.generation))
         except Exception as error:
             raise KeyUnavailable(row.tenant_id, row.subject, (
@@ -371,7 +371,7 @@ def _walk(body: Any, path: tuple[str, ...], change: Any) -> None:
         body[step] = change(body[step])
 
 
-def _context(tenant: str, subject: str, generation: int) -> bytes:
+def context_of(tenant: str, subject: str, generation: int) -> bytes:
     """What a wrapped key is bound to (`KeyProvider.wrap`'s ``context``)."""
     return hashlib.sha256(msgspec.json.encode(["eventlog-data-key", tenant, subject,
                                                generation])).digest()
