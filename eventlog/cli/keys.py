@@ -40,8 +40,9 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         "who and why. Its states and free-text fields can never be read again; its "
         "records still list, and verify holds. Needs no keyring.",
     )
-    erase.add_argument("tenant", metavar="TENANT")
-    erase.add_argument("subject", metavar="SUBJECT")
+    erase.add_argument("tenant", metavar="TENANT", help="the tenant the subject is in")
+    erase.add_argument("subject", metavar="SUBJECT",
+                       help="the subject: a session or thread id, or a named subject=")
     erase.add_argument("--reason", default="", metavar="TEXT", help="why (recorded)")
     erase.add_argument("--actor", metavar="WHO", help="who asked (default: the OS user)")
 
