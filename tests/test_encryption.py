@@ -332,3 +332,34 @@ async def test_a_log_without_keyring_is_exactly_as_before(db: str, tmp_path: Pat
         await log.checkpoints.create(_record())
         keys = await log.storage.subject_keys("t", "s1")
     assert ([], True) == (keys, b"MARKER-STATE" in _stored_bytes(tmp_path))
+
+
+async def test_export_import_carries_ciphertext_and_the_erasure(
+        db: str, keyring: FileKeyring, tmp_path: Path) -> None:
+    """An encrypted tenant exported (no keyring needed) and imported into a fresh log
+    without a keyring: the file holds no marker, the import verifies, lists, and refuses
+    to read a state clearly; the erasure event travels too."""
+    import io
+
+    from eventlog.transfer import export_log, import_log
+
+    async with open_log(db, keyring=keyring) as log:
+        created = await log.checkpoints.create(_record())
+        await log.checkpoints.create(_record(session="gone"))
+        await log.erase("t", "gone", reason="asked")
+    sink = io.BytesIO()
+    async with open_log(db) as log:
+        await export_log(log, sink, tenant_id="t")
+    target = f"sqlite:///{tmp_path / 'copy.db'}"
+    async with open_log(target) as copy:
+        sink.seek(0)
+        await import_log(copy, sink)
+        with pytest.raises(KeyringRequired, match="open the log with its keyring"):
+            await copy.checkpoints.read("t", "s1", created.checkpoint_id or "")
+        erasures = [e async for e in copy.read_stream("t", "erasure:gone")]
+        assert (False, True, 1, 1) == (
+            b"MARKER" in sink.getvalue(), (await copy.verify()).ok,
+            len(await copy.checkpoints.list("t", "s1")), len(erasures))
+    async with open_log(target, keyring=keyring) as copy:
+        with pytest.raises(KeyUnavailable, match="copied without its keys"):
+            await copy.checkpoints.read("t", "s1", created.checkpoint_id or "")

@@ -105,6 +105,7 @@ class EventLog:
         self._appender = Appender(storage, self._heads, self.projections, self.registry)
         self._lifecycle = _Lifecycle()
         self._tree = Tree(storage)
+        self._as_stored = False
 
     async def append(
         self,
@@ -482,12 +483,13 @@ class EventLog:
     def as_stored(self) -> EventLog:
         """This log with its read side showing what storage holds: view rows and events
         with their sealed fields as stored (what a rebuild from the log folds, so a
-        comparison of views against one sees like with like). The log itself when it has
-        no keyring."""
-        if self.sealer is None:
+        comparison of views against one sees like with like), and blobs as their sealed
+        bytes (what an export carries). Needs no keyring."""
+        if self.sealer is None and self._as_stored:
             return self
         twin = copy.copy(self)
         twin.sealer = None
+        twin._as_stored = True
         return twin
 
     def sibling(self, *, registry: EventRegistry | None = None) -> EventLog:
@@ -662,6 +664,8 @@ class EventLog:
         row["blob"] = await self._open_blob(tenant, payload)
 
     async def _open_blob(self, tenant_id: str, payload: bytes) -> bytes:
+        if self._as_stored:
+            return payload
         if self.sealer is None:
             refuse_unsealed_read(tenant_id, payload)
             return payload
