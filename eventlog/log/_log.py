@@ -645,13 +645,16 @@ class EventLog:
         rows'): each only once its bytes hash to the digest the row names."""
         nested = [(related.name, related.with_blob) for related in query.related
                   if related.with_blob is not None]
+        opened: set[int] = set()  # a related row may be shared by several rows: once
         for row in rows:
             tenant = row.get("tenant_id", query.where.get("tenant_id", ""))
             if query.with_blob is not None:
                 await self._open_row_blob(tenant, row, query.with_blob)
             for name, column in nested:
                 for item in row.get(name) or ():
-                    await self._open_row_blob(tenant, item, column)
+                    if id(item) not in opened:
+                        opened.add(id(item))
+                        await self._open_row_blob(tenant, item, column)
 
     async def _open_row_blob(self, tenant: str, row: dict[str, Any], column: str) -> None:
         payload = row.get("blob")
