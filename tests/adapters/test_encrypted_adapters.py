@@ -52,3 +52,29 @@ async def test_a_real_graph_runs_on_an_encrypted_sqlite_log(tmp_path: Path) -> N
     assert ([], True) == (
         [m for m in (b"MARKER-REQUEST", b"MARKER-ANSWER", b"ship it?") if m in stored],
         "approved:MARKER-ANSWER" in state.values["items"])
+
+
+async def test_an_agent_framework_workflow_pauses_and_resumes_encrypted(tmp_path: Path) -> None:
+    """A workflow pauses on request_info and resumes from an encrypted log reopened with
+    `from_url(..., keyring=)`; its state is absent from the file, and verify holds."""
+    from agent_framework import WorkflowRunState
+
+    from eventlog.adapters.maf import EventlogCheckpointStorage
+    from tests.adapters.test_maf import build, checkpoint
+
+    keyring = init_keyring(tmp_path / "keyring.json")
+    url = f"sqlite:///{tmp_path / 'log.db'}"
+    async with EventlogCheckpointStorage.from_url(url, keyring=keyring) as storage:
+        paused = await build(storage).run("order")
+        request = paused.get_request_info_events()[0]
+        saved = await storage.save(checkpoint(name="other", state={"who": "MARKER-ORDER"}))
+    async with EventlogCheckpointStorage.from_url(url, keyring=keyring) as storage:
+        latest = await storage.get_latest(workflow_name="payments")
+        assert latest is not None
+        done = await build(storage).run(checkpoint_id=latest.checkpoint_id,
+                                        responses={request.request_id: "yes"})
+        assert (WorkflowRunState.IDLE, True, {"who": "MARKER-ORDER"}) == (
+            done.get_final_state(), (await storage.log.verify()).ok,
+            (await storage.load(saved)).state)
+    stored = b"".join(path.read_bytes() for path in tmp_path.glob("log.db*"))
+    assert b"MARKER-ORDER" not in stored
