@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from eventlog import CheckpointRecord, CorruptBlob, OpenLog, open_log
+from eventlog.checkpoints import Payload
 from eventlog.crypto import FileKeyring, init_keyring
 from eventlog.errors import (
     InvalidInput,
@@ -25,7 +26,6 @@ from eventlog.errors import (
 from eventlog.interrupts import Finish, Reconciliation, Resume, ResumeInput
 from eventlog.interrupts.models import Interrupt
 from eventlog.testing.interrupts import APPROVAL, OPTIONS, PAY, FakeClock
-from eventlog.checkpoints import Payload
 from tests.conftest import PG_URL, drop_schema, require_postgres
 
 MARKERS = ("MARKER-STATE", "MARKER-META", "MARKER-CHANNEL", "MARKER-WRITE", "MARKER-TMETA",

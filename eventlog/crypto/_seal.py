@@ -103,7 +103,8 @@ class DataKey:
         ad = _ad(tenant, head)
         nonce = (hmac.new(self._nonce_key, ad + plaintext, hashlib.sha256).digest()[:_NONCE]
                  if derived else secrets.token_bytes(_NONCE))
-        return head + nonce + self._aead.encrypt(nonce, plaintext, ad)  # type: ignore[attr-defined]
+        sealed: bytes = self._aead.encrypt(nonce, plaintext, ad)  # type: ignore[attr-defined]
+        return head + nonce + sealed
 
     def open(self, tenant: str, envelope: bytes, start: int) -> bytes:
         """The plaintext; raises ``cryptography.exceptions.InvalidTag`` when it does not

@@ -16,6 +16,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from eventlog.clock import Clock, read_clock, system_clock
+from eventlog.crypto._seal import MAGIC, Header
 from eventlog.errors import (
     CorruptBlob,
     CorruptEvent,
@@ -41,8 +42,7 @@ from eventlog.log._chain import verify_chains
 from eventlog.log._heads import HeadCache
 from eventlog.log._queries import check_history, check_query
 from eventlog.log._rotation import Rotation, rotate_keys
-from eventlog.crypto._seal import MAGIC
-from eventlog.log._sealing import FIELDS, Header, Sealer, refuse_unsealed_read
+from eventlog.log._sealing import FIELDS, Sealer, refuse_unsealed_read
 from eventlog.log._tree import Tree, TreeFinding
 from eventlog.merkle import InclusionProof, TreeHead
 from eventlog.records import (
@@ -260,7 +260,8 @@ class EventLog:
 
         Events come as stored: on an encrypted log their free-text fields are the sealed
         markers the views fold (what a rebuild, an export or a follower needs);
-        `open_event` opens one. Log order is position order on single-writer backends. On PostgreSQL it is
+        `open_event` opens one. Log order is position order on single-writer backends.
+        On PostgreSQL it is
         (writer transaction, position): an event never appears before one that committed
         ahead of it became visible, so following with the returned cursor never skips.
         """

@@ -237,11 +237,10 @@ class Sealer:
         body = msgspec.json.decode(data)
         for path in paths:
             expected = (stream, _kind(tag, path))
-            values: list[Any] = []
-            _walk(body, path, lambda value: values.append(value) or value)
-            opened = [await self._open_value(tenant, value, expected) for value in values]
-            iterator = iter(opened)
-            _walk(body, path, lambda _value: next(iterator))
+            found: list[Any] = []
+            _walk(body, path, _collect(found))
+            opened = [await self._open_value(tenant, value, expected) for value in found]
+            _walk(body, path, _replay(opened))
         return msgspec.json.encode(body)
 
     async def open_rows(self, tenant: str | None, rows: list[dict[str, Any]]
@@ -348,6 +347,19 @@ def _seal_value(tenant: str, header: Header, key: DataKey, value: Any) -> Any:
     envelope = base64.b64encode(key.seal(tenant, header, msgspec.json.encode(value),
                                          derived=False)).decode()
     return _SEALED_TEXT + envelope if isinstance(value, str) else {SEALED: envelope}
+
+
+def _collect(found: list[Any]) -> Any:
+    def collect(value: Any) -> Any:
+        found.append(value)
+        return value
+
+    return collect
+
+
+def _replay(values: list[Any]) -> Any:
+    iterator = iter(values)
+    return lambda _value: next(iterator)
 
 
 def _walk(body: Any, path: tuple[str, ...], change: Any) -> None:

@@ -22,8 +22,8 @@ from eventlog.storage.requests import AppendRequest, PendingEvent, StreamVersion
 
 class StorageBackend(EventStorage, BlobStorage, ViewStorage, TreeStorage, KeyStorage):
     """The contracts every backend fulfils: `EventStorage`, `BlobStorage`, `ViewStorage`,
-    `TreeStorage` and `KeyStorage`. Adds nothing of its own; a backend that leaves any of their methods
-    unwritten cannot be built (``TypeError`` naming the methods)."""
+    `TreeStorage` and `KeyStorage`. Adds nothing of its own; a backend that leaves any of
+    their methods unwritten cannot be built (``TypeError`` naming the methods)."""
 
 
 __all__ = ["AppendRequest", "PendingEvent", "StorageBackend", "StreamVersionTaken"]

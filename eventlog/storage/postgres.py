@@ -55,6 +55,7 @@ from eventlog.storage.sql import (
     SqlBackend,
     stored_event,
 )
+from eventlog.storage.sqlkeys import PostgresKeys
 from eventlog.storage.sqltext import (
     EVENT_COLUMNS,
     Numbered,
@@ -69,7 +70,6 @@ from eventlog.storage.sqltext import (
     quote,
     required_where,
 )
-from eventlog.storage.sqlkeys import PostgresKeys
 from eventlog.storage.sqltree import PostgresTree
 from projections.changes import (
     AT_POSITION,

@@ -50,8 +50,8 @@ from eventlog.storage.sql import (
     stored_event,
 )
 from eventlog.storage.sqlite_writer import SqliteReader, SqliteWriter
-from eventlog.storage.sqltext import Positional, SqliteDialect, Statement, quote
 from eventlog.storage.sqlkeys import SqliteKeys
+from eventlog.storage.sqltext import Positional, SqliteDialect, Statement, quote
 from eventlog.storage.sqltree import SqliteTree
 from projections.query import ViewQuery, read_related_now
 

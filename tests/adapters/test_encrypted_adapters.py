@@ -16,6 +16,11 @@ from tests.adapters.langgraph_stores import build, thread
 from tests.conftest import BackendTarget
 
 
+def _stored(directory: Path) -> bytes:
+    """The database file and its WAL, as bytes."""
+    return b"".join(path.read_bytes() for path in directory.glob("log.db*"))
+
+
 @pytest.mark.parametrize("target", ["sqlite", "postgresql"], indirect=True)
 async def test_the_conformance_suite_passes_on_an_encrypted_log(
         target: BackendTarget, tmp_path: Path) -> None:
@@ -48,7 +53,7 @@ async def test_a_real_graph_runs_on_an_encrypted_sqlite_log(tmp_path: Path) -> N
         await graph.ainvoke({"items": ["MARKER-REQUEST"]}, config)
         await graph.ainvoke(Command(resume="MARKER-ANSWER"), config)
         state = await graph.aget_state(config)
-    stored = b"".join(path.read_bytes() for path in tmp_path.glob("log.db*"))
+    stored = _stored(tmp_path)
     assert ([], True) == (
         [m for m in (b"MARKER-REQUEST", b"MARKER-ANSWER", b"ship it?") if m in stored],
         "approved:MARKER-ANSWER" in state.values["items"])
@@ -76,5 +81,5 @@ async def test_an_agent_framework_workflow_pauses_and_resumes_encrypted(tmp_path
         assert (WorkflowRunState.IDLE, True, {"who": "MARKER-ORDER"}) == (
             done.get_final_state(), (await storage.log.verify()).ok,
             (await storage.load(saved)).state)
-    stored = b"".join(path.read_bytes() for path in tmp_path.glob("log.db*"))
+    stored = _stored(tmp_path)
     assert b"MARKER-ORDER" not in stored

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from eventlog import OpenLog
-from eventlog.storage.contracts.keys import KeyRow
+from eventlog.log import KeyRow
 from eventlog.testing.contract._base import ContractBackend, ContractBase
 
 _NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
