@@ -7,6 +7,7 @@ Layout of ``dir``::
     events.jsonl          the log: one JSON line per append (all its events), fsynced
     heads.json            the index: each stream's head as of the last clean close
     blobs/<tenant>/<sha>  content-addressed payloads (tenant directory = sha256 of its id)
+    keys.json             the subject keys of an encrypted log, wrapped (written atomically)
 
 Crash safety: blobs are written (temp file, fsync, rename) before the log line that
 references them, and a released blob is deleted only after the line that released it is
