@@ -35,8 +35,8 @@ async def _placement(schema: str) -> tuple[dict[str, tuple[str, int]], list[str]
 
 
 async def test_every_table_is_distributed_by_tenant_and_colocated(citus_schema: str) -> None:
-    """All seventeen tables (the transparency tree's three and the subject keys too), one co-location group, the
-    events keyed (tenant, position)."""
+    """All seventeen tables (the transparency tree's three and the subject keys too), one
+    co-location group, the events keyed (tenant, position)."""
     async with open_log(cluster.URL, schema=citus_schema, distributed=True) as log:
         tables = {"events", "blobs", KEY_TABLE, *TREE_TABLES, *log.storage.views}  # type: ignore[attr-defined]
     placement, key = await _placement(citus_schema)
