@@ -363,3 +363,17 @@ async def test_export_import_carries_ciphertext_and_the_erasure(
     async with open_log(target, keyring=keyring) as copy:
         with pytest.raises(KeyUnavailable, match="copied without its keys"):
             await copy.checkpoints.read("t", "s1", created.checkpoint_id or "")
+
+
+async def test_a_record_names_its_subject(sealed: OpenLog) -> None:
+    """CheckpointRecord(subject=...) seals under that subject: erasing the customer erases
+    both of its sessions, and leaves a third session of its own subject readable."""
+    one = await sealed.checkpoints.create(_record(session="a", subject="customer-7"))
+    two = await sealed.checkpoints.create(_record(session="b", subject="customer-7"))
+    own = await sealed.checkpoints.create(_record(session="c"))
+    await sealed.erase("t", "customer-7")
+    for session, record in (("a", one), ("b", two)):
+        with pytest.raises(SubjectErased):
+            await sealed.checkpoints.read("t", session, record.checkpoint_id or "")
+    assert {"secret": "MARKER-STATE"} == await sealed.checkpoints.read(
+        "t", "c", own.checkpoint_id or "")

@@ -96,17 +96,20 @@ class CheckpointStore:
         """
         checked = decisions.check_record(record, self.max_state_bytes)
         state = decisions.encode_state(record.state, self.max_state_bytes)
-        return await self.create_encoded(checked, record.state, state)
+        return await self.create_encoded(checked, record.state, state, subject=record.subject)
 
     async def create_encoded(
-        self, checked: decisions.CheckedRecord, state: Any, encoded: EncodedState
+        self, checked: decisions.CheckedRecord, state: Any, encoded: EncodedState, *,
+        subject: str | None = None,
     ) -> CheckpointRecord:
-        """Append a validated record whose state is already encoded (the typed layer's way in)."""
+        """Append a validated record whose state is already encoded (the typed layer's way
+        in); ``subject`` names the data key of an encrypted log (`CheckpointRecord`)."""
         checkpoint_id = checked.checkpoint_id or str(uuid7())
         event = decisions.created_event(checked, checkpoint_id, encoded)
         result = await self._log.append(
             checked.tenant_id, decisions.session_stream(checked.session_id), [event],
             attach=[encoded.data], require=decisions.parent_required(checked),
+            subject=subject,
         )
         logger.debug("created", tenant=checked.tenant_id, session=checked.session_id,
                      checkpoint=checkpoint_id, position=result.positions[0])
