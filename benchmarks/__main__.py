@@ -15,7 +15,8 @@ import time
 from pathlib import Path
 
 SECTIONS = ("append", "checkpoints", "sqlite", "concurrency", "reads", "large", "threads",
-            "writecost", "writes", "langgraph", "adopt", "fenced", "tree", "telemetry")
+            "writecost", "writes", "langgraph", "adopt", "fenced", "tree", "telemetry",
+            "crypt")
 """``writecost`` is WAL bytes and client CPU per write, on a private cluster it starts;
 ``writes`` is issue 30's write table (create and the adapter's ``aput`` beside LangGraph's
 ``aput`` on PostgreSQL and SQLite: speed, round trips, client and server CPU, WAL);
@@ -24,7 +25,8 @@ not in the ratio summary; skipped by ``--quick``); ``adopt`` times adopting 10,0
 checkpoints from LangGraph's AsyncPostgresSaver beside a plain ``alist`` of them;
 ``fenced`` is single-writer mode's puts and writes beside unfenced ones; ``tree`` the
 transparency tree's heads and proofs as a tenant grows, and appends while it is kept;
-``telemetry`` appends with nobody listening, the OpenTelemetry API alone, and an SDK."""
+``telemetry`` appends with nobody listening, the OpenTelemetry API alone, and an SDK;
+``crypt`` create, ``aput`` and read with a keyring beside without, and the bytes stored."""
 ON_REQUEST = ("citus",)
 """Sections run only when ``--only`` names them: ``citus`` needs a Citus cluster."""
 

@@ -27,6 +27,11 @@
     │   ├── UnknownSchemaRevision              stamped with a revision this code does not know
     │   └── SchemaNotCurrent                   empty or older, and opened without upgrade
     ├── StoreLocked                            another process holds a file store's lock
+    ├── SealError                              encrypted data cannot be read as it should
+    │   ├── SubjectErased                      the subject's data key was destroyed (erasure)
+    │   ├── KeyringRequired                    encrypted data read by a log opened without a keyring
+    │   ├── KeyUnavailable                     no data key (or no usable keyring) to open the data
+    │   └── SealRefused                        plaintext, or ciphertext of another place, refused
     └── StorageError                           the backend failed; the driver error is __cause__
         └── CommitOutcomeUnknown               the connection dropped during commit
 
@@ -359,6 +364,49 @@ class StoreLocked(EventLogError):
     def __init__(self, path: str) -> None:
         self.path = path
         super().__init__(f"file store {path!r} is locked by another process")
+
+
+class SealError(EventLogError):
+    """Encrypted data (a sealed state or event field) cannot be read as it should. Each
+    carries the tenant and subject whose data it is."""
+
+    def __init__(self, tenant_id: str, subject: str, detail: str) -> None:
+        self.tenant_id = tenant_id
+        self.subject = subject
+        self.detail = detail
+        super().__init__(detail)
+
+
+class SubjectErased(SealError):
+    """The subject's data key was destroyed (`EventLog.erase`): its states and free-text
+    fields can never be read again. The records (ids, steps, times) still list."""
+
+    def __init__(self, tenant_id: str, subject: str) -> None:
+        super().__init__(tenant_id, subject,
+                         f"subject {subject!r} of tenant {tenant_id!r} was erased: its data "
+                         "key is destroyed and its data can no longer be read")
+
+
+class KeyringRequired(SealError):
+    """Encrypted data was read through a log opened without a keyring (``keyring=``,
+    ``--keyring``, ``EVENTLOG_KEYRING``)."""
+
+    def __init__(self, tenant_id: str, subject: str) -> None:
+        super().__init__(tenant_id, subject,
+                         f"the data of subject {subject!r} (tenant {tenant_id!r}) is encrypted: "
+                         "open the log with its keyring (keyring=..., --keyring FILE or "
+                         "EVENTLOG_KEYRING) to read it")
+
+
+class KeyUnavailable(SealError):
+    """The subject's data key is not in this log's database (a log imported without its
+    keys), or the keyring given cannot unwrap it (another keyring)."""
+
+
+class SealRefused(SealError):
+    """Data that must be ciphertext is not (a plaintext row where a sealed one belongs), or
+    its ciphertext does not open where it is read (moved from another row, checkpoint,
+    thread, subject or tenant). It is never served."""
 
 
 class StorageError(EventLogError):

@@ -53,6 +53,7 @@ async def open_log(
     operations: Iterable[Operation] | None = None,
     read_url: str | None = None,
     actor: str | None = None,
+    keyring: Any = None,
     **backend_options: Any,
 ) -> AsyncIterator[OpenLog]:
     """Open the log at ``target``, yield it with its stores (an `OpenLog`), and close it
@@ -76,16 +77,23 @@ async def open_log(
     ``actor`` names the principal every event appended through this log (and its stores)
     is recorded as appended by, covered by the hash chain; `EventLog.acting_as` overrides
     it for a block. None (the default) records none: "not given", never a guess.
+    ``keyring`` (a keyring file's path, or any `eventlog.crypto.KeyProvider`) encrypts
+    the log: state payloads and free-text event fields are sealed under per-subject data
+    keys kept wrapped in the log's database (README, "Encryption and erasure"). Without
+    it, nothing is encrypted, and encrypted data already stored is refused on read
+    (`KeyringRequired`) while ids, times, listings and `verify` work as ever.
     """
     if actor is not None:
         check_actor(actor)
     log_type, face_type, inline_projections = _layers()
+    provider = _keyring(keyring)
     storage = backend_for(target, schema=schema, **backend_options)
     reader = _replica(storage, read_url, schema, backend_options)
     log = log_type(
         storage, registry=registry, clock=clock, max_payload_bytes=max_payload_bytes,
         projections=inline_projections if projections is None else projections,
         reader=reader, actor=actor,
+        sealer=None if provider is None else _sealer(storage, provider),
     )
     face = face_type(log, interrupt_options=interrupt_options, operations=operations)
     try:
@@ -111,6 +119,20 @@ def _layers() -> tuple[type[EventLog], type[OpenLog], Sequence[Projection]]:
     from projections import INLINE_PROJECTIONS
 
     return EventLog, OpenLog, INLINE_PROJECTIONS
+
+
+def _keyring(keyring: Any) -> Any:
+    if keyring is None:
+        return None
+    from eventlog.crypto import load_keyring
+
+    return load_keyring(keyring)
+
+
+def _sealer(storage: StorageBackend, provider: Any) -> Any:
+    from eventlog.log._sealing import Sealer
+
+    return Sealer(storage, provider)
 
 
 def _install_views(storage: StorageBackend, log: EventLog) -> None:

@@ -184,6 +184,7 @@ async def export_log(
     """
     check_id("tenant_id", tenant_id)
     check_optional_id("session_id", session_id)
+    log = log.as_stored()  # an encrypted log's blobs travel as the ciphertext they are
     if isinstance(max_wait, bool) or not isinstance(max_wait, int | float) or not (
             max_wait >= 0):
         raise InvalidInput("max_wait", f"must be a number of seconds ≥ 0, not {max_wait!r}")
@@ -376,6 +377,7 @@ async def import_log(
     altered or truncated file (or one holding an event that does not decode with
     ``registry``, the log's unless given) and `ImportRefused` for a conflicting history.
     """
+    log = log.as_stored()  # ciphertext is taken in as it is, with or without a keyring
     limit = line_limit(log.max_payload_bytes)
     header = _read_header(source, limit)
     heads = await _target_heads(log, header["tenant"])

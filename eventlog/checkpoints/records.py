@@ -20,6 +20,9 @@ class CheckpointRecord(msgspec.Struct, frozen=True, kw_only=True):
     ``checkpoint_id`` is yours to pick (LangGraph, MAF Python) or left ``None`` for the
     store to mint a time-ordered UUIDv7. ``parent_id`` names the checkpoint this one
     follows in the same session. ``metadata`` is a JSON object listed with the record.
+    ``subject`` (an encrypted log only) names the subject whose data key seals the state
+    and metadata, e.g. a customer id shared by many sessions (default: the session id);
+    it is not stored with the record, and reads return None.
 
     The store fills ``position`` (the record's place in the whole log: later writes have
     higher positions) and ``recorded_at`` (when the log recorded it; informational only,
@@ -37,6 +40,7 @@ class CheckpointRecord(msgspec.Struct, frozen=True, kw_only=True):
     metadata: dict[str, Any] = {}
     position: int | None = None
     recorded_at: datetime | None = None
+    subject: str | None = None
 
 
 class SessionInfo(msgspec.Struct, frozen=True, kw_only=True):

@@ -97,17 +97,20 @@ class CheckpointStore:
         """
         checked = decisions.check_record(record, self.max_state_bytes)
         state = decisions.encode_state(record.state, self.max_state_bytes)
-        return await self.create_encoded(checked, record.state, state)
+        return await self.create_encoded(checked, record.state, state, subject=record.subject)
 
     async def create_encoded(
-        self, checked: decisions.CheckedRecord, state: Any, encoded: EncodedState
+        self, checked: decisions.CheckedRecord, state: Any, encoded: EncodedState, *,
+        subject: str | None = None,
     ) -> CheckpointRecord:
-        """Append a validated record whose state is already encoded (the typed layer's way in)."""
+        """Append a validated record whose state is already encoded (the typed layer's way
+        in); ``subject`` names the data key of an encrypted log (`CheckpointRecord`)."""
         checkpoint_id = checked.checkpoint_id or str(uuid7())
         event = decisions.created_event(checked, checkpoint_id, encoded)
         result = await self._log.append(
             checked.tenant_id, decisions.session_stream(checked.session_id), [event],
             attach=[encoded.data], require=decisions.parent_required(checked),
+            subject=subject,
         )
         logger.debug("created", tenant=checked.tenant_id, session=checked.session_id,
                      checkpoint=checkpoint_id, position=result.positions[0])
@@ -136,7 +139,8 @@ class CheckpointStore:
         if not rows or rows[0]["blob"] is None:
             return None
         digest, data = rows[0]["state_digest"], rows[0]["blob"]
-        if content_digest(data) != digest:
+        # An encrypted log checked the sealed bytes against their address as it opened them.
+        if self._log.sealer is None and content_digest(data) != digest:
             raise CorruptBlob(digest)
         return EncodedState(rows[0]["state_encoding"], data)
 

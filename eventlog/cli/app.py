@@ -58,6 +58,8 @@ COMMANDS: dict[str, tuple[str, str | None]] = {
     "prove": ("transparency", "prove an event is under a signed head, or two heads agree"),
     "check-proof": ("transparency", "check a proof against a signed head, with no database"),
     "witness": ("transparency", "keep the newest head of each log; refuse forks and rollbacks"),
+    "keys": ("keys", "make a keyring, or rotate a log's keys to a new one"),
+    "erase": ("keys", "erase a subject: destroy its data key, record why"),
     "export": ("transfer", "write a tenant's (or one session's) log to a file"),
     "import": ("transfer", "append an exported file's events to this log"),
     "adopt": ("adoption", "bring LangGraph or Agent Framework checkpoints into the log"),

@@ -92,6 +92,12 @@ class Context:
             raise CommandError(str(error), EXIT_USAGE) from error
 
     @property
+    def keyring(self) -> str | None:
+        """The keyring file: ``--keyring``, else ``$EVENTLOG_KEYRING``, else None."""
+        given: str | None = getattr(self.args, "keyring", None)
+        return given or os.environ.get("EVENTLOG_KEYRING") or None
+
+    @property
     def json(self) -> bool:
         """Whether to print JSON for scripts instead of tables for people."""
         return bool(getattr(self.args, "json", False))
@@ -145,6 +151,8 @@ class Context:
                 raise CommandError("--distributed needs a PostgreSQL log (a Citus "
                                    f"coordinator), not {self.shown_url()}", EXIT_USAGE)
             options["distributed"] = True
+        if self.keyring is not None and "keyring" not in options:
+            options["keyring"] = self.keyring
         opener = open_log(
             self.url, schema=self.schema, upgrade=upgrade, clock=clock,
             registry=LenientRegistry(default_registry), read_url=self.read_url, **options,
@@ -249,7 +257,8 @@ def mask_password(url: str) -> str:
     return re.sub(r"(://[^/:@]*):[^/@]*@", r"\1:***@", url)
 
 
-WRITERS = frozenset({"demo", "migrate", "cleanup", "import", "adopt", "tree-head", "prove"})
+WRITERS = frozenset({"demo", "migrate", "cleanup", "import", "adopt", "tree-head", "prove",
+                     "keys", "erase"})
 """Commands that write (the transparency tree's integration too, on the primary): a hot
 standby (``--read-url``) is no use to them."""
 ACTING = frozenset({"demo", "cleanup", "import", "adopt"})
@@ -277,6 +286,8 @@ class SharedOptions(argparse.ArgumentParser):
                               "URL's ?schema=, else $EVENTLOG_SCHEMA, else eventlog)")),
             ("--distributed", dict(action="store_true", help="the PostgreSQL log is on a "
                                    "Citus coordinator, its tables distributed by tenant")),
+            ("--keyring", dict(metavar="FILE", help="the keyring of an encrypted log "
+                               "(default: $EVENTLOG_KEYRING)")),
         )
         self.replica = _part(("--read-url", dict(
             metavar="URL", help="a hot standby of the PostgreSQL log to read from "

@@ -82,6 +82,11 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
                 "into a local file (created when new)"),),
     "completion": (("eventlog completion bash", "print the bash script (eval it in ~/.bashrc)"),
                    ("eventlog completion fish", "the fish script")),
+    "keys": (("eventlog keys init keyring.json", "make a keyring (0600; the key is never printed)"),
+             ("eventlog keys rotate --keyring old.json --to new.json",
+              "re-wrap every data key under the new keyring")),
+    "erase": (("eventlog erase acme customer-7 --reason 'GDPR art. 17 request 42'",
+               "destroy the subject's data key and record why"),),
 }
 """Per command: (command line, what it does)."""
 

@@ -225,7 +225,8 @@ async def _compare(
                 event.event, UndecodableEvent) and tenant in (None, event.tenant_id)
                 and all(event.position != e.position for e in undecodable))
 
-    counting = CountingLog(log, lambda n: progress.advance(task, n), seen)
+    # Views and the rebuild both as stored (sealed fields sealed) on an encrypted log.
+    counting = CountingLog(log.as_stored(), lambda n: progress.advance(task, n), seen)
     differences = await compare_views(counting.as_log(), spill=SpilledViews)
     progress.update(task, visible=False)
     return [d for d in differences if tenant is None or (d.key and d.key[0] == tenant)]

@@ -223,7 +223,10 @@ def audit_entry(recorded: RecordedEvent) -> AuditEntry:
     not a JSON object (a damaged event a lenient reader let through) become
     ``{"undecodable": why}`` instead of failing the whole inspection."""
     try:
-        details: dict[str, Any] = msgspec.json.decode(recorded.data)
+        # On an encrypted log the stored bytes hold sealed fields: the event read is opened.
+        details: dict[str, Any] = (msgspec.to_builtins(recorded.event)
+                                   if b'"$sealed' in recorded.data
+                                   else msgspec.json.decode(recorded.data))
     except msgspec.DecodeError as error:
         details = {"undecodable": str(error)}
     if not isinstance(details, dict):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextvars
 import copy
+import dataclasses
 import uuid
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
@@ -17,14 +18,17 @@ from typing import Any
 
 import eventlog.events.retention  # noqa: F401  (registers the retention events)
 from eventlog.clock import Clock, read_clock, system_clock
+from eventlog.crypto._seal import MAGIC, Header
 from eventlog.errors import (
     CorruptBlob,
     CorruptEvent,
     InvalidInput,
+    KeyringRequired,
     PayloadTooLarge,
     StorageError,
 )
 from eventlog.events import Event, EventRegistry, default_registry
+from eventlog.events.erasure import ERASURE_STREAM_PREFIX, SubjectKeyDestroyed
 from eventlog.hashing import content_digest
 from eventlog.ids import uuid7
 from eventlog.log._append import (
@@ -39,6 +43,8 @@ from eventlog.log._append import (
 from eventlog.log._chain import verify_chains
 from eventlog.log._heads import HeadCache
 from eventlog.log._queries import check_history, check_query
+from eventlog.log._rotation import Rotation, rotate_keys
+from eventlog.log._sealing import FIELDS, Sealer, refuse_unsealed_read
 from eventlog.log._tree import Tree, TreeFinding
 from eventlog.merkle import InclusionProof, TreeHead
 from eventlog.records import (
@@ -60,7 +66,7 @@ from eventlog.validation import (
     check_positive_limit,
 )
 from projections.base import Projection
-from projections.query import RowRequired, ViewQuery
+from projections.query import JsonContains, RowRequired, ViewQuery, row_matches
 from projections.thread_history import HistoryQuery, HistoryRow
 
 _PAGE = 500
@@ -117,8 +123,11 @@ class EventLog:
         max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
         reader: StorageBackend | None = None,
         actor: str | None = None,
+        sealer: Sealer | None = None,
     ) -> None:
         self.storage = storage
+        # With a keyring (`open_log(keyring=...)`): what seals appends and opens reads.
+        self.sealer = sealer
         self.actor = None if actor is None else check_actor(actor)
         # Shared (not copied) by `on_primary`'s twin, the face and `sibling`, so a block
         # acting as someone reaches the stores' appends too.
@@ -139,6 +148,7 @@ class EventLog:
         self._appender = Appender(storage, self._heads, self.projections, self.registry)
         self._lifecycle = _Lifecycle()
         self._tree = Tree(storage)
+        self._as_stored = False
 
     async def append(
         self,
@@ -151,6 +161,7 @@ class EventLog:
         release: Mapping[bytes, int] | None = None,
         require: Sequence[RowRequired] = (),
         actor: str | None = None,
+        subject: str | None = None,
     ) -> AppendResult:
         """Append ``events`` to a stream in one transaction.
 
@@ -163,6 +174,10 @@ class EventLog:
         checked in the append's own transaction (one statement on PostgreSQL), each
         missing one raises its `InvalidInput` and nothing is written. ``actor`` names who
         appends (else `acting_as`'s, else the log's ``actor``), chained with each event.
+
+        With a keyring, the state payloads and free-text fields are sealed under the key
+        of ``subject`` (by default the session's or thread's id, an interrupt batch's
+        thread); `SubjectErased` if that subject was erased (`reopen_subject` first).
         """
         self._check_open("append")
         check_id("tenant_id", tenant_id)
@@ -170,12 +185,14 @@ class EventLog:
         expected = check_expected(expected_version)
         acting = self._actor_for(actor)
         recorded_at = read_clock(self.clock)
-        drafts = [
-            Draft(uuid7(), tag, data, event, recorded_at, acting)
-            for tag, data, event in self._encode(events, stream_id)
-        ]
+        plain = list(attach)
+        encoded, payloads = await self._sealed(
+            tenant_id, stream_id, self._encode(events, stream_id), plain, subject, recorded_at)
+        drafts = [Draft(uuid7(), tag, data, event, recorded_at, acting)
+                  for tag, data, event in encoded]
         return await self._appender.commit(
-            tenant_id, stream_id, drafts, expected, self._blob_adds(attach),
+            tenant_id, stream_id, drafts, expected,
+            self._blob_adds(payloads, sealed=payloads is not plain),
             check_releases(release), required=check_required(require, tenant_id),
         )
 
@@ -202,13 +219,16 @@ class EventLog:
             if key in seen:
                 raise InvalidInput("appends", f"stream {item.stream_id!r} appears twice")
             seen.add(key)
-            drafts = [
-                Draft(uuid7(), tag, data, event, recorded_at, acting)
-                for tag, data, event in self._encode(item.events, item.stream_id)
-            ]
+            plain = list(item.attach)
+            encoded, payloads = await self._sealed(
+                item.tenant_id, item.stream_id, self._encode(item.events, item.stream_id),
+                plain, None, recorded_at)
+            drafts = [Draft(uuid7(), tag, data, event, recorded_at, acting)
+                      for tag, data, event in encoded]
             parts.append(Part(
                 item.tenant_id, item.stream_id, drafts, check_expected(item.expected_version),
-                self._blob_adds(item.attach), check_releases(item.release),
+                self._blob_adds(payloads, sealed=payloads is not plain),
+                check_releases(item.release),
             ))
         return await self._appender.commit_batch(parts)
 
@@ -275,7 +295,7 @@ class EventLog:
                 tenant_id, stream_id, version, min(_PAGE, left)
             )
             for stored in page:
-                yield self.decode(stored)
+                yield await self._decoded(stored)
             if len(page) < min(_PAGE, left):
                 return
             left -= len(page)
@@ -287,7 +307,10 @@ class EventLog:
     ) -> LogPage:
         """A page of the log in log order after the cursor ``after``; gap-safe.
 
-        Log order is position order on single-writer backends. On PostgreSQL it is
+        Events come as stored: on an encrypted log their free-text fields are the sealed
+        markers the views fold (what a rebuild, an export or a follower needs);
+        `open_event` opens one. Log order is position order on single-writer backends.
+        On PostgreSQL it is
         (writer transaction, position): an event never appears before one that committed
         ahead of it became visible, so following with the returned cursor never skips.
         """
@@ -346,7 +369,9 @@ class EventLog:
         payload = await self.reader.get_blob(tenant_id, digest)
         if payload is not None and content_digest(payload) != digest:
             raise CorruptBlob(digest)
-        return payload
+        if payload is None:
+            return None
+        return await self._open_blob(tenant_id, payload)
 
     @traced("eventlog.get_blobs", _TENANT, _blob_count)
     async def get_blobs(self, tenant_id: str, digests: Iterable[bytes]) -> dict[bytes, bytes]:
@@ -355,7 +380,16 @@ class EventLog:
         self._check_open("read")
         check_id("tenant_id", tenant_id)
         wanted = [check_digest("digests", digest) for digest in dict.fromkeys(digests)]
-        return await self.reader.get_blobs(tenant_id, wanted) if wanted else {}
+        found = await self.reader.get_blobs(tenant_id, wanted) if wanted else {}
+        if self.sealer is None and not any(payload.startswith(MAGIC)
+                                           for payload in found.values()):
+            return found
+        for digest, payload in found.items():
+            # A sealed blob is opened only when its bytes are its address's (no swap).
+            if content_digest(payload) != digest:
+                raise CorruptBlob(digest)
+            found[digest] = await self._open_blob(tenant_id, payload)
+        return found
 
     @traced("eventlog.verify", _TENANT)
     async def verify(self, tenant_id: str | None = None) -> VerifyReport:
@@ -437,7 +471,15 @@ class EventLog:
         """
         self._check_open("query")
         check_query(query)
-        return await self.reader.query(query)
+        if self.sealer is not None and any(isinstance(wanted, JsonContains)
+                                           for wanted in query.where.values()):
+            return await self._query_sealed_json(query)
+        rows = await self.reader.query(query)
+        if self.sealer is not None:
+            await self.sealer.open_rows(query.where.get("tenant_id"), rows)
+        if query.with_blob is not None or query.related:
+            await self._open_row_blobs(query, rows)
+        return rows
 
     @traced("eventlog.history", _describe_query, _row_count)
     async def history(self, query: HistoryQuery) -> list[HistoryRow]:
@@ -462,7 +504,7 @@ class EventLog:
         if not isinstance(event_id, uuid.UUID):
             raise InvalidInput("event_id", f"must be a UUID, not {event_id!r}"[:200])
         stored = await self.reader.find_event(tenant_id, event_id)
-        return None if stored is None else self.decode(stored)
+        return None if stored is None else await self._decoded(stored)
 
     async def blob_refs(self, tenant_id: str) -> dict[bytes, int]:
         """Reference counts of a tenant's stored blobs, by digest."""
@@ -527,6 +569,18 @@ class EventLog:
         twin.reader = self.storage
         return twin
 
+    def as_stored(self) -> EventLog:
+        """This log with its read side showing what storage holds: view rows and events
+        with their sealed fields as stored (what a rebuild from the log folds, so a
+        comparison of views against one sees like with like), and blobs as their sealed
+        bytes (what an export carries). Needs no keyring."""
+        if self.sealer is None and self._as_stored:
+            return self
+        twin = copy.copy(self)
+        twin.sealer = None
+        twin._as_stored = True
+        return twin
+
     def sibling(self, *, registry: EventRegistry | None = None) -> EventLog:
         """Another log over the same store, as a second process would see it: a head cache
         of its own (knowing nothing this log appended) and, when given, its own event
@@ -536,11 +590,180 @@ class EventLog:
             self.storage, projections=self.projections,
             registry=self.registry if registry is None else registry, clock=self.clock,
             max_payload_bytes=self.max_payload_bytes, reader=self.reader, actor=self.actor,
+            sealer=self.sealer,
         )
         sibling._acting = self._acting
         sibling.schema_revision = self.schema_revision
         sibling._lifecycle = self._lifecycle
         return sibling
+
+    # -- encryption: erasure by destroying a key ------------------------------------------
+
+    async def erase(self, tenant_id: str, subject: str, *, reason: str = "",
+                    actor: str = "") -> int:
+        """Erase a subject: destroy every generation of its data key and append a
+        `SubjectKeyDestroyed` event (who, why; its time is when) to ``erasure:<subject>``.
+
+        Afterwards its state payloads raise `SubjectErased`, its sealed fields read as
+        erased, and its records (ids, steps, times) still list; the chain is untouched, so
+        `verify` holds. Returns how many key generations were destroyed (0: nothing was
+        held, e.g. erased before, and nothing is appended). Needs no keyring: destroying a
+        key needs no key.
+        """
+        self._check_open("append")
+        check_id("tenant_id", tenant_id)
+        check_id("subject", subject)
+        if not isinstance(reason, str) or not isinstance(actor, str):
+            raise InvalidInput("reason", "reason and actor must be strings")
+        destroyed = await self.storage.destroy_subject_keys(tenant_id, subject,
+                                                            read_clock(self.clock))
+        if self.sealer is not None:
+            self.sealer.forget(tenant_id, subject)
+        if destroyed:
+            stream = ERASURE_STREAM_PREFIX + subject
+            check_id("subject", stream)
+            await self.append(tenant_id, stream, [SubjectKeyDestroyed(
+                subject=subject, reason=reason, actor=actor, generations=destroyed)])
+        return destroyed
+
+    async def rotate_keys(self, to: Any, *, page: int = 200) -> Rotation:
+        """Re-wrap every data key of the log (every tenant's) under the keyring ``to``
+        (a file's path or a `KeyProvider`), unwrapping with this log's keyring: one pass,
+        resumable after a kill (`eventlog.log._rotation`). Afterwards only ``to`` opens
+        the log. Returns what it did (`Rotation`)."""
+        self._check_open("append")
+        if self.sealer is None:
+            raise InvalidInput("keyring", "rotation unwraps with the log's current keyring: "
+                                          "open the log with it (keyring=...)")
+        from eventlog.crypto import load_keyring
+
+        return await rotate_keys(self.storage, self.sealer.provider, load_keyring(to),
+                                 page=check_positive_limit("page", page))
+
+    async def reopen_subject(self, tenant_id: str, subject: str) -> int:
+        """Give an erased subject a new data key (a new generation), so it can be written
+        again: what was sealed under the destroyed keys stays erased. Returns the new
+        generation. Needs the keyring."""
+        self._check_open("append")
+        check_id("tenant_id", tenant_id)
+        check_id("subject", subject)
+        if self.sealer is None:
+            raise KeyringRequired(tenant_id, subject)
+        self.sealer.forget(tenant_id, subject)
+        generation, _ = await self.sealer.current_key(tenant_id, subject,
+                                                      now=read_clock(self.clock), reopen=True)
+        return generation
+
+    async def _sealed(
+        self, tenant_id: str, stream_id: str, encoded: list[tuple[str, bytes, Event]],
+        attach: list[bytes], subject: str | None, now: Any,
+    ) -> tuple[list[tuple[str, bytes, Event]], list[bytes]]:
+        """The append's events and blobs as storage must see them: sealed with a keyring
+        (`eventlog.log._sealing`), as they are without."""
+        sealer = self.sealer
+        if sealer is None or not sealer.needs_key(encoded, attach):
+            return encoded, attach
+        if subject is None:
+            subject = await sealer.subject_for(tenant_id, stream_id,
+                                               [event for _, _, event in encoded])
+        else:
+            check_id("subject", subject)
+        generation, key = await sealer.current_key(tenant_id, subject, now=now)
+        header = Header(subject, generation, stream_id, "state")
+        for payload in attach:
+            if not isinstance(payload, bytes):
+                raise InvalidInput("attach", "blobs must be bytes")
+            if len(payload) > self.max_payload_bytes:
+                raise PayloadTooLarge("blob", len(payload), self.max_payload_bytes)
+        payloads, renames = sealer.seal_blobs(tenant_id, header, key, attach)
+        for _, _, event in encoded:
+            # A thread's copy names the source's sealed addresses: they become the copy's.
+            source = getattr(event, "source_thread_id", None)
+            if isinstance(source, str):
+                renames.update(await sealer.source_renames(
+                    tenant_id, f"thread:{source}", attach, payloads, now=now))
+        sealed = []
+        for tag, data, _event in encoded:
+            data = sealer.seal_event(tenant_id, header, key, tag, data, renames)
+            if len(data) > self.max_payload_bytes:
+                raise PayloadTooLarge(f"event {tag!r} (sealed)", len(data),
+                                      self.max_payload_bytes)
+            sealed.append((tag, data, self.registry.decode(tag, data, stream_id=stream_id)))
+        return sealed, payloads
+
+    async def open_event(self, recorded: RecordedEvent) -> RecordedEvent:
+        """``recorded`` (from `read_all`) with its sealed free-text fields opened: as
+        `read_stream` gives it (an erased subject's fields read ``{"$erased": true}``);
+        itself on a log without a keyring or an event with nothing sealed."""
+        if self.sealer is None or recorded.type not in FIELDS:
+            return recorded
+        return await self._decoded(StoredEvent(
+            **{name: getattr(recorded, name) for name in _ENVELOPE_FIELDS}))
+
+    async def _decoded(self, stored: StoredEvent) -> RecordedEvent:
+        """`decode`, with the sealed fields opened (or marked erased) when the log has a
+        keyring; the envelope's ``data`` stays the stored bytes the chain covers."""
+        if self.sealer is None or stored.damage is not None or stored.type not in FIELDS:
+            return self.decode(stored)
+        data = await self.sealer.open_event(stored.tenant_id, stored.stream_id, stored.type,
+                                            stored.data)
+        event = self.registry.decode(stored.type, data, stream_id=stored.stream_id,
+                                     version=stored.version)
+        return RecordedEvent.of(stored, event)
+
+    async def _query_sealed_json(self, query: ViewQuery) -> list[dict[str, Any]]:
+        """A query whose ``JsonContains`` conditions name sealed columns: the database
+        cannot look inside ciphertext, so every row the other conditions select is read,
+        opened and tested here, then the limit applied (a scan of the rows selected)."""
+        contains = {name: wanted for name, wanted in query.where.items()
+                    if isinstance(wanted, JsonContains)}
+        where = {name: wanted for name, wanted in query.where.items() if name not in contains}
+        columns = (None if query.columns is None
+                   else (*query.columns, *(name for name in contains
+                                           if name not in query.columns)))
+        rows = await self.query(dataclasses.replace(query, where=where, limit=None,
+                                                    columns=columns))
+        kept = [row for row in rows if row_matches(row, contains)][:query.limit]
+        if query.columns is not None:
+            for row in kept:
+                for name in contains:
+                    if name not in query.columns:
+                        del row[name]
+        return kept
+
+    async def _open_row_blobs(self, query: ViewQuery, rows: list[dict[str, Any]]) -> None:
+        """Open the blobs a query read with its rows (``"blob"``, its own and its related
+        rows'): each only once its bytes hash to the digest the row names."""
+        nested = [(related.name, related.with_blob) for related in query.related
+                  if related.with_blob is not None]
+        opened: set[int] = set()  # a related row may be shared by several rows: once
+        for row in rows:
+            tenant = row.get("tenant_id", query.where.get("tenant_id", ""))
+            if query.with_blob is not None:
+                await self._open_row_blob(tenant, row, query.with_blob)
+            for name, column in nested:
+                for item in row.get(name) or ():
+                    if id(item) not in opened:
+                        opened.add(id(item))
+                        await self._open_row_blob(tenant, item, column)
+
+    async def _open_row_blob(self, tenant: str, row: dict[str, Any], column: str) -> None:
+        payload = row.get("blob")
+        if payload is None or (self.sealer is None and not payload.startswith(MAGIC)):
+            return
+        digest = row.get(column)
+        digest = bytes.fromhex(digest) if isinstance(digest, str) else digest
+        if digest is not None and content_digest(payload) != digest:
+            raise CorruptBlob(digest)
+        row["blob"] = await self._open_blob(tenant, payload)
+
+    async def _open_blob(self, tenant_id: str, payload: bytes) -> bytes:
+        if self._as_stored:
+            return payload
+        if self.sealer is None:
+            refuse_unsealed_read(tenant_id, payload)
+            return payload
+        return await self.sealer.open_blob(tenant_id, payload)
 
     async def close(self) -> None:
         """Release the backend's connections and locks; the log refuses work afterwards."""
@@ -571,16 +794,21 @@ class EventLog:
             encoded.append((tag, data, event))
         return encoded
 
-    def _blob_adds(self, attach: Iterable[bytes]) -> dict[bytes, tuple[bytes, int]]:
+    def _blob_adds(self, attach: Iterable[bytes], *, sealed: bool = False
+                   ) -> dict[bytes, tuple[bytes, int]]:
+        """``sealed`` payloads were checked against the limit as plaintext (`_sealed`)."""
         adds: dict[bytes, tuple[bytes, int]] = {}
         for payload in attach:
             if not isinstance(payload, bytes):
                 raise InvalidInput("attach", "blobs must be bytes")
-            if len(payload) > self.max_payload_bytes:
+            if not sealed and len(payload) > self.max_payload_bytes:
                 raise PayloadTooLarge("blob", len(payload), self.max_payload_bytes)
             digest = content_digest(payload)
             adds[digest] = (payload, adds.get(digest, (payload, 0))[1] + 1)
         return adds
+
+
+_ENVELOPE_FIELDS = tuple(field for field in StoredEvent.__struct_fields__ if field != "damage")
 
 
 class _Lifecycle:

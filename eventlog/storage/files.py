@@ -7,6 +7,7 @@ Layout of ``dir``::
     events.jsonl          the log: one JSON line per append (all its events), fsynced
     heads.json            the index: each stream's head as of the last clean close
     blobs/<tenant>/<sha>  content-addressed payloads (tenant directory = sha256 of its id)
+    keys.json             the subject keys of an encrypted log, wrapped (written atomically)
 
 Crash safety: blobs are written (temp file, fsync, rename) before the log line that
 references them, and a released blob is deleted only after the line that released it is
@@ -41,6 +42,7 @@ from eventlog.hashing import to_micros
 from eventlog.records import StoredEvent
 from eventlog.storage.base import AppendRequest, PendingEvent
 from eventlog.storage.contracts import ViewsRebuiltOnOpen
+from eventlog.storage.memkeys import rows_from_json, rows_to_json
 from eventlog.storage.memory import MemoryBackend
 from projections.changes import Upsert
 from projections.memory import ViewTables
@@ -77,6 +79,7 @@ class FileBackend(MemoryBackend, ViewsRebuiltOnOpen):
             self._check_manifest(create=upgrade)
             torn = self._load()
             self._indexed_heads = self._read_index()
+            self._load_keys()
             if upgrade:
                 self._repair(torn)
                 self._log = open(self.root / "events.jsonl", "ab")  # noqa: SIM115 - held open
@@ -117,6 +120,21 @@ class FileBackend(MemoryBackend, ViewsRebuiltOnOpen):
             raise StorageError("file", "close", f"heads.json not written: {error}") from error
         finally:
             self._release_lock()
+
+    def _load_keys(self) -> None:
+        path = self.root / "keys.json"
+        if path.exists():
+            try:
+                self.subject_key_rows = rows_from_json(json.loads(path.read_bytes())["keys"])
+            except (ValueError, KeyError, TypeError) as error:
+                raise StorageError("file", "open", f"keys.json: {error}") from None
+
+    def keys_changed(self) -> None:
+        # Written at once (temp file, fsync, rename): an erasure is durable when it returns.
+        if self._log is None:
+            raise StorageError("file", "keys", "the file store is open read-only")
+        _write_atomically(self.root / "keys.json",
+                          json.dumps({"keys": rows_to_json(self.subject_key_rows)}))
 
     def stored_events(self) -> Iterable[StoredEvent]:
         return list(self.events)

@@ -17,6 +17,7 @@ from eventlog.records import StoredEvent
 from eventlog.storage.base import AppendRequest, StorageBackend, StreamVersionTaken
 from eventlog.storage.contracts.tree import EMPTY_TREE, TreeExtension, TreeState
 from eventlog.storage.defaults import BlobsByDigest, InProcess
+from eventlog.storage.memkeys import KeysInMemory
 from eventlog.storage.requests import refusal
 from projections.memory import ViewTables
 from projections.query import ViewQuery, read_related
@@ -25,7 +26,7 @@ from projections.thread_history import HistoryQuery, HistoryRow, history_rows
 REVISION = "memory"
 
 
-class MemoryBackend(InProcess, BlobsByDigest, StorageBackend):
+class MemoryBackend(InProcess, BlobsByDigest, KeysInMemory, StorageBackend):
     """Events, blobs and views in dictionaries; gone when the process ends."""
 
     name = "memory"

@@ -55,6 +55,7 @@ from eventlog.storage.sql import (
     SqlBackend,
     stored_event,
 )
+from eventlog.storage.sqlkeys import PostgresKeys
 from eventlog.storage.sqltext import (
     EVENT_COLUMNS,
     Numbered,
@@ -145,7 +146,7 @@ shape; a larger one goes as column arrays (`append_batch`): a statement with tho
 CTEs takes the server seconds to plan, and its text would be cached for one use."""
 
 
-class PostgresBackend(SqlBackend[Any], ReplicaStorage, PostgresTree):
+class PostgresBackend(SqlBackend[Any], ReplicaStorage, PostgresTree, PostgresKeys):
     """Many processes on many hosts, one PostgreSQL database."""
 
     name = "postgresql"

@@ -76,6 +76,7 @@ def build_metadata(dialect: str, schema: str | None) -> sa.MetaData:
         sa.Column("data", sa.LargeBinary, nullable=False),
     )
     _tree_tables(metadata)
+    _key_table(metadata)
     for table in views_metadata.sorted_tables:
         if schema is None:
             table.to_metadata(metadata)
@@ -92,6 +93,24 @@ def build_metadata(dialect: str, schema: str | None) -> sa.MetaData:
                 table.dialect_options["postgresql"]["with"] = {
                     "fillfactor": HOT_FILLFACTOR[table.name]}
     return metadata
+
+
+KEY_TABLE = "subject_keys"
+"""Each (tenant, subject)'s data keys, wrapped (`eventlog.storage.contracts.keys`)."""
+
+
+def _key_table(metadata: sa.MetaData) -> None:
+    sa.Table(
+        KEY_TABLE,
+        metadata,
+        sa.Column("tenant_id", ID, primary_key=True),
+        sa.Column("subject", ID, primary_key=True),
+        sa.Column("generation", sa.Integer, primary_key=True, autoincrement=False),
+        sa.Column("kek_id", ID, nullable=False),
+        sa.Column("wrapped", sa.LargeBinary, nullable=True),
+        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("erased_at", sa.DateTime(timezone=True), nullable=True),
+    )
 
 
 TREE_TABLES = ("tree_states", "tree_nodes", "tree_leaves")

@@ -50,6 +50,7 @@ from eventlog.storage.sql import (
     stored_event,
 )
 from eventlog.storage.sqlite_writer import SqliteReader, SqliteWriter
+from eventlog.storage.sqlkeys import SqliteKeys
 from eventlog.storage.sqltext import Positional, SqliteDialect, Statement, quote
 from eventlog.storage.sqltree import SqliteTree
 from projections.query import ViewQuery, read_related_now
@@ -78,7 +79,7 @@ _DIALECT = sqlite_dialect.dialect()
 R = TypeVar("R")
 
 
-class SqliteBackend(OneWriter, SqlBackend[AsyncConnection], SqliteTree):
+class SqliteBackend(OneWriter, SqlBackend[AsyncConnection], SqliteTree, SqliteKeys):
     """A SQLite file shared safely by any number of processes on one machine."""
 
     name = "sqlite"

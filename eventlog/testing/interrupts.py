@@ -124,12 +124,12 @@ async def event_count(log: OpenLog) -> int:
 async def view_differences(log: OpenLog) -> list[ViewDifference]:
     """`compare_views`, waiting briefly while PostgreSQL's gap-safe reads hold back events
     behind a transaction still open elsewhere on the server (another test's, say)."""
-    differences = await compare_views(log)
+    differences = await compare_views(log.as_stored())
     for _ in range(50):
         if not differences:
             break
         await asyncio.sleep(0.1)
-        differences = await compare_views(log)
+        differences = await compare_views(log.as_stored())
     return differences
 
 

@@ -11,13 +11,13 @@ dropped, its indexes created again from their stored text. The rows, the columns
 types and the indexes are exactly what they were.
 
 Revision ID: 0015_write_pages
-Revises: 0009_transparency_tree
+Revises: 0012_subject_keys
 """
 
 from alembic import context, op
 
 revision = "0015_write_pages"
-down_revision = "0009_transparency_tree"
+down_revision = "0012_subject_keys"
 branch_labels = None
 depends_on = None
 

@@ -8,7 +8,7 @@ import pytest
 
 from eventlog import StreamAppend, open_log
 from eventlog.errors import InvalidInput, SchemaError
-from eventlog.storage.schema import TREE_TABLES
+from eventlog.storage.schema import KEY_TABLE, TREE_TABLES
 from projections import compare_views
 from tests.citus import cluster
 from tests.events import Noted
@@ -35,10 +35,10 @@ async def _placement(schema: str) -> tuple[dict[str, tuple[str, int]], list[str]
 
 
 async def test_every_table_is_distributed_by_tenant_and_colocated(citus_schema: str) -> None:
-    """All sixteen tables (the transparency tree's three too), one co-location group, the
-    events keyed (tenant, position)."""
+    """All seventeen tables (the transparency tree's three and the subject keys too), one
+    co-location group, the events keyed (tenant, position)."""
     async with open_log(cluster.URL, schema=citus_schema, distributed=True) as log:
-        tables = {"events", "blobs", *TREE_TABLES, *log.storage.views}  # type: ignore[attr-defined]
+        tables = {"events", "blobs", KEY_TABLE, *TREE_TABLES, *log.storage.views}  # type: ignore[attr-defined]
     placement, key = await _placement(citus_schema)
     assert tables == set(placement)
     assert {"tenant_id"} == {column for column, _ in placement.values()}
@@ -66,7 +66,7 @@ async def test_a_single_node_log_becomes_distributed_and_keeps_everything(
         report = await log.verify()
         drift = await compare_views(log)
         latest = await log.checkpoints.latest("t", "s")
-        tables = {"events", "blobs", *TREE_TABLES, *log.storage.views}  # type: ignore[attr-defined]
+        tables = {"events", "blobs", KEY_TABLE, *TREE_TABLES, *log.storage.views}  # type: ignore[attr-defined]
     assert [e.event_id for es in before.values() for e in es] == [
         e.event_id for es in after.values() for e in es]
     assert (True, [], "c1") == (report.ok, drift, latest.checkpoint_id if latest else None)

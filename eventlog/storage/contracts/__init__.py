@@ -9,6 +9,7 @@ A ladder as `eventsourcing` builds its recorders: every contract extends
 - `ReplicaStorage` (optional): a database a hot standby follows (``read_url``).
 - `ViewsRebuiltOnOpen` (optional): views kept in memory, rebuilt by `open_log`.
 - `TreeStorage`: the stored nodes of each tenant's transparency tree (derived data).
+- `KeyStorage`: each (tenant, subject)'s data keys, wrapped (encryption, erasure).
 
 `eventlog.storage.base.StorageBackend` is what `open_log` needs: events, blobs and views.
 A backend is the composition of the contracts it implements; each contract's tests ship
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 from eventlog.storage.contracts.blobs import BlobStorage
 from eventlog.storage.contracts.events import EventStorage
+from eventlog.storage.contracts.keys import KeyRow, KeyStorage
 from eventlog.storage.contracts.lifecycle import StorageLifecycle
 from eventlog.storage.contracts.rebuilt import ViewsRebuiltOnOpen
 from eventlog.storage.contracts.replica import ReplicaStorage, caught_up
@@ -30,6 +32,8 @@ __all__ = [
     "EMPTY_TREE",
     "BlobStorage",
     "EventStorage",
+    "KeyRow",
+    "KeyStorage",
     "ReplicaStorage",
     "StorageLifecycle",
     "TreeExtension",

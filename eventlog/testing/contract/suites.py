@@ -20,6 +20,7 @@ from eventlog.testing.contract.interrupts import InterruptsContract
 from eventlog.testing.contract.interrupts_actor import InterruptsActorContract
 from eventlog.testing.contract.interrupts_admin import InterruptsAdminContract
 from eventlog.testing.contract.log_actor import LogActorContract
+from eventlog.testing.contract.key_storage import KeyStorageCalls
 from eventlog.testing.contract.log_append import LogAppendContract
 from eventlog.testing.contract.log_bad_input import LogBadInputContract
 from eventlog.testing.contract.log_batch import LogBatchContract
@@ -87,6 +88,11 @@ class StoresContract(
     opened with a fake clock); forged cursors and tokens refused."""
 
 
+class KeyStorageContract(KeyStorageCalls):
+    """`KeyStorage`: the rows of wrapped subject keys (encryption and erasure), asked of
+    the backend directly."""
+
+
 class ReplicaStorageContract(ReplicaStorageCalls):
     """`ReplicaStorage` (optional): a log opened with ``read_url`` reads from a hot
     standby caught up with the primary. Needs the hook ``replica_url(tmp_path)``."""
@@ -97,6 +103,7 @@ class BackendContract(
     BlobStorageContract,
     ViewStorageContract,
     TreeStorageContract,
+    KeyStorageContract,
     StoresContract,
 ):
     """Every contract a storage backend must keep, as one pytest test class to subclass:

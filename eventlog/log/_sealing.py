@@ -1,0 +1,389 @@
+"""Encryption inside the log's append and read paths (issue 32): stores hand plain values
+to the log, storage sees only ciphertext and keyed addresses.
+
+The seam is narrow: an append's attached blobs and its events' encoded bytes pass through
+`Sealer.seal_append` before they are chained; the read side opens blobs
+(`Sealer.open_blob`), event bytes (`Sealer.open_event`) and view rows
+(`Sealer.open_rows`). Nothing else of the log changes, so ids, versions, times, types,
+digests and the chain stay in the clear and `verify`, the tree's proofs and every
+forensic listing work without the keyring.
+
+- **State payloads** are sealed with a nonce derived from the plaintext (one state sealed
+  twice in one stream is one blob) and addressed by the SHA-256 of the envelope: a keyed
+  address, so no plaintext digest is stored. The events the stores made name the plain
+  digest; the sealer rewrites each of those names (a 64-hex string, wherever it occurs in
+  the event's bytes) to the sealed address before the event is chained, so the views,
+  releases and verify's counts all speak of sealed addresses.
+- **Free-text fields** (`FIELDS`) are sealed one by one and replaced by a marker of the
+  field's JSON shape (``{"$sealed": …}``, or ``"$sealed:…"`` for a string): the event still
+  decodes as its type, and the views folding it hold the marker.
+- **Reading.** A marker opens to the plain value; a field of an erased subject reads as
+  ``{"$erased": true}`` (``"$erased"`` for a string), so records still list; a state blob of
+  an erased subject raises `SubjectErased`. Plaintext where a sealed value belongs, or an
+  envelope of another stream or field, raises `SealRefused`.
+
+A subject's key is made on its first sealed write (a row of `KeyStorage`, wrapped by the
+keyring) and cached by this process; `erase` destroys every generation and forgets it.
+Another process that cached the key before the erasure goes on opening that subject's data
+until it reopens the log; a write after the erasure is refused in the process that erased,
+and in any process that had not cached the key.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import Any
+
+import msgspec
+
+from eventlog.crypto._keyring import KeyProvider
+from eventlog.crypto._seal import MAGIC, DataKey, Header, parse
+from eventlog.errors import KeyringRequired, KeyUnavailable, SealRefused, SubjectErased
+from eventlog.hashing import content_digest
+from eventlog.storage.contracts.events import EventStorage
+from eventlog.storage.contracts.keys import KeyRow, KeyStorage
+
+SEALED = "$sealed"
+_SEALED_TEXT = "$sealed:"
+ERASED: dict[str, Any] = {"$erased": True}
+"""What an erased subject's sealed field (not a string) reads as."""
+ERASED_TEXT = "$erased"
+"""What an erased subject's sealed string field reads as."""
+STATE = "state"
+"""The kind of a sealed state payload."""
+
+FIELDS: dict[str, tuple[tuple[str, ...], ...]] = {
+    "checkpoint_created": (("metadata",),),
+    "thread_checkpoint_put": (("metadata",),),
+    "interrupt.batch_created": (("interrupts", "*", "message"), ("interrupts", "*", "metadata")),
+    "interrupt.batch_claimed": (("responses", "*", "payload"), ("responses", "*", "metadata")),
+    "interrupt.capture_completed": (("snapshot",),),
+    "interrupt.batch_reconciled": (("evidence",), ("note",)),
+}
+"""The free-text fields of each event type that are sealed: paths into its JSON (``*``
+is each item of a list). A new event type with personal text adds its fields here."""
+
+_VIEW_COLUMNS = {"metadata", "latest_metadata", "descriptor"}
+"""View columns that may hold sealed markers (the folds copy event fields into them)."""
+_MARKER_TEXT = b'"$sealed'
+
+
+def _kind(tag: str, path: tuple[str, ...]) -> str:
+    return f"{tag}:{'.'.join(path)}"
+
+
+def subject_of(stream_id: str) -> str:
+    """The default subject of a stream: its session's or thread's id, else the stream."""
+    for prefix in ("session:", "thread:"):
+        if stream_id.startswith(prefix):
+            return stream_id[len(prefix):]
+    return stream_id
+
+
+class Sealer:
+    """Seals what an append stores and opens what a read returns, under subject keys."""
+
+    def __init__(self, storage: Any, provider: KeyProvider) -> None:
+        self.keys: KeyStorage = storage
+        self.events: EventStorage = storage
+        self.provider = provider
+        self._current: dict[tuple[str, str], tuple[int, DataKey]] = {}
+        self._opened: dict[tuple[str, str, int], DataKey] = {}
+        self._batches: dict[tuple[str, str], str] = {}
+
+    # -- keys ----------------------------------------------------------------------------
+
+    async def current_key(self, tenant: str, subject: str, *, now: datetime,
+                          reopen: bool = False) -> tuple[int, DataKey]:
+        """The subject's key to seal with, made on first use; `SubjectErased` when its
+        newest key was destroyed (unless ``reopen``: then a new generation is made)."""
+        cached = self._current.get((tenant, subject))
+        if cached is not None:
+            return cached
+        for _ in range(8):
+            rows = await self.keys.subject_keys(tenant, subject)
+            if rows and rows[-1].wrapped is not None:
+                key = self._unwrap(rows[-1])
+                self._current[(tenant, subject)] = (rows[-1].generation, key)
+                return rows[-1].generation, key
+            if rows and not reopen:
+                raise SubjectErased(tenant, subject)
+            generation = rows[-1].generation + 1 if rows else 1
+            key = DataKey.new()
+            wrapped = self.provider.wrap(key.raw, context_of(tenant, subject, generation))
+            if await self.keys.add_subject_key(KeyRow(
+                    tenant, subject, generation, self.provider.key_id, wrapped, now)):
+                self._current[(tenant, subject)] = (generation, key)
+                self._opened[(tenant, subject, generation)] = key
+                return generation, key
+        raise KeyUnavailable(tenant, subject, f"subject {subject!r}: no key could be made")
+
+    async def _key(self, tenant: str, header: Header) -> DataKey:
+        found = self._opened.get((tenant, header.subject, header.generation))
+        if found is not None:
+            return found
+        rows = await self.keys.subject_keys(tenant, header.subject)
+        row = next((row for row in rows if row.generation == header.generation), None)
+        if row is None:
+            raise KeyUnavailable(tenant, header.subject, (
+                f"no data key of subject {header.subject!r} (generation {header.generation}) "
+                f"is stored in tenant {tenant!r}: the log was copied without its keys"))
+        if row.wrapped is None:
+            raise SubjectErased(tenant, header.subject)
+        key = self._unwrap(row)
+        self._opened[(tenant, header.subject, header.generation)] = key
+        return key
+
+    def _unwrap(self, row: KeyRow) -> DataKey:
+        assert row.wrapped is not None
+        try:
+            raw = self.provider.unwrap(row.wrapped, context_of(row.tenant_id, row.subject,
+                                                             row.generation))
+        except Exception as error:
+            raise KeyUnavailable(row.tenant_id, row.subject, (
+                f"the keyring {self.provider.key_id!r} cannot unwrap the data key of subject "
+                f"{row.subject!r} (wrapped under {row.kek_id!r}): another keyring?")) from error
+        return DataKey(raw)
+
+    def forget(self, tenant: str, subject: str) -> None:
+        """Drop the subject's cached keys (after an erasure)."""
+        self._current.pop((tenant, subject), None)
+        for key in [key for key in self._opened if key[:2] == (tenant, subject)]:
+            del self._opened[key]
+
+    # -- the write side ------------------------------------------------------------------
+
+    async def subject_for(self, tenant: str, stream: str, events: Iterable[Any]) -> str:
+        """An interrupt batch's subject is its thread (the session); else `subject_of`."""
+        if not stream.startswith("interrupt-batch:"):
+            return subject_of(stream)
+        for event in events:
+            thread = getattr(event, "thread_id", None)
+            if isinstance(thread, str) and hasattr(event, "interrupts"):
+                self._batches[(tenant, stream)] = thread
+                return thread
+        known = self._batches.get((tenant, stream))
+        if known is None:
+            first = await self.events.read_stream(tenant, stream, 1, 1)
+            known = stream
+            if first:
+                thread = msgspec.json.decode(first[0].data).get("thread_id")
+                known = thread if isinstance(thread, str) else stream
+            self._batches[(tenant, stream)] = known
+        return known
+
+    def needs_key(self, encoded: Sequence[tuple[str, bytes, Any]], attach: Sequence[bytes]
+                  ) -> bool:
+        """Whether anything of an append is sealed (a tombstone or a claim without answers
+        makes no key)."""
+        return bool(attach) or any(tag in FIELDS for tag, _, _ in encoded)
+
+    def seal_blobs(self, tenant: str, header: Header, key: DataKey, attach: Sequence[bytes]
+                   ) -> tuple[list[bytes], dict[bytes, bytes]]:
+        """The sealed payloads, and each plain digest's hex mapped to its sealed address's."""
+        sealed, renames = [], {}
+        for payload in attach:
+            envelope = key.seal(tenant, header, payload, derived=True)
+            sealed.append(envelope)
+            renames[content_digest(payload).hex().encode()] = (
+                content_digest(envelope).hex().encode())
+        return sealed, renames
+
+    async def source_renames(self, tenant: str, stream: str, attach: Sequence[bytes],
+                             sealed: Sequence[bytes], *, now: datetime) -> dict[bytes, bytes]:
+        """Each payload's address as ``stream`` (a copy's source) sealed it, mapped to its
+        address as sealed now (``sealed``, in the same order)."""
+        subject = subject_of(stream)
+        generation, key = await self.current_key(tenant, subject, now=now)
+        header = Header(subject, generation, stream, STATE)
+        return {content_digest(key.seal(tenant, header, payload, derived=True)).hex().encode():
+                content_digest(envelope).hex().encode()
+                for payload, envelope in zip(attach, sealed, strict=True)}
+
+    def seal_event(self, tenant: str, header: Header, key: DataKey, tag: str, data: bytes,
+                   renames: dict[bytes, bytes]) -> bytes:
+        """The event's bytes with every renamed digest and every free-text field sealed."""
+        for plain, sealed in renames.items():
+            if plain in data:
+                data = data.replace(plain, sealed)
+        paths = FIELDS.get(tag)
+        if not paths:
+            return data
+        body = msgspec.json.decode(data)
+        for path in paths:
+            field = header._replace(kind=_kind(tag, path))
+            _walk(body, path, lambda value, field=field: _seal_value(tenant, field, key, value))
+        return msgspec.json.encode(body)
+
+    # -- the read side -------------------------------------------------------------------
+
+    async def open_blob(self, tenant: str, payload: bytes) -> bytes:
+        """A state blob's plaintext (`SubjectErased`, `SealRefused`, `KeyUnavailable`)."""
+        parsed = parse(payload)
+        if parsed is None or parsed[0].kind != STATE:
+            raise SealRefused(tenant, "", f"a state blob of tenant {tenant!r} is not sealed "
+                                          "although the log is encrypted: refused, never read")
+        header, start = parsed
+        return self._open(tenant, await self._key(tenant, header), header, payload, start)
+
+    async def open_event(self, tenant: str, stream: str, tag: str, data: bytes) -> bytes:
+        """The event's bytes with its sealed fields opened (or marked erased)."""
+        paths = FIELDS.get(tag)
+        if not paths:
+            return data
+        body = msgspec.json.decode(data)
+        for path in paths:
+            expected = (stream, _kind(tag, path))
+            found: list[Any] = []
+            _walk(body, path, _collect(found))
+            opened = [await self._open_value(tenant, value, expected) for value in found]
+            _walk(body, path, _replay(opened))
+        return msgspec.json.encode(body)
+
+    async def open_rows(self, tenant: str | None, rows: list[dict[str, Any]]
+                        ) -> list[dict[str, Any]]:
+        """View rows with sealed markers in their text columns opened (in place)."""
+        for row in rows:
+            for column in _VIEW_COLUMNS.intersection(row):
+                value = row[column]
+                raw = value.encode() if isinstance(value, str) else value
+                if isinstance(raw, bytes):
+                    _refuse_plain_view(tenant, column, raw)
+                if isinstance(raw, bytes) and _MARKER_TEXT in raw:
+                    opened = await self._open_tree(row.get("tenant_id", tenant),
+                                                   msgspec.json.decode(raw))
+                    encoded = msgspec.json.encode(opened)
+                    row[column] = encoded.decode() if isinstance(value, str) else encoded
+            for value in row.values():
+                if isinstance(value, list) and value and isinstance(value[0], dict):
+                    await self.open_rows(tenant, value)
+        return rows
+
+    async def _open_tree(self, tenant: Any, value: Any) -> Any:
+        if _is_marker(value):
+            return await self._open_value(tenant, value, None)
+        if isinstance(value, dict):
+            return {name: await self._open_tree(tenant, item) for name, item in value.items()}
+        if isinstance(value, list):
+            return [await self._open_tree(tenant, item) for item in value]
+        return value
+
+    async def _open_value(self, tenant: str, value: Any, expected: tuple[str, str] | None
+                          ) -> Any:
+        if value is None or value == {} or value == []:
+            return value
+        text = isinstance(value, str)
+        if not _is_marker(value):
+            raise SealRefused(tenant, "", "a free-text field holds plaintext although the "
+                                          "log is encrypted: refused, never read")
+        envelope = base64.b64decode(value[len(_SEALED_TEXT):] if text else value[SEALED])
+        parsed = parse(envelope)
+        if parsed is None:
+            raise SealRefused(tenant, "", "a sealed field is damaged")
+        header, start = parsed
+        if expected is not None and (header.stream, header.kind) != expected:
+            raise SealRefused(tenant, header.subject, (
+                f"a sealed field of {header.stream!r} ({header.kind}) was found in "
+                f"{expected[0]!r} ({expected[1]}): moved, refused"))
+        try:
+            key = await self._key(tenant, header)
+        except SubjectErased:
+            return ERASED_TEXT if text else dict(ERASED)
+        return msgspec.json.decode(self._open(tenant, key, header, envelope, start))
+
+    def _open(self, tenant: str, key: DataKey, header: Header, envelope: bytes,
+              start: int) -> bytes:
+        from cryptography.exceptions import InvalidTag
+
+        try:
+            return key.open(tenant, envelope, start)
+        except InvalidTag:
+            raise SealRefused(tenant, header.subject, (
+                f"sealed data of subject {header.subject!r} does not open in tenant "
+                f"{tenant!r}: changed, or moved from another tenant; refused")) from None
+
+
+def sealed_blob_header(payload: bytes) -> Header | None:
+    """The header of a sealed blob, None for a plain one."""
+    parsed = parse(payload)
+    return None if parsed is None else parsed[0]
+
+
+def refuse_unsealed_read(tenant: str, payload: bytes) -> None:
+    """A log opened without a keyring reading a sealed blob: `KeyringRequired`."""
+    if payload.startswith(MAGIC):
+        header = sealed_blob_header(payload)
+        raise KeyringRequired(tenant, "" if header is None else header.subject)
+
+
+def _refuse_plain_view(tenant: Any, column: str, raw: bytes) -> None:
+    """`SealRefused` for a view column holding free text in the clear (written behind the
+    log's back: the log only ever folds sealed fields into it)."""
+    if raw in (b"{}", b"null", b"[]"):
+        return
+    body = msgspec.json.decode(raw)
+    items = body if column == "descriptor" and isinstance(body, list) else [body]
+    for item in items:
+        values = ([item.get("message"), item.get("metadata")]
+                  if column == "descriptor" and isinstance(item, dict) else [item])
+        for value in values:
+            if value not in (None, {}, []) and not _is_marker(value) and value != ERASED:
+                raise SealRefused(tenant or "", "", f"the view column {column!r} holds "
+                                  "plaintext although the log is encrypted: refused, never read")
+
+
+def _is_marker(value: Any) -> bool:
+    if isinstance(value, str):
+        return value.startswith(_SEALED_TEXT)
+    return isinstance(value, dict) and len(value) == 1 and isinstance(value.get(SEALED), str)
+
+
+def _seal_value(tenant: str, header: Header, key: DataKey, value: Any) -> Any:
+    if value is None or value == {} or value == []:
+        return value
+    envelope = base64.b64encode(key.seal(tenant, header, msgspec.json.encode(value),
+                                         derived=False)).decode()
+    return _SEALED_TEXT + envelope if isinstance(value, str) else {SEALED: envelope}
+
+
+def _collect(found: list[Any]) -> Any:
+    def collect(value: Any) -> Any:
+        found.append(value)
+        return value
+
+    return collect
+
+
+def _replay(values: list[Any]) -> Any:
+    iterator = iter(values)
+    return lambda _value: next(iterator)
+
+
+def _walk(body: Any, path: tuple[str, ...], change: Any) -> None:
+    """Replace the value at ``path`` in ``body`` by ``change(value)`` (``*``: each item)."""
+    if not path or body is None:
+        return
+    step, rest = path[0], path[1:]
+    if step == "*":
+        if isinstance(body, list):
+            for index, item in enumerate(body):
+                if rest:
+                    _walk(item, rest, change)
+                else:
+                    body[index] = change(item)
+        return
+    if not isinstance(body, dict) or step not in body:
+        return
+    if rest:
+        _walk(body[step], rest, change)
+    else:
+        body[step] = change(body[step])
+
+
+def context_of(tenant: str, subject: str, generation: int) -> bytes:
+    """What a wrapped key is bound to (`KeyProvider.wrap`'s ``context``)."""
+    return hashlib.sha256(msgspec.json.encode(["eventlog-data-key", tenant, subject,
+                                               generation])).digest()
