@@ -3,6 +3,7 @@ migration converts an existing file keeping every row and index."""
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import uuid
 from pathlib import Path
@@ -17,7 +18,18 @@ from eventlog.adapters.langgraph import AsyncEventlogSaver
 from eventlog.storage.migrate import alembic_config, head_revision
 from eventlog.storage.schema import SQLITE_WITHOUT_ROWID, build_metadata
 
-BEFORE = "0009_transparency_tree"
+
+def _before_0015() -> str:
+    """The revision 0015 follows (the migrations are chained by their down_revision)."""
+    text = (Path(__file__).parent.parent / "migrations" / "versions"
+            / "0015_write_pages.py").read_text()
+    found = re.search(r'^down_revision = "([^"]+)"', text, re.M)
+    assert found is not None
+    return found.group(1)
+
+
+BEFORE = _before_0015()
+"""Where the file is taken back to: only 0015 separates it from the head."""
 
 
 def _layout(path: Path) -> dict[str, Any]:
@@ -80,7 +92,7 @@ async def test_a_new_file_stores_the_appended_views_without_rowid(tmp_path: Path
 
 async def test_the_migration_converts_a_file_keeping_its_rows_and_indexes(
         tmp_path: Path) -> None:
-    """A file at 0009 (rowid tables, with rows) opened by open_log is upgraded: the tables
+    """A file just before 0015 (rowid tables, with rows) opened by open_log is upgraded: the tables
     lose their rowid, every row and every index stays; downgrading gives them back."""
     path = tmp_path / "log.db"
     await _fill(path)
