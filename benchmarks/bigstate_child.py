@@ -12,7 +12,9 @@ first statement's preparation, the connection) are out of the figures.
 value, ``aget_tuple``), ``writes`` (our saver's ``aput_writes`` of the value, read back by
 ``aget_tuple``) or ``langgraph`` (LangGraph's own ``AsyncPostgresSaver`` or
 ``AsyncSqliteSaver``, ``aput`` and ``aget_tuple``), on ``URL`` (``sqlite:///path`` or
-``postgresql://…?schema``). ``OPERATION`` is ``write`` or ``read``.
+``postgresql://…?schema``). ``OPERATION`` is ``write``, ``read`` (the
+figures of that one) or ``both`` (each figure twice, prefixed ``write_`` and ``read_``); the
+value is always written, then read back.
 """
 
 from __future__ import annotations
@@ -180,14 +182,14 @@ async def main(operation: str, kind: str, url: str, size: int) -> dict[str, floa
     async with saver(kind, url) as one:
         await one.put(0, os.urandom(1000))
         await one.get(0)
-        value = os.urandom(size)
-        if operation == "write":
-            result = await measure(lambda: one.put(1, value))
-        else:
-            await one.put(1, value)
-            del value
-            result = await measure(lambda: one.get(1))
-    return {**result, "size": size}
+        held = [os.urandom(size)]
+        wrote = await measure(lambda: one.put(1, held[0]))
+        held.clear()  # the read's figures are not to include the caller's copy
+        read = await measure(lambda: one.get(1))
+    if operation == "both":
+        return {**{f"write_{key}": figure for key, figure in wrote.items()},
+                **{f"read_{key}": figure for key, figure in read.items()}, "size": size}
+    return {**(wrote if operation == "write" else read), "size": size}
 
 
 if __name__ == "__main__":
