@@ -1,6 +1,6 @@
 """One big-state operation in a fresh process, its memory peaks reported as JSON.
 
-``python -m benchmarks.bigstate_child OPERATION SAVER URL SIZE``: writes (or writes, then
+``python -m benchmarks.bigstate_child OPERATION SAVER URL SIZE [ROUNDS]``: writes (or writes, then
 reads back) one value of ``SIZE`` random bytes and reports the peak bytes Python allocated
 (``tracemalloc``) and the peak resident set growth (``VmHWM`` after resetting it through
 ``/proc/self/clear_refs``) while the operation ran, each beside the value's size. A
@@ -13,8 +13,9 @@ value, ``aget_tuple``), ``writes`` (our saver's ``aput_writes`` of the value, re
 ``aget_tuple``) or ``langgraph`` (LangGraph's own ``AsyncPostgresSaver`` or
 ``AsyncSqliteSaver``, ``aput`` and ``aget_tuple``), on ``URL`` (``sqlite:///path`` or
 ``postgresql://…?schema``). ``OPERATION`` is ``write``, ``read`` (the
-figures of that one) or ``both`` (each figure twice, prefixed ``write_`` and ``read_``); the
-value is always written, then read back.
+figures of that one), ``both`` (each figure twice, prefixed ``write_`` and ``read_``) or
+``rounds`` (those figures as lists, one entry per round: ``ROUNDS``, a fifth argument,
+values each written and read back; the first three give one).
 """
 
 from __future__ import annotations
@@ -178,22 +179,31 @@ def _lg_saver(saver: Any, *, writes: bool) -> Saver:
     return Saver(put, get)
 
 
-async def main(operation: str, kind: str, url: str, size: int) -> dict[str, float]:
+async def main(operation: str, kind: str, url: str, size: int, rounds: int = 1
+               ) -> dict[str, Any]:
     async with saver(kind, url) as one:
         await one.put(0, os.urandom(1000))
         await one.get(0)
-        held = [os.urandom(size)]
-        wrote = await measure(lambda: one.put(1, held[0]))
-        held.clear()  # the read's figures are not to include the caller's copy
-        read = await measure(lambda: one.get(1))
+        figures: dict[str, list[float]] = {}
+        for number in range(1, rounds + 1):
+            held = [os.urandom(size)]  # a new value each round: content addressing
+            wrote = await measure(lambda: one.put(number, held[0]))  # noqa: B023 - awaited here
+            held.clear()  # the read's figures are not to include the caller's copy
+            read = await measure(lambda: one.get(number))  # noqa: B023 - awaited here
+            for prefix, measured in (("write", wrote), ("read", read)):
+                for key, figure in measured.items():
+                    figures.setdefault(f"{prefix}_{key}", []).append(figure)
+    if operation == "rounds":
+        return {**figures, "size": size}
+    first = {key: values[0] for key, values in figures.items()}
     if operation == "both":
-        return {**{f"write_{key}": figure for key, figure in wrote.items()},
-                **{f"read_{key}": figure for key, figure in read.items()}, "size": size}
-    return {**(wrote if operation == "write" else read), "size": size}
+        return {**first, "size": size}
+    return {key.split("_", 1)[1]: figure for key, figure in first.items()
+            if key.startswith(operation)} | {"size": size}
 
 
 if __name__ == "__main__":
     from benchmarks.common import quiet_logs
 
     quiet_logs()
-    print(json.dumps(asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])))))
+    print(json.dumps(asyncio.run(main(*sys.argv[1:4], *map(int, sys.argv[4:6])))))
