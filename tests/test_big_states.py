@@ -19,12 +19,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
-from eventlog import CheckpointRecord, PayloadTooLarge, open_log
+from eventlog import CheckpointRecord, InvalidInput, PayloadTooLarge, open_log
 from eventlog.checkpoints.thread_records import ChannelValue, Payload
 from eventlog.face import OpenLog
 from eventlog.hashing import content_digest
+from eventlog.storage import pgstream
 from tests.conftest import CAMPAIGN_COUNTS, PG_URL, BackendTarget, drop_schema, require_postgres
 from tests.pg_template import create_migrated_schema
 from tests.procs.big_writer import RUN, TENANT, value
@@ -126,6 +128,8 @@ BOUND = 3.5
 """Peak memory of a write or read, as a multiple of the value: the Python heap
 (tracemalloc) and the resident set's growth. Measured at 10 MiB: 2.6x at most on
 PostgreSQL (asyncpg's buffers), 2.2x on SQLite (docs/benchmarks.md)."""
+STREAMED = pgstream.STREAM_BYTES + 2**20
+"""A value PostgreSQL appends stream (`pgstream`)."""
 SLACK = 3 * 2**20
 """Fixed costs beside the value (SQLite's page cache, the driver's own buffers)."""
 
@@ -156,9 +160,24 @@ def _memory_case(backend: str, tmp_path: Path, kind: str, size: int) -> None:
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
 def test_a_big_channel_value_moves_with_bounded_memory(backend: str, tmp_path: Path) -> None:
-    """Our LangGraph saver's ``aput`` of a 4 MiB channel value, and ``aget_tuple`` of it,
-    peak at no more than `BOUND` times the value (plus `SLACK`)."""
-    _memory_case(backend, tmp_path, "threads", 4 * 2**20)
+    """Our LangGraph saver's ``aput`` of a 5 MiB channel value (streamed on PostgreSQL:
+    over `pgstream.STREAM_BYTES`), and ``aget_tuple`` of it, peak at no more than `BOUND`
+    times the value (plus `SLACK`)."""
+    _memory_case(backend, tmp_path, "threads", STREAMED)
+
+
+@pytest.mark.parametrize("backend", ["postgresql"])
+def test_a_streamed_write_adds_almost_nothing_to_the_writer(
+        backend: str, tmp_path: Path) -> None:
+    """On PostgreSQL a value over `pgstream.STREAM_BYTES` goes through COPY in pieces: the
+    write's peak is a small fraction of the value (bound, asyncpg held 2.6 times it)."""
+    require_postgres()
+    schema = f"big_{random.getrandbits(40):010x}"
+    try:
+        peaks = _peaks("write", "checkpoints", f"{PG_URL}?{schema}", STREAMED)
+    finally:
+        asyncio.run(drop_schema(schema))
+    assert peaks["traced"] <= 0.5 * STREAMED, peaks
 
 
 @pytest.mark.growth
@@ -270,3 +289,49 @@ def test_writers_killed_mid_write_of_80_mb_leave_nothing_visible(
         backend: str, kind: str, tmp_path: Path) -> None:
     """The same at 80 MiB, for session states, channel values and pending writes."""
     _kill_campaign(backend, tmp_path, kind, 80 * 2**20, kills=4)
+
+
+# -- the streamed path on PostgreSQL ---------------------------------------------------------
+
+async def test_a_streamed_create_refused_by_its_parent_check_leaves_nothing(
+        migrated_pg_schema: str) -> None:
+    """A streamed create (a state over `pgstream.STREAM_BYTES`) naming a missing parent is
+    refused as a bound one is, nothing is stored, and the connection streams the next."""
+    state = value("s", 1, STREAMED)
+    async with open_log(PG_URL, schema=migrated_pg_schema, max_payload_bytes=STREAMED) as log:
+        record = _record(1, state)
+        with pytest.raises(InvalidInput, match="parent_id"):
+            await log.checkpoints.create(msgspec.structs.replace(record, parent_id="nope"))
+        await _nothing_stored(log)
+        for _ in range(2):  # the staged table went with the refused transaction
+            await log.checkpoints.create(record)
+        assert state == await log.checkpoints.read(TENANT, "s", "c1")
+        assert {content_digest(state): 2} == dict(await log.storage.blob_refs(TENANT))
+        assert (await log.verify()).ok
+
+
+async def test_streamed_appends_inside_a_held_stream_commit_together(
+        migrated_pg_schema: str) -> None:
+    """Two streamed appends inside `hold_stream` (one transaction, each in a savepoint)
+    both commit with the hold; their values read back whole."""
+    states = [value("h", number, STREAMED) for number in (1, 2)]
+    async with open_log(PG_URL, schema=migrated_pg_schema, max_payload_bytes=STREAMED) as log:
+        async with log.hold_stream(TENANT, "session:s"):
+            for number, state in enumerate(states, start=1):
+                await log.checkpoints.create(_record(number, state))
+        for number, state in enumerate(states, start=1):
+            assert state == await log.checkpoints.read(TENANT, "s", f"c{number}")
+
+
+def test_only_big_bytes_parameters_are_staged() -> None:
+    """`pgstream.streamed` replaces each bytes parameter over the threshold (and no other,
+    however its number begins) by a read of its staged row, bound as its slot."""
+    big = b"x" * (pgstream.STREAM_BYTES + 1)
+    params = [*range(1, 11), big, b"small"]
+    assert pgstream.streamed("SELECT $1, $11, $12", [1, 2]) is None
+    found = pgstream.streamed("SELECT $1, $11, $12", params)
+    assert found is not None
+    assert ("SELECT $1, (SELECT data FROM pg_temp.eventlog_staged WHERE slot = $11::int4), $12"
+            == found.sql)
+    assert [*range(1, 11), 11, b"small"] == found.params
+    assert [(11, big)] == found.staged
