@@ -21,8 +21,12 @@ values each written and read back; the first three give one).
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import ctypes
+import gc
 import json
 import os
+import random
 import sys
 import time
 import tracemalloc
@@ -57,8 +61,18 @@ def reset_peak() -> None:
         refs.write("5")
 
 
+def _fresh_pages() -> None:
+    """Make glibc map every allocation of 128 KiB and more afresh and unmap it when freed
+    (a fixed ``M_MMAP_THRESHOLD`` stops its dynamic raising), so that a call's resident
+    set growth is measured afresh in every round: otherwise a later round reuses pages
+    an earlier one freed and grows by nothing. The savers all run under the same rule."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6").mallopt(-3, 128 * 1024)  # M_MMAP_THRESHOLD
+
+
 async def measure(operation: Operation) -> dict[str, float]:
     """Seconds, tracemalloc peak bytes and resident-set growth (bytes) of one call."""
+    gc.collect()
     reset_peak()
     before = current_rss_kb()
     tracemalloc.start()
@@ -181,11 +195,12 @@ def _lg_saver(saver: Any, *, writes: bool) -> Saver:
 
 async def main(operation: str, kind: str, url: str, size: int, rounds: int = 1
                ) -> dict[str, Any]:
+    base = random.randrange(2**40)  # the store may hold earlier processes' checkpoints
     async with saver(kind, url) as one:
-        await one.put(0, os.urandom(1000))
-        await one.get(0)
+        await one.put(base, os.urandom(1000))
+        await one.get(base)
         figures: dict[str, list[float]] = {}
-        for number in range(1, rounds + 1):
+        for number in range(base + 1, base + rounds + 1):
             held = [os.urandom(size)]  # a new value each round: content addressing
             wrote = await measure(lambda: one.put(number, held[0]))  # noqa: B023 - awaited here
             held.clear()  # the read's figures are not to include the caller's copy
@@ -206,4 +221,5 @@ if __name__ == "__main__":
     from benchmarks.common import quiet_logs
 
     quiet_logs()
+    _fresh_pages()
     print(json.dumps(asyncio.run(main(*sys.argv[1:4], *map(int, sys.argv[4:6])))))
