@@ -3,7 +3,7 @@ nothing written; written and read back whole at the limit; written and read with
 bounded by a small multiple of the value (measured in a process of its own); never
 half-written when the writing process is killed.
 
-The memory and kill tests at 4 to 8 MiB run by default (SQLite and PostgreSQL); at 10 and
+The memory and kill tests at 5 and 8 MiB run by default (SQLite and PostgreSQL); at 10 and
 80 MiB, on every kind of value and (kills) the file store too, they are ``growth``."""
 
 from __future__ import annotations
