@@ -16,7 +16,7 @@ from pathlib import Path
 
 SECTIONS = ("append", "checkpoints", "sqlite", "concurrency", "reads", "large", "threads",
             "writecost", "writes", "langgraph", "adopt", "fenced", "tree", "telemetry",
-            "crypt")
+            "crypt", "bigstate")
 """``writecost`` is WAL bytes and client CPU per write, on a private cluster it starts;
 ``writes`` is issue 30's write table (create and the adapter's ``aput`` beside LangGraph's
 ``aput`` on PostgreSQL and SQLite: speed, round trips, client and server CPU, WAL);
@@ -26,7 +26,10 @@ checkpoints from LangGraph's AsyncPostgresSaver beside a plain ``alist`` of them
 ``fenced`` is single-writer mode's puts and writes beside unfenced ones; ``tree`` the
 transparency tree's heads and proofs as a tenant grows, and appends while it is kept;
 ``telemetry`` appends with nobody listening, the OpenTelemetry API alone, and an SDK;
-``crypt`` create, ``aput`` and read with a keyring beside without, and the bytes stored."""
+``crypt`` create, ``aput`` and read with a keyring beside without, and the bytes stored;
+``bigstate`` one value of 100 KB, 1 MB and 10 MB written and read by our LangGraph saver,
+LangGraph's own and the session store, on SQLite and PostgreSQL: MB/s and peak memory as
+a multiple of the value."""
 ON_REQUEST = ("citus",)
 """Sections run only when ``--only`` names them: ``citus`` needs a Citus cluster."""
 

@@ -177,7 +177,10 @@ def encode_json(
     except (TypeError, ValueError, OverflowError, msgspec.EncodeError) as error:
         raise InvalidInput(field, f"is not JSON-encodable: {error}") from None
     # msgspec writes a non-finite float as null, so only an encoding with a null can hide one.
-    if b"null" in data:
+    # A plain value was walked whole by `check_json_value`, which refuses them itself: the
+    # second look (a `to_builtins` copy of the whole value, half a big state again) is
+    # only for values that walk does not enter (Structs, dataclasses).
+    if not plain and b"null" in data:
         where = non_finite_path(msgspec.to_builtins(value))
         if where is not None:
             raise InvalidInput(field, f"holds a non-finite number (NaN or Infinity) at {where}")

@@ -9,7 +9,7 @@ from typing import Any
 
 from eventlog.checkpoints.decisions import normalise_metadata
 from eventlog.checkpoints.thread_records import ChannelValue, Payload
-from eventlog.errors import InvalidId, InvalidInput
+from eventlog.errors import InvalidId, InvalidInput, PayloadTooLarge
 from eventlog.events.threads import (
     THREAD_STREAM_PREFIX,
     BlobRef,
@@ -92,6 +92,14 @@ def check_payload(field: str, value: Any) -> Payload:
     return value
 
 
+def check_size(field: str, payload: Payload, max_bytes: int) -> Payload:
+    """Refuse (`PayloadTooLarge`, naming the field, the size and the limit) a payload over
+    ``max_bytes``, before anything is hashed or sent."""
+    if len(payload.data) > max_bytes:
+        raise PayloadTooLarge(field, len(payload.data), max_bytes)
+    return payload
+
+
 def put_event(
     *,
     thread_id: str,
@@ -111,7 +119,7 @@ def put_event(
     addressed); a `ChannelValue` names its version and carries the value only when this
     put stores it.
     """
-    state = check_payload("state", state)
+    state = check_size("state", check_payload("state", state), max_bytes)
     refs = []
     versions: dict[str, str] = {}
     for name, given in channels.items():
@@ -119,6 +127,7 @@ def put_event(
         channel = _channel_value(name, given)
         versions[name] = channel.version
         if channel.value is not None:
+            check_size(f"channels[{name!r}]", channel.value, max_bytes)
             refs.append((BlobRef(name=name, encoding=channel.value.encoding,
                                  digest=content_digest(channel.value.data).hex(),
                                  version=channel.version), channel.value.data))
@@ -178,15 +187,20 @@ class WritesPlan:
         self.attach: list[bytes] = []
 
 
-def plan_writes(writes: Sequence[tuple[int, str, Payload]]) -> WritesPlan:
+def plan_writes(
+    writes: Sequence[tuple[int, str, Payload]], max_bytes: int | None = None
+) -> WritesPlan:
     """The writes of one call, validated; within the call the first write per index ≥ 0
-    and the last per negative (special) index count, as the views will keep them."""
+    and the last per negative (special) index count, as the views will keep them. A value
+    over ``max_bytes`` raises `PayloadTooLarge` naming its channel."""
     chosen: dict[int, tuple[str, Payload]] = {}
     for idx, channel, payload in writes:
         if isinstance(idx, bool) or not isinstance(idx, int) or abs(idx) >= 2**63:
             raise InvalidInput("idx", f"must be a whole number, not {idx!r}")
         check_key("channel", channel, empty=False, limit=MAX_CHANNEL_BYTES)
         check_payload("value", payload)
+        if max_bytes is not None:
+            check_size(f"writes[{channel!r}]", payload, max_bytes)
         if idx < 0 or idx not in chosen:
             chosen[idx] = (channel, payload)
     plan = WritesPlan()

@@ -193,7 +193,7 @@ class ThreadCheckpoints:
         check_id("task_id", task_id)
         decide.check_key("namespace", namespace)
         decide.check_path("task_path", task_path)
-        plan = decide.plan_writes(writes)
+        plan = decide.plan_writes(writes, self._log.max_payload_bytes)
         if not plan.writes:
             return 0
         event = ThreadWritesPut(
@@ -580,7 +580,7 @@ class ThreadCheckpoints:
                                                  checkpoint_id=item.checkpoint_id,
                                                  ts=decide.check_path("ts", item.ts)))
             for task in item.writes:
-                plan = decide.plan_writes(task.writes)
+                plan = decide.plan_writes(task.writes, self._log.max_payload_bytes)
                 if not plan.writes:
                     continue
                 events.append(ThreadWritesPut(

@@ -69,6 +69,11 @@ class CitusDialect(PostgresDialect):
 class CitusBackend(PostgresBackend):
     """The PostgreSQL backend on a Citus coordinator, every table sharded by tenant."""
 
+    # A distributed insert reading a coordinator's temporary table is planned as a
+    # pull to the coordinator, not the one-shard router query an append must be: big
+    # values are bound, as before.
+    streams_values = False
+
     sql_dialect = CitusDialect()
 
     # -- the schema ----------------------------------------------------------------------

@@ -43,6 +43,7 @@ from sqlalchemy.pool import NullPool
 from eventlog import cursors
 from eventlog.errors import CommitOutcomeUnknown, EventLogError, InvalidInput, StorageError
 from eventlog.records import ENVELOPE_SIZE, StoredEvent
+from eventlog.storage import pgstream
 from eventlog.storage.base import AppendRequest, StreamVersionTaken
 from eventlog.storage.contracts import ReplicaStorage
 from eventlog.storage.pgbatch import BatchStatements
@@ -152,6 +153,8 @@ class PostgresBackend(SqlBackend[Any], ReplicaStorage, PostgresTree, PostgresKey
     name = "postgresql"
     dialect_name = "postgresql"
     sql_dialect = PostgresDialect()
+    streams_values = True
+    """Whether an append binding a big bytes value stages it through COPY (`pgstream`)."""
 
     def __init__(
         self,
@@ -334,14 +337,22 @@ class PostgresBackend(SqlBackend[Any], ReplicaStorage, PostgresTree, PostgresKey
     async def _append_statement(
         self, sql: str, params: list[Any], *, request: AppendRequest | None = None
     ) -> list[Any]:
-        """Run one append statement (never retried here: the log resolves a lost commit)."""
+        """Run one append statement (never retried here: the log resolves a lost commit).
+        One binding a big bytes value stages it through COPY first (`pgstream`)."""
+        big = pgstream.streamed(sql, params) if self.streams_values else None
         try:
             async with self.driver_connection() as driver:
                 # Inside a hold, a savepoint: a statement the server rolls back (a
                 # deadlock) must not abort the holding transaction.
-                held = driver.transaction() if self._held.get() is not None else None
+                held = (driver.transaction()
+                        if self._held.get() is not None or big is not None else None)
                 async with held or contextlib.nullcontext():
+                    if big is not None:
+                        await pgstream.stage(driver, big.staged)
+                        sql, params = big.sql, big.params
                     rows: list[Any] = await driver.fetch(sql, *params)
+                    if big is not None:
+                        await driver.execute(pgstream.DROP)
                 return rows
         except Exception as error:
             refused = None if request is None else _gate_refusal(request, error)
