@@ -19,8 +19,8 @@ from eventlog.testing.contract.input_edges import InputEdgesContract
 from eventlog.testing.contract.interrupts import InterruptsContract
 from eventlog.testing.contract.interrupts_actor import InterruptsActorContract
 from eventlog.testing.contract.interrupts_admin import InterruptsAdminContract
-from eventlog.testing.contract.log_actor import LogActorContract
 from eventlog.testing.contract.key_storage import KeyStorageCalls
+from eventlog.testing.contract.log_actor import LogActorContract
 from eventlog.testing.contract.log_append import LogAppendContract
 from eventlog.testing.contract.log_bad_input import LogBadInputContract
 from eventlog.testing.contract.log_batch import LogBatchContract
