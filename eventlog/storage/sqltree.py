@@ -21,7 +21,18 @@ from eventlog.merkle import Node
 from eventlog.storage.contracts.tree import EMPTY_TREE, TreeExtension, TreeState, TreeStorage
 
 _CHUNK = 300
-"""(level, index) pairs per SQLite read: well under its 32,766 bound parameters."""
+"""(level, index) pairs per SQLite read: well under its 32,766 bound parameters (and
+SQLite's limit on an expression's depth)."""
+
+
+def nodes_query(table: sa.Table, tenant_id: str, nodes: Sequence[Node]) -> sa.Select[Any]:
+    """The stored hashes of ``nodes``: one index seek per node. An OR of equalities, which
+    SQLite answers with its MULTI-INDEX OR plan; a row-value ``(level, idx) IN (…)`` is
+    answered by reading every node of the tenant (``SEARCH … (tenant_id=?)``), and a head
+    would grow with the tree."""
+    return sa.select(table.c.level, table.c.idx, table.c.hash).where(
+        table.c.tenant_id == tenant_id,
+        sa.or_(*(sa.and_(table.c.level == level, table.c.idx == idx) for level, idx in nodes)))
 
 
 class SqliteTree(TreeStorage):
@@ -52,10 +63,7 @@ class SqliteTree(TreeStorage):
         async with self.read_connection() as connection:
             for start in range(0, len(nodes), _CHUNK):
                 rows = await connection.execute(
-                    sa.select(table.c.level, table.c.idx, table.c.hash).where(
-                        table.c.tenant_id == tenant_id,
-                        sa.tuple_(table.c.level, table.c.idx).in_(nodes[start : start + _CHUNK]))
-                )
+                    nodes_query(table, tenant_id, nodes[start : start + _CHUNK]))
                 found.update({(int(level), int(idx)): bytes(digest)
                               for level, idx, digest in rows})
         return found
