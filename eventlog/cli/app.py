@@ -55,6 +55,7 @@ COMMANDS: dict[str, tuple[str, str | None]] = {
     "prove": ("transparency", "prove an event is under a signed head, or two heads agree"),
     "check-proof": ("transparency", "check a proof against a signed head, with no database"),
     "witness": ("transparency", "keep the newest head of each log; refuse forks and rollbacks"),
+    "tree-rebuild": ("transparency", "rebuild a tenant's damaged tree from its events"),
     "export": ("transfer", "write a tenant's (or one session's) log to a file"),
     "import": ("transfer", "append an exported file's events to this log"),
     "adopt": ("adoption", "bring LangGraph or Agent Framework checkpoints into the log"),

@@ -230,7 +230,8 @@ def mask_password(url: str) -> str:
     return re.sub(r"(://[^/:@]*):[^/@]*@", r"\1:***@", url)
 
 
-WRITERS = frozenset({"demo", "migrate", "cleanup", "import", "adopt", "tree-head", "prove"})
+WRITERS = frozenset({"demo", "migrate", "cleanup", "import", "adopt", "tree-head", "prove",
+                     "tree-rebuild"})
 """Commands that write (the transparency tree's integration too, on the primary): a hot
 standby (``--read-url``) is no use to them."""
 NO_LOG = frozenset({"completion"})

@@ -54,6 +54,8 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
                      "the auditor's check: no database"),),
     "witness": (("eventlog witness --head acme-head.txt --state ./witness --key op.pub.pem "
                  "--proof growth.json", "accept a newer head only if it extends the kept one"),),
+    "tree-rebuild": (("eventlog tree-rebuild acme --head acme-head.txt --key op.pub.pem",
+                      "repair the tree; refused if the log no longer gives that head"),),
     "export": (("eventlog export --tenant acme acme.jsonl", "a tenant to a file"),
                ("eventlog export --tenant acme --session trip-1 -", "one session to stdout"),
                ("eventlog export langgraph sqlite:///langgraph.db --tenant acme",

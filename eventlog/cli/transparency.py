@@ -1,6 +1,6 @@
-"""The transparency log's commands: ``tree-head`` and ``prove`` (the operator's, on the
-log), ``check-proof`` and ``witness`` (the auditor's: no database at all, whatever
-``EVENTLOG_URL`` says). ``verify --head`` lives with verify.
+"""The transparency log's commands: ``tree-head``, ``prove`` and ``tree-rebuild`` (the
+operator's, on the log), ``check-proof`` and ``witness`` (the auditor's: no database at
+all, whatever ``EVENTLOG_URL`` says). ``verify --head`` lives with verify.
 
 The documents and checks are `eventlog.proofs`; keys are read as ``digest`` reads them.
 """
@@ -8,6 +8,7 @@ The documents and checks are `eventlog.proofs`; keys are read as ``digest`` read
 from __future__ import annotations
 
 import argparse
+import base64
 import hashlib
 import json
 import sys
@@ -30,7 +31,7 @@ _MAX_FILE = 4 * 1024 * 1024
 
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
-    """Add ``tree-head``, ``prove``, ``check-proof`` and ``witness``."""
+    """Add ``tree-head``, ``prove``, ``check-proof``, ``witness`` and ``tree-rebuild``."""
     head = add_command(
         commands, common, "tree-head", "sign the head of a tenant's transparency tree", run_head,
         description="Extend the tenant's RFC 9162 Merkle tree over every event readable now "
@@ -89,6 +90,29 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
                          help="the operator's Ed25519 public key (PEM)")
     witness.add_argument("--proof", metavar="FILE",
                          help="the consistency proof from the kept head to the new one")
+
+    rebuild = add_command(
+        commands, common, "tree-rebuild", "rebuild a tenant's damaged tree from its events",
+        run_rebuild,
+        description="Replace the tenant's stored tree (derived data, like a view) with the "
+        "tree its events give, in one transaction: the repair when `eventlog verify --head` "
+        "finds a stored node that is not the hash of its events. It cannot launder a "
+        "rewrite: every --head given must still be the root of the tenant's first SIZE "
+        "events, or nothing is written and the cut or rewrite is named (exit status 1). "
+        "Without a head the stored tree is the evidence: a rebuild that would replace its "
+        "leaves with other events (cut, or rewritten and re-chained since they were "
+        "integrated) is refused the same way, unless --accept-new-root.")
+    rebuild.add_argument("tenant", metavar="TENANT", help="the tenant whose tree to rebuild")
+    rebuild.add_argument("--head", metavar="FILE", action="append", default=[],
+                         help="a signed tree head that was kept (repeatable): the rebuilt "
+                              "tree must still give its root")
+    rebuild.add_argument("--key", metavar="PUBLIC_KEY_FILE",
+                         help="the operator's Ed25519 public key (PEM) that signed the heads "
+                              "(needed with --head)")
+    rebuild.add_argument("--accept-new-root", action="store_true",
+                         help="rebuild even where the stored tree holds other leaves than "
+                              "the events (never past a --head): heads signed before may no "
+                              "longer be provable, and witnesses will see a fork")
 
 
 def _output(parser: argparse.ArgumentParser, what: str) -> None:
@@ -165,6 +189,61 @@ async def _inclusion(log: Any, tenant: str, event_id: uuid.UUID, head: Any,
                            "verify --head`)", EXIT_FINDINGS)
     document: dict[str, Any] = make(head, event, proof)
     return document
+
+
+async def run_rebuild(context: Context) -> int:
+    """Rebuild the tenant's tree; refused (status 1, nothing written) past a kept head."""
+    from eventlog.cli.digest import read_public_key_file
+    from eventlog.errors import TreeRebuildRefused
+    from eventlog.merkle import TreeHead
+
+    args = context.args
+    if args.head and args.key is None:
+        raise CommandError("--head needs --key: the operator's public key that signed it")
+    heads = []
+    if args.head:
+        key = read_public_key_file(args.key)
+        for file in args.head:
+            signed = read_signed_head(file, key)
+            if signed.tenant_id != args.tenant:
+                raise CommandError(f"{file} is a head of tenant {signed.tenant_id!r}, not "
+                                   f"{args.tenant!r}")
+            heads.append(TreeHead(signed.checkpoint.size, signed.checkpoint.root))
+    async with context.open() as log:
+        await settle_or_warn(context, log)
+        try:
+            rebuilt = await log.rebuild_tree(args.tenant, heads,
+                                             accept_new_root=args.accept_new_root)
+        except TreeRebuildRefused as refused:
+            hint = (" (--accept-new-root discards the stored tree as evidence)"
+                    if refused.overridable else "")
+            if context.json:
+                context.print_json({"rebuilt": False, "problems": [
+                    {"kind": kind, "detail": detail} for kind, detail in refused.findings],
+                    "overridable": refused.overridable})
+            else:
+                context.err.print(f"refused: the tree of tenant {args.tenant!r} was not "
+                                  f"rebuilt{hint}:")
+                for _, detail in refused.findings:
+                    context.err.print(f"  {detail}")
+            return EXIT_FINDINGS
+    root = base64.b64encode(rebuilt.root).decode()
+    if context.json:
+        context.print_json({
+            "rebuilt": True, "tenant_id": args.tenant, "size": rebuilt.size, "root": root,
+            "old_size": rebuilt.old_size, "repaired": rebuilt.repaired,
+            "heads_held": len(heads),
+            "discarded": [{"kind": f.kind, "detail": f.detail} for f in rebuilt.discarded]})
+        return EXIT_OK
+    for finding in rebuilt.discarded:
+        context.err.print(f"warning: discarded as evidence: {finding.detail}")
+    context.out.print(
+        f"rebuilt the tree of tenant {args.tenant!r}: {plural(rebuilt.size, 'event')}, root "
+        f"{root}; {plural(rebuilt.repaired, 'stored node')} of the old tree of "
+        f"{plural(rebuilt.old_size, 'leaf', 'leaves')} repaired"
+        + (f"; {plural(len(heads), 'kept head')} still {'holds' if len(heads) == 1 else 'hold'}"
+           if heads else ""))
+    return EXIT_OK
 
 
 def read_signed_head(file: str, key: Ed25519PublicKey) -> SignedHead:

@@ -103,6 +103,35 @@ class SqliteTree(TreeStorage):
             raise self.translate(error, "integrate") from error
         return True
 
+    async def replace_tree(self, tenant_id: str, expected: TreeState,
+                           tree: TreeExtension) -> bool:
+        states = self._tree_table("tree_states")
+        nodes, leaves = self._tree_table("tree_nodes"), self._tree_table("tree_leaves")
+        try:
+            async with self.write_transaction() as connection:  # SQLite's one writer
+                size = (await connection.execute(
+                    sa.select(states.c.size).where(states.c.tenant_id == tenant_id))).scalar()
+                if (0 if size is None else int(size)) != expected.size:
+                    return False
+                await connection.execute(sa.delete(nodes).where(nodes.c.tenant_id == tenant_id))
+                await connection.execute(
+                    sa.delete(leaves).where(leaves.c.tenant_id == tenant_id))
+                await connection.execute(
+                    sa.delete(states).where(states.c.tenant_id == tenant_id))
+                if not tree.state.size:
+                    return True
+                await connection.execute(sa.insert(states).values(
+                    tenant_id=tenant_id, size=tree.state.size, cursor=tree.state.cursor))
+                await connection.execute(sa.insert(nodes), [
+                    {"tenant_id": tenant_id, "level": level, "idx": idx, "hash": digest}
+                    for (level, idx), digest in tree.nodes.items()])
+                await connection.execute(sa.insert(leaves), [
+                    {"tenant_id": tenant_id, "event_id": event_id, "leaf_index": index}
+                    for event_id, index in tree.leaves])
+        except Exception as error:
+            raise self.translate(error, "rebuild the tree") from error
+        return True
+
 
 class PostgresTree(TreeStorage):
     """`TreeStorage` over asyncpg: each read one statement, an extension one transaction
@@ -147,6 +176,27 @@ class PostgresTree(TreeStorage):
                 await self.insert_tree_rows(driver, tenant_id, extension)
         except Exception as error:
             raise self.translate(error, "integrate") from error
+        return True
+
+    async def replace_tree(self, tenant_id: str, expected: TreeState,
+                           tree: TreeExtension) -> bool:
+        try:
+            async with self.driver_connection() as driver, driver.transaction():
+                # Moving (or, from no tree, inserting) the state row first takes its lock:
+                # an integrator of the tenant waits for this transaction, then finds the
+                # size it started from gone.
+                if not await self._move_state(driver, tenant_id, expected.size, tree.state):
+                    return False
+                for table in ("tree_nodes", "tree_leaves"):
+                    await driver.execute(
+                        f"DELETE FROM {self.qualified[table]} WHERE tenant_id = $1", tenant_id)
+                if not tree.state.size:
+                    await driver.execute(f"DELETE FROM {self.qualified['tree_states']} "
+                                         "WHERE tenant_id = $1", tenant_id)
+                    return True
+                await self.insert_tree_rows(driver, tenant_id, tree)
+        except Exception as error:
+            raise self.translate(error, "rebuild the tree") from error
         return True
 
     async def _move_state(self, driver: Any, tenant_id: str, old_size: int,
