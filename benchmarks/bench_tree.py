@@ -153,8 +153,8 @@ async def _appends(results: Results) -> None:
                 if keeper is not None:
                     await keeper
                 figures["appends_with_tree" if kept else "appends_alone"].append(rate)
-    results.compare(f"appends while the tree is kept ({_backend()})", "appends_with_tree", "appends_alone",
-                    figures, unit="appends/s", goal="≥ 0.9", at_least=0.9)
+    results.compare(f"appends while the tree is kept ({_backend()})", "appends_with_tree",
+                    "appends_alone", figures, unit="appends/s", goal="≥ 0.9", at_least=0.9)
 
 
 async def run(results: Results) -> None:

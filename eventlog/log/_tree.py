@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from eventlog.errors import InvalidInput, TreeRebuildRefused
 from eventlog.merkle import (
     EMPTY_ROOT,
-    Node,
     InclusionProof,
+    Node,
     TreeHead,
     consistency_ranges,
     inclusion_ranges,

@@ -280,7 +280,8 @@ class TreeStorageCalls(ContractBase):
         assert [] == await log.check_tree("t", head)
         leaves = await tenant_leaves(log, "t")
         proof = await log.prove_inclusion("t", leaves[2][0], 8)
-        assert proof is not None and head.root == path_root(leaves[2][1], 2, 8, proof.path)
+        assert proof is not None
+        assert head.root == path_root(leaves[2][1], 2, 8, proof.path)
 
     async def test_a_damaged_leaf_row_under_a_sound_root_is_repaired(
         self, log: EventLog
@@ -335,7 +336,7 @@ class TreeStorageCalls(ContractBase):
         """A stored tree of more leaves than the tenant has events says events were cut."""
         from eventlog.errors import TreeRebuildRefused
 
-        log, head = await self._tree_of(log, 4)
+        log, _ = await self._tree_of(log, 4)
         await self._damage(log, {}, size=6)
         with pytest.raises(TreeRebuildRefused, match="holds 6 leaves, the log only 4 events"):
             await log.rebuild_tree("t")
