@@ -73,6 +73,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     check.add_argument("--head", metavar="FILE", required=True, help="the signed tree head")
     check.add_argument("--key", metavar="PUBLIC_KEY_FILE", required=True,
                        help="the operator's Ed25519 public key (PEM)")
+    witness_keys(check)
 
     witness = add_command(
         commands, common, "witness", "keep the newest head of each log; refuse forks and "
@@ -82,7 +83,9 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         "signature holds and, when it is larger, --proof gives a consistency proof from the "
         "kept head (`eventlog prove TENANT --from KEPT --head NEW`). A smaller head (a "
         "rollback) or one that does not extend the kept one (a fork) is refused, naming "
-        "both sizes. Opens no log.")
+        "both sizes. With --witness-key and --name it cosigns what it accepts (C2SP "
+        "tlog-cosignature): the head with its cosignature line, which `check-proof` and "
+        "`verify` can require with --witness-key. Opens no log.")
     witness.add_argument("--head", metavar="FILE", required=True, help="the new signed head")
     witness.add_argument("--state", metavar="DIR", required=True,
                          help="where the witness keeps the heads it accepted")
@@ -90,6 +93,14 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
                          help="the operator's Ed25519 public key (PEM)")
     witness.add_argument("--proof", metavar="FILE",
                          help="the consistency proof from the kept head to the new one")
+    witness.add_argument("--witness-key", metavar="PRIVATE_KEY_FILE",
+                         help="the witness's own Ed25519 private key (PEM): cosign the head "
+                              "it accepts (C2SP tlog-cosignature, cosignature/v1) and write "
+                              "it, with its cosignature line added, to --output")
+    witness.add_argument("--name", metavar="NAME",
+                         help="the witness's key name, e.g. witness.example.org/w1 (needed "
+                              "with --witness-key)")
+    _output(witness, "the cosigned head (with --witness-key)")
 
     rebuild = add_command(
         commands, common, "tree-rebuild", "rebuild a tenant's damaged tree from its events",
@@ -113,6 +124,21 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
                          help="rebuild even where the stored tree holds other leaves than "
                               "the events (never past a --head): heads signed before may no "
                               "longer be provable, and witnesses will see a fork")
+
+
+def witness_keys(parser: argparse.ArgumentParser) -> None:
+    """Add ``--witness-key PUBLIC_KEY_FILE`` (repeatable) to a command that checks heads."""
+    parser.add_argument("--witness-key", metavar="PUBLIC_KEY_FILE", action="append",
+                        default=[], help="require the head to carry a valid cosignature "
+                        "(C2SP cosignature/v1) of this witness's Ed25519 public key (PEM); "
+                        "repeatable: every witness given must have cosigned it")
+
+
+def read_witness_keys(files: list[str]) -> list[tuple[str, Ed25519PublicKey]]:
+    """Each ``--witness-key`` file's public key, labelled by its file name."""
+    from eventlog.cli.digest import read_public_key_file
+
+    return [(file, read_public_key_file(file)) for file in files]
 
 
 def _output(parser: argparse.ArgumentParser, what: str) -> None:
@@ -246,15 +272,18 @@ async def run_rebuild(context: Context) -> int:
     return EXIT_OK
 
 
-def read_signed_head(file: str, key: Ed25519PublicKey) -> SignedHead:
-    """The signed head in ``file``, its signature checked with ``key``; a head no signature
-    of ``key`` holds on is a finding (exit status 1)."""
-    from eventlog.proofs import ProofFailed, open_head
+def read_signed_head(file: str, key: Ed25519PublicKey,
+                     witnesses: list[tuple[str, Ed25519PublicKey]] | None = None) -> SignedHead:
+    """The signed head in ``file``, its signature checked with ``key`` and, for each of
+    ``witnesses``, its cosignature; a head without them is a finding (exit status 1)."""
+    from eventlog.proofs import ProofFailed, open_head, require_cosignatures
 
     try:
-        return open_head(_read_text(file, "head"), key, f"head {file}")
+        head = open_head(_read_text(file, "head"), key, f"head {file}")
+        require_cosignatures(head, witnesses or [], f"head {file}")
     except ProofFailed as failed:
         raise CommandError(str(failed), EXIT_FINDINGS) from failed
+    return head
 
 
 def _head_for(file: str, tenant: str) -> Any:
@@ -302,24 +331,40 @@ async def run_check(context: Context) -> int:
         check_inclusion,
         decode_document,
         open_head,
+        require_cosignatures,
     )
 
     args = context.args
     key = read_public_key_file(args.key)
+    witnesses = read_witness_keys(args.witness_key)
     document = decode_document(_read_bytes(args.proof, "proof"), f"proof {args.proof}")
     try:
         head = open_head(_read_text(args.head, "head"), key, f"head {args.head}")
+        cosigned = require_cosignatures(head, witnesses, f"head {args.head}")
         if document["type"] == INCLUSION:
             said = check_inclusion(document, head)
         else:
             said = check_consistency(document, head, key)
     except ProofFailed as failed:
         return _refused(context, str(failed))
+    witnessed = [{"witness": label, "name": c.name, "time": _utc(c.timestamp)}
+                 for (label, _), c in zip(witnesses, cosigned, strict=True)]
     if context.json:
-        context.print_json({"holds": True, "proved": said})
+        context.print_json({"holds": True, "proved": said, "cosigned": witnessed})
     else:
         context.out.print(f"holds: {said}")
+        for seen in witnessed:
+            context.out.print(f"  cosigned by witness {seen['name']} at {seen['time']}")
     return EXIT_OK
+
+
+def _utc(timestamp: int) -> str:
+    from datetime import UTC, datetime
+
+    try:
+        return datetime.fromtimestamp(timestamp, UTC).isoformat().replace("+00:00", "Z")
+    except (OverflowError, OSError, ValueError):
+        return f"POSIX time {timestamp}"
 
 
 async def run_witness(context: Context) -> int:
@@ -336,6 +381,7 @@ async def run_witness(context: Context) -> int:
 
     args = context.args
     key = read_public_key_file(args.key)
+    cosigner = _cosigner(args)
     state = Path(args.state)
     try:
         new = open_head(_read_text(args.head, "head"), key, f"head {args.head}")
@@ -356,11 +402,37 @@ async def run_witness(context: Context) -> int:
         return _refused(context, str(failed))
     if kept is None or kept.size != new.checkpoint.size:
         _keep(state, kept_file, new.note)
+    cosigned = None
+    if cosigner is not None:
+        import time
+
+        from eventlog.notes import cosign_note
+
+        cosigned = cosign_note(new.note, cosigner[0], cosigner[1], int(time.time()))
+        if args.output != "-" or not context.json:
+            _write(context, args.output, cosigned.encode())
     if context.json:
-        context.print_json({"accepted": True, "said": said})
+        context.print_json({"accepted": True, "said": said, "cosigned_head": cosigned})
     else:
-        context.out.print(f"accepted: {said}")
+        # The cosigned head may be standard output: then the verdict goes to stderr.
+        shown = context.err if cosigned is not None and args.output == "-" else context.out
+        shown.print(f"accepted: {said}" + (f"; cosigned by {cosigner[0]}" if cosigner else ""))
     return EXIT_OK
+
+
+def _cosigner(args: argparse.Namespace) -> tuple[str, Any] | None:
+    """The witness's own (name, private key), from --witness-key and --name; None without."""
+    from eventlog.cli.digest import read_private_key_file
+    from eventlog.notes import check_name
+
+    if args.witness_key is None:
+        if args.name is not None or args.output != "-":
+            raise CommandError("--name and --output are for cosigning: give --witness-key, "
+                               "the witness's own private key")
+        return None
+    if args.name is None:
+        raise CommandError("--witness-key needs --name: the witness's key name")
+    return check_name(args.name, "--name"), read_private_key_file(args.witness_key)
 
 
 def _proof_between(document: dict[str, Any], kept: Any, new: Any) -> list[bytes] | None:

@@ -63,6 +63,10 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
                         help="also prove the log still gives the signed tree head in FILE "
                              "(`eventlog tree-head`): its tenant's first SIZE events give "
                              "its root; names a cut or a rewrite (needs --key)")
+    parser.add_argument("--witness-key", metavar="PUBLIC_KEY_FILE", action="append",
+                        default=[], help="with --head: require the head to carry a valid "
+                        "cosignature (C2SP cosignature/v1) of this witness's Ed25519 public "
+                        "key (PEM), as `eventlog witness --witness-key` writes; repeatable")
 
 
 @dataclass(frozen=True)
@@ -188,14 +192,17 @@ def _read_digest(context: Context) -> LogDigest | None:
 
 def _read_head(context: Context) -> SignedHead | None:
     """The ``--head`` file, its signature checked with ``--key`` (required with it)."""
-    from eventlog.cli.transparency import read_signed_head
+    from eventlog.cli.transparency import read_signed_head, read_witness_keys
 
     args = context.args
     if args.head is None:
+        if args.witness_key:
+            raise CommandError("--witness-key checks a head's cosignature: give --head FILE")
         return None
     if args.key is None:
         raise CommandError("--head needs --key: the operator's public key that signed it")
-    return read_signed_head(args.head, read_public_key_file(args.key))
+    return read_signed_head(args.head, read_public_key_file(args.key),
+                            read_witness_keys(args.witness_key))
 
 
 async def _hold_head(log: EventLog, file: str, head: SignedHead) -> TreeCheck:
