@@ -114,5 +114,5 @@ def test_a_cosignature_is_not_the_operators_signature(head: str) -> None:
 
 @pytest.mark.parametrize("timestamp", [-1, 1 << 63])
 def test_a_timestamp_out_of_range_is_refused(head: str, timestamp: int) -> None:
-    with pytest.raises(InvalidInput, match="^timestamp: "):
+    with pytest.raises(InvalidInput, match=r"^timestamp: "):
         notes.cosign_note(head, WITNESS, Ed25519PrivateKey.generate(), timestamp)
