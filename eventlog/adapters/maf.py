@@ -26,6 +26,13 @@ How MAF's model maps onto `ThreadCheckpoints` (``log.threads``):
 - Tenants are walls: a storage reads and writes only its ``tenant_id``.
 - A workflow name that is a LangGraph thread of the tenant is refused at the first save
   with `FrameworkConflict`; lists and ``get_latest`` show only this adapter's checkpoints.
+- **One writer per workflow, when asked** (``fenced=True``, as the LangGraph saver's): a
+  save whose ``previous_checkpoint_id`` is not the workflow's latest checkpoint (log
+  order, what ``get_latest`` returns) is refused with `NotThreadHead` and nothing is
+  written: two processes resuming from the same checkpoint cannot both continue it, and a
+  late save whose parent was deleted cannot bring it back. A save without a parent (a new
+  run's first checkpoint) is accepted and becomes the latest. Decided on the workflow's
+  stream version and appended fenced on it (`eventlog.checkpoints.thread_fence`).
 """
 
 from __future__ import annotations
@@ -61,27 +68,34 @@ class EventlogCheckpointStorage:
 
     def __init__(
         self, log: OpenLog, *, tenant_id: str = "default",
-        allowed_checkpoint_types: Sequence[str] | None = None,
+        allowed_checkpoint_types: Sequence[str] | None = None, fenced: bool = False,
     ) -> None:
         self.log = log
         self._threads: ThreadCheckpoints = log.threads
         self.tenant_id = check_id("tenant_id", tenant_id)
         self._allowed = frozenset(allowed_checkpoint_types or ())
         self._claims = ThreadClaims(log, self.tenant_id, MAF)
+        if not isinstance(fenced, bool):
+            raise InvalidInput("fenced", f"must be True or False, not {fenced!r}"[:200])
+        self.fenced = fenced
 
     @classmethod
     @asynccontextmanager
     async def from_url(
         cls, url: str, *, tenant_id: str = "default",
-        allowed_checkpoint_types: Sequence[str] | None = None, **open_log_options: Any,
+        allowed_checkpoint_types: Sequence[str] | None = None, fenced: bool = False,
+        **open_log_options: Any,
     ) -> AsyncIterator[EventlogCheckpointStorage]:
         """Open the log at ``url`` (any URL `open_log` takes; ``schema=`` and the other
         options pass through), yield a storage over it, close the log on exit."""
         async with open_log(url, **open_log_options) as log:
-            yield cls(log, tenant_id=tenant_id, allowed_checkpoint_types=allowed_checkpoint_types)
+            yield cls(log, tenant_id=tenant_id, allowed_checkpoint_types=allowed_checkpoint_types,
+                      fenced=fenced)
 
     async def save(self, checkpoint: WorkflowCheckpoint) -> str:
-        """Store a snapshot of ``checkpoint`` (replacing an earlier save of its id)."""
+        """Store a snapshot of ``checkpoint`` (replacing an earlier save of its id). Fenced
+        (``fenced=True``): `NotThreadHead`, nothing written, unless its parent is the
+        workflow's latest checkpoint (or it has none)."""
         state = self._encode(checkpoint)
         await self._claims.check(checkpoint.workflow_name)
         await self._threads.put(
@@ -90,6 +104,7 @@ class EventlogCheckpointStorage:
             run_key=checkpoint.checkpoint_id, step=checkpoint.iteration_count,
             metadata={"timestamp": checkpoint.timestamp,
                       "graph_signature_hash": checkpoint.graph_signature_hash},
+            fenced=self.fenced, head_by="position",
         )
         return checkpoint.checkpoint_id
 
