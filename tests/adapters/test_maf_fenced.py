@@ -128,3 +128,28 @@ async def test_unfenced_saves_still_fork_as_before(log: Any) -> None:
 async def test_fenced_must_be_a_bool(log: Any) -> None:
     with pytest.raises(InvalidInput, match=r"^fenced: "):
         EventlogCheckpointStorage(log, tenant_id=TENANT, fenced="yes")  # type: ignore[arg-type]
+
+
+async def test_a_second_run_resumed_from_the_same_checkpoint_cannot_fork_it(
+    storage: EventlogCheckpointStorage
+) -> None:
+    """A real workflow paused, then resumed twice from that one checkpoint (two
+    processes answering the same request): the first resume's saves continue the
+    lineage; the second's are refused (MAF logs a failed save and runs on without
+    checkpoints), so the stored lineage stays one chain."""
+    paused = await build(storage).run("order")
+    request = paused.get_request_info_events()[0]
+    latest = await storage.get_latest(workflow_name="payments")
+    assert latest is not None
+    before = await storage.list_checkpoint_ids(workflow_name="payments")
+    first = await build(storage).run(checkpoint_id=latest.checkpoint_id,
+                                     responses={request.request_id: "yes"})
+    stored = await storage.list_checkpoint_ids(workflow_name="payments")
+    assert len(stored) > len(before)
+    second = await build(storage).run(checkpoint_id=latest.checkpoint_id,
+                                      responses={request.request_id: "no"})
+    assert (["50: yes"], ["50: no"]) == (first.get_outputs(), second.get_outputs())
+    assert stored == await storage.list_checkpoint_ids(workflow_name="payments")
+    saved = await storage.list_checkpoints(workflow_name="payments")
+    assert [None, *[c.checkpoint_id for c in saved[:-1]]] == [
+        c.previous_checkpoint_id for c in saved]
