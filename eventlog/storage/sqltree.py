@@ -21,18 +21,19 @@ from eventlog.merkle import Node
 from eventlog.storage.contracts.tree import EMPTY_TREE, TreeExtension, TreeState, TreeStorage
 
 _CHUNK = 300
-"""(level, index) pairs per SQLite read: well under its 32,766 bound parameters (and
-SQLite's limit on an expression's depth)."""
+"""(level, index) pairs per SQLite read: 900 bound parameters, well under its 32,766 (and
+under SQLite's limit of 1,000 on an expression's depth)."""
 
 
 def nodes_query(table: sa.Table, tenant_id: str, nodes: Sequence[Node]) -> sa.Select[Any]:
-    """The stored hashes of ``nodes``: one index seek per node. An OR of equalities, which
-    SQLite answers with its MULTI-INDEX OR plan; a row-value ``(level, idx) IN (…)`` is
-    answered by reading every node of the tenant (``SEARCH … (tenant_id=?)``), and a head
-    would grow with the tree."""
-    return sa.select(table.c.level, table.c.idx, table.c.hash).where(
-        table.c.tenant_id == tenant_id,
-        sa.or_(*(sa.and_(table.c.level == level, table.c.idx == idx) for level, idx in nodes)))
+    """The stored hashes of ``nodes``: one index seek per node. An OR of whole-key
+    equalities, which SQLite answers with its MULTI-INDEX OR plan. Both ``tenant_id = ?
+    AND (level, idx) IN (…)`` and ``tenant_id = ? AND (… OR …)`` are answered by reading
+    every node of the tenant (``SEARCH … (tenant_id=?)``): a head would grow with the tree
+    (0.37 s a head at 200,000 events, measured)."""
+    return sa.select(table.c.level, table.c.idx, table.c.hash).where(sa.or_(*(
+        sa.and_(table.c.tenant_id == tenant_id, table.c.level == level, table.c.idx == idx)
+        for level, idx in nodes)))
 
 
 class SqliteTree(TreeStorage):
