@@ -18,6 +18,7 @@
     ├── StateDecodeError                       a stored state that does not decode as asked
     ├── VersionConflict                        the stream was not at the expected version
     ├── NotThreadHead                          a fenced put or write not based on the thread's head
+    ├── TreeRebuildRefused                     a tree rebuild that would hide a rewrite of the log
     ├── CapacityExceeded                       a scope holds its most open interrupt batches
     ├── ExportIncomplete                       an export could not read every event it was to write
     ├── ImportRefused                          the target holds another history for a file's stream
@@ -253,6 +254,26 @@ class NotThreadHead(EventLogError):
             f"{checkpoint_id!r} is based on {expected!r} but the head is {head!r} "
             f"({reason}); nothing was written"
         )
+
+
+class TreeRebuildRefused(EventLogError):
+    """A rebuild of a tenant's transparency tree was refused; nothing was written.
+
+    The events no longer give the root of a signed head someone kept, or the stored tree
+    holds other leaves than the events (they were cut or rewritten after they were
+    integrated): a tree rebuilt from them would hide that. ``findings`` are
+    ``(kind, detail)`` pairs (kinds ``cut``, ``rewritten``); ``overridable`` is False when
+    a kept head was contradicted (nothing overrides that) and True when only the stored
+    tree was (``accept_new_root=True`` discards it as evidence).
+    """
+
+    def __init__(self, tenant_id: str, findings: list[tuple[str, str]], *,
+                 overridable: bool) -> None:
+        self.tenant_id = tenant_id
+        self.findings = findings
+        self.overridable = overridable
+        said = "; ".join(detail for _, detail in findings)
+        super().__init__(f"tenant {tenant_id!r}: the tree was not rebuilt: {said}")
 
 
 class CapacityExceeded(EventLogError):

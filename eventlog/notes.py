@@ -8,7 +8,14 @@ newline. A signed note is the body, a blank line, and one signature line per sig
 
 where the key hash is the first 4 bytes of ``SHA-256(name || "\\n" || 0x01 || public key)``.
 That is the format Go's ``golang.org/x/mod/sumdb/note``, witnesses and other tlog tools
-read, so our heads are theirs too. The auditor's side: nothing here opens a database;
+read, so our heads are theirs too.
+
+A witness's *cosignature* (C2SP ``tlog-cosignature``, ``cosignature/v1``) is one more
+signature line on the same note: its key hash is ``SHA-256(name || "\n" || 0x04 ||
+public key)[:4]``, and what follows it is an 8-byte big-endian POSIX timestamp and the
+Ed25519 signature of ``"cosignature/v1\ntime <timestamp>\n" || the note's body``: the
+statement that, at that time, this was the largest consistent head the witness had seen
+for the origin. The auditor's side: nothing here opens a database;
 `cryptography` is loaded only by the functions that sign or check.
 """
 
@@ -28,14 +35,18 @@ if TYPE_CHECKING:
     from eventlog.signing import Ed25519PrivateKey, Ed25519PublicKey
 
 __all__ = [
-    "Checkpoint", "SignedNote", "check_name", "key_hash", "open_note", "origin_for",
-    "parse_checkpoint", "parse_note", "sign_checkpoint", "verifier_key",
+    "COSIGNATURE_V1", "Checkpoint", "Cosignature", "SignedNote", "check_name", "cosign_note",
+    "cosignature_key_hash", "cosignature_message", "cosignatures", "key_hash", "open_note",
+    "origin_for", "parse_checkpoint", "parse_note", "sign_checkpoint", "verifier_key",
 ]
 
 DASH = "\u2014"
 """The em dash that opens every signature line."""
 ED25519 = 0x01
 """The signature type byte of Ed25519 keys in signed notes."""
+COSIGNATURE_V1 = 0x04
+"""The signature type byte of Ed25519 ``cosignature/v1`` keys (C2SP tlog-cosignature)."""
+_MAX_TIMESTAMP = (1 << 63) - 1
 _NAME = re.compile(r"[^\s+]+")
 _DECIMAL = re.compile(r"(0|[1-9][0-9]{0,19})")
 MAX_NOTE = 1 << 20
@@ -55,6 +66,15 @@ class Checkpoint:
         lines = [self.origin, str(self.size), base64.b64encode(self.root).decode(),
                  *self.extensions]
         return "".join(line + "\n" for line in lines)
+
+
+@dataclasses.dataclass(frozen=True)
+class Cosignature:
+    """A witness's valid cosignature on a note: the witness's key ``name`` and the POSIX
+    ``timestamp`` it signed."""
+
+    name: str
+    timestamp: int
 
 
 @dataclasses.dataclass(frozen=True)
@@ -158,3 +178,49 @@ def _raw(public: Ed25519PublicKey) -> bytes:
     from cryptography.hazmat.primitives import serialization
 
     return public.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+
+
+def cosignature_key_hash(name: str, public: Ed25519PublicKey) -> bytes:
+    """The 4-byte key ID of a witness's Ed25519 ``cosignature/v1`` key named ``name``."""
+    return hashlib.sha256(name.encode() + b"\n" + bytes([COSIGNATURE_V1])
+                          + _raw(public)).digest()[:4]
+
+
+def cosignature_message(body: str, timestamp: int) -> bytes:
+    """What a ``cosignature/v1`` signs: the header line, the time line, the note's body."""
+    return f"cosignature/v1\ntime {timestamp}\n{body}".encode()
+
+
+def cosign_note(text: str, name: str, key: Ed25519PrivateKey, timestamp: int) -> str:
+    """``text`` (a signed note) with the cosignature of the witness ``key`` named ``name``
+    at ``timestamp`` appended; an earlier line of the same name and key is replaced."""
+    from eventlog.signing import sign
+
+    check_name(name)
+    if not isinstance(timestamp, int) or not 0 <= timestamp <= _MAX_TIMESTAMP:
+        raise InvalidInput("timestamp", f"must be a POSIX time in 0..2**63-1, not {timestamp!r}")
+    note = parse_note(text)
+    hashed = cosignature_key_hash(name, key.public_key())
+    signature = sign(key, cosignature_message(note.text, timestamp))
+    stamp = base64.b64encode(hashed + timestamp.to_bytes(8, "big") + signature).decode()
+    kept = [line for line, (signer, key_id, _) in zip(
+        text[len(note.text) + 1:].splitlines(), note.signatures, strict=True)
+        if (signer, key_id) != (name, hashed)]
+    return note.text + "\n" + "".join(line + "\n" for line in kept) + f"{DASH} {name} {stamp}\n"
+
+
+def cosignatures(note: SignedNote, public: Ed25519PublicKey) -> list[Cosignature]:
+    """The valid ``cosignature/v1`` signatures of the witness key ``public`` on ``note``
+    (under whatever name each line gives: its key ID binds the name to the key). Lines of
+    other keys, or that do not verify, are ignored, as signed-note verifiers do."""
+    from eventlog.signing import signature_holds
+
+    found = []
+    for signer, hashed, raw in note.signatures:
+        if len(raw) != 8 + 64 or hashed != cosignature_key_hash(signer, public):
+            continue
+        timestamp = int.from_bytes(raw[:8], "big")
+        if timestamp <= _MAX_TIMESTAMP and signature_holds(
+                public, raw[8:], cosignature_message(note.text, timestamp)):
+            found.append(Cosignature(signer, timestamp))
+    return found

@@ -15,6 +15,7 @@ import binascii
 import dataclasses
 import json
 import uuid
+from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +28,14 @@ from eventlog.merkle import (
     inclusion_holds,
     leaf_hash,
 )
-from eventlog.notes import Checkpoint, open_note, parse_checkpoint, parse_note
+from eventlog.notes import (
+    Checkpoint,
+    Cosignature,
+    cosignatures,
+    open_note,
+    parse_checkpoint,
+    parse_note,
+)
 
 if TYPE_CHECKING:
     from eventlog.signing import Ed25519PublicKey
@@ -35,7 +43,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CONSISTENCY", "INCLUSION", "ProofFailed", "SignedHead", "check_consistency", "check_inclusion",
     "consistency_document", "decode_document", "decode_hashes", "inclusion_document", "open_head",
-    "witness_decision",
+    "require_cosignatures", "witness_decision",
 ]
 
 INCLUSION = "eventlog.inclusion_proof/v1"
@@ -78,6 +86,23 @@ def open_head(text: str, key: Ed25519PublicKey | None, field: str = "head") -> S
                               "signed it, or the head was changed after it was signed)")
     name = names[0]
     return SignedHead(name, checkpoint.origin[len(name) + 1 :], checkpoint, text)
+
+
+def require_cosignatures(head: SignedHead, witnesses: Sequence[tuple[str, Ed25519PublicKey]],
+                         field: str = "head") -> list[Cosignature]:
+    """The newest valid ``cosignature/v1`` of each witness key on ``head`` (each given as
+    ``(label, public key)``, the label naming it in a refusal); `ProofFailed` naming the
+    first witness whose cosignature the head does not carry."""
+    note = parse_note(head.note, field)
+    found = []
+    for label, key in witnesses:
+        signed = cosignatures(note, key)
+        if not signed:
+            raise ProofFailed(f"{field} carries no valid cosignature of the witness key "
+                              f"{label} (the witness never accepted this head, or it was "
+                              "changed after it was cosigned)")
+        found.append(max(signed, key=lambda c: c.timestamp))
+    return found
 
 
 def inclusion_document(head: SignedHead, event: Any, proof: InclusionProof) -> dict[str, Any]:

@@ -31,6 +31,13 @@ How MAF's model maps onto `ThreadCheckpoints` (``log.threads``):
   log's; none named, none recorded.
 - A workflow name that is a LangGraph thread of the tenant is refused at the first save
   with `FrameworkConflict`; lists and ``get_latest`` show only this adapter's checkpoints.
+- **One writer per workflow, when asked** (``fenced=True``, as the LangGraph saver's): a
+  save whose ``previous_checkpoint_id`` is not the workflow's latest checkpoint (log
+  order, what ``get_latest`` returns) is refused with `NotThreadHead` and nothing is
+  written: two processes resuming from the same checkpoint cannot both continue it, and a
+  late save whose parent was deleted cannot bring it back. A save without a parent (a new
+  run's first checkpoint) is accepted and becomes the latest. Decided on the workflow's
+  stream version and appended fenced on it (`eventlog.checkpoints.thread_fence`).
 """
 
 from __future__ import annotations
@@ -70,7 +77,7 @@ class EventlogCheckpointStorage:
     def __init__(
         self, log: OpenLog, *, tenant_id: str = "default",
         allowed_checkpoint_types: Sequence[str] | None = None,
-        actor: str | None = None,
+        actor: str | None = None, fenced: bool = False,
     ) -> None:
         self.log = log
         self.actor = None if actor is None else check_actor(actor)
@@ -78,12 +85,16 @@ class EventlogCheckpointStorage:
         self.tenant_id = check_id("tenant_id", tenant_id)
         self._allowed = frozenset(allowed_checkpoint_types or ())
         self._claims = ThreadClaims(log, self.tenant_id, MAF)
+        if not isinstance(fenced, bool):
+            raise InvalidInput("fenced", f"must be True or False, not {fenced!r}"[:200])
+        self.fenced = fenced
 
     @classmethod
     @asynccontextmanager
     async def from_url(
         cls, url: str, *, tenant_id: str = "default",
         allowed_checkpoint_types: Sequence[str] | None = None, actor: str | None = None,
+        fenced: bool = False,
         **open_log_options: Any,
     ) -> AsyncIterator[EventlogCheckpointStorage]:
         """Open the log at ``url`` (any URL `open_log` takes; ``schema=`` and the other
@@ -93,11 +104,13 @@ class EventlogCheckpointStorage:
             check_actor(actor)
         async with open_log(url, **open_log_options) as log:
             yield cls(log, tenant_id=tenant_id, allowed_checkpoint_types=allowed_checkpoint_types,
-                      actor=actor)
+                      actor=actor, fenced=fenced)
 
     @traced("eventlog.agent_framework.save", _spans.maf_checkpoint)
     async def save(self, checkpoint: WorkflowCheckpoint) -> str:
-        """Store a snapshot of ``checkpoint`` (replacing an earlier save of its id)."""
+        """Store a snapshot of ``checkpoint`` (replacing an earlier save of its id). Fenced
+        (``fenced=True``): `NotThreadHead`, nothing written, unless its parent is the
+        workflow's latest checkpoint (or it has none)."""
         state = self._encode(checkpoint)
         await self._claims.check(checkpoint.workflow_name)
         await acting(self.log, self._actor(), self._threads.put(
@@ -106,6 +119,7 @@ class EventlogCheckpointStorage:
             run_key=checkpoint.checkpoint_id, step=checkpoint.iteration_count,
             metadata={"timestamp": checkpoint.timestamp,
                       "graph_signature_hash": checkpoint.graph_signature_hash},
+            fenced=self.fenced, head_by="position",
         ))
         return checkpoint.checkpoint_id
 

@@ -27,6 +27,13 @@ three with `NotThreadHead`, and appends nothing.
   writer's next decision reads nothing; a remembered basis that proved stale is dropped,
   and a refusal is only ever decided from a fresh read.
 
+**In log order** (``head_by="position"``: Agent Framework's saver, whose checkpoint ids are
+random and whose "latest" is the last save in log order): the head is the namespace's
+checkpoint saved last. A put is accepted when its parent is the head, when it is the head
+put again with the same parent, or when it has no parent (a new run's first checkpoint,
+which then becomes the head: a writer still continuing the older lineage is refused at its
+next put). Recent removals are not read: a removed parent is simply not the head.
+
 Decisions first (no I/O), then `ThreadFence`, the I/O around them.
 """
 
@@ -75,6 +82,11 @@ def based_on(event: Fenced) -> str | None:
     return event.parent_id if isinstance(event, ThreadCheckpointPut) else event.checkpoint_id
 
 
+HEAD_ORDERS = ("id", "position")
+"""What makes a namespace's head: its highest checkpoint id (LangGraph's), or its last put
+in log order (Agent Framework's)."""
+
+
 def needs_removals(event: Fenced, head: Head | None) -> bool:
     """Whether deciding ``event`` needs the recent removals: a put without a parent in a
     namespace without a head, or a write to anything but the head or an older id."""
@@ -111,6 +123,21 @@ def refusal(event: Fenced, head: Head | None, removed: str | None = None) -> str
     if removed is not None and checkpoint_id <= removed:
         return "writes to a checkpoint that was removed (the thread was deleted or pruned)"
     return None
+
+
+def log_order_refusal(event: ThreadCheckpointPut, head: Head | None) -> str | None:
+    """Why the fenced put ``event`` is refused when the head is the last put in log order
+    (``head_by="position"``); None when it is accepted."""
+    parent_id = event.parent_id
+    if head is None:
+        return (None if parent_id is None else
+                "the namespace holds no checkpoint: its parent was deleted or never put")
+    if event.checkpoint_id == head[0]:
+        return None if parent_id == head[1] else "the head put again with another parent"
+    if parent_id is None or parent_id == head[0]:
+        return None
+    return ("its parent is not the last checkpoint saved: another writer moved the thread "
+            "on, or the parent was deleted")
 
 
 def _put_refusal(
@@ -156,46 +183,58 @@ class ThreadFence:
     ) -> None:
         self._log = log
         self._lock = lock
-        self._known: OrderedDict[tuple[str, str], _Basis] = OrderedDict()
+        self._known: OrderedDict[tuple[str, str, bool], _Basis] = OrderedDict()
 
     async def append(
-        self, tenant_id: str, event: Fenced, attach: Sequence[bytes]
+        self, tenant_id: str, event: Fenced, attach: Sequence[bytes], *, head_by: str = "id"
     ) -> AppendResult:
-        """Append ``event`` to its thread if it is based on the head (`refusal`), else
-        raise `NotThreadHead`; decided again after a lost race, holding the stream."""
+        """Append ``event`` to its thread if it is based on the head (`refusal`, or
+        `log_order_refusal` for ``head_by="position"``), else raise `NotThreadHead`;
+        decided again after a lost race, holding the stream."""
         thread_id = event.thread_id
         stream = thread_stream(thread_id)
+        by_position = head_by == "position"
 
         async def once(attempt: int) -> AppendResult:
             async with (self._lock(tenant_id, thread_id),
                         held_after_first(self._log, tenant_id, stream, attempt)):
-                known = self._known.get((tenant_id, thread_id)) if attempt == 0 else None
+                key = (tenant_id, thread_id, by_position)
+                known = self._known.get(key) if attempt == 0 else None
                 if known is not None:
                     try:
-                        return await self._decided(tenant_id, event, attach, known, fresh=False)
+                        return await self._decided(tenant_id, event, attach, known,
+                                                   fresh=False, by_position=by_position)
                     except VersionConflict:  # remembered, but another writer appended since
                         pass
                 return await self._decided(tenant_id, event, attach,
-                                           await self._read(tenant_id, stream), fresh=True)
+                                           await self._read(tenant_id, stream), fresh=True,
+                                           by_position=by_position)
 
         return await decide_fenced(once, REMOVAL_RETRIES, _retried(tenant_id, thread_id))
 
     async def _decided(
         self, tenant_id: str, event: Fenced, attach: Sequence[bytes], basis: _Basis, *,
-        fresh: bool,
+        fresh: bool, by_position: bool,
     ) -> AppendResult:
         """Decide ``event`` on ``basis`` and append it fenced on its version. A refusal
         decided on a remembered basis is not trusted: it is dropped and this raises
         `VersionConflict`, so the caller decides again from a fresh read."""
-        key = (tenant_id, event.thread_id)
+        key = (tenant_id, event.thread_id, by_position)
         namespace = event.namespace
         head = (basis.heads[namespace] if namespace in basis.heads
-                else await self._head(tenant_id, event.thread_id, namespace))
+                else await self._head(tenant_id, event.thread_id, namespace,
+                                      "position" if by_position else "checkpoint_id"))
         removals = basis.removals
-        if removals is None and needs_removals(event, head):
-            removals = await self._removals(tenant_id, event.thread_id, basis.version)
-        removed = None if removals is None else removals.get(namespace)
-        if (reason := refusal(event, head, removed)) is not None:
+        if by_position:
+            if not isinstance(event, ThreadCheckpointPut):
+                raise TypeError("a fenced write has no head in log order: writes are "
+                                "fenced by checkpoint id")
+            reason = log_order_refusal(event, head)
+        else:
+            if removals is None and needs_removals(event, head):
+                removals = await self._removals(tenant_id, event.thread_id, basis.version)
+            reason = refusal(event, head, None if removals is None else removals.get(namespace))
+        if reason is not None:
             if not fresh:
                 self._known.pop(key, None)
                 raise VersionConflict(thread_stream(event.thread_id), basis.version, -1)
@@ -213,7 +252,7 @@ class ThreadFence:
         except VersionConflict:
             self._known.pop(key, None)
             raise
-        if isinstance(event, ThreadCheckpointPut) and (head is None
+        if isinstance(event, ThreadCheckpointPut) and (by_position or head is None
                                                         or event.checkpoint_id > head[0]):
             head = (event.checkpoint_id, event.parent_id)
         # Our own put or write removes nothing: the removals read still hold.
@@ -229,11 +268,12 @@ class ThreadFence:
         ))
         return _Basis(int(rows[0]["version"]) if rows else 0)
 
-    async def _head(self, tenant_id: str, thread_id: str, namespace: str) -> Head | None:
+    async def _head(self, tenant_id: str, thread_id: str, namespace: str,
+                    order: str) -> Head | None:
         rows = await self._log.query(ViewQuery(
             THREAD_CHECKPOINTS,
             {"tenant_id": tenant_id, "thread_id": thread_id, "namespace": namespace},
-            order_by=("checkpoint_id",), descending=True, limit=1,
+            order_by=(order,), descending=True, limit=1,
             columns=("checkpoint_id", "parent_id"),
         ))
         return (rows[0]["checkpoint_id"], rows[0]["parent_id"]) if rows else None
@@ -247,7 +287,7 @@ class ThreadFence:
         )]
         return removed_high_waters(events)
 
-    def _remember(self, key: tuple[str, str], basis: _Basis) -> None:
+    def _remember(self, key: tuple[str, str, bool], basis: _Basis) -> None:
         self._known[key] = basis
         self._known.move_to_end(key)
         if len(self._known) > _KNOWN:

@@ -57,7 +57,7 @@ from eventlog._logging import get_logger
 from eventlog.checkpoints import thread_decisions as decide
 from eventlog.checkpoints.decisions import normalise_metadata
 from eventlog.checkpoints.removal import REMOVAL_RETRIES, StreamRemoval
-from eventlog.checkpoints.thread_fence import ThreadFence
+from eventlog.checkpoints.thread_fence import HEAD_ORDERS, ThreadFence
 from eventlog.checkpoints.thread_records import (
     Adoption,
     AdoptionBase,
@@ -145,11 +145,17 @@ class ThreadCheckpoints:
         step: int | None = None,
         metadata: Mapping[str, Any] | None = None,
         fenced: bool = False,
+        head_by: str = "id",
     ) -> int:
         """Put a checkpoint (replacing an earlier put of the same id); return its position.
 
         ``fenced``: only if ``parent_id`` is the namespace's head (see `thread_fence`),
-        else `NotThreadHead` and nothing is written."""
+        else `NotThreadHead` and nothing is written. ``head_by``: what makes the head of a
+        fenced put, ``"id"`` (the highest checkpoint id, LangGraph's) or ``"position"``
+        (the last put in log order, Agent Framework's)."""
+        if head_by not in HEAD_ORDERS:
+            raise InvalidInput("head_by", f"must be one of {', '.join(HEAD_ORDERS)}, not "
+                                          f"{head_by!r}"[:200])
         check_id("tenant_id", tenant_id)
         event, attach = decide.put_event(
             thread_id=thread_id, namespace=namespace, checkpoint_id=checkpoint_id,
@@ -158,7 +164,7 @@ class ThreadCheckpoints:
             max_bytes=self._log.max_payload_bytes,
         )
         if fenced:
-            result = await self._fence.append(tenant_id, event, attach)
+            result = await self._fence.append(tenant_id, event, attach, head_by=head_by)
         else:
             async with self._lock(tenant_id, thread_id):
                 result = await self._log.append(

@@ -60,6 +60,7 @@ COMMANDS: dict[str, tuple[str, str | None]] = {
     "witness": ("transparency", "keep the newest head of each log; refuse forks and rollbacks"),
     "keys": ("keys", "make a keyring, or rotate a log's keys to a new one"),
     "erase": ("keys", "erase a subject: destroy its data key, record why"),
+    "tree-rebuild": ("transparency", "rebuild a tenant's damaged tree from its events"),
     "export": ("transfer", "write a tenant's (or one session's) log to a file"),
     "import": ("transfer", "append an exported file's events to this log"),
     "adopt": ("adoption", "bring LangGraph or Agent Framework checkpoints into the log"),

@@ -258,7 +258,7 @@ def mask_password(url: str) -> str:
 
 
 WRITERS = frozenset({"demo", "migrate", "cleanup", "import", "adopt", "tree-head", "prove",
-                     "keys", "erase"})
+                     "keys", "erase", "tree-rebuild"})
 """Commands that write (the transparency tree's integration too, on the primary): a hot
 standby (``--read-url``) is no use to them."""
 ACTING = frozenset({"demo", "cleanup", "import", "adopt"})

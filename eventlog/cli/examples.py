@@ -63,9 +63,16 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
               ("eventlog prove acme --from old-head.txt --head acme-head.txt -o growth.json",
                "the newer tree extends the older one")),
     "check-proof": (("eventlog check-proof proof.json --head acme-head.txt --key op.pub.pem",
-                     "the auditor's check: no database"),),
+                     "the auditor's check: no database"),
+                    ("eventlog check-proof proof.json --head cosigned.txt --key op.pub.pem "
+                     "--witness-key w1.pub.pem", "and require the witness's cosignature")),
     "witness": (("eventlog witness --head acme-head.txt --state ./witness --key op.pub.pem "
-                 "--proof growth.json", "accept a newer head only if it extends the kept one"),),
+                 "--proof growth.json", "accept a newer head only if it extends the kept one"),
+                ("eventlog witness --head acme-head.txt --state ./witness --key op.pub.pem "
+                 "--witness-key w1.pem --name witness.example.org/w1 -o cosigned.txt",
+                 "and cosign it (C2SP tlog-cosignature)")),
+    "tree-rebuild": (("eventlog tree-rebuild acme --head acme-head.txt --key op.pub.pem",
+                      "repair the tree; refused if the log no longer gives that head"),),
     "export": (("eventlog export --tenant acme acme.jsonl", "a tenant to a file"),
                ("eventlog export --tenant acme --session trip-1 -", "one session to stdout"),
                ("eventlog export langgraph sqlite:///langgraph.db --tenant acme",

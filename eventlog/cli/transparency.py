@@ -1,12 +1,14 @@
-"""The transparency log's commands: ``tree-head`` and ``prove`` (the operator's, on the
-log), ``check-proof`` and ``witness`` (the auditor's: no database at all, whatever
-``EVENTLOG_URL`` says). ``verify --head`` lives with verify.
+"""The transparency log's commands: ``tree-head``, ``prove`` and ``tree-rebuild`` (the
+operator's, on the log), ``check-proof`` and ``witness`` (the auditor's: no database at
+all, whatever ``EVENTLOG_URL`` says). ``verify --head`` lives with verify.
 
 The documents and checks are `eventlog.proofs`; keys are read as ``digest`` reads them.
 """
 
 from __future__ import annotations
 
+import argparse
+import base64
 import hashlib
 import json
 import sys
@@ -26,6 +28,13 @@ if TYPE_CHECKING:
 
 _MAX_FILE = 4 * 1024 * 1024
 """The largest head or proof file read: a proof is a few kilobytes plus its event."""
+
+
+def read_witness_keys(files: list[str]) -> list[tuple[str, Ed25519PublicKey]]:
+    """Each ``--witness-key`` file's public key, labelled by its file name."""
+    from eventlog.cli.digest import read_public_key_file
+
+    return [(file, read_public_key_file(file)) for file in files]
 
 
 # -- the operator's side ------------------------------------------------------------------
@@ -99,15 +108,73 @@ async def _inclusion(log: Any, tenant: str, event_id: uuid.UUID, head: Any,
     return document
 
 
-def read_signed_head(file: str, key: Ed25519PublicKey) -> SignedHead:
-    """The signed head in ``file``, its signature checked with ``key``; a head no signature
-    of ``key`` holds on is a finding (exit status 1)."""
-    from eventlog.proofs import ProofFailed, open_head
+async def run_rebuild(context: Context) -> int:
+    """Rebuild the tenant's tree; refused (status 1, nothing written) past a kept head."""
+    from eventlog.cli.digest import read_public_key_file
+    from eventlog.errors import TreeRebuildRefused
+    from eventlog.merkle import TreeHead
+
+    args = context.args
+    if args.head and args.key is None:
+        raise CommandError("--head needs --key: the operator's public key that signed it")
+    heads = []
+    if args.head:
+        key = read_public_key_file(args.key)
+        for file in args.head:
+            signed = read_signed_head(file, key)
+            if signed.tenant_id != args.tenant:
+                raise CommandError(f"{file} is a head of tenant {signed.tenant_id!r}, not "
+                                   f"{args.tenant!r}")
+            heads.append(TreeHead(signed.checkpoint.size, signed.checkpoint.root))
+    async with context.open() as log:
+        await settle_or_warn(context, log)
+        try:
+            rebuilt = await log.rebuild_tree(args.tenant, heads,
+                                             accept_new_root=args.accept_new_root)
+        except TreeRebuildRefused as refused:
+            hint = (" (--accept-new-root discards the stored tree as evidence)"
+                    if refused.overridable else "")
+            if context.json:
+                context.print_json({"rebuilt": False, "problems": [
+                    {"kind": kind, "detail": detail} for kind, detail in refused.findings],
+                    "overridable": refused.overridable})
+            else:
+                context.err.print(f"refused: the tree of tenant {args.tenant!r} was not "
+                                  f"rebuilt{hint}:")
+                for _, detail in refused.findings:
+                    context.err.print(f"  {detail}")
+            return EXIT_FINDINGS
+    root = base64.b64encode(rebuilt.root).decode()
+    if context.json:
+        context.print_json({
+            "rebuilt": True, "tenant_id": args.tenant, "size": rebuilt.size, "root": root,
+            "old_size": rebuilt.old_size, "repaired": rebuilt.repaired,
+            "heads_held": len(heads),
+            "discarded": [{"kind": f.kind, "detail": f.detail} for f in rebuilt.discarded]})
+        return EXIT_OK
+    for finding in rebuilt.discarded:
+        context.err.print(f"warning: discarded as evidence: {finding.detail}")
+    context.out.print(
+        f"rebuilt the tree of tenant {args.tenant!r}: {plural(rebuilt.size, 'event')}, root "
+        f"{root}; {plural(rebuilt.repaired, 'stored node')} of the old tree of "
+        f"{plural(rebuilt.old_size, 'leaf', 'leaves')} repaired"
+        + (f"; {plural(len(heads), 'kept head')} still {'holds' if len(heads) == 1 else 'hold'}"
+           if heads else ""))
+    return EXIT_OK
+
+
+def read_signed_head(file: str, key: Ed25519PublicKey,
+                     witnesses: list[tuple[str, Ed25519PublicKey]] | None = None) -> SignedHead:
+    """The signed head in ``file``, its signature checked with ``key`` and, for each of
+    ``witnesses``, its cosignature; a head without them is a finding (exit status 1)."""
+    from eventlog.proofs import ProofFailed, open_head, require_cosignatures
 
     try:
-        return open_head(_read_text(file, "head"), key, f"head {file}")
+        head = open_head(_read_text(file, "head"), key, f"head {file}")
+        require_cosignatures(head, witnesses or [], f"head {file}")
     except ProofFailed as failed:
         raise CommandError(str(failed), EXIT_FINDINGS) from failed
+    return head
 
 
 def _head_for(file: str, tenant: str) -> Any:
@@ -155,24 +222,40 @@ async def run_check(context: Context) -> int:
         check_inclusion,
         decode_document,
         open_head,
+        require_cosignatures,
     )
 
     args = context.args
     key = read_public_key_file(args.key)
+    witnesses = read_witness_keys(args.witness_key)
     document = decode_document(_read_bytes(args.proof, "proof"), f"proof {args.proof}")
     try:
         head = open_head(_read_text(args.head, "head"), key, f"head {args.head}")
+        cosigned = require_cosignatures(head, witnesses, f"head {args.head}")
         if document["type"] == INCLUSION:
             said = check_inclusion(document, head)
         else:
             said = check_consistency(document, head, key)
     except ProofFailed as failed:
         return _refused(context, str(failed))
+    witnessed = [{"witness": label, "name": c.name, "time": _utc(c.timestamp)}
+                 for (label, _), c in zip(witnesses, cosigned, strict=True)]
     if context.json:
-        context.print_json({"holds": True, "proved": said})
+        context.print_json({"holds": True, "proved": said, "cosigned": witnessed})
     else:
         context.out.print(f"holds: {said}")
+        for seen in witnessed:
+            context.out.print(f"  cosigned by witness {seen['name']} at {seen['time']}")
     return EXIT_OK
+
+
+def _utc(timestamp: int) -> str:
+    from datetime import UTC, datetime
+
+    try:
+        return datetime.fromtimestamp(timestamp, UTC).isoformat().replace("+00:00", "Z")
+    except (OverflowError, OSError, ValueError):
+        return f"POSIX time {timestamp}"
 
 
 async def run_witness(context: Context) -> int:
@@ -189,6 +272,7 @@ async def run_witness(context: Context) -> int:
 
     args = context.args
     key = read_public_key_file(args.key)
+    cosigner = _cosigner(args)
     state = Path(args.state)
     try:
         new = open_head(_read_text(args.head, "head"), key, f"head {args.head}")
@@ -209,11 +293,37 @@ async def run_witness(context: Context) -> int:
         return _refused(context, str(failed))
     if kept is None or kept.size != new.checkpoint.size:
         _keep(state, kept_file, new.note)
+    cosigned = None
+    if cosigner is not None:
+        import time
+
+        from eventlog.notes import cosign_note
+
+        cosigned = cosign_note(new.note, cosigner[0], cosigner[1], int(time.time()))
+        if args.output != "-" or not context.json:
+            _write(context, args.output, cosigned.encode())
     if context.json:
-        context.print_json({"accepted": True, "said": said})
+        context.print_json({"accepted": True, "said": said, "cosigned_head": cosigned})
     else:
-        context.out.print(f"accepted: {said}")
+        # The cosigned head may be standard output: then the verdict goes to stderr.
+        shown = context.err if cosigned is not None and args.output == "-" else context.out
+        shown.print(f"accepted: {said}" + (f"; cosigned by {cosigner[0]}" if cosigner else ""))
     return EXIT_OK
+
+
+def _cosigner(args: argparse.Namespace) -> tuple[str, Any] | None:
+    """The witness's own (name, private key), from --witness-key and --name; None without."""
+    from eventlog.cli.digest import read_private_key_file
+    from eventlog.notes import check_name
+
+    if args.witness_key is None:
+        if args.name is not None or args.output != "-":
+            raise CommandError("--name and --output are for cosigning: give --witness-key, "
+                               "the witness's own private key")
+        return None
+    if args.name is None:
+        raise CommandError("--witness-key needs --name: the witness's key name")
+    return check_name(args.name, "--name"), read_private_key_file(args.witness_key)
 
 
 def _proof_between(document: dict[str, Any], kept: Any, new: Any) -> list[bytes] | None:

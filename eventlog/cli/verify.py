@@ -159,14 +159,17 @@ def _read_digest(context: Context) -> LogDigest | None:
 
 def _read_head(context: Context) -> SignedHead | None:
     """The ``--head`` file, its signature checked with ``--key`` (required with it)."""
-    from eventlog.cli.transparency import read_signed_head
+    from eventlog.cli.transparency import read_signed_head, read_witness_keys
 
     args = context.args
     if args.head is None:
+        if args.witness_key:
+            raise CommandError("--witness-key checks a head's cosignature: give --head FILE")
         return None
     if args.key is None:
         raise CommandError("--head needs --key: the operator's public key that signed it")
-    return read_signed_head(args.head, read_public_key_file(args.key))
+    return read_signed_head(args.head, read_public_key_file(args.key),
+                            read_witness_keys(args.witness_key))
 
 
 async def _hold_head(log: EventLog, file: str, head: SignedHead) -> TreeCheck:

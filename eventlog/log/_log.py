@@ -45,7 +45,7 @@ from eventlog.log._heads import HeadCache
 from eventlog.log._queries import check_history, check_query
 from eventlog.log._rotation import Rotation, rotate_keys
 from eventlog.log._sealing import FIELDS, Sealer, refuse_unsealed_read
-from eventlog.log._tree import Tree, TreeFinding
+from eventlog.log._tree import Tree, TreeFinding, TreeRebuild
 from eventlog.merkle import InclusionProof, TreeHead
 from eventlog.records import (
     AppendResult,
@@ -453,6 +453,26 @@ class EventLog:
         self._check_open("verify")
         check_id("tenant_id", tenant_id)
         return await self._tree.check(tenant_id, head)
+
+    async def rebuild_tree(self, tenant_id: str, heads: Iterable[TreeHead] = (), *,
+                           accept_new_root: bool = False) -> TreeRebuild:
+        """Replace the tenant's stored tree (derived data) with the tree its events give,
+        in one transaction: the repair for a damaged tree `check_tree` found.
+
+        It cannot launder a rewrite of the log. Every head in ``heads`` (signed heads
+        someone kept) must still be the root of the events' first ``size`` leaves:
+        otherwise `TreeRebuildRefused` names the cut or the rewrite, and nothing overrides
+        it. Without a head, the stored tree is the evidence: a rebuild that would drop its
+        leaves for other events (cut, or rewritten and re-chained after they were
+        integrated) is refused too, unless ``accept_new_root`` discards that evidence (the
+        result lists what was discarded). Reads every event of the tenant."""
+        self._check_open("rebuild the tree")
+        check_id("tenant_id", tenant_id)
+        kept = tuple(heads)
+        for head in kept:
+            if not isinstance(head, TreeHead):
+                raise InvalidInput("heads", f"must be TreeHead values, not {head!r}"[:200])
+        return await self._tree.rebuild(tenant_id, kept, bool(accept_new_root))
 
     # -- the read side: what stores, the CLI and export/import read through ---------------
 

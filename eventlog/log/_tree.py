@@ -8,6 +8,9 @@ hashes them into the perfect subtrees they complete and stores them with one
 `extend_tree`, guarded by the size it started from: of two integrators racing, one
 stores and the other reads the stored state again. A writer never waits for it.
 A head or a proof reads O(log n) stored nodes (`eventlog.merkle.nodes_for`).
+
+`rebuild` replaces a damaged stored tree with the one the events give, in one
+transaction, and refuses to when that would hide a rewrite of the log (see its docstring).
 """
 
 from __future__ import annotations
@@ -15,10 +18,11 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from eventlog.errors import InvalidInput
+from eventlog.errors import InvalidInput, TreeRebuildRefused
 from eventlog.merkle import (
     EMPTY_ROOT,
     InclusionProof,
+    Node,
     TreeHead,
     consistency_ranges,
     inclusion_ranges,
@@ -35,6 +39,8 @@ from eventlog.storage.contracts import TreeExtension, TreeState
 
 PAGE = 2_000
 """Events integrated per stored extension."""
+REBUILD_TRIES = 5
+"""Times a rebuild reads the log again when an integrator extended the tree meanwhile."""
 
 
 @dataclass
@@ -43,6 +49,30 @@ class TreeFinding:
 
     kind: str
     detail: str
+
+
+@dataclass(frozen=True)
+class TreeRebuild:
+    """What `EventLog.rebuild_tree` did: the rebuilt tree's ``size`` and ``root``; the
+    stored tree's size before (``old_size``); ``repaired``, how many nodes of the old
+    tree were wrong or missing; ``discarded``, what the stored tree said that the
+    events did not, set aside because ``accept_new_root`` was given (empty otherwise)."""
+
+    size: int
+    root: bytes
+    old_size: int
+    repaired: int
+    discarded: tuple[TreeFinding, ...] = ()
+
+
+def perfect_nodes(size: int) -> list[Node]:
+    """Every perfect subtree of a tree of ``size`` leaves, level by level."""
+    nodes: list[Node] = []
+    level = 0
+    while size >> level:
+        nodes += [(level, index) for index in range(size >> level)]
+        level += 1
+    return nodes
 
 
 class Tree:
@@ -122,15 +152,88 @@ class Tree:
         return findings
 
     async def _leaves(self, tenant_id: str) -> tuple[list[bytes], list[StoredEvent]]:
+        leaves, events, _ = await self._read_leaves(tenant_id)
+        return leaves, events
+
+    async def _read_leaves(self, tenant_id: str
+                           ) -> tuple[list[bytes], list[StoredEvent], str | None]:
+        """The tenant's leaves and events readable now, and the cursor after the last."""
         leaves: list[bytes] = []
         events: list[StoredEvent] = []
         cursor: str | None = None
+        last: str | None = None
         while True:
             page, cursor = await self.storage.read_all(cursor, PAGE, tenant_id)
             if not page:
-                return leaves, events
+                return leaves, events, last
+            last = cursor
             events += page
             leaves += [leaf_hash(e.hash) for e in page]
+
+    async def rebuild(self, tenant_id: str, heads: tuple[TreeHead, ...],
+                      accept_new_root: bool) -> TreeRebuild:
+        """Replace the tenant's stored tree with the tree of its events readable now.
+
+        Refused (`TreeRebuildRefused`, nothing written) when the events no longer give a
+        kept head's root: nothing overrides that. Refused too, unless ``accept_new_root``,
+        when the stored tree is evidence against the events: it holds more leaves than
+        the tenant has events (a cut), or a stored leaf differs from its event's while the
+        stored tree's root is not the events' (a rewrite after integration, or damage
+        that cannot be told from one). Damage the events contradict is repaired: a node
+        that is not the hash of its leaves, a missing node, a stored leaf whose tree's
+        root the events still give.
+        """
+        for _ in range(REBUILD_TRIES):
+            state = await self.storage.tree_state(tenant_id)
+            leaves, events, cursor = await self._read_leaves(tenant_id)
+            contradicted: list[TreeFinding] = []
+            for head in heads:
+                contradicted += await self._against_head(tenant_id, head, leaves, events)
+            if contradicted:
+                raise TreeRebuildRefused(tenant_id, [(f.kind, f.detail) for f in contradicted],
+                                         overridable=False)
+            old_nodes = perfect_nodes(state.size)
+            stored = await self.storage.tree_nodes(tenant_id, old_nodes)
+            evidence = self._evidence(state.size, stored, leaves, events)
+            if evidence and not accept_new_root:
+                raise TreeRebuildRefused(tenant_id, [(f.kind, f.detail) for f in evidence],
+                                         overridable=True)
+            nodes = new_nodes(0, leaves, {})
+            rebuilt = TreeExtension(TreeState(len(leaves), cursor), nodes,
+                                    [(e.event_id, i) for i, e in enumerate(events)])
+            if await self.storage.replace_tree(tenant_id, state, rebuilt):
+                return TreeRebuild(len(leaves), root_of(leaves), state.size,
+                                   sum(stored.get(node) != nodes.get(node) for node in old_nodes),
+                                   tuple(evidence))
+        raise TreeRebuildRefused(tenant_id, [("busy", f"integrators extended the tree "
+                                              f"{REBUILD_TRIES} times while it was rebuilt; "
+                                              "try again")], overridable=False)
+
+    def _evidence(self, size: int, stored: dict[Node, bytes], leaves: list[bytes],
+                  events: list[StoredEvent]) -> list[TreeFinding]:
+        """What the stored tree of ``size`` says that the events contradict, as evidence
+        of the log changing (not of the tree's damage)."""
+        if len(leaves) < size:
+            return [TreeFinding("cut", f"the stored tree holds {size} leaves, the log only "
+                                       f"{len(leaves)} events of the tenant: "
+                                       f"{size - len(leaves)} were cut after they were "
+                                       "integrated")]
+        differing = [i for i in range(size) if stored.get((0, i), leaves[i]) != leaves[i]]
+        if not differing:
+            return []  # the events are the leaves integrated: only the nodes above are wrong
+        frontier = perfect_subtrees(0, size)
+        top = range_hash(0, size, stored) if all(n in stored for n in frontier) else None
+        if top == root_of(leaves[:size]):
+            return []  # the stored root is the events': the stored leaves are what broke
+        first = differing[0]
+        more = f" and {len(differing) - 1} more" if len(differing) > 1 else ""
+        stored_leaves = [stored.get((0, i), leaves[i]) for i in range(size)]
+        why = ("its nodes agree with those leaves, so the events were rewritten after they "
+               "were integrated" if top == root_of(stored_leaves) else
+               "its root agrees with neither, so a rewrite cannot be told from damage")
+        return [TreeFinding("rewritten", f"the stored tree's leaf {first} (event "
+                                         f"{events[first].event_id}){more} is not the hash of "
+                                         f"the event the log holds there, and {why}")]
 
     async def _against_head(self, tenant_id: str, head: TreeHead, leaves: list[bytes],
                             events: list[StoredEvent]) -> list[TreeFinding]:

@@ -246,3 +246,14 @@ class MemoryBackend(InProcess, BlobsByDigest, KeysInMemory, StorageBackend):
             self.tree_leaves[tenant_id, event_id] = index
         self.tree_states[tenant_id] = extension.state
         return True
+
+    async def replace_tree(self, tenant_id: str, expected: TreeState,
+                           tree: TreeExtension) -> bool:
+        if self.tree_states.get(tenant_id, EMPTY_TREE).size != expected.size:
+            return False
+        for key in [key for key in self.tree_hashes if key[0] == tenant_id]:
+            del self.tree_hashes[key]
+        for leaf in [leaf for leaf in self.tree_leaves if leaf[0] == tenant_id]:
+            del self.tree_leaves[leaf]
+        self.tree_states.pop(tenant_id, None)
+        return await self.extend_tree(tenant_id, 0, tree) if tree.state.size else True

@@ -84,7 +84,7 @@ def test_every_argument_has_help_text() -> None:
 def test_read_url_is_offered_only_to_commands_that_read() -> None:
     """A hot standby is no use to the commands that write or open no log."""
     assert {"adopt", "check-proof", "cleanup", "completion", "demo", "erase", "import",
-            "keys", "migrate", "prove", "tree-head", "witness"} == (
+            "keys", "migrate", "prove", "tree-head", "tree-rebuild", "witness"} == (
         set(_commands()) - _offering("--read-url"))
 
 

@@ -1,4 +1,5 @@
-"""The command line of ``tree-head``, ``prove``, ``check-proof`` and ``witness``, declared
+"""The command line of ``tree-head``, ``prove``, ``check-proof``, ``witness`` and
+``tree-rebuild``, declared
 without `eventlog.cli.transparency` (imported when the command runs: its handlers are
 named ``"MODULE:FUNCTION"``).
 """
@@ -12,7 +13,7 @@ from eventlog.cli.context import add_command
 
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
-    """Add ``tree-head``, ``prove``, ``check-proof`` and ``witness``."""
+    """Add ``tree-head``, ``prove``, ``check-proof``, ``witness`` and ``tree-rebuild``."""
     head = add_command(
         commands, common, "tree-head", "sign the head of a tenant's transparency tree",
         "transparency:run_head",
@@ -55,6 +56,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     check.add_argument("--head", metavar="FILE", required=True, help="the signed tree head")
     check.add_argument("--key", metavar="PUBLIC_KEY_FILE", required=True,
                        help="the operator's Ed25519 public key (PEM)")
+    witness_keys(check)
 
     witness = add_command(
         commands, common, "witness", "keep the newest head of each log; refuse forks and "
@@ -64,7 +66,9 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         "signature holds and, when it is larger, --proof gives a consistency proof from the "
         "kept head (`eventlog prove TENANT --from KEPT --head NEW`). A smaller head (a "
         "rollback) or one that does not extend the kept one (a fork) is refused, naming "
-        "both sizes. Opens no log.")
+        "both sizes. With --witness-key and --name it cosigns what it accepts (C2SP "
+        "tlog-cosignature): the head with its cosignature line, which `check-proof` and "
+        "`verify` can require with --witness-key. Opens no log.")
     witness.add_argument("--head", metavar="FILE", required=True, help="the new signed head")
     witness.add_argument("--state", metavar="DIR", required=True,
                          help="where the witness keeps the heads it accepted")
@@ -72,6 +76,45 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
                          help="the operator's Ed25519 public key (PEM)")
     witness.add_argument("--proof", metavar="FILE",
                          help="the consistency proof from the kept head to the new one")
+    witness.add_argument("--witness-key", metavar="PRIVATE_KEY_FILE",
+                         help="the witness's own Ed25519 private key (PEM): cosign the head "
+                              "it accepts (C2SP tlog-cosignature, cosignature/v1) and write "
+                              "it, with its cosignature line added, to --output")
+    witness.add_argument("--name", metavar="NAME",
+                         help="the witness's key name, e.g. witness.example.org/w1 (needed "
+                              "with --witness-key)")
+    _output(witness, "the cosigned head (with --witness-key)")
+
+    rebuild = add_command(
+        commands, common, "tree-rebuild", "rebuild a tenant's damaged tree from its events",
+        "transparency:run_rebuild",
+        description="Replace the tenant's stored tree (derived data, like a view) with the "
+        "tree its events give, in one transaction: the repair when `eventlog verify --head` "
+        "finds a stored node that is not the hash of its events. It cannot launder a "
+        "rewrite: every --head given must still be the root of the tenant's first SIZE "
+        "events, or nothing is written and the cut or rewrite is named (exit status 1). "
+        "Without a head the stored tree is the evidence: a rebuild that would replace its "
+        "leaves with other events (cut, or rewritten and re-chained since they were "
+        "integrated) is refused the same way, unless --accept-new-root.")
+    rebuild.add_argument("tenant", metavar="TENANT", help="the tenant whose tree to rebuild")
+    rebuild.add_argument("--head", metavar="FILE", action="append", default=[],
+                         help="a signed tree head that was kept (repeatable): the rebuilt "
+                              "tree must still give its root")
+    rebuild.add_argument("--key", metavar="PUBLIC_KEY_FILE",
+                         help="the operator's Ed25519 public key (PEM) that signed the heads "
+                              "(needed with --head)")
+    rebuild.add_argument("--accept-new-root", action="store_true",
+                         help="rebuild even where the stored tree holds other leaves than "
+                              "the events (never past a --head): heads signed before may no "
+                              "longer be provable, and witnesses will see a fork")
+
+
+def witness_keys(parser: argparse.ArgumentParser) -> None:
+    """Add ``--witness-key PUBLIC_KEY_FILE`` (repeatable) to a command that checks heads."""
+    parser.add_argument("--witness-key", metavar="PUBLIC_KEY_FILE", action="append",
+                        default=[], help="require the head to carry a valid cosignature "
+                        "(C2SP cosignature/v1) of this witness's Ed25519 public key (PEM); "
+                        "repeatable: every witness given must have cosigned it")
 
 
 def _output(parser: argparse.ArgumentParser, what: str) -> None:

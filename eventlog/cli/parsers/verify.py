@@ -36,3 +36,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
                         help="also prove the log still gives the signed tree head in FILE "
                              "(`eventlog tree-head`): its tenant's first SIZE events give "
                              "its root; names a cut or a rewrite (needs --key)")
+    parser.add_argument("--witness-key", metavar="PUBLIC_KEY_FILE", action="append",
+                        default=[], help="with --head: require the head to carry a valid "
+                        "cosignature (C2SP cosignature/v1) of this witness's Ed25519 public "
+                        "key (PEM), as `eventlog witness --witness-key` writes; repeatable")

@@ -44,3 +44,13 @@ class TreeStorage(StorageLifecycle):
         and its nodes and leaves are written, or nothing is. If another integrator moved
         the state first (the size is no longer ``old_size``), returns False and writes
         nothing; two concurrent calls from the same size never both return True."""
+
+    @abc.abstractmethod
+    async def replace_tree(self, tenant_id: str, expected: TreeState,
+                           tree: TreeExtension) -> bool:
+        """Replace the tenant's whole stored tree with ``tree`` (a tree built from no
+        leaves: its state, every node, every leaf) if the stored tree is still of
+        ``expected.size``; True if it was replaced. In ONE transaction: every stored node
+        and leaf of the tenant is deleted and ``tree``'s written, or nothing changes. A
+        ``tree`` of size 0 leaves the tenant with no stored tree (`EMPTY_TREE`). Used only
+        to rebuild a damaged tree (`EventLog.rebuild_tree`); integrators extend."""

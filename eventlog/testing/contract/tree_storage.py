@@ -16,7 +16,7 @@ import pytest
 
 from eventlog import EventLog
 from eventlog.errors import InvalidInput
-from eventlog.merkle import EMPTY_TREE, TreeExtension, TreeState
+from eventlog.merkle import EMPTY_TREE, TreeExtension, TreeHead, TreeState
 from eventlog.testing.contract._base import ContractBackend, ContractBase
 from eventlog.testing.events import Noted
 from eventlog.testing.helpers import settle
@@ -242,3 +242,127 @@ class TreeStorageCalls(ContractBase):
             await storage.tree_leaf("g", again.leaves[0][0]))
         assert ({}, None) == (await storage.tree_nodes("h", [(0, 0)]),
                               await storage.tree_leaf("h", first.leaves[0][0]))
+
+    # -- rebuilding a damaged tree ---------------------------------------------------------
+
+    async def _tree_of(self, log: EventLog, count: int) -> tuple[EventLog, TreeHead]:
+        for n in range(count):
+            await log.append("t", f"s{n % 3}", [Noted(text=str(n))])
+        await settle(log)
+        return log, await log.tree_head("t")
+
+    async def _damage(self, log: EventLog, change: dict[tuple[int, int], bytes],
+                      size: int | None = None) -> None:
+        """Store the tenant's tree again with the nodes of ``change`` replaced (through
+        the contract's own `replace_tree`, so every backend is damaged alike)."""
+        storage = log.storage
+        state = await storage.tree_state("t")
+        leaves = [leaf for _, leaf in await tenant_leaves(log, "t")][: state.size]
+        from eventlog.merkle import new_nodes
+
+        nodes = {**new_nodes(0, leaves, {}), **change}
+        ids = [event_id for event_id, _ in await tenant_leaves(log, "t")][: state.size]
+        grown = TreeState(size if size is not None else state.size, state.cursor)
+        assert await storage.replace_tree("t", state, TreeExtension(
+            grown, nodes, [(event_id, i) for i, event_id in enumerate(ids)]))
+
+    async def test_a_rebuild_repairs_a_damaged_node_and_keeps_the_head(
+        self, log: EventLog
+    ) -> None:
+        """A stored node that is not the hash of its leaves (found by check_tree) is
+        repaired: the kept head still holds, and its proofs verify again."""
+        log, head = await self._tree_of(log, 8)
+        await self._damage(log, {(1, 1): b"\x07" * 32, (2, 1): b"\x08" * 32})
+        assert ["node"] == [f.kind for f in await log.check_tree("t")]
+        rebuilt = await log.rebuild_tree("t", [head])
+        assert (8, head.root, 8, 2, ()) == (rebuilt.size, rebuilt.root, rebuilt.old_size,
+                                            rebuilt.repaired, rebuilt.discarded)
+        assert [] == await log.check_tree("t", head)
+        leaves = await tenant_leaves(log, "t")
+        proof = await log.prove_inclusion("t", leaves[2][0], 8)
+        assert proof is not None
+        assert head.root == path_root(leaves[2][1], 2, 8, proof.path)
+
+    async def test_a_damaged_leaf_row_under_a_sound_root_is_repaired(
+        self, log: EventLog
+    ) -> None:
+        """A stored leaf that differs from its event, under a stored root the events still
+        give, is the tree's damage: repaired without any override."""
+        log, head = await self._tree_of(log, 8)
+        await self._damage(log, {(0, 3): b"\x09" * 32})
+        rebuilt = await log.rebuild_tree("t")
+        assert (head.root, 1) == (rebuilt.root, rebuilt.repaired)
+        assert [] == await log.check_tree("t", head)
+
+    async def test_a_rebuild_never_contradicts_a_kept_head(self, log: EventLog) -> None:
+        """A kept head the events do not give (here: another root, or more events than
+        the log holds) refuses the rebuild, even with accept_new_root, writing nothing."""
+        from eventlog.errors import TreeRebuildRefused
+
+        log, head = await self._tree_of(log, 5)
+        await self._damage(log, {(0, 4): b"\x01" * 32})
+        before = await log.storage.tree_nodes("t", [(0, 4)])
+        for kept, kind in ((type(head)(head.size, b"\x02" * 32), "rewritten"),
+                           (type(head)(head.size + 3, head.root), "cut")):
+            with pytest.raises(TreeRebuildRefused) as refused:
+                await log.rebuild_tree("t", [head, kept], accept_new_root=True)
+            assert ([kind], False) == ([k for k, _ in refused.value.findings],
+                                       refused.value.overridable)
+        assert before == await log.storage.tree_nodes("t", [(0, 4)])
+
+    async def test_a_rebuild_refuses_to_drop_leaves_the_events_contradict(
+        self, log: EventLog
+    ) -> None:
+        """A stored tree that agrees with itself over other leaves than the events (the
+        events rewritten after integration) is evidence: refused, unless accept_new_root
+        discards it (and the result says what was discarded)."""
+        from eventlog.errors import TreeRebuildRefused
+        from eventlog.merkle import new_nodes
+
+        log, head = await self._tree_of(log, 6)
+        other = [_h(b"\x00" + bytes([n]) * 32) for n in range(6)]
+        await self._damage(log, new_nodes(0, other, {}))
+        with pytest.raises(TreeRebuildRefused, match="rewritten after they were integrated") \
+                as refused:
+            await log.rebuild_tree("t")
+        assert (["rewritten"], True) == ([k for k, _ in refused.value.findings],
+                                         refused.value.overridable)
+        assert other[0] == (await log.storage.tree_nodes("t", [(0, 0)]))[(0, 0)]
+        rebuilt = await log.rebuild_tree("t", accept_new_root=True)
+        assert (head.root, ["rewritten"]) == (rebuilt.root, [f.kind for f in rebuilt.discarded])
+        assert [] == await log.check_tree("t", head)
+
+    async def test_a_rebuild_refuses_a_tree_larger_than_the_log(self, log: EventLog) -> None:
+        """A stored tree of more leaves than the tenant has events says events were cut."""
+        from eventlog.errors import TreeRebuildRefused
+
+        log, _ = await self._tree_of(log, 4)
+        await self._damage(log, {}, size=6)
+        with pytest.raises(TreeRebuildRefused, match="holds 6 leaves, the log only 4 events"):
+            await log.rebuild_tree("t")
+        assert 4 == (await log.rebuild_tree("t", accept_new_root=True)).size
+
+    async def test_a_rebuilt_tree_keeps_growing(self, log: EventLog) -> None:
+        """After a rebuild the integrator extends the rebuilt tree from where it ends."""
+        log, head = await self._tree_of(log, 3)
+        await self._damage(log, {(1, 0): b"\x05" * 32})
+        await log.rebuild_tree("t", [head])
+        await log.append("t", "s", [Noted(text="after")])
+        await settle(log)
+        leaves = [leaf for _, leaf in await tenant_leaves(log, "t")]
+        assert (4, mth(leaves)) == ((now := await log.tree_head("t")).size, now.root)
+        assert [] == await log.check_tree("t", now)
+
+    async def test_storage_replaces_only_from_the_size_it_holds(self, log: EventLog) -> None:
+        """replace_tree from a size the tree is not at writes nothing; a replacement of
+        size 0 leaves no stored tree, which integrates again from the start."""
+        log, head = await self._tree_of(log, 2)
+        storage = log.storage
+        state = await storage.tree_state("t")
+        bogus = TreeExtension(TreeState(1, None), {(0, 0): b"z" * 32}, [(uuid.uuid4(), 0)])
+        assert not await storage.replace_tree("t", TreeState(state.size + 1, None), bogus)
+        assert state == await storage.tree_state("t")
+        assert await storage.replace_tree("t", state, TreeExtension(EMPTY_TREE, {}, []))
+        assert (EMPTY_TREE, {}) == (await storage.tree_state("t"),
+                                    await storage.tree_nodes("t", [(0, 0), (1, 0)]))
+        assert head == await log.tree_head("t")
