@@ -10,14 +10,20 @@ from, views rebuilt on open); a backend is the composition of those it implement
 
 from __future__ import annotations
 
-from eventlog.storage.contracts import BlobStorage, EventStorage, TreeStorage, ViewStorage
+from eventlog.storage.contracts import (
+    BlobStorage,
+    ConsumerStorage,
+    EventStorage,
+    TreeStorage,
+    ViewStorage,
+)
 from eventlog.storage.requests import AppendRequest, PendingEvent, StreamVersionTaken
 
 
-class StorageBackend(EventStorage, BlobStorage, ViewStorage, TreeStorage):
-    """The contracts every backend fulfils: `EventStorage`, `BlobStorage`, `ViewStorage`
-    and `TreeStorage`. Adds nothing of its own; a backend that leaves any of their methods
-    unwritten cannot be built (``TypeError`` naming the methods)."""
+class StorageBackend(EventStorage, BlobStorage, ViewStorage, TreeStorage, ConsumerStorage):
+    """The contracts every backend fulfils: `EventStorage`, `BlobStorage`, `ViewStorage`,
+    `TreeStorage` and `ConsumerStorage`. Adds nothing of its own; a backend that leaves
+    any of their methods unwritten cannot be built (``TypeError`` naming the methods)."""
 
 
 __all__ = ["AppendRequest", "PendingEvent", "StorageBackend", "StreamVersionTaken"]

@@ -16,7 +16,9 @@ from eventlog.merkle import Node
 from eventlog.records import StoredEvent
 from eventlog.storage.base import AppendRequest, StorageBackend, StreamVersionTaken
 from eventlog.storage.contracts.tree import EMPTY_TREE, TreeExtension, TreeState
+from eventlog.storage.contracts.consumers import ConsumerRow
 from eventlog.storage.defaults import BlobsByDigest, InProcess
+from eventlog.storage.memconsumers import InProcessConsumers
 from eventlog.storage.requests import refusal
 from projections.memory import ViewTables
 from projections.query import ViewQuery, read_related
@@ -25,7 +27,7 @@ from projections.thread_history import HistoryQuery, HistoryRow, history_rows
 REVISION = "memory"
 
 
-class MemoryBackend(InProcess, BlobsByDigest, StorageBackend):
+class MemoryBackend(InProcess, BlobsByDigest, InProcessConsumers, StorageBackend):
     """Events, blobs and views in dictionaries; gone when the process ends."""
 
     name = "memory"
@@ -40,6 +42,7 @@ class MemoryBackend(InProcess, BlobsByDigest, StorageBackend):
         self.tree_states: dict[str, TreeState] = {}
         self.tree_hashes: dict[tuple[str, int, int], bytes] = {}
         self.tree_leaves: dict[tuple[str, uuid.UUID], int] = {}
+        self.consumer_rows: dict[str, ConsumerRow] = {}
 
     async def open(self, *, upgrade: bool) -> str:
         return REVISION

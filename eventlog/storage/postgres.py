@@ -46,6 +46,7 @@ from eventlog.records import ENVELOPE_SIZE, StoredEvent
 from eventlog.storage.base import AppendRequest, StreamVersionTaken
 from eventlog.storage.contracts import ReplicaStorage
 from eventlog.storage.pgbatch import BatchStatements
+from eventlog.storage.pgconsumers import PostgresConsumers
 from eventlog.storage.pgpool import ConnectionPool
 from eventlog.storage.requests import refusal
 from eventlog.storage.schema import HOT_FILLFACTOR
@@ -145,7 +146,7 @@ shape; a larger one goes as column arrays (`append_batch`): a statement with tho
 CTEs takes the server seconds to plan, and its text would be cached for one use."""
 
 
-class PostgresBackend(SqlBackend[Any], ReplicaStorage, PostgresTree):
+class PostgresBackend(SqlBackend[Any], ReplicaStorage, PostgresTree, PostgresConsumers):
     """Many processes on many hosts, one PostgreSQL database."""
 
     name = "postgresql"

@@ -74,6 +74,7 @@ def build_metadata(dialect: str, schema: str | None) -> sa.MetaData:
         sa.Column("data", sa.LargeBinary, nullable=False),
     )
     _tree_tables(metadata)
+    _consumer_table(metadata)
     for table in views_metadata.sorted_tables:
         if schema is None:
             table.to_metadata(metadata)
@@ -115,6 +116,27 @@ def _tree_tables(metadata: sa.MetaData) -> None:
         sa.Column("tenant_id", ID, primary_key=True),
         sa.Column("event_id", sa.Uuid, primary_key=True),
         sa.Column("leaf_index", sa.BigInteger, nullable=False),
+    )
+
+
+CONSUMER_TABLE = "consumers"
+"""Durable consumers' positions and leases (`eventlog.storage.contracts.consumers`): a
+row per consumer name, written by acks, claims and resets, never by an append. Not a
+tenant's data (a consumer may read the whole log): on Citus it stays on the coordinator."""
+
+
+def _consumer_table(metadata: sa.MetaData) -> None:
+    sa.Table(
+        CONSUMER_TABLE,
+        metadata,
+        sa.Column("name", ID, primary_key=True),
+        sa.Column("scope_tenant", ID, nullable=True),
+        sa.Column("types", sa.Text, nullable=True),
+        sa.Column("cursor", ID, nullable=True),
+        sa.Column("token", sa.BigInteger, nullable=False),
+        sa.Column("holder", ID, nullable=True),
+        sa.Column("lease_until", sa.DateTime(timezone=True), nullable=True),
+        sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
     )
 
 

@@ -49,6 +49,7 @@ from eventlog.storage.sql import (
     normalise_row,
     stored_event,
 )
+from eventlog.storage.sqlconsumers import SqliteConsumers
 from eventlog.storage.sqlite_writer import SqliteReader, SqliteWriter
 from eventlog.storage.sqltext import Positional, SqliteDialect, Statement, quote
 from eventlog.storage.sqltree import SqliteTree
@@ -78,7 +79,7 @@ _DIALECT = sqlite_dialect.dialect()
 R = TypeVar("R")
 
 
-class SqliteBackend(OneWriter, SqlBackend[AsyncConnection], SqliteTree):
+class SqliteBackend(OneWriter, SqlBackend[AsyncConnection], SqliteTree, SqliteConsumers):
     """A SQLite file shared safely by any number of processes on one machine."""
 
     name = "sqlite"

@@ -9,6 +9,7 @@ A ladder as `eventsourcing` builds its recorders: every contract extends
 - `ReplicaStorage` (optional): a database a hot standby follows (``read_url``).
 - `ViewsRebuiltOnOpen` (optional): views kept in memory, rebuilt by `open_log`.
 - `TreeStorage`: the stored nodes of each tenant's transparency tree (derived data).
+- `ConsumerStorage`: durable consumers' positions and leases, and their page read.
 
 `eventlog.storage.base.StorageBackend` is what `open_log` needs: events, blobs and views.
 A backend is the composition of the contracts it implements; each contract's tests ship
@@ -19,6 +20,7 @@ implementations of some methods, for the backends they fit.
 from __future__ import annotations
 
 from eventlog.storage.contracts.blobs import BlobStorage
+from eventlog.storage.contracts.consumers import ConsumerClaim, ConsumerRow, ConsumerStorage
 from eventlog.storage.contracts.events import EventStorage
 from eventlog.storage.contracts.lifecycle import StorageLifecycle
 from eventlog.storage.contracts.rebuilt import ViewsRebuiltOnOpen
@@ -29,6 +31,9 @@ from eventlog.storage.contracts.views import ViewStorage
 __all__ = [
     "EMPTY_TREE",
     "BlobStorage",
+    "ConsumerClaim",
+    "ConsumerRow",
+    "ConsumerStorage",
     "EventStorage",
     "ReplicaStorage",
     "StorageLifecycle",
