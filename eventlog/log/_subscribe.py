@@ -133,6 +133,7 @@ class Subscription:
         self._woken = asyncio.Event()
         self._listener: Any = None
         self._open = False
+        self._fenced = False
 
     # -- opening and closing -------------------------------------------------------------
 
@@ -168,7 +169,7 @@ class Subscription:
         self._log.wakeups.discard(self._woken)
         if self._listener is not None:
             await self._listener.close()
-        if not isinstance(error, ConsumerFenced):
+        if not self._fenced:
             try:
                 await self._log.storage.release_consumer(self.name, self.token)
             except Exception:  # noqa: BLE001 - a lease that lapses instead is harmless
@@ -211,6 +212,8 @@ class Subscription:
     async def next_batch(self, most: int, *, wait: bool = True) -> list[RecordedEvent]:
         """Up to ``most`` events (at least one, waiting for it, unless ``wait`` is false:
         then perhaps none), in log order, each delivered once to this holder."""
+        if self._fenced:
+            raise ConsumerFenced(self.name, self.token)
         if not self._open:
             raise InvalidInput("subscription", "is not open: use it in `async with`")
         while not self._pending:
@@ -284,7 +287,7 @@ class Subscription:
         began = time.monotonic()
         until = read_clock(self._log.clock) + timedelta(seconds=self.lease)
         if not await self._log.storage.renew_consumer(self.name, self.token, until):
-            self._open = False
+            self._fenced = True
             raise ConsumerFenced(self.name, self.token)
         self._renewed = began
 
@@ -307,7 +310,7 @@ class Subscription:
         now = read_clock(self._log.clock)
         if not await self._log.storage.ack_consumer(
                 self.name, self.token, cursor, now, now + timedelta(seconds=self.lease)):
-            self._open = False
+            self._fenced = True
             raise ConsumerFenced(self.name, self.token)
         self._acked = cursor
         self._renewed = began
@@ -337,7 +340,7 @@ class Subscription:
                 for event in batch:
                     await handler(event, connection)
         except ConsumerFenced:
-            self._open = False
+            self._fenced = True
             raise
         except BaseException:
             # Nothing committed: these events are delivered again, from the stored position.

@@ -109,9 +109,9 @@ class SqliteConsumers(ConsumerStorage):
             raise self.translate(error, "consumer") from error
         return row
 
-    async def _update(self, name: str, token: int | None, **values: Any) -> bool:
+    async def _update(self, name: str, fence: int | None, **values: Any) -> bool:
         table = self._consumers
-        where = [table.c.name == name] + ([] if token is None else [table.c.token == token])
+        where = [table.c.name == name] + ([] if fence is None else [table.c.token == fence])
         try:
             async with self.write_transaction() as connection:
                 result = await connection.execute(sa.update(table).where(*where).values(**values))
