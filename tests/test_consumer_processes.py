@@ -132,7 +132,7 @@ async def test_a_stalled_holder_taken_over_never_delivers_again(
         await asyncio.sleep(0.5)
         assert [] == lines(second_out)  # it waits for the first's lease
         stall.touch()
-        await until(lambda: len(lines(second_out)) >= 30)
+        await until(lambda: len(lines(second_out)) >= 30, 60)
         await asyncio.sleep(5.0)  # the first thaws (4.5 s after it froze) and is fenced
         stop.set()
         await feeding
