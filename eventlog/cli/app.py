@@ -44,6 +44,7 @@ COMMANDS: dict[str, tuple[str, str | None]] = {
     "stats": ("admin", "count events, streams, sessions, threads, runs, batches, blob bytes"),
     "cleanup": ("admin", "run one bounded interrupt maintenance pass"),
     "log": ("logs", "show events in log order, filtered; --follow tails them"),
+    "consumers": ("consumers", "list durable consumers with their lag; reset or drop one"),
     "timeline": ("sessions", "one session's or framework thread's story in time order"),
     "inspect": ("sessions",
                 "one interrupt batch and its audit trail, or one checkpoint of a thread"),
