@@ -108,6 +108,7 @@ async def test_four_racing_writers_are_followed_in_one_pass(target: BackendTarge
     assert (600, sorted(ids)) == (len(set(delivered)), sorted(delivered))
 
 
+@pytest.mark.parametrize("target", ["postgresql", CITUS], indirect=True)
 async def test_a_stalled_holder_taken_over_never_delivers_again(
         target: BackendTarget, tmp_path: Path) -> None:
     """Two processes open one consumer: one delivers, the other waits. Frozen past its

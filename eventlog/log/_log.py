@@ -44,6 +44,7 @@ from eventlog.log._subscribe import (
     Handler,
     Subscription,
     Wakeups,
+    Watch,
     check_subscription,
     lag_of,
     run_projection,
@@ -449,6 +450,14 @@ class EventLog:
                                   wait=wait) as subscription:
             return await run_projection(subscription, handler, batch=batch,
                                         until_idle=until_idle)
+
+    def watch(self) -> Watch:
+        """Wake-ups for a reader following the log without a consumer, as ``async with
+        log.watch() as watch``: ``watch.clear()`` before each read, ``await
+        watch.wait(seconds)`` after an empty one returns at once when new events may be
+        readable (this log's appends, PostgreSQL's notification), else after ``seconds``."""
+        self._check_open("read")
+        return Watch(self)
 
     async def consumers(self, *, lag_limit: int = 100_000) -> list[ConsumerInfo]:
         """Every durable consumer, by name: its scope, position, holder (None once its

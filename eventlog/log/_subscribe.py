@@ -73,6 +73,44 @@ class Wakeups:
         self._waiting.discard(event)
 
 
+class Watch:
+    """New events' wake-ups without a consumer (``eventlog log --follow``): `wait` returns
+    when this log (or its siblings) appends, PostgreSQL notifies, or the time is up."""
+
+    def __init__(self, log: EventLog) -> None:
+        self._log = log
+        self._woken = asyncio.Event()
+        self._listener: Any = None
+
+    async def __aenter__(self) -> Watch:
+        self._log.wakeups.add(self._woken)
+        make_listener = getattr(self._log.storage, "listener", None)
+        self._listener = None if make_listener is None else make_listener(self._woken.set)
+        if self._listener is not None:
+            await self._listener.reconnect()
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        self._log.wakeups.discard(self._woken)
+        if self._listener is not None:
+            await self._listener.close()
+
+    def clear(self) -> None:
+        """Forget earlier wake-ups: call before the read whose emptiness `wait` follows."""
+        self._woken.clear()
+
+    async def wait(self, seconds: float) -> None:
+        """Until a wake-up since `clear`, or ``seconds``."""
+        try:
+            await asyncio.wait_for(self._woken.wait(), seconds)
+        except TimeoutError:
+            if self._listener is not None and not self._listener.listening:
+                await self._listener.reconnect()
+            return
+        if self._listener is not None and self._listener.listening:
+            await self._log.reader.wait_readable(seconds)
+
+
 def default_holder() -> str:
     """This process's name for itself as a holder: ``host:pid:random``."""
     return f"{socket.gethostname()[:100]}:{os.getpid()}:{secrets.token_hex(3)}"
