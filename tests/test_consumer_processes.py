@@ -51,8 +51,8 @@ def lines(out: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in out.read_text().splitlines() if line.endswith("}")]
 
 
-async def until(check: Any, timeout: float = 120.0) -> None:
-    deadline = time.monotonic() + timeout
+async def until(check: Any, seconds: float = 120.0) -> None:
+    deadline = time.monotonic() + seconds
     while not check():
         assert time.monotonic() < deadline, "timed out"
         await asyncio.sleep(0.01)
@@ -145,7 +145,8 @@ async def test_a_stalled_holder_taken_over_never_delivers_again(
         second.wait(timeout=120)
         first.wait(timeout=120)
     assert 0 == second.returncode
-    assert first.stderr is not None and "ConsumerFenced" in first.stderr.read()
+    assert first.stderr is not None
+    assert "ConsumerFenced" in first.stderr.read()
     taken_over = lines(second_out)[0]["at"]
     firsts, seconds = lines(first_out), lines(second_out)
     assert all(line["at"] < taken_over for line in firsts)

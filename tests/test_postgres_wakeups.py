@@ -52,8 +52,9 @@ async def test_a_lost_listener_falls_back_to_polling_and_reconnects(
         target: BackendTarget) -> None:
     """Its listening connection terminated, a subscriber still delivers (by polling) and
     listens again."""
-    async with target.open() as writer, target.open() as reader:
-        async with reader.subscribe("lost", poll_interval=0.5, start="end") as sub:
+    async with target.open() as writer, target.open() as reader, reader.subscribe(
+            "lost", poll_interval=0.5, start="end") as sub:
+        if True:
             assert sub.pushed
             admin = await asyncpg.connect(PG_URL)
             try:
@@ -81,8 +82,9 @@ async def test_a_lost_listener_falls_back_to_polling_and_reconnects(
 async def test_behind_pgbouncer_it_polls_and_delivers_everything(target: BackendTarget) -> None:
     """Through PgBouncer in transaction mode no LISTEN is tried; polling delivers every
     event another writer appends."""
-    async with open_log(PG_URL, schema=target.schema) as writer, target.open() as reader:
-        async with reader.subscribe("bounced", poll_interval=0.2) as sub:
+    async with open_log(PG_URL, schema=target.schema) as writer, target.open() as reader, \
+            reader.subscribe("bounced", poll_interval=0.2) as sub:
+        if True:
             assert not sub.pushed
             for number in range(50):
                 await writer.append("t", f"s{number % 4}", [Noted(text=str(number))])

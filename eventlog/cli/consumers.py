@@ -12,7 +12,7 @@ from rich.table import Table
 from eventlog.cli.context import Context, add_command
 from eventlog.cli.errors import EXIT_OK, CommandError
 from eventlog.cli.render import plural
-from eventlog.storage.contracts.consumers import describe_scope
+from eventlog.records import ConsumerInfo
 
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
@@ -52,7 +52,7 @@ async def run(context: Context) -> int:
     if context.json:
         context.print_json({"consumers": [{
             "name": info.name, "tenant_id": info.tenant_id, "types": info.types,
-            "scope": describe_scope(info.tenant_id, info.types), "cursor": info.cursor,
+            "scope": _scope(info), "cursor": info.cursor,
             "lag_events": info.lag_events, "lag_seconds": round(info.lag_seconds, 3),
             "lag_at_least": info.lag_events >= info.lag_limit, "holder": info.holder,
             "lease_until": info.lease_until, "token": info.token,
@@ -63,7 +63,7 @@ async def run(context: Context) -> int:
         table.add_column(column, overflow="fold")
     for info in infos:
         more = "+" if info.lag_events >= info.lag_limit else ""
-        table.add_row(info.name, describe_scope(info.tenant_id, info.types),
+        table.add_row(info.name, _scope(info),
                       info.cursor or "(beginning)", f"{info.lag_events}{more}",
                       f"{info.lag_seconds:.1f}", info.holder or "-")
     context.out.print(table)
@@ -76,3 +76,8 @@ def _said(context: Context, value: dict[str, Any], line: str) -> int:
     else:
         context.out.print(line)
     return EXIT_OK
+
+
+def _scope(info: ConsumerInfo) -> str:
+    where = "the whole log" if info.tenant_id is None else f"tenant {info.tenant_id!r}"
+    return where + ("" if info.types is None else " / types " + ", ".join(info.types))

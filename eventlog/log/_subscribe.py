@@ -210,7 +210,7 @@ class Subscription:
         if not self._fenced:
             try:
                 await self._log.storage.release_consumer(self.name, self.token)
-            except Exception:  # noqa: BLE001 - a lease that lapses instead is harmless
+            except Exception:
                 logger.warning("consumer_release_failed", consumer=self.name)
 
     @property
@@ -263,7 +263,7 @@ class Subscription:
             await self._settle_idle()
             await self._sleep()
         await self._check_lease()
-        batch = []
+        batch: list[RecordedEvent] = []
         while self._pending and len(batch) < most:
             event, cursor = self._pending.popleft()
             self._delivered[event.event_id] = cursor

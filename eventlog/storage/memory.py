@@ -15,8 +15,8 @@ from eventlog import cursors
 from eventlog.merkle import Node
 from eventlog.records import StoredEvent
 from eventlog.storage.base import AppendRequest, StorageBackend, StreamVersionTaken
-from eventlog.storage.contracts.tree import EMPTY_TREE, TreeExtension, TreeState
 from eventlog.storage.contracts.consumers import ConsumerRow
+from eventlog.storage.contracts.tree import EMPTY_TREE, TreeExtension, TreeState
 from eventlog.storage.defaults import BlobsByDigest, InProcess
 from eventlog.storage.memconsumers import InProcessConsumers
 from eventlog.storage.requests import refusal

@@ -51,7 +51,7 @@ def channel_name(schema: str | None) -> str:
     schema = schema or "public"
     if len(schema.encode()) <= 54:
         return f"eventlog.{schema}"
-    return "eventlog." + hashlib.md5(schema.encode()).hexdigest()  # noqa: S324 - a name, not a secret
+    return "eventlog." + hashlib.md5(schema.encode()).hexdigest()
 
 
 class Listener:

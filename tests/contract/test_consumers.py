@@ -122,7 +122,8 @@ async def test_a_second_holder_is_refused_then_waits(log: EventLog) -> None:
         with pytest.raises(ConsumerHeld) as refused:
             async with log.subscribe("c", holder="second"):
                 pass
-        assert "first" == refused.value.holder and "'first'" in str(refused.value)
+        assert "first" == refused.value.holder
+        assert "'first'" in str(refused.value)
 
         async def second() -> list[str]:
             async with log.subscribe("c", holder="second", wait=True,
@@ -234,7 +235,8 @@ async def test_consumers_report_scope_position_lag_and_holder(log: EventLog) -> 
     (released,) = await log.consumers()
     assert ("billing", "t", 2, "worker-1") == (held.name, held.tenant_id, held.lag_events,
                                                held.holder)
-    assert held.lag_seconds >= 0 and released.holder is None
+    assert held.lag_seconds >= 0
+    assert released.holder is None
 
 
 async def test_projection_writes_commit_with_the_position(log: EventLog) -> None:
@@ -305,6 +307,6 @@ async def test_positions_survive_reopening_the_log(target: BackendTarget) -> Non
         async with log.subscribe("c", poll_interval=0.1) as sub:
             (first,) = await take(sub, 1)
             await sub.ack(first)
-    async with open_log(target.url, **target.options()) as log:
-        async with log.subscribe("c", poll_interval=0.1) as sub:
-            assert ["b"] == texts(await take(sub, 1))
+    async with open_log(target.url, **target.options()) as log, log.subscribe(
+            "c", poll_interval=0.1) as sub:
+        assert ["b"] == texts(await take(sub, 1))
