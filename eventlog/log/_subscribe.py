@@ -25,20 +25,16 @@ from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime, timedelta
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-import structlog
-
+from eventlog._logging import get_logger
 from eventlog.clock import read_clock
 from eventlog.errors import ConsumerFenced, ConsumerHeld, InvalidInput
 from eventlog.records import RecordedEvent, StoredEvent
 from eventlog.storage.contracts.consumers import ConsumerClaim, ConsumerRow
 from eventlog.validation import check_id
 
-if TYPE_CHECKING:
-    from eventlog.log._log import EventLog
-
-logger = structlog.get_logger(__name__)
+logger = get_logger(__name__)
 PAGE = 500
 """Events read per page while following."""
 DEFAULT_LEASE = 30.0
@@ -77,7 +73,7 @@ class Watch:
     """New events' wake-ups without a consumer (``eventlog log --follow``): `wait` returns
     when this log (or its siblings) appends, PostgreSQL notifies, or the time is up."""
 
-    def __init__(self, log: EventLog) -> None:
+    def __init__(self, log: Any) -> None:
         self._log = log
         self._woken = asyncio.Event()
         self._listener: Any = None
@@ -143,12 +139,13 @@ def _seconds(field: str, value: Any) -> float:
 
 
 class Subscription:
+    # ``log`` is the `EventLog` that opened it (typed Any: this module is imported by it).
     """One holder's hold on a durable consumer: iterate it for the events of its scope in
     log order (forever: it waits for new ones), and `ack` them. Open it with
     `EventLog.subscribe`, as an ``async with`` block; leaving the block releases the
     lease (the position stays where the last ack put it)."""
 
-    def __init__(self, log: EventLog, name: str, *, tenant_id: str | None,
+    def __init__(self, log: Any, name: str, *, tenant_id: str | None,
                  types: tuple[str, ...] | None, poll_interval: float, start: str,
                  lease: float, wait: bool, holder: str | None) -> None:
         self._log = log
@@ -228,7 +225,8 @@ class Subscription:
         if self._start == "beginning":
             return None
         if self._start == "end":
-            return await self._log.storage.end_cursor()
+            end: str | None = await self._log.storage.end_cursor()
+            return end
         await self._log.read_all(after=self._start, limit=1)  # refuses a foreign cursor
         return self._start
 

@@ -26,9 +26,9 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import asyncpg
-import structlog
 
 from eventlog import cursors
+from eventlog._logging import get_logger
 from eventlog.errors import ConsumerFenced, EventLogError
 from eventlog.records import ENVELOPE_SIZE, StoredEvent
 from eventlog.storage.contracts.consumers import (
@@ -40,7 +40,7 @@ from eventlog.storage.contracts.consumers import (
 from eventlog.storage.sqlconsumers import COLUMNS, consumer_row, row_values
 from eventlog.storage.sqltext import quote
 
-logger = structlog.get_logger(__name__)
+logger = get_logger(__name__)
 _SELECT = ", ".join(COLUMNS)
 _PLACES = ", ".join(f"${n}" for n in range(1, len(COLUMNS) + 1))
 
@@ -109,6 +109,7 @@ class PostgresConsumers(ConsumerStorage):
         qualified: dict[str, str]
         schema: str | None
         transaction_pooling: bool
+        read_horizon: str
         _dsn: str | None
         _read_all_sql: str
         _read_all_tenant_sql: str
@@ -137,9 +138,7 @@ class PostgresConsumers(ConsumerStorage):
     async def end_cursor(self) -> str | None:
         # Every transaction below the horizon has ended: the events they wrote are all
         # before (horizon, 0), and every event readable later comes after it.
-        from eventlog.storage.postgres import READ_HORIZON
-
-        rows = await self._fetch("read", f"SELECT {READ_HORIZON}::text", [])
+        rows = await self._fetch("read", f"SELECT {self.read_horizon}::text", [])
         return cursors.encode_xid(int(rows[0][0]), 0)
 
     def listener(self, wake: Callable[[], None]) -> Listener | None:

@@ -172,6 +172,7 @@ class PostgresBackend(SqlBackend[Any], ReplicaStorage, PostgresTree, PostgresCon
             raise InvalidInput("pool_size", f"must be a whole number from 1 to "
                                             f"{MAX_POOL_SIZE}, not {pool_size!r}"[:200])
         self.transaction_pooling = check_pool_mode(pool_mode, engine is not None)
+        self.read_horizon = READ_HORIZON
         self._dsn = url
         self._engine = engine
         self._pool_size = pool_size
