@@ -91,6 +91,7 @@ async def test_types_filter_and_its_ack_covers_the_skipped(log: EventLog) -> Non
         await sub.ack(only)
         assert [] == await sub.next_batch(10, wait=False)
     await log.append("t", "s", [Noted(text="n3")])
+    await log.wait_readable()
     async with log.subscribe("c", types=["test.holding"], poll_interval=0.1) as sub:
         assert [] == await sub.next_batch(10, wait=False)
         await sub._settle_idle()
