@@ -59,7 +59,7 @@ async def consume(log: Any, name: str, out: Path, batch: int, lease: float,
 
 async def project(log: Any, name: str, batch: int, lease: float, marker: Path) -> None:
     postgres = log.backend_name == "postgresql"
-    table = f'"{log.storage.schema}".own' if postgres else "own"
+    table = f'"{log.storage.schema}_own".own' if postgres else "own"
 
     async def handler(event: RecordedEvent, connection: Any) -> None:
         text = event.event.text  # type: ignore[attr-defined]
