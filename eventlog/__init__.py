@@ -22,6 +22,10 @@ if TYPE_CHECKING:  # the one list of public names: each `from MODULE import NAME
     from eventlog.clock import system_clock as system_clock
     from eventlog.errors import BlobMissing as BlobMissing
     from eventlog.errors import CommitOutcomeUnknown as CommitOutcomeUnknown
+    from eventlog.errors import ConsumerError as ConsumerError
+    from eventlog.errors import ConsumerFenced as ConsumerFenced
+    from eventlog.errors import ConsumerHeld as ConsumerHeld
+    from eventlog.errors import ConsumerScopeChanged as ConsumerScopeChanged
     from eventlog.errors import CorruptBlob as CorruptBlob
     from eventlog.errors import CorruptEvent as CorruptEvent
     from eventlog.errors import EventLogError as EventLogError
@@ -37,6 +41,7 @@ if TYPE_CHECKING:  # the one list of public names: each `from MODULE import NAME
     from eventlog.errors import StateDecodeError as StateDecodeError
     from eventlog.errors import StorageError as StorageError
     from eventlog.errors import StoreLocked as StoreLocked
+    from eventlog.errors import UnknownConsumer as UnknownConsumer
     from eventlog.errors import UnknownEventType as UnknownEventType
     from eventlog.errors import UnknownSchemaRevision as UnknownSchemaRevision
     from eventlog.errors import UnreadableEvent as UnreadableEvent
@@ -79,6 +84,7 @@ if TYPE_CHECKING:  # the one list of public names: each `from MODULE import NAME
     from eventlog.records import ANY as ANY
     from eventlog.records import NO_STREAM as NO_STREAM
     from eventlog.records import AppendResult as AppendResult
+    from eventlog.records import ConsumerInfo as ConsumerInfo
     from eventlog.records import ExpectedVersion as ExpectedVersion
     from eventlog.records import LogPage as LogPage
     from eventlog.records import RecordedEvent as RecordedEvent

@@ -33,6 +33,11 @@
     │   ├── KeyringRequired                    encrypted data read by a log opened without a keyring
     │   ├── KeyUnavailable                     no data key (or no usable keyring) to open the data
     │   └── SealRefused                        plaintext, or ciphertext of another place, refused
+    ├── ConsumerError                          a durable consumer could not go on
+    │   ├── ConsumerHeld                       another holder's lease on the consumer is current
+    │   ├── ConsumerFenced                     a newer holder (or a reset) took the consumer over
+    │   ├── ConsumerScopeChanged               reopened with another tenant or types than stored
+    │   └── UnknownConsumer                    no consumer of that name
     └── StorageError                           the backend failed; the driver error is __cause__
         └── CommitOutcomeUnknown               the connection dropped during commit
 
@@ -428,6 +433,51 @@ class SealRefused(SealError):
     """Data that must be ciphertext is not (a plaintext row where a sealed one belongs), or
     its ciphertext does not open where it is read (moved from another row, checkpoint,
     thread, subject or tenant). It is never served."""
+
+
+class ConsumerError(EventLogError):
+    """A durable consumer (`EventLog.subscribe`) could not be opened, acknowledged or reset."""
+
+    def __init__(self, name: str, message: str) -> None:
+        self.name = name
+        super().__init__(f"consumer {name!r}: {message}")
+
+
+class ConsumerHeld(ConsumerError):
+    """Another holder's lease on the consumer has not expired: one holder at a time."""
+
+    def __init__(self, name: str, holder: str, lease_until: str) -> None:
+        self.holder = holder
+        self.lease_until = lease_until
+        super().__init__(name, f"held by {holder!r} until {lease_until} (its lease); "
+                               "open it with wait=True to wait for it")
+
+
+class ConsumerFenced(ConsumerError):
+    """The consumer was taken over (a newer holder's token, or a reset) since this holder
+    claimed it: its acknowledgement is refused and it must stop delivering."""
+
+    def __init__(self, name: str, token: int) -> None:
+        self.token = token
+        super().__init__(name, f"this holder's lease (token {token}) is no longer current: "
+                               "another holder took the consumer over, or it was reset")
+
+
+class ConsumerScopeChanged(ConsumerError):
+    """A consumer reopened with another tenant or event types than it was created with."""
+
+    def __init__(self, name: str, stored: str, asked: str) -> None:
+        self.stored = stored
+        self.asked = asked
+        super().__init__(name, f"was created for {stored}, not {asked}: use another name, "
+                               "or drop it first (eventlog consumers drop)")
+
+
+class UnknownConsumer(ConsumerError):
+    """No consumer of that name is stored."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name, "no such consumer")
 
 
 class StorageError(EventLogError):

@@ -149,3 +149,28 @@ class VerifyReport(msgspec.Struct, frozen=True, kw_only=True):
     def ok(self) -> bool:
         """True when no stream and no blob has a problem."""
         return not self.problems
+
+
+class ConsumerInfo(msgspec.Struct, frozen=True, kw_only=True):
+    """A durable consumer as `EventLog.consumers` reports it: its scope, position, holder
+    and how far behind the log it is."""
+
+    name: str
+    tenant_id: str | None
+    """The one tenant it reads, or None for the whole log."""
+    types: tuple[str, ...] | None
+    """The event types it is delivered, or None for every type."""
+    cursor: str | None
+    """The cursor after its last acknowledged event (None: it has acknowledged none)."""
+    holder: str | None
+    """Who holds it (None when nobody does, or the holder's lease has expired)."""
+    lease_until: datetime | None
+    token: int
+    """The fencing token of the latest claim or reset."""
+    updated_at: datetime
+    lag_events: int
+    """Events of its scope after its position (counted up to `lag_limit`)."""
+    lag_seconds: float
+    """How long the oldest of those events has waited, in seconds (0 when caught up)."""
+    lag_limit: int
+    """The most events counted: ``lag_events == lag_limit`` means at least that many."""

@@ -23,7 +23,8 @@ LOG_API = {
     "EventLogError", "InvalidInput", "InvalidId", "InvalidEvent", "PayloadTooLarge",
     "InvalidURL", "UnknownEventType", "StateDecodeError", "VersionConflict", "SchemaError",
     "UnknownSchemaRevision", "StoreLocked", "StorageError", "CommitOutcomeUnknown",
-    "SchemaNotCurrent",
+    "SchemaNotCurrent", "ConsumerError", "ConsumerFenced", "ConsumerHeld",
+    "ConsumerScopeChanged", "UnknownConsumer", "ConsumerInfo",
 }
 """What the log promises; other issues add names, so this is a floor, not the list."""
 

@@ -47,6 +47,7 @@ COMMANDS: dict[str, tuple[str, str | None]] = {
     "retention": ("retention", "purge state past a tenant's retention policy"),
     "hold": ("retention", "place, release or list legal holds"),
     "log": ("logs", "show events in log order, filtered; --follow tails them"),
+    "consumers": ("consumers", "list durable consumers with their lag; reset or drop one"),
     "timeline": ("sessions", "one session's or framework thread's story in time order"),
     "inspect": ("sessions",
                 "one interrupt batch and its audit trail, or one checkpoint of a thread"),

@@ -15,6 +15,8 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
         ("eventlog migrate --url postgresql://me@db/prod", "create or upgrade the schema"),
     ),
     "stats": (("eventlog stats --tenant acme", "one tenant's counts"),),
+    "consumers": (("eventlog consumers --json", "every consumer, its lag and holder"),
+                  ("eventlog consumers reset billing --to beginning", "replay a projection")),
     "cleanup": (("eventlog cleanup --limit 50", "one bounded maintenance pass"),),
     "retention": (
         ("eventlog retention apply acme --older-than 180 --dry-run",

@@ -8,7 +8,6 @@ readable, never skipped.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -177,19 +176,24 @@ async def follow(
     """
     cursor: str | None = None
     idle_since = time.monotonic()
-    while True:
-        page = await log.read_all(after=cursor, limit=_PAGE, tenant_id=tenant_id)
-        cursor = page.cursor
-        for event in page.events:
-            yield event
-        if page.events:
-            idle_since = time.monotonic()
-            continue
-        if caught_up is not None:
-            caught_up()
-        if not follow or (max_wait is not None and time.monotonic() - idle_since >= max_wait):
-            return
-        await asyncio.sleep(poll_interval)
+    # New events wake the follower at once (this log's appends, PostgreSQL's LISTEN);
+    # the poll interval is the fallback for other processes on the other backends.
+    async with log.watch() as watch:
+        while True:
+            watch.clear()
+            page = await log.read_all(after=cursor, limit=_PAGE, tenant_id=tenant_id)
+            cursor = page.cursor
+            for event in page.events:
+                yield event
+            if page.events:
+                idle_since = time.monotonic()
+                continue
+            if caught_up is not None:
+                caught_up()
+            if not follow or (max_wait is not None
+                              and time.monotonic() - idle_since >= max_wait):
+                return
+            await watch.wait(poll_interval)
 
 
 def _check_arguments(args: argparse.Namespace) -> None:

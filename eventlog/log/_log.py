@@ -26,6 +26,7 @@ from eventlog.errors import (
     KeyringRequired,
     PayloadTooLarge,
     StorageError,
+    UnknownConsumer,
 )
 from eventlog.events import Event, EventRegistry, default_registry
 from eventlog.events.erasure import ERASURE_STREAM_PREFIX, SubjectKeyDestroyed
@@ -45,10 +46,22 @@ from eventlog.log._heads import HeadCache
 from eventlog.log._queries import check_history, check_query
 from eventlog.log._rotation import Rotation, rotate_keys
 from eventlog.log._sealing import FIELDS, Sealer, refuse_unsealed_read
+from eventlog.log._subscribe import (
+    DEFAULT_LEASE,
+    STARTS,
+    Handler,
+    Subscription,
+    Wakeups,
+    Watch,
+    check_subscription,
+    lag_of,
+    run_projection,
+)
 from eventlog.log._tree import Tree, TreeFinding, TreeRebuild
 from eventlog.merkle import InclusionProof, TreeHead
 from eventlog.records import (
     AppendResult,
+    ConsumerInfo,
     ExpectedVersion,
     LogPage,
     RecordedEvent,
@@ -149,6 +162,8 @@ class EventLog:
         self._lifecycle = _Lifecycle()
         self._tree = Tree(storage)
         self._as_stored = False
+        self.wakeups = Wakeups()
+        """Wakes this log's subscribers (and its siblings') after each of its appends."""
 
     async def append(
         self,
@@ -190,11 +205,13 @@ class EventLog:
             tenant_id, stream_id, self._encode(events, stream_id), plain, subject, recorded_at)
         drafts = [Draft(uuid7(), tag, data, event, recorded_at, acting)
                   for tag, data, event in encoded]
-        return await self._appender.commit(
+        result = await self._appender.commit(
             tenant_id, stream_id, drafts, expected,
             self._blob_adds(payloads, sealed=payloads is not plain),
             check_releases(release), required=check_required(require, tenant_id),
         )
+        self.wakeups.fire()
+        return result
 
     async def append_batch(self, appends: Sequence[StreamAppend]) -> list[AppendResult]:
         """Append to many streams in ONE transaction: all of it, or nothing.
@@ -230,7 +247,9 @@ class EventLog:
                 self._blob_adds(payloads, sealed=payloads is not plain),
                 check_releases(item.release),
             ))
-        return await self._appender.commit_batch(parts)
+        results = await self._appender.commit_batch(parts)
+        self.wakeups.fire()
+        return results
 
     async def append_recorded(
         self,
@@ -277,7 +296,9 @@ class EventLog:
                 _check_home(draft.type, draft.event, part.stream_id)
         parts[0] = parts[0]._replace(blob_adds=dict(blobs or {}),
                                      releases=check_releases(release))
-        return await self._appender.commit_batch(parts)
+        results = await self._appender.commit_batch(parts)
+        self.wakeups.fire()
+        return results
 
     async def read_stream(
         self, tenant_id: str, stream_id: str, from_version: int = 1, *, limit: int | None = None
@@ -474,6 +495,128 @@ class EventLog:
                 raise InvalidInput("heads", f"must be TreeHead values, not {head!r}"[:200])
         return await self._tree.rebuild(tenant_id, kept, bool(accept_new_root))
 
+    # -- durable consumers: subscriptions, projections, their positions -----------------
+
+    def subscribe(
+        self, name: str, *, tenant_id: str | None = None, types: Sequence[str] | None = None,
+        poll_interval: float = 1.0, start: str = "beginning", lease: float = DEFAULT_LEASE,
+        wait: bool = False, holder: str | None = None,
+    ) -> Subscription:
+        """A durable consumer of the log, to use as ``async with log.subscribe(...) as sub``:
+        ``async for event in sub`` yields its scope's events in gap-safe log order
+        (waiting for new ones), and ``await sub.ack(event)`` stores its position after
+        ``event`` in the log's own database.
+
+        Reopened after a crash, the consumer resumes after its last ack (at-least-once:
+        what was delivered and not acknowledged is delivered again, nothing is skipped).
+        ``tenant_id`` and ``types`` (event type tags) narrow it; they are stored with it,
+        and reopening it with others raises `ConsumerScopeChanged`. A NEW consumer starts
+        at ``start``: ``"beginning"`` of its scope, ``"end"`` (only what comes next), or
+        a cursor `read_all` returned. One holder at a time: while another holder's lease
+        (``lease`` seconds, renewed by its acks and waits) runs, opening raises
+        `ConsumerHeld`, or with ``wait=True`` waits for it; a holder taken over after its
+        lease lapsed gets `ConsumerFenced` and delivers nothing more. New events wake it
+        at once when this log appended them, or PostgreSQL notifies it; otherwise it
+        polls every ``poll_interval`` seconds.
+        """
+        self._check_open("subscribe")
+        kinds, interval, seconds = check_subscription(name, tenant_id, types, poll_interval,
+                                                      lease)
+        if not isinstance(start, str) or not start:
+            raise InvalidInput("start", f"must be one of {', '.join(STARTS)} or a cursor, "
+                                        f"not {start!r}"[:200])
+        if holder is not None:
+            check_id("holder", holder)
+        return Subscription(self, name, tenant_id=tenant_id, types=kinds,
+                            poll_interval=interval, start=start, lease=seconds, wait=wait,
+                            holder=holder)
+
+    async def project(
+        self, name: str, handler: Handler, *, tenant_id: str | None = None,
+        types: Sequence[str] | None = None, batch: int = 100, poll_interval: float = 1.0,
+        start: str = "beginning", lease: float = DEFAULT_LEASE, wait: bool = False,
+        until_idle: bool = False,
+    ) -> int:
+        """Run a projection of your own: ``await handler(event, connection)`` for each event
+        of a durable consumer (as `subscribe` opens it), ``batch`` events per transaction.
+
+        On SQL backends the handler's writes to your own tables and the consumer's
+        position commit in ONE transaction, on the ``connection`` handed to it (an
+        asyncpg connection on PostgreSQL, a SQLAlchemy ``AsyncConnection`` on SQLite):
+        exactly once with respect to the log. A handler that raises rolls its batch back
+        (the error reaches you; the batch is redelivered next time). On the memory and
+        file backends ``connection`` is None and the position is stored after the batch
+        (at-least-once). Runs until cancelled, or with ``until_idle`` until it has caught
+        up; returns how many events it handled. `reset_consumer` replays it.
+        """
+        check_positive_limit("batch", batch, maximum=10_000)
+        if not callable(handler):
+            raise InvalidInput("handler", f"must be an async callable, not {handler!r}"[:200])
+        async with self.subscribe(name, tenant_id=tenant_id, types=types,
+                                  poll_interval=poll_interval, start=start, lease=lease,
+                                  wait=wait) as subscription:
+            return await run_projection(subscription, handler, batch=batch,
+                                        until_idle=until_idle)
+
+    def watch(self) -> Watch:
+        """Wake-ups for a reader following the log without a consumer, as ``async with
+        log.watch() as watch``: ``watch.clear()`` before each read, ``await
+        watch.wait(seconds)`` after an empty one returns at once when new events may be
+        readable (this log's appends, PostgreSQL's notification), else after ``seconds``."""
+        self._check_open("read")
+        return Watch(self)
+
+    async def consumers(self, *, lag_limit: int = 100_000) -> list[ConsumerInfo]:
+        """Every durable consumer, by name: its scope, position, holder (None once its
+        lease has lapsed) and lag: the events of its scope after its position (counted up
+        to ``lag_limit``) and how long the oldest of them has waited."""
+        self._check_open("read")
+        check_positive_limit("lag_limit", lag_limit, maximum=10_000_000)
+        now = read_clock(self.clock)
+        infos = []
+        for row in await self.storage.consumers():
+            waiting: list[StoredEvent] = []
+            cursor = row.cursor
+            while len(waiting) < lag_limit:
+                page = await self.storage.read_with_cursors(
+                    cursor, min(_PAGE * 10, lag_limit - len(waiting)), row.tenant_id)
+                if not page:
+                    break
+                waiting += [stored for stored, _ in page]
+                cursor = page[-1][1]
+            events, seconds = lag_of(row, waiting, now)
+            held = row.lease_until is not None and row.lease_until > now
+            infos.append(ConsumerInfo(
+                name=row.name, tenant_id=row.tenant_id, types=row.types, cursor=row.cursor,
+                holder=row.holder if held else None, lease_until=row.lease_until if held
+                else None, token=row.token, updated_at=row.updated_at, lag_events=events,
+                lag_seconds=seconds, lag_limit=lag_limit))
+        return infos
+
+    async def reset_consumer(self, name: str, to: str = "beginning") -> None:
+        """Move a consumer's position to ``to`` (``"beginning"``, ``"end"`` or a cursor)
+        and fence its holder: a projection reset to the beginning replays every event
+        (its handler should write idempotently, or clear its tables first).
+        `UnknownConsumer` when there is none of that name."""
+        self._check_open("consumer")
+        check_id("name", name)
+        if to == "beginning":
+            cursor = None
+        elif to == "end":
+            cursor = await self.storage.end_cursor()
+        else:
+            await self.read_all(after=to, limit=1)  # refuses what is not this log's cursor
+            cursor = to
+        if not await self.storage.reset_consumer(name, cursor, read_clock(self.clock)):
+            raise UnknownConsumer(name)
+
+    async def drop_consumer(self, name: str) -> None:
+        """Forget a consumer (its position and lease); `UnknownConsumer` if there is none."""
+        self._check_open("consumer")
+        check_id("name", name)
+        if not await self.storage.drop_consumer(name):
+            raise UnknownConsumer(name)
+
     # -- the read side: what stores, the CLI and export/import read through ---------------
 
     @property
@@ -615,6 +758,7 @@ class EventLog:
         sibling._acting = self._acting
         sibling.schema_revision = self.schema_revision
         sibling._lifecycle = self._lifecycle
+        sibling.wakeups = self.wakeups
         return sibling
 
     # -- encryption: erasure by destroying a key ------------------------------------------

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from eventlog.storage.contracts import (
     BlobStorage,
+    ConsumerStorage,
     EventStorage,
     KeyStorage,
     TreeStorage,
@@ -20,10 +21,12 @@ from eventlog.storage.contracts import (
 from eventlog.storage.requests import AppendRequest, PendingEvent, StreamVersionTaken
 
 
-class StorageBackend(EventStorage, BlobStorage, ViewStorage, TreeStorage, KeyStorage):
+class StorageBackend(EventStorage, BlobStorage, ViewStorage, TreeStorage, KeyStorage,
+                     ConsumerStorage):
     """The contracts every backend fulfils: `EventStorage`, `BlobStorage`, `ViewStorage`,
-    `TreeStorage` and `KeyStorage`. Adds nothing of its own; a backend that leaves any of
-    their methods unwritten cannot be built (``TypeError`` naming the methods)."""
+    `TreeStorage`, `KeyStorage` and `ConsumerStorage`. Adds nothing of its own; a backend
+    that leaves any of their methods unwritten cannot be built (``TypeError`` naming the
+    methods)."""
 
 
 __all__ = ["AppendRequest", "PendingEvent", "StorageBackend", "StreamVersionTaken"]

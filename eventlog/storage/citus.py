@@ -31,18 +31,24 @@ the cluster changes (the ordering argument is in docs/decisions.md, "Citus"):
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import sqlalchemy as sa
 
 from eventlog.errors import CommitOutcomeUnknown, InvalidInput, SchemaError
 from eventlog.storage.base import AppendRequest, StreamVersionTaken
+from eventlog.storage.pgconsumers import Listener
 from eventlog.storage.postgres import PostgresBackend, _driver_error
+from eventlog.storage.schema import CONSUMER_TABLE
 from eventlog.storage.sqltext import PostgresDialect, quote
 
 VERSION_TABLE = "alembic_version"
-"""Alembic's stamp: the one table without ``tenant_id``, kept on the coordinator."""
+"""Alembic's stamp: a table without ``tenant_id``, kept on the coordinator."""
+LOCAL_TABLES = (VERSION_TABLE, CONSUMER_TABLE)
+"""The tables kept on the coordinator, undistributed: Alembic's stamp, and the durable
+consumers' rows (a consumer may read the whole log, so its row is no tenant's; a claim and
+an ack are one-row statements on the coordinator)."""
 
 
 _SHARD_CONSTRAINT = re.compile(r'constraint "(events_\w+?_key)(?:_\d+)?"')
@@ -91,6 +97,10 @@ class CitusBackend(PostgresBackend):
                     "--distributed) to distribute it")
             await distribute(connection, schema, local)
         return revision
+
+    def listener(self, wake: Callable[[], None]) -> Listener | None:
+        # The wake-up trigger is gone from the distributed events (`distribute`).
+        return None
 
     # -- appends: routed transactions, one tenant each -----------------------------------
 
@@ -151,9 +161,10 @@ async def _local_tables(connection: Any, schema: str) -> list[str]:
     """The log's tables in ``schema`` that are not yet distributed, ``events`` first."""
     rows = await connection.execute(sa.text(
         "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-        "WHERE n.nspname = :schema AND c.relkind = 'r' AND c.relname <> :stamp "
+        "WHERE n.nspname = :schema AND c.relkind = 'r' AND c.relname <> ALL(:kept) "
         "AND NOT EXISTS (SELECT 1 FROM pg_dist_partition p WHERE p.logicalrelid = c.oid) "
-        "ORDER BY c.relname <> 'events', c.relname"), {"schema": schema, "stamp": VERSION_TABLE})
+        "ORDER BY c.relname <> 'events', c.relname"),
+        {"schema": schema, "kept": list(LOCAL_TABLES)})
     return [str(row[0]) for row in rows]
 
 
@@ -167,6 +178,10 @@ async def distribute(connection: Any, schema: str, tables: list[str]) -> None:
         await connection.execute(sa.text(sql), params)
 
     if "events" in tables:
+        # Citus distributes no table with a trigger: the events lose the wake-up trigger
+        # of migration 0014 (it would fire on the workers, which no subscriber listens
+        # to); subscribers of a distributed log poll.
+        await run(f"DROP TRIGGER IF EXISTS events_notify ON {events}")
         primary = (await connection.execute(sa.text(
             "SELECT conname FROM pg_constraint WHERE conrelid = CAST(:table AS regclass) "
             "AND contype = 'p'"), {"table": events})).scalar()

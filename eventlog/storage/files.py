@@ -6,6 +6,7 @@ Layout of ``dir``::
     lock                  held with an exclusive flock while the store is open
     events.jsonl          the log: one JSON line per append (all its events), fsynced
     heads.json            the index: each stream's head as of the last clean close
+    consumers.json        durable consumers' positions and leases (rewritten atomically)
     blobs/<tenant>/<sha>  content-addressed payloads (tenant directory = sha256 of its id)
     keys.json             the subject keys of an encrypted log, wrapped (written atomically)
 
@@ -37,11 +38,13 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import IO, Any
 
+import msgspec
+
 from eventlog.errors import SchemaError, StorageError, StoreLocked, UnknownSchemaRevision
 from eventlog.hashing import to_micros
 from eventlog.records import StoredEvent
 from eventlog.storage.base import AppendRequest, PendingEvent
-from eventlog.storage.contracts import ViewsRebuiltOnOpen
+from eventlog.storage.contracts import ConsumerRow, ViewsRebuiltOnOpen
 from eventlog.storage.memkeys import rows_from_json, rows_to_json
 from eventlog.storage.memory import MemoryBackend
 from projections.changes import Upsert
@@ -80,6 +83,7 @@ class FileBackend(MemoryBackend, ViewsRebuiltOnOpen):
             torn = self._load()
             self._indexed_heads = self._read_index()
             self._load_keys()
+            self.consumer_rows = self._read_consumers()
             if upgrade:
                 self._repair(torn)
                 self._log = open(self.root / "events.jsonl", "ab")  # noqa: SIM115 - held open
@@ -266,6 +270,24 @@ class FileBackend(MemoryBackend, ViewsRebuiltOnOpen):
             for row in self.views.snapshot().get(_HEADS, [])
         ]
         _write_atomically(self.root / "heads.json", json.dumps({"heads": heads}))
+
+    def consumers_changed(self) -> None:
+        if self._log is None:
+            raise StorageError("file", "consumer", "the store is opened read-only "
+                               "(upgrade=False) or closed")
+        rows = [msgspec.to_builtins(row) for row in self.consumer_rows.values()]
+        _write_atomically(self.root / "consumers.json", json.dumps({"consumers": rows}))
+
+    def _read_consumers(self) -> dict[str, ConsumerRow]:
+        path = self.root / "consumers.json"
+        if not path.exists():
+            return {}
+        try:
+            rows = msgspec.convert(json.loads(path.read_bytes())["consumers"],
+                                   list[ConsumerRow], strict=False)
+        except (ValueError, KeyError, TypeError, msgspec.ValidationError) as error:
+            raise StorageError("file", "open", f"consumers.json: {error}") from None
+        return {row.name: row for row in rows}
 
     def _remove_orphan_blobs(self) -> None:
         blobs = self.root / "blobs"

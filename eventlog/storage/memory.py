@@ -15,8 +15,10 @@ from eventlog import cursors
 from eventlog.merkle import Node
 from eventlog.records import StoredEvent
 from eventlog.storage.base import AppendRequest, StorageBackend, StreamVersionTaken
+from eventlog.storage.contracts.consumers import ConsumerRow
 from eventlog.storage.contracts.tree import EMPTY_TREE, TreeExtension, TreeState
 from eventlog.storage.defaults import BlobsByDigest, InProcess
+from eventlog.storage.memconsumers import InProcessConsumers
 from eventlog.storage.memkeys import KeysInMemory
 from eventlog.storage.requests import refusal
 from projections.memory import ViewTables
@@ -26,7 +28,7 @@ from projections.thread_history import HistoryQuery, HistoryRow, history_rows
 REVISION = "memory"
 
 
-class MemoryBackend(InProcess, BlobsByDigest, KeysInMemory, StorageBackend):
+class MemoryBackend(InProcess, BlobsByDigest, KeysInMemory, InProcessConsumers, StorageBackend):
     """Events, blobs and views in dictionaries; gone when the process ends."""
 
     name = "memory"
@@ -41,6 +43,7 @@ class MemoryBackend(InProcess, BlobsByDigest, KeysInMemory, StorageBackend):
         self.tree_states: dict[str, TreeState] = {}
         self.tree_hashes: dict[tuple[str, int, int], bytes] = {}
         self.tree_leaves: dict[tuple[str, uuid.UUID], int] = {}
+        self.consumer_rows: dict[str, ConsumerRow] = {}
 
     async def open(self, *, upgrade: bool) -> str:
         return REVISION

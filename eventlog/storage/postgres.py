@@ -47,6 +47,7 @@ from eventlog.storage import pgstream
 from eventlog.storage.base import AppendRequest, StreamVersionTaken
 from eventlog.storage.contracts import ReplicaStorage
 from eventlog.storage.pgbatch import BatchStatements
+from eventlog.storage.pgconsumers import PostgresConsumers
 from eventlog.storage.pgpool import ConnectionPool
 from eventlog.storage.requests import refusal
 from eventlog.storage.schema import HOT_FILLFACTOR
@@ -147,7 +148,8 @@ shape; a larger one goes as column arrays (`append_batch`): a statement with tho
 CTEs takes the server seconds to plan, and its text would be cached for one use."""
 
 
-class PostgresBackend(SqlBackend[Any], ReplicaStorage, PostgresTree, PostgresKeys):
+class PostgresBackend(SqlBackend[Any], ReplicaStorage, PostgresTree, PostgresKeys,
+                      PostgresConsumers):
     """Many processes on many hosts, one PostgreSQL database."""
 
     name = "postgresql"
@@ -175,6 +177,7 @@ class PostgresBackend(SqlBackend[Any], ReplicaStorage, PostgresTree, PostgresKey
             raise InvalidInput("pool_size", f"must be a whole number from 1 to "
                                             f"{MAX_POOL_SIZE}, not {pool_size!r}"[:200])
         self.transaction_pooling = check_pool_mode(pool_mode, engine is not None)
+        self.read_horizon = READ_HORIZON
         self._dsn = url
         self._engine = engine
         self._pool_size = pool_size

@@ -77,6 +77,7 @@ def build_metadata(dialect: str, schema: str | None) -> sa.MetaData:
     )
     _tree_tables(metadata)
     _key_table(metadata)
+    _consumer_table(metadata)
     for table in views_metadata.sorted_tables:
         if schema is None:
             table.to_metadata(metadata)
@@ -163,6 +164,27 @@ key. Measured with `benchmarks.sqlite_pages`: an adapter ``aput`` from 25.6 page
 to 23.6, a create from 15.9 to 15.4. The events table keeps its rowid (its position is the
 rowid, ``AUTOINCREMENT``); so do the blobs, whose ~2 KB rows an index b-tree would spill
 into overflow pages (measured: more pages, not fewer; docs/decisions.md)."""
+
+
+CONSUMER_TABLE = "consumers"
+"""Durable consumers' positions and leases (`eventlog.storage.contracts.consumers`): a
+row per consumer name, written by acks, claims and resets, never by an append. Not a
+tenant's data (a consumer may read the whole log): on Citus it stays on the coordinator."""
+
+
+def _consumer_table(metadata: sa.MetaData) -> None:
+    sa.Table(
+        CONSUMER_TABLE,
+        metadata,
+        sa.Column("name", ID, primary_key=True),
+        sa.Column("scope_tenant", ID, nullable=True),
+        sa.Column("types", sa.Text, nullable=True),
+        sa.Column("cursor", ID, nullable=True),
+        sa.Column("token", sa.BigInteger, nullable=False),
+        sa.Column("holder", ID, nullable=True),
+        sa.Column("lease_until", sa.DateTime(timezone=True), nullable=True),
+        sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+    )
 
 
 HOT_FILLFACTOR = {"stream_heads": 70, "checkpoint_sessions": 70}

@@ -49,6 +49,7 @@ from eventlog.storage.sql import (
     normalise_row,
     stored_event,
 )
+from eventlog.storage.sqlconsumers import SqliteConsumers
 from eventlog.storage.sqlite_writer import SqliteReader, SqliteWriter
 from eventlog.storage.sqlkeys import SqliteKeys
 from eventlog.storage.sqltext import Positional, SqliteDialect, Statement, quote
@@ -79,7 +80,8 @@ _DIALECT = sqlite_dialect.dialect()
 R = TypeVar("R")
 
 
-class SqliteBackend(OneWriter, SqlBackend[AsyncConnection], SqliteTree, SqliteKeys):
+class SqliteBackend(OneWriter, SqlBackend[AsyncConnection], SqliteTree, SqliteKeys,
+                    SqliteConsumers):
     """A SQLite file shared safely by any number of processes on one machine."""
 
     name = "sqlite"

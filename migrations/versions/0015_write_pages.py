@@ -11,13 +11,13 @@ dropped, its indexes created again from their stored text. The rows, the columns
 types and the indexes are exactly what they were.
 
 Revision ID: 0015_write_pages
-Revises: 0012_subject_keys
+Revises: 0014_consumers
 """
 
 from alembic import context, op
 
 revision = "0015_write_pages"
-down_revision = "0012_subject_keys"
+down_revision = "0014_consumers"
 branch_labels = None
 depends_on = None
 

@@ -10,6 +10,7 @@ A ladder as `eventsourcing` builds its recorders: every contract extends
 - `ViewsRebuiltOnOpen` (optional): views kept in memory, rebuilt by `open_log`.
 - `TreeStorage`: the stored nodes of each tenant's transparency tree (derived data).
 - `KeyStorage`: each (tenant, subject)'s data keys, wrapped (encryption, erasure).
+- `ConsumerStorage`: durable consumers' positions and leases, and their page read.
 
 `eventlog.storage.base.StorageBackend` is what `open_log` needs: events, blobs and views.
 A backend is the composition of the contracts it implements; each contract's tests ship
@@ -20,6 +21,7 @@ implementations of some methods, for the backends they fit.
 from __future__ import annotations
 
 from eventlog.storage.contracts.blobs import BlobStorage
+from eventlog.storage.contracts.consumers import ConsumerClaim, ConsumerRow, ConsumerStorage
 from eventlog.storage.contracts.events import EventStorage
 from eventlog.storage.contracts.keys import KeyRow, KeyStorage
 from eventlog.storage.contracts.lifecycle import StorageLifecycle
@@ -31,6 +33,9 @@ from eventlog.storage.contracts.views import ViewStorage
 __all__ = [
     "EMPTY_TREE",
     "BlobStorage",
+    "ConsumerClaim",
+    "ConsumerRow",
+    "ConsumerStorage",
     "EventStorage",
     "KeyRow",
     "KeyStorage",

@@ -1,0 +1,79 @@
+"""Durable consumers (issue 34): delivery through a consumer that acks every 100 events
+beside plain `read_all` paging over the same events, and a PostgreSQL append with the
+wake-up trigger (``pg_notify`` in the append's transaction) beside one without it.
+
+Both on the test PostgreSQL server, in scratch schemas. Delivery: a log of `EVENTS` events
+is read to the end by a new consumer (``subscribe``, ``next_batch(100)``, ``ack`` of each
+batch's last event: one UPDATE per 100 events) and by `read_all` pages of 500 (what a
+caller keeping its own cursor does), in interleaved rounds. Append: single-event appends to
+one log whose trigger is enabled, and to a second log whose trigger is disabled (``ALTER
+TABLE … DISABLE TRIGGER``), taking turns every `BLOCK` appends.
+Caveat: the server is shared with other work on this machine; ratios are what carry over.
+"""
+
+from __future__ import annotations
+
+import asyncpg
+
+from benchmarks.common import PG_URL, Results, interleave, scratch_schema, section, size
+from eventlog import EventLog, open_log
+from eventlog.testing.events import Noted
+
+EVENTS = size(5_000, 300)
+BLOCK = size(300, 30)
+
+
+async def run(results: Results) -> None:
+    section("subscriptions: delivery with acks every 100, and append with pg_notify")
+    async with scratch_schema() as schema, open_log(PG_URL, schema=schema) as log:
+        for start in range(0, EVENTS, 100):
+            for number in range(start, min(EVENTS, start + 100)):
+                await log.append("t", f"s{number % 50}", [Noted(text=str(number))])
+        await log.wait_readable()
+        await _delivery(results, log)
+        await _append(results, log, schema)
+
+
+async def _delivery(results: Results, log: EventLog) -> None:
+    counter = iter(range(10**9))
+
+    async def consumer(_: int) -> None:
+        async with log.subscribe(f"bench-{next(counter)}", poll_interval=1.0) as sub:
+            seen = 0
+            while seen < EVENTS:
+                batch = await sub.next_batch(100)
+                seen += len(batch)
+                await sub.ack(batch[-1])
+
+    async def paging(_: int) -> None:
+        cursor, seen = None, 0
+        while seen < EVENTS:
+            page = await log.read_all(after=cursor, limit=500)
+            seen += len(page.events)
+            cursor = page.cursor
+
+    figures = await interleave(1, consumer=consumer, read_all=paging)
+    per_event = {name: [value * EVENTS for value in values] for name, values in figures.items()}
+    results.compare("consumer delivery (ack every 100) vs read_all paging", "consumer",
+                    "read_all", per_event, unit="events/s", goal="≥ 0.5×", at_least=0.5)
+
+
+async def _append(results: Results, log: EventLog, schema: str) -> None:
+    quiet = f"{schema}_quiet"
+    async with open_log(PG_URL, schema=quiet) as silent:
+        connection = await asyncpg.connect(PG_URL)
+        try:
+            await connection.execute(f'ALTER TABLE "{quiet}".events DISABLE TRIGGER events_notify')
+        finally:
+            await connection.close()
+        try:
+            figures = await interleave(
+                BLOCK,
+                with_notify=lambda n: log.append("t", f"a{n % 20}", [Noted(text="x")]),
+                without_notify=lambda n: silent.append("t", f"a{n % 20}", [Noted(text="x")]))
+        finally:
+            connection = await asyncpg.connect(PG_URL)
+            await connection.execute(f'DROP SCHEMA IF EXISTS "{quiet}" CASCADE')
+            await connection.close()
+    results.compare("append with pg_notify vs without", "with_notify", "without_notify",
+                    figures, unit="appends/s", goal="≥ 0.95×", at_least=0.95)

@@ -1,0 +1,231 @@
+"""`ConsumerStorage` on PostgreSQL (raw asyncpg), and the pushed wake-ups subscribers
+listen for.
+
+Reads follow the log exactly as `read_all` does (its statement, its horizon, its
+``x:<transaction id>:<position>`` cursors), each event with the cursor just after it. A
+claim locks the consumer's row (``FOR UPDATE``; a first claim's insert meets a racing one
+at the primary key) around `decide_claim`; every later write names the holder's token.
+
+Wake-ups: every insert into ``events`` fires a statement trigger (migration 0014) that
+calls ``pg_notify`` on the log's channel inside the append's transaction, so the
+notification leaves when, and only if, the append commits. A subscriber LISTENs on a
+dedicated connection of its own (never a pooled one: a pooled connection would carry the
+LISTEN to whoever borrows it next). Behind a transaction pooler (``pool_mode=transaction``)
+a session outlives no transaction, so no LISTEN is attempted and subscribers poll; a lost
+listening connection also falls back to polling until it is connected again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+import asyncpg
+
+from eventlog import cursors
+from eventlog._logging import get_logger
+from eventlog.errors import ConsumerFenced, EventLogError
+from eventlog.records import ENVELOPE_SIZE, StoredEvent
+from eventlog.storage.contracts.consumers import (
+    ConsumerClaim,
+    ConsumerRow,
+    ConsumerStorage,
+    decide_claim,
+)
+from eventlog.storage.sqlconsumers import COLUMNS, consumer_row, row_values
+from eventlog.storage.sqltext import quote
+
+logger = get_logger(__name__)
+_SELECT = ", ".join(COLUMNS)
+_PLACES = ", ".join(f"${n}" for n in range(1, len(COLUMNS) + 1))
+
+
+def channel_name(schema: str | None) -> str:
+    """The log's notification channel, as the trigger of migration 0014 names it:
+    ``eventlog.<schema>``, or ``eventlog.<md5 of the schema>`` when that is over 63 bytes."""
+    schema = schema or "public"
+    if len(schema.encode()) <= 54:
+        return f"eventlog.{schema}"
+    return "eventlog." + hashlib.md5(schema.encode()).hexdigest()
+
+
+class Listener:
+    """A LISTEN on the log's channel over a connection of its own; ``wake`` is called on
+    each notification. ``listening`` is False until connected, and again once the
+    connection is lost (the subscriber then polls, and `reconnect` tries again)."""
+
+    def __init__(self, dsn: str, channel: str, wake: Callable[[], None]) -> None:
+        self._dsn = dsn
+        self._channel = channel
+        self._wake = wake
+        self._connection: Any = None
+        self.listening = False
+
+    async def reconnect(self) -> bool:
+        """Connect and LISTEN unless already listening; whether it listens now."""
+        if self.listening:
+            return True
+        await self.close()
+        try:
+            self._connection = await asyncpg.connect(self._dsn, statement_cache_size=0)
+            self._connection.add_termination_listener(self._lost)
+            await self._connection.add_listener(self._channel, self._notified)
+        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as error:
+            logger.info("listen_failed", channel=self._channel, error=str(error)[:200])
+            await self.close()
+            return False
+        self.listening = True
+        self._wake()  # anything appended before the LISTEN began is read now
+        return True
+
+    def _notified(self, *_: Any) -> None:
+        self._wake()
+
+    def _lost(self, *_: Any) -> None:
+        self.listening = False
+        logger.info("listen_lost", channel=self._channel)
+        self._wake()
+
+    async def close(self) -> None:
+        """Close the listening connection (if any)."""
+        self.listening = False
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            connection.remove_termination_listener(self._lost)
+        if connection is not None and not connection.is_closed():
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(connection.close(), 5)
+
+
+class PostgresConsumers(ConsumerStorage):
+    """`ConsumerStorage` over asyncpg, with the log's LISTEN channel."""
+
+    if TYPE_CHECKING:
+        qualified: dict[str, str]
+        schema: str | None
+        transaction_pooling: bool
+        read_horizon: str
+        _dsn: str | None
+        _read_all_sql: str
+        _read_all_tenant_sql: str
+
+        def driver_connection(self) -> AbstractAsyncContextManager[Any]: ...
+        async def _fetch(self, operation: str, sql: str, params: list[Any]) -> list[Any]: ...
+        def translate(self, error: BaseException, operation: str) -> BaseException: ...
+
+    @property
+    def _consumer_table(self) -> str:
+        prefix = f"{quote(self.schema)}." if self.schema else ""
+        return prefix + quote("consumers")
+
+    async def read_with_cursors(
+        self, after: str | None, limit: int, tenant_id: str | None
+    ) -> list[tuple[StoredEvent, str]]:
+        tx_id, position = cursors.decode_xid(after)
+        args: list[Any] = [str(tx_id), position, limit]
+        if tenant_id is not None:
+            args.append(tenant_id)
+        rows = await self._fetch("read", self._read_all_sql if tenant_id is None
+                                 else self._read_all_tenant_sql, args)
+        return [(StoredEvent(*row[:ENVELOPE_SIZE]),
+                 cursors.encode_xid(int(row[10]), int(row[0]))) for row in rows]
+
+    async def end_cursor(self) -> str | None:
+        # Every transaction below the horizon has ended: the events they wrote are all
+        # before (horizon, 0), and every event readable later comes after it.
+        rows = await self._fetch("read", f"SELECT {self.read_horizon}::text", [])
+        return cursors.encode_xid(int(rows[0][0]), 0)
+
+    def listener(self, wake: Callable[[], None]) -> Listener | None:
+        """A `Listener` for the log's channel, or None where LISTEN cannot work (behind a
+        transaction pooler) or no URL is known (a log over an application's engine)."""
+        if self.transaction_pooling or self._dsn is None:
+            return None
+        return Listener(self._dsn, channel_name(self.schema), wake)
+
+    async def claim_consumer(self, claim: ConsumerClaim) -> ConsumerRow:
+        table = self._consumer_table
+        try:
+            async with self.driver_connection() as driver, driver.transaction():
+                found = await driver.fetchrow(
+                    f"SELECT {_SELECT} FROM {table} WHERE name = $1 FOR UPDATE", claim.name)
+                existing = None if found is None else consumer_row(found)
+                row = decide_claim(existing, claim)
+                values = list(row_values(row).values())
+                if existing is None:
+                    # A racing first claim's insert makes this one wait, then fail on the
+                    # primary key: reported as held (below), its lease being new.
+                    await driver.execute(
+                        f"INSERT INTO {table} ({_SELECT}) VALUES ({_PLACES})", *values)
+                else:
+                    await driver.execute(
+                        f"UPDATE {table} SET token = $2, holder = $3, lease_until = $4, "
+                        "updated_at = $5 WHERE name = $1",
+                        row.name, row.token, row.holder, row.lease_until, row.updated_at)
+        except EventLogError:
+            raise
+        except asyncpg.UniqueViolationError:
+            return await self.claim_consumer(claim)  # now the row exists: decide again
+        except Exception as error:
+            raise self.translate(error, "consumer") from error
+        return row
+
+    async def _execute(self, sql: str, *args: Any) -> bool:
+        try:
+            async with self.driver_connection() as driver:
+                status: str = await driver.execute(sql, *args)
+        except Exception as error:
+            raise self.translate(error, "consumer") from error
+        return status.endswith(" 1")
+
+    async def renew_consumer(self, name: str, token: int, lease_until: datetime) -> bool:
+        return await self._execute(
+            f"UPDATE {self._consumer_table} SET lease_until = $3 WHERE name = $1 "
+            "AND token = $2", name, token, lease_until)
+
+    async def ack_consumer(self, name: str, token: int, cursor: str, now: datetime,
+                           lease_until: datetime) -> bool:
+        return await self._execute(
+            f"UPDATE {self._consumer_table} SET cursor = $3, updated_at = $4, "
+            "lease_until = $5 WHERE name = $1 AND token = $2",
+            name, token, cursor, now, lease_until)
+
+    async def release_consumer(self, name: str, token: int) -> None:
+        await self._execute(
+            f"UPDATE {self._consumer_table} SET holder = NULL, lease_until = NULL "
+            "WHERE name = $1 AND token = $2", name, token)
+
+    @asynccontextmanager
+    async def consumer_transaction(
+        self, name: str, token: int, cursor: str, now: datetime, lease_until: datetime
+    ) -> AsyncIterator[Any]:
+        async with self.driver_connection() as driver, driver.transaction():
+            # The row stays locked until the commit: no claim or reset moves the token
+            # between the handler's writes and the position.
+            status = await driver.execute(
+                f"UPDATE {self._consumer_table} SET cursor = $3, updated_at = $4, "
+                "lease_until = $5 WHERE name = $1 AND token = $2",
+                name, token, cursor, now, lease_until)
+            if not status.endswith(" 1"):
+                raise ConsumerFenced(name, token)
+            yield driver
+
+    async def consumers(self) -> list[ConsumerRow]:
+        rows = await self._fetch(
+            "read", f"SELECT {_SELECT} FROM {self._consumer_table} ORDER BY name", [])
+        return [consumer_row(row) for row in rows]
+
+    async def reset_consumer(self, name: str, cursor: str | None, now: datetime) -> bool:
+        return await self._execute(
+            f"UPDATE {self._consumer_table} SET cursor = $2, token = token + 1, "
+            "holder = NULL, lease_until = NULL, updated_at = $3 WHERE name = $1",
+            name, cursor, now)
+
+    async def drop_consumer(self, name: str) -> bool:
+        return await self._execute(
+            f"DELETE FROM {self._consumer_table} WHERE name = $1", name)

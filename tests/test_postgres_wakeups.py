@@ -1,0 +1,132 @@
+"""Pushed wake-ups on PostgreSQL (issue 34, item 2): the append trigger's ``pg_notify``
+reaches a subscriber LISTENing on a connection of its own, so another process's event
+arrives long before a 5 s poll; a lost listening connection falls back to polling and
+reconnects; behind PgBouncer in transaction mode no LISTEN is tried and polling still
+delivers everything."""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import time
+
+import asyncpg
+import pytest
+
+from eventlog import EventLog, open_log
+from tests.conftest import PG_URL, PGBOUNCER, BackendTarget
+from tests.events import Noted
+
+POLL = 5.0
+
+
+async def delays(writer: EventLog, reader: EventLog, count: int) -> list[float]:
+    """Seconds from each append (by ``writer``) to its delivery to ``reader``'s consumer."""
+    found: list[float] = []
+    async with reader.subscribe("pushed", poll_interval=POLL, start="end") as sub:
+        for number in range(count):
+            waiting = asyncio.create_task(sub.next_batch(1))
+            await asyncio.sleep(0.05)
+            began = time.monotonic()
+            await writer.append("t", "s", [Noted(text=str(number))])
+            await asyncio.wait_for(waiting, 30)
+            found.append(time.monotonic() - began)
+        assert sub.pushed
+    return found
+
+
+@pytest.mark.parametrize("target", ["postgresql"], indirect=True)
+async def test_another_writers_event_arrives_well_before_the_poll(target: BackendTarget) -> None:
+    """A writer that shares nothing in-process with the subscriber (another open_log, as
+    another process would be): with a 5 s poll interval, the median delay is a small
+    fraction of it."""
+    async with target.open() as writer, target.open() as reader:
+        found = await delays(writer, reader, 15)
+    median = statistics.median(found)
+    print(f"median delivery delay with a {POLL:g} s poll: {median * 1000:.1f} ms")
+    assert median < POLL / 5
+
+
+@pytest.mark.parametrize("target", ["postgresql"], indirect=True)
+async def test_a_lost_listener_falls_back_to_polling_and_reconnects(
+        target: BackendTarget) -> None:
+    """Its listening connection terminated, a subscriber still delivers (by polling) and
+    listens again."""
+    async with target.open() as writer, target.open() as reader, reader.subscribe(
+            "lost", poll_interval=0.5, start="end") as sub:
+        if True:
+            assert sub.pushed
+            admin = await asyncpg.connect(PG_URL)
+            try:
+                await admin.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                    "WHERE query LIKE 'LISTEN%' AND datname = current_database() "
+                    "AND pid <> pg_backend_pid()")
+            finally:
+                await admin.close()
+            await asyncio.sleep(0.2)
+            await writer.append("t", "s", [Noted(text="after")])
+            (event,) = await asyncio.wait_for(sub.next_batch(1), 30)
+            waiting = asyncio.create_task(sub.next_batch(1))
+            for _ in range(200):  # the next wait reconnects
+                if sub.pushed:
+                    break
+                await asyncio.sleep(0.05)
+            await writer.append("t", "s", [Noted(text="again")])
+            (again,) = await asyncio.wait_for(waiting, 30)
+            assert ("after", "again", True) == (event.event.text, again.event.text,  # type: ignore[attr-defined]
+                                                sub.pushed)
+
+
+@pytest.mark.parametrize("target", [PGBOUNCER], indirect=True)
+async def test_behind_pgbouncer_it_polls_and_delivers_everything(target: BackendTarget) -> None:
+    """Through PgBouncer in transaction mode no LISTEN is tried; polling delivers every
+    event another writer appends."""
+    async with open_log(PG_URL, schema=target.schema) as writer, target.open() as reader, \
+            reader.subscribe("bounced", poll_interval=0.2) as sub:
+        if True:
+            assert not sub.pushed
+            for number in range(50):
+                await writer.append("t", f"s{number % 4}", [Noted(text=str(number))])
+            got: list[str] = []
+            while len(got) < 50:
+                batch = await asyncio.wait_for(sub.next_batch(50), 30)
+                got += [event.event.text for event in batch]  # type: ignore[attr-defined]
+                await sub.ack(batch[-1])
+    assert [str(number) for number in range(50)] == sorted(got, key=int)
+
+
+@pytest.mark.parametrize("target", ["postgresql"], indirect=True)
+async def test_the_notification_is_in_the_append_transaction(target: BackendTarget) -> None:
+    """An append that rolls back notifies nobody: the trigger runs inside the transaction."""
+    async with target.open() as log:
+        heard: list[str] = []
+        listener = await asyncpg.connect(PG_URL)
+        try:
+            await listener.add_listener(f"eventlog.{target.schema}",
+                                        lambda *args: heard.append(args[3]))
+            writer = await asyncpg.connect(PG_URL)
+            try:
+                async with writer.transaction():
+                    await writer.execute(
+                        f'INSERT INTO "{target.schema}".consumers (name, token, updated_at) '
+                        "VALUES ('x', 1, now())")
+                rolled = writer.transaction()
+                await rolled.start()
+                await writer.execute(
+                    f'INSERT INTO "{target.schema}".events (tenant_id, stream_id, '
+                    "stream_version, event_id, type, data, recorded_at, prev_hash, hash) "
+                    "VALUES ('t', 's', 1, gen_random_uuid(), 'x', '', now(), '', '')")
+                await rolled.rollback()
+            finally:
+                await writer.close()
+            await asyncio.sleep(0.3)
+            assert [] == heard
+            await log.append("t", "s", [Noted(text="a")])
+            for _ in range(100):
+                if heard:
+                    break
+                await asyncio.sleep(0.05)
+            assert [""] == heard
+        finally:
+            await listener.close()
