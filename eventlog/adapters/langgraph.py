@@ -43,6 +43,13 @@ deleted checkpoint, and any write after ``delete_thread`` are refused with
 never fork its chain (`eventlog.checkpoints.thread_fence`). Unfenced (the default), puts
 and writes append as LangGraph's own savers write.
 
+Growing values stored once (``elements=True``, the default): every ``list`` value of a
+channel or a pending write (``messages`` under ``add_messages``) is stored element by
+element, each element serialized alone as a content-addressed blob and the list as a small
+manifest (a delta on the channel's previous version): each message is stored once per
+thread, not once per checkpoint (`eventlog.checkpoints.elements`). A read gives back the
+same list. ``elements=False`` stores every value whole, as before.
+
 Sync methods (``graph.invoke``) run the async ones on the saver's loop: from any thread
 but that loop's own, where they refuse with `WrongThread` (as LangGraph's async savers do).
 `EventlogSaver.from_conn_string` runs the log on a private loop in a background thread for
@@ -85,7 +92,12 @@ from eventlog.adapters._loops import (
     on_loop,
     run_blocking,
 )
-from eventlog.checkpoints.thread_records import ChannelValue, Payload, ThreadCheckpoint
+from eventlog.checkpoints.thread_records import (
+    ChannelValue,
+    Elements,
+    Payload,
+    ThreadCheckpoint,
+)
 from eventlog.checkpoints.threads import ThreadCheckpoints
 from eventlog.errors import InvalidInput
 from eventlog.face import OpenLog
@@ -113,10 +125,11 @@ class AsyncEventlogSaver(BaseCheckpointSaver[str]):
         self, log: OpenLog, *, tenant_id: str = "default",
         serde: SerializerProtocol | None = None,
         allowed_msgpack_modules: AllowedTypes = None,
-        fenced: bool = False,
+        fenced: bool = False, elements: bool = True,
     ) -> None:
         super().__init__(serde=strict_serde(serde, allowed_msgpack_modules))
         self.fenced = _check_fenced("fenced", fenced)
+        self.elements = _check_fenced("elements", elements)
         self.log = log
         self._threads: ThreadCheckpoints = log.threads
         self.tenant_id = check_id("tenant_id", tenant_id)
@@ -128,13 +141,14 @@ class AsyncEventlogSaver(BaseCheckpointSaver[str]):
     async def from_conn_string(
         cls, url: str, *, tenant_id: str = "default", serde: SerializerProtocol | None = None,
         allowed_msgpack_modules: AllowedTypes = None, fenced: bool = False,
-        **open_log_options: Any,
+        elements: bool = True, **open_log_options: Any,
     ) -> AsyncIterator[AsyncEventlogSaver]:
         """Open the log at ``url`` (any URL `open_log` takes; ``schema=`` and the other
         options pass through), yield a saver over it, close the log on exit."""
         async with open_log(url, **open_log_options) as log:
             yield cls(log, tenant_id=tenant_id, serde=serde,
-                      allowed_msgpack_modules=allowed_msgpack_modules, fenced=fenced)
+                      allowed_msgpack_modules=allowed_msgpack_modules, fenced=fenced,
+                      elements=elements)
 
     # -- async: the implementation -------------------------------------------------------
 
@@ -237,7 +251,7 @@ class AsyncEventlogSaver(BaseCheckpointSaver[str]):
         """Store a task's pending writes against the config's checkpoint."""
         thread_id, namespace = _thread(config)
         indexed = [
-            (WRITES_IDX_MAP.get(channel, index), channel, self._dump(value))
+            (WRITES_IDX_MAP.get(channel, index), channel, self._value(value))
             for index, (channel, value) in enumerate(writes)
         ]
         await self._on_loop(self._threads.put_writes(
@@ -354,14 +368,24 @@ class AsyncEventlogSaver(BaseCheckpointSaver[str]):
             if name not in new_versions:
                 channels[name] = ChannelValue(str(version))
             elif name in values:
-                channels[name] = ChannelValue(str(new_versions[name]), self._dump(values[name]))
+                channels[name] = ChannelValue(str(new_versions[name]),
+                                              self._value(values[name]))
         return channels
+
+    def _value(self, value: Any) -> Payload | Elements:
+        """A value as stored: a ``list`` element by element (each message of a chat
+        stored once per tenant however many checkpoints carry it), else whole."""
+        if self.elements and type(value) is list:
+            return Elements(tuple(self._dump(item) for item in value))
+        return self._dump(value)
 
     def _dump(self, value: Any) -> Payload:
         encoding, data = self.serde.dumps_typed(value)
         return Payload(encoding, data)
 
-    def _load(self, payload: Payload) -> Any:
+    def _load(self, payload: Payload | Elements) -> Any:
+        if isinstance(payload, Elements):
+            return [self._load(item) for item in payload.items]
         return self.serde.loads_typed((payload.encoding, payload.data))
 
     def _tuple(self, found: ThreadCheckpoint) -> CheckpointTuple:
@@ -398,7 +422,7 @@ class EventlogSaver(AsyncEventlogSaver):
     def from_conn_string(  # type: ignore[override]  # sync, where the parent is async
         cls, url: str, *, tenant_id: str = "default", serde: SerializerProtocol | None = None,
         allowed_msgpack_modules: AllowedTypes = None, fenced: bool = False,
-        **open_log_options: Any,
+        elements: bool = True, **open_log_options: Any,
     ) -> Iterator[EventlogSaver]:
         """Open the log at ``url`` on a background loop, yield a saver, close it on exit."""
         background = BackgroundLoop()
@@ -407,7 +431,8 @@ class EventlogSaver(AsyncEventlogSaver):
             log = background.run(manager.__aenter__())
             try:
                 saver = cls(log, tenant_id=tenant_id, serde=serde,
-                            allowed_msgpack_modules=allowed_msgpack_modules, fenced=fenced)
+                            allowed_msgpack_modules=allowed_msgpack_modules, fenced=fenced,
+                            elements=elements)
                 saver.loop = background.loop
                 yield saver
             finally:

@@ -51,7 +51,7 @@ from eventlog.events.threads import (
 from eventlog.log import EventLog
 from eventlog.log.fencing import decide_fenced, held_after_first
 from eventlog.records import AppendResult
-from projections.query import ViewQuery
+from projections.query import RowRequired, ViewQuery
 from projections.threads import THREAD_CHECKPOINTS
 from projections.views import STREAM_HEADS
 
@@ -159,7 +159,8 @@ class ThreadFence:
         self._known: OrderedDict[tuple[str, str], _Basis] = OrderedDict()
 
     async def append(
-        self, tenant_id: str, event: Fenced, attach: Sequence[bytes]
+        self, tenant_id: str, event: Fenced, attach: Sequence[bytes],
+        require: Sequence[RowRequired] = (),
     ) -> AppendResult:
         """Append ``event`` to its thread if it is based on the head (`refusal`), else
         raise `NotThreadHead`; decided again after a lost race, holding the stream."""
@@ -172,17 +173,19 @@ class ThreadFence:
                 known = self._known.get((tenant_id, thread_id)) if attempt == 0 else None
                 if known is not None:
                     try:
-                        return await self._decided(tenant_id, event, attach, known, fresh=False)
+                        return await self._decided(tenant_id, event, attach, known,
+                                                   fresh=False, require=require)
                     except VersionConflict:  # remembered, but another writer appended since
                         pass
                 return await self._decided(tenant_id, event, attach,
-                                           await self._read(tenant_id, stream), fresh=True)
+                                           await self._read(tenant_id, stream), fresh=True,
+                                           require=require)
 
         return await decide_fenced(once, REMOVAL_RETRIES, _retried(tenant_id, thread_id))
 
     async def _decided(
         self, tenant_id: str, event: Fenced, attach: Sequence[bytes], basis: _Basis, *,
-        fresh: bool,
+        fresh: bool, require: Sequence[RowRequired] = (),
     ) -> AppendResult:
         """Decide ``event`` on ``basis`` and append it fenced on its version. A refusal
         decided on a remembered basis is not trusted: it is dropped and this raises
@@ -208,7 +211,7 @@ class ThreadFence:
         try:
             result = await self._log.append(
                 tenant_id, thread_stream(event.thread_id), [event],
-                expected_version=basis.version, attach=attach,
+                expected_version=basis.version, attach=attach, require=require,
             )
         except VersionConflict:
             self._known.pop(key, None)
