@@ -228,7 +228,8 @@ class ElementPlanner:
             if base:
                 plan.require.append(RowRequired(
                     THREAD_VALUES,
-                    {"thread_id": thread_id, "namespace": namespace, "channel": name,
+                    {"tenant_id": tenant_id, "thread_id": thread_id, "namespace": namespace,
+                     "channel": name,
                      "channel_version": base},
                     BASE_FIELD, f"channel {name!r}: its base version {base!r} is gone"))
             remember.append((key, Known(given.version, tuple(items), content_digest(manifest),
