@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 SECTIONS = ("append", "checkpoints", "sqlite", "concurrency", "reads", "large", "threads",
-            "writecost", "writes", "langgraph", "adopt", "fenced", "tree")
+            "writecost", "writes", "langgraph", "adopt", "fenced", "tree", "elements")
 """``writecost`` is WAL bytes and client CPU per write, on a private cluster it starts;
 ``writes`` is issue 30's write table (create and the adapter's ``aput`` beside LangGraph's
 ``aput`` on PostgreSQL and SQLite: speed, round trips, client and server CPU, WAL);
@@ -23,7 +23,9 @@ SECTIONS = ("append", "checkpoints", "sqlite", "concurrency", "reads", "large", 
 not in the ratio summary; skipped by ``--quick``); ``adopt`` times adopting 10,000
 checkpoints from LangGraph's AsyncPostgresSaver beside a plain ``alist`` of them;
 ``fenced`` is single-writer mode's puts and writes beside unfenced ones; ``tree`` the
-transparency tree's heads and proofs as a tenant grows, and appends while it is kept."""
+transparency tree's heads and proofs as a tenant grows, and appends while it is kept;
+``elements`` the bytes of a chat thread (issue 33 §1) with element storage beside LangGraph's
+savers and beside whole values, at 50, 100, 150 and 200 steps, and ``aget_tuple``'s time."""
 ON_REQUEST = ("citus",)
 """Sections run only when ``--only`` names them: ``citus`` needs a Citus cluster."""
 
