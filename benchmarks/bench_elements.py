@@ -39,15 +39,7 @@ from langgraph.graph.message import add_messages
 from benchmarks.common import PG_URL, Results, quick, scratch_schema, section
 
 TURNS = 4
-WORDS = ("the of and to in is that for it as was with be by on not he this are or his "
-         "from at which but have an they you were her she there had been one all we can "
-         "their has more when will would who so no if out up what about into than them "
-         "time could only new some these two may first then do any like my now over such "
-         "our man me even most made after also did many before must through back years "
-         "where much your way well down should because each just those people how too "
-         "little state good very make world still own see men work long get here between "
-         "both life being under never day same another know while last might us great "
-         "old year off come since against go came right used take three").split()
+WORDS = ["the", "of", "and", "to", "in", "is", "that", "for", "it", "as", "was", "with", "be", "by", "on", "not", "he", "this", "are", "or", "his", "from", "at", "which", "but", "have", "an", "they", "you", "were", "her", "she", "there", "had", "been", "one", "all", "we", "can", "their", "has", "more", "when", "will", "would", "who", "so", "no", "if", "out", "up", "what", "about", "into", "than", "them", "time", "could", "only", "new", "some", "these", "two", "may", "first", "then", "do", "any", "like", "my", "now", "over", "such", "our", "man", "me", "even", "most", "made", "after", "also", "did", "many", "before", "must", "through", "back", "years", "where", "much", "your", "way", "well", "down", "should", "because", "each", "just", "those", "people", "how", "too", "little", "state", "good", "very", "make", "world", "still", "own", "see", "men", "work", "long", "get", "here", "between", "both", "life", "being", "under", "never", "day", "same", "another", "know", "while", "last", "might", "us", "great", "old", "year", "off", "come", "since", "against", "go", "came", "right", "used", "take", "three"]
 
 
 def steps_per_turn() -> int:
@@ -170,7 +162,7 @@ async def _contest(results: Results, name: str, sizes: dict[str, list[int]],
         ratios = "  ".join(f"{their / mine:.1f}×" for their, mine in zip(theirs, sizes[label],
                                                                      strict=True))
         print(f"  LangGraph ÷ {label}: {ratios}")
-    print(f"  aget_tuple of the latest checkpoint (median): " + ", ".join(
+    print("  aget_tuple of the latest checkpoint (median): " + ", ".join(
         f"{label} {seconds * 1000:.2f} ms" for label, seconds in reads.items()))
     print(f"  read time ours (elements) ÷ LangGraph's: "
           f"{reads['ours, elements'] / reads['langgraph']:.2f}; elements ÷ whole: "
