@@ -39,7 +39,21 @@ from langgraph.graph.message import add_messages
 from benchmarks.common import PG_URL, Results, quick, scratch_schema, section
 
 TURNS = 4
-WORDS = ["the", "of", "and", "to", "in", "is", "that", "for", "it", "as", "was", "with", "be", "by", "on", "not", "he", "this", "are", "or", "his", "from", "at", "which", "but", "have", "an", "they", "you", "were", "her", "she", "there", "had", "been", "one", "all", "we", "can", "their", "has", "more", "when", "will", "would", "who", "so", "no", "if", "out", "up", "what", "about", "into", "than", "them", "time", "could", "only", "new", "some", "these", "two", "may", "first", "then", "do", "any", "like", "my", "now", "over", "such", "our", "man", "me", "even", "most", "made", "after", "also", "did", "many", "before", "must", "through", "back", "years", "where", "much", "your", "way", "well", "down", "should", "because", "each", "just", "those", "people", "how", "too", "little", "state", "good", "very", "make", "world", "still", "own", "see", "men", "work", "long", "get", "here", "between", "both", "life", "being", "under", "never", "day", "same", "another", "know", "while", "last", "might", "us", "great", "old", "year", "off", "come", "since", "against", "go", "came", "right", "used", "take", "three"]
+WORDS = (
+    "the", "of", "and", "to", "in", "is", "that", "for", "it", "as", "was", "with", "be", "by",
+    "on", "not", "he", "this", "are", "or", "his", "from", "at", "which", "but", "have", "an",
+    "they", "you", "were", "her", "she", "there", "had", "been", "one", "all", "we", "can",
+    "their", "has", "more", "when", "will", "would", "who", "so", "no", "if", "out", "up",
+    "what", "about", "into", "than", "them", "time", "could", "only", "new", "some", "these",
+    "two", "may", "first", "then", "do", "any", "like", "my", "now", "over", "such", "our",
+    "man", "me", "even", "most", "made", "after", "also", "did", "many", "before", "must",
+    "through", "back", "years", "where", "much", "your", "way", "well", "down", "should",
+    "because", "each", "just", "those", "people", "how", "too", "little", "state", "good",
+    "very", "make", "world", "still", "own", "see", "men", "work", "long", "get", "here",
+    "between", "both", "life", "being", "under", "never", "day", "same", "another", "know",
+    "while", "last", "might", "us", "great", "old", "year", "off", "come", "since", "against",
+    "go", "came", "right", "used", "take", "three",
+)
 
 
 def steps_per_turn() -> int:

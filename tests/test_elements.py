@@ -56,13 +56,14 @@ async def test_each_element_is_stored_once_and_every_checkpoint_reads_whole(
         refs = await log.blob_refs(T)
         assert all(1 == refs[content_digest(message(n))] for n in range(30))
         events = await puts(log, "chat")
-        channel = [ref for ref in events[-1].channels if ref.name == "messages"][0]
+        channel = next(ref for ref in events[-1].channels if ref.name == "messages")
         assert ELEMENTS_ENCODING == channel.encoding
         assert [content_digest(message(29)).hex()] == channel.elements
         assert "v0028" == channel.base
         for step in range(30):
             found = await log.checkpoints.threads.get(T, "chat", f"c{step:04}")
-            assert found is not None and found.channels is not None
+            assert found is not None
+            assert found.channels is not None
             assert chat(step + 1) == found.channels["messages"]
             assert Payload("b", b"ok") == found.channels["status"]
         assert (await log.verify()).ok
@@ -97,13 +98,15 @@ async def test_prune_keeps_the_chain_the_latest_rests_on_and_releases_the_rest(
         await grow(log, "chat", 12, start=1)
         assert 12 == await store.prune(T, "chat", keep_latest=1)
         found = await store.get(T, "chat")
-        assert found is not None and found.channels is not None
+        assert found is not None
+        assert found.channels is not None
         assert chat(13) == found.channels["messages"]
         assert replaced in await log.blob_refs(T)  # the latest's chain rests on it
         await grow(log, "chat", MAX_CHAIN + 1, start=13)
         await store.prune(T, "chat", keep_latest=1)
         latest = await store.get(T, "chat")
-        assert latest is not None and latest.channels is not None
+        assert latest is not None
+        assert latest.channels is not None
         assert chat(MAX_CHAIN + 14) == latest.channels["messages"]
         assert replaced not in await log.blob_refs(T)
         assert (await log.verify()).ok
@@ -119,10 +122,11 @@ async def test_a_delta_on_a_removed_base_is_put_in_full(target: BackendTarget) -
         await store.delete_thread(T, "chat")
         await grow(log, "chat", 1, start=3)  # this store still remembers v0002
         found = await store.get(T, "chat")
-        assert found is not None and found.channels is not None
+        assert found is not None
+        assert found.channels is not None
         assert chat(4) == found.channels["messages"]
         last = (await puts(log, "chat"))[-1]
-        assert "" == [ref for ref in last.channels if ref.name == "messages"][0].base
+        assert "" == next(ref for ref in last.channels if ref.name == "messages").base
         assert (await log.verify()).ok
 
 
@@ -137,7 +141,8 @@ async def test_a_copy_reads_whole_after_its_source_is_deleted(target: BackendTar
         await store.delete_thread(T, "chat")
         for step in range(8):
             found = await store.get(T, "copy", f"c{step:04}")
-            assert found is not None and found.channels is not None
+            assert found is not None
+            assert found.channels is not None
             assert chat(step + 1) == found.channels["messages"]
         assert [chat(2)] == [write.value for write in found.writes or []]
         assert (await log.verify()).ok
@@ -154,7 +159,8 @@ async def test_export_and_import_carry_every_element(target: BackendTarget) -> N
     async with open_log("memory://") as other:
         await import_log(other, sink)
         found = await other.checkpoints.threads.get(T, "chat")
-        assert found is not None and found.channels is not None
+        assert found is not None
+        assert found.channels is not None
         assert chat(6) == found.channels["messages"]
         assert (await other.verify()).ok
 
