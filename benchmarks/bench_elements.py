@@ -100,12 +100,15 @@ def build(saver: Any) -> Any:
     return graph.compile(checkpointer=saver)
 
 
+EMPTY: dict[int, int] = {}
+"""Each saver's store before the thread (its empty tables and indexes), by saver."""
 CONFIG = {"configurable": {"thread_id": "chat"}, "recursion_limit": 1_000}
 
 
 async def grow(saver: Any, measure: Callable[[], Any]) -> list[int]:
     """Bytes after each turn of the chat thread on ``saver``."""
     graph = build(saver)
+    EMPTY[id(saver)] = await measure()
     sizes = []
     for turn in range(TURNS):
         start = {"messages": [HumanMessage(f"turn {turn}", id=f"human-{turn}")],
@@ -166,7 +169,7 @@ async def _theirs_pg(schema: str) -> AsyncIterator[Any]:
 
 
 async def _contest(results: Results, name: str, sizes: dict[str, list[int]],
-                   reads: dict[str, float]) -> None:
+                   reads: dict[str, float], empty: dict[str, int]) -> None:
     steps = [steps_per_turn() * (turn + 1) for turn in range(TURNS)]
     theirs = sizes["langgraph"]
     print(f"  {'saver':<28}" + "".join(f"{n:>11} steps" for n in steps))
@@ -176,6 +179,11 @@ async def _contest(results: Results, name: str, sizes: dict[str, list[int]],
         ratios = "  ".join(f"{their / mine:.1f}×" for their, mine in zip(theirs, sizes[label],
                                                                      strict=True))
         print(f"  LangGraph ÷ {label}: {ratios}")
+    print("  empty store before the thread: " + ", ".join(
+        f"{label} {size / 1e6:.2f} MB" for label, size in empty.items()))
+    grown = {label: sizes[label][-1] - empty[label] for label in sizes}
+    print(f"  growth at {steps[-1]} steps, LangGraph ÷ ours (elements): "
+          f"{grown['langgraph'] / grown['ours, elements']:.1f}×")
     print("  aget_tuple of the latest checkpoint (median): " + ", ".join(
         f"{label} {seconds * 1000:.2f} ms" for label, seconds in reads.items()))
     print(f"  read time ours (elements) ÷ LangGraph's: "
@@ -199,11 +207,13 @@ async def _postgres(results: Results, reads: int) -> None:
     section("elements: bytes of a chat thread on PostgreSQL (issue 33 §1)")
     sizes: dict[str, list[int]] = {}
     times: dict[str, float] = {}
+    empty: dict[str, int] = {}
     async with scratch_schema() as schema:
         theirs_schema = f"{schema}_langgraph"
         async with _theirs_pg(theirs_schema) as theirs:
             sizes["langgraph"] = await grow(theirs, lambda: _pg_size(theirs_schema))
             times["langgraph"] = await read_time(theirs, reads)
+            empty["langgraph"] = EMPTY[id(theirs)]
         for label, elements, suffix in (("ours, elements", True, ""),
                                         ("ours, whole", False, "_whole")):
             async with scratch_schema() as ours_schema:
@@ -212,11 +222,12 @@ async def _postgres(results: Results, reads: int) -> None:
                         elements=elements) as saver:
                     sizes[label] = await grow(saver, lambda s=ours_schema + suffix: _pg_size(s))
                     times[label] = await read_time(saver, reads)
+                    empty[label] = EMPTY[id(saver)]
                 connection = await asyncpg.connect(PG_URL)
                 await connection.execute(f'DROP SCHEMA IF EXISTS "{ours_schema + suffix}" '
                                          "CASCADE")
                 await connection.close()
-    await _contest(results, "PostgreSQL", sizes, times)
+    await _contest(results, "PostgreSQL", sizes, times, empty)
 
 
 async def _sqlite(results: Results, reads: int) -> None:
@@ -227,6 +238,7 @@ async def _sqlite(results: Results, reads: int) -> None:
     section("elements: bytes of a chat thread on SQLite (issue 33 §1)")
     sizes: dict[str, list[int]] = {}
     times: dict[str, float] = {}
+    empty: dict[str, int] = {}
     with tempfile.TemporaryDirectory(prefix="eventlog-elements-") as directory:
         root = Path(directory)
         async with AsyncSqliteSaver.from_conn_string(str(root / "theirs.db")) as theirs:
@@ -234,13 +246,15 @@ async def _sqlite(results: Results, reads: int) -> None:
             sizes["langgraph"] = await grow(theirs, lambda: _async(_sqlite_size,
                                                                    root / "theirs.db"))
             times["langgraph"] = await read_time(theirs, reads)
+            empty["langgraph"] = EMPTY[id(theirs)]
         for label, elements in (("ours, elements", True), ("ours, whole", False)):
             path = root / f"ours-{elements}.db"
             async with AsyncEventlogSaver.from_conn_string(
                     f"sqlite:///{path}", tenant_id="bench", elements=elements) as saver:
                 sizes[label] = await grow(saver, lambda p=path: _async(_sqlite_size, p))
                 times[label] = await read_time(saver, reads)
-    await _contest(results, "SQLite", sizes, times)
+                empty[label] = EMPTY[id(saver)]
+    await _contest(results, "SQLite", sizes, times, empty)
 
 
 async def _async(function: Callable[[Path], int], path: Path) -> int:
