@@ -132,6 +132,10 @@ class Plan:
     planned: dict[str, _Planned] = field(default_factory=dict)
     require: list[RowRequired] = field(default_factory=list)
 
+    def manifests(self) -> list[bytes]:
+        """The manifests this put stores."""
+        return [planned.manifest for planned in self.planned.values()]
+
     def apply(self, event: ThreadCheckpointPut, attach: list[bytes]
               ) -> tuple[ThreadCheckpointPut, list[bytes]]:
         """The put event with each element-stored channel's base and element digests,
@@ -284,16 +288,50 @@ GetBlobs = Callable[[list[bytes]], Awaitable[dict[bytes, bytes]]]
 """Reads blobs of one tenant by digest (however many: it chunks)."""
 
 
-async def resolve(manifests: Iterable[bytes], get_blobs: GetBlobs
+class ManifestCache:
+    """Manifests by (tenant, digest), the most recently used `_KNOWN` of them: bytes that
+    never change for a digest and hold only digests (no payload), so a reader that has
+    one need not read it again. Filled by this store's own puts and reads."""
+
+    def __init__(self) -> None:
+        self._held: OrderedDict[tuple[str, bytes], bytes] = OrderedDict()
+
+    def get(self, tenant_id: str, digests: Iterable[bytes]) -> dict[bytes, bytes]:
+        """The cached manifests among ``digests``."""
+        found = {}
+        for digest in digests:
+            data = self._held.get((tenant_id, digest))
+            if data is not None:
+                found[digest] = data
+                self._held.move_to_end((tenant_id, digest))
+        return found
+
+    def put(self, tenant_id: str, manifests: Iterable[bytes]) -> None:
+        """Remember these manifests (their bytes)."""
+        for data in manifests:
+            self._held[(tenant_id, content_digest(data))] = data
+            if len(self._held) > _KNOWN:
+                self._held.popitem(last=False)
+
+
+async def resolve(manifests: Iterable[bytes], get_blobs: GetBlobs,
+                  cache: tuple[ManifestCache, str] | None = None,
                   ) -> dict[bytes, Elements | None]:
     """Each manifest's value (keyed by the manifest's bytes), None when a blob it needs is
-    gone: one read of every chain's manifests, then one of every element."""
+    gone: one read of every chain's manifests (those not in ``cache``, a cache and the
+    tenant), then one of every element."""
     decoded = {data: decode_manifest(data) for data in dict.fromkeys(manifests)}
     if not decoded:
         return {}
     chains = list(dict.fromkeys(
         digest for found in decoded.values() if found is not None for digest in found.chain))
-    blobs = await get_blobs(chains) if chains else {}
+    blobs = {} if cache is None else cache[0].get(cache[1], chains)
+    missing = [digest for digest in chains if digest not in blobs]
+    if missing:
+        fetched = await get_blobs(missing)
+        blobs.update(fetched)
+        if cache is not None:
+            cache[0].put(cache[1], fetched.values())
     items: dict[bytes, list[tuple[str, bytes]] | None] = {
         data: None if found is None else resolve_items(found, blobs)
         for data, found in decoded.items()

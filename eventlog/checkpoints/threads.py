@@ -135,6 +135,7 @@ class ThreadCheckpoints:
         )
         self._fence = ThreadFence(log, self._lock)
         self._elements = element_storage.ElementPlanner()
+        self._manifests = element_storage.ManifestCache()
 
     async def put(
         self,
@@ -200,6 +201,7 @@ class ThreadCheckpoints:
                     require=plan.require,
                 )
         remember()
+        self._manifests.put(tenant_id, plan.manifests())
         return result
 
     async def put_writes(
@@ -664,7 +666,8 @@ class ThreadCheckpoints:
                      and item["encoding"] == element_storage.ELEMENTS_ENCODING]
         if not manifests:
             return {}
-        return await element_storage.resolve(manifests, partial(self._blobs, tenant_id))
+        return await element_storage.resolve(manifests, partial(self._blobs, tenant_id),
+                                             (self._manifests, tenant_id))
 
     async def _blobs(self, tenant_id: str, digests: builtins.list[bytes]) -> dict[bytes, bytes]:
         unique = list(dict.fromkeys(digests))
