@@ -385,6 +385,9 @@ class AsyncEventlogSaver(BaseCheckpointSaver[str]):
 
     def _load(self, payload: Payload | Elements) -> Any:
         if isinstance(payload, Elements):
+            if payload.items and all(item.encoding == "msgpack" for item in payload.items):
+                # One msgpack array of the stored items: one decode, as a whole list was.
+                return self.serde.loads_typed(("msgpack", _msgpack_array(payload.items)))
             return [self._load(item) for item in payload.items]
         return self.serde.loads_typed((payload.encoding, payload.data))
 
@@ -439,6 +442,18 @@ class EventlogSaver(AsyncEventlogSaver):
                 background.run(manager.__aexit__(None, None, None))
         finally:
             background.stop()
+
+
+def _msgpack_array(items: Sequence[Payload]) -> bytes:
+    """The msgpack array whose elements are these items' msgpack bytes."""
+    count = len(items)
+    if count < 16:
+        header = bytes((0x90 | count,))
+    elif count < 2**16:
+        header = b"\xdc" + count.to_bytes(2, "big")
+    else:
+        header = b"\xdd" + count.to_bytes(4, "big")
+    return header + b"".join(item.data for item in items)
 
 
 def _check_fenced(field: str, value: Any) -> bool:
