@@ -41,7 +41,8 @@ def test_quick_run_writes_every_ratio(tmp_path: Path) -> None:
                      "PostgreSQL aput ÷ LangGraph aput: WAL",
                      "SQLite create ÷ LangGraph aput: client CPU",
                      "SQLite aput ÷ LangGraph aput: calls/s",
-                     "tree inclusion at", "appends while the tree"):
+                     "tree inclusion at", "appends while the tree",
+                     "elements: PostgreSQL thread bytes", "elements: SQLite thread bytes"):
         assert expected in names
     for ratio in ratios:
         assert {"name", "baseline", "ratio", "medians", "rounds"} <= set(ratio)
