@@ -23,14 +23,15 @@ What the promises become:
 - **References**: a stored value holds one reference to its manifest and one to each
   element its manifest *adds* (record rows, released with the value); what it keeps from
   its base is held by the base. So a removal keeps every value on the chain of a value it
-  keeps (`chain_keys`), and a delta put requires its base value to exist as it commits
+  keeps (`chain_digests`, in `ThreadCheckpoints`), and a delta put requires its base value to exist as it commits
   (`RowRequired`): a base removed meanwhile refuses the put, which is written again as a
   full manifest.
-- **Reads** read the manifests and elements after the view row (`Resolver`): the
-  checkpoint's statement, then one read of the chains and one of the elements for every
-  row of the read however many.
+- **Reads** read the manifests and elements after the view row (`resolve`): the
+  checkpoint's statement, then one read of the chains (none when `ManifestCache` holds
+  them) and one of the elements, for every row of the read however many.
 
-Nothing here does I/O but `Resolver.resolve` (through a ``get_blobs`` it is given).
+Nothing here does I/O but `resolve` and `copied_values` (through a ``get_blobs`` they
+are given).
 """
 
 from __future__ import annotations
@@ -198,7 +199,6 @@ class ElementPlanner:
 
     def __init__(self) -> None:
         self._known: OrderedDict[tuple[str, str, str, str], Known] = OrderedDict()
-        self._pending: dict[int, list[tuple[tuple[str, str, str, str], Known]]] = {}
 
     def plan(self, tenant_id: str, thread_id: str, namespace: str,
              channels: Mapping[str, Payload | ChannelValue | Elements], *,
@@ -363,11 +363,6 @@ def chain_digests(manifests: Iterable[bytes]) -> set[bytes]:
     """Every manifest digest the chains of these manifests (their bytes) rest on."""
     return {digest for data in manifests
             if (found := decode_manifest(data)) is not None for digest in found.chain}
-
-
-def value_refs(ref: BlobRef) -> tuple[bytes, ...]:
-    """The element blobs a stored value references beyond its manifest."""
-    return tuple(bytes.fromhex(digest) for digest in ref.elements)
 
 
 # -- copies --------------------------------------------------------------------------------
