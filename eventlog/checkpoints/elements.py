@@ -23,9 +23,9 @@ What the promises become:
 - **References**: a stored value holds one reference to its manifest and one to each
   element its manifest *adds* (record rows, released with the value); what it keeps from
   its base is held by the base. So a removal keeps every value on the chain of a value it
-  keeps (`chain_digests`, in `ThreadCheckpoints`), and a delta put requires its base value to exist as it commits
-  (`RowRequired`): a base removed meanwhile refuses the put, which is written again as a
-  full manifest.
+  keeps (`chain_digests`, in `ThreadCheckpoints`), and a delta put requires its base
+  value to exist as it commits (`RowRequired`): a base removed meanwhile refuses the put,
+  which is written again as a full manifest.
 - **Reads** read the manifests and elements after the view row (`resolve`): the
   checkpoint's statement, then one read of the chains (none when `ManifestCache` holds
   them) and one of the elements, for every row of the read however many.
