@@ -145,6 +145,8 @@ class ElementMachine(RuleBasedStateMachine):
             return
         self.run(self.log.checkpoints.threads.copy_thread(T, source, target))
         copied = {k: v for k, v in self.checkpoints.items() if k[0] == source}
+        if not copied:
+            return  # a thread of writes only: nothing is copied
         for (_, namespace, checkpoint), row in copied.items():
             self.checkpoints[(target, namespace, checkpoint)] = dict(row)
         namespaces = {k[1] for k in copied}
