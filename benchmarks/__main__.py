@@ -17,7 +17,7 @@ from pathlib import Path
 SECTIONS = ("append", "checkpoints", "sqlite", "concurrency", "reads", "large", "threads",
             "writecost", "writes", "langgraph", "adopt", "fenced", "tree", "telemetry",
             "crypt", "bigstate",
-            "subscriptions")
+            "subscriptions", "elements")
 """``writecost`` is WAL bytes and client CPU per write, on a private cluster it starts;
 ``writes`` is issue 30's write table (create and the adapter's ``aput`` beside LangGraph's
 ``aput`` on PostgreSQL and SQLite: speed, round trips, client and server CPU, WAL);
@@ -30,9 +30,11 @@ transparency tree's heads and proofs as a tenant grows, and appends while it is 
 ``crypt`` create, ``aput`` and read with a keyring beside without, and the bytes stored;
 ``bigstate`` one value of 100 KB, 1 MB and 10 MB written and read by our LangGraph saver,
 LangGraph's own and the session store, on SQLite and PostgreSQL: MB/s and peak memory as
-a multiple of the value.;
+a multiple of the value;
 ``subscriptions`` a durable consumer's delivery beside ``read_all`` and the append's
-``pg_notify`` beside none."""
+``pg_notify`` beside none.;
+``elements`` the bytes of a chat thread (issue 33 §1) with element storage beside LangGraph's
+savers and beside whole values, at 50, 100, 150 and 200 steps, and ``aget_tuple``'s time."""
 ON_REQUEST = ("citus",)
 """Sections run only when ``--only`` names them: ``citus`` needs a Citus cluster."""
 

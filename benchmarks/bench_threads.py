@@ -82,13 +82,19 @@ async def load_ours(saver: AsyncEventlogSaver, thread: str, steps: int) -> str:
     for checkpoint, metadata, new in chat_steps(saver, steps):
         state = dict(checkpoint)
         values = state.pop("channel_values")
+        # Lists are stored element by element, as `ThreadCheckpoints.put` plans them.
+        plan, remember = saver._threads._elements.plan(
+            saver.tenant_id, thread, "",
+            saver._channels(checkpoint["channel_versions"], new, values))
         event, blobs = decide.put_event(
             thread_id=thread, namespace="", checkpoint_id=checkpoint["id"], parent_id=parent,
             run_key=None, step=metadata["step"], state=saver._dump(state),
-            channels=saver._channels(checkpoint["channel_versions"], new, values),
+            channels=plan.channels,
             metadata=dict(get_serializable_checkpoint_metadata(config, metadata)),  # type: ignore[arg-type]
             max_bytes=log.max_payload_bytes,
         )
+        event, blobs = plan.apply(event, blobs)
+        remember()
         events.append(event)
         attach += blobs
         parent = checkpoint["id"]

@@ -217,6 +217,7 @@ def _values(
     recorded: RecordedEvent, thread_id: str, namespace: str, stored: list[BlobRef]
 ) -> tuple[Change, ...]:
     changes: list[Change] = []
+    extra = len(stored)  # the slots of element references follow the values'
     for slot, ref in enumerate(stored):
         key = {"tenant_id": recorded.tenant_id, "thread_id": thread_id,
                "namespace": namespace, "channel": ref.name,
@@ -227,11 +228,18 @@ def _values(
         changes.append(Insert(THREAD_VALUE_RECORDS, {
             **key, "version": recorded.version, "slot": slot, "digest": digest,
         }))
+        for element in ref.elements:  # a value stored as elements holds what it adds
+            changes.append(Insert(THREAD_VALUE_RECORDS, {
+                **key, "version": recorded.version, "slot": extra,
+                "digest": bytes.fromhex(element),
+            }))
+            extra += 1
     return tuple(changes)
 
 
 def _writes(recorded: RecordedEvent, put: ThreadWritesPut) -> tuple[Change, ...]:
     changes: list[Change] = []
+    extra = len(put.writes)  # the slots of element references follow the writes'
     for slot, write in enumerate(put.writes):
         row = {
             "tenant_id": recorded.tenant_id,
@@ -253,4 +261,11 @@ def _writes(recorded: RecordedEvent, put: ThreadWritesPut) -> tuple[Change, ...]
             "version": recorded.version, "slot": slot, "namespace": put.namespace,
             "checkpoint_id": put.checkpoint_id, "digest": bytes.fromhex(write.digest),
         }))
+        for element in write.elements:  # a write stored as elements holds its elements
+            changes.append(Insert(THREAD_WRITE_RECORDS, {
+                "tenant_id": recorded.tenant_id, "thread_id": put.thread_id,
+                "version": recorded.version, "slot": extra, "namespace": put.namespace,
+                "checkpoint_id": put.checkpoint_id, "digest": bytes.fromhex(element),
+            }))
+            extra += 1
     return tuple(changes)

@@ -42,7 +42,8 @@ def test_quick_run_writes_every_ratio(tmp_path: Path) -> None:
                      "SQLite create ÷ LangGraph aput: client CPU",
                      "SQLite aput ÷ LangGraph aput: calls/s",
                      "tree inclusion at", "appends while the tree",
-                     "big state 10 KB SQLite: write MB/s", "big state 10 KB PostgreSQL: read peak"):
+                     "big state 10 KB SQLite: write MB/s", "big state 10 KB PostgreSQL: read peak",
+                     "elements: PostgreSQL thread bytes", "elements: SQLite thread bytes"):
         assert expected in names
     for ratio in ratios:
         assert {"name", "baseline", "ratio", "medians", "rounds"} <= set(ratio)

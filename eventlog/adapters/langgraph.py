@@ -48,6 +48,13 @@ call's config names one (`ACTOR_KEY`), else by the principal of an `EventLog.act
 block around the call, else by the saver's ``actor``, else by the log's (``open_log``'s
 ``actor=``, which ``from_conn_string`` passes through); none named, none recorded.
 
+Growing values stored once (``elements=True``, the default): every ``list`` value of a
+channel or a pending write (``messages`` under ``add_messages``) is stored element by
+element, each element serialized alone as a content-addressed blob and the list as a small
+manifest (a delta on the channel's previous version): each message is stored once per
+thread, not once per checkpoint (`eventlog.checkpoints.elements`). A read gives back the
+same list. ``elements=False`` stores every value whole, as before.
+
 Sync methods (``graph.invoke``) run the async ones on the saver's loop: from any thread
 but that loop's own, where they refuse with `WrongThread` (as LangGraph's async savers do).
 `EventlogSaver.from_conn_string` runs the log on a private loop in a background thread for
@@ -92,7 +99,12 @@ from eventlog.adapters._loops import (
     on_loop,
     run_blocking,
 )
-from eventlog.checkpoints.thread_records import ChannelValue, Payload, ThreadCheckpoint
+from eventlog.checkpoints.thread_records import (
+    ChannelValue,
+    Elements,
+    Payload,
+    ThreadCheckpoint,
+)
 from eventlog.checkpoints.threads import ThreadCheckpoints
 from eventlog.errors import InvalidInput
 from eventlog.face import OpenLog
@@ -127,11 +139,12 @@ class AsyncEventlogSaver(BaseCheckpointSaver[str]):
         serde: SerializerProtocol | None = None,
         allowed_msgpack_modules: AllowedTypes = None,
         fenced: bool = False,
-        actor: str | None = None,
+        actor: str | None = None, elements: bool = True,
     ) -> None:
         super().__init__(serde=strict_serde(serde, allowed_msgpack_modules))
         self.fenced = _check_fenced("fenced", fenced)
         self.actor = None if actor is None else check_actor(actor)
+        self.elements = _check_fenced("elements", elements)
         self.log = log
         self._threads: ThreadCheckpoints = log.threads
         self.tenant_id = check_id("tenant_id", tenant_id)
@@ -143,13 +156,14 @@ class AsyncEventlogSaver(BaseCheckpointSaver[str]):
     async def from_conn_string(
         cls, url: str, *, tenant_id: str = "default", serde: SerializerProtocol | None = None,
         allowed_msgpack_modules: AllowedTypes = None, fenced: bool = False,
-        **open_log_options: Any,
+        elements: bool = True, **open_log_options: Any,
     ) -> AsyncIterator[AsyncEventlogSaver]:
         """Open the log at ``url`` (any URL `open_log` takes; ``schema=`` and the other
         options pass through), yield a saver over it, close the log on exit."""
         async with open_log(url, **open_log_options) as log:
             yield cls(log, tenant_id=tenant_id, serde=serde,
-                      allowed_msgpack_modules=allowed_msgpack_modules, fenced=fenced)
+                      allowed_msgpack_modules=allowed_msgpack_modules, fenced=fenced,
+                      elements=elements)
 
     # -- async: the implementation -------------------------------------------------------
 
@@ -258,7 +272,7 @@ class AsyncEventlogSaver(BaseCheckpointSaver[str]):
         """Store a task's pending writes against the config's checkpoint."""
         thread_id, namespace = _thread(config)
         indexed = [
-            (WRITES_IDX_MAP.get(channel, index), channel, self._dump(value))
+            (WRITES_IDX_MAP.get(channel, index), channel, self._value(value))
             for index, (channel, value) in enumerate(writes)
         ]
         actor = self._actor(config)
@@ -384,14 +398,27 @@ class AsyncEventlogSaver(BaseCheckpointSaver[str]):
             if name not in new_versions:
                 channels[name] = ChannelValue(str(version))
             elif name in values:
-                channels[name] = ChannelValue(str(new_versions[name]), self._dump(values[name]))
+                channels[name] = ChannelValue(str(new_versions[name]),
+                                              self._value(values[name]))
         return channels
+
+    def _value(self, value: Any) -> Payload | Elements:
+        """A value as stored: a ``list`` element by element (each message of a chat
+        stored once per tenant however many checkpoints carry it), else whole."""
+        if self.elements and type(value) is list:
+            return Elements(tuple(self._dump(item) for item in value))
+        return self._dump(value)
 
     def _dump(self, value: Any) -> Payload:
         encoding, data = self.serde.dumps_typed(value)
         return Payload(encoding, data)
 
-    def _load(self, payload: Payload) -> Any:
+    def _load(self, payload: Payload | Elements) -> Any:
+        if isinstance(payload, Elements):
+            if payload.items and all(item.encoding == "msgpack" for item in payload.items):
+                # One msgpack array of the stored items: one decode, as a whole list was.
+                return self.serde.loads_typed(("msgpack", _msgpack_array(payload.items)))
+            return [self._load(item) for item in payload.items]
         return self.serde.loads_typed((payload.encoding, payload.data))
 
     def _tuple(self, found: ThreadCheckpoint) -> CheckpointTuple:
@@ -428,7 +455,7 @@ class EventlogSaver(AsyncEventlogSaver):
     def from_conn_string(  # type: ignore[override]  # sync, where the parent is async
         cls, url: str, *, tenant_id: str = "default", serde: SerializerProtocol | None = None,
         allowed_msgpack_modules: AllowedTypes = None, fenced: bool = False,
-        **open_log_options: Any,
+        elements: bool = True, **open_log_options: Any,
     ) -> Iterator[EventlogSaver]:
         """Open the log at ``url`` on a background loop, yield a saver, close it on exit."""
         background = BackgroundLoop()
@@ -437,13 +464,26 @@ class EventlogSaver(AsyncEventlogSaver):
             log = background.run(manager.__aenter__())
             try:
                 saver = cls(log, tenant_id=tenant_id, serde=serde,
-                            allowed_msgpack_modules=allowed_msgpack_modules, fenced=fenced)
+                            allowed_msgpack_modules=allowed_msgpack_modules, fenced=fenced,
+                            elements=elements)
                 saver.loop = background.loop
                 yield saver
             finally:
                 background.run(manager.__aexit__(None, None, None))
         finally:
             background.stop()
+
+
+def _msgpack_array(items: Sequence[Payload]) -> bytes:
+    """The msgpack array whose elements are these items' msgpack bytes."""
+    count = len(items)
+    if count < 16:
+        header = bytes((0x90 | count,))
+    elif count < 2**16:
+        header = b"\xdc" + count.to_bytes(2, "big")
+    else:
+        header = b"\xdd" + count.to_bytes(4, "big")
+    return header + b"".join(item.data for item in items)
 
 
 def _check_fenced(field: str, value: Any) -> bool:

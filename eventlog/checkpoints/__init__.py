@@ -7,7 +7,8 @@ without this store); ids are minted by `eventlog.ids` (UUIDv7). Modules:
 (`ThreadCheckpoints`, ``log.checkpoints.threads``: checkpoints addressed by id, as
 frameworks need), `thread_records` (what it takes and returns), `thread_decisions` (its
 validation and events, no I/O), `thread_fence` (single-writer threads: fenced puts and
-writes), `removal` (how a removal waits after losing a race).
+writes), `removal` (how a removal waits after losing a race), `elements` (growing values
+stored element by element: manifests, deltas, their reads).
 """
 
 from eventlog.checkpoints.records import CheckpointRecord, RunInfo, SessionInfo
@@ -17,6 +18,7 @@ from eventlog.checkpoints.thread_records import (
     Adoption,
     AdoptionBase,
     ChannelValue,
+    Elements,
     Payload,
     ThreadCheckpoint,
     ThreadWrite,
@@ -44,6 +46,7 @@ __all__ = [
     "CheckpointCreated",
     "CheckpointRecord",
     "CheckpointStore",
+    "Elements",
     "Payload",
     "RunInfo",
     "SessionDeleted",

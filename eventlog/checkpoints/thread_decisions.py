@@ -8,7 +8,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from eventlog.checkpoints.decisions import normalise_metadata
-from eventlog.checkpoints.thread_records import ChannelValue, Payload
+from eventlog.checkpoints.elements import ELEMENTS_ENCODING, check_elements, write_manifest
+from eventlog.checkpoints.thread_records import ChannelValue, Elements, Payload
 from eventlog.errors import InvalidId, InvalidInput, PayloadTooLarge
 from eventlog.events.threads import (
     THREAD_STREAM_PREFIX,
@@ -126,11 +127,12 @@ def put_event(
         check_key("channel", name, empty=False, limit=MAX_CHANNEL_BYTES)
         channel = _channel_value(name, given)
         versions[name] = channel.version
-        if channel.value is not None:
-            check_size(f"channels[{name!r}]", channel.value, max_bytes)
-            refs.append((BlobRef(name=name, encoding=channel.value.encoding,
-                                 digest=content_digest(channel.value.data).hex(),
-                                 version=channel.version), channel.value.data))
+        value = channel.value
+        if isinstance(value, Payload):
+            check_size(f"channels[{name!r}]", value, max_bytes)
+            refs.append((BlobRef(name=name, encoding=value.encoding,
+                                 digest=content_digest(value.data).hex(),
+                                 version=channel.version), value.data))
     event = ThreadCheckpointPut(
         thread_id=check_thread_id(thread_id),
         namespace=check_key("namespace", namespace),
@@ -156,6 +158,9 @@ def _channel_value(name: str, given: Any) -> ChannelValue:
         raise InvalidInput(f"channels[{name!r}]", "must be a Payload or a ChannelValue")
     check_key(f"channels[{name!r}].version", given.version, empty=False,
               limit=MAX_CHANNEL_BYTES)
+    if isinstance(given.value, Elements):  # `ThreadCheckpoints.put` plans them first
+        raise InvalidInput(f"channels[{name!r}].value",
+                           "Elements are stored only by ThreadCheckpoints.put")
     if given.value is not None:
         check_payload(f"channels[{name!r}].value", given.value)
     return given
@@ -188,23 +193,36 @@ class WritesPlan:
 
 
 def plan_writes(
-    writes: Sequence[tuple[int, str, Payload]], max_bytes: int | None = None
+    writes: Sequence[tuple[int, str, Payload | Elements]], max_bytes: int | None = None
 ) -> WritesPlan:
     """The writes of one call, validated; within the call the first write per index ≥ 0
     and the last per negative (special) index count, as the views will keep them. A value
-    over ``max_bytes`` raises `PayloadTooLarge` naming its channel."""
-    chosen: dict[int, tuple[str, Payload]] = {}
+    given as `Elements` is stored as a manifest and its elements
+    (`eventlog.checkpoints.elements`); a value over ``max_bytes`` raises
+    `PayloadTooLarge` naming its channel."""
+    chosen: dict[int, tuple[str, Payload | Elements]] = {}
     for idx, channel, payload in writes:
         if isinstance(idx, bool) or not isinstance(idx, int) or abs(idx) >= 2**63:
             raise InvalidInput("idx", f"must be a whole number, not {idx!r}")
         check_key("channel", channel, empty=False, limit=MAX_CHANNEL_BYTES)
-        check_payload("value", payload)
-        if max_bytes is not None:
-            check_size(f"writes[{channel!r}]", payload, max_bytes)
+        if isinstance(payload, Elements):
+            check_elements("value", payload)
+        else:
+            check_payload("value", payload)
+            if max_bytes is not None:
+                check_size(f"writes[{channel!r}]", payload, max_bytes)
         if idx < 0 or idx not in chosen:
             chosen[idx] = (channel, payload)
     plan = WritesPlan()
     for idx, (channel, payload) in chosen.items():
+        if isinstance(payload, Elements):
+            manifest, elements = write_manifest(payload)
+            plan.writes.append(WriteRef(
+                idx=idx, channel=channel, encoding=ELEMENTS_ENCODING,
+                digest=content_digest(manifest).hex(),
+                elements=[content_digest(data).hex() for data in elements]))
+            plan.attach += [manifest, *elements]
+            continue
         plan.writes.append(WriteRef(idx=idx, channel=channel, encoding=payload.encoding,
                                     digest=content_digest(payload.data).hex()))
         plan.attach.append(payload.data)

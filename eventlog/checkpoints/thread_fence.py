@@ -58,7 +58,7 @@ from eventlog.events.threads import (
 from eventlog.log import EventLog
 from eventlog.log.fencing import decide_fenced, held_after_first
 from eventlog.records import AppendResult
-from projections.query import ViewQuery
+from projections.query import RowRequired, ViewQuery
 from projections.threads import THREAD_CHECKPOINTS
 from projections.views import STREAM_HEADS
 
@@ -186,7 +186,8 @@ class ThreadFence:
         self._known: OrderedDict[tuple[str, str, bool], _Basis] = OrderedDict()
 
     async def append(
-        self, tenant_id: str, event: Fenced, attach: Sequence[bytes], *, head_by: str = "id"
+        self, tenant_id: str, event: Fenced, attach: Sequence[bytes],
+        require: Sequence[RowRequired] = (), *, head_by: str = "id",
     ) -> AppendResult:
         """Append ``event`` to its thread if it is based on the head (`refusal`, or
         `log_order_refusal` for ``head_by="position"``), else raise `NotThreadHead`;
@@ -203,18 +204,19 @@ class ThreadFence:
                 if known is not None:
                     try:
                         return await self._decided(tenant_id, event, attach, known,
-                                                   fresh=False, by_position=by_position)
+                                                   fresh=False, by_position=by_position,
+                                                   require=require)
                     except VersionConflict:  # remembered, but another writer appended since
                         pass
                 return await self._decided(tenant_id, event, attach,
                                            await self._read(tenant_id, stream), fresh=True,
-                                           by_position=by_position)
+                                           by_position=by_position, require=require)
 
         return await decide_fenced(once, REMOVAL_RETRIES, _retried(tenant_id, thread_id))
 
     async def _decided(
         self, tenant_id: str, event: Fenced, attach: Sequence[bytes], basis: _Basis, *,
-        fresh: bool, by_position: bool,
+        fresh: bool, by_position: bool, require: Sequence[RowRequired] = (),
     ) -> AppendResult:
         """Decide ``event`` on ``basis`` and append it fenced on its version. A refusal
         decided on a remembered basis is not trusted: it is dropped and this raises
@@ -247,7 +249,7 @@ class ThreadFence:
         try:
             result = await self._log.append(
                 tenant_id, thread_stream(event.thread_id), [event],
-                expected_version=basis.version, attach=attach,
+                expected_version=basis.version, attach=attach, require=require,
             )
         except VersionConflict:
             self._known.pop(key, None)

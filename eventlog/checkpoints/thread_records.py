@@ -15,12 +15,20 @@ class Payload(msgspec.Struct, frozen=True):
     data: bytes
 
 
+class Elements(msgspec.Struct, frozen=True):
+    """A value stored element by element (`eventlog.checkpoints.elements`): its ordered
+    items, each a `Payload` stored once however many versions and writes carry it.
+    LangGraph's adapter gives every ``list`` value this way."""
+
+    items: tuple[Payload, ...]
+
+
 class ChannelValue(msgspec.Struct, frozen=True):
     """A channel of a checkpoint at ``version``: with ``value`` when this put stores it,
     without when an earlier put of the thread (and namespace) stored that version."""
 
     version: str
-    value: Payload | None = None
+    value: Payload | Elements | None = None
 
 
 class ThreadWrite(msgspec.Struct, frozen=True, kw_only=True):
@@ -30,7 +38,7 @@ class ThreadWrite(msgspec.Struct, frozen=True, kw_only=True):
     idx: int
     channel: str
     task_path: str = ""
-    value: Payload | None = None
+    value: Payload | Elements | None = None
 
 
 class ThreadCheckpoint(msgspec.Struct, frozen=True, kw_only=True):
@@ -51,7 +59,7 @@ class ThreadCheckpoint(msgspec.Struct, frozen=True, kw_only=True):
     position: int
     recorded_at: datetime
     state: Payload | None = None
-    channels: dict[str, Payload] | None = None
+    channels: dict[str, Payload | Elements] | None = None
     writes: list[ThreadWrite] | None = None
 
 
@@ -62,7 +70,7 @@ class ChannelHistory(msgspec.Struct, frozen=True, kw_only=True):
     oldest first, each checkpoint's in LangGraph's order (task path, task id, idx)."""
 
     writes: list[ThreadWrite] = []
-    seed: Payload | None = None
+    seed: Payload | Elements | None = None
 
 
 class AdoptedWrites(msgspec.Struct, frozen=True, kw_only=True):

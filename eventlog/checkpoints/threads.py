@@ -54,6 +54,7 @@ from typing import Any
 import msgspec
 
 from eventlog._logging import get_logger
+from eventlog.checkpoints import elements as element_storage
 from eventlog.checkpoints import thread_decisions as decide
 from eventlog.checkpoints.decisions import normalise_metadata
 from eventlog.checkpoints.removal import REMOVAL_RETRIES, StreamRemoval
@@ -63,6 +64,7 @@ from eventlog.checkpoints.thread_records import (
     AdoptionBase,
     ChannelHistory,
     ChannelValue,
+    Elements,
     Payload,
     ThreadCheckpoint,
     ThreadWrite,
@@ -79,10 +81,12 @@ from eventlog.events.threads import (
     ThreadCopied,
     ThreadDeleted,
     ThreadWritesPut,
+    ValueKey,
     WriteRef,
 )
 from eventlog.log import EventLog
 from eventlog.log.fencing import Retried, decide_fenced, held_after_first
+from eventlog.records import AppendResult
 from eventlog.validation import check_id, check_positive_limit
 from projections.query import In, JsonContains, Related, ViewQuery
 from projections.thread_history import HistoryQuery, HistoryRow
@@ -130,6 +134,8 @@ class ThreadCheckpoints:
             weakref.WeakValueDictionary()
         )
         self._fence = ThreadFence(log, self._lock)
+        self._elements = element_storage.ElementPlanner()
+        self._manifests = element_storage.ManifestCache()
 
     async def put(
         self,
@@ -139,7 +145,7 @@ class ThreadCheckpoints:
         *,
         state: Payload,
         namespace: str = "",
-        channels: Mapping[str, Payload | ChannelValue] | None = None,
+        channels: Mapping[str, Payload | ChannelValue | Elements] | None = None,
         parent_id: str | None = None,
         run_key: str | None = None,
         step: int | None = None,
@@ -157,22 +163,55 @@ class ThreadCheckpoints:
             raise InvalidInput("head_by", f"must be one of {', '.join(HEAD_ORDERS)}, not "
                                           f"{head_by!r}"[:200])
         check_id("tenant_id", tenant_id)
-        event, attach = decide.put_event(
-            thread_id=thread_id, namespace=namespace, checkpoint_id=checkpoint_id,
-            parent_id=parent_id, run_key=run_key, step=step, state=state,
-            channels=channels or {}, metadata=metadata or {},
-            max_bytes=self._log.max_payload_bytes,
-        )
-        if fenced:
-            result = await self._fence.append(tenant_id, event, attach, head_by=head_by)
-        else:
-            async with self._lock(tenant_id, thread_id):
-                result = await self._log.append(
-                    tenant_id, decide.thread_stream(thread_id), [event], attach=attach
-                )
+        try:
+            result = await self._put_once(tenant_id, thread_id, checkpoint_id, state=state,
+                                          namespace=namespace, channels=channels or {},
+                                          parent_id=parent_id, run_key=run_key, step=step,
+                                          metadata=metadata or {}, fenced=fenced, deltas=True,
+                                          head_by=head_by)
+        except InvalidInput as error:
+            if not element_storage.is_base_refusal(error):
+                raise
+            # A base this store remembered was removed meanwhile: store in full.
+            self._elements.forget(tenant_id, thread_id)
+            result = await self._put_once(tenant_id, thread_id, checkpoint_id, state=state,
+                                          namespace=namespace, channels=channels or {},
+                                          parent_id=parent_id, run_key=run_key, step=step,
+                                          metadata=metadata or {}, fenced=fenced, deltas=False,
+                                          head_by=head_by)
         logger.debug("put", tenant=tenant_id, thread=thread_id, checkpoint=checkpoint_id,
                      position=result.positions[0])
         return result.positions[0]
+
+    async def _put_once(
+        self, tenant_id: str, thread_id: str, checkpoint_id: str, *, state: Payload,
+        namespace: str, channels: Mapping[str, Payload | ChannelValue | Elements],
+        parent_id: str | None, run_key: str | None, step: int | None,
+        metadata: Mapping[str, Any], fenced: bool, deltas: bool, head_by: str = "id",
+    ) -> AppendResult:
+        """One try of `put`: values given as `Elements` planned as manifests (deltas on
+        what this store last put, when ``deltas``), the put decided and appended."""
+        plan, remember = self._elements.plan(tenant_id, thread_id, namespace, channels,
+                                             deltas=deltas)
+        event, attach = decide.put_event(
+            thread_id=thread_id, namespace=namespace, checkpoint_id=checkpoint_id,
+            parent_id=parent_id, run_key=run_key, step=step, state=state,
+            channels=plan.channels, metadata=metadata,
+            max_bytes=self._log.max_payload_bytes,
+        )
+        event, attach = plan.apply(event, attach)
+        if fenced:
+            result = await self._fence.append(tenant_id, event, attach, plan.require,
+                                              head_by=head_by)
+        else:
+            async with self._lock(tenant_id, thread_id):
+                result = await self._log.append(
+                    tenant_id, decide.thread_stream(thread_id), [event], attach=attach,
+                    require=plan.require,
+                )
+        remember()
+        self._manifests.put(tenant_id, plan.manifests())
+        return result
 
     async def put_writes(
         self,
@@ -180,7 +219,7 @@ class ThreadCheckpoints:
         thread_id: str,
         checkpoint_id: str,
         task_id: str,
-        writes: Sequence[tuple[int, str, Payload]],
+        writes: Sequence[tuple[int, str, Payload | Elements]],
         *,
         namespace: str = "",
         task_path: str = "",
@@ -259,7 +298,7 @@ class ThreadCheckpoints:
             rows += await self._log.history(HistoryQuery(
                 tenant_id, thread_id, namespace, checkpoint_id,
                 wanted[start:start + _HISTORY_CHANNELS]))
-        return _histories(wanted, rows)
+        return _histories(wanted, rows, await self._resolved(tenant_id, rows))
 
     async def page(
         self,
@@ -440,10 +479,11 @@ class ThreadCheckpoints:
             {"namespace": row["namespace"], "versions": _versions.decode(row["channels"])}
             for row in rows if (row["namespace"], row["checkpoint_id"]) not in gone
         ]
-        values = decide.values_to_release(remaining, await self._log.query(ViewQuery(
-            THREAD_VALUES, thread, columns=("namespace", "channel", "channel_version"),
-        )))
-        released = {(key.namespace, key.channel, key.version) for key in values}
+        stored = await self._log.query(ViewQuery(
+            THREAD_VALUES, thread,
+            columns=("namespace", "channel", "channel_version", "encoding", "digest"),
+        ))
+        values = decide.values_to_release(remaining, stored)
         records = await self._log.query(ViewQuery(
             THREAD_RECORDS, thread, columns=("namespace", "checkpoint_id", "digests"),
         ))
@@ -454,6 +494,8 @@ class ThreadCheckpoints:
             THREAD_VALUE_RECORDS, thread,
             columns=("namespace", "channel", "channel_version", "digest"),
         ))
+        values = await self._keep_chains(tenant_id, stored, values, held)
+        released = {(key.namespace, key.channel, key.version) for key in values}
         releases = decide.releases_of(
             (row["digests"] for row in records
              if (row["namespace"], row["checkpoint_id"]) in gone),
@@ -470,6 +512,24 @@ class ThreadCheckpoints:
         named = _named({"namespace": key.namespace, "checkpoint_id": key.checkpoint_id}
                        for key in keys)
         return StreamRemoval(stream, version, tombstone, releases, named, emptied=False)
+
+    async def _keep_chains(
+        self, tenant_id: str, stored: builtins.list[dict[str, Any]],
+        values: builtins.list[ValueKey], held: builtins.list[dict[str, Any]],
+    ) -> builtins.list[ValueKey]:
+        """``values`` (to release) without those on the manifest chain of a value that
+        stays (stored as elements, it rests on them: `eventlog.checkpoints.elements`)."""
+        going = {(key.namespace, key.channel, key.version) for key in values}
+        staying = [row["digest"] for row in stored
+                   if row["encoding"] == element_storage.ELEMENTS_ENCODING
+                   and (row["namespace"], row["channel"], row["channel_version"]) not in going]
+        if not staying or not going:
+            return values
+        needed = element_storage.chain_digests(
+            (await self._blobs(tenant_id, staying)).values())
+        kept = {(row["namespace"], row["channel"], row["channel_version"])
+                for row in held if row["digest"] in needed}
+        return [key for key in values if (key.namespace, key.channel, key.version) not in kept]
 
     async def copy_thread(self, tenant_id: str, source_thread_id: str,
                           target_thread_id: str) -> int:
@@ -516,6 +576,23 @@ class ThreadCheckpoints:
         missing = [digest for digest in wanted if digest not in blobs]
         if missing:
             raise await self._payloads_gone(tenant_id, stream, version, missing[0])
+        copied = await element_storage.copied_values(
+            values, blobs, partial(self._blobs, tenant_id))
+        if copied is None:
+            raise await self._payloads_gone(tenant_id, stream, version, wanted[0])
+        values, extra = copied
+        copied_writes = element_storage.copied_writes(writes, blobs)
+        extra += [digest for refs in copied_writes.values() for digest in refs]
+        blobs.update(await self._blobs(tenant_id, [d for d in extra if d not in blobs]))
+        # What the copy's events reference, each once per reference.
+        wanted = [row["state_digest"] for row in rows]
+        wanted += [bytes.fromhex(digest) for refs in values.values() for ref in refs
+                   for digest in (ref.digest, *ref.elements)]
+        wanted += [digest for row in writes
+                   for digest in (row["digest"], *copied_writes.get(row["digest"], ()))]
+        missing = [digest for digest in wanted if digest not in blobs]
+        if missing:
+            raise await self._payloads_gone(tenant_id, stream, version, missing[0])
         events: list[Event] = [ThreadCopied(
             thread_id=target, source_thread_id=source, checkpoints=len(rows),
             writes=len(writes),
@@ -523,7 +600,7 @@ class ThreadCheckpoints:
         for row in rows:  # each namespace's stored values travel with its first checkpoint
             stored = values.pop(row["namespace"], [])
             events.append(_copied_put(target, row, len(blobs[row["state_digest"]]), stored))
-        events += _copied_writes(target, writes)
+        events += _copied_writes(target, writes, copied_writes)
         async with self._lock(tenant_id, target):
             await self._log.append(tenant_id, decide.thread_stream(target), events,
                                    attach=[blobs[digest] for digest in wanted])
@@ -614,8 +691,21 @@ class ThreadCheckpoints:
         self, tenant_id: str, rows: builtins.list[dict[str, Any]]
     ) -> builtins.list[ThreadCheckpoint]:
         """Checkpoints from view rows read with their state blob, their channel values
-        and their writes (`_PAYLOADS`)."""
-        return [_completed(tenant_id, row) for row in rows]
+        and their writes (`_PAYLOADS`); values stored as elements resolved (two reads
+        for the whole page when any is)."""
+        resolved = await self._resolved(tenant_id, [
+            item for row in rows for part in ("values", "writes") for item in row[part]])
+        return [_completed(tenant_id, row, resolved) for row in rows]
+
+    async def _resolved(self, tenant_id: str, items: Sequence[Mapping[str, Any]]
+                        ) -> dict[bytes, Elements | None]:
+        """The values of the manifests among read rows (of ``encoding`` and ``blob``)."""
+        manifests = [item["blob"] for item in items if item["blob"] is not None
+                     and item["encoding"] == element_storage.ELEMENTS_ENCODING]
+        if not manifests:
+            return {}
+        return await element_storage.resolve(manifests, partial(self._blobs, tenant_id),
+                                             (self._manifests, tenant_id))
 
     async def _blobs(self, tenant_id: str, digests: builtins.list[bytes]) -> dict[bytes, bytes]:
         unique = list(dict.fromkeys(digests))
@@ -714,36 +804,41 @@ def _hex(releases: Mapping[bytes, int]) -> dict[str, int]:
     return {digest.hex(): count for digest, count in releases.items()}
 
 
-def _completed(tenant_id: str, row: Mapping[str, Any]) -> ThreadCheckpoint:
+def _completed(tenant_id: str, row: Mapping[str, Any],
+               resolved: Mapping[bytes, Elements | None]) -> ThreadCheckpoint:
     """A checkpoint with its state, the channel values it names (a value whose blob is
     gone is left out) and its writes in LangGraph's order."""
+    values = {value["channel"]: element_storage.stored(value["encoding"], value["blob"],
+                                                       resolved)
+              for value in row["values"]}
     return _checkpoint(
         tenant_id, row, state=_payload(row["state_encoding"], row["blob"]),
-        channels={
-            value["channel"]: Payload(value["encoding"], value["blob"])
-            for value in row["values"] if value["blob"] is not None
-        },
+        channels={name: value for name, value in values.items() if value is not None},
         writes=[
             ThreadWrite(task_id=write["task_id"], idx=write["idx"], channel=write["channel"],
                         task_path=write["task_path"],
-                        value=_payload(write["encoding"], write["blob"]))
+                        value=element_storage.stored(write["encoding"], write["blob"],
+                                                     resolved))
             for write in sorted(row["writes"], key=_write_order)
         ],
     )
 
 
-def _histories(channels: Sequence[str], rows: Sequence[HistoryRow]) -> dict[str, ChannelHistory]:
+def _histories(channels: Sequence[str], rows: Sequence[HistoryRow],
+               resolved: Mapping[bytes, Elements | None]) -> dict[str, ChannelHistory]:
     writes: dict[str, list[HistoryRow]] = {name: [] for name in channels}
-    seeds: dict[str, Payload | None] = {}
+    seeds: dict[str, Payload | Elements | None] = {}
     for row in rows:
         if row["kind"] == "value":
-            seeds[row["channel"]] = _payload(row["encoding"], row["blob"])
-        elif row["blob"] is not None:
+            seeds[row["channel"]] = element_storage.stored(row["encoding"], row["blob"],
+                                                           resolved)
+        elif element_storage.stored(row["encoding"], row["blob"], resolved) is not None:
             writes[row["channel"]].append(row)
     return {name: ChannelHistory(
         writes=[ThreadWrite(task_id=row["task_id"], idx=row["idx"], channel=name,
                             task_path=row["task_path"],
-                            value=Payload(row["encoding"], row["blob"]))
+                            value=element_storage.stored(row["encoding"], row["blob"],
+                                                         resolved))
                 for row in sorted(writes[name], key=_oldest_first)],
         seed=seeds.get(name),
     ) for name in channels}
@@ -774,13 +869,15 @@ def _copied_put(
     )
 
 
-def _copied_writes(target: str, writes: Sequence[Mapping[str, Any]]) -> list[Event]:
+def _copied_writes(target: str, writes: Sequence[Mapping[str, Any]],
+                   elements: Mapping[bytes, builtins.list[bytes]]) -> list[Event]:
     grouped: dict[tuple[str, str, str, str], list[WriteRef]] = {}
     for write in writes:
         key = (write["namespace"], write["checkpoint_id"], write["task_id"], write["task_path"])
         grouped.setdefault(key, []).append(WriteRef(
             idx=write["idx"], channel=write["channel"], encoding=write["encoding"],
             digest=write["digest"].hex(),
+            elements=[digest.hex() for digest in elements.get(write["digest"], ())],
         ))
     return [
         ThreadWritesPut(thread_id=target, namespace=namespace, checkpoint_id=checkpoint_id,

@@ -10,6 +10,12 @@ from typing import Any
 from rich.table import Table
 
 from eventlog.adapters import DEFAULT_TENANT
+from eventlog.checkpoints.elements import (
+    ELEMENTS_ENCODING,
+    chain_digests,
+    decode_manifest,
+    resolve_items,
+)
 from eventlog.cli.context import Context
 from eventlog.cli.errors import EXIT_OK
 from eventlog.cli.render import pairs_table
@@ -139,9 +145,12 @@ async def _thread_stats(
         of(row).thread_checkpoints += 1
         threads.add((row["tenant_id"], row["thread_id"]))
         digests[row["tenant_id"]].add(bytes(row["state_digest"]))
+    manifests: dict[str, set[bytes]] = defaultdict(set)
     for table in (THREAD_VALUES, THREAD_WRITES):
-        for row in await _rows(log, table, where, ("tenant_id", "digest")):
+        for row in await _rows(log, table, where, ("tenant_id", "digest", "encoding")):
             digests[row["tenant_id"]].add(bytes(row["digest"]))
+            if row["encoding"] == ELEMENTS_ENCODING:
+                manifests[row["tenant_id"]].add(bytes(row["digest"]))
     for tenant, _ in threads:
         of({"tenant_id": tenant}).threads += 1
     for tenant, found in digests.items():
@@ -149,6 +158,28 @@ async def _thread_stats(
         for start in range(0, len(wanted), _CHUNK):
             blobs = await log.get_blobs(tenant, wanted[start:start + _CHUNK])
             of({"tenant_id": tenant}).thread_bytes += sum(map(len, blobs.values()))
+    for tenant, found in manifests.items():  # values stored element by element
+        elements = await _element_digests(log, tenant, sorted(found))
+        wanted = sorted(elements - digests[tenant])
+        for start in range(0, len(wanted), _CHUNK):
+            blobs = await log.get_blobs(tenant, wanted[start:start + _CHUNK])
+            of({"tenant_id": tenant}).thread_bytes += sum(map(len, blobs.values()))
+
+
+async def _element_digests(log: EventLog, tenant: str, manifests: list[bytes]) -> set[bytes]:
+    """The element digests of these manifests' values (their chains read to resolve them)."""
+    found: set[bytes] = set()
+    for start in range(0, len(manifests), _CHUNK):
+        blobs = await log.get_blobs(tenant, manifests[start:start + _CHUNK])
+        chains = sorted(chain_digests(blobs.values()))
+        bases = {}
+        for offset in range(0, len(chains), _CHUNK):
+            bases.update(await log.get_blobs(tenant, chains[offset:offset + _CHUNK]))
+        for data in blobs.values():
+            manifest = decode_manifest(data)
+            items = None if manifest is None else resolve_items(manifest, bases)
+            found.update(digest for _, digest in items or ())
+    return found
 
 
 async def _rows(

@@ -50,6 +50,13 @@ class BlobRef(msgspec.Struct, frozen=True, kw_only=True):
     """The channel version this value is (LangGraph's); empty means the digest is the
     version (content-addressed channels)."""
 
+    base: str = ""
+    """Stored as elements (``encoding`` ``eventlog.elements``): the channel version whose
+    value its manifest is a delta on (empty: a full manifest)."""
+    elements: list[HexDigest] = msgspec.field(default_factory=list)
+    """Stored as elements: the distinct element blobs its manifest adds, one reference
+    each (what it keeps of its base, the base references)."""
+
     @property
     def channel_version(self) -> str:
         """The version this value is stored under."""
@@ -63,6 +70,9 @@ class WriteRef(msgspec.Struct, frozen=True, kw_only=True):
     channel: str
     encoding: str
     digest: HexDigest
+    elements: list[HexDigest] = msgspec.field(default_factory=list)
+    """Stored as elements (``encoding`` ``eventlog.elements``): the distinct element
+    blobs of its manifest, one reference each."""
 
 
 class CheckpointKey(msgspec.Struct, frozen=True, kw_only=True):
@@ -104,9 +114,11 @@ class ThreadCheckpointPut(ThreadEvent, tag="thread_checkpoint_put", frozen=True,
     versions: dict[str, str] = msgspec.field(default_factory=dict)
 
     def blob_digests(self) -> tuple[bytes, ...]:
-        """The checkpoint's state blob and the blob of each channel value it stores."""
+        """The checkpoint's state blob and the blob of each channel value it stores (and,
+        for a value stored as elements, the element blobs its manifest adds)."""
         return (bytes.fromhex(self.state_digest),
-                *(bytes.fromhex(channel.digest) for channel in self.channels))
+                *(bytes.fromhex(digest) for channel in self.channels
+                  for digest in (channel.digest, *channel.elements)))
 
 
 @register_event
@@ -125,8 +137,9 @@ class ThreadWritesPut(ThreadEvent, tag="thread_writes_put", frozen=True, kw_only
     writes: list[WriteRef]
 
     def blob_digests(self) -> tuple[bytes, ...]:
-        """Each write's value blob."""
-        return tuple(bytes.fromhex(write.digest) for write in self.writes)
+        """Each write's value blob (and, stored as elements, its elements' blobs)."""
+        return tuple(bytes.fromhex(digest) for write in self.writes
+                     for digest in (write.digest, *write.elements))
 
 
 @register_event

@@ -14,7 +14,11 @@ from typing import Any
 import pytest
 
 from eventlog import open_log
+from eventlog.checkpoints.elements import ELEMENTS_ENCODING
+from eventlog.checkpoints.thread_records import Elements
 from eventlog.cli import EXIT_OK
+from projections.query import ViewQuery
+from projections.threads import THREAD_VALUES, THREAD_WRITES
 from tests.cli.helpers import Run, make_runner, tenant_events
 from tests.conftest import BackendTarget
 from tests.forensic_threads import (
@@ -236,13 +240,19 @@ async def _thread_facts(target: BackendTarget, tenant: str) -> tuple[int, int, i
     """What the store (not the command) says the tenant's threads hold."""
     async with target.open() as log:
         found = await log.checkpoints.threads.page(tenant)
-    payloads = {}
+        # A list stored element by element: its manifest is a payload of its own.
+        manifests = [row["digest"] for table in (THREAD_VALUES, THREAD_WRITES)
+                     for row in await log.query(ViewQuery(table, {"tenant_id": tenant}))
+                     if row["encoding"] == ELEMENTS_ENCODING]
+        payloads = {digest: len(data) for digest, data in
+                    (await log.get_blobs(tenant, manifests)).items()}
     for checkpoint in found:
         pieces = [checkpoint.state, *(checkpoint.channels or {}).values(),
                   *(w.value for w in checkpoint.writes or [])]
         for piece in pieces:
-            if piece is not None:
-                payloads[hashlib.sha256(piece.data).digest()] = len(piece.data)
+            for item in piece.items if isinstance(piece, Elements) else (piece,):
+                if item is not None:
+                    payloads[hashlib.sha256(item.data).digest()] = len(item.data)
     return len({c.thread_id for c in found}), len(found), sum(payloads.values())
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from eventlog.checkpoints.elements import ELEMENTS_ENCODING, decode_manifest, resolve_items
 from eventlog.cli.thread_story.model import LANGGRAPH, Change, Question, Step, Task
 from eventlog.cli.thread_story.values import Undecoded, decode
 from eventlog.events.threads import ThreadCheckpointPut, ThreadWritesPut
@@ -42,7 +43,17 @@ class GraphReader:
         data = self.payloads.get(bytes.fromhex(digest))
         if data is None:
             return Undecoded(0, "purged or not read"), None
+        if encoding == ELEMENTS_ENCODING:  # a list stored element by element
+            return self._elements(data)
         return decode(encoding, data), len(data)
+
+    def _elements(self, data: bytes) -> tuple[Any, int | None]:
+        manifest = decode_manifest(data)
+        items = None if manifest is None else resolve_items(manifest, self.payloads)
+        if items is None or any(digest not in self.payloads for _, digest in items):
+            return Undecoded(len(data), "an element or manifest is purged"), None
+        return ([decode(item, self.payloads[digest]) for item, digest in items],
+                sum(len(self.payloads[digest]) for _, digest in items))
 
     def step(self, event: RecordedEvent, put: ThreadCheckpointPut) -> Step:
         """The step a checkpoint put records."""

@@ -1,0 +1,419 @@
+"""Growing values stored once, element by element (issue 33 §1).
+
+A chat thread's ``messages`` channel grows by one message a step, and every checkpoint
+names a new version of it: stored whole, the thread holds the sum of every version's
+length (quadratic in the steps). A value given as `Elements` (an ordered sequence of
+payloads: LangGraph's adapter gives every ``list`` this way) is stored instead as
+
+- its **elements**, each a content-addressed blob (a message is stored once per tenant
+  however many versions and writes carry it), and
+- a small **manifest** blob, the value's own digest: the ordered ``(encoding, digest)`` of
+  its elements, written as a *delta* on the previous version of the channel that this
+  store wrote (``keep`` its first items, then ``add`` these) with the digests of the whole
+  chain of manifests it rests on (``chain``, nearest first, down to a full manifest). A
+  full manifest is written at least every `MAX_CHAIN` + 1 versions, when nothing is known
+  of the channel here (a new process), and when the base is gone.
+
+What the promises become:
+
+- **The chain covers the full state**: the put event names the manifest's digest (the
+  value's, as before) and each element digest the manifest adds (`BlobRef.elements`);
+  manifests name their chain and elements by digest. ``verify`` counts and hashes every
+  element like any other blob.
+- **References**: a stored value holds one reference to its manifest and one to each
+  element its manifest *adds* (record rows, released with the value); what it keeps from
+  its base is held by the base. So a removal keeps every value on the chain of a value it
+  keeps (`chain_digests`, in `ThreadCheckpoints`), and a delta put requires its base
+  value to exist as it commits (`RowRequired`): a base removed meanwhile refuses the put,
+  which is written again as a full manifest.
+- **Reads** read the manifests and elements after the view row (`resolve`): the
+  checkpoint's statement, then one read of the chains (none when `ManifestCache` holds
+  them) and one of the elements, for every row of the read however many.
+
+Nothing here does I/O but `resolve` and `copied_values` (through a ``get_blobs`` they
+are given).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+
+from eventlog.checkpoints.thread_records import ChannelValue, Elements, Payload
+from eventlog.errors import InvalidInput
+from eventlog.events.threads import BlobRef, ThreadCheckpointPut
+from eventlog.hashing import content_digest
+from eventlog.validation import check_id
+from projections.query import RowRequired
+from projections.threads import THREAD_VALUES
+
+ELEMENTS_ENCODING = "eventlog.elements"
+"""The encoding label of a value stored as elements: its blob is a `Manifest`."""
+MAX_CHAIN = 63
+"""The most manifests a delta rests on: a full manifest at least every 64 versions, so a
+read resolves a value from at most 64 small manifests and a prune can release what no
+kept version's chain needs."""
+BASE_FIELD = "elements_base"
+"""The field of the refusal a delta put gets when its base is gone (then put in full)."""
+_KNOWN = 4096
+"""Channels whose last manifest a store remembers (least recently put forgotten)."""
+
+
+class Manifest(msgspec.Struct, frozen=True, array_like=True):
+    """A value's elements: its base's first ``keep`` items, then ``add``; ``chain`` names
+    the base manifest and its own chain (nearest first; empty: a full manifest)."""
+
+    chain: list[bytes]
+    keep: int
+    add: list[tuple[str, bytes]]
+
+
+_encoder = msgspec.msgpack.Encoder()
+_decoder = msgspec.msgpack.Decoder(Manifest)
+
+
+def decode_manifest(data: bytes) -> Manifest | None:
+    """The manifest in ``data``; None when it is not one (damaged)."""
+    try:
+        return _decoder.decode(data)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+
+
+def resolve_items(manifest: Manifest, blobs: Mapping[bytes, bytes]
+                  ) -> list[tuple[str, bytes]] | None:
+    """The ordered ``(encoding, digest)`` of the value ``manifest`` is, its chain's
+    manifests read from ``blobs``; None when one is missing or damaged."""
+    manifests = [manifest]
+    for digest in manifest.chain:
+        data = blobs.get(digest)
+        found = None if data is None else decode_manifest(data)
+        if found is None:
+            return None
+        manifests.append(found)
+    items: list[tuple[str, bytes]] = []
+    for step in reversed(manifests):
+        items = items[:step.keep] + [(encoding, digest) for encoding, digest in step.add]
+    return items
+
+
+@dataclass(frozen=True)
+class Known:
+    """The last manifest this store put for one channel: its version, items, digest and
+    chain (and what was known before it, to put the same version again identically)."""
+
+    version: str
+    items: tuple[tuple[str, bytes], ...]
+    digest: bytes
+    chain: tuple[bytes, ...]
+    before: Known | None = None
+
+
+@dataclass
+class _Planned:
+    name: str
+    manifest: bytes
+    elements: list[bytes]
+    """The data of each distinct element the manifest adds (one reference each)."""
+    base: str
+    known: Known | None
+
+
+@dataclass
+class Plan:
+    """What one put stores as elements: the channels as `put_event` takes them (each
+    element-stored value replaced by its manifest), the rows its deltas rest on, and
+    what to remember once it is appended."""
+
+    channels: dict[str, Payload | ChannelValue]
+    planned: dict[str, _Planned] = field(default_factory=dict)
+    require: list[RowRequired] = field(default_factory=list)
+
+    def manifests(self) -> list[bytes]:
+        """The manifests this put stores."""
+        return [planned.manifest for planned in self.planned.values()]
+
+    def apply(self, event: ThreadCheckpointPut, attach: list[bytes]
+              ) -> tuple[ThreadCheckpointPut, list[bytes]]:
+        """The put event with each element-stored channel's base and element digests,
+        and its attachments with the elements."""
+        if not self.planned:
+            return event, attach
+        refs = []
+        extra: list[bytes] = []
+        for ref in event.channels:
+            planned = self.planned.get(ref.name)
+            if planned is None:
+                refs.append(ref)
+                continue
+            refs.append(msgspec.structs.replace(
+                ref, base=planned.base,
+                elements=[content_digest(data).hex() for data in planned.elements]))
+            extra += planned.elements
+        return msgspec.structs.replace(event, channels=refs), attach + extra
+
+
+def split(value: Elements) -> tuple[list[tuple[str, bytes]], dict[bytes, bytes]]:
+    """A value's ``(encoding, digest)`` items and its elements' data by digest."""
+    items = []
+    data: dict[bytes, bytes] = {}
+    for element in value.items:
+        digest = content_digest(element.data)
+        items.append((element.encoding, digest))
+        data.setdefault(digest, element.data)
+    return items, data
+
+
+def plan_value(items: list[tuple[str, bytes]], data: Mapping[bytes, bytes],
+               base: Known | None) -> tuple[bytes, list[bytes], tuple[bytes, ...]]:
+    """The manifest of ``items`` (a delta on ``base`` when one is given and its chain is
+    short enough), the data of the distinct elements it adds, and its chain."""
+    if base is not None and len(base.chain) < MAX_CHAIN:
+        keep = _common_prefix(base.items, items)
+        chain = (base.digest, *base.chain)
+    else:
+        keep, chain = 0, ()
+    added = items[keep:]
+    manifest = _encoder.encode(Manifest(list(chain), keep, added))
+    distinct = list(dict.fromkeys(digest for _, digest in added))
+    return manifest, [data[digest] for digest in distinct], chain
+
+
+def _common_prefix(old: Sequence[tuple[str, bytes]], new: Sequence[tuple[str, bytes]]) -> int:
+    count = 0
+    for left, right in zip(old, new, strict=False):
+        if left != right:
+            break
+        count += 1
+    return count
+
+
+class ElementPlanner:
+    """Plans puts of element-stored values from what this store last put per channel
+    (kept in memory, `_KNOWN` channels): nothing is read to plan a delta, and the base it
+    names is required to exist as the put commits."""
+
+    def __init__(self) -> None:
+        self._known: OrderedDict[tuple[str, str, str, str], Known] = OrderedDict()
+
+    def plan(self, tenant_id: str, thread_id: str, namespace: str,
+             channels: Mapping[str, Payload | ChannelValue | Elements], *,
+             deltas: bool = True) -> tuple[Plan, Callable[[], None]]:
+        """The plan of one put, and what to call once it is appended (remember it)."""
+        plan = Plan(channels={})
+        remember: list[tuple[tuple[str, str, str, str], Known]] = []
+        for name, given in channels.items():
+            if isinstance(given, Elements):  # content addressed: the manifest's digest
+                items, data = split(check_elements(f"channels[{name!r}]", given))
+                manifest, elements, _ = plan_value(items, data, None)
+                plan.channels[name] = Payload(ELEMENTS_ENCODING, manifest)
+                plan.planned[name] = _Planned(name, manifest, elements, "", None)
+                continue
+            if not isinstance(given, ChannelValue) or not isinstance(given.value, Elements):
+                plan.channels[name] = given
+                continue
+            check_elements(f"channels[{name!r}].value", given.value)
+            key = (tenant_id, thread_id, namespace, name)
+            known = self._known.get(key) if deltas else None
+            if known is not None and known.version == given.version:
+                known = known.before  # the same version again: the same manifest
+            if known is not None and known.version == given.version:
+                known = None
+            items, data = split(given.value)
+            manifest, elements, chain = plan_value(items, data, known)
+            base = known.version if chain and known is not None else ""
+            plan.channels[name] = ChannelValue(given.version,
+                                               Payload(ELEMENTS_ENCODING, manifest))
+            plan.planned[name] = _Planned(name, manifest, elements, base, known)
+            if base:
+                plan.require.append(RowRequired(
+                    THREAD_VALUES,
+                    {"tenant_id": tenant_id, "thread_id": thread_id, "namespace": namespace,
+                     "channel": name,
+                     "channel_version": base},
+                    BASE_FIELD, f"channel {name!r}: its base version {base!r} is gone"))
+            remember.append((key, Known(given.version, tuple(items), content_digest(manifest),
+                                        chain, known)))
+
+        def commit() -> None:
+            for key, known in remember:
+                self._known[key] = known
+                self._known.move_to_end(key)
+                if len(self._known) > _KNOWN:
+                    self._known.popitem(last=False)
+
+        return plan, commit
+
+    def forget(self, tenant_id: str, thread_id: str) -> None:
+        """Forget what was put to the thread (after a refused delta)."""
+        for key in [key for key in self._known if key[:2] == (tenant_id, thread_id)]:
+            del self._known[key]
+
+
+def is_base_refusal(error: InvalidInput) -> bool:
+    """Whether ``error`` is a delta put's refusal because its base is gone."""
+    return error.field == BASE_FIELD
+
+
+def check_elements(field_name: str, value: Any) -> Elements:
+    """An `Elements` of `Payload`s (their labels are checked as a payload's are)."""
+    if not isinstance(value, Elements) or not isinstance(value.items, tuple | list):
+        raise InvalidInput(field_name, "must be Elements(a sequence of Payload)")
+    for n, item in enumerate(value.items):
+        if not isinstance(item, Payload) or not isinstance(item.data, bytes):
+            raise InvalidInput(f"{field_name}[{n}]", "must be a Payload(encoding, bytes)")
+        check_id(f"{field_name}[{n}].encoding", item.encoding)
+    return value
+
+
+def write_manifest(value: Elements) -> tuple[bytes, list[bytes]]:
+    """A pending write's value as a full manifest and the distinct elements' data."""
+    items, data = split(value)
+    manifest, elements, _ = plan_value(items, data, None)
+    return manifest, elements
+
+
+def added_digests(manifest: Manifest) -> list[str]:
+    """The distinct element digests ``manifest`` adds (what its value references), hex."""
+    return [digest.hex() for digest in dict.fromkeys(digest for _, digest in manifest.add)]
+
+
+# -- reads ---------------------------------------------------------------------------------
+
+GetBlobs = Callable[[list[bytes]], Awaitable[dict[bytes, bytes]]]
+"""Reads blobs of one tenant by digest (however many: it chunks)."""
+
+
+class ManifestCache:
+    """Manifests by (tenant, digest), the most recently used `_KNOWN` of them: bytes that
+    never change for a digest and hold only digests (no payload), so a reader that has
+    one need not read it again. Filled by this store's own puts and reads."""
+
+    def __init__(self) -> None:
+        self._held: OrderedDict[tuple[str, bytes], bytes] = OrderedDict()
+
+    def get(self, tenant_id: str, digests: Iterable[bytes]) -> dict[bytes, bytes]:
+        """The cached manifests among ``digests``."""
+        found = {}
+        for digest in digests:
+            data = self._held.get((tenant_id, digest))
+            if data is not None:
+                found[digest] = data
+                self._held.move_to_end((tenant_id, digest))
+        return found
+
+    def put(self, tenant_id: str, manifests: Iterable[bytes]) -> None:
+        """Remember these manifests (their bytes)."""
+        for data in manifests:
+            self._held[(tenant_id, content_digest(data))] = data
+            if len(self._held) > _KNOWN:
+                self._held.popitem(last=False)
+
+
+async def resolve(manifests: Iterable[bytes], get_blobs: GetBlobs,
+                  cache: tuple[ManifestCache, str] | None = None,
+                  ) -> dict[bytes, Elements | None]:
+    """Each manifest's value (keyed by the manifest's bytes), None when a blob it needs is
+    gone: one read of every chain's manifests (those not in ``cache``, a cache and the
+    tenant), then one of every element."""
+    decoded = {data: decode_manifest(data) for data in dict.fromkeys(manifests)}
+    if not decoded:
+        return {}
+    chains = list(dict.fromkeys(
+        digest for found in decoded.values() if found is not None for digest in found.chain))
+    blobs = {} if cache is None else cache[0].get(cache[1], chains)
+    missing = [digest for digest in chains if digest not in blobs]
+    if missing:
+        fetched = await get_blobs(missing)
+        blobs.update(fetched)
+        if cache is not None:
+            cache[0].put(cache[1], fetched.values())
+    items: dict[bytes, list[tuple[str, bytes]] | None] = {
+        data: None if found is None else resolve_items(found, blobs)
+        for data, found in decoded.items()
+    }
+    wanted = list(dict.fromkeys(digest for found in items.values() if found
+                                for _, digest in found))
+    elements = await get_blobs(wanted) if wanted else {}
+    result: dict[bytes, Elements | None] = {}
+    for data, found in items.items():
+        if found is None or any(digest not in elements for _, digest in found):
+            result[data] = None
+        else:
+            result[data] = Elements(tuple(Payload(encoding, elements[digest])
+                                          for encoding, digest in found))
+    return result
+
+
+def stored(encoding: str, data: bytes | None, resolved: Mapping[bytes, Elements | None]
+           ) -> Payload | Elements | None:
+    """A payload as read (None: gone), a manifest replaced by its resolved value."""
+    if data is None:
+        return None
+    if encoding == ELEMENTS_ENCODING:
+        return resolved.get(data)
+    return Payload(encoding, data)
+
+
+def chain_digests(manifests: Iterable[bytes]) -> set[bytes]:
+    """Every manifest digest the chains of these manifests (their bytes) rest on."""
+    return {digest for data in manifests
+            if (found := decode_manifest(data)) is not None for digest in found.chain}
+
+
+# -- copies --------------------------------------------------------------------------------
+
+async def copied_values(
+    values: Mapping[str, list[BlobRef]], blobs: dict[bytes, bytes], get_blobs: GetBlobs,
+) -> tuple[dict[str, list[BlobRef]], list[bytes]] | None:
+    """The stored values of a copy (by namespace) with the element references each holds,
+    and the element digests they add to what the copy attaches. A value whose chain rests
+    on a manifest the copy does not carry is copied as a full manifest (added to
+    ``blobs``). None when a manifest or element it needs is gone."""
+    result: dict[str, list[BlobRef]] = {}
+    extra: list[bytes] = []
+    for namespace, refs in values.items():
+        present = {bytes.fromhex(ref.digest) for ref in refs}
+        copied = result[namespace] = []
+        for ref in refs:
+            data = blobs.get(bytes.fromhex(ref.digest))
+            if ref.encoding != ELEMENTS_ENCODING or data is None:
+                copied.append(ref)
+                continue
+            manifest = decode_manifest(data)
+            if manifest is None:
+                return None
+            if all(digest in present for digest in manifest.chain):
+                copied.append(msgspec.structs.replace(ref, elements=added_digests(manifest)))
+                extra += [bytes.fromhex(digest) for digest in added_digests(manifest)]
+                continue
+            chain = await get_blobs(manifest.chain)
+            items = resolve_items(manifest, chain)
+            if items is None:
+                return None
+            full = _encoder.encode(Manifest([], 0, items))
+            digest = content_digest(full)
+            blobs[digest] = full
+            distinct = list(dict.fromkeys(item for _, item in items))
+            copied.append(msgspec.structs.replace(
+                ref, digest=digest.hex(), base="", elements=[d.hex() for d in distinct]))
+            extra += [digest, *distinct]
+    return result, extra
+
+
+def copied_writes(writes: Iterable[Mapping[str, Any]], blobs: Mapping[bytes, bytes]
+                  ) -> dict[bytes, list[bytes]]:
+    """The element digests of each write stored as elements (by its manifest's digest)."""
+    found: dict[bytes, list[bytes]] = {}
+    for write in writes:
+        data = blobs.get(write["digest"])
+        if write["encoding"] != ELEMENTS_ENCODING or data is None:
+            continue
+        manifest = decode_manifest(data)
+        if manifest is not None:
+            found[write["digest"]] = [bytes.fromhex(d) for d in added_digests(manifest)]
+    return found
