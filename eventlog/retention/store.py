@@ -230,8 +230,8 @@ class RetentionStore:
         docstring. ``older_than`` is days (a number) or a `timedelta`; ``keep_latest``
         keeps that many latest records per session and per namespace of a thread; given
         both, a record goes only when both let it go. ``dry_run`` decides the same and
-        writes nothing. ``erase``, when given (the face passes its erasure when the log
-        has a keyring: ``erase=log.erase``), is awaited as ``erase(tenant_id, subject,
+        writes nothing. ``erase`` (by default the log's own `EventLog.erase` when it
+        has a keyring, else none), is awaited as ``erase(tenant_id, subject,
         reason=…)`` (the reason names the pass) for each subject in the report's
         ``expired_subjects`` after the pass is recorded."""
         check_id("tenant_id", tenant_id)
@@ -246,6 +246,8 @@ class RetentionStore:
         await run.run()
         report = run.report
         report.expired_subjects = await self._expired(tenant_id, report)
+        if erase is None and self._log.sealer is not None:
+            erase = self._log.erase  # an encrypted log: a subject left with nothing goes
         if not dry_run:
             report.position = (await self._log.append(
                 tenant_id, RETENTION_STREAM, [_applied(report)])).positions[0]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -401,3 +402,27 @@ async def test_a_stream_that_keeps_moving_is_decided_holding_it(
     assert (["late-2"], ["a-0", "a-1", "a-2", "late-0", "late-1"], []) == (
         await _ids(rlog, "a"), sorted(purged), report.skipped)
     assert (await rlog.verify()).ok
+
+
+async def test_with_a_keyring_a_pass_erases_each_subject_left_with_nothing(
+        target: BackendTarget, clock: FakeClock, tmp_path: Path) -> None:
+    """On an encrypted log a pass erases, unasked, each subject none of whose records
+    remain: its key is destroyed, the erasure is recorded, writing it again is refused,
+    and a subject that keeps records keeps its key."""
+    from eventlog.crypto import init_keyring
+    from eventlog.errors import SubjectErased
+
+    init_keyring(tmp_path / "keyring.json")
+    async with target.open(clock=clock, keyring=tmp_path / "keyring.json") as log:
+        assert isinstance(log, OpenLog)
+        await _session(log, "x", clock, 2)
+        clock.advance(days=20)
+        await _session(log, "z", clock, 1)
+        report = await log.retention.apply("t", older_than=10)
+        assert (["x"], ["x"]) == (report.expired_subjects, report.erased)
+        assert [] != [e async for e in log.read_stream("t", "erasure:x")]
+        with pytest.raises(SubjectErased):
+            await log.checkpoints.create(record("x", {"again": True}, tenant_id="t"))
+        [kept] = await log.checkpoints.list("t", "z")
+        assert {"s": "z", "n": 0} == await log.checkpoints.read("t", "z", str(kept.checkpoint_id))
+        assert (await log.verify()).ok
