@@ -329,3 +329,31 @@ async def test_agent_framework_spans_carry_the_workflow_as_conversation(
         (save.attributes or {})["agent_framework.checkpoint_id"])
     assert checkpoint_id == (load.attributes or {})["agent_framework.checkpoint_id"]
     assert not any(MARKER in value for value in otel.every_attribute_value())
+
+
+@pytest.mark.parametrize("target", ["memory", "sqlite", "postgresql", CITUS], indirect=True)
+async def test_a_consumer_s_reads_and_acks_are_spans_and_its_lag_a_gauge(
+        otel: Telemetry, noting_log: EventLog) -> None:
+    """A durable consumer's page reads and acks are spans naming it; `consumers()` records
+    each consumer's lag as the eventlog.consumer.lag gauge."""
+    name = fresh_id("billing")
+    tenant = fresh_id("t")
+    for _ in range(3):
+        await noting_log.append(tenant, fresh_id("s"), [Noted(text="x")])
+    await noting_log.wait_readable()
+    async with noting_log.subscribe(name, tenant_id=tenant) as subscription:
+        first = await subscription.next_batch(1)
+        await subscription.ack(first[0])
+    [info] = [info for info in await noting_log.consumers() if info.name == name]
+    assert info.lag_events == 2
+    reads = [span for span in otel.spans("eventlog.consumer.read")
+             if (span.attributes or {}).get("eventlog.consumer") == name]
+    acks = [span for span in otel.spans("eventlog.consumer.ack")
+            if (span.attributes or {}).get("eventlog.consumer") == name]
+    assert reads
+    assert (tenant, True) == ((reads[0].attributes or {})["eventlog.tenant_id"],
+                                        (reads[0].attributes or {})["eventlog.found"])
+    assert 1 == len(acks)
+    lags = [point.value for point in otel.metric("eventlog.consumer.lag")
+            if point.attributes.get("eventlog.consumer") == name]
+    assert [2] == lags

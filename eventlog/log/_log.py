@@ -71,7 +71,7 @@ from eventlog.records import (
 )
 from eventlog.storage.base import StorageBackend
 from eventlog.storage.contracts import caught_up
-from eventlog.telemetry import ids, traced
+from eventlog.telemetry import ids, observe_consumer_lag, traced
 from eventlog.validation import (
     DEFAULT_MAX_PAYLOAD_BYTES,
     check_actor,
@@ -585,6 +585,7 @@ class EventLog:
                 waiting += [stored for stored, _ in page]
                 cursor = page[-1][1]
             events, seconds = lag_of(row, waiting, now)
+            observe_consumer_lag(row.name, events)
             held = row.lease_until is not None and row.lease_until > now
             infos.append(ConsumerInfo(
                 name=row.name, tenant_id=row.tenant_id, types=row.types, cursor=row.cursor,

@@ -22,7 +22,7 @@ import secrets
 import socket
 import time
 from collections import OrderedDict, deque
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from types import TracebackType
 from typing import Any
@@ -32,6 +32,7 @@ from eventlog.clock import read_clock
 from eventlog.errors import ConsumerFenced, ConsumerHeld, InvalidInput
 from eventlog.records import RecordedEvent, StoredEvent
 from eventlog.storage.contracts.consumers import ConsumerClaim, ConsumerRow
+from eventlog.telemetry import traced
 from eventlog.validation import check_id
 
 logger = get_logger(__name__)
@@ -136,6 +137,22 @@ def _seconds(field: str, value: Any) -> float:
         raise InvalidInput(field, f"must be a number of seconds above 0 (at most a day), "
                                   f"not {value!r}"[:200])
     return float(value)
+
+
+def _consumer(arguments: Mapping[str, Any]) -> dict[str, str]:
+    """A consumer span's attributes: the consumer's name and tenant scope."""
+    subscription = arguments.get("self")
+    described = {"eventlog.consumer": getattr(subscription, "name", None),
+                 "eventlog.tenant_id": getattr(subscription, "tenant_id", None)}
+    return {key: value for key, value in described.items() if isinstance(value, str)}
+
+
+def _found(any_event: bool) -> dict[str, bool]:
+    return {"eventlog.found": bool(any_event)}
+
+
+def _handled(count: int) -> dict[str, int]:
+    return {"eventlog.events": int(count)}
 
 
 class Subscription:
@@ -268,6 +285,7 @@ class Subscription:
             batch.append(event)
         return batch
 
+    @traced("eventlog.consumer.read", _consumer, _found)
     async def _read_page(self) -> bool:
         """Read the next page into the pending events; whether it held any event."""
         rows = await self._log.storage.read_with_cursors(self._cursor, PAGE, self.tenant_id)
@@ -329,6 +347,7 @@ class Subscription:
 
     # -- acknowledging ---------------------------------------------------------------------
 
+    @traced("eventlog.consumer.ack", _consumer)
     async def ack(self, event: RecordedEvent) -> None:
         """Store the position after ``event`` (and so after every event delivered before
         it): a consumer reopened later resumes after it. `ConsumerFenced` if another holder
@@ -359,6 +378,7 @@ class Subscription:
 
     # -- projections -----------------------------------------------------------------------
 
+    @traced("eventlog.consumer.project", _consumer, _handled)
     async def project_batch(self, handler: Handler, most: int, *, wait: bool) -> int:
         """Deliver up to ``most`` events to ``handler`` in ONE transaction with the position
         after them (`ConsumerStorage.consumer_transaction`); how many it handled."""

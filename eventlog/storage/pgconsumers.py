@@ -133,7 +133,7 @@ class PostgresConsumers(ConsumerStorage):
         rows = await self._fetch("read", self._read_all_sql if tenant_id is None
                                  else self._read_all_tenant_sql, args)
         return [(StoredEvent(*row[:ENVELOPE_SIZE]),
-                 cursors.encode_xid(int(row[10]), int(row[0]))) for row in rows]
+                 cursors.encode_xid(int(row[ENVELOPE_SIZE]), int(row[0]))) for row in rows]
 
     async def end_cursor(self) -> str | None:
         # Every transaction below the horizon has ended: the events they wrote are all
