@@ -53,7 +53,8 @@ channel or a pending write (``messages`` under ``add_messages``) is stored eleme
 element, each element serialized alone as a content-addressed blob and the list as a small
 manifest (a delta on the channel's previous version): each message is stored once per
 thread, not once per checkpoint (`eventlog.checkpoints.elements`). A read gives back the
-same list. ``elements=False`` stores every value whole, as before.
+same list. ``elements=False`` stores every value whole, as before, and so does a saver on
+an encrypted log (``keyring=``).
 
 Sync methods (``graph.invoke``) run the async ones on the saver's loop: from any thread
 but that loop's own, where they refuse with `WrongThread` (as LangGraph's async savers do).
@@ -144,7 +145,9 @@ class AsyncEventlogSaver(BaseCheckpointSaver[str]):
         super().__init__(serde=strict_serde(serde, allowed_msgpack_modules))
         self.fenced = _check_fenced("fenced", fenced)
         self.actor = None if actor is None else check_actor(actor)
-        self.elements = _check_fenced("elements", elements)
+        # An encrypted log stores values whole: a manifest names its elements by their
+        # plain digests, which sealing renames (docs/decisions.md).
+        self.elements = _check_fenced("elements", elements) and log.sealer is None
         self.log = log
         self._threads: ThreadCheckpoints = log.threads
         self.tenant_id = check_id("tenant_id", tenant_id)

@@ -191,6 +191,7 @@ class ThreadCheckpoints:
     ) -> AppendResult:
         """One try of `put`: values given as `Elements` planned as manifests (deltas on
         what this store last put, when ``deltas``), the put decided and appended."""
+        self._refuse_sealed_elements(channels.values())
         plan, remember = self._elements.plan(tenant_id, thread_id, namespace, channels,
                                              deltas=deltas)
         event, attach = decide.put_event(
@@ -212,6 +213,14 @@ class ThreadCheckpoints:
         remember()
         self._manifests.put(tenant_id, plan.manifests())
         return result
+
+    def _refuse_sealed_elements(self, values: Iterable[object]) -> None:
+        """Element storage is for plain logs: on an encrypted one a manifest would name its
+        elements by the plain digests that sealing replaces (store values whole there)."""
+        if self._log.sealer is not None and any(
+                isinstance(getattr(value, "value", value), Elements) for value in values):
+            raise InvalidInput("channels", "element-stored values (Elements) are not "
+                               "available on an encrypted log: give each value whole")
 
     async def put_writes(
         self,
@@ -238,6 +247,7 @@ class ThreadCheckpoints:
         check_id("task_id", task_id)
         decide.check_key("namespace", namespace)
         decide.check_path("task_path", task_path)
+        self._refuse_sealed_elements(value for _, _, value in writes)
         plan = decide.plan_writes(writes, self._log.max_payload_bytes)
         if not plan.writes:
             return 0
