@@ -59,7 +59,8 @@ async def test_a_copy_that_keeps_losing_reports_the_race_it_really_lost(
     its conflict names the source stream, the version the copy read and the version the
     prune left, which is the source's version now (main: ``"unchanged"`` and -1)."""
     monkeypatch.setattr(threads_module, "REMOVAL_RETRIES",
-                        Retries(seconds=0.3, backoff=backoff_delay))
+                        # tries, not seconds: a busy machine fits fewer in 0.3 s
+                        Retries(attempts=4, backoff=backoff_delay))
     async with open_log(url[0], **url[1]) as log, open_log(url[0], **url[1]) as other:
         rival = ThreadCheckpoints(other)
         await rival.put(TENANT, SOURCE, "own", state=Payload("json", b'{"own": 0}'))
