@@ -16,7 +16,9 @@ from eventlog.storage.base import StorageBackend
 from eventlog.storage.citus import CitusBackend
 from eventlog.storage.contracts import (
     BlobStorage,
+    ConsumerStorage,
     EventStorage,
+    KeyStorage,
     ReplicaStorage,
     StorageLifecycle,
     TreeStorage,
@@ -30,7 +32,7 @@ from eventlog.storage.sqlite import SqliteBackend
 from tests.events import Noted
 
 CONTRACTS = [StorageLifecycle, EventStorage, BlobStorage, ViewStorage, TreeStorage,
-             ReplicaStorage, ViewsRebuiltOnOpen]
+             KeyStorage, ConsumerStorage, ReplicaStorage, ViewsRebuiltOnOpen]
 
 
 def own_methods(contract: type) -> set[str]:
@@ -46,11 +48,11 @@ def test_every_method_of_a_contract_is_abstract(contract: type) -> None:
     assert own_methods(contract) <= contract.__abstractmethods__  # type: ignore[attr-defined]
 
 
-def test_storage_backend_is_the_four_contracts_and_nothing_more() -> None:
-    """What open_log needs is the events, blobs, views and transparency tree contracts'
-    methods, together."""
-    needed = set().union(*(c.__abstractmethods__ for c in (EventStorage, BlobStorage,
-                                                           ViewStorage, TreeStorage)))
+def test_storage_backend_is_the_six_contracts_and_nothing_more() -> None:
+    """What open_log needs is the events, blobs, views, transparency tree, subject keys and
+    consumers contracts' methods, together."""
+    needed = set().union(*(c.__abstractmethods__ for c in (
+        EventStorage, BlobStorage, ViewStorage, TreeStorage, KeyStorage, ConsumerStorage)))
     assert (set(), needed) == (own_methods(StorageBackend), StorageBackend.__abstractmethods__)
 
 

@@ -12,6 +12,7 @@ from dataclasses import asdict
 
 from eventlog.cli.context import Context
 from eventlog.cli.errors import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, CommandError
+from eventlog.cli.render import plural
 
 
 async def run_keys(context: Context) -> int:
@@ -30,7 +31,7 @@ async def run_keys(context: Context) -> int:
     if context.json:
         context.print_json(asdict(done))
     else:
-        context.out.print(f"re-wrapped {done.rewrapped} data keys under {args.to} "
+        context.out.print(f"re-wrapped {plural(done.rewrapped, 'data key')} under {args.to} "
                           f"({done.already} already were, {done.erased} erased, "
                           f"{done.foreign} under another keyring)")
     return EXIT_FINDINGS if done.foreign else EXIT_OK

@@ -17,7 +17,7 @@ from eventlog.cli import EXIT_OK, main
 
 CLI = Path(__file__).resolve().parents[2] / "eventlog" / "cli"
 _PLURAL_NOUN = re.compile(r"^ (?:[a-z]+ )?([a-z]+s)\b(?!=)")  # not "name=" (a shell variable)
-_VERBS = {"is", "was", "has", "does", "exists", "asks"}
+_VERBS = {"is", "was", "has", "does", "exists", "asks", "needs", "holds"}
 
 
 def _blind_plurals(path: Path) -> list[str]:

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import tempfile
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from eventlog import open_log
@@ -29,14 +29,16 @@ policies = st.one_of(
 )
 
 
-def _kept(times: list[float], now: float, older_than: float | None,
+def _kept(times: list[datetime], now: datetime, older_than: float | None,
           keep_latest: int | None) -> list[int]:
-    """The model: a record stays if among the latest K or younger than the cutoff; if
-    any stays, the latest does."""
+    """The model: a record stays if among the latest K or recorded at or after the cutoff
+    (in the clock's own microseconds: days as floats would put a record exactly at the
+    cutoff on either side of it); if any stays, the latest does."""
     count = len(times)
+    cutoff = None if older_than is None else now - timedelta(days=older_than)
     kept = [index for index, time in enumerate(times)
             if (keep_latest is not None and index >= count - keep_latest)
-            or (older_than is not None and time >= now - older_than)]
+            or (cutoff is not None and time >= cutoff)]
     return kept
 
 
@@ -44,14 +46,14 @@ async def _check(url: str, layout: list[tuple[str, list[float]]],
                  policy: tuple[float | None, int | None]) -> None:
     clock = FakeClock()
     day = 0.0
-    streams: list[tuple[str, str, list[float]]] = []
+    streams: list[tuple[str, str, list[datetime]]] = []
     async with open_log(url, clock=clock) as log:
         for number, (kind, stream_gaps) in enumerate(layout):
             name, times = f"{kind[0]}{number}", []
             for index, gap in enumerate(stream_gaps):
                 day += gap
                 clock.now = START + timedelta(days=day)
-                times.append(day)
+                times.append(clock.now)
                 state = {"stream": name, "n": index}
                 if kind == "session":
                     await log.checkpoints.create(record(name, state, checkpoint_id=f"{index:02d}"))
@@ -63,7 +65,8 @@ async def _check(url: str, layout: list[tuple[str, list[float]]],
         report = await log.retention.apply("t", older_than=older_than, keep_latest=keep_latest)
         purged = {(item.kind, item.id): set(item.checkpoints) for item in report.purged}
         for kind, name, times in streams:
-            expected = {f"{index:02d}" for index in _kept(times, day, older_than, keep_latest)}
+            expected = {f"{index:02d}"
+                        for index in _kept(times, clock.now, older_than, keep_latest)}
             everything = {f"{index:02d}" for index in range(len(times))}
             got = await _retained(log, kind, name)
             assert (expected, everything - expected) == (
@@ -86,6 +89,7 @@ async def _retained(log: Any, kind: str, name: str) -> dict[str, Any]:
 
 
 @given(layout=layouts, policy=policies)
+@example(layout=[("session", [0.01, 1.0])], policy=(1.0, None))  # a record at the cutoff
 def test_memory_retention_matches_the_model(layout: list[tuple[str, list[float]]],
                                             policy: tuple[float | None, int | None]) -> None:
     """See the module docstring (memory)."""
