@@ -61,6 +61,7 @@ async def _purged(log: OpenLog, kind: str, stream: str) -> list[str]:
             for name in item.checkpoints]
 
 
+@pytest.mark.slow  # a real writer process beside the passes (the crash and race campaign)
 @pytest.mark.parametrize("target", ["sqlite", "postgresql"], indirect=True)
 async def test_a_writer_beside_retention_passes_loses_nothing(target: BackendTarget) -> None:
     """See the module docstring."""

@@ -24,6 +24,7 @@ class _Encrypted(StoresContract):
                                {**self.open_options(), "keyring": keyring}, self.persistent)
 
 
+@pytest.mark.sealed
 class TestEncryptedMemory(_Encrypted):
     persistent = False
 
@@ -36,12 +37,14 @@ class TestEncryptedSqlite(_Encrypted):
         return f"sqlite:///{tmp_path / 'log.db'}"
 
 
+@pytest.mark.sealed
 class TestEncryptedFile(_Encrypted):
     def backend_url(self, tmp_path: Path) -> str:
         return f"file://{tmp_path / 'store'}"
 
 
 @pytest.mark.postgres
+@pytest.mark.sealed
 class TestEncryptedPostgresql(_Encrypted):
     schema = ""
 
