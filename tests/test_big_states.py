@@ -278,7 +278,7 @@ def test_a_writer_killed_mid_write_of_a_big_state_leaves_nothing_visible(
 def test_writers_killed_mid_write_of_80_mb_leave_nothing_visible(
         backend: str, kind: str, tmp_path: Path) -> None:
     """The same at 80 MiB, for session states, channel values and pending writes."""
-    _kill_campaign(backend, tmp_path, kind, 80 * 2**20, kills=3)
+    _kill_campaign(backend, tmp_path, kind, 80 * 2**20, kills=2)
 
 
 # -- the streamed path on PostgreSQL ---------------------------------------------------------
