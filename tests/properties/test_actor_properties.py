@@ -16,6 +16,8 @@ from tests.events import Noted
 from tests.strategies import actors
 from tests.test_actor import ENVELOPE
 
+pytestmark = pytest.mark.properties  # 200 examples each under CI=true: the properties campaign
+
 
 @given(st.lists(st.one_of(st.none(), actors), min_size=1, max_size=6))
 def test_any_actors_round_trip_and_verify(chosen: list[str | None]) -> None:

@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
@@ -17,6 +18,8 @@ from eventlog import open_log
 from eventlog.checkpoints.thread_records import Payload
 from eventlog.testing.contract.checkpoints import record
 from eventlog.testing.interrupts import START, FakeClock
+
+pytestmark = pytest.mark.properties  # 200 examples each under CI=true: the properties campaign
 
 gaps = st.lists(st.floats(min_value=0.01, max_value=5), min_size=1, max_size=6)
 """Days between one stream's records (each record is written after its gap)."""
