@@ -3,8 +3,9 @@ nothing written; written and read back whole at the limit; written and read with
 bounded by a small multiple of the value (measured in a process of its own); never
 half-written when the writing process is killed.
 
-The memory and kill tests at 5 and 8 MiB run by default (SQLite and PostgreSQL); at 10 and
-80 MiB, on every kind of value and (kills) the file store too, they are ``growth``."""
+The memory and kill tests start processes of their own, so they are all ``growth`` (the
+default run keeps its ten minutes): at 5 and 8 MiB on SQLite and PostgreSQL, at 10 and
+80 MiB on every kind of value and (kills) the file store too."""
 
 from __future__ import annotations
 
@@ -159,6 +160,7 @@ def _memory_case(backend: str, tmp_path: Path, kind: str, size: int) -> dict[str
     return peaks
 
 
+@pytest.mark.growth
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
 def test_a_big_channel_value_moves_with_bounded_memory(backend: str, tmp_path: Path) -> None:
     """Our LangGraph saver's ``aput`` of a 5 MiB channel value, and ``aget_tuple`` of it,
@@ -263,6 +265,7 @@ def _kill_campaign(backend: str, tmp_path: Path, kind: str, size: int, kills: in
                            f"{kills} landed mid-write (nothing visible), the rest after it")
 
 
+@pytest.mark.growth
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
 def test_a_writer_killed_mid_write_of_a_big_state_leaves_nothing_visible(
         backend: str, tmp_path: Path) -> None:
