@@ -34,7 +34,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ParamSpec, TypeVar
 
 from eventlog.errors import VersionConflict
@@ -304,7 +304,6 @@ def ids(**names: str) -> Describe:
 @dataclass
 class _AppendTally:
     retries: int = 0
-    reasons: list[str] = field(default_factory=list)
 
 
 _tally: ContextVar[_AppendTally | None] = ContextVar("eventlog_append_tally", default=None)
@@ -358,7 +357,6 @@ def note_retry(reason: str) -> None:
     tally = _tally.get()
     if tally is not None:
         tally.retries += 1
-        tally.reasons.append(reason)
         current = _current()
         if current is not None:
             from opentelemetry import trace
