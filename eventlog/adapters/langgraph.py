@@ -53,8 +53,9 @@ channel or a pending write (``messages`` under ``add_messages``) is stored eleme
 element, each element serialized alone as a content-addressed blob and the list as a small
 manifest (a delta on the channel's previous version): each message is stored once per
 thread, not once per checkpoint (`eventlog.checkpoints.elements`). A read gives back the
-same list. ``elements=False`` stores every value whole, as before, and so does a saver on
-an encrypted log (``keyring=``).
+same list. ``elements=False`` stores every value whole, as before. On an encrypted log
+(``keyring=``) elements and manifests are sealed like any value, and a manifest names its
+elements by their sealed addresses.
 
 Sync methods (``graph.invoke``) run the async ones on the saver's loop: from any thread
 but that loop's own, where they refuse with `WrongThread` (as LangGraph's async savers do).
@@ -145,9 +146,7 @@ class AsyncEventlogSaver(BaseCheckpointSaver[str]):
         super().__init__(serde=strict_serde(serde, allowed_msgpack_modules))
         self.fenced = _check_fenced("fenced", fenced)
         self.actor = None if actor is None else check_actor(actor)
-        # An encrypted log stores values whole: a manifest names its elements by their
-        # plain digests, which sealing renames (docs/decisions.md).
-        self.elements = _check_fenced("elements", elements) and log.sealer is None
+        self.elements = _check_fenced("elements", elements)
         self.log = log
         self._threads: ThreadCheckpoints = log.threads
         self.tenant_id = check_id("tenant_id", tenant_id)

@@ -157,12 +157,19 @@ class Plan:
         return msgspec.structs.replace(event, channels=refs), attach + extra
 
 
-def split(value: Elements) -> tuple[list[tuple[str, bytes]], dict[bytes, bytes]]:
-    """A value's ``(encoding, digest)`` items and its elements' data by digest."""
+Address = Callable[[bytes], bytes]
+"""The digest a blob is stored under: its SHA-256 (`content_digest`) on a plain log, its
+sealed address on an encrypted one (`EventLog.blob_addresses`)."""
+
+
+def split(value: Elements, address: Address = content_digest
+          ) -> tuple[list[tuple[str, bytes]], dict[bytes, bytes]]:
+    """A value's ``(encoding, digest)`` items and its elements' data by digest (each
+    element's ``address``)."""
     items = []
     data: dict[bytes, bytes] = {}
     for element in value.items:
-        digest = content_digest(element.data)
+        digest = address(element.data)
         items.append((element.encoding, digest))
         data.setdefault(digest, element.data)
     return items, data
@@ -202,13 +209,15 @@ class ElementPlanner:
 
     def plan(self, tenant_id: str, thread_id: str, namespace: str,
              channels: Mapping[str, Payload | ChannelValue | Elements], *,
-             deltas: bool = True) -> tuple[Plan, Callable[[], None]]:
-        """The plan of one put, and what to call once it is appended (remember it)."""
+             deltas: bool = True, address: Address = content_digest,
+             ) -> tuple[Plan, Callable[[], None]]:
+        """The plan of one put, and what to call once it is appended (remember it);
+        manifests name elements and bases by ``address``."""
         plan = Plan(channels={})
         remember: list[tuple[tuple[str, str, str, str], Known]] = []
         for name, given in channels.items():
             if isinstance(given, Elements):  # content addressed: the manifest's digest
-                items, data = split(check_elements(f"channels[{name!r}]", given))
+                items, data = split(check_elements(f"channels[{name!r}]", given), address)
                 manifest, elements, _ = plan_value(items, data, None)
                 plan.channels[name] = Payload(ELEMENTS_ENCODING, manifest)
                 plan.planned[name] = _Planned(name, manifest, elements, "", None)
@@ -223,7 +232,7 @@ class ElementPlanner:
                 known = known.before  # the same version again: the same manifest
             if known is not None and known.version == given.version:
                 known = None
-            items, data = split(given.value)
+            items, data = split(given.value, address)
             manifest, elements, chain = plan_value(items, data, known)
             base = known.version if chain and known is not None else ""
             plan.channels[name] = ChannelValue(given.version,
@@ -236,7 +245,7 @@ class ElementPlanner:
                      "channel": name,
                      "channel_version": base},
                     BASE_FIELD, f"channel {name!r}: its base version {base!r} is gone"))
-            remember.append((key, Known(given.version, tuple(items), content_digest(manifest),
+            remember.append((key, Known(given.version, tuple(items), address(manifest),
                                         chain, known)))
 
         def commit() -> None:
@@ -270,9 +279,10 @@ def check_elements(field_name: str, value: Any) -> Elements:
     return value
 
 
-def write_manifest(value: Elements) -> tuple[bytes, list[bytes]]:
+def write_manifest(value: Elements, address: Address = content_digest
+                   ) -> tuple[bytes, list[bytes]]:
     """A pending write's value as a full manifest and the distinct elements' data."""
-    items, data = split(value)
+    items, data = split(value, address)
     manifest, elements, _ = plan_value(items, data, None)
     return manifest, elements
 
@@ -306,10 +316,15 @@ class ManifestCache:
                 self._held.move_to_end((tenant_id, digest))
         return found
 
-    def put(self, tenant_id: str, manifests: Iterable[bytes]) -> None:
-        """Remember these manifests (their bytes)."""
-        for data in manifests:
-            self._held[(tenant_id, content_digest(data))] = data
+    def put(self, tenant_id: str, manifests: Iterable[bytes],
+            address: Address = content_digest) -> None:
+        """Remember these manifests (their bytes, stored under ``address``)."""
+        self.hold(tenant_id, {address(data): data for data in manifests})
+
+    def hold(self, tenant_id: str, manifests: Mapping[bytes, bytes]) -> None:
+        """Remember these manifests (by the digest each is stored under)."""
+        for digest, data in manifests.items():
+            self._held[(tenant_id, digest)] = data
             if len(self._held) > _KNOWN:
                 self._held.popitem(last=False)
 
@@ -331,7 +346,7 @@ async def resolve(manifests: Iterable[bytes], get_blobs: GetBlobs,
         fetched = await get_blobs(missing)
         blobs.update(fetched)
         if cache is not None:
-            cache[0].put(cache[1], fetched.values())
+            cache[0].hold(cache[1], fetched)
     items: dict[bytes, list[tuple[str, bytes]] | None] = {
         data: None if found is None else resolve_items(found, blobs)
         for data, found in decoded.items()

@@ -8,7 +8,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from eventlog.checkpoints.decisions import normalise_metadata
-from eventlog.checkpoints.elements import ELEMENTS_ENCODING, check_elements, write_manifest
+from eventlog.checkpoints.elements import (
+    ELEMENTS_ENCODING,
+    Address,
+    check_elements,
+    write_manifest,
+)
 from eventlog.checkpoints.thread_records import ChannelValue, Elements, Payload
 from eventlog.errors import InvalidId, InvalidInput, PayloadTooLarge
 from eventlog.events.threads import (
@@ -193,13 +198,14 @@ class WritesPlan:
 
 
 def plan_writes(
-    writes: Sequence[tuple[int, str, Payload | Elements]], max_bytes: int | None = None
+    writes: Sequence[tuple[int, str, Payload | Elements]], max_bytes: int | None = None,
+    address: Address = content_digest,
 ) -> WritesPlan:
     """The writes of one call, validated; within the call the first write per index ≥ 0
     and the last per negative (special) index count, as the views will keep them. A value
     given as `Elements` is stored as a manifest and its elements
     (`eventlog.checkpoints.elements`); a value over ``max_bytes`` raises
-    `PayloadTooLarge` naming its channel."""
+    `PayloadTooLarge` naming its channel. Manifests name elements by ``address``."""
     chosen: dict[int, tuple[str, Payload | Elements]] = {}
     for idx, channel, payload in writes:
         if isinstance(idx, bool) or not isinstance(idx, int) or abs(idx) >= 2**63:
@@ -216,7 +222,7 @@ def plan_writes(
     plan = WritesPlan()
     for idx, (channel, payload) in chosen.items():
         if isinstance(payload, Elements):
-            manifest, elements = write_manifest(payload)
+            manifest, elements = write_manifest(payload, address)
             plan.writes.append(WriteRef(
                 idx=idx, channel=channel, encoding=ELEMENTS_ENCODING,
                 digest=content_digest(manifest).hex(),

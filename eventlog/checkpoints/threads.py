@@ -54,6 +54,7 @@ from typing import Any
 import msgspec
 
 from eventlog._logging import get_logger
+from eventlog.checkpoints import element_copies
 from eventlog.checkpoints import elements as element_storage
 from eventlog.checkpoints import thread_decisions as decide
 from eventlog.checkpoints.decisions import normalise_metadata
@@ -84,6 +85,7 @@ from eventlog.events.threads import (
     ValueKey,
     WriteRef,
 )
+from eventlog.hashing import content_digest
 from eventlog.log import EventLog
 from eventlog.log.fencing import Retried, decide_fenced, held_after_first
 from eventlog.records import AppendResult
@@ -191,9 +193,9 @@ class ThreadCheckpoints:
     ) -> AppendResult:
         """One try of `put`: values given as `Elements` planned as manifests (deltas on
         what this store last put, when ``deltas``), the put decided and appended."""
-        self._refuse_sealed_elements(channels.values())
+        address = await self._addresses(tenant_id, thread_id, channels.values())
         plan, remember = self._elements.plan(tenant_id, thread_id, namespace, channels,
-                                             deltas=deltas)
+                                             deltas=deltas, address=address)
         event, attach = decide.put_event(
             thread_id=thread_id, namespace=namespace, checkpoint_id=checkpoint_id,
             parent_id=parent_id, run_key=run_key, step=step, state=state,
@@ -211,16 +213,18 @@ class ThreadCheckpoints:
                     require=plan.require,
                 )
         remember()
-        self._manifests.put(tenant_id, plan.manifests())
+        self._manifests.put(tenant_id, plan.manifests(), address)
         return result
 
-    def _refuse_sealed_elements(self, values: Iterable[object]) -> None:
-        """Element storage is for plain logs: on an encrypted one a manifest would name its
-        elements by the plain digests that sealing replaces (store values whole there)."""
-        if self._log.sealer is not None and any(
+    async def _addresses(self, tenant_id: str, thread_id: str, values: Iterable[object]
+                         ) -> element_storage.Address:
+        """What manifests name a thread's blobs by: their sealed addresses on an encrypted
+        log (a manifest is sealed whole: `EventLog.blob_addresses`), else their digests."""
+        decide.check_thread_id(thread_id)
+        if self._log.sealer is None or not any(
                 isinstance(getattr(value, "value", value), Elements) for value in values):
-            raise InvalidInput("channels", "element-stored values (Elements) are not "
-                               "available on an encrypted log: give each value whole")
+            return content_digest
+        return await self._log.blob_addresses(tenant_id, decide.thread_stream(thread_id))
 
     async def put_writes(
         self,
@@ -247,8 +251,8 @@ class ThreadCheckpoints:
         check_id("task_id", task_id)
         decide.check_key("namespace", namespace)
         decide.check_path("task_path", task_path)
-        self._refuse_sealed_elements(value for _, _, value in writes)
-        plan = decide.plan_writes(writes, self._log.max_payload_bytes)
+        address = await self._addresses(tenant_id, thread_id, (value for _, _, value in writes))
+        plan = decide.plan_writes(writes, self._log.max_payload_bytes, address)
         if not plan.writes:
             return 0
         event = ThreadWritesPut(
@@ -586,6 +590,11 @@ class ThreadCheckpoints:
         missing = [digest for digest in wanted if digest not in blobs]
         if missing:
             raise await self._payloads_gone(tenant_id, stream, version, missing[0])
+        if self._log.sealer is not None:  # manifests name the target's addresses
+            readdressed = await self._readdressed(tenant_id, target, values, writes, blobs)
+            if readdressed is None:
+                raise await self._payloads_gone(tenant_id, stream, version, wanted[0])
+            values, writes = readdressed
         copied = await element_storage.copied_values(
             values, blobs, partial(self._blobs, tenant_id))
         if copied is None:
@@ -617,6 +626,18 @@ class ThreadCheckpoints:
         logger.info("thread_copied", tenant=tenant_id, source=source, thread=target,
                     checkpoints=len(rows))
         return len(rows)
+
+    async def _readdressed(
+        self, tenant_id: str, target: str, values: dict[str, list[BlobRef]],
+        writes: builtins.list[dict[str, Any]], blobs: dict[bytes, bytes],
+    ) -> tuple[dict[str, list[BlobRef]], builtins.list[dict[str, Any]]] | None:
+        """A copy's element-stored values and writes on an encrypted log, their manifests
+        rebuilt under the target's addresses (`element_copies`); None when one is gone."""
+        address = await self._log.blob_addresses(tenant_id, decide.thread_stream(target))
+        get_blobs = partial(self._blobs, tenant_id)
+        copied = await element_copies.readdressed_values(values, blobs, get_blobs, address)
+        rows = await element_copies.readdressed_writes(writes, blobs, get_blobs, address)
+        return None if copied is None or rows is None else (copied, rows)
 
     async def adoption_base(self, tenant_id: str, thread_id: str) -> AdoptionBase:
         """What the thread holds now (its version first, so a later append fenced on it

@@ -12,7 +12,7 @@ import contextvars
 import copy
 import dataclasses
 import uuid
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
@@ -393,6 +393,19 @@ class EventLog:
         if payload is None:
             return None
         return await self._open_blob(tenant_id, payload)
+
+    async def blob_addresses(self, tenant_id: str, stream_id: str) -> Callable[[bytes], bytes]:
+        """How a payload attached to an append to ``stream_id`` is addressed once stored:
+        its SHA-256 on a plain log; with a keyring, the SHA-256 of its envelope under the
+        stream's subject (`Sealer.addresses`; `SubjectErased` for an erased subject). For
+        stores that name blobs inside a sealed blob (a manifest naming its elements),
+        where the log's renaming of plain digests in event bytes does not reach."""
+        self._check_open("append")
+        check_id("tenant_id", tenant_id)
+        check_id("stream_id", stream_id)
+        if self.sealer is None:
+            return content_digest
+        return await self.sealer.addresses(tenant_id, stream_id, now=read_clock(self.clock))
 
     @traced("eventlog.get_blobs", _TENANT, _blob_count)
     async def get_blobs(self, tenant_id: str, digests: Iterable[bytes]) -> dict[bytes, bytes]:

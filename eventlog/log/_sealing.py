@@ -33,7 +33,8 @@ from __future__ import annotations
 
 import base64
 import hashlib
-from collections.abc import Iterable, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -69,6 +70,8 @@ is each item of a list). A new event type with personal text adds its fields her
 _VIEW_COLUMNS = {"metadata", "latest_metadata", "descriptor"}
 """View columns that may hold sealed markers (the folds copy event fields into them)."""
 _MARKER_TEXT = b'"$sealed'
+_ADDRESSES = 65536
+"""Sealed addresses a process remembers by plain digest (`Sealer.addresses`)."""
 
 
 def _kind(tag: str, path: tuple[str, ...]) -> str:
@@ -93,6 +96,7 @@ class Sealer:
         self._current: dict[tuple[str, str], tuple[int, DataKey]] = {}
         self._opened: dict[tuple[str, str, int], DataKey] = {}
         self._batches: dict[tuple[str, str], str] = {}
+        self._addresses: OrderedDict[tuple[str, Header, bytes], bytes] = OrderedDict()
 
     # -- keys ----------------------------------------------------------------------------
 
@@ -153,6 +157,9 @@ class Sealer:
         self._current.pop((tenant, subject), None)
         for key in [key for key in self._opened if key[:2] == (tenant, subject)]:
             del self._opened[key]
+        for held in [held for held in self._addresses
+                     if held[0] == tenant and held[1].subject == subject]:
+            del self._addresses[held]
 
     # -- the write side ------------------------------------------------------------------
 
@@ -191,6 +198,32 @@ class Sealer:
             renames[content_digest(payload).hex().encode()] = (
                 content_digest(envelope).hex().encode())
         return sealed, renames
+
+    async def addresses(self, tenant: str, stream: str, *, now: datetime
+                        ) -> Callable[[bytes], bytes]:
+        """The address a payload attached to an append to ``stream`` is stored under: the
+        SHA-256 of its envelope, sealed as `seal_blobs` seals it (under the stream's
+        subject's current key; `SubjectErased` if that subject was erased). What element
+        storage names its elements and manifests by inside a manifest, which is sealed
+        whole, so the renaming of digests in event bytes never reaches them. Remembered
+        by plain digest (`_ADDRESSES` of them), so a list's unchanged items are not
+        sealed again at every put."""
+        subject = subject_of(stream)
+        generation, key = await self.current_key(tenant, subject, now=now)
+        header = Header(subject, generation, stream, STATE)
+        held = self._addresses
+
+        def address(payload: bytes) -> bytes:
+            name = (tenant, header, content_digest(payload))
+            found = held.get(name)
+            if found is None:
+                found = content_digest(key.seal(tenant, header, payload, derived=True))
+                held[name] = found
+                if len(held) > _ADDRESSES:
+                    held.popitem(last=False)
+            return found
+
+        return address
 
     async def source_renames(self, tenant: str, stream: str, attach: Sequence[bytes],
                              sealed: Sequence[bytes], *, now: datetime) -> dict[bytes, bytes]:
