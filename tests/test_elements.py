@@ -5,7 +5,6 @@ removed base is survived, copies and exports carry elements, tampering is found.
 from __future__ import annotations
 
 import io
-from pathlib import Path
 
 import pytest
 
@@ -187,23 +186,3 @@ async def test_elements_are_checked_before_anything_is_written() -> None:
                 channels={"messages": ChannelValue("v1", Elements((
                     Payload("b", b"ok"), b"not a payload")))})  # type: ignore[arg-type]
         assert [] == [event async for event in log.read_stream(T, "thread:chat")]
-
-
-async def test_an_encrypted_log_refuses_element_storage_and_the_saver_stores_whole(
-        tmp_path: Path) -> None:
-    """On a log with a keyring a put or a write of `Elements` is refused, naming why,
-    with nothing written; the LangGraph saver there stores every list whole."""
-    from eventlog.adapters.langgraph import AsyncEventlogSaver
-    from eventlog.crypto import init_keyring
-    from eventlog.errors import InvalidInput
-
-    init_keyring(tmp_path / "keyring.json")
-    url = f"sqlite:///{tmp_path / 'sealed.db'}"
-    async with open_log(url, keyring=tmp_path / "keyring.json") as log:
-        with pytest.raises(InvalidInput, match="encrypted log"):
-            await log.threads.put("t", "th", "c1", state=Payload("json", b"{}"),
-                                  channels={"messages": ChannelValue("1", chat(3))})
-        with pytest.raises(InvalidInput, match="encrypted log"):
-            await log.threads.put_writes("t", "th", "c1", "task", [(0, "messages", chat(2))])
-        assert [] == await log.threads.page("t", "th", payloads=False)
-        assert not AsyncEventlogSaver(log).elements
