@@ -13,7 +13,9 @@ checkpoints, 244 messages). After each turn the thread's bytes are measured:
 
 Contestants, each on its own schema or file: LangGraph's ``AsyncPostgresSaver`` and
 ``AsyncSqliteSaver``; ours with element storage (the default) and ours with
-``elements=False`` (every value whole, as before). Then the median time of
+``elements=False`` (every value whole, as before), and ours with element storage on an
+encrypted log (``keyring=``: every element and manifest sealed, issue 32), whose bytes
+are given as a ratio to the plain log's. Then the median time of
 ``aget_tuple`` of the thread's latest checkpoint (the whole 1.27 MB state), ours ÷
 LangGraph's and elements ÷ whole. Caveats: one thread, one machine shared with other
 work; sizes are exact, times are noisy. Run: ``python -m benchmarks --only elements``.
@@ -177,12 +179,15 @@ async def _contest(results: Results, name: str, sizes: dict[str, list[int]],
     print(f"  {'saver':<28}" + "".join(f"{n:>11} steps" for n in steps))
     for label, found in sizes.items():
         print(f"  {label:<28}" + "".join(f"{size / 1e6:>14.2f} MB" for size in found))
-    for label in ("ours, elements", "ours, whole"):
+    for label in ("ours, elements", "ours, whole", SEALED):
         ratios = "  ".join(f"{their / mine:.1f}×" for their, mine in zip(theirs, sizes[label],
                                                                      strict=True))
         print(f"  LangGraph ÷ {label}: {ratios}")
     print("  empty store before the thread: " + ", ".join(
         f"{label} {size / 1e6:.2f} MB" for label, size in empty.items()))
+    print(f"  {SEALED} ÷ ours, elements (bytes): " + "  ".join(
+        f"{sealed / plain:.2f}×" for sealed, plain in zip(sizes[SEALED], sizes["ours, elements"],
+                                                          strict=True)))
     grown = {label: sizes[label][-1] - empty[label] for label in sizes}
     print(f"  growth at {steps[-1]} steps, LangGraph ÷ ours (elements): "
           f"{grown['langgraph'] / grown['ours, elements']:.1f}×")
@@ -198,11 +203,26 @@ async def _contest(results: Results, name: str, sizes: dict[str, list[int]],
                     {"langgraph": [float(theirs[-1])] * 3,
                      "ours, elements": [float(sizes["ours, elements"][-1])] * 3},
                     unit="bytes", goal="LangGraph's ÷ ours ≥ 15", at_least=15.0)
+    results.compare(f"elements: {name} encrypted thread bytes at {steps[-1]} steps",
+                    "langgraph", SEALED,
+                    {"langgraph": [float(theirs[-1])] * 3,
+                     SEALED: [float(sizes[SEALED][-1])] * 3},
+                    unit="bytes", goal="LangGraph's ÷ ours ≥ 15", at_least=15.0)
     results.compare(f"elements: {name} aget_tuple time, whole ÷ elements", "ours, whole",
                     "ours, elements",
                     {"ours, whole": READS["ours, whole"],
                      "ours, elements": READS["ours, elements"]},
                     unit="s", goal="≥ 1 (reads at least as fast)", at_least=1.0)
+
+
+SEALED = "ours, sealed elements"
+"""Element storage on an encrypted log (a keyring made for the run)."""
+
+
+def _keyring(directory: Path) -> Any:
+    from eventlog.crypto import init_keyring
+
+    return init_keyring(directory / "keyring.json")
 
 
 async def interleaved_reads(savers: dict[str, Any], reads: int) -> dict[str, float]:
@@ -224,19 +244,24 @@ async def _postgres(results: Results, reads: int) -> None:
     empty: dict[str, int] = {}
     savers: dict[str, Any] = {}
     async with scratch_schema() as schema, AsyncExitStack() as stack:
+        keyring = _keyring(Path(stack.enter_context(tempfile.TemporaryDirectory())))
         theirs_schema = f"{schema}_langgraph"
         theirs = await stack.enter_async_context(_theirs_pg(theirs_schema))
         sizes["langgraph"] = await grow(theirs, lambda: _pg_size(theirs_schema))
         empty["langgraph"], savers["langgraph"] = EMPTY[id(theirs)], theirs
         for label, elements, suffix in (("ours, elements", True, ""),
-                                        ("ours, whole", False, "_whole")):
+                                        ("ours, whole", False, "_whole"),
+                                        (SEALED, True, "_sealed")):
+            sealed = {"keyring": keyring} if suffix == "_sealed" else {}
             saver = await stack.enter_async_context(AsyncEventlogSaver.from_conn_string(
-                PG_URL, tenant_id="bench", schema=schema + suffix, elements=elements))
+                PG_URL, tenant_id="bench", schema=schema + suffix, elements=elements,
+                **sealed))
             sizes[label] = await grow(saver, lambda s=schema + suffix: _pg_size(s))
             empty[label], savers[label] = EMPTY[id(saver)], saver
         times = await interleaved_reads(savers, reads)
     connection = await asyncpg.connect(PG_URL)
-    await connection.execute(f'DROP SCHEMA IF EXISTS "{schema}_whole" CASCADE')
+    for suffix in ("_whole", "_sealed"):
+        await connection.execute(f'DROP SCHEMA IF EXISTS "{schema}{suffix}" CASCADE')
     await connection.close()
     await _contest(results, "PostgreSQL", sizes, times, empty)
 
@@ -259,10 +284,13 @@ async def _sqlite(results: Results, reads: int) -> None:
             sizes["langgraph"] = await grow(theirs, lambda: _async(_sqlite_size,
                                                                    root / "theirs.db"))
             empty["langgraph"], savers["langgraph"] = EMPTY[id(theirs)], theirs
-            for label, elements in (("ours, elements", True), ("ours, whole", False)):
-                path = root / f"ours-{elements}.db"
+            keyring = _keyring(root)
+            for label, elements in (("ours, elements", True), ("ours, whole", False),
+                                    (SEALED, True)):
+                path = root / f"ours-{label.replace(', ', '-').replace(' ', '-')}.db"
+                sealed = {"keyring": keyring} if label == SEALED else {}
                 saver = await stack.enter_async_context(AsyncEventlogSaver.from_conn_string(
-                    f"sqlite:///{path}", tenant_id="bench", elements=elements))
+                    f"sqlite:///{path}", tenant_id="bench", elements=elements, **sealed))
                 sizes[label] = await grow(saver, lambda p=path: _async(_sqlite_size, p))
                 empty[label], savers[label] = EMPTY[id(saver)], saver
             times = await interleaved_reads(savers, reads)

@@ -391,3 +391,31 @@ async def test_the_conformance_suite_passes_on_an_encrypted_element_stored_citus
     failures = {name: result.failures for name, result in report.results.items()
                 if not result.passed}
     assert {} == failures
+
+
+async def test_the_thread_story_shows_what_each_step_added_on_an_encrypted_log(
+        keyring: FileKeyring) -> None:
+    """The forensic thread story resolves sealed manifests (read with the keyring): each
+    step's ``messages`` one longer than the last's, ending with the step's answer."""
+    from langchain_core.messages import HumanMessage
+    from langgraph.graph import START, StateGraph
+
+    from eventlog.adapters.langgraph import AsyncEventlogSaver
+    from eventlog.cli.thread_story import build_thread_story, read_payloads
+    from tests.cli import test_story_elements as story_tests
+
+    graph = StateGraph(story_tests.Chat)
+    graph.add_node("talk", story_tests.talk)
+    graph.add_edge(START, "talk")
+    graph.add_conditional_edges("talk", story_tests.route)
+    async with open_log("memory://", keyring=keyring) as log:
+        await graph.compile(checkpointer=AsyncEventlogSaver(log, tenant_id=T)).ainvoke(
+            {"messages": [HumanMessage("hello", id="h")], "steps": 0},
+            {"configurable": {"thread_id": "chat"}})
+        events = [event async for event in log.read_stream(T, "thread:chat")]
+        payloads = await read_payloads(log, T, events)
+    story, _ = build_thread_story("chat", events, payloads)
+    shown = [change.value for step in story.steps for change in step.changed
+             if change.name == "messages"]
+    assert ([1, 2, 3, 4, 5], True) == ([len(value) for value in shown],
+                                       "answer number 4" in repr(shown[-1][-1]))

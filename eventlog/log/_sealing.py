@@ -70,7 +70,7 @@ is each item of a list). A new event type with personal text adds its fields her
 _VIEW_COLUMNS = {"metadata", "latest_metadata", "descriptor"}
 """View columns that may hold sealed markers (the folds copy event fields into them)."""
 _MARKER_TEXT = b'"$sealed'
-_ADDRESSES = 65536
+_ADDRESSES = 16384
 """Sealed addresses a process remembers by plain digest (`Sealer.addresses`)."""
 
 
