@@ -419,3 +419,22 @@ async def test_the_thread_story_shows_what_each_step_added_on_an_encrypted_log(
              if change.name == "messages"]
     assert ([1, 2, 3, 4, 5], True) == ([len(value) for value in shown],
                                        "answer number 4" in repr(shown[-1][-1]))
+
+
+async def test_the_manifests_a_store_put_are_not_read_again(keyring: FileKeyring) -> None:
+    """The store remembers the manifests it put under their sealed addresses: reading a
+    delta reads its elements only (one read), not its chain's manifests first."""
+    async with open_log("memory://", keyring=keyring) as log:
+        await grow(log, "chat", 5)
+        reads: list[list[bytes]] = []
+        inner = log.threads._log  # the EventLog the store reads through
+        get_blobs = inner.get_blobs
+
+        async def counted(tenant_id: str, digests: Any) -> dict[bytes, bytes]:
+            reads.append(list(digests))
+            return await get_blobs(tenant_id, reads[-1])
+
+        inner.get_blobs = counted  # type: ignore[method-assign]
+        found = await log.threads.get(T, "chat", "c0004")
+        assert (chat(5), [5]) == (found.channels["messages"] if found else None,
+                                  [len(digests) for digests in reads])
