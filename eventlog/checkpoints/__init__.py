@@ -8,7 +8,8 @@ without this store); ids are minted by `eventlog.ids` (UUIDv7). Modules:
 frameworks need), `thread_records` (what it takes and returns), `thread_decisions` (its
 validation and events, no I/O), `thread_fence` (single-writer threads: fenced puts and
 writes), `removal` (how a removal waits after losing a race), `elements` (growing values
-stored element by element: manifests, deltas, their reads).
+stored element by element: manifests, deltas, their reads), `element_copies` (a copy's
+manifests rebuilt under the target's sealed addresses, on an encrypted log).
 """
 
 from eventlog.checkpoints.records import CheckpointRecord, RunInfo, SessionInfo
