@@ -438,3 +438,21 @@ async def test_the_manifests_a_store_put_are_not_read_again(keyring: FileKeyring
         found = await log.threads.get(T, "chat", "c0004")
         assert (chat(5), [5]) == (found.channels["messages"] if found else None,
                                   [len(digests) for digests in reads])
+
+
+async def test_elements_false_stores_every_list_whole_on_an_encrypted_log(
+        keyring: FileKeyring) -> None:
+    """``elements=False`` on an encrypted log: no value or write is a manifest, and the
+    graph's state reads back."""
+    from eventlog.adapters.langgraph import AsyncEventlogSaver
+
+    async with open_log("memory://", keyring=keyring) as log:
+        saver = AsyncEventlogSaver(log, tenant_id=T, elements=False)
+        graph = _chat_graph(saver)
+        config = {"configurable": {"thread_id": "whole"}}
+        await graph.ainvoke({"messages": ["MARKER-LG-HUMAN"], "notes": []}, config)
+        state = await graph.aget_state(config)
+        encodings = {row["encoding"] for view in (THREAD_VALUES, THREAD_WRITES)
+                     for row in await log.query(ViewQuery(view, {"tenant_id": T}))}
+        assert (False, 2, False) == (saver.elements, len(state.values["messages"]),
+                                     ELEMENTS_ENCODING in encodings)
