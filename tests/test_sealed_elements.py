@@ -27,12 +27,12 @@ from eventlog.transfer import export_log, import_log
 from projections.query import ViewQuery
 from projections.threads import THREAD_VALUES, THREAD_WRITES
 from tests.adapters import test_langgraph_graph as graph_tests
-from tests.conftest import CITUS, PG_URL, BackendTarget
+from tests.conftest import CITUS, PG_URL, PGBOUNCER, BackendTarget
 from tests.test_tamper import sql
 
 sql_targets = pytest.mark.parametrize("target", ["sqlite", "postgresql"], indirect=True)
-every_target = pytest.mark.parametrize("target", ["memory", "sqlite", "postgresql", CITUS],
-                                       indirect=True)
+every_target = pytest.mark.parametrize(
+    "target", ["memory", "sqlite", "postgresql", PGBOUNCER, CITUS], indirect=True)
 graph_targets = pytest.mark.parametrize("target", ["sqlite", "postgresql", CITUS],
                                         indirect=True)
 T = "t"
