@@ -219,7 +219,8 @@ async def _blob(target: BackendTarget, tenant: str, digest: bytes) -> bytes:
 async def test_an_element_swapped_between_two_threads_is_refused(
         target: BackendTarget, keyring: FileKeyring) -> None:
     """The same message in two threads is two ciphertexts under two addresses; thread
-    a's put in place of thread b's is refused on read (it is not b's address's bytes)."""
+    a's put in place of thread b's is refused on read (it is not b's address's bytes) and
+    found by verify without the keyring."""
     async with open_log(target.url, keyring=keyring, **target.options()) as log:
         await grow(log, "a", 1)
         await grow(log, "b", 1)
@@ -231,6 +232,8 @@ async def test_an_element_swapped_between_two_threads_is_refused(
         with pytest.raises(CorruptBlob):
             await log.threads.get(T, "b")
         assert chat(1) == (await log.threads.get(T, "a")).channels["messages"]  # type: ignore[union-attr]
+    async with open_log(target.url, **target.options()) as log:  # no keyring: verify finds it
+        assert not (await log.verify()).ok
 
 
 @sql_targets
