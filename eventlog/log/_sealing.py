@@ -312,6 +312,31 @@ def sealed_blob_header(payload: bytes) -> Header | None:
     return None if parsed is None else parsed[0]
 
 
+def sealed_subjects(tag: str, data: bytes) -> set[str]:
+    """The subjects whose keys seal the free-text fields of an event's stored bytes."""
+    paths = FIELDS.get(tag)
+    if not paths or _MARKER_TEXT not in data:
+        return set()
+    body = msgspec.json.decode(data)
+    found: list[Any] = []
+    for path in paths:
+        _walk(body, path, _collect(found))
+    return {header.subject for header in map(marker_header, found) if header is not None}
+
+
+def marker_header(value: Any) -> Header | None:
+    """The header of a sealed field's marker; None for anything else."""
+    if not _is_marker(value):
+        return None
+    try:
+        envelope = base64.b64decode(value[len(_SEALED_TEXT):] if isinstance(value, str)
+                                    else value[SEALED])
+    except ValueError:
+        return None
+    parsed = parse(envelope)
+    return None if parsed is None else parsed[0]
+
+
 def refuse_unsealed_read(tenant: str, payload: bytes) -> None:
     """A log opened without a keyring reading a sealed blob: `KeyringRequired`."""
     if payload.startswith(MAGIC):
