@@ -193,10 +193,12 @@ class Sealer:
         return sealed, renames
 
     async def source_renames(self, tenant: str, stream: str, attach: Sequence[bytes],
-                             sealed: Sequence[bytes], *, now: datetime) -> dict[bytes, bytes]:
-        """Each payload's address as ``stream`` (a copy's source) sealed it, mapped to its
-        address as sealed now (``sealed``, in the same order)."""
-        subject = subject_of(stream)
+                             sealed: Sequence[bytes], *, now: datetime,
+                             subject: str | None = None) -> dict[bytes, bytes]:
+        """Each payload's address as ``stream`` (a copy's source) sealed it, under
+        ``subject`` (the stream's own by default), mapped to its address as sealed now
+        (``sealed``, in the same order)."""
+        subject = subject or subject_of(stream)
         generation, key = await self.current_key(tenant, subject, now=now)
         header = Header(subject, generation, stream, STATE)
         return {content_digest(key.seal(tenant, header, payload, derived=True)).hex().encode():
