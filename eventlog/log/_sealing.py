@@ -24,16 +24,19 @@ forensic listing work without the keyring.
 
 A subject's key is made on its first sealed write (a row of `KeyStorage`, wrapped by the
 keyring) and cached by this process; `erase` destroys every generation and forgets it.
-Another process that cached the key before the erasure goes on opening that subject's data
-until it reopens the log; a write after the erasure is refused in the process that erased,
-and in any process that had not cached the key.
+A cached key is used for at most ``cache_seconds`` (`open_log(key_cache_seconds=...)`)
+before its row is read again: if another process erased the subject meanwhile, the key is
+dropped and the read or write refused (`SubjectErased`). An unchanged row is not unwrapped
+again (a KMS is not called once per interval), so the check costs one small read per
+subject per interval.
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
-from collections.abc import Iterable, Sequence
+import time
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -45,6 +48,7 @@ from eventlog.errors import KeyringRequired, KeyUnavailable, SealRefused, Subjec
 from eventlog.hashing import content_digest
 from eventlog.storage.contracts.events import EventStorage
 from eventlog.storage.contracts.keys import KeyRow, KeyStorage
+from eventlog.validation import DEFAULT_KEY_CACHE_SECONDS
 
 SEALED = "$sealed"
 _SEALED_TEXT = "$sealed:"
@@ -86,12 +90,18 @@ def subject_of(stream_id: str) -> str:
 class Sealer:
     """Seals what an append stores and opens what a read returns, under subject keys."""
 
-    def __init__(self, storage: Any, provider: KeyProvider) -> None:
+    def __init__(self, storage: Any, provider: KeyProvider, *,
+                 cache_seconds: float = DEFAULT_KEY_CACHE_SECONDS,
+                 monotonic: Callable[[], float] = time.monotonic) -> None:
         self.keys: KeyStorage = storage
         self.events: EventStorage = storage
         self.provider = provider
+        self.cache_seconds = cache_seconds
+        self._monotonic = monotonic
         self._current: dict[tuple[str, str], tuple[int, DataKey]] = {}
         self._opened: dict[tuple[str, str, int], DataKey] = {}
+        self._checked: dict[tuple[str, str], tuple[float, tuple[KeyRow, ...]]] = {}
+        """When each cached subject's key rows were last read, and the rows read then."""
         self._batches: dict[tuple[str, str], str] = {}
 
     # -- keys ----------------------------------------------------------------------------
@@ -101,10 +111,11 @@ class Sealer:
         """The subject's key to seal with, made on first use; `SubjectErased` when its
         newest key was destroyed (unless ``reopen``: then a new generation is made)."""
         cached = self._current.get((tenant, subject))
-        if cached is not None:
+        if cached is not None and await self._still_held(tenant, subject):
             return cached
         for _ in range(8):
             rows = await self.keys.subject_keys(tenant, subject)
+            self._seen(tenant, subject, rows)
             if rows and rows[-1].wrapped is not None:
                 key = self._unwrap(rows[-1])
                 self._current[(tenant, subject)] = (rows[-1].generation, key)
@@ -114,8 +125,9 @@ class Sealer:
             generation = rows[-1].generation + 1 if rows else 1
             key = DataKey.new()
             wrapped = self.provider.wrap(key.raw, context_of(tenant, subject, generation))
-            if await self.keys.add_subject_key(KeyRow(
-                    tenant, subject, generation, self.provider.key_id, wrapped, now)):
+            made = KeyRow(tenant, subject, generation, self.provider.key_id, wrapped, now)
+            if await self.keys.add_subject_key(made):
+                self._seen(tenant, subject, [*rows, made])
                 self._current[(tenant, subject)] = (generation, key)
                 self._opened[(tenant, subject, generation)] = key
                 return generation, key
@@ -123,9 +135,12 @@ class Sealer:
 
     async def _key(self, tenant: str, header: Header) -> DataKey:
         found = self._opened.get((tenant, header.subject, header.generation))
-        if found is not None:
-            return found
+        if found is not None and await self._still_held(tenant, header.subject):
+            found = self._opened.get((tenant, header.subject, header.generation))
+            if found is not None:
+                return found
         rows = await self.keys.subject_keys(tenant, header.subject)
+        self._seen(tenant, header.subject, rows)
         row = next((row for row in rows if row.generation == header.generation), None)
         if row is None:
             raise KeyUnavailable(tenant, header.subject, (
@@ -148,8 +163,28 @@ class Sealer:
                 f"{row.subject!r} (wrapped under {row.kek_id!r}): another keyring?")) from error
         return DataKey(raw)
 
+    async def _still_held(self, tenant: str, subject: str) -> bool:
+        """Whether the subject's cached keys may still be used: yes within
+        ``cache_seconds`` of reading its rows; after that the rows are read again, and if
+        they changed (an erasure, a new generation made elsewhere) the cached keys
+        are dropped and False returned, so the caller reads and unwraps afresh."""
+        checked = self._checked.get((tenant, subject))
+        now = self._monotonic()
+        if checked is not None and now - checked[0] < self.cache_seconds:
+            return True
+        rows = tuple(await self.keys.subject_keys(tenant, subject))
+        if checked is not None and _same_keys(checked[1], rows):
+            self._checked[(tenant, subject)] = (now, rows)
+            return True
+        self.forget(tenant, subject)
+        return False
+
+    def _seen(self, tenant: str, subject: str, rows: Sequence[KeyRow]) -> None:
+        self._checked[(tenant, subject)] = (self._monotonic(), tuple(rows))
+
     def forget(self, tenant: str, subject: str) -> None:
         """Drop the subject's cached keys (after an erasure)."""
+        self._checked.pop((tenant, subject), None)
         self._current.pop((tenant, subject), None)
         for key in [key for key in self._opened if key[:2] == (tenant, subject)]:
             del self._opened[key]
@@ -306,6 +341,13 @@ class Sealer:
             raise SealRefused(tenant, header.subject, (
                 f"sealed data of subject {header.subject!r} does not open in tenant "
                 f"{tenant!r}: changed, or moved from another tenant; refused")) from None
+
+
+def _same_keys(before: Sequence[KeyRow], now: Sequence[KeyRow]) -> bool:
+    """The same key generations, none destroyed since (a rotation re-wraps a row but
+    leaves its data key, so the cached key stays good)."""
+    return [(row.generation, row.wrapped is None) for row in before] == [
+        (row.generation, row.wrapped is None) for row in now]
 
 
 def sealed_blob_header(payload: bytes) -> Header | None:
