@@ -258,9 +258,9 @@ class AsyncEventlogSaver(BaseCheckpointSaver[str]):
         stored = get_serializable_checkpoint_metadata(config, metadata)
         run = stored.get("run_id")
         step = stored.get("step")
-        actor = self._actor(config)
+        actor, subject = self._actor(config), self._subject(config)
         await self._on_loop(self._claims.check(thread_id))
-        await self._on_loop(acting(self.log, actor, sealing(self.log, self._subject(config), self._threads.put(
+        put = self._threads.put(
             self.tenant_id, thread_id, checkpoint["id"], namespace=namespace,
             state=self._dump(state),
             channels=self._channels(checkpoint["channel_versions"], new_versions, values),
@@ -268,7 +268,8 @@ class AsyncEventlogSaver(BaseCheckpointSaver[str]):
             run_key=None if run is None else str(run),
             step=step if isinstance(step, int) and not isinstance(step, bool) else None,
             metadata=cast(dict[str, Any], stored), fenced=self._fenced(config),
-        ))))
+        )
+        await self._on_loop(acting(self.log, actor, sealing(self.log, subject, put)))
         return _config(thread_id, namespace, checkpoint["id"])
 
     @traced("eventlog.langgraph.aput_writes", _spans.langgraph_config)

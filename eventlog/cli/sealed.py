@@ -33,16 +33,16 @@ from eventlog.log._sealing import (
 )
 from eventlog.records import RecordedEvent
 
-SEALED_LABEL = "‹sealed: open the log with its keyring (--keyring) to read it›"
+SEALED_LABEL = "[sealed: no keyring given]"
 """What a sealed value shows when no keyring was given."""
-ERASED_LABEL = "‹erased›"
+ERASED_LABEL = "[erased]"
 """What an erased value shows when its erasure event is not at hand."""
 
 
 def label(value: Any) -> Any:
     """``value`` with every sealed marker and every erased value replaced by its label
     (sealed markers reach here only when no keyring opened them)."""
-    if value == ERASED or value == ERASED_TEXT:
+    if value in (ERASED, ERASED_TEXT):
         return ERASED_LABEL
     if _is_marker(value):
         return SEALED_LABEL
@@ -75,6 +75,9 @@ class Payloads(dict[bytes, bytes]):
         self.unread: dict[bytes, str] = unread or {}
         """Digest → what to show instead (``erased …``, ``sealed …``)."""
 
+    def __bool__(self) -> bool:
+        return bool(len(self) or self.unread)  # what could not be read is still told
+
 
 class Unsealer:
     """Opens what the commands show, one log, with erasure notes looked up once each."""
@@ -95,8 +98,8 @@ class Unsealer:
                 if isinstance(event, SubjectKeyDestroyed):
                     who = f" by {event.actor}" if event.actor else ""
                     why = f": {event.reason}" if event.reason else ""
-                    text = (f"‹erased {recorded.recorded_at.isoformat(timespec='seconds')}"
-                            f"{who}{why}›")
+                    text = (f"[erased {recorded.recorded_at.isoformat(timespec='seconds')}"
+                            f"{who}{why}]")
             self._notes[key] = text
         return self._notes[key]
 
@@ -129,8 +132,8 @@ class Unsealer:
             opened = await sealer._open_value(recorded.tenant_id, value,
                                               (recorded.stream_id, kind))
         except SealError as error:
-            return f"‹refused: {error}›"
-        if opened == ERASED or opened == ERASED_TEXT:
+            return f"[refused: {error}]"
+        if opened in (ERASED, ERASED_TEXT):
             return await self.erased(recorded.tenant_id, header.subject)
         return opened
 
@@ -158,7 +161,7 @@ class Unsealer:
             except KeyringRequired:
                 unread[digest] = SEALED_LABEL
             except SealError as error:
-                unread[digest] = f"‹refused: {error}›"
+                unread[digest] = f"[refused: {error}]"
         return Payloads(found, unread)
 
 

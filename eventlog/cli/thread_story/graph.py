@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from eventlog.checkpoints.elements import ELEMENTS_ENCODING, decode_manifest, resolve_items
-from eventlog.cli.thread_story.model import LANGGRAPH, Change, Question, Step, Task
 from eventlog.cli.sealed import unread_reason
+from eventlog.cli.thread_story.model import LANGGRAPH, Change, Question, Step, Task
 from eventlog.cli.thread_story.values import Undecoded, decode
 from eventlog.events.threads import ThreadCheckpointPut, ThreadWritesPut
 from eventlog.records import RecordedEvent

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from eventlog.cli.thread_story.model import AGENT_FRAMEWORK, Change, Question, Step
 from eventlog.cli.sealed import unread_reason
+from eventlog.cli.thread_story.model import AGENT_FRAMEWORK, Change, Question, Step
 from eventlog.cli.thread_story.values import Undecoded, decode, short
 from eventlog.events.threads import ThreadCheckpointPut
 from eventlog.records import RecordedEvent
