@@ -76,10 +76,9 @@ from eventlog.events.threads import ThreadEvent
 from eventlog.events.transfer import IMPORT_STREAM_PREFIX, StateWithheld
 from eventlog.hashing import GENESIS_HASH, content_digest, recompute_hash, to_micros
 from eventlog.ids import uuid7
-from eventlog.log import DEFAULT_MAX_PAYLOAD_BYTES, EventLog
+from eventlog.log import DEFAULT_MAX_PAYLOAD_BYTES, EventLog, KeyRow
 from eventlog.log._sealing import Sealer, sealed_blob_header, sealed_subjects
 from eventlog.records import RecordedEvent, StoredEvent
-from eventlog.storage.contracts.keys import KeyRow
 from eventlog.validation import check_actor, check_id, check_optional_id
 from projections.checkpoints import CHECKPOINTS
 from projections.query import ViewQuery

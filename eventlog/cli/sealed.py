@@ -24,11 +24,11 @@ from eventlog.log._sealing import (
     ERASED,
     ERASED_TEXT,
     FIELDS,
-    _collect,
-    _is_marker,
-    _replay,
-    _walk,
+    field_kind,
+    field_values,
+    is_marker,
     marker_header,
+    replace_field_values,
     sealed_blob_header,
 )
 from eventlog.records import RecordedEvent
@@ -44,7 +44,7 @@ def label(value: Any) -> Any:
     (sealed markers reach here only when no keyring opened them)."""
     if value in (ERASED, ERASED_TEXT):
         return ERASED_LABEL
-    if _is_marker(value):
+    if is_marker(value):
         return SEALED_LABEL
     if isinstance(value, dict):
         return {key: label(item) for key, item in value.items()}
@@ -62,7 +62,7 @@ def label_of(value: Any) -> str | None:
     if isinstance(value, dict) and len(value) == 1:
         if value == ERASED:
             return ERASED_LABEL
-        return SEALED_LABEL if _is_marker(value) else None
+        return SEALED_LABEL if is_marker(value) else None
     return None
 
 
@@ -106,18 +106,15 @@ class Unsealer:
     async def event(self, recorded: RecordedEvent) -> RecordedEvent:
         """``recorded`` with its stored bytes showing each sealed field as its value, as
         erased, or as sealed (its decoded ``event`` and hashes unchanged)."""
-        paths = FIELDS.get(recorded.type)
-        if not paths or b'"$sealed' not in recorded.data:
+        if recorded.type not in FIELDS or b'"$sealed' not in recorded.data:
             return recorded
         try:
             body = msgspec.json.decode(recorded.data)
         except msgspec.DecodeError:
             return recorded
-        for path in paths:
-            found: list[Any] = []
-            _walk(body, path, _collect(found))
+        for path, found in field_values(recorded.type, body):
             shown = [await self._field(recorded, path, value) for value in found]
-            _walk(body, path, _replay(shown))
+            replace_field_values(body, path, shown)
         return msgspec.structs.replace(recorded, data=msgspec.json.encode(body))
 
     async def _field(self, recorded: RecordedEvent, path: tuple[str, ...], value: Any) -> Any:
@@ -127,10 +124,9 @@ class Unsealer:
         sealer = self.log.sealer
         if sealer is None:
             return SEALED_LABEL
-        kind = f"{recorded.type}:{'.'.join(path)}"
         try:
-            opened = await sealer._open_value(recorded.tenant_id, value,
-                                              (recorded.stream_id, kind))
+            opened = await sealer.open_field(recorded.tenant_id, value, recorded.stream_id,
+                                             field_kind(recorded.type, path))
         except SealError as error:
             return f"[refused: {error}]"
         if opened in (ERASED, ERASED_TEXT):

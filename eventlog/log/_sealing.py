@@ -299,6 +299,12 @@ class Sealer:
                     await self.open_rows(tenant, value)
         return rows
 
+    async def open_field(self, tenant: str, value: Any, stream: str, kind: str) -> Any:
+        """One sealed field's value as found in ``stream``'s field ``kind`` (``tag:path``):
+        opened, or marked erased (`ERASED`, `ERASED_TEXT`); `SealRefused` if it is not
+        sealed, or was sealed elsewhere."""
+        return await self._open_value(tenant, value, (stream, kind))
+
     async def _open_tree(self, tenant: Any, value: Any) -> Any:
         if _is_marker(value):
             return await self._open_value(tenant, value, None)
@@ -402,6 +408,32 @@ def _refuse_plain_view(tenant: Any, column: str, raw: bytes) -> None:
             if value not in (None, {}, []) and not _is_marker(value) and value != ERASED:
                 raise SealRefused(tenant or "", "", f"the view column {column!r} holds "
                                   "plaintext although the log is encrypted: refused, never read")
+
+
+def field_values(tag: str, body: Any) -> list[tuple[tuple[str, ...], list[Any]]]:
+    """The values of each sealed field path of an event of type ``tag`` in ``body`` (its
+    decoded JSON), path by path."""
+    found = []
+    for path in FIELDS.get(tag, ()):
+        values: list[Any] = []
+        _walk(body, path, _collect(values))
+        found.append((path, values))
+    return found
+
+
+def replace_field_values(body: Any, path: tuple[str, ...], values: list[Any]) -> None:
+    """Put ``values`` (as `field_values` gave them, changed) back at ``path`` in ``body``."""
+    _walk(body, path, _replay(values))
+
+
+def field_kind(tag: str, path: tuple[str, ...]) -> str:
+    """What a sealed field's envelope says it is (``tag:path``)."""
+    return _kind(tag, path)
+
+
+def is_marker(value: Any) -> bool:
+    """Whether ``value`` is a sealed field's marker."""
+    return _is_marker(value)
 
 
 def _is_marker(value: Any) -> bool:
