@@ -132,3 +132,29 @@ async def test_agent_framework_workflows_sharing_a_subject_are_erased_together(
             with pytest.raises(SubjectErased):
                 await storage.load(checkpoint_id)
         assert {"who": "kept"} == (await storage.load(own)).state
+
+
+@pytest.mark.adopt
+async def test_adoption_into_an_encrypted_log_seals_and_an_erased_thread_is_not_exported(
+        tmp_path: Path) -> None:
+    """A thread adopted from LangGraph's own SQLite saver into an encrypted log is sealed
+    there (no marker in the file) and reads back as the source has it; once erased,
+    exporting it back to LangGraph is refused (`SubjectErased`), nothing written."""
+    from eventlog.adapters.langgraph_adoption import adopt_langgraph, export_langgraph
+    from eventlog.errors import SubjectErased
+    from tests.adapters.langgraph_stores import history, sqlite_saver
+
+    keyring = init_keyring(tmp_path / "keyring.json")
+    async with sqlite_saver(tmp_path / "langgraph.db") as source, \
+            AsyncEventlogSaver.from_conn_string(f"sqlite:///{tmp_path / 'log.db'}",
+                                                keyring=keyring, tenant_id="t") as ours:
+        await build(source).ainvoke({"items": ["MARKER-ADOPTED"]}, thread("a"))
+        report = await adopt_langgraph(ours.log, source, tenant_id="t")
+        same = await history(source, "a") == await history(ours, "a")
+        stored = _stored(tmp_path)
+        await ours.log.erase("t", "a", reason="asked")
+        async with sqlite_saver(tmp_path / "back.db") as back:
+            with pytest.raises(SubjectErased):
+                await export_langgraph(ours.log, back, tenant_id="t")
+            assert [] == [item async for item in back.alist(None)]
+    assert (True, 0 < report.checkpoints, False) == (same, True, b"MARKER-ADOPTED" in stored)
