@@ -17,7 +17,13 @@ from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 from eventlog._logging import get_logger
 from eventlog.clock import Clock, system_clock
 from eventlog.errors import InvalidInput, InvalidURL, StorageError
-from eventlog.validation import DEFAULT_MAX_PAYLOAD_BYTES, check_actor, check_id
+from eventlog.validation import (
+    DEFAULT_KEY_CACHE_SECONDS,
+    DEFAULT_MAX_PAYLOAD_BYTES,
+    check_actor,
+    check_id,
+    check_seconds,
+)
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncEngine
@@ -54,6 +60,7 @@ async def open_log(
     read_url: str | None = None,
     actor: str | None = None,
     keyring: Any = None,
+    key_cache_seconds: float = DEFAULT_KEY_CACHE_SECONDS,
     **backend_options: Any,
 ) -> AsyncIterator[OpenLog]:
     """Open the log at ``target``, yield it with its stores (an `OpenLog`), and close it
@@ -82,9 +89,13 @@ async def open_log(
     keys kept wrapped in the log's database (README, "Encryption and erasure"). Without
     it, nothing is encrypted, and encrypted data already stored is refused on read
     (`KeyringRequired`) while ids, times, listings and `verify` work as ever.
+    ``key_cache_seconds`` bounds how long an unwrapped data key is used before its row is
+    read again (default 5 s; 0 reads it before every use): a subject another process
+    erased is refused here at most that long after.
     """
     if actor is not None:
         check_actor(actor)
+    check_seconds("key_cache_seconds", key_cache_seconds)
     log_type, face_type, inline_projections = _layers()
     provider = _keyring(keyring)
     storage = backend_for(target, schema=schema, **backend_options)
@@ -93,7 +104,7 @@ async def open_log(
         storage, registry=registry, clock=clock, max_payload_bytes=max_payload_bytes,
         projections=inline_projections if projections is None else projections,
         reader=reader, actor=actor,
-        sealer=None if provider is None else _sealer(storage, provider),
+        sealer=None if provider is None else _sealer(storage, provider, key_cache_seconds),
     )
     face = face_type(log, interrupt_options=interrupt_options, operations=operations)
     try:
@@ -129,10 +140,10 @@ def _keyring(keyring: Any) -> Any:
     return load_keyring(keyring)
 
 
-def _sealer(storage: StorageBackend, provider: Any) -> Any:
+def _sealer(storage: StorageBackend, provider: Any, cache_seconds: float) -> Any:
     from eventlog.log._sealing import Sealer
 
-    return Sealer(storage, provider)
+    return Sealer(storage, provider, cache_seconds=cache_seconds)
 
 
 def _install_views(storage: StorageBackend, log: EventLog) -> None:

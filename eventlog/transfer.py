@@ -17,8 +17,14 @@ The file (format ``checkpoint-eventlog/export``, version 1) is JSON Lines:
   that references the blob (`Event.blob_digests`), so an import commits each blob
   together with that event; a blob no exported event references comes last (an import
   stores it with its ``refs`` unless the target holds it);
-- a footer ``{"kind": "end", "events", "blobs"}``: a file without it is truncated and
-  refused.
+- on an encrypted log, ``{"kind": "key", "subject", "generation", "kek_id", "wrapped"
+  (base64, or null once erased), "created_at", "erased_at"}`` for each data key of the
+  exported subjects (a whole tenant's every key; a session's, the subjects its sealed
+  bytes name), after the events: wrapped under the keyring's key-encryption key, so the
+  file holds no key in the clear and the copy reads with the same keyring. An erased
+  subject's rows carry no key and say when: it stays erased wherever it is imported;
+- a footer ``{"kind": "end", "events", "blobs", "keys"}``: a file without it is truncated
+  and refused.
 
 An export is whole or it is not written: before reading, it takes every stream's head
 version from the stream-heads view (committed in the same transaction as the events),
@@ -70,7 +76,8 @@ from eventlog.events.threads import ThreadEvent
 from eventlog.events.transfer import IMPORT_STREAM_PREFIX, StateWithheld
 from eventlog.hashing import GENESIS_HASH, content_digest, recompute_hash, to_micros
 from eventlog.ids import uuid7
-from eventlog.log import DEFAULT_MAX_PAYLOAD_BYTES, EventLog
+from eventlog.log import DEFAULT_MAX_PAYLOAD_BYTES, EventLog, KeyRow
+from eventlog.log._sealing import Sealer, sealed_blob_header, sealed_subjects
 from eventlog.records import RecordedEvent, StoredEvent
 from eventlog.validation import check_actor, check_id, check_optional_id
 from projections.checkpoints import CHECKPOINTS
@@ -110,6 +117,8 @@ class ExportSummary:
     blob_bytes: int
     blobs_withheld: int = 0
     """Blobs the exported events reference that a ``with_state=False`` export left out."""
+    keys: int = 0
+    """Data key rows carried (an encrypted log's: wrapped, or erased)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,7 +232,9 @@ async def export_log(
         # from events that may be the unread ones), and no end record is written.
         raise ExportIncomplete(tenant_id, total, scanned, missing, max_wait)
     await writer.remaining_blobs()
-    writer.line({"kind": "end", "events": writer.events, "blobs": writer.blobs})
+    keys = await _export_keys(log, writer, tenant_id, session_id)
+    writer.line({"kind": "end", "events": writer.events, "blobs": writer.blobs,
+                 **({"keys": keys} if keys else {})})
     if progress is not None:
         progress("export", scanned, total)
     logger.info("exported", tenant=tenant_id, session=session_id, events=writer.events,
@@ -231,7 +242,7 @@ async def export_log(
     return ExportSummary(
         tenant_id=tenant_id, session_id=session_id, with_state=with_state,
         events=writer.events, streams=len(writer.streams), blobs=writer.blobs,
-        blob_bytes=writer.blob_bytes, blobs_withheld=writer.withheld,
+        blob_bytes=writer.blob_bytes, blobs_withheld=writer.withheld, keys=keys,
     )
 
 
@@ -247,11 +258,14 @@ class _ExportWriter:
         self.pending = blobs
         self.events = self.blobs = self.blob_bytes = self.withheld = 0
         self.streams: set[str] = set()
+        self.subjects: set[str] = set()
+        """The subjects whose sealed bytes were written (a session export's keys)."""
 
     def line(self, record: dict[str, Any]) -> None:
         self.sink.write(_encoder.encode(record) + b"\n")
 
     async def event(self, event: RecordedEvent) -> None:
+        self.subjects.update(sealed_subjects(event.type, event.data))
         for digest in event.event.blob_digests():
             await self.blob(digest)
         self.line({
@@ -275,6 +289,9 @@ class _ExportWriter:
         payload = await self.log.get_blob(self.tenant_id, digest)
         if payload is None:  # purged since we listed it
             return
+        header = sealed_blob_header(payload)
+        if header is not None:
+            self.subjects.add(header.subject)
         self.line({"kind": "blob", "digest": digest.hex(), "refs": refs,
                    "data": base64.b64encode(payload).decode()})
         self.blobs += 1
@@ -285,6 +302,88 @@ class _ExportWriter:
             return  # no event names them: nothing the copy will miss
         for digest in sorted(self.pending):
             await self.blob(digest)
+
+
+async def _export_keys(log: EventLog, writer: _ExportWriter, tenant_id: str,
+                       session_id: str | None) -> int:
+    """Write the key records (a whole tenant's every key row, a session's the rows of the
+    subjects its sealed bytes name); how many. Wrapped keys only: never a key in the clear."""
+    if session_id is None:
+        rows = await tenant_keys(log, tenant_id)
+    else:
+        rows = [row for subject in sorted(writer.subjects)
+                for row in await log.storage.subject_keys(tenant_id, subject)]
+    for row in rows:
+        writer.line(key_record(row))
+    return len(rows)
+
+
+async def tenant_keys(log: EventLog, tenant_id: str) -> list[KeyRow]:
+    """Every data key row of the tenant (wrapped, or erased), in key order."""
+    rows: list[KeyRow] = []
+    after = (tenant_id, "", 0)  # no subject is empty: the tenant's first row comes after
+    while True:
+        page = await log.storage.subject_keys_page(after, _PAGE)
+        rows.extend(row for row in page if row.tenant_id == tenant_id)
+        if len(page) < _PAGE or page[-1].tenant_id != tenant_id:
+            return rows
+        after = (tenant_id, page[-1].subject, page[-1].generation)
+
+
+def key_record(row: KeyRow) -> dict[str, Any]:
+    """A key row as an export line."""
+    return {"kind": "key", "subject": row.subject, "generation": row.generation,
+            "kek_id": row.kek_id,
+            "wrapped": None if row.wrapped is None else base64.b64encode(row.wrapped).decode(),
+            "created_at": row.created_at.isoformat(),
+            "erased_at": None if row.erased_at is None else row.erased_at.isoformat()}
+
+
+def _key_of(record: dict[str, Any], number: int, tenant_id: str) -> KeyRow:
+    try:
+        wrapped = record["wrapped"]
+        erased = record["erased_at"]
+        row = KeyRow(tenant_id, check_id("subject", record["subject"]),
+                     _whole(record["generation"]), str(record["kek_id"]),
+                     None if wrapped is None else base64.b64decode(wrapped, validate=True),
+                     datetime.fromisoformat(record["created_at"]),
+                     None if erased is None else datetime.fromisoformat(erased))
+    except (KeyError, TypeError, ValueError, binascii.Error, InvalidInput) as error:
+        raise InvalidInput("file", f"line {number}: a malformed key ({error})") from None
+    if row.generation < 1 or (row.wrapped is None) != (row.erased_at is not None):
+        raise InvalidInput("file", f"line {number}: key {row.subject!r} generation "
+                                   f"{row.generation} is neither held nor erased")
+    return row
+
+
+async def _plan_keys(log: EventLog, plan: _FilePlan) -> None:
+    """Refuse a file whose data key differs from one the target holds for the same
+    subject and generation (its ciphertext would not open there); keep the rows to add
+    and the erasures to carry out."""
+    for row in plan.keys:
+        held = {have.generation: have for have in await log.storage.subject_keys(
+            row.tenant_id, row.subject)}.get(row.generation)
+        if held is None or held.wrapped is None:
+            continue  # new here; or erased here, which it stays
+        if row.wrapped is None:
+            plan.erase.add(row.subject)
+        elif held.kek_id == row.kek_id and held.wrapped != row.wrapped:
+            raise ImportRefused(f"key:{row.subject}", row.generation, (
+                "the target holds another data key for this subject and generation: its "
+                "ciphertext would not open; nothing was imported"))
+
+
+async def _store_keys(log: EventLog, plan: _FilePlan, sealer: Sealer | None) -> None:
+    """Add the file's key rows the target lacks and destroy the keys the file says were
+    erased (before any event: no imported event is ever without its key)."""
+    for row in plan.keys:
+        await log.storage.add_subject_key(row)
+    for subject in sorted(plan.erase):
+        erased = max(row.erased_at for row in plan.keys
+                     if row.subject == subject and row.erased_at is not None)
+        await log.storage.destroy_subject_keys(plan.header["tenant"], subject, erased)
+        if sealer is not None:
+            sealer.forget(plan.header["tenant"], subject)
 
 
 async def _blob_refs(log: EventLog, tenant_id: str, session_id: str | None) -> dict[bytes, int]:
@@ -356,6 +455,10 @@ class _FilePlan:
     """Blobs named by the events the target already holds."""
     live: dict[str, Counter[bytes]] = field(default_factory=dict)
     """The references each stream's events hold at the end of the file."""
+    keys: list[KeyRow] = field(default_factory=list)
+    """The file's data key rows (an encrypted log's)."""
+    erase: set[str] = field(default_factory=set)
+    """Subjects the file says were erased whose key the target still holds."""
 
     def withheld_candidates(self) -> list[bytes]:
         """Blobs the new events name, still referenced at the end of the file, that the
@@ -377,12 +480,15 @@ async def import_log(
     altered or truncated file (or one holding an event that does not decode with
     ``registry``, the log's unless given) and `ImportRefused` for a conflicting history.
     """
+    sealer = log.sealer  # forgets the keys an import destroys
     log = log.as_stored()  # ciphertext is taken in as it is, with or without a keyring
     limit = line_limit(log.max_payload_bytes)
     header = _read_header(source, limit)
     heads = await _target_heads(log, header["tenant"])
     plan = _check_file(source, header, heads, registry or log.registry, limit)
     await _plan_skips(log, plan, heads)
+    await _plan_keys(log, plan)
+    await _store_keys(log, plan, sealer)
     tenant_id: str = plan.header["tenant"]
     importer = _Importer(log, tenant_id, plan, progress, _Rereader(source, limit))
     withheld = await importer.withhold()
@@ -445,7 +551,7 @@ def _check_file(
     """Check the whole file before anything is written: every record, link and hash, and
     with ``registry`` every event's bytes decode and it sits in the stream it belongs to."""
     plan = _FilePlan(header=header)
-    counts = {"event": 0, "blob": 0}
+    counts = {"event": 0, "blob": 0, "key": 0}
     ended: dict[str, Any] | None = None
     source.seek(0)
     for number, _offset, record in _records(source, limit):
@@ -459,6 +565,9 @@ def _check_file(
         elif kind == "blob":
             _blob_of(record, number)
             counts["blob"] += 1
+        elif kind == "key":
+            plan.keys.append(_key_of(record, number, plan.header["tenant"]))
+            counts["key"] += 1
         elif kind == "event":
             stored = _event_of(record, number, plan.header["tenant"])
             _check_link(plan, stored, heads, number)
@@ -476,9 +585,11 @@ def _check_file(
             raise InvalidInput("file", f"line {number}: unknown record kind {kind!r}")
     if ended is None:
         raise InvalidInput("file", "has no end record: it is truncated")
-    if (ended.get("events"), ended.get("blobs")) != (counts["event"], counts["blob"]):
+    if (ended.get("events"), ended.get("blobs"), ended.get("keys", 0)) != (
+            counts["event"], counts["blob"], counts["key"]):
         raise InvalidInput("file", "its end record does not match its contents: "
-                                   f"{counts['event']} events and {counts['blob']} blobs found")
+                                   f"{counts['event']} events, {counts['blob']} blobs and "
+                                   f"{counts['key']} keys found")
     plan.events = counts["event"]
     return plan
 

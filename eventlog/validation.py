@@ -15,6 +15,10 @@ from eventlog.errors import InvalidId, InvalidInput
 DEFAULT_MAX_PAYLOAD_BYTES = 16 * 1024 * 1024
 """The default largest encoded event, and largest blob, the log accepts (16 MiB)."""
 
+DEFAULT_KEY_CACHE_SECONDS = 5.0
+"""How long an encrypted log uses an unwrapped data key before reading its row again (so
+an erasure made by another process is seen here within that long)."""
+
 MAX_ID_LENGTH = 255
 
 CONTROL_CHARACTER = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
@@ -84,6 +88,15 @@ def check_positive_limit(field: str, value: Any, maximum: int | None = None) -> 
     if maximum is not None and value > maximum:
         raise InvalidInput(field, f"must be at most {maximum}, not {value}")
     return value
+
+
+def check_seconds(field: str, value: Any) -> float:
+    """Return ``value`` as a float if it is a finite number of seconds ≥ 0, else raise
+    `InvalidInput`."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not (
+            0 <= value < float("inf")):
+        raise InvalidInput(field, f"must be a number of seconds ≥ 0, not {value!r}")
+    return float(value)
 
 
 MAX_JSON_DEPTH = 64

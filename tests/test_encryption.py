@@ -338,7 +338,8 @@ async def test_export_import_carries_ciphertext_and_the_erasure(
         db: str, keyring: FileKeyring, tmp_path: Path) -> None:
     """An encrypted tenant exported (no keyring needed) and imported into a fresh log
     without a keyring: the file holds no marker, the import verifies, lists, and refuses
-    to read a state clearly; the erasure event travels too."""
+    to read a state clearly; the erasure event travels too. With the keyring the copy
+    reads (the wrapped keys travel), and the erased subject stays erased."""
     import io
 
     from eventlog.transfer import export_log, import_log
@@ -361,8 +362,11 @@ async def test_export_import_carries_ciphertext_and_the_erasure(
             b"MARKER" in sink.getvalue(), (await copy.verify()).ok,
             len(await copy.checkpoints.list("t", "s1")), len(erasures))
     async with open_log(target, keyring=keyring) as copy:
-        with pytest.raises(KeyUnavailable, match="copied without its keys"):
-            await copy.checkpoints.read("t", "s1", created.checkpoint_id or "")
+        assert {"secret": "MARKER-STATE"} == await copy.checkpoints.read(
+            "t", "s1", created.checkpoint_id or "")
+        with pytest.raises(SubjectErased):
+            await copy.checkpoints.read("t", "gone", (await copy.checkpoints.list(
+                "t", "gone"))[0].checkpoint_id or "")
 
 
 async def test_a_record_names_its_subject(sealed: OpenLog) -> None:
@@ -377,3 +381,47 @@ async def test_a_record_names_its_subject(sealed: OpenLog) -> None:
             await sealed.checkpoints.read("t", session, record.checkpoint_id or "")
     assert {"secret": "MARKER-STATE"} == await sealed.checkpoints.read(
         "t", "c", own.checkpoint_id or "")
+
+
+async def test_no_marker_is_stored_in_the_file_stores_files(
+        keyring: FileKeyring, tmp_path: Path) -> None:
+    """The file store (events, blobs, views, ``keys.json``): no marker in any file."""
+    clock = FakeClock()
+    store = tmp_path / "store"
+    async with open_log(f"file://{store}", keyring=keyring, clock=clock,
+                        interrupt_options=OPTIONS) as log:
+        await populate(log, clock)
+        verified = (await log.verify()).ok
+    stored = b"".join(path.read_bytes() for path in store.rglob("*") if path.is_file())
+    assert (True, True, []) == (verified, len(stored) > 0,
+                                [marker for marker in MARKERS if marker.encode() in stored])
+
+
+@pytest.mark.postgres
+async def test_on_postgresql_swapped_and_plaintext_states_are_refused(
+        keyring: FileKeyring, migrated_pg_schema: str) -> None:
+    """PostgreSQL for real: two checkpoints' sealed states swapped in the blobs table are
+    `CorruptBlob`; a plaintext state put in place (under its own SHA-256, the view
+    pointing at it) is `SealRefused`; metadata written in the clear is `SealRefused`."""
+    schema = migrated_pg_schema
+    async with open_log(PG_URL, schema=schema, keyring=keyring) as log:
+        one = await log.checkpoints.create(_record(state={"n": 1}))
+        two = await log.checkpoints.create(_record(state={"n": 2}))
+        (a, first), (b, second) = [(row["digest"], row["data"]) for row in await _pg(
+            f'SELECT digest, data FROM "{schema}".blobs ORDER BY digest')]
+        await _pg(f'UPDATE "{schema}".blobs SET data = $1 WHERE digest = $2', second, a)
+        await _pg(f'UPDATE "{schema}".blobs SET data = $1 WHERE digest = $2', first, b)
+        for record in (one, two):
+            with pytest.raises(CorruptBlob):
+                await log.checkpoints.read("t", "s1", record.checkpoint_id or "")
+        plain = b'{"forged": true}'
+        digest = hashlib.sha256(plain).digest()
+        await _pg(f'UPDATE "{schema}".blobs SET data = $1, digest = $2 WHERE digest = $3',
+                  plain, digest, a)
+        await _pg(f'UPDATE "{schema}".checkpoints SET state_digest = $1 WHERE '
+                  "checkpoint_id = $2", digest, one.checkpoint_id)
+        with pytest.raises(SealRefused, match="not sealed"):
+            await log.checkpoints.read("t", "s1", one.checkpoint_id or "")
+        await _pg(f'UPDATE "{schema}".checkpoints SET metadata = $1', '{"who": "forged"}')
+        with pytest.raises(SealRefused, match="plaintext"):
+            await log.checkpoints.list("t", "s1")

@@ -32,3 +32,12 @@ async def acting(log: EventLog, actor: str | None, coroutine: Coroutine[Any, Any
         return await coroutine
     with log.acting_as(actor):
         return await coroutine
+
+
+async def sealing(log: EventLog, subject: str | None, coroutine: Coroutine[Any, Any, R]) -> R:
+    """Await ``coroutine`` sealing under ``subject``'s data key (the default subjects when
+    None; `EventLog.sealing_for`)."""
+    if subject is None:
+        return await coroutine
+    with log.sealing_for(subject):
+        return await coroutine

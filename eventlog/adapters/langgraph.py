@@ -86,7 +86,7 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from eventlog.adapters import _spans
-from eventlog.adapters._actors import acting, chosen_actor
+from eventlog.adapters._actors import acting, chosen_actor, sealing
 from eventlog.adapters._frameworks import (
     LANGGRAPH,
     MAF_ENCODING,
@@ -115,11 +115,17 @@ from eventlog.telemetry import traced, traced_iteration
 from eventlog.validation import check_actor, check_id
 
 __all__ = ["ACTOR_KEY", "AsyncEventlogSaver", "EventlogSaver", "FENCED_KEY", "NotRunning",
-           "WrongThread"]
+           "SUBJECT_KEY", "WrongThread"]
 
 ACTOR_KEY = "actor"
 """The ``configurable`` key naming the principal one call's put or writes are recorded as
 appended by (the approver of a ``Command(resume=...)``, say), whatever the saver's."""
+
+SUBJECT_KEY = "subject"
+"""The ``configurable`` key naming the subject whose data key seals one call's put or
+writes on an encrypted log (a customer id shared by many threads, so that erasing the
+customer erases them all), whatever the saver's ``subject``; none named, the thread is
+its own subject."""
 
 FENCED_KEY = "eventlog_fenced"
 """The ``configurable`` key that fences (True) or unfences (False) one call's put or
@@ -141,9 +147,10 @@ class AsyncEventlogSaver(BaseCheckpointSaver[str]):
         serde: SerializerProtocol | None = None,
         allowed_msgpack_modules: AllowedTypes = None,
         fenced: bool = False,
-        actor: str | None = None, elements: bool = True,
+        actor: str | None = None, elements: bool = True, subject: str | None = None,
     ) -> None:
         super().__init__(serde=strict_serde(serde, allowed_msgpack_modules))
+        self.subject = None if subject is None else check_id("subject", subject)
         self.fenced = _check_fenced("fenced", fenced)
         self.actor = None if actor is None else check_actor(actor)
         self.elements = _check_fenced("elements", elements)
@@ -158,14 +165,14 @@ class AsyncEventlogSaver(BaseCheckpointSaver[str]):
     async def from_conn_string(
         cls, url: str, *, tenant_id: str = "default", serde: SerializerProtocol | None = None,
         allowed_msgpack_modules: AllowedTypes = None, fenced: bool = False,
-        elements: bool = True, **open_log_options: Any,
+        elements: bool = True, subject: str | None = None, **open_log_options: Any,
     ) -> AsyncIterator[AsyncEventlogSaver]:
         """Open the log at ``url`` (any URL `open_log` takes; ``schema=`` and the other
         options pass through), yield a saver over it, close the log on exit."""
         async with open_log(url, **open_log_options) as log:
             yield cls(log, tenant_id=tenant_id, serde=serde,
                       allowed_msgpack_modules=allowed_msgpack_modules, fenced=fenced,
-                      elements=elements)
+                      elements=elements, subject=subject)
 
     # -- async: the implementation -------------------------------------------------------
 
@@ -250,9 +257,9 @@ class AsyncEventlogSaver(BaseCheckpointSaver[str]):
         stored = get_serializable_checkpoint_metadata(config, metadata)
         run = stored.get("run_id")
         step = stored.get("step")
-        actor = self._actor(config)
+        actor, subject = self._actor(config), self._subject(config)
         await self._on_loop(self._claims.check(thread_id))
-        await self._on_loop(acting(self.log, actor, self._threads.put(
+        put = self._threads.put(
             self.tenant_id, thread_id, checkpoint["id"], namespace=namespace,
             state=self._dump(state),
             channels=self._channels(checkpoint["channel_versions"], new_versions, values),
@@ -260,7 +267,8 @@ class AsyncEventlogSaver(BaseCheckpointSaver[str]):
             run_key=None if run is None else str(run),
             step=step if isinstance(step, int) and not isinstance(step, bool) else None,
             metadata=cast(dict[str, Any], stored), fenced=self._fenced(config),
-        )))
+        )
+        await self._on_loop(acting(self.log, actor, sealing(self.log, subject, put)))
         return _config(thread_id, namespace, checkpoint["id"])
 
     @traced("eventlog.langgraph.aput_writes", _spans.langgraph_config)
@@ -278,10 +286,11 @@ class AsyncEventlogSaver(BaseCheckpointSaver[str]):
             for index, (channel, value) in enumerate(writes)
         ]
         actor = self._actor(config)
-        await self._on_loop(acting(self.log, actor, self._threads.put_writes(
-            self.tenant_id, thread_id, config["configurable"]["checkpoint_id"], task_id,
-            indexed, namespace=namespace, task_path=task_path, fenced=self._fenced(config),
-        )))
+        await self._on_loop(acting(self.log, actor, sealing(
+            self.log, self._subject(config), self._threads.put_writes(
+                self.tenant_id, thread_id, config["configurable"]["checkpoint_id"], task_id,
+                indexed, namespace=namespace, task_path=task_path,
+                fenced=self._fenced(config)))))
 
     @traced("eventlog.langgraph.adelete_thread", _spans.langgraph_thread)
     async def adelete_thread(self, thread_id: str) -> None:
@@ -299,9 +308,9 @@ class AsyncEventlogSaver(BaseCheckpointSaver[str]):
         """Copy every checkpoint and write of a thread to another thread."""
         for thread_id in (str(source_thread_id), str(target_thread_id)):
             await self._on_loop(self._claims.check(thread_id))
-        await self._on_loop(self._threads.copy_thread(
+        await self._on_loop(sealing(self.log, self.subject, self._threads.copy_thread(
             self.tenant_id, str(source_thread_id), str(target_thread_id)
-        ))
+        )))
 
     @traced("eventlog.langgraph.aprune", _spans.langgraph_threads)
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
@@ -377,6 +386,12 @@ class AsyncEventlogSaver(BaseCheckpointSaver[str]):
     def _actor(self, config: RunnableConfig) -> str | None:
         return chosen_actor(self.log, config["configurable"].get(ACTOR_KEY), self.actor,
                             f'configurable["{ACTOR_KEY}"]')
+
+    def _subject(self, config: RunnableConfig) -> str | None:
+        given = config["configurable"].get(SUBJECT_KEY)
+        if given is None:
+            return self.subject
+        return check_id(f'configurable["{SUBJECT_KEY}"]', given)
 
     def _fenced(self, config: RunnableConfig) -> bool:
         return _check_fenced(FENCED_KEY, config["configurable"].get(FENCED_KEY, self.fenced))
@@ -457,7 +472,7 @@ class EventlogSaver(AsyncEventlogSaver):
     def from_conn_string(  # type: ignore[override]  # sync, where the parent is async
         cls, url: str, *, tenant_id: str = "default", serde: SerializerProtocol | None = None,
         allowed_msgpack_modules: AllowedTypes = None, fenced: bool = False,
-        elements: bool = True, **open_log_options: Any,
+        elements: bool = True, subject: str | None = None, **open_log_options: Any,
     ) -> Iterator[EventlogSaver]:
         """Open the log at ``url`` on a background loop, yield a saver, close it on exit."""
         background = BackgroundLoop()
@@ -467,7 +482,7 @@ class EventlogSaver(AsyncEventlogSaver):
             try:
                 saver = cls(log, tenant_id=tenant_id, serde=serde,
                             allowed_msgpack_modules=allowed_msgpack_modules, fenced=fenced,
-                            elements=elements)
+                            elements=elements, subject=subject)
                 saver.loop = background.loop
                 yield saver
             finally:

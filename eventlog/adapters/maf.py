@@ -54,7 +54,7 @@ from agent_framework._workflows._checkpoint_encoding import (
 )
 
 from eventlog.adapters import _spans
-from eventlog.adapters._actors import acting, chosen_actor
+from eventlog.adapters._actors import acting, chosen_actor, sealing
 from eventlog.adapters._frameworks import MAF, MAF_ENCODING, ThreadClaims
 from eventlog.checkpoints.thread_records import Payload, ThreadCheckpoint
 from eventlog.checkpoints.threads import ThreadCheckpoints
@@ -77,9 +77,12 @@ class EventlogCheckpointStorage:
     def __init__(
         self, log: OpenLog, *, tenant_id: str = "default",
         allowed_checkpoint_types: Sequence[str] | None = None,
-        actor: str | None = None, fenced: bool = False,
+        actor: str | None = None, fenced: bool = False, subject: str | None = None,
     ) -> None:
         self.log = log
+        # On an encrypted log: the subject every save is sealed under (a customer's id
+        # shared by many workflows); None, each workflow is its own subject.
+        self.subject = None if subject is None else check_id("subject", subject)
         self.actor = None if actor is None else check_actor(actor)
         self._threads: ThreadCheckpoints = log.threads
         self.tenant_id = check_id("tenant_id", tenant_id)
@@ -94,7 +97,7 @@ class EventlogCheckpointStorage:
     async def from_url(
         cls, url: str, *, tenant_id: str = "default",
         allowed_checkpoint_types: Sequence[str] | None = None, actor: str | None = None,
-        fenced: bool = False,
+        fenced: bool = False, subject: str | None = None,
         **open_log_options: Any,
     ) -> AsyncIterator[EventlogCheckpointStorage]:
         """Open the log at ``url`` (any URL `open_log` takes; ``schema=`` and the other
@@ -104,7 +107,7 @@ class EventlogCheckpointStorage:
             check_actor(actor)
         async with open_log(url, **open_log_options) as log:
             yield cls(log, tenant_id=tenant_id, allowed_checkpoint_types=allowed_checkpoint_types,
-                      actor=actor, fenced=fenced)
+                      actor=actor, fenced=fenced, subject=subject)
 
     @traced("eventlog.agent_framework.save", _spans.maf_checkpoint)
     async def save(self, checkpoint: WorkflowCheckpoint) -> str:
@@ -113,14 +116,14 @@ class EventlogCheckpointStorage:
         workflow's latest checkpoint (or it has none)."""
         state = self._encode(checkpoint)
         await self._claims.check(checkpoint.workflow_name)
-        await acting(self.log, self._actor(), self._threads.put(
+        await acting(self.log, self._actor(), sealing(self.log, self.subject, self._threads.put(
             self.tenant_id, checkpoint.workflow_name, checkpoint.checkpoint_id,
             state=state, parent_id=checkpoint.previous_checkpoint_id,
             run_key=checkpoint.checkpoint_id, step=checkpoint.iteration_count,
             metadata={"timestamp": checkpoint.timestamp,
                       "graph_signature_hash": checkpoint.graph_signature_hash},
             fenced=self.fenced, head_by="position",
-        ))
+        )))
         return checkpoint.checkpoint_id
 
     @traced("eventlog.agent_framework.load", _spans.maf_checkpoint)

@@ -19,6 +19,7 @@ from eventlog.cli.errors import EXIT_OK, CommandError
 from eventlog.cli.horizon import settle_or_warn
 from eventlog.cli.render import event_json, event_line, when
 from eventlog.cli.scope import require_session, require_tenant
+from eventlog.cli.sealed import Unsealer
 from eventlog.events import default_registry
 from eventlog.log import EventLog
 from eventlog.records import RecordedEvent
@@ -70,6 +71,7 @@ async def run(context: Context) -> int:
         printer = Printer(context)
         types = TypeCheck(set(args.types or ()))
         tail = Tail(context, live=not args.follow or _replays(args))
+        unsealer = Unsealer(log)  # sealed fields: opened, erased (when, why) or sealed
         async for event in follow(
             log, args.tenant, follow=args.follow, poll_interval=args.poll_interval,
             max_wait=args.max_wait, caught_up=lambda: tail.caught_up(types, args.tenant),
@@ -77,7 +79,7 @@ async def run(context: Context) -> int:
             types.seen.add(event.type)
             if not tail.live or not event_filter.matches(event):
                 continue
-            printer.print(event)
+            printer.print(await unsealer.event(event))
             shown += 1
             if args.limit is not None and shown >= args.limit:
                 break

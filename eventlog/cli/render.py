@@ -23,6 +23,7 @@ from rich.table import Table
 from rich.text import Text
 
 from eventlog.cli.lenient import UndecodableEvent
+from eventlog.cli.sealed import label_of
 from eventlog.records import RecordedEvent
 
 _SUMMARY_WIDTH = 90
@@ -87,7 +88,10 @@ class SafeConsole(Console):
 
 
 def jsonable(value: Any) -> Any:
-    """``value`` as plain JSON data: times ISO 8601, bytes hex, UUIDs and enums as text."""
+    """``value`` as plain JSON data: times ISO 8601, bytes hex, UUIDs and enums as text;
+    a sealed or erased value as its label (`eventlog.cli.sealed`)."""
+    if (shown := label_of(value)) is not None:
+        return shown
     if isinstance(value, datetime):
         return iso(value)
     if isinstance(value, bytes | bytearray | memoryview):
@@ -128,6 +132,8 @@ def cell(value: Any, width: int = _VALUE_WIDTH) -> str:
     """One value for a table cell: short, on one line."""
     if value is None:
         return EMPTY
+    if (shown := label_of(value)) is not None:
+        return shown
     if isinstance(value, datetime):
         return when(value)
     if isinstance(value, bytes | bytearray | memoryview):
@@ -163,7 +169,7 @@ def event_fields(event: RecordedEvent) -> dict[str, Any]:
     if not isinstance(decoded, dict):
         return {"value": decoded}
     decoded.pop("type", None)
-    return redact(decoded)
+    return redact(jsonable(decoded))
 
 
 def summary(

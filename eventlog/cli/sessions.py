@@ -14,6 +14,7 @@ from eventlog.cli.context import Context
 from eventlog.cli.errors import EXIT_OK, CommandError
 from eventlog.cli.render import cell, pairs_table, plural, redact, safe, summary, when
 from eventlog.cli.scope import require_session, require_tenant
+from eventlog.cli.sealed import Unsealer
 from eventlog.cli.story import Timeline, build_timeline
 from eventlog.cli.thread_report import (
     inspect_thread,
@@ -52,8 +53,11 @@ async def run_timeline(context: Context) -> int:
 
 
 async def read_merged(log: EventLog, tenant: str, streams: list[str]) -> list[RecordedEvent]:
-    """Every event of ``streams``, merged by log position."""
-    per_stream = [[event async for event in log.read_stream(tenant, s)] for s in streams]
+    """Every event of ``streams``, merged by log position, each sealed field shown opened,
+    erased or sealed (`Unsealer.event`)."""
+    unsealer = Unsealer(log)
+    per_stream = [[await unsealer.event(event) async for event in log.read_stream(tenant, s)]
+                  for s in streams]
     return list(heapq.merge(*per_stream, key=lambda event: event.position))
 
 

@@ -146,6 +146,9 @@ class EventLog:
         # acting as someone reaches the stores' appends too.
         self._acting: contextvars.ContextVar[str | None] = contextvars.ContextVar(
             "eventlog_acting_as", default=None)
+        # Shared the same way: the subject a `sealing_for` block seals under.
+        self._subject: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+            "eventlog_sealing_for", default=None)
         # Where the read side reads: the storage itself, or (open_log's read_url) a hot
         # standby. Appends, stream heads and commit-outcome lookups always use `storage`.
         self.reader = storage if reader is None else reader
@@ -397,7 +400,8 @@ class EventLog:
     async def blob_addresses(self, tenant_id: str, stream_id: str) -> Callable[[bytes], bytes]:
         """How a payload attached to an append to ``stream_id`` is addressed once stored:
         its SHA-256 on a plain log; with a keyring, the SHA-256 of its envelope under the
-        stream's subject (`Sealer.addresses`; `SubjectErased` for an erased subject). For
+        subject the append seals under (a `sealing_for` block's, else the stream's;
+        `Sealer.addresses`; `SubjectErased` for an erased subject). For
         stores that name blobs inside a sealed blob (a manifest naming its elements),
         where the log's renaming of plain digests in event bytes does not reach."""
         self._check_open("append")
@@ -405,7 +409,8 @@ class EventLog:
         check_id("stream_id", stream_id)
         if self.sealer is None:
             return content_digest
-        return await self.sealer.addresses(tenant_id, stream_id, now=read_clock(self.clock))
+        return await self.sealer.addresses(tenant_id, stream_id, now=read_clock(self.clock),
+                                           subject=self._subject.get())
 
     @traced("eventlog.get_blobs", _TENANT, _blob_count)
     async def get_blobs(self, tenant_id: str, digests: Iterable[bytes]) -> dict[bytes, bytes]:
@@ -721,6 +726,20 @@ class EventLog:
         finally:
             self._acting.reset(token)
 
+    @contextmanager
+    def sealing_for(self, subject: str | None) -> Iterator[str | None]:
+        """Seal every append inside the block under ``subject``'s data key (a customer id
+        shared by many threads, say) instead of each stream's own subject; an append
+        naming its ``subject=`` still wins, and None leaves the defaults. A context
+        variable, as `acting_as`. Without a keyring it changes nothing."""
+        if subject is not None:
+            check_id("subject", subject)
+        token = self._subject.set(subject)
+        try:
+            yield subject
+        finally:
+            self._subject.reset(token)
+
     @property
     def acting_block(self) -> str | None:
         """The principal of the innermost `acting_as` block around the caller; None
@@ -770,6 +789,7 @@ class EventLog:
             sealer=self.sealer,
         )
         sibling._acting = self._acting
+        sibling._subject = self._subject
         sibling.schema_revision = self.schema_revision
         sibling._lifecycle = self._lifecycle
         sibling.wakeups = self.wakeups
@@ -842,6 +862,8 @@ class EventLog:
         if sealer is None or not sealer.needs_key(encoded, attach):
             return encoded, attach
         if subject is None:
+            subject = self._subject.get()
+        if subject is None:
             subject = await sealer.subject_for(tenant_id, stream_id,
                                                [event for _, _, event in encoded])
         else:
@@ -859,7 +881,8 @@ class EventLog:
             source = getattr(event, "source_thread_id", None)
             if isinstance(source, str):
                 renames.update(await sealer.source_renames(
-                    tenant_id, f"thread:{source}", attach, payloads, now=now))
+                    tenant_id, f"thread:{source}", attach, payloads, now=now,
+                    subject=self._subject.get()))
         sealed = []
         for tag, data, _event in encoded:
             data = sealer.seal_event(tenant_id, header, key, tag, data, renames)

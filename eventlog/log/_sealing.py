@@ -24,9 +24,11 @@ forensic listing work without the keyring.
 
 A subject's key is made on its first sealed write (a row of `KeyStorage`, wrapped by the
 keyring) and cached by this process; `erase` destroys every generation and forgets it.
-Another process that cached the key before the erasure goes on opening that subject's data
-until it reopens the log; a write after the erasure is refused in the process that erased,
-and in any process that had not cached the key.
+A cached key is used for at most ``cache_seconds`` (`open_log(key_cache_seconds=...)`)
+before its row is read again: if another process erased the subject meanwhile, the key is
+dropped and the read or write refused (`SubjectErased`). An unchanged row is not unwrapped
+again (a KMS is not called once per interval), so the check costs one small read per
+subject per interval.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from __future__ import annotations
 import base64
 import hashlib
 from collections import OrderedDict
+import time
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any
@@ -46,6 +49,7 @@ from eventlog.errors import KeyringRequired, KeyUnavailable, SealRefused, Subjec
 from eventlog.hashing import content_digest
 from eventlog.storage.contracts.events import EventStorage
 from eventlog.storage.contracts.keys import KeyRow, KeyStorage
+from eventlog.validation import DEFAULT_KEY_CACHE_SECONDS
 
 SEALED = "$sealed"
 _SEALED_TEXT = "$sealed:"
@@ -89,12 +93,18 @@ def subject_of(stream_id: str) -> str:
 class Sealer:
     """Seals what an append stores and opens what a read returns, under subject keys."""
 
-    def __init__(self, storage: Any, provider: KeyProvider) -> None:
+    def __init__(self, storage: Any, provider: KeyProvider, *,
+                 cache_seconds: float = DEFAULT_KEY_CACHE_SECONDS,
+                 monotonic: Callable[[], float] = time.monotonic) -> None:
         self.keys: KeyStorage = storage
         self.events: EventStorage = storage
         self.provider = provider
+        self.cache_seconds = cache_seconds
+        self._monotonic = monotonic
         self._current: dict[tuple[str, str], tuple[int, DataKey]] = {}
         self._opened: dict[tuple[str, str, int], DataKey] = {}
+        self._checked: dict[tuple[str, str], tuple[float, tuple[KeyRow, ...]]] = {}
+        """When each cached subject's key rows were last read, and the rows read then."""
         self._batches: dict[tuple[str, str], str] = {}
         self._addresses: OrderedDict[tuple[str, Header, bytes], bytes] = OrderedDict()
 
@@ -105,10 +115,11 @@ class Sealer:
         """The subject's key to seal with, made on first use; `SubjectErased` when its
         newest key was destroyed (unless ``reopen``: then a new generation is made)."""
         cached = self._current.get((tenant, subject))
-        if cached is not None:
+        if cached is not None and await self._still_held(tenant, subject):
             return cached
         for _ in range(8):
             rows = await self.keys.subject_keys(tenant, subject)
+            self._seen(tenant, subject, rows)
             if rows and rows[-1].wrapped is not None:
                 key = self._unwrap(rows[-1])
                 self._current[(tenant, subject)] = (rows[-1].generation, key)
@@ -118,8 +129,9 @@ class Sealer:
             generation = rows[-1].generation + 1 if rows else 1
             key = DataKey.new()
             wrapped = self.provider.wrap(key.raw, context_of(tenant, subject, generation))
-            if await self.keys.add_subject_key(KeyRow(
-                    tenant, subject, generation, self.provider.key_id, wrapped, now)):
+            made = KeyRow(tenant, subject, generation, self.provider.key_id, wrapped, now)
+            if await self.keys.add_subject_key(made):
+                self._seen(tenant, subject, [*rows, made])
                 self._current[(tenant, subject)] = (generation, key)
                 self._opened[(tenant, subject, generation)] = key
                 return generation, key
@@ -127,9 +139,12 @@ class Sealer:
 
     async def _key(self, tenant: str, header: Header) -> DataKey:
         found = self._opened.get((tenant, header.subject, header.generation))
-        if found is not None:
-            return found
+        if found is not None and await self._still_held(tenant, header.subject):
+            found = self._opened.get((tenant, header.subject, header.generation))
+            if found is not None:
+                return found
         rows = await self.keys.subject_keys(tenant, header.subject)
+        self._seen(tenant, header.subject, rows)
         row = next((row for row in rows if row.generation == header.generation), None)
         if row is None:
             raise KeyUnavailable(tenant, header.subject, (
@@ -152,8 +167,28 @@ class Sealer:
                 f"{row.subject!r} (wrapped under {row.kek_id!r}): another keyring?")) from error
         return DataKey(raw)
 
+    async def _still_held(self, tenant: str, subject: str) -> bool:
+        """Whether the subject's cached keys may still be used: yes within
+        ``cache_seconds`` of reading its rows; after that the rows are read again, and if
+        they changed (an erasure, a new generation made elsewhere) the cached keys
+        are dropped and False returned, so the caller reads and unwraps afresh."""
+        checked = self._checked.get((tenant, subject))
+        now = self._monotonic()
+        if checked is not None and now - checked[0] < self.cache_seconds:
+            return True
+        rows = tuple(await self.keys.subject_keys(tenant, subject))
+        if checked is not None and _same_keys(checked[1], rows):
+            self._checked[(tenant, subject)] = (now, rows)
+            return True
+        self.forget(tenant, subject)
+        return False
+
+    def _seen(self, tenant: str, subject: str, rows: Sequence[KeyRow]) -> None:
+        self._checked[(tenant, subject)] = (self._monotonic(), tuple(rows))
+
     def forget(self, tenant: str, subject: str) -> None:
         """Drop the subject's cached keys (after an erasure)."""
+        self._checked.pop((tenant, subject), None)
         self._current.pop((tenant, subject), None)
         for key in [key for key in self._opened if key[:2] == (tenant, subject)]:
             del self._opened[key]
@@ -199,16 +234,17 @@ class Sealer:
                 content_digest(envelope).hex().encode())
         return sealed, renames
 
-    async def addresses(self, tenant: str, stream: str, *, now: datetime
-                        ) -> Callable[[bytes], bytes]:
+    async def addresses(self, tenant: str, stream: str, *, now: datetime,
+                        subject: str | None = None) -> Callable[[bytes], bytes]:
         """The address a payload attached to an append to ``stream`` is stored under: the
         SHA-256 of its envelope, sealed as `seal_blobs` seals it (under the stream's
         subject's current key; `SubjectErased` if that subject was erased). What element
         storage names its elements and manifests by inside a manifest, which is sealed
         whole, so the renaming of digests in event bytes never reaches them. Remembered
         by plain digest (`_ADDRESSES` of them), so a list's unchanged items are not
-        sealed again at every put."""
-        subject = subject_of(stream)
+        sealed again at every put. ``subject`` is the one the append seals under (a
+        `sealing_for` block's), the stream's own by default."""
+        subject = subject or subject_of(stream)
         generation, key = await self.current_key(tenant, subject, now=now)
         header = Header(subject, generation, stream, STATE)
         held = self._addresses
@@ -226,10 +262,12 @@ class Sealer:
         return address
 
     async def source_renames(self, tenant: str, stream: str, attach: Sequence[bytes],
-                             sealed: Sequence[bytes], *, now: datetime) -> dict[bytes, bytes]:
-        """Each payload's address as ``stream`` (a copy's source) sealed it, mapped to its
-        address as sealed now (``sealed``, in the same order)."""
-        subject = subject_of(stream)
+                             sealed: Sequence[bytes], *, now: datetime,
+                             subject: str | None = None) -> dict[bytes, bytes]:
+        """Each payload's address as ``stream`` (a copy's source) sealed it, under
+        ``subject`` (the stream's own by default), mapped to its address as sealed now
+        (``sealed``, in the same order)."""
+        subject = subject or subject_of(stream)
         generation, key = await self.current_key(tenant, subject, now=now)
         header = Header(subject, generation, stream, STATE)
         return {content_digest(key.seal(tenant, header, payload, derived=True)).hex().encode():
@@ -295,6 +333,12 @@ class Sealer:
                     await self.open_rows(tenant, value)
         return rows
 
+    async def open_field(self, tenant: str, value: Any, stream: str, kind: str) -> Any:
+        """One sealed field's value as found in ``stream``'s field ``kind`` (``tag:path``):
+        opened, or marked erased (`ERASED`, `ERASED_TEXT`); `SealRefused` if it is not
+        sealed, or was sealed elsewhere."""
+        return await self._open_value(tenant, value, (stream, kind))
+
     async def _open_tree(self, tenant: Any, value: Any) -> Any:
         if _is_marker(value):
             return await self._open_value(tenant, value, None)
@@ -339,9 +383,41 @@ class Sealer:
                 f"{tenant!r}: changed, or moved from another tenant; refused")) from None
 
 
+def _same_keys(before: Sequence[KeyRow], now: Sequence[KeyRow]) -> bool:
+    """The same key generations, none destroyed since (a rotation re-wraps a row but
+    leaves its data key, so the cached key stays good)."""
+    return [(row.generation, row.wrapped is None) for row in before] == [
+        (row.generation, row.wrapped is None) for row in now]
+
+
 def sealed_blob_header(payload: bytes) -> Header | None:
     """The header of a sealed blob, None for a plain one."""
     parsed = parse(payload)
+    return None if parsed is None else parsed[0]
+
+
+def sealed_subjects(tag: str, data: bytes) -> set[str]:
+    """The subjects whose keys seal the free-text fields of an event's stored bytes."""
+    paths = FIELDS.get(tag)
+    if not paths or _MARKER_TEXT not in data:
+        return set()
+    body = msgspec.json.decode(data)
+    found: list[Any] = []
+    for path in paths:
+        _walk(body, path, _collect(found))
+    return {header.subject for header in map(marker_header, found) if header is not None}
+
+
+def marker_header(value: Any) -> Header | None:
+    """The header of a sealed field's marker; None for anything else."""
+    if not _is_marker(value):
+        return None
+    try:
+        envelope = base64.b64decode(value[len(_SEALED_TEXT):] if isinstance(value, str)
+                                    else value[SEALED])
+    except ValueError:
+        return None
+    parsed = parse(envelope)
     return None if parsed is None else parsed[0]
 
 
@@ -366,6 +442,32 @@ def _refuse_plain_view(tenant: Any, column: str, raw: bytes) -> None:
             if value not in (None, {}, []) and not _is_marker(value) and value != ERASED:
                 raise SealRefused(tenant or "", "", f"the view column {column!r} holds "
                                   "plaintext although the log is encrypted: refused, never read")
+
+
+def field_values(tag: str, body: Any) -> list[tuple[tuple[str, ...], list[Any]]]:
+    """The values of each sealed field path of an event of type ``tag`` in ``body`` (its
+    decoded JSON), path by path."""
+    found = []
+    for path in FIELDS.get(tag, ()):
+        values: list[Any] = []
+        _walk(body, path, _collect(values))
+        found.append((path, values))
+    return found
+
+
+def replace_field_values(body: Any, path: tuple[str, ...], values: list[Any]) -> None:
+    """Put ``values`` (as `field_values` gave them, changed) back at ``path`` in ``body``."""
+    _walk(body, path, _replay(values))
+
+
+def field_kind(tag: str, path: tuple[str, ...]) -> str:
+    """What a sealed field's envelope says it is (``tag:path``)."""
+    return _kind(tag, path)
+
+
+def is_marker(value: Any) -> bool:
+    """Whether ``value`` is a sealed field's marker."""
+    return _is_marker(value)
 
 
 def _is_marker(value: Any) -> bool:

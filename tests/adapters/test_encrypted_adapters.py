@@ -85,3 +85,84 @@ async def test_an_agent_framework_workflow_pauses_and_resumes_encrypted(tmp_path
             (await storage.load(saved)).state)
     stored = _stored(tmp_path)
     assert b"MARKER-ORDER" not in stored
+
+
+async def test_threads_sharing_a_subject_are_erased_together(tmp_path: Path) -> None:
+    """Two threads naming one subject (``configurable["subject"]``, and the saver's
+    ``subject=`` default) are both refused after the subject is erased; a third thread,
+    its own subject, still reads."""
+    from eventlog.adapters.langgraph import SUBJECT_KEY
+    from eventlog.errors import SubjectErased
+
+    keyring = init_keyring(tmp_path / "keyring.json")
+    url = f"sqlite:///{tmp_path / 'log.db'}"
+    named = {"configurable": {"thread_id": "a", SUBJECT_KEY: "customer-7"}}
+    async with AsyncEventlogSaver.from_conn_string(url, keyring=keyring) as saver:
+        await build(saver).ainvoke({"items": ["MARKER-A"]}, named)
+        await build(saver).ainvoke({"items": ["MARKER-C"]}, thread("c"))
+        keys = await saver.log.storage.subject_keys("default", "a")
+    async with AsyncEventlogSaver.from_conn_string(url, keyring=keyring,
+                                                   subject="customer-7") as saver:
+        await build(saver).ainvoke({"items": ["MARKER-B"]}, thread("b"))
+        # Before the erasure both read whole: their lists are element-stored under the
+        # shared subject's addresses, not their threads'.
+        for name, marker in (("a", "MARKER-A"), ("b", "MARKER-B")):
+            found = await saver.aget_tuple(thread(name))
+            assert found is not None and saver.elements
+            assert marker == found.checkpoint["channel_values"]["items"][0]
+        await saver.log.erase("default", "customer-7", reason="asked")
+        for name in ("a", "b"):
+            with pytest.raises(SubjectErased):
+                await saver.aget_tuple(thread(name))
+        kept = await saver.aget_tuple(thread("c"))
+    assert kept is not None
+    assert ([], ["MARKER-C", "planned"]) == (keys, kept.checkpoint["channel_values"]["items"][:2])
+
+
+async def test_agent_framework_workflows_sharing_a_subject_are_erased_together(
+        tmp_path: Path) -> None:
+    """`EventlogCheckpointStorage(subject=)` seals two workflows under one subject:
+    erased, both refuse to load; a storage without it keeps its workflow readable."""
+    from eventlog.adapters.maf import EventlogCheckpointStorage
+    from eventlog.errors import SubjectErased
+    from tests.adapters.test_maf import checkpoint
+
+    keyring = init_keyring(tmp_path / "keyring.json")
+    url = f"sqlite:///{tmp_path / 'log.db'}"
+    async with EventlogCheckpointStorage.from_url(url, keyring=keyring,
+                                                  subject="customer-7") as storage:
+        ids = [await storage.save(checkpoint(name=name, state={"who": "MARKER"}))
+               for name in ("one", "two")]
+    async with EventlogCheckpointStorage.from_url(url, keyring=keyring) as storage:
+        own = await storage.save(checkpoint(name="three", state={"who": "kept"}))
+        await storage.log.erase("default", "customer-7")
+        for checkpoint_id in ids:
+            with pytest.raises(SubjectErased):
+                await storage.load(checkpoint_id)
+        assert {"who": "kept"} == (await storage.load(own)).state
+
+
+@pytest.mark.adopt
+async def test_adoption_into_an_encrypted_log_seals_and_an_erased_thread_is_not_exported(
+        tmp_path: Path) -> None:
+    """A thread adopted from LangGraph's own SQLite saver into an encrypted log is sealed
+    there (no marker in the file) and reads back as the source has it; once erased,
+    exporting it back to LangGraph is refused (`SubjectErased`), nothing written."""
+    from eventlog.adapters.langgraph_adoption import adopt_langgraph, export_langgraph
+    from eventlog.errors import SubjectErased
+    from tests.adapters.langgraph_stores import history, sqlite_saver
+
+    keyring = init_keyring(tmp_path / "keyring.json")
+    async with sqlite_saver(tmp_path / "langgraph.db") as source, \
+            AsyncEventlogSaver.from_conn_string(f"sqlite:///{tmp_path / 'log.db'}",
+                                                keyring=keyring, tenant_id="t") as ours:
+        await build(source).ainvoke({"items": ["MARKER-ADOPTED"]}, thread("a"))
+        report = await adopt_langgraph(ours.log, source, tenant_id="t")
+        same = await history(source, "a") == await history(ours, "a")
+        stored = _stored(tmp_path)
+        await ours.log.erase("t", "a", reason="asked")
+        async with sqlite_saver(tmp_path / "back.db") as back:
+            with pytest.raises(SubjectErased):
+                await export_langgraph(ours.log, back, tenant_id="t")
+            assert [] == [item async for item in back.alist(None)]
+    assert (True, 0 < report.checkpoints, False) == (same, True, b"MARKER-ADOPTED" in stored)

@@ -26,6 +26,7 @@ from eventlog.cli.report.model import SessionReport, build_session_report
 from eventlog.cli.report.page import Undecodable, VerifySummary
 from eventlog.cli.report.threads import step_views
 from eventlog.cli.report.values import StateView, state_views, wanted_digests
+from eventlog.cli.sealed import Unsealer
 from eventlog.cli.sessions import read_merged
 from eventlog.cli.thread_story import read_payloads
 from eventlog.cli.verify import describe, view_findings
@@ -120,6 +121,7 @@ async def read_chosen(log: EventLog, scan: Scan, keys: Sequence[SessionKey]) -> 
     if not wanted:
         return
     chosen: dict[SessionKey, list[RecordedEvent]] = {key: [] for key in wanted}
+    unsealer = Unsealer(log)  # sealed fields shown opened, erased or sealed
     unfinished = len(wanted)
     owner: dict[tuple[str, str], SessionKey] = {}
     cursor: str | None = None
@@ -133,7 +135,7 @@ async def read_chosen(log: EventLog, scan: Scan, keys: Sequence[SessionKey]) -> 
                 continue
             events = chosen[key]
             if len(events) < wanted[key]:
-                events.append(event)
+                events.append(await unsealer.event(event))
                 unfinished -= len(events) == wanted[key]
         cursor = page.cursor
     scan.sessions.update(chosen)
@@ -233,7 +235,7 @@ async def state_values(
     for report in reports:
         events = scan.sessions[(report.tenant, report.session)]
         listed = {row.position for row in report.rows}
-        blobs = await log.get_blobs(report.tenant, wanted_digests(events, listed))
+        blobs = await Unsealer(log).blobs(report.tenant, wanted_digests(events, listed))
         views.update(state_views(events, listed, blobs))
         sizes = {e.position: e.event.state_size for e in events
                  if isinstance(e.event, ThreadCheckpointPut)}

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from eventlog.cli.render import cell, plural
+from eventlog.cli.sealed import unread_reason
 from eventlog.events.checkpoints import CheckpointCreated
 from eventlog.records import RecordedEvent
 
@@ -87,8 +88,9 @@ def _view(
         return StateView(size, encoding, note=f"{encoding} state: not shown here")
     found, value = _decoded(payload, blobs)
     if not found:
-        return StateView(size, encoding, note="erased since (its session or thread was "
-                                              "deleted) or not decodable as JSON")
+        return StateView(size, encoding, note=unread_reason(
+            blobs, bytes.fromhex(payload.state_digest), "erased since (its session or "
+            "thread was deleted) or not decodable as JSON"))
     text = json.dumps(value, indent=2, ensure_ascii=False, default=str)
     note = cut_note(text)
     if parent is None:

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from eventlog.cli.render import plural
+from eventlog.cli.sealed import Payloads, Unsealer
 from eventlog.cli.thread_story.graph import (
     GraphReader,
     answer_of,
@@ -69,13 +70,17 @@ async def read_payloads(
     log: EventLog, tenant_id: str, events: Iterable[RecordedEvent]
 ) -> dict[bytes, bytes]:
     """The stored bytes of every payload the thread events reference (purged ones are
-    absent), read in chunks of 500 digests."""
+    absent; sealed ones that do not open are absent and say why: `Payloads.unread`), read
+    in chunks of 500 digests."""
     wanted = list(dict.fromkeys(
         digest for event in events if isinstance(event.event, ThreadEvent)
         for digest in _digests(event.event)))
-    found: dict[bytes, bytes] = {}
+    found = Payloads({})
+    unsealer = Unsealer(log)
     for start in range(0, len(wanted), _CHUNK):
-        found.update(await log.get_blobs(tenant_id, wanted[start:start + _CHUNK]))
+        chunk = await unsealer.blobs(tenant_id, wanted[start:start + _CHUNK])
+        found.update(chunk)
+        found.unread.update(chunk.unread)
     return found
 
 def _digests(event: ThreadEvent) -> tuple[bytes, ...]:

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from eventlog.checkpoints.elements import ELEMENTS_ENCODING, decode_manifest, resolve_items
+from eventlog.cli.sealed import unread_reason
 from eventlog.cli.thread_story.model import LANGGRAPH, Change, Question, Step, Task
 from eventlog.cli.thread_story.values import Undecoded, decode
 from eventlog.events.threads import ThreadCheckpointPut, ThreadWritesPut
@@ -42,7 +43,8 @@ class GraphReader:
         """A stored payload decoded, and its size (None when it is not here: purged)."""
         data = self.payloads.get(bytes.fromhex(digest))
         if data is None:
-            return Undecoded(0, "purged or not read"), None
+            return Undecoded(0, unread_reason(self.payloads, bytes.fromhex(digest),
+                                              "purged or not read")), None
         if encoding == ELEMENTS_ENCODING:  # a list stored element by element
             return self._elements(data)
         return decode(encoding, data), len(data)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from eventlog.cli.sealed import unread_reason
 from eventlog.cli.thread_story.model import AGENT_FRAMEWORK, Change, Question, Step
 from eventlog.cli.thread_story.values import Undecoded, decode, short
 from eventlog.events.threads import ThreadCheckpointPut
@@ -41,7 +42,8 @@ class WorkflowReader:
         """The superstep a checkpoint records; new requests are added to ``questions``."""
         data = self.payloads.get(bytes.fromhex(put.state_digest))
         document = decode(put.state_encoding, data) if data is not None else Undecoded(
-            0, "purged or not read")
+            0, unread_reason(self.payloads, bytes.fromhex(put.state_digest),
+                             "purged or not read"))
         document = document if isinstance(document, dict) else {}
         parent = self.documents.get(put.parent_id or "", {})
         self.documents[put.checkpoint_id] = document
