@@ -10,11 +10,12 @@ pickle's own length allows (``bytearray(2**30)`` is never called). Every other c
 shared here; `bound` pays for each time one is shown.
 
 `check_pickle` walks a pickle the same way before another unpickler loads it (Agent
-Framework's restricted one allows ``bytearray`` and ``range``, so 46 bytes can ask it for
-``bytearray(2**34)``): it refuses (`PastBudget`) a pickle whose calls would make more than
-`MAX_MADE` bytes or items from the sizes they are given, a memo index past the opcodes read
-so far (an unpickler sizes its memo by the index), and one this reader cannot read (a
-counted length past the end, which an unpickler allocates before it reads).
+Framework's restricted one allows ``bytearray``, ``int`` and ``range``, so 41 bytes can ask
+it for ``bytearray(2**34)``): it refuses (`PastBudget`) a pickle whose calls would make
+more than `MAX_MADE` bytes or items from the sizes they are given (or from a size only
+running code would tell), a memo index past the opcodes read so far (an unpickler sizes
+its memo by the index), and one this reader cannot read (a counted length past the end,
+which an unpickler allocates before it reads).
 """
 
 from __future__ import annotations
@@ -133,17 +134,17 @@ class _Scan(_Reader):
     def charge(self, func: Any, args: Any) -> None:
         sized = _sized(func)
         listed = list(args) if isinstance(args, list | tuple) else [args]
+        budget = f"the {MAX_MADE:,} a stored pickle's calls may make from sizes they are given " \
+                 "(MAX_MADE)"
         for arg in listed:
-            made = _lazy_length(arg)
-            if sized and isinstance(arg, int) and not isinstance(arg, bool) and arg > 0:
-                made = arg
+            made = _made(arg, sized)
+            if made is None:
+                raise PastBudget(budget, f"{_kind_of(func)}({preview(listed)}) is given "
+                                         f"{preview(arg)}, whose size only running it tells")
             self.made += made
             if self.made > MAX_MADE:
-                raise PastBudget(
-                    f"the {MAX_MADE:,} a stored pickle's calls may make from sizes they are "
-                    "given (MAX_MADE)",
-                    f"{_kind_of(func)}({preview(listed)}) would make {self.made:,} bytes or "
-                    "items")
+                raise PastBudget(budget, f"{_kind_of(func)}({preview(listed)}) would make "
+                                         f"{self.made:,} bytes or items")
 
     def memo_index(self, index: int) -> int:
         if not 0 <= index <= self.opcodes:
@@ -171,18 +172,37 @@ def _sized(func: Any) -> bool:
     return not isinstance(func, Global) or isinstance(func, _Looked) or func.kind in _SIZED
 
 
-def _lazy_length(value: Any) -> int:
-    """How many items a ``range`` (a call or ``range.__new__``) holds; 0 for anything
-    else. A range costs nothing until a call iterates it."""
-    if isinstance(value, NotDecoded) and value.kind == "builtins.range":
-        args = value.args or []
-    elif isinstance(value, Shape) and shape_kind(value) == "builtins.range":
-        args = list(getattr(value, "args", []))
-    else:
+_BUILT: tuple[type, ...] = (bool, bytes, bytearray, str, list, tuple, dict, set, frozenset,
+                            float, complex)
+"""Values this reader built from the pickle's own bytes (their size is the pickle's)."""
+
+
+def _made(arg: Any, sized: bool) -> int | None:
+    """How many bytes or items a call makes of one argument: a range's length; for a
+    callable that may be sized, an integer's value; None when only running code would
+    tell (a range whose bounds are a call's result, or such a callable given a value this
+    reader did not build: ``bytearray(int('17179869184'))``)."""
+    if _is_range(arg):
+        return _range_length(arg)
+    if not sized or arg is None or isinstance(arg, _BUILT):
         return 0
-    if not args or len(args) > 3 or not all(
+    if isinstance(arg, int):
+        return max(arg, 0)
+    return None
+
+
+def _is_range(value: Any) -> bool:
+    """A ``range`` (a call, ``range.__new__`` or copyreg's reconstruction of one)."""
+    return (isinstance(value, NotDecoded) and value.kind == "builtins.range") or (
+        isinstance(value, Shape) and shape_kind(value) == "builtins.range")
+
+
+def _range_length(value: Any) -> int | None:
+    """How many items a range holds; None when its bounds are not integers of the pickle."""
+    args = value.args if isinstance(value, NotDecoded) else getattr(value, "args", None)
+    if not isinstance(args, list) or not 1 <= len(args) <= 3 or not all(
             isinstance(arg, int) and not isinstance(arg, bool) for arg in args):
-        return 0
+        return None
     start, stop, step = (0, args[0], 1) if len(args) == 1 else (*args[:2], (
         args[2] if len(args) == 3 else 1))
     if step == 0:

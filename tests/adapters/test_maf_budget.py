@@ -124,6 +124,24 @@ def test_a_call_making_more_than_it_is_given_is_refused(name: str, data: bytes) 
     assert f"the {MAX_MADE:,}" in str(refused.value)
 
 
+INT_OF_TEXT = b"cbuiltins\nint\nX\x0b\x00\x00\x0017179869184\x85R"
+"""``int('17179869184')``: a size this reader does not compute."""
+
+
+@pytest.mark.parametrize(("name", "data"), [
+    ("bytearray of an int call", b"\x80\x02cbuiltins\nbytearray\n" + INT_OF_TEXT + b"\x85R."),
+    ("list of a range of an int call", b"\x80\x02cbuiltins\nlist\ncbuiltins\nrange\n"
+     + INT_OF_TEXT + b"\x85R\x85R."),
+    ("list of a reconstructed range", b"\x80\x02cbuiltins\nlist\nccopyreg\n_reconstructor\n"
+     b"cbuiltins\nrange\ncbuiltins\nrange\n\x8a\x06" + (2**40).to_bytes(6, "little")
+     + b"\x87R\x85R."),
+])
+def test_a_size_only_running_code_would_tell_is_refused(name: str, data: bytes) -> None:
+    """MAF allows ``int``: a size that is a call's result is refused, not guessed."""
+    with pytest.raises(PastBudget, match=r"whose size only running it tells.*MAX_MADE"):
+        check_pickle(data)
+
+
 def test_a_memo_index_past_the_opcodes_read_is_refused() -> None:
     """LONG_BINPUT 2**32-1 in 8 bytes: an unpickler would size its memo to twice that."""
     with pytest.raises(PastBudget, match="a memo index of 4,294,967,295, past the memo's"):
