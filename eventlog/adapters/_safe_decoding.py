@@ -29,7 +29,6 @@ import binascii
 import datetime as dt
 import decimal
 import ipaddress
-import json
 import pathlib
 import uuid
 from collections.abc import Callable
@@ -47,6 +46,7 @@ from eventlog.adapters._safe_values import (
     bound,
     call,
     preview,
+    read_json,
     shape_fields,
     shape_kind,
     shape_name,
@@ -111,17 +111,19 @@ def read_maf(data: bytes) -> Any:
     """An Agent Framework checkpoint: its JSON, each pickled value read by `read_pickle`,
     the whole bounded once (one budget for the document)."""
     try:
-        document = json.loads(data)
-    except (ValueError, RecursionError) as error:
+        document = read_json(data)
+    except ValueError as error:
         raise Unreadable(f"not JSON ({type(error).__name__}: {error})") from error
-    return bound(_unpickle_values(document))
+    return bound(_unpickle_values(document, MAX_DEPTH))
 
 
-def _unpickle_values(document: Any) -> Any:
-    if isinstance(document, list):
-        return [_unpickle_values(item) for item in document]
-    if not isinstance(document, dict):
+def _unpickle_values(document: Any, depth: int) -> Any:
+    if not isinstance(document, dict | list):
         return document
+    if depth <= 0:
+        return NotDecoded(f"what is nested deeper than {MAX_DEPTH} levels")
+    if isinstance(document, list):
+        return [_unpickle_values(item, depth - 1) for item in document]
     if "__pickled__" in document and "__type__" in document:
         pickled = document["__pickled__"]
         try:
@@ -129,7 +131,7 @@ def _unpickle_values(document: Any) -> Any:
             return read_pickle(raw)
         except (Unreadable, binascii.Error, ValueError) as error:
             return NotDecoded(f"a pickle of {len(str(pickled)):,} characters ({error})")
-    return {key: _unpickle_values(value) for key, value in document.items()}
+    return {key: _unpickle_values(value, depth - 1) for key, value in document.items()}
 
 
 # -- LangGraph's msgpack ----------------------------------------------------------------------
@@ -286,8 +288,8 @@ def _json(data: bytes) -> Any:
     """LangGraph's ``json`` type: LangChain's ``{"lc": …, "type": "constructor", "id": […]}``
     objects are shown as `Shape` of their kwargs, never revived."""
     try:
-        return json.loads(data, object_hook=_lc_object)
-    except (ValueError, RecursionError) as error:
+        return read_json(data, object_hook=_lc_object)
+    except ValueError as error:
         raise Unreadable(f"json: {type(error).__name__}: {error}") from error
 
 

@@ -8,6 +8,14 @@ bytes from bytes, a date from its 10-byte state), so nothing can allocate more t
 pickle's own length allows (``bytearray(2**30)`` is never called). Every other call is
 `NotDecoded`, naming the callable and its arguments. Shared references (the memo) stay
 shared here; `bound` pays for each time one is shown.
+
+`check_pickle` walks a pickle the same way before another unpickler loads it (Agent
+Framework's restricted one allows ``bytearray``, ``int`` and ``range``, so 41 bytes can ask
+it for ``bytearray(2**34)``): it refuses (`PastBudget`) a pickle whose calls would make
+more than `MAX_MADE` bytes or items from the sizes they are given (or from a size only
+running code would tell), a memo index past the opcodes read so far (an unpickler sizes
+its memo by the index), and one this reader cannot read (a counted length past the end,
+which an unpickler allocates before it reads).
 """
 
 from __future__ import annotations
@@ -18,9 +26,22 @@ import pickletools
 from collections.abc import Callable
 from typing import Any
 
-from eventlog.adapters._safe_values import Global, NotDecoded, Shape, Unreadable, call, shape_kind
+from eventlog.adapters._safe_values import (
+    Global,
+    NotDecoded,
+    Shape,
+    Unreadable,
+    call,
+    preview,
+    shape_kind,
+)
 
-__all__ = ["CALLS", "read_pickle"]
+__all__ = ["CALLS", "MAX_MADE", "PastBudget", "check_pickle", "read_pickle"]
+
+MAX_MADE = 1 << 20
+"""The most bytes or items all calls of one pickle may make from sizes they are given
+(``bytearray(n)``, ``list(range(n))``): what an unpickler would allocate beyond the
+pickle's own length."""
 
 
 def read_pickle(data: bytes) -> Any:
@@ -28,6 +49,23 @@ def read_pickle(data: bytes) -> Any:
     what only the writer's code can resolve (persistent ids, the extension registry,
     out-of-band buffers)."""
     return _Reader().load(data)
+
+
+class PastBudget(Unreadable):
+    """A stored value refused before it is decoded: loading it would cost past a budget
+    (``budget`` names it; the message says what asked for how much)."""
+
+    def __init__(self, budget: str, detail: str) -> None:
+        super().__init__(f"{detail}, past {budget}; refused before decoding")
+        self.budget, self.detail = budget, detail
+
+
+def check_pickle(data: bytes) -> None:
+    """Refuse a pickle that an unpickler would make large from a small input: `PastBudget`
+    past `MAX_MADE` or with a memo index past the opcodes read, `Unreadable` when this
+    reader cannot read it (an unpickler allocates what a length says before it finds the
+    bytes missing). Nothing is called, nothing is looked up."""
+    _Scan().load(data)
 
 
 class _Mark:
@@ -44,10 +82,12 @@ class _Reader:
     def __init__(self) -> None:
         self.stack: list[Any] = []
         self.memo: dict[int, Any] = {}
+        self.opcodes = 0
 
     def load(self, data: bytes) -> Any:
         try:
             for opcode, arg, _ in pickletools.genops(data):
+                self.opcodes += 1
                 if opcode.name == "STOP":
                     return self.stack.pop()
                 step = _STEPS.get(opcode.name)
@@ -75,6 +115,99 @@ class _Reader:
 
     def push(self, value: Any) -> None:
         self.stack.append(value)
+
+    def charge(self, func: Any, args: Any) -> None:
+        """A call of ``func`` with ``args`` is read (`_Scan` counts what it would make)."""
+
+    def memo_index(self, index: int) -> int:
+        """The memo index a PUT names (`_Scan` bounds it)."""
+        return index
+
+
+class _Scan(_Reader):
+    """The reader, counting what an unpickler's calls would make from given sizes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.made = 0
+
+    def charge(self, func: Any, args: Any) -> None:
+        sized = _sized(func)
+        listed = list(args) if isinstance(args, list | tuple) else [args]
+        budget = f"the {MAX_MADE:,} a stored pickle's calls may make from sizes they are given " \
+                 "(MAX_MADE)"
+        for arg in listed:
+            made = _made(arg, sized)
+            if made is None:
+                raise PastBudget(budget, f"{_kind_of(func)}({preview(listed)}) is given "
+                                         f"{preview(arg)}, whose size only running it tells")
+            self.made += made
+            if self.made > MAX_MADE:
+                raise PastBudget(budget, f"{_kind_of(func)}({preview(listed)}) would make "
+                                         f"{self.made:,} bytes or items")
+
+    def memo_index(self, index: int) -> int:
+        if not 0 <= index <= self.opcodes:
+            raise PastBudget(
+                f"the memo's budget (an index within the {self.opcodes:,} opcodes read so "
+                "far: an unpickler sizes its memo by the index)",
+                f"a memo index of {index:,}")
+        return index
+
+
+class _Looked(Global):
+    """A global reached by ``getattr`` (it may name any class an unpickler allows)."""
+
+    __slots__ = ()
+
+
+_SIZED = frozenset({"builtins.bytes", "builtins.bytearray"})
+"""The callables an unpickler allows that make a length of zeros from an integer."""
+
+
+def _sized(func: Any) -> bool:
+    """Whether ``func`` may make as many bytes as an integer argument says: bytes and
+    bytearray, and any callable that is not a named global (``type(b'')``, ``getattr``'s
+    result), which may be either."""
+    return not isinstance(func, Global) or isinstance(func, _Looked) or func.kind in _SIZED
+
+
+_BUILT: tuple[type, ...] = (bool, bytes, bytearray, str, list, tuple, dict, set, frozenset,
+                            float, complex)
+"""Values this reader built from the pickle's own bytes (their size is the pickle's)."""
+
+
+def _made(arg: Any, sized: bool) -> int | None:
+    """How many bytes or items a call makes of one argument: a range's length; for a
+    callable that may be sized, an integer's value; None when only running code would
+    tell (a range whose bounds are a call's result, or such a callable given a value this
+    reader did not build: ``bytearray(int('17179869184'))``)."""
+    if _is_range(arg):
+        return _range_length(arg)
+    if not sized or arg is None or isinstance(arg, _BUILT):
+        return 0
+    if isinstance(arg, int):
+        return max(arg, 0)
+    return None
+
+
+def _is_range(value: Any) -> bool:
+    """A ``range`` (a call, ``range.__new__`` or copyreg's reconstruction of one)."""
+    return (isinstance(value, NotDecoded) and value.kind == "builtins.range") or (
+        isinstance(value, Shape) and shape_kind(value) == "builtins.range")
+
+
+def _range_length(value: Any) -> int | None:
+    """How many items a range holds; None when its bounds are not integers of the pickle."""
+    args = value.args if isinstance(value, NotDecoded) else getattr(value, "args", None)
+    if not isinstance(args, list) or not 1 <= len(args) <= 3 or not all(
+            isinstance(arg, int) and not isinstance(arg, bool) for arg in args):
+        return None
+    start, stop, step = (0, args[0], 1) if len(args) == 1 else (*args[:2], (
+        args[2] if len(args) == 3 else 1))
+    if step == 0:
+        return 0
+    return max(0, int((stop - start + step - (1 if step > 0 else -1)) // step))
 
 
 Step = Callable[[_Reader, Any], None]
@@ -130,7 +263,7 @@ def _additems(reader: _Reader, _: Any) -> None:
 
 
 def _put(reader: _Reader, arg: Any) -> None:
-    reader.memo[int(arg)] = reader.stack[-1]
+    reader.memo[reader.memo_index(int(arg))] = reader.stack[-1]
 
 
 def _memoize(reader: _Reader, _: Any) -> None:
@@ -155,26 +288,42 @@ def _stack_global(reader: _Reader, _: Any) -> None:
 
 def _inst(reader: _Reader, arg: Any) -> None:
     module, _, name = str(arg).partition(" ")
-    reader.push(_new(Global(module, name), reader.pop_mark(), {}))
+    cls, args = Global(module, name), reader.pop_mark()
+    reader.charge(cls, args)
+    reader.push(_new(cls, args, {}))
 
 
 def _obj(reader: _Reader, _: Any) -> None:
     items = reader.pop_mark()
+    reader.charge(items[0], items[1:])
     reader.push(_new(items[0], items[1:], {}))
 
 
 def _reduce_step(reader: _Reader, _: Any) -> None:
     func, args = reader.pop(2)
+    if isinstance(func, Global) and isinstance(args, tuple) and args and func.kind in (
+            "copyreg._reconstructor", "copyreg.__newobj__"):
+        # _reconstructor(cls, base, state) calls base.__new__(cls, state) and
+        # base.__init__(obj, state); __newobj__(cls, *args) calls cls.__new__(cls, *args).
+        if func.kind == "copyreg.__newobj__":
+            reader.charge(args[0], args[1:])
+        elif len(args) == 3:
+            reader.charge(args[1], args[2:])
+    else:
+        reader.charge(func, args)
     reader.push(_reduce(func, args))
 
 
 def _newobj(reader: _Reader, _: Any) -> None:
     cls, args = reader.pop(2)
+    reader.charge(cls, args)
     reader.push(_new(cls, args, {}))
 
 
 def _newobj_ex(reader: _Reader, _: Any) -> None:
     cls, args, kwargs = reader.pop(3)
+    reader.charge(cls, [*args, *kwargs.values()] if isinstance(args, tuple) and isinstance(
+        kwargs, dict) else args)
     reader.push(_new(cls, args, kwargs))
 
 
@@ -290,7 +439,7 @@ def _reduce(func: Any, args: Any) -> Any:
     if kind in ("copyreg._reconstructor", "copyreg.__newobj__") and args:
         return _new(args[0], args[1:] if kind.endswith("__newobj__") else (), {})
     if kind == "builtins.getattr" and len(args) == 2 and isinstance(args[1], str):
-        return Global(_kind_of(args[0]), args[1])
+        return _Looked(_kind_of(args[0]), args[1])
     build = CALLS.get(kind)
     built = None
     if build is not None:

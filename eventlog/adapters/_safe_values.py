@@ -4,7 +4,9 @@
 what it would take running code to build (``<os.system('touch …') not decoded>``) or what
 lies past a bound, `Global` a pickle's reference to a global that is never looked up.
 `bound` copies a decoded value into a tree of at most `MAX_ITEMS` values and `MAX_DEPTH`
-levels: a shared reference is paid for each time it is shown, a cycle is cut.
+levels: a shared reference is paid for each time it is shown, a cycle is cut. `read_json`
+reads JSON of any depth: what the JSON decoder cannot read for its depth (about a
+thousand levels) is read with what lies past `MAX_DEPTH` levels replaced by `TOO_DEEP`.
 """
 
 from __future__ import annotations
@@ -13,19 +15,24 @@ import _compat_pickle
 import datetime as dt
 import decimal
 import ipaddress
+import json
 import pathlib
+import re
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 __all__ = [
-    "MAX_DEPTH", "MAX_ITEMS", "Global", "NotDecoded", "Shape", "Unreadable", "bound", "call",
-    "preview", "shape_fields", "shape_kind", "shape_name",
+    "MAX_DEPTH", "MAX_ITEMS", "TOO_DEEP", "Global", "NotDecoded", "Shape", "Unreadable", "bound",
+    "call", "preview", "read_json", "shape_fields", "shape_kind", "shape_name",
 ]
 
 MAX_DEPTH = 64
 """The deepest nesting of containers and objects shown."""
 MAX_ITEMS = 20_000
 """The most values shown of one payload (a shared reference counts each time it is shown)."""
+TOO_DEEP = f"<what is nested deeper than {MAX_DEPTH} levels not decoded>"
+"""What stands for a value nested past `MAX_DEPTH` levels in JSON too deep to decode."""
 
 
 class Unreadable(Exception):
@@ -95,6 +102,44 @@ class Global:
     @property
     def kind(self) -> str:
         return f"{self.module}.{self.name}"
+
+
+# -- JSON of any depth -----------------------------------------------------------------------
+
+def read_json(data: bytes | str, object_hook: Callable[[dict[str, Any]], Any] | None = None
+              ) -> Any:
+    """``json.loads(data)``; JSON nested deeper than the decoder reads is decoded with each
+    value below `MAX_DEPTH` levels replaced by the string `TOO_DEEP`. `ValueError` when
+    it is not JSON."""
+    try:
+        return json.loads(data, object_hook=object_hook)
+    except RecursionError:
+        raw = data.encode() if isinstance(data, str) else bytes(data)
+        return json.loads(_cut_below(raw, MAX_DEPTH), object_hook=object_hook)
+
+
+_TOKENS = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+"""A JSON string (whose brackets are text) or a bracket."""
+
+
+def _cut_below(data: bytes, depth: int) -> bytes:
+    """The JSON text with each array or object opened below ``depth`` levels replaced by
+    `TOO_DEEP` (one scan over its strings and brackets, no recursion)."""
+    pieces, level, kept_from, cut_at = [], 0, 0, -1
+    for token in _TOKENS.finditer(data):
+        bracket = token.group()
+        if bracket in (b"[", b"{"):
+            level += 1
+            if level == depth + 1:
+                pieces.append(data[kept_from:token.start()])
+                cut_at = token.start()
+        elif bracket in (b"]", b"}"):
+            if level == depth + 1 and cut_at >= 0:
+                pieces.append(json.dumps(TOO_DEEP).encode())
+                kept_from, cut_at = token.end(), -1
+            level -= 1
+    pieces.append(data[kept_from:] if cut_at < 0 else b"")
+    return b"".join(pieces)
 
 
 # -- what is shown: bounded ------------------------------------------------------------------

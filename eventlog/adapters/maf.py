@@ -16,7 +16,11 @@ How MAF's model maps onto `ThreadCheckpoints` (``log.threads``):
   `FileCheckpointStorage` writes: JSON with pickled values for what JSON cannot hold),
   one content-addressed blob per save. Decoding is restricted to MAF's safe types, types
   registered with ``register_checkpoint_type`` and ``allowed_checkpoint_types``, and a
-  save that would not load again is refused, as `FileCheckpointStorage` does.
+  save that would not load again is refused, as `FileCheckpointStorage` does. Before MAF's
+  unpickler sees a stored checkpoint, each pickle in it is walked by our own (which calls
+  nothing): one that would make MAF allocate far more than its length
+  (``bytearray(2**34)`` in 46 bytes), or a document nested past its depth, is refused with
+  `WorkflowCheckpointException` naming the budget (`eventlog.adapters._maf_guard`).
 - "Latest" and "oldest first" are log order (the position of each id's latest save),
   never the checkpoint's timestamp: two saves in one clock tick, or a clock stepping
   back, do not change the answer.
@@ -56,6 +60,8 @@ from agent_framework._workflows._checkpoint_encoding import (
 from eventlog.adapters import _spans
 from eventlog.adapters._actors import acting, chosen_actor, sealing
 from eventlog.adapters._frameworks import MAF, MAF_ENCODING, ThreadClaims
+from eventlog.adapters._maf_guard import check_document, read_document
+from eventlog.adapters._safe_values import Unreadable
 from eventlog.checkpoints.thread_records import Payload, ThreadCheckpoint
 from eventlog.checkpoints.threads import ThreadCheckpoints
 from eventlog.errors import InvalidInput
@@ -190,7 +196,13 @@ class EventlogCheckpointStorage:
 
     def _encode(self, checkpoint: WorkflowCheckpoint) -> Payload:
         encoded = encode_checkpoint_value(checkpoint.to_dict())
-        decode_checkpoint_value(encoded, allowed_types=self._allowed)  # fails now, not at load
+        try:  # fails now, not at load
+            check_document(encoded)
+        except Unreadable as error:
+            raise WorkflowCheckpointException(
+                f"Checkpoint {checkpoint.checkpoint_id} of {checkpoint.workflow_name} would "
+                f"not load again: {error}") from error
+        decode_checkpoint_value(encoded, allowed_types=self._allowed)
         return Payload(ENCODING, json.dumps(encoded).encode())
 
     def _decode(self, found: ThreadCheckpoint) -> WorkflowCheckpoint:
@@ -199,8 +211,13 @@ class EventlogCheckpointStorage:
                 f"Checkpoint {found.checkpoint_id} of {found.thread_id} is not an Agent "
                 "Framework checkpoint"
             )
-        decoded = decode_checkpoint_value(json.loads(found.state.data),
-                                          allowed_types=self._allowed)
+        try:
+            document = read_document(found.state.data)
+        except Unreadable as error:
+            raise WorkflowCheckpointException(
+                f"Checkpoint {found.checkpoint_id} of {found.thread_id} is not loaded: "
+                f"{error}") from error
+        decoded = decode_checkpoint_value(document, allowed_types=self._allowed)
         return WorkflowCheckpoint.from_dict(decoded)
 
 

@@ -17,6 +17,15 @@ tenant's workflows into one. Both go through the storage protocol (``list_checkp
   without ``--workflow``. A file the store cannot load (which its own listing skips with a
   warning) is named with its checkpoint id (`AdoptionFailed`) after the checkpoints of its
   workflow that came before it were adopted.
+- **Files are checked before Agent Framework decodes them.** `file_store_workflows` walks
+  each file's pickles with our own opcode walker (`eventlog.adapters._maf_guard`): a file
+  that would make MAF's unpickler allocate far more than its length, or nested past its
+  depth, is listed in ``refused`` with the budget it is past. Given those ``contents``,
+  `adopt_maf` loads the workflow's files one by one (``storage.load``) and never the
+  refused ones, since the store's own listing decodes every file of the directory. (The
+  directory is read twice, by the walk and by the store: a file replaced between the two
+  is not checked; adopt from a directory nobody writes meanwhile.) A storage given
+  without ``contents`` decodes in its own way, unchecked.
 - **Out**: each workflow's checkpoints in log order go to the target's ``save``, skipping
   the ids it already holds.
 """
@@ -29,10 +38,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from agent_framework import CheckpointStorage, WorkflowCheckpoint
+from agent_framework import CheckpointStorage, WorkflowCheckpoint, WorkflowCheckpointException
 
 from eventlog.adapters._adoption import AdoptionReport, Progress, ThreadAppender
 from eventlog.adapters._frameworks import MAF, MAF_ENCODING
+from eventlog.adapters._maf_guard import read_document
+from eventlog.adapters._safe_values import Unreadable
 from eventlog.adapters.maf import EventlogCheckpointStorage
 from eventlog.checkpoints.thread_records import Adoption
 from eventlog.errors import AdoptionFailed, EventLogError, SourceRefused
@@ -55,6 +66,8 @@ class FileStoreContents:
     """Checkpoint id → why its file does not read as JSON with a workflow name."""
     stamps: dict[str, tuple[str, str]] = field(default_factory=dict)
     """Checkpoint id → (workflow name, timestamp) as its file says."""
+    refused: dict[str, str] = field(default_factory=dict)
+    """Checkpoint id → the budget its file is past (it is never handed to the store)."""
 
 
 def file_store_workflows(directory: str | Path) -> FileStoreContents:
@@ -68,15 +81,17 @@ def file_store_workflows(directory: str | Path) -> FileStoreContents:
     names: set[str] = set()
     for file in sorted(path.glob("*.json")):
         try:
-            data = json.loads(file.read_text(encoding="utf-8"))
+            data, refused = _read_file(file)
             name = data["workflow_name"]
             if not isinstance(name, str):
                 raise TypeError("workflow_name is not a string")
-        except (OSError, ValueError, KeyError, TypeError) as error:
+        except (OSError, ValueError, KeyError, TypeError, RecursionError) as error:
             found.unreadable[file.stem] = f"{type(error).__name__}: {error}"
             continue
         names.add(name)
         found.stamps[file.stem] = (name, str(data.get("timestamp", "")))
+        if refused is not None:
+            found.refused[file.stem] = refused
     if not names:
         what = ("none of its JSON files is a checkpoint (they name no workflow_name)"
                 if found.unreadable else "it holds no checkpoint files (<id>.json)")
@@ -84,6 +99,20 @@ def file_store_workflows(directory: str | Path) -> FileStoreContents:
                                        f"{what}")
     found.workflows = sorted(names)
     return found
+
+
+def _read_file(file: Path) -> tuple[dict[str, object], str | None]:
+    """A checkpoint file's JSON object, and why its values are refused (None if they are
+    within the budgets)."""
+    text = file.read_text(encoding="utf-8")
+    refused: str | None = None
+    try:
+        data = read_document(text)
+    except Unreadable as error:
+        data, refused = json.loads(text), str(error)  # the names still show whose it is
+    if not isinstance(data, dict):
+        raise TypeError("the file holds no JSON object")
+    return data, refused
 
 
 async def adopt_maf(
@@ -109,9 +138,11 @@ async def adopt_maf(
                             dry_run=dry_run)
     done = 0
     for name in sorted({check_id("workflow_name", str(n)) for n in workflow_names}):
-        found = await storage.list_checkpoints(workflow_name=name)
+        if contents is None:
+            found, broken = await storage.list_checkpoints(workflow_name=name), None
+        else:
+            found, broken = await _load_files(storage, name, contents)
         found.sort(key=_age)
-        broken = await _broken(storage, name, found, contents)
         if broken is not None:
             found = [item for item in found if _age(item) < _stamp_age(broken[1])]
         await _adopt_workflow(ours, name, found, report)
@@ -137,7 +168,7 @@ async def _adopt_workflow(ours: EventlogCheckpointStorage, name: str,
             continue
         try:
             state = ours._encode(checkpoint)
-        except (EventLogError, TypeError, ValueError) as error:
+        except (EventLogError, TypeError, ValueError, WorkflowCheckpointException) as error:
             await appender.flush()  # what came before it stays, whole
             raise AdoptionFailed(name, checkpoint.checkpoint_id,
                                  f"{type(error).__name__}: {error}") from error
@@ -154,24 +185,29 @@ async def _adopt_workflow(ours: EventlogCheckpointStorage, name: str,
         report.threads.append(name)
 
 
-async def _broken(
-    storage: CheckpointStorage, name: str, found: list[WorkflowCheckpoint],
-    contents: FileStoreContents | None,
-) -> tuple[str, str, str] | None:
-    """The first file of this workflow (by its timestamp) the storage does not list,
-    with the storage's own reason: (checkpoint id, timestamp, reason)."""
-    if contents is None:
-        return None
-    listed = {item.checkpoint_id for item in found}
-    missing = sorted((stamp, checkpoint_id) for checkpoint_id, (workflow, stamp)
-                     in contents.stamps.items()
-                     if workflow == name and checkpoint_id not in listed)
-    for stamp, checkpoint_id in missing:
-        try:
-            await storage.load(checkpoint_id)
-        except Exception as error:  # the storage's own words for why it does not load
-            return checkpoint_id, stamp, f"{type(error).__name__}: {error}"
-    return None
+async def _load_files(
+    storage: CheckpointStorage, name: str, contents: FileStoreContents,
+) -> tuple[list[WorkflowCheckpoint], tuple[str, str, str] | None]:
+    """The workflow's checkpoints, loaded one file at a time (never a refused one), and the
+    first file of it (by its timestamp) that is refused or does not load: (checkpoint id,
+    timestamp, reason)."""
+    found: list[WorkflowCheckpoint] = []
+    broken: tuple[str, str, str] | None = None
+    for stamp, checkpoint_id in sorted((stamp, checkpoint_id) for checkpoint_id, (workflow, stamp)
+                                       in contents.stamps.items() if workflow == name):
+        reason = contents.refused.get(checkpoint_id)
+        if reason is None:
+            try:
+                loaded = await storage.load(checkpoint_id)
+            except Exception as error:  # the storage's own words for why it does not load
+                reason = f"{type(error).__name__}: {error}"
+            else:
+                if loaded.workflow_name == name:
+                    found.append(loaded)
+                continue
+        if broken is None or _stamp_age(stamp) < _stamp_age(broken[1]):
+            broken = checkpoint_id, stamp, reason
+    return found, broken
 
 
 def _age(checkpoint: WorkflowCheckpoint) -> tuple[datetime, int]:

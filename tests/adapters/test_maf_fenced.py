@@ -2,7 +2,7 @@
 whose parent is not the workflow's latest checkpoint (log order) is refused with
 `NotThreadHead` and nothing is written; a save whose parent was deleted too; the
 framework's own runs (pause, restart, resume) pass. On every backend; two real processes
-in tests/test_fenced_maf_processes.py."""
+in tests/test_fenced_processes.py."""
 
 from __future__ import annotations
 

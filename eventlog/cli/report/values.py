@@ -5,7 +5,8 @@ Here: a session's checkpoints (`CheckpointCreated`), whose ``json`` states are s
 state in another encoding, or one erased since, says so instead. A framework thread's
 steps are told from their `thread_story` (`eventlog.cli.report.threads.step_views`).
 A value is cut at `MAX_SHOWN` characters and a difference at `MAX_DIFF_LINES` lines, so a
-page listing 400 large checkpoints stays within issue 13's budget.
+page listing 400 large checkpoints stays within issue 13's budget; what is nested deeper
+than `MAX_DEPTH` levels is shown as `TOO_DEEP` (JSON of any depth is read: `read_json`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from eventlog.adapters._safe_values import MAX_DEPTH, TOO_DEEP, read_json
 from eventlog.cli.render import cell, plural
 from eventlog.cli.sealed import unread_reason
 from eventlog.events.checkpoints import CheckpointCreated
@@ -93,6 +95,9 @@ def _view(
             "thread was deleted) or not decodable as JSON"))
     text = json.dumps(value, indent=2, ensure_ascii=False, default=str)
     note = cut_note(text)
+    if json.dumps(TOO_DEEP) in text:
+        note = "; ".join(filter(None, [f"nested deeper than {MAX_DEPTH} levels: shown to that "
+                                       f"depth, then {TOO_DEEP}", note]))
     if parent is None:
         return StateView(size, encoding, text[:MAX_SHOWN], note)
     parent_found, before = _decoded(parent, blobs)
@@ -119,9 +124,21 @@ def _decoded(payload: _Checkpoint, blobs: Mapping[bytes, bytes]) -> tuple[bool, 
     if data is None:
         return False, None
     try:
-        return True, json.loads(data)
+        return True, _shallow(read_json(data), MAX_DEPTH)
     except ValueError:
         return False, None
+
+
+def _shallow(value: Any, depth: int) -> Any:
+    """``value`` with each array or object below ``depth`` levels replaced by `TOO_DEEP`
+    (so that printing and comparing it never recurse deeper)."""
+    if not isinstance(value, dict | list):
+        return value
+    if depth <= 0:
+        return TOO_DEEP
+    if isinstance(value, list):
+        return [_shallow(item, depth - 1) for item in value]
+    return {key: _shallow(item, depth - 1) for key, item in value.items()}
 
 
 def difference(before: Any, after: Any, path: str = "") -> list[str]:
