@@ -110,11 +110,12 @@ class ElementMachine(RuleBasedStateMachine):
 
     @rule(thread=st.sampled_from(THREADS), namespace=st.sampled_from(NAMESPACES),
           tail=st.lists(st.sampled_from([b"t1", b"t2", b"t3"]), min_size=1, max_size=2),
-          run=st.sampled_from(["r1", "r2"]))
-    def extend(self, thread: str, namespace: str, tail: list[bytes], run: str) -> None:
+          run=st.sampled_from(["r1", "r2"]), then_prune=st.booleans())
+    def extend(self, thread: str, namespace: str, tail: list[bytes], run: str,
+               then_prune: bool) -> None:
         """The next checkpoint (the next id) appends to the latest one's list, as a chat
         step does: the put is a delta resting on that value, which a prune keeping only
-        this checkpoint must keep."""
+        this checkpoint (``then_prune``, as retention after each turn) must keep."""
         ids = sorted(k[2] for k in self.checkpoints if k[:2] == (thread, namespace))
         later = [checkpoint for checkpoint in IDS if not ids or checkpoint > ids[-1]]
         if not later:
@@ -124,6 +125,8 @@ class ElementMachine(RuleBasedStateMachine):
         value = self.values.get((thread, namespace, "m", version or ""), BASE[:1])
         grown = (value if isinstance(value, tuple) else ()) + tuple(tail)
         self.put(thread, namespace, later[0], {"m": (grown, True)}, run)
+        if then_prune:
+            self.prune(thread, 1)
 
     @rule(thread=st.sampled_from(THREADS), namespace=st.sampled_from(NAMESPACES),
           checkpoint=st.sampled_from(IDS), idx=st.sampled_from([-1, 0, 1]), value=values)
