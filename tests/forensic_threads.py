@@ -345,11 +345,17 @@ async def _write(target: BackendTarget) -> Written:
 
 
 def written_on(backend: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Written]:
-    """The threads written once on ``backend`` (sqlite or postgresql), for reading only; a
+    """The threads written once on ``backend`` (sqlite, postgresql or citus), for reading only; a
     PostgreSQL schema is dropped afterwards (the body of a module-scoped fixture)."""
     if backend == "sqlite":
         path = tmp_path_factory.mktemp("threads") / "log.db"
         yield asyncio.run(_write(BackendTarget("sqlite", f"sqlite:///{path}")))
+        return
+    if backend == "citus":
+        from tests.citus import cluster
+
+        for target in cluster.target():
+            yield asyncio.run(_write(target))
         return
     require_postgres()
     target = BackendTarget("postgresql", PG_URL, f"t_{uuid.uuid4().hex[:12]}")

@@ -7,6 +7,7 @@ first block belongs to one of its own schema's relations.
 
 from __future__ import annotations
 
+import random
 import re
 import uuid
 from collections import Counter
@@ -15,6 +16,7 @@ from typing import Any
 import asyncpg
 
 from eventlog import CheckpointRecord, open_log
+from eventlog.checkpoints import Payload
 from tests.conftest import PG_URL
 
 _RELATION = re.compile(r"rel \d+/\d+/(\d+)")
@@ -102,6 +104,35 @@ async def test_rows_updated_in_place_have_room_for_hot_updates(pg_schema: str) -
     assert options["stream_heads"] == ["fillfactor=70"]
     assert options["checkpoint_sessions"] == ["fillfactor=70"]
     assert not any(option.startswith("fillfactor") for option in options["events"] or [])
+
+
+async def test_blob_payloads_live_out_of_line_so_a_reference_update_copies_a_small_row(
+        pg_schema: str) -> None:
+    """A blob's row is updated at each reference added or dropped (``refs``): its payload
+    past ~100 bytes lives in the TOAST table (migration 0018), which such an update does
+    not rewrite. Twenty 3 KB payloads of words (which pglz halves: at the default target
+    each stayed inline, compressed, and each update copied it), each referenced twice,
+    leave the blobs' own pages at most two."""
+    rng = random.Random(33)
+    words = [bytes(rng.choices(b"abcdefghij", k=rng.randint(2, 8))) for _ in range(300)]
+    payloads = [b" ".join(rng.choices(words, k=600))[:3000] for _ in range(20)]
+    async with open_log(PG_URL, schema=pg_schema) as log:
+        for n in range(40):
+            await log.checkpoints.threads.put("t", "chat", f"c{n:03}",
+                                              state=Payload("b", payloads[n % 20]))
+        connection = await asyncpg.connect(PG_URL)
+        try:
+            options = await connection.fetchval(
+                "SELECT c.reloptions FROM pg_class c JOIN pg_namespace n "
+                "ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname = 'blobs'",
+                pg_schema)
+            await connection.execute(f'VACUUM "{pg_schema}".blobs')
+            main = await connection.fetchval(
+                "SELECT pg_relation_size(format('%I.blobs', $1::text)::regclass)", pg_schema)
+        finally:
+            await connection.close()
+    assert options == ["toast_tuple_target=128"]
+    assert main <= 2 * 8192
 
 
 async def test_a_create_inserts_its_checkpoint_row_without_a_speculative_insert(

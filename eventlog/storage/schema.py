@@ -90,9 +90,12 @@ def build_metadata(dialect: str, schema: str | None) -> sa.MetaData:
     if postgres:
         _compare_text_bytewise(metadata)
         for table in metadata.tables.values():
-            if table.name in HOT_FILLFACTOR:
-                table.dialect_options["postgresql"]["with"] = {
-                    "fillfactor": HOT_FILLFACTOR[table.name]}
+            options = {**({"fillfactor": HOT_FILLFACTOR[table.name]}
+                          if table.name in HOT_FILLFACTOR else {}),
+                       **({"toast_tuple_target": OUT_OF_LINE[table.name]}
+                          if table.name in OUT_OF_LINE else {})}
+            if options:
+                table.dialect_options["postgresql"]["with"] = options
     return metadata
 
 
@@ -194,6 +197,18 @@ page, so an update stays a HOT update (no index entry, no tuple moved to another
 Measured with 2,000 sessions created round-robin: at the default (100) 3.7 % of the
 updates of each table moved their row to another page (a non-HOT update, with a Heap/LOCK
 and a primary-key insert each); at 70, none did (migration 0008)."""
+
+
+OUT_OF_LINE = {"blobs": 128}
+"""PostgreSQL's ``toast_tuple_target`` of the tables whose rows carry payloads and are
+updated in place: a blob's row is updated at every reference added or dropped (``refs``).
+At the default (~2 KB) a payload under ~4 KB (a chat message) stays inline, compressed,
+and each update writes a new copy of the whole row, the old one left as dead space that
+VACUUM frees for reuse but does not give back. At 128 every payload past ~100 bytes is
+moved to the TOAST table, which an update that leaves ``data`` alone does not rewrite:
+the update copies a ~100-byte row. Measured on the chat thread of
+`benchmarks.bench_elements` at 200 steps (after VACUUM): 4.57 MB → 4.08 MB (migration
+0018; docs/decisions.md, issue 33 §1, pg15)."""
 
 
 BYTEWISE = "C"

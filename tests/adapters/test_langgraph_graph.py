@@ -23,7 +23,7 @@ from eventlog.adapters.langgraph import (
     WrongThread,
 )
 from projections import compare_views
-from tests.conftest import BackendTarget, fresh_id
+from tests.conftest import CITUS, BackendTarget, fresh_id
 from tests.procs.settle import settle
 
 TENANT = "acme"
@@ -78,7 +78,9 @@ def thread(thread_id: str) -> RunnableConfig:
     return {"configurable": {"thread_id": thread_id}}
 
 
-sql_targets = pytest.mark.parametrize("target", ["sqlite", "postgresql"], indirect=True)
+sql_targets = pytest.mark.parametrize("target", ["sqlite", "postgresql", CITUS], indirect=True)
+"""The real graphs on each SQL backend, element-stored lists included (Citus in its
+campaign)."""
 
 
 @sql_targets

@@ -104,3 +104,21 @@ def _record() -> object:
     from eventlog.testing.contract.checkpoints import record
 
     return record(checkpoint_id="c1", state={"v": 1})
+
+
+async def test_blob_shards_keep_payloads_out_of_line(citus_schema: str) -> None:
+    """The blobs' storage option (``toast_tuple_target = 128``, migration 0018: a
+    reference-count update copies a small row, not the payload) is on every shard of the
+    distributed blobs, on the workers."""
+    async with open_log(cluster.URL, schema=citus_schema, distributed=True):
+        pass
+    connection = await asyncpg.connect(cluster.BASE_URL)
+    try:
+        options = await connection.fetch(
+            "SELECT result FROM run_command_on_shards($1::regclass, "
+            "$$SELECT reloptions::text FROM pg_class WHERE oid = '%s'::regclass$$)",
+            f'"{citus_schema}".blobs')
+    finally:
+        await connection.close()
+    assert options
+    assert {"{toast_tuple_target=128}"} == {row[0] for row in options}

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, TypedDict
 
+import pytest
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
@@ -15,6 +16,7 @@ from eventlog.adapters.langgraph import AsyncEventlogSaver
 from eventlog.checkpoints.elements import ELEMENTS_ENCODING
 from eventlog.cli.thread_story import build_thread_story, read_payloads
 from eventlog.events.threads import ThreadCheckpointPut
+from tests.conftest import CITUS, BackendTarget
 
 
 class Chat(TypedDict):
@@ -31,13 +33,15 @@ def route(state: Chat) -> str:
     return END if state["steps"] >= 4 else "talk"
 
 
-async def test_each_step_shows_the_list_with_the_message_it_added() -> None:
+@pytest.mark.parametrize("target", ["memory", "sqlite", "postgresql", CITUS], indirect=True)
+async def test_each_step_shows_the_list_with_the_message_it_added(
+        target: BackendTarget) -> None:
     """Steps 1..4 show messages of 2..5 items, the last one the step's own answer."""
     graph = StateGraph(Chat)
     graph.add_node("talk", talk)
     graph.add_edge(START, "talk")
     graph.add_conditional_edges("talk", route)
-    async with open_log("memory://") as log:
+    async with open_log(target.url, **target.options()) as log:
         saver = AsyncEventlogSaver(log, tenant_id="t")
         await graph.compile(checkpointer=saver).ainvoke(
             {"messages": [HumanMessage("hello", id="h")], "steps": 0},

@@ -20,7 +20,7 @@ from eventlog.cli import EXIT_OK
 from projections.query import ViewQuery
 from projections.threads import THREAD_VALUES, THREAD_WRITES
 from tests.cli.helpers import Run, make_runner, tenant_events
-from tests.conftest import BackendTarget
+from tests.conftest import CITUS, BackendTarget
 from tests.forensic_threads import (
     ANSWER,
     CRASH,
@@ -30,7 +30,7 @@ from tests.forensic_threads import (
 )
 
 
-@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+@pytest.fixture(scope="module", params=["sqlite", "postgresql", CITUS])
 def written(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Written]:

@@ -7,8 +7,11 @@ shrinking, replaced) or a plain payload, and ``n`` a plain payload; versions adv
 repeat; writes are lists or payloads. A pure model keeps, per (thread, namespace,
 channel, version), the first value put (as the views keep it) and releases what a removal
 releases. After every step each checkpoint's channels and writes read back equal the
-model; at the end verify (which hashes every element and checks every count) holds and
-the views equal a rebuild from the log.
+model, read by a store of its own (as another process reads: no manifest cached, so a
+chain released under a kept value shows); at the end verify (which hashes every
+element and checks every count) holds and the views equal a rebuild from the log. The
+``extend`` rule puts the next checkpoint as a chat step does (the latest list plus a
+message), so prunes keeping only the latest meet values resting on released ones.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_stat
 from eventlog import EventLog, open_log
 from eventlog.checkpoints import ChannelValue, Payload
 from eventlog.checkpoints.thread_records import Elements
+from eventlog.checkpoints.threads import ThreadCheckpoints
 from projections import compare_views
 
 pytestmark = pytest.mark.properties
@@ -35,7 +39,7 @@ R = TypeVar("R")
 T = "tenant"
 THREADS = ("a", "b")
 NAMESPACES = ("", "sub")
-IDS = ("c1", "c2", "c3", "c4")
+IDS = ("c1", "c2", "c3", "c4", "c5", "c6")
 BASE = [b"m1", b"m2", b"m3", b"m4", b"m5", b"m6"]
 
 Value = bytes | tuple[bytes, ...]
@@ -103,6 +107,26 @@ class ElementMachine(RuleBasedStateMachine):
         for name, (value, carried) in channels.items():
             if carried:
                 self.values.setdefault((thread, namespace, name, version_of(value)), value)
+
+    @rule(thread=st.sampled_from(THREADS), namespace=st.sampled_from(NAMESPACES),
+          tail=st.lists(st.sampled_from([b"t1", b"t2", b"t3"]), min_size=1, max_size=2),
+          run=st.sampled_from(["r1", "r2"]), then_prune=st.booleans())
+    def extend(self, thread: str, namespace: str, tail: list[bytes], run: str,
+               then_prune: bool) -> None:
+        """The next checkpoint (the next id) appends to the latest one's list, as a chat
+        step does: the put is a delta resting on that value, which a prune keeping only
+        this checkpoint (``then_prune``, as retention after each turn) must keep."""
+        ids = sorted(k[2] for k in self.checkpoints if k[:2] == (thread, namespace))
+        later = [checkpoint for checkpoint in IDS if not ids or checkpoint > ids[-1]]
+        if not later:
+            return
+        latest = self.checkpoints.get((thread, namespace, ids[-1])) if ids else None
+        version = None if latest is None else latest["versions"].get("m")
+        value = self.values.get((thread, namespace, "m", version or ""), BASE[:1])
+        grown = (value if isinstance(value, tuple) else ()) + tuple(tail)
+        self.put(thread, namespace, later[0], {"m": (grown, True)}, run)
+        if then_prune:
+            self.prune(thread, 1)
 
     @rule(thread=st.sampled_from(THREADS), namespace=st.sampled_from(NAMESPACES),
           checkpoint=st.sampled_from(IDS), idx=st.sampled_from([-1, 0, 1]), value=values)
@@ -173,7 +197,9 @@ class ElementMachine(RuleBasedStateMachine):
 
     @invariant()
     def reads_agree(self) -> None:
-        store = self.log.checkpoints.threads
+        # Read as another process would: a store of its own, so no manifest this one put
+        # or read is remembered (the writer's cache would hide a chain released under it).
+        store = ThreadCheckpoints(self.log)
         for thread in THREADS:
             for namespace in NAMESPACES:
                 for found in self.run(store.page(T, thread, namespace=namespace)):
