@@ -35,8 +35,8 @@ from __future__ import annotations
 
 import base64
 import hashlib
-from collections import OrderedDict
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any

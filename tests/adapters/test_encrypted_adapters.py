@@ -108,7 +108,8 @@ async def test_threads_sharing_a_subject_are_erased_together(tmp_path: Path) -> 
         # shared subject's addresses, not their threads'.
         for name, marker in (("a", "MARKER-A"), ("b", "MARKER-B")):
             found = await saver.aget_tuple(thread(name))
-            assert found is not None and saver.elements
+            assert found is not None
+            assert saver.elements
             assert marker == found.checkpoint["channel_values"]["items"][0]
         await saver.log.erase("default", "customer-7", reason="asked")
         for name in ("a", "b"):
