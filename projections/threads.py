@@ -88,6 +88,11 @@ thread_checkpoint_records = sa.Table(
     sa.Column("checkpoint_id", ID, nullable=False),
     sa.Column("digests", sa.Text, nullable=False),
 )
+# A removal deletes the record rows of a checkpoint, or of a value, by what they hold
+# (their key is by version): these serve those deletes (migration 0017).
+sa.Index("thread_checkpoint_records_by_checkpoint", thread_checkpoint_records.c.tenant_id,
+         thread_checkpoint_records.c.thread_id, thread_checkpoint_records.c.namespace,
+         thread_checkpoint_records.c.checkpoint_id)
 
 thread_writes = sa.Table(
     THREAD_WRITES,
@@ -116,6 +121,9 @@ thread_write_records = sa.Table(
     sa.Column("checkpoint_id", ID, nullable=False),
     sa.Column("digest", sa.LargeBinary, nullable=False),
 )
+sa.Index("thread_write_records_by_checkpoint", thread_write_records.c.tenant_id,
+         thread_write_records.c.thread_id, thread_write_records.c.namespace,
+         thread_write_records.c.checkpoint_id)
 
 thread_channel_values = sa.Table(
     THREAD_VALUES,
@@ -141,6 +149,9 @@ thread_value_records = sa.Table(
     sa.Column("channel_version", sa.Text, nullable=False),
     sa.Column("digest", sa.LargeBinary, nullable=False),
 )
+sa.Index("thread_value_records_by_value", thread_value_records.c.tenant_id,
+         thread_value_records.c.thread_id, thread_value_records.c.namespace,
+         thread_value_records.c.channel, thread_value_records.c.channel_version)
 
 _versions_encoder = msgspec.json.Encoder()
 
