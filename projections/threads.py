@@ -180,16 +180,18 @@ class ThreadViews:
             return tuple(Delete(table, thread) for table in self.tables)
         if isinstance(value, ThreadCheckpointsRemoved):
             thread["thread_id"] = value.thread_id
+            # Table by table (deletes commute): a table's deletes follow one another, so
+            # PostgreSQL sends them as one pipelined run (`_run_statements`).
             return (*(
                 Delete(table, {**thread, "namespace": key.namespace,
                                "checkpoint_id": key.checkpoint_id})
-                for key in value.removed
                 for table in CHECKPOINT_TABLES
+                for key in value.removed
             ), *(
                 Delete(table, {**thread, "namespace": key.namespace, "channel": key.channel,
                                "channel_version": key.version})
-                for key in value.values
                 for table in VALUE_TABLES
+                for key in value.values
             ))
         return ()
 
