@@ -70,7 +70,11 @@ thread_checkpoints = sa.Table(
     sa.Column("channels", sa.Text, nullable=False),
     sa.Column("metadata", sa.Text, nullable=False),
     sa.Column("recorded_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("subject", ID, nullable=True),
 )
+sa.Index("thread_checkpoints_by_subject", thread_checkpoints.c.tenant_id,
+         thread_checkpoints.c.subject, postgresql_where=thread_checkpoints.c.subject.isnot(None),
+         sqlite_where=thread_checkpoints.c.subject.isnot(None))
 sa.Index("thread_checkpoints_by_id", thread_checkpoints.c.tenant_id,
          thread_checkpoints.c.checkpoint_id)
 sa.Index("thread_checkpoints_by_run", thread_checkpoints.c.tenant_id,
@@ -212,6 +216,7 @@ def _put(recorded: RecordedEvent, put: ThreadCheckpointPut) -> tuple[Change, ...
         "channels": _versions_encoder.encode(put.versions).decode(),
         "metadata": msgspec.json.encode(put.metadata).decode(),
         "recorded_at": recorded.recorded_at,
+        "subject": put.subject,
     }
     record = {
         **thread,
