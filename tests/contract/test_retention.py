@@ -17,7 +17,7 @@ from eventlog import InvalidInput, OpenLog
 from eventlog.checkpoints.thread_records import Payload
 from eventlog.events.retention import RETENTION_STREAM, RetentionApplied, RetentionPurged
 from eventlog.testing.contract.checkpoints import record
-from eventlog.testing.contract.interrupts_admin import claimed
+from eventlog.testing.contract.interrupts_admin import claimed, state_of
 from eventlog.testing.interrupts import FakeClock, create, event_count, view_differences
 from tests.conftest import BACKENDS, CITUS, PGBOUNCER, BackendTarget
 
@@ -150,6 +150,22 @@ async def test_an_unresolved_effect_keeps_its_thread_whole(
     report = await rlog.retention.apply("t", older_than=1)
     assert (["0000", "0001", "0002"], ["thread-1"]) == (
         await _thread_ids(rlog, "thread-1"), report.open_batches)
+
+
+@pytest.mark.parametrize("stage", ["claimed", "effect_started"])
+async def test_a_claimed_or_dispatching_batch_keeps_its_thread_whole(
+    rlog: OpenLog, clock: FakeClock, stage: str
+) -> None:
+    """A batch with a live claim, or whose effect is dispatching, keeps its thread whole
+    however old (the other open states: pending and unresolved, above)."""
+    await _thread(rlog, "thread-1", clock, 3)
+    batch, claim = await claimed(rlog, "t", "thread-1")
+    if stage == "effect_started":
+        await rlog.interrupts.try_start_effect(claim)
+    clock.advance(days=400)
+    report = await rlog.retention.apply("t", older_than=1)
+    assert (stage, ["0000", "0001", "0002"], ["thread-1"]) == (
+        await state_of(rlog, batch), await _thread_ids(rlog, "thread-1"), report.open_batches)
 
 
 async def test_a_legal_hold_keeps_until_released(rlog: OpenLog, clock: FakeClock) -> None:
@@ -486,7 +502,7 @@ async def test_with_a_keyring_a_pass_erases_each_subject_left_with_nothing(
         target: BackendTarget, clock: FakeClock, tmp_path: Path) -> None:
     """On an encrypted log a pass erases, unasked, each subject none of whose records
     remain: its key is destroyed, the erasure is recorded, writing it again is refused,
-    and a subject that keeps records keeps its key."""
+    and a subject that keeps records keeps its key, as a held one does, however old."""
     from eventlog.crypto import init_keyring
     from eventlog.errors import SubjectErased
 
@@ -494,10 +510,13 @@ async def test_with_a_keyring_a_pass_erases_each_subject_left_with_nothing(
     async with target.open(clock=clock, keyring=tmp_path / "keyring.json") as log:
         assert isinstance(log, OpenLog)
         await _session(log, "x", clock, 2)
+        await _session(log, "h", clock, 2)
+        await log.retention.hold("t", "h", reason="litigation")
         clock.advance(days=20)
         await _session(log, "z", clock, 1)
         report = await log.retention.apply("t", older_than=10)
-        assert (["x"], ["x"]) == (report.expired_subjects, report.erased)
+        assert (["x"], ["x"], ["h"]) == (report.expired_subjects, report.erased, report.held)
+        assert {"s": "h", "n": 1} == await log.checkpoints.read("t", "h", "h-1")
         assert [] != [e async for e in log.read_stream("t", "erasure:x")]
         with pytest.raises(SubjectErased):
             await log.checkpoints.create(record("x", {"again": True}, tenant_id="t"))
