@@ -62,7 +62,13 @@ checkpoints = sa.Table(
     sa.Column("state_size", sa.BigInteger, nullable=False),
     sa.Column("metadata", sa.Text, nullable=False),
     sa.Column("recorded_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("subject", ID, nullable=True),
 )
+# The records that name a subject of their own (few): what a legal hold on the subject
+# finds (migration 0017). Partial: a record of its session's own subject costs nothing.
+sa.Index("checkpoints_by_subject", checkpoints.c.tenant_id, checkpoints.c.subject,
+         postgresql_where=checkpoints.c.subject.isnot(None),
+         sqlite_where=checkpoints.c.subject.isnot(None))
 sa.Index("checkpoints_by_run", checkpoints.c.tenant_id, checkpoints.c.run_id,
          checkpoints.c.position)
 sa.Index("checkpoints_by_checkpoint_id", checkpoints.c.tenant_id, checkpoints.c.session_id,
@@ -146,6 +152,7 @@ def _created(recorded: RecordedEvent, created: CheckpointCreated) -> tuple[Chang
         "state_size": created.state_size,
         "metadata": metadata_text,
         "recorded_at": recorded.recorded_at,
+        "subject": created.subject,
     }
     latest = {
         **session,

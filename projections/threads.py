@@ -70,7 +70,11 @@ thread_checkpoints = sa.Table(
     sa.Column("channels", sa.Text, nullable=False),
     sa.Column("metadata", sa.Text, nullable=False),
     sa.Column("recorded_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("subject", ID, nullable=True),
 )
+sa.Index("thread_checkpoints_by_subject", thread_checkpoints.c.tenant_id,
+         thread_checkpoints.c.subject, postgresql_where=thread_checkpoints.c.subject.isnot(None),
+         sqlite_where=thread_checkpoints.c.subject.isnot(None))
 sa.Index("thread_checkpoints_by_id", thread_checkpoints.c.tenant_id,
          thread_checkpoints.c.checkpoint_id)
 sa.Index("thread_checkpoints_by_run", thread_checkpoints.c.tenant_id,
@@ -88,6 +92,11 @@ thread_checkpoint_records = sa.Table(
     sa.Column("checkpoint_id", ID, nullable=False),
     sa.Column("digests", sa.Text, nullable=False),
 )
+# A removal deletes the record rows of a checkpoint, or of a value, by what they hold
+# (their key is by version): these serve those deletes (migration 0017).
+sa.Index("thread_checkpoint_records_by_checkpoint", thread_checkpoint_records.c.tenant_id,
+         thread_checkpoint_records.c.thread_id, thread_checkpoint_records.c.namespace,
+         thread_checkpoint_records.c.checkpoint_id)
 
 thread_writes = sa.Table(
     THREAD_WRITES,
@@ -116,6 +125,9 @@ thread_write_records = sa.Table(
     sa.Column("checkpoint_id", ID, nullable=False),
     sa.Column("digest", sa.LargeBinary, nullable=False),
 )
+sa.Index("thread_write_records_by_checkpoint", thread_write_records.c.tenant_id,
+         thread_write_records.c.thread_id, thread_write_records.c.namespace,
+         thread_write_records.c.checkpoint_id)
 
 thread_channel_values = sa.Table(
     THREAD_VALUES,
@@ -141,6 +153,9 @@ thread_value_records = sa.Table(
     sa.Column("channel_version", sa.Text, nullable=False),
     sa.Column("digest", sa.LargeBinary, nullable=False),
 )
+sa.Index("thread_value_records_by_value", thread_value_records.c.tenant_id,
+         thread_value_records.c.thread_id, thread_value_records.c.namespace,
+         thread_value_records.c.channel, thread_value_records.c.channel_version)
 
 _versions_encoder = msgspec.json.Encoder()
 
@@ -169,16 +184,18 @@ class ThreadViews:
             return tuple(Delete(table, thread) for table in self.tables)
         if isinstance(value, ThreadCheckpointsRemoved):
             thread["thread_id"] = value.thread_id
+            # Table by table (deletes commute): a table's deletes follow one another, so
+            # PostgreSQL sends them as one pipelined run (`_run_statements`).
             return (*(
                 Delete(table, {**thread, "namespace": key.namespace,
                                "checkpoint_id": key.checkpoint_id})
-                for key in value.removed
                 for table in CHECKPOINT_TABLES
+                for key in value.removed
             ), *(
                 Delete(table, {**thread, "namespace": key.namespace, "channel": key.channel,
                                "channel_version": key.version})
-                for key in value.values
                 for table in VALUE_TABLES
+                for key in value.values
             ))
         return ()
 
@@ -199,6 +216,7 @@ def _put(recorded: RecordedEvent, put: ThreadCheckpointPut) -> tuple[Change, ...
         "channels": _versions_encoder.encode(put.versions).decode(),
         "metadata": msgspec.json.encode(put.metadata).decode(),
         "recorded_at": recorded.recorded_at,
+        "subject": put.subject,
     }
     record = {
         **thread,

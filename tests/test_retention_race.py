@@ -74,11 +74,12 @@ async def test_a_writer_beside_retention_passes_loses_nothing(target: BackendTar
             assert '{"phase": 1}' == _line(process).strip()
             _send(process)
             done = asyncio.ensure_future(asyncio.to_thread(_line, process))
-            passes, durations = 0, []
+            passes, durations, longest = 0, [], 0.0
             while not done.done():
                 started = time.monotonic()
-                await log.retention.apply("acme", keep_latest=3, batch_size=100)
+                report = await log.retention.apply("acme", keep_latest=3, batch_size=100)
                 durations.append(round(time.monotonic() - started, 3))
+                longest = max(longest, report.longest_batch_s)
                 passes += 1
             summary = json.loads(await done)
             process.wait(timeout=60)
@@ -100,7 +101,8 @@ async def test_a_writer_beside_retention_passes_loses_nothing(target: BackendTar
               f"{summary['alone']}, beside the passes {summary['beside']} "
               f"(ratio {ratio:.2f}); slowest write alone {summary['slowest'][0]:.3f} s, beside "
               f"{summary['slowest'][1]:.3f} s; "
-              f"errors {summary['errors']}; skipped {final.skipped}; pass seconds {durations}")
+              f"errors {summary['errors']}; skipped {final.skipped}; pass seconds {durations}; "
+              f"longest batch {longest:.3f} s")
         assert ({}, sessions[-3:], threads[-3:]) == (summary["errors"], listed, put)
         assert (sorted(sessions), sorted(threads)) == (
             sorted(listed + purged_sessions), sorted(put + purged_threads))

@@ -222,9 +222,11 @@ def parent_required(checked: CheckedRecord) -> tuple[RowRequired, ...]:
 
 
 def created_event(
-    checked: CheckedRecord, checkpoint_id: str, state: EncodedState
+    checked: CheckedRecord, checkpoint_id: str, state: EncodedState,
+    subject: str | None = None,
 ) -> CheckpointCreated:
-    """The event a create appends."""
+    """The event a create appends (``subject``: the one the caller named, if not the
+    session's own id)."""
     return CheckpointCreated(
         session_id=checked.session_id,
         run_id=checked.run_id,
@@ -235,6 +237,7 @@ def created_event(
         state_encoding=state.encoding,
         state_size=len(state.data),
         metadata=checked.metadata,
+        subject=None if subject == checked.session_id else subject,
     )
 
 

@@ -106,7 +106,9 @@ class CheckpointStore:
         """Append a validated record whose state is already encoded (the typed layer's way
         in); ``subject`` names the data key of an encrypted log (`CheckpointRecord`)."""
         checkpoint_id = checked.checkpoint_id or str(uuid7())
-        event = decisions.created_event(checked, checkpoint_id, encoded)
+        if subject is not None:
+            check_id("subject", subject)
+        event = decisions.created_event(checked, checkpoint_id, encoded, subject)
         result = await self._log.append(
             checked.tenant_id, decisions.session_stream(checked.session_id), [event],
             attach=[encoded.data], require=decisions.parent_required(checked),
@@ -228,7 +230,7 @@ class CheckpointStore:
         select: Callable[[builtins.list[dict[str, Any]]], builtins.list[int]], reason: str,
     ) -> StreamRemoval | None:
         """The tombstone removing the session's records whose versions ``select`` picks
-        from its rows (version, checkpoint id, run, recorded time, oldest first), decided
+        from its rows (version, checkpoint id, run, recorded time, subject, oldest first), decided
         and not appended: the caller appends it fenced on its ``expected_version`` (read
         before the rows, so a create in between makes that append conflict). A pick that
         leaves records must leave the latest (the sessions view keeps its row); a pick
@@ -239,7 +241,8 @@ class CheckpointStore:
         rows = await self._log.query(ViewQuery(
             CHECKPOINTS, {"tenant_id": tenant_id, "session_id": session_id},
             order_by=("version",),
-            columns=("version", "checkpoint_id", "run_id", "recorded_at", "state_digest"),
+            columns=("version", "checkpoint_id", "run_id", "recorded_at", "state_digest",
+                     "subject"),
         ))
         picked = set(select(rows))
         gone = [row for row in rows if row["version"] in picked]

@@ -472,7 +472,7 @@ class ThreadCheckpoints:
         *, whole: bool = False,
     ) -> StreamRemoval | None:
         """The tombstone removing the checkpoints ``select`` picks from the thread's rows
-        (namespace, checkpoint id, run key, channels, recorded time), with their writes
+        (namespace, checkpoint id, run key, channels, recorded time, subject), with their writes
         and the values no remaining checkpoint carries; decided, not appended (the caller
         appends it fenced on its ``expected_version``). None when nothing is picked. With
         ``whole``, a pick of every checkpoint deletes the thread (`ThreadDeleted`)."""
@@ -481,7 +481,8 @@ class ThreadCheckpoints:
         thread = {"tenant_id": tenant_id, "thread_id": thread_id}
         rows = await self._log.query(ViewQuery(
             THREAD_CHECKPOINTS, thread,
-            columns=("namespace", "checkpoint_id", "run_key", "channels", "recorded_at"),
+            columns=("namespace", "checkpoint_id", "run_key", "channels", "recorded_at",
+                     "subject"),
         ))
         keys = select(rows)
         if not keys:

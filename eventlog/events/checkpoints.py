@@ -40,6 +40,10 @@ class CheckpointCreated(Event, tag="checkpoint_created", frozen=True, kw_only=Tr
     """``json`` (the blob is the state's JSON encoding) or ``bytes`` (the blob is the state)."""
     state_size: int
     metadata: dict[str, Any] = msgspec.field(default_factory=dict)
+    subject: str | None = None
+    """The subject the caller named (`CheckpointRecord.subject`: e.g. a customer id shared
+    by many sessions); None when it is the session's own id. In the clear, as every id:
+    what a legal hold on that subject finds the session by (`RetentionStore.hold`)."""
 
     def blob_digests(self) -> tuple[bytes, ...]:
         """The state blob."""

@@ -112,6 +112,9 @@ class ThreadCheckpointPut(ThreadEvent, tag="thread_checkpoint_put", frozen=True,
     channels: list[BlobRef] = msgspec.field(default_factory=list)
     metadata: dict[str, Any] = msgspec.field(default_factory=dict)
     versions: dict[str, str] = msgspec.field(default_factory=dict)
+    subject: str | None = None
+    """The subject the caller named (as `CheckpointCreated.subject`); None when it is the
+    thread's own id."""
 
     def blob_digests(self) -> tuple[bytes, ...]:
         """The checkpoint's state blob and the blob of each channel value it stores (and,

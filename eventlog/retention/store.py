@@ -5,8 +5,10 @@ Decisions made here:
 
 - **Holds and passes live on the tenant's stream ``retention``** (`eventlog.events.retention`):
   a hold or release is one event appended fenced on that stream's version; the standing
-  holds are the fold of the stream. A subject is a session id or a thread id: a hold on
-  it keeps the session and the thread of that id whole.
+  holds are the fold of the stream. A subject is a session id or a thread id, or the
+  ``subject=`` records name (a customer id shared by many sessions: `CheckpointCreated.subject`):
+  a hold on it keeps whole the session and the thread of that id and every session and
+  thread a record of which names it.
 - **A pass purges in bounded batches, one transaction each**: at most ``batch_size``
   checkpoint records a batch, the tombstones of its sessions and threads appended in ONE
   `EventLog.append_batch` with a `RetentionPurged` on the retention stream, each stream
@@ -16,7 +18,10 @@ Decisions made here:
   writers beat it twice is decided and appended alone holding it (one short
   transaction, as a delete does), and after `STREAM_TRIES` lost races it is left for the
   next pass (reported ``skipped``).
-- **Kept whole**: a session or thread under legal hold, or named by an interrupt batch
+- **Kept whole**: a session or thread under legal hold (by its id, or by a subject one
+  of its records names: read with the rows the plan decides from, after the version
+  its append is fenced on, so a record naming a held subject that commits meanwhile
+  makes the append conflict), or named by an interrupt batch
   that is open (pending, claimed, dispatching its effect, or with an effect whose
   outcome is unknown: `OPEN_BATCH_STATES`), whatever the policy says.
 - **Blobs** are released by reference: a blob another retained record (of any session or
@@ -31,6 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import time
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable
 from contextlib import AbstractAsyncContextManager, nullcontext
@@ -121,6 +127,10 @@ class RetentionReport:
     erased: builtins.list[str] = field(default_factory=list)
     position: int | None = None
     """The position of the pass's `RetentionApplied` (None on a dry run)."""
+    longest_batch_s: float = 0.0
+    """The longest a batch's append took (its transaction, and the fold of each released
+    stream's references before it), in seconds: how long a writer of a stream the batch
+    names can wait on it."""
 
     @property
     def checkpoints(self) -> int:
@@ -142,6 +152,7 @@ class RetentionReport:
             "batches": self.batches, "held": self.held, "open_batches": self.open_batches,
             "skipped": self.skipped, "expired_subjects": self.expired_subjects,
             "erased": self.erased, "position": self.position,
+            "longest_batch_s": round(self.longest_batch_s, 4),
         }
 
 
@@ -149,6 +160,14 @@ class RetentionReport:
 class _Target:
     kind: str
     id: str
+
+
+@dataclass(slots=True)
+class _Planned:
+    """A plan and the subjects its rows name (besides the target's own id)."""
+
+    plan: StreamRemoval | None
+    subjects: set[str]
 
 
 @dataclass(slots=True)
@@ -168,8 +187,10 @@ class RetentionStore:
     # -- legal holds ---------------------------------------------------------------------
 
     async def hold(self, tenant_id: str, subject: str, *, reason: str = "") -> LegalHold:
-        """Put ``subject`` (a session or thread id) under legal hold; return the hold.
-        A subject already held keeps its hold (nothing appended)."""
+        """Put ``subject`` under legal hold; return the hold. It keeps whole the session
+        and the thread of that id and every session and thread whose records name it as
+        their ``subject`` (`CheckpointRecord.subject`), including records written after
+        the hold. A subject already held keeps its hold (nothing appended)."""
         check_id("tenant_id", tenant_id)
         check_id("subject", subject)
         reason = _check_reason(reason)
@@ -245,7 +266,7 @@ class RetentionStore:
                                                 now.isoformat(), dry_run))
         await run.run()
         report = run.report
-        report.expired_subjects = await self._expired(tenant_id, report)
+        report.expired_subjects = await self._expired(tenant_id, report, run.named)
         if erase is None and self._log.sealer is not None:
             erase = self._log.erase  # an encrypted log: a subject left with nothing goes
         if not dry_run:
@@ -260,44 +281,54 @@ class RetentionStore:
                     checkpoints=report.checkpoints, batches=report.batches)
         return report
 
-    async def _expired(self, tenant_id: str, report: RetentionReport) -> builtins.list[str]:
-        """Of the ids this pass emptied, those with no session and no thread record left."""
-        emptied = sorted({item.id for item in report.purged if item.emptied})
-        if report.dry_run:  # nothing was removed: left is what the plan leaves
-            left = {item.id for item in report.purged if not item.emptied}
-            return [subject for subject in emptied if subject not in left
-                    and not await self._has_other(tenant_id, subject, report)]
-        return [subject for subject in emptied if not await self._has_records(tenant_id, subject)]
+    async def _expired(self, tenant_id: str, report: RetentionReport,
+                       named: dict[tuple[str, str], set[str]]) -> builtins.list[str]:
+        """Of the subjects of what this pass emptied (the ids, and the subjects their
+        records named), those no remaining record carries: neither a session or thread of
+        that id nor a record naming it (a dry run: none the plan does not empty)."""
+        emptied = {(item.kind, item.id) for item in report.purged if item.emptied}
+        candidates = {subject for key in emptied for subject in (key[1], *named.get(key, ()))}
+        gone = emptied if report.dry_run else set()
+        return [subject for subject in sorted(candidates)
+                if not await self._carriers(tenant_id, subject) - gone]
 
-    async def _has_records(self, tenant_id: str, subject: str) -> bool:
-        for table, column in ((CHECKPOINTS, "session_id"), (THREAD_CHECKPOINTS, "thread_id")):
-            if await self._log.query(ViewQuery(table, {"tenant_id": tenant_id, column: subject},
-                                               columns=(column,), limit=1)):
-                return True
-        return False
-
-    async def _has_other(self, tenant_id: str, subject: str, report: RetentionReport) -> bool:
-        """A dry run's: whether the subject has records the plan does not empty."""
-        kinds = {item.kind for item in report.purged if item.id == subject and item.emptied}
+    async def _carriers(self, tenant_id: str, subject: str) -> set[tuple[str, str]]:
+        """The sessions and threads that carry ``subject``: of that id, or with a record
+        naming it."""
+        found: set[tuple[str, str]] = set()
         for kind, table, column in (("session", CHECKPOINTS, "session_id"),
                                     ("thread", THREAD_CHECKPOINTS, "thread_id")):
-            if kind not in kinds and await self._log.query(ViewQuery(
-                    table, {"tenant_id": tenant_id, column: subject}, columns=(column,),
-                    limit=1)):
-                return True
-        return False
+            tenant = {"tenant_id": tenant_id}
+            if await self._log.query(ViewQuery(table, {**tenant, column: subject},
+                                               columns=(column,), limit=1)):
+                found.add((kind, subject))
+            rows = await self._log.query(ViewQuery(table, {**tenant, "subject": subject},
+                                                   columns=(column,)))
+            found.update((kind, row[column]) for row in rows)
+        return found
 
     async def _plan(self, target: _Target, tenant_id: str, policy: RetentionPolicy,
-                   cutoff: Any, limit: int | None) -> StreamRemoval | None:
-        """One session's or thread's tombstone under the policy (not appended)."""
+                   cutoff: Any, limit: int | None) -> _Planned:
+        """One session's or thread's tombstone under the policy (not appended), and the
+        subjects the rows it decided from name."""
+        subjects: set[str] = set()
+
+        def named(rows: builtins.list[dict[str, Any]]) -> builtins.list[dict[str, Any]]:
+            subjects.update(row["subject"] for row in rows if row["subject"] is not None)
+            return rows
+
+        plan: StreamRemoval | None
         if target.kind == "session":
-            return await self._checkpoints.removal_plan(
+            plan = await self._checkpoints.removal_plan(
                 tenant_id, target.id,
-                lambda rows: decide.session_versions(rows, policy, cutoff, limit), "retention")
-        return await self._threads.removal_plan(
-            tenant_id, target.id,
-            lambda rows: decide.thread_keys(rows, policy, cutoff, limit),
-            ThreadRemoval(reason="retention", keep=policy.keep_latest), whole=True)
+                lambda rows: decide.session_versions(named(rows), policy, cutoff, limit),
+                "retention")
+        else:
+            plan = await self._threads.removal_plan(
+                tenant_id, target.id,
+                lambda rows: decide.thread_keys(named(rows), policy, cutoff, limit),
+                ThreadRemoval(reason="retention", keep=policy.keep_latest), whole=True)
+        return _Planned(plan, subjects)
 
     async def _targets(self, tenant_id: str) -> AsyncIterator[_Target]:
         """The tenant's sessions (by id), then its threads (by id), a page at a time."""
@@ -350,6 +381,8 @@ class _Pass:
         self.holds = _Holds(0, {})
         self.open: set[str] = set()
         self.released: Counter[bytes] = Counter()
+        self.named: dict[tuple[str, str], set[str]] = {}
+        """The subjects each planned stream's records name (for ``expired_subjects``)."""
 
     async def run(self) -> None:
         self.holds = await self.store._holds(self.tenant)
@@ -383,10 +416,12 @@ class _Pass:
 
     async def _planned(self, target: _Target, limit: int | None) -> StreamRemoval | None:
         """The stream's plan, or None when nothing goes or it is kept whole (noted)."""
-        plan = await self.store._plan(target, self.tenant, self.policy, self.cutoff, limit)
+        planned = await self.store._plan(target, self.tenant, self.policy, self.cutoff, limit)
+        plan = planned.plan
         if plan is None:
             return None
-        if target.id in self.holds.holds:
+        self.named.setdefault((target.kind, target.id), set()).update(planned.subjects)
+        if not self.holds.holds.keys().isdisjoint({target.id, *planned.subjects}):
             _note(self.report.held, target.id)
             return None
         if target.id in self.open:
@@ -453,7 +488,12 @@ class _Pass:
                                 release=plan.releases) for _, plan in batch]
         appends.append(StreamAppend(tenant_id=self.tenant, stream_id=RETENTION_STREAM,
                                     events=[purged], expected_version=self.holds.version))
-        results = await self.log.append_batch(appends)
+        started = time.monotonic()
+        try:
+            results = await self.log.append_batch(appends)
+        finally:
+            self.report.longest_batch_s = max(self.report.longest_batch_s,
+                                              time.monotonic() - started)
         self.holds.version = results[-1].version
 
     def _record(self, batch: builtins.list[tuple[_Target, StreamRemoval]]) -> None:

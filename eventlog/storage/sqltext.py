@@ -223,7 +223,10 @@ class SequentialAppend:
 
         Blob rows are touched in digest order, whatever order the request lists them in:
         two appends locking shared blob rows in opposite orders (two session deletes whose
-        checkpoints share states) would otherwise deadlock on PostgreSQL.
+        checkpoints share states) would otherwise deadlock on PostgreSQL. The purges of
+        released blobs (those left with no reference) come last, after every row is
+        locked, so the releases of a removal follow one another (PostgreSQL sends each
+        such run as one pipelined ``executemany``).
         """
         tenant = request.tenant_id
         for required in request.required:
@@ -242,7 +245,8 @@ class SequentialAppend:
             if digest in request.blob_releases:
                 count = request.blob_releases[digest]
                 yield self._blob_release_sql, [count, tenant, digest], False
-                yield self._blob_purge_sql, [tenant, digest], False
+        for digest in sorted(request.blob_releases):
+            yield self._blob_purge_sql, [tenant, digest], False
         return positions
 
     def requirement(self, required: RowRequired) -> tuple[str, list[Any]]:

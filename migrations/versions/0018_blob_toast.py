@@ -4,13 +4,13 @@ and Citus only), so a reference-count update rewrites a row of ~100 bytes, not t
 their layout until they are next written.
 
 Revision ID: 0018_blob_toast
-Revises: 0015_write_pages
+Revises: 0017_retention
 """
 
 from alembic import context, op
 
 revision = "0018_blob_toast"
-down_revision = "0015_write_pages"
+down_revision = "0017_retention"
 branch_labels = None
 depends_on = None
 

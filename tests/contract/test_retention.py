@@ -1,5 +1,6 @@
-"""Retention passes and legal holds on every backend (memory, SQLite, file, PostgreSQL),
-with a fake clock: what a policy purges, what it never purges (a hold, an open interrupt
+"""Retention passes and legal holds on every backend (memory, SQLite, file, PostgreSQL;
+behind PgBouncer in the pgbouncer campaign, on the Citus cluster in the citus one), with
+a fake clock: what a policy purges, what it never purges (a hold, an open interrupt
 batch, an unresolved effect, a blob a retained record shares), what a pass records, and
 that a dry run writes nothing."""
 
@@ -16,9 +17,11 @@ from eventlog import InvalidInput, OpenLog
 from eventlog.checkpoints.thread_records import Payload
 from eventlog.events.retention import RETENTION_STREAM, RetentionApplied, RetentionPurged
 from eventlog.testing.contract.checkpoints import record
-from eventlog.testing.contract.interrupts_admin import claimed
+from eventlog.testing.contract.interrupts_admin import claimed, state_of
 from eventlog.testing.interrupts import FakeClock, create, event_count, view_differences
-from tests.conftest import BackendTarget
+from tests.conftest import BACKENDS, CITUS, PGBOUNCER, BackendTarget
+
+pytestmark = pytest.mark.parametrize("target", [*BACKENDS, PGBOUNCER, CITUS], indirect=True)
 
 
 @pytest.fixture
@@ -149,6 +152,22 @@ async def test_an_unresolved_effect_keeps_its_thread_whole(
         await _thread_ids(rlog, "thread-1"), report.open_batches)
 
 
+@pytest.mark.parametrize("stage", ["claimed", "effect_started"])
+async def test_a_claimed_or_dispatching_batch_keeps_its_thread_whole(
+    rlog: OpenLog, clock: FakeClock, stage: str
+) -> None:
+    """A batch with a live claim, or whose effect is dispatching, keeps its thread whole
+    however old (the other open states: pending and unresolved, above)."""
+    await _thread(rlog, "thread-1", clock, 3)
+    batch, claim = await claimed(rlog, "t", "thread-1")
+    if stage == "effect_started":
+        await rlog.interrupts.try_start_effect(claim)
+    clock.advance(days=400)
+    report = await rlog.retention.apply("t", older_than=1)
+    assert (stage, ["0000", "0001", "0002"], ["thread-1"]) == (
+        await state_of(rlog, batch), await _thread_ids(rlog, "thread-1"), report.open_batches)
+
+
 async def test_a_legal_hold_keeps_until_released(rlog: OpenLog, clock: FakeClock) -> None:
     """A held subject survives passes; released, the next pass purges it; both are
     events of the retention stream and verify holds after each pass."""
@@ -169,6 +188,80 @@ async def test_a_legal_hold_keeps_until_released(rlog: OpenLog, clock: FakeClock
         await _ids(rlog, "case"), await _thread_ids(rlog, "case"), second.checkpoints,
         await rlog.retention.holds("t"))
     assert (await rlog.verify()).ok
+
+
+async def _named(log: OpenLog, session: str, clock: FakeClock, count: int, subject: str,
+                 *, days: float = 1) -> None:
+    """``count`` records in ``session`` naming ``subject``, ``days`` apart."""
+    for n in range(count):
+        await log.checkpoints.create(record(session, {"s": session, "n": n},
+                                            checkpoint_id=f"{session}-{n}", subject=subject))
+        clock.advance(days=days)
+
+
+async def test_a_hold_on_a_shared_subject_keeps_every_session_naming_it(
+    rlog: OpenLog, clock: FakeClock
+) -> None:
+    """A hold on a subject that records of two sessions name (a customer's) keeps both
+    whole through a pass, while a session naming none is purged; released, the next
+    pass purges them too."""
+    await _named(rlog, "a", clock, 3, "cust-1")
+    await _named(rlog, "b", clock, 3, "cust-1")
+    await _session(rlog, "c", clock, 3)
+    await rlog.retention.hold("t", "cust-1", reason="litigation 7")
+    first = await rlog.retention.apply("t", keep_latest=1)
+    assert ([3, 3, 1], ["a", "b"], 2) == (
+        [len(await _ids(rlog, s)) for s in ("a", "b", "c")], first.held, first.checkpoints)
+    assert await rlog.retention.release("t", "cust-1")
+    second = await rlog.retention.apply("t", keep_latest=1)
+    assert ([["a-2"], ["b-2"]], [], 4) == (
+        [await _ids(rlog, s) for s in ("a", "b")], second.held, second.checkpoints)
+    assert (await rlog.verify()).ok
+
+
+async def test_a_record_naming_a_held_subject_while_a_pass_decides_keeps_its_session(
+    rlog: OpenLog, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A record naming a held subject that commits after the pass read its session and
+    before its batch commits makes the batch conflict: decided again, the session is
+    kept whole."""
+    await _session(rlog, "a", clock, 3)
+    await rlog.retention.hold("t", "cust-1")
+    real_query = rlog.storage.query
+    raced: list[bool] = []
+
+    async def query(view_query: Any) -> list[dict[str, Any]]:
+        rows = await real_query(view_query)
+        if view_query.table == "checkpoints" and not raced:  # the pass's plan of "a"
+            raced.append(True)
+            await rlog.checkpoints.create(record("a", {"late": 1}, checkpoint_id="late",
+                                                 subject="cust-1"))
+        return rows
+
+    monkeypatch.setattr(rlog.storage, "query", query)
+    report = await rlog.retention.apply("t", keep_latest=1)
+    assert (4, ["a"], 0) == (len(await _ids(rlog, "a")), report.held, report.checkpoints)
+
+
+async def test_a_named_subject_expires_with_the_last_record_naming_it(
+    rlog: OpenLog, clock: FakeClock
+) -> None:
+    """A subject two sessions name is not expired while one of them keeps a record; it
+    is once neither does (a dry run reports the same), and erased then."""
+    await _named(rlog, "a", clock, 2, "cust-1")
+    clock.advance(days=20)
+    await _named(rlog, "b", clock, 1, "cust-1")
+    erased: list[str] = []
+
+    async def erase(tenant: str, subject: str, *, reason: str) -> None:
+        erased.append(subject)
+
+    first = await rlog.retention.apply("t", older_than=10, erase=erase)
+    clock.advance(days=20)
+    dry = await rlog.retention.apply("t", older_than=10, dry_run=True)
+    second = await rlog.retention.apply("t", older_than=10, erase=erase)
+    assert (["a"], ["b", "cust-1"], ["b", "cust-1"], ["a", "b", "cust-1"]) == (
+        first.expired_subjects, dry.expired_subjects, second.expired_subjects, erased)
 
 
 async def test_holding_twice_keeps_one_hold(rlog: OpenLog) -> None:
@@ -236,9 +329,10 @@ async def test_small_batches_each_are_one_transaction(rlog: OpenLog, clock: Fake
     await _session(rlog, "a", clock, 8)
     report = await rlog.retention.apply("t", keep_latest=1, batch_size=3)
     batches = [e for e in await _passes(rlog) if isinstance(e, RetentionPurged)]
-    assert (7, 3, [3, 3, 1], ["a-7"]) == (
+    assert (7, 3, [3, 3, 1], ["a-7"], True) == (
         report.checkpoints, report.batches,
-        [sum(len(s.checkpoints) for s in b.streams) for b in batches], await _ids(rlog, "a"))
+        [sum(len(s.checkpoints) for s in b.streams) for b in batches], await _ids(rlog, "a"),
+        report.longest_batch_s > 0)
     assert (await rlog.verify()).ok
 
 
@@ -408,7 +502,7 @@ async def test_with_a_keyring_a_pass_erases_each_subject_left_with_nothing(
         target: BackendTarget, clock: FakeClock, tmp_path: Path) -> None:
     """On an encrypted log a pass erases, unasked, each subject none of whose records
     remain: its key is destroyed, the erasure is recorded, writing it again is refused,
-    and a subject that keeps records keeps its key."""
+    and a subject that keeps records keeps its key, as a held one does, however old."""
     from eventlog.crypto import init_keyring
     from eventlog.errors import SubjectErased
 
@@ -416,10 +510,13 @@ async def test_with_a_keyring_a_pass_erases_each_subject_left_with_nothing(
     async with target.open(clock=clock, keyring=tmp_path / "keyring.json") as log:
         assert isinstance(log, OpenLog)
         await _session(log, "x", clock, 2)
+        await _session(log, "h", clock, 2)
+        await log.retention.hold("t", "h", reason="litigation")
         clock.advance(days=20)
         await _session(log, "z", clock, 1)
         report = await log.retention.apply("t", older_than=10)
-        assert (["x"], ["x"]) == (report.expired_subjects, report.erased)
+        assert (["x"], ["x"], ["h"]) == (report.expired_subjects, report.erased, report.held)
+        assert {"s": "h", "n": 1} == await log.checkpoints.read("t", "h", "h-1")
         assert [] != [e async for e in log.read_stream("t", "erasure:x")]
         with pytest.raises(SubjectErased):
             await log.checkpoints.create(record("x", {"again": True}, tenant_id="t"))

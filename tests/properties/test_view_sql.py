@@ -67,6 +67,7 @@ def rows(draw: st.DrawFn) -> dict[str, Any]:
         "state_encoding": "json", "state_digest": draw(st.sampled_from(DIGESTS)),
         "channels": "{}", "metadata": json.encode(draw(documents)).decode(),
         "recorded_at": EPOCH + timedelta(seconds=draw(st.integers(0, 5))),
+        "subject": draw(st.none() | st.sampled_from(("cust-1", "C-2"))),
     }
 
 

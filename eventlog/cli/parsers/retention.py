@@ -45,14 +45,17 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     hold = add_command(
         commands, common, "hold", "place, release or list legal holds",
         "retention:run_hold",
-        description="`hold TENANT SUBJECT` puts a subject (a session or thread id) under "
-        "legal hold: no retention pass purges it. `hold --release TENANT SUBJECT` "
+        description="`hold TENANT SUBJECT` puts a subject (a session or thread id, or a "
+        "subject= records name, e.g. a customer id shared by many sessions) under legal "
+        "hold: no retention pass purges the session and thread of that id or any session "
+        "or thread with a record naming it. `hold --release TENANT SUBJECT` "
         "releases it; `hold --list TENANT` lists the standing holds. Each placement and "
         "release is an event of the tenant's retention stream (who decided is in "
         "--reason).",
     )
     hold.add_argument("tenant", metavar="TENANT", help="the tenant")
-    hold.add_argument("subject", nargs="?", metavar="SUBJECT", help="the session or thread id")
+    hold.add_argument("subject", nargs="?", metavar="SUBJECT",
+                      help="the session or thread id, or a subject= records name")
     hold.add_argument("--reason", default="", metavar="TEXT", help="why (recorded)")
     mode = hold.add_mutually_exclusive_group()
     mode.add_argument("--release", action="store_true", help="release the subject's hold")
