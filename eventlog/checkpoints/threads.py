@@ -203,6 +203,10 @@ class ThreadCheckpoints:
             max_bytes=self._log.max_payload_bytes,
         )
         event, attach = plan.apply(event, attach)
+        subject = self._log.sealing_subject
+        if subject is not None and subject != thread_id:
+            # Named on the record (an adapter's subject=): holds and retention by subject see it.
+            event = msgspec.structs.replace(event, subject=subject)
         if fenced:
             result = await self._fence.append(tenant_id, event, attach, plan.require,
                                               head_by=head_by)

@@ -731,7 +731,8 @@ class EventLog:
         """Seal every append inside the block under ``subject``'s data key (a customer id
         shared by many threads, say) instead of each stream's own subject; an append
         naming its ``subject=`` still wins, and None leaves the defaults. A context
-        variable, as `acting_as`. Without a keyring it changes nothing."""
+        variable, as `acting_as`. Without a keyring nothing is sealed; the thread store
+        still records the subject on its puts (`sealing_subject`), for holds."""
         if subject is not None:
             check_id("subject", subject)
         token = self._subject.set(subject)
@@ -739,6 +740,13 @@ class EventLog:
             yield subject
         finally:
             self._subject.reset(token)
+
+    @property
+    def sealing_subject(self) -> str | None:
+        """The subject of the innermost `sealing_for` block around the caller; None outside
+        every block. The thread store records it on its puts (a legal hold or retention
+        on that subject then covers the thread), with or without a keyring."""
+        return self._subject.get()
 
     @property
     def acting_block(self) -> str | None:

@@ -167,3 +167,34 @@ async def test_adoption_into_an_encrypted_log_seals_and_an_erased_thread_is_not_
                 await export_langgraph(ours.log, back, tenant_id="t")
             assert [] == [item async for item in back.alist(None)]
     assert (True, 0 < report.checkpoints, False) == (same, True, b"MARKER-ADOPTED" in stored)
+
+
+@pytest.mark.parametrize("encrypted", [False, True], ids=["plain", "encrypted"])
+async def test_a_hold_on_the_adapters_subject_keeps_every_thread_naming_it(
+        tmp_path: Path, encrypted: bool) -> None:
+    """Threads a saver writes under ``subject=`` record that subject on their puts, with
+    or without a keyring: a legal hold on it keeps both threads whole through a
+    retention pass that trims a thread of its own subject; released, the next pass
+    trims them too."""
+    keyring = init_keyring(tmp_path / "keyring.json") if encrypted else None
+    url = f"sqlite:///{tmp_path / 'log.db'}"
+
+    async def counts(saver: AsyncEventlogSaver) -> list[int]:
+        return [len([t async for t in saver.alist(thread(name))]) for name in "abc"]
+
+    async with AsyncEventlogSaver.from_conn_string(url, keyring=keyring,
+                                                   subject="customer-7") as saver:
+        for name in "ab":
+            await build(saver).ainvoke({"items": [f"MARKER-{name}"]}, thread(name))
+    async with AsyncEventlogSaver.from_conn_string(url, keyring=keyring) as saver:
+        await build(saver).ainvoke({"items": ["MARKER-C"]}, thread("c"))
+        before = await counts(saver)
+        await saver.log.retention.hold("default", "customer-7", reason="litigation")
+        await saver.log.retention.apply("default", keep_latest=1)
+        held = await counts(saver)
+        await saver.log.retention.release("default", "customer-7")
+        await saver.log.retention.apply("default", keep_latest=1)
+        released = await counts(saver)
+    trimmed = held[2]  # what keep_latest=1 leaves of such a thread (per namespace)
+    assert trimmed < before[2]
+    assert (before[:2] + [trimmed], [trimmed] * 3) == (held, released)
