@@ -196,4 +196,4 @@ async def test_an_append_begun_before_the_listener_is_found_at_once(
                 await sub.__aexit__(None, None, None)
         finally:
             await writer.close()
-    assert (2, True) == (event.stream_version, waited < POLL / 5)
+    assert (2, True) == (event.version, waited < POLL / 5)
