@@ -64,26 +64,27 @@ async def _append(results: Results, log: EventLog, schema: str) -> None:
     disabled (the baseline), one nobody listens to (the trigger runs, finds the listening
     lock free and notifies nobody), and one with a live consumer holding its listener."""
     quiet, heard = f"{schema}_quiet", f"{schema}_heard"
-    async with open_log(PG_URL, schema=quiet) as silent, \
-            open_log(PG_URL, schema=heard) as followed, \
-            followed.subscribe("listening", start="end", poll_interval=60.0) as sub:
-        assert sub.pushed, "the consumer should be listening"
-        connection = await asyncpg.connect(PG_URL)
-        try:
-            await connection.execute(f'ALTER TABLE "{quiet}".events DISABLE TRIGGER events_notify')
-        finally:
-            await connection.close()
-        try:
+    try:
+        async with open_log(PG_URL, schema=quiet) as silent, \
+                open_log(PG_URL, schema=heard) as followed, \
+                followed.subscribe("listening", start="end", poll_interval=60.0) as sub:
+            assert sub.pushed, "the consumer should be listening"
+            connection = await asyncpg.connect(PG_URL)
+            try:
+                await connection.execute(
+                    f'ALTER TABLE "{quiet}".events DISABLE TRIGGER events_notify')
+            finally:
+                await connection.close()
             figures = await interleave(
                 BLOCK,
                 nobody_listening=lambda n: log.append("t", f"a{n % 20}", [Noted(text="x")]),
                 one_consumer=lambda n: followed.append("t", f"a{n % 20}", [Noted(text="x")]),
                 without_notify=lambda n: silent.append("t", f"a{n % 20}", [Noted(text="x")]))
-        finally:
-            connection = await asyncpg.connect(PG_URL)
-            for name in (quiet, heard):
-                await connection.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
-            await connection.close()
+    finally:
+        connection = await asyncpg.connect(PG_URL)
+        for name in (quiet, heard):
+            await connection.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
+        await connection.close()
     results.compare("append with notify vs without, nobody listening", "nobody_listening",
                     "without_notify", figures, unit="appends/s", goal="≥ 0.95×",
                     at_least=0.95)
