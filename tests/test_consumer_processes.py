@@ -20,11 +20,12 @@ import pytest
 import sqlalchemy as sa
 
 from eventlog import EventLog
-from tests.conftest import CITUS, BackendTarget
+from tests.conftest import CITUS, PGBOUNCER, BackendTarget
 from tests.events import Noted
 
 pytestmark = pytest.mark.slow
-EVERY_SQL = pytest.mark.parametrize("target", ["sqlite", "postgresql", CITUS], indirect=True)
+EVERY_SQL = pytest.mark.parametrize("target", ["sqlite", "postgresql", PGBOUNCER, CITUS],
+                                    indirect=True)
 
 ROOT = Path(__file__).resolve().parent.parent
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
