@@ -14,22 +14,25 @@ Caveat: the server is shared with other work on this machine; ratios are what ca
 
 from __future__ import annotations
 
+import os
+
 import asyncpg
 
 from benchmarks.common import PG_URL, Results, interleave, scratch_schema, section, size
 from eventlog import EventLog, open_log
 from eventlog.testing.events import Noted
 
-EVENTS = size(5_000, 300)
+EVENTS = int(os.environ.get("BENCH_SUBSCRIPTION_EVENTS", 0)) or size(5_000, 300)
+"""Events delivered per contestant (``BENCH_SUBSCRIPTION_EVENTS`` overrides)."""
 BLOCK = size(300, 30)
 
 
 async def run(results: Results) -> None:
     section("subscriptions: delivery with acks every 100, and append with pg_notify")
     async with scratch_schema() as schema, open_log(PG_URL, schema=schema) as log:
-        for start in range(0, EVENTS, 100):
-            for number in range(start, min(EVENTS, start + 100)):
-                await log.append("t", f"s{number % 50}", [Noted(text=str(number))])
+        for start in range(0, EVENTS, 10):  # ten events per append, fifty streams
+            await log.append("t", f"s{start // 10 % 50}", [
+                Noted(text=str(number)) for number in range(start, min(EVENTS, start + 10))])
         await log.wait_readable()
         await _delivery(results, log)
         await _append(results, log, schema)
