@@ -14,10 +14,12 @@ import asyncpg
 import pytest
 
 from eventlog import EventLog, open_log
+from eventlog.storage.pgconsumers import LISTENING_LOCK
 from tests.conftest import PG_URL, PGBOUNCER, BackendTarget
 from tests.events import Noted
 
 POLL = 5.0
+LOCK = f"SELECT pg_try_advisory_lock_shared({LISTENING_LOCK})"
 
 
 async def delays(writer: EventLog, reader: EventLog, count: int) -> list[float]:
@@ -105,6 +107,7 @@ async def test_the_notification_is_in_the_append_transaction(target: BackendTarg
         try:
             await listener.add_listener(f"eventlog.{target.schema}",
                                         lambda *args: heard.append(args[3]))
+            assert await listener.fetchval(LOCK, f"eventlog.{target.schema}")
             writer = await asyncpg.connect(PG_URL)
             try:
                 async with writer.transaction():
@@ -130,3 +133,67 @@ async def test_the_notification_is_in_the_append_transaction(target: BackendTarg
             assert [""] == heard
         finally:
             await listener.close()
+
+
+async def heard_after_append(log: EventLog, channel: str) -> list[str]:
+    """What a bare LISTEN (holding no listening lock) hears of one append of ``log``."""
+    heard: list[str] = []
+    listener = await asyncpg.connect(PG_URL)
+    try:
+        await listener.add_listener(channel, lambda *args: heard.append(args[3]))
+        await log.append("t", "s", [Noted(text="a")])
+        for _ in range(20):
+            await asyncio.sleep(0.05)
+    finally:
+        await listener.close()
+    return heard
+
+
+@pytest.mark.parametrize("target", ["postgresql"], indirect=True)
+async def test_appends_notify_only_while_someone_listens(target: BackendTarget) -> None:
+    """With no subscriber listening, an append sends no notification (it skips NOTIFY's
+    queue lock); while a subscription of another log object listens, it does; once that
+    subscription is closed, appends are quiet again."""
+    channel = f"eventlog.{target.schema}"
+    async with target.open() as writer, target.open() as reader:
+        before = await heard_after_append(writer, channel)
+        async with reader.subscribe("ears", poll_interval=POLL, start="end") as sub:
+            assert sub.pushed
+            during = await heard_after_append(writer, channel)
+        after = await heard_after_append(writer, channel)
+    assert ([], [""], []) == (before, during, after)
+
+
+@pytest.mark.parametrize("target", ["postgresql"], indirect=True)
+async def test_an_append_begun_before_the_listener_is_found_at_once(
+        target: BackendTarget) -> None:
+    """An append whose statement ran before the subscriber took its listening lock does not
+    notify; the subscriber waits for it to commit before its first read, so with a 5 s
+    poll interval its event is still delivered at once."""
+    events = f'"{target.schema}".events'
+    async with target.open() as reader:
+        await reader.append("t", "s", [Noted(text="first")])
+        writer = await asyncpg.connect(PG_URL)
+        try:
+            open_append = writer.transaction()
+            await open_append.start()
+            # The first event again at the next version: its bytes decode as they did.
+            await writer.execute(
+                f"INSERT INTO {events} (tenant_id, stream_id, stream_version, event_id, "
+                "type, data, recorded_at, prev_hash, hash) SELECT tenant_id, stream_id, 2, "
+                f"gen_random_uuid(), type, data, recorded_at, hash, hash FROM {events}")
+            opening = asyncio.create_task(
+                reader.subscribe("early", poll_interval=POLL, start="end").__aenter__())
+            await asyncio.sleep(0.5)
+            assert not opening.done()  # it waits for the open append
+            await open_append.commit()
+            sub = await asyncio.wait_for(opening, POLL)
+            try:
+                began = time.monotonic()
+                (event,) = await asyncio.wait_for(sub.next_batch(1), POLL * 2)
+                waited = time.monotonic() - began
+            finally:
+                await sub.__aexit__(None, None, None)
+        finally:
+            await writer.close()
+    assert (2, True) == (event.version, waited < POLL / 5)

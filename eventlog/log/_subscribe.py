@@ -83,8 +83,7 @@ class Watch:
         self._log.wakeups.add(self._woken)
         make_listener = getattr(self._log.storage, "listener", None)
         self._listener = None if make_listener is None else make_listener(self._woken.set)
-        if self._listener is not None:
-            await self._listener.reconnect()
+        await listen(self._log, self._listener, 1.0)
         return self
 
     async def __aexit__(self, *_: object) -> None:
@@ -101,11 +100,23 @@ class Watch:
         try:
             await asyncio.wait_for(self._woken.wait(), seconds)
         except TimeoutError:
-            if self._listener is not None and not self._listener.listening:
-                await self._listener.reconnect()
+            await listen(self._log, self._listener, seconds)
             return
         if self._listener is not None and self._listener.listening:
             await self._log.reader.wait_readable(seconds)
+
+
+async def listen(log: Any, listener: Any, seconds: float) -> None:
+    """Connect ``listener`` (a `Listener`, or None) unless it listens already; once it
+    does, wait (up to ``seconds``) until every transaction running when it began has
+    ended. An append notifies only while someone listens (migration 0016), and its
+    trigger asks when its statement runs: an append whose statement ran before the
+    listening lock was taken may commit without notifying, and this wait makes sure it
+    has committed before the caller's next read, which then finds its events."""
+    if listener is None or listener.listening:
+        return
+    if await listener.reconnect():
+        await log.reader.wait_readable(seconds)
 
 
 def default_holder() -> str:
@@ -209,8 +220,7 @@ class Subscription:
         make_listener = getattr(storage, "listener", None)
         if make_listener is not None:
             self._listener = make_listener(self._woken.set)
-            if self._listener is not None:
-                await self._listener.reconnect()
+            await listen(self._log, self._listener, self.poll_interval)
         logger.info("consumer_claimed", consumer=self.name, token=self.token,
                     cursor=self._cursor, pushed=self.pushed)
         return self
@@ -327,7 +337,7 @@ class Subscription:
                 continue
             break
         if self._listener is not None and not self._listener.listening:
-            await self._listener.reconnect()
+            await listen(self._log, self._listener, self.poll_interval)
         elif self.pushed:
             # A notification leaves as its append commits; the event is readable once
             # every transaction older than it has ended (the horizon of `read_all`).

@@ -6,13 +6,16 @@ Reads follow the log exactly as `read_all` does (its statement, its horizon, its
 claim locks the consumer's row (``FOR UPDATE``; a first claim's insert meets a racing one
 at the primary key) around `decide_claim`; every later write names the holder's token.
 
-Wake-ups: every insert into ``events`` fires a statement trigger (migration 0014) that
-calls ``pg_notify`` on the log's channel inside the append's transaction, so the
-notification leaves when, and only if, the append commits. A subscriber LISTENs on a
-dedicated connection of its own (never a pooled one: a pooled connection would carry the
-LISTEN to whoever borrows it next). Behind a transaction pooler (``pool_mode=transaction``)
-a session outlives no transaction, so no LISTEN is attempted and subscribers poll; a lost
-listening connection also falls back to polling until it is connected again.
+Wake-ups: every insert into ``events`` fires a statement trigger (migrations 0014 and
+0016) that calls ``pg_notify`` on the log's channel inside the append's transaction, so
+the notification leaves when, and only if, the append commits; and only while some
+session holds the log's listening lock (`LISTENING_LOCK`, shared), so appends nobody
+listens for skip NOTIFY's queue lock. A subscriber LISTENs on a dedicated connection of
+its own (never a pooled one: a pooled connection would carry the LISTEN to whoever
+borrows it next), then takes the listening lock on it, held until it disconnects.
+Behind a transaction pooler (``pool_mode=transaction``) a session outlives no
+transaction, so no LISTEN is attempted and subscribers poll; a lost listening connection
+also falls back to polling until it is connected again.
 """
 
 from __future__ import annotations
@@ -41,6 +44,12 @@ from eventlog.storage.sqlconsumers import COLUMNS, consumer_row, row_values
 from eventlog.storage.sqltext import quote
 
 logger = get_logger(__name__)
+LISTENING_LOCK = "hashtext('eventlog.listening'), hashtext($1)"
+"""The advisory lock key of a channel's listeners, as the trigger of migration 0016 names
+it: each listener holds it shared, an append tries it exclusive to learn that nobody
+listens."""
+_TAKE_LISTENING = f"SELECT pg_try_advisory_lock_shared({LISTENING_LOCK})"
+_LOCK_TRIES = 200
 _SELECT = ", ".join(COLUMNS)
 _PLACES = ", ".join(f"${n}" for n in range(1, len(COLUMNS) + 1))
 
@@ -55,9 +64,10 @@ def channel_name(schema: str | None) -> str:
 
 
 class Listener:
-    """A LISTEN on the log's channel over a connection of its own; ``wake`` is called on
-    each notification. ``listening`` is False until connected, and again once the
-    connection is lost (the subscriber then polls, and `reconnect` tries again)."""
+    """A LISTEN on the log's channel over a connection of its own, holding the channel's
+    listening lock (so appends notify); ``wake`` is called on each notification.
+    ``listening`` is False until connected, and again once the connection is lost (the
+    subscriber then polls, and `reconnect` tries again)."""
 
     def __init__(self, dsn: str, channel: str, wake: Callable[[], None]) -> None:
         self._dsn = dsn
@@ -75,13 +85,26 @@ class Listener:
             self._connection = await asyncpg.connect(self._dsn, statement_cache_size=0)
             self._connection.add_termination_listener(self._lost)
             await self._connection.add_listener(self._channel, self._notified)
+            # After the LISTEN: an append that finds the lock held notifies a listener.
+            locked = await self._take_listening_lock()
         except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as error:
             logger.info("listen_failed", channel=self._channel, error=str(error)[:200])
+            locked = False
+        if not locked:
             await self.close()
             return False
         self.listening = True
         self._wake()  # anything appended before the LISTEN began is read now
         return True
+
+    async def _take_listening_lock(self) -> bool:
+        # An append holds the lock exclusively for an instant while it asks: try again.
+        for _ in range(_LOCK_TRIES):
+            if await self._connection.fetchval(_TAKE_LISTENING, self._channel):
+                return True
+            await asyncio.sleep(0.005)
+        logger.info("listen_failed", channel=self._channel, error="listening lock not taken")
+        return False
 
     def _notified(self, *_: Any) -> None:
         self._wake()

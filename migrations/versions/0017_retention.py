@@ -18,14 +18,14 @@ rows inside the transaction that holds the thread. Each index leads with the thr
 ends with the deleted key, so a delete seeks its rows.
 
 Revision ID: 0017_retention
-Revises: 0015_write_pages
+Revises: 0016_quiet_notify
 """
 
 import sqlalchemy as sa
 from alembic import context, op
 
 revision = "0017_retention"
-down_revision = "0015_write_pages"
+down_revision = "0016_quiet_notify"
 branch_labels = None
 depends_on = None
 

@@ -9,8 +9,9 @@ the ack), and ack every BATCH-th event; stop after the event whose text is ``end
 event into the table ``own`` beside the log, BATCH events per transaction; the event
 whose text is ``crash`` kills the process with SIGKILL right after its row was written,
 inside the transaction, unless the file MARKER exists (it is created first); stops once
-the event ``end`` is projected. In ``consume`` mode, once the file MARKER exists the
-process freezes (a blocking sleep of three leases) after the next delivery. Prints
+the event ``end`` is projected. In ``consume`` mode, OUT is created before the
+subscription is opened, and once the file MARKER exists the process freezes (blocking)
+after the next delivery, until the file ``MARKER.thaw`` exists. Prints
 ``{"claimed": token}`` when it holds the consumer.
 """
 
@@ -37,6 +38,7 @@ from tests import events as _registered  # noqa: F401 - registers the test event
 async def consume(log: Any, name: str, out: Path, batch: int, lease: float,
                   stall: Path) -> None:
     stalled = False
+    out.touch()  # noqa: ASYNC240 - tells the test this holder is about to claim it
     async with log.subscribe(name, poll_interval=0.2, lease=lease, wait=True) as sub:
         print(json.dumps({"claimed": sub.token}), flush=True)
         with out.open("a") as sink:
@@ -48,13 +50,21 @@ async def consume(log: Any, name: str, out: Path, batch: int, lease: float,
                 sink.flush()
                 if not stalled and stall.name and stall.exists():  # noqa: ASYNC240 - a test
                     stalled = True
-                    # The whole process freezes, as in a long GC pause.
-                    time.sleep(lease * 3)  # noqa: ASYNC251
+                    freeze(stall, lease)
                 count += 1
                 if count % batch == 0 or text == "end":
                     await sub.ack(event)
                 if text == "end":
                     return
+
+
+def freeze(stall: Path, lease: float) -> None:
+    """Freeze the whole process (a blocking sleep, as in a long GC pause) until the file
+    ``<stall>.thaw`` exists, or 40 leases."""
+    thaw = stall.with_name(stall.name + ".thaw")
+    deadline = time.monotonic() + lease * 40
+    while not thaw.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
 
 
 async def project(log: Any, name: str, batch: int, lease: float, marker: Path) -> None:
