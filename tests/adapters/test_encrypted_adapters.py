@@ -197,4 +197,4 @@ async def test_a_hold_on_the_adapters_subject_keeps_every_thread_naming_it(
         released = await counts(saver)
     trimmed = held[2]  # what keep_latest=1 leaves of such a thread (per namespace)
     assert trimmed < before[2]
-    assert (before[:2] + [trimmed], [trimmed] * 3) == (held, released)
+    assert ([*before[:2], trimmed], [trimmed] * 3) == (held, released)
