@@ -128,6 +128,7 @@ async def rebuild_peaks() -> dict[str, int]:
             "yardstick": dictionary_yardstick(6_000)}
 
 
+@pytest.mark.growth
 def test_a_spilled_rebuild_keeps_its_memory_flat() -> None:
     """Four times the log add less than half of what one dictionary entry per extra
     checkpoint holds (an in-memory rebuild holds every row), measured in a child process

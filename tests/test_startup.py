@@ -82,6 +82,7 @@ COMMAND_NAMES = [name for name, (_module, summary) in COMMANDS.items() if summar
 """Every command ``eventlog --help`` lists."""
 
 
+@pytest.mark.examples
 def test_every_commands_help_costs_at_most_the_budget_beside_the_floor() -> None:
     """``eventlog CMD --help`` takes at most 1.3 times the floor's CPU for every command
     (medians of 3 interleaved fresh runs): it builds CMD's parser from its declaration in

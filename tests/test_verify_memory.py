@@ -48,6 +48,7 @@ async def verify_peaks() -> dict[str, int]:
             "yardstick": dictionary_yardstick(12_000)}
 
 
+@pytest.mark.growth
 def test_verify_memory_is_flat_in_the_number_of_blobs() -> None:
     """Four times the blobs add less than half of what a dictionary of the extra blobs'
     counts holds (counts held in dictionaries grew the peak about 4 times)."""

@@ -21,6 +21,8 @@ from tests.cli.helpers import Run, tenant_events
 from tests.conftest import BackendTarget
 from tests.procs.settle import settle
 
+pytestmark = pytest.mark.examples  # the demo run as a user would, in subprocesses
+
 EVENTLOG = Path(sys.executable).with_name("eventlog")
 
 BATCH_EVENTS = [

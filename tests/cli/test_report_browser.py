@@ -193,6 +193,7 @@ def test_the_filter_count_follows_the_filter(demo_page: Any) -> None:
     assert (f"{shown} of {total}", True) == (count, 0 < shown < total)
 
 
+@pytest.mark.growth
 def test_ten_thousand_checkpoints_render_within_two_seconds(
     browser: Any, tmp_path: Path, screenshots: Path
 ) -> None:
@@ -328,6 +329,7 @@ def test_the_threads_report_screenshot(threads_page: Any, screenshots: Path) -> 
     assert path.stat().st_size > 0
 
 
+@pytest.mark.growth
 def test_a_ten_thousand_checkpoint_thread_renders_within_two_seconds(
     browser: Any, tmp_path: Path, screenshots: Path
 ) -> None:

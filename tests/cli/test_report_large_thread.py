@@ -9,6 +9,7 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
+import pytest
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from eventlog.cli.report.model import MAX_ROWS, build_session_report
@@ -62,6 +63,7 @@ def test_ten_thousand_thread_checkpoints_make_a_small_bounded_page() -> None:
                                   len(html.encode()) < 10 * 1024 * 1024)
 
 
+@pytest.mark.growth
 def test_the_story_grows_linearly_with_the_thread() -> None:
     """Ten times the checkpoints take well under thirty times as long (no quadratic
     search left in the thread's story or its report).

@@ -37,6 +37,8 @@ LIMIT = 1024**3
 MAX_RSS_KB = 400 * 1024
 """The most resident memory a child may reach (an idle one stays near 130 MB)."""
 TIMEOUT = 120
+pytestmark = pytest.mark.growth  # child processes under an address-space limit: the growth campaign
+
 REFERENCES = 20
 """The shared-reference pickle nests this many levels of pairs: 2**20 references."""
 
@@ -44,6 +46,7 @@ CHILD = """
 import resource, sys
 resource.setrlimit(resource.RLIMIT_AS, (int(sys.argv[1]), int(sys.argv[1])))
 from eventlog.cli import main
+
 status = main(sys.argv[3:])
 sys.stdout.flush()
 with open(sys.argv[2], "w") as out:

@@ -32,6 +32,7 @@ class TestEncryptedMemory(_Encrypted):
         return "memory://"
 
 
+@pytest.mark.sealed
 class TestEncryptedSqlite(_Encrypted):
     def backend_url(self, tmp_path: Path) -> str:
         return f"sqlite:///{tmp_path / 'log.db'}"
