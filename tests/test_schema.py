@@ -166,6 +166,7 @@ async def test_without_upgrade_an_up_to_date_database_opens(tmp_path: Path) -> N
         assert head_revision() == log.schema_revision
 
 
+@pytest.mark.slow
 def test_processes_creating_one_fresh_postgres_schema_all_succeed(pg_schema: str) -> None:
     """Three processes released at once onto a fresh schema all open it and append."""
     require_postgres()

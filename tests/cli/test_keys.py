@@ -93,6 +93,7 @@ def _under(path: Path, key_id: str) -> int:
                                       (key_id,)).fetchone()[0])
 
 
+@pytest.mark.slow
 def test_a_rotation_killed_midway_is_run_again_to_the_end(
         capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     """SIGKILL a real `eventlog keys rotate` once some keys are re-wrapped: every key is

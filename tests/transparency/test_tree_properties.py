@@ -81,6 +81,7 @@ async def check(log: EventLog, appends: list[tuple[str, int, bool, bool]]) -> No
             assert await log.prove_inclusion(tenant, event_id, heads[-1].size) is None
 
 
+@pytest.mark.properties
 @settings(max_examples=40)
 @given(appends=APPENDS)
 def test_every_proof_along_random_appends_verifies(
