@@ -309,25 +309,13 @@ async def _export_keys(log: EventLog, writer: _ExportWriter, tenant_id: str,
     """Write the key records (a whole tenant's every key row, a session's the rows of the
     subjects its sealed bytes name); how many. Wrapped keys only: never a key in the clear."""
     if session_id is None:
-        rows = await tenant_keys(log, tenant_id)
+        rows = await log.subject_keys(tenant_id)
     else:
         rows = [row for subject in sorted(writer.subjects)
-                for row in await log.storage.subject_keys(tenant_id, subject)]
+                for row in await log.subject_keys(tenant_id, subject)]
     for row in rows:
         writer.line(key_record(row))
     return len(rows)
-
-
-async def tenant_keys(log: EventLog, tenant_id: str) -> list[KeyRow]:
-    """Every data key row of the tenant (wrapped, or erased), in key order."""
-    rows: list[KeyRow] = []
-    after = (tenant_id, "", 0)  # no subject is empty: the tenant's first row comes after
-    while True:
-        page = await log.storage.subject_keys_page(after, _PAGE)
-        rows.extend(row for row in page if row.tenant_id == tenant_id)
-        if len(page) < _PAGE or page[-1].tenant_id != tenant_id:
-            return rows
-        after = (tenant_id, page[-1].subject, page[-1].generation)
 
 
 def key_record(row: KeyRow) -> dict[str, Any]:
@@ -361,7 +349,7 @@ async def _plan_keys(log: EventLog, plan: _FilePlan) -> None:
     subject and generation (its ciphertext would not open there); keep the rows to add
     and the erasures to carry out."""
     for row in plan.keys:
-        held = {have.generation: have for have in await log.storage.subject_keys(
+        held = {have.generation: have for have in await log.subject_keys(
             row.tenant_id, row.subject)}.get(row.generation)
         if held is None or held.wrapped is None:
             continue  # new here; or erased here, which it stays
@@ -376,12 +364,11 @@ async def _plan_keys(log: EventLog, plan: _FilePlan) -> None:
 async def _store_keys(log: EventLog, plan: _FilePlan, sealer: Sealer | None) -> None:
     """Add the file's key rows the target lacks and destroy the keys the file says were
     erased (before any event: no imported event is ever without its key)."""
-    for row in plan.keys:
-        await log.storage.add_subject_key(row)
+    await log.add_subject_keys(plan.header["tenant"], plan.keys)
     for subject in sorted(plan.erase):
         erased = max(row.erased_at for row in plan.keys
                      if row.subject == subject and row.erased_at is not None)
-        await log.storage.destroy_subject_keys(plan.header["tenant"], subject, erased)
+        await log.destroy_subject_keys(plan.header["tenant"], subject, erased)
         if sealer is not None:
             sealer.forget(plan.header["tenant"], subject)
 

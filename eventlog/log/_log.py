@@ -14,6 +14,7 @@ import dataclasses
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
+from datetime import datetime
 from typing import Any
 
 import eventlog.events.retention  # noqa: F401  (registers the retention events)
@@ -71,6 +72,7 @@ from eventlog.records import (
 )
 from eventlog.storage.base import StorageBackend
 from eventlog.storage.contracts import caught_up
+from eventlog.storage.contracts.keys import KeyRow
 from eventlog.telemetry import ids, observe_consumer_lag, traced
 from eventlog.validation import (
     DEFAULT_MAX_PAYLOAD_BYTES,
@@ -830,6 +832,46 @@ class EventLog:
             check_id("subject", stream)
             await self.append(tenant_id, stream, [SubjectKeyDestroyed(
                 subject=subject, reason=reason, actor=actor, generations=destroyed)])
+        return destroyed
+
+    async def subject_keys(self, tenant_id: str, subject: str | None = None,
+                           *, page: int = 1000) -> list[KeyRow]:
+        """The data key rows (wrapped under the key-encryption key, or erased) of one
+        subject, or of the whole tenant in key order when ``subject`` is None; never a key
+        in the clear. What an export carries."""
+        self._check_open("read")
+        check_id("tenant_id", tenant_id)
+        if subject is not None:
+            return list(await self.storage.subject_keys(tenant_id, check_id("subject", subject)))
+        rows: list[KeyRow] = []
+        after = (tenant_id, "", 0)  # no subject is empty: the tenant's first row comes after
+        while True:
+            found = await self.storage.subject_keys_page(after, page)
+            rows.extend(row for row in found if row.tenant_id == tenant_id)
+            if len(found) < page or found[-1].tenant_id != tenant_id:
+                return rows
+            after = (tenant_id, found[-1].subject, found[-1].generation)
+
+    async def add_subject_keys(self, tenant_id: str, rows: Sequence[KeyRow]) -> None:
+        """Store key rows another log exported (wrapped as they were), those the log
+        lacks; a row already held is left as it is. What an import takes in."""
+        self._check_open("append")
+        check_id("tenant_id", tenant_id)
+        for row in rows:
+            if row.tenant_id != tenant_id:
+                raise InvalidInput("rows", f"a key row of another tenant ({row.subject!r})")
+            await self.storage.add_subject_key(row)
+
+    async def destroy_subject_keys(self, tenant_id: str, subject: str, at: datetime) -> int:
+        """Destroy the subject's data keys as erased at ``at`` (an erasure another log
+        recorded, carried by an import), appending nothing; how many generations.
+        `erase` is the call that records an erasure of this log's own."""
+        self._check_open("append")
+        check_id("tenant_id", tenant_id)
+        destroyed = await self.storage.destroy_subject_keys(
+            tenant_id, check_id("subject", subject), at)
+        if self.sealer is not None:
+            self.sealer.forget(tenant_id, subject)
         return destroyed
 
     async def rotate_keys(self, to: Any, *, page: int = 200) -> Rotation:
