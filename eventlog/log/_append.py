@@ -12,8 +12,9 @@ import asyncio
 import random
 import uuid
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager, contextmanager, nullcontext
+from contextvars import ContextVar
 from datetime import datetime
 from typing import NamedTuple
 
@@ -37,6 +38,8 @@ logger = get_logger("eventlog.log")
 MAX_APPEND_ATTEMPTS = 64  # an ANY append retries this often under contention
 _BACKOFF_BASE = 0.001
 _BACKOFF_MAX = 0.05
+_HOLDING: ContextVar[bool] = ContextVar("eventlog_holding", default=False)
+"""Whether the current task is inside a hold of a stream (`Appender.hold`)."""
 
 
 class Draft(NamedTuple):
@@ -145,6 +148,11 @@ class Appender:
         A ``single`` append (one part, `commit`) goes through the storage's `append`;
         when it expects ``ANY`` and lost a race it falls back on `append_at_head`, and a
         held stream's ``busy`` refusal reaches its caller as `VersionConflict` ("held").
+        One that also releases blob references must check them against the head it
+        chains onto, so after a lost race it decides and appends holding the stream
+        (`hold`): the fallback's head could move between the check and its turn, and on
+        a busy stream it lost that way again and again (up to 20 tries in a row with 8
+        writers on 3 streams; all 64, most likely, in a CI run after a server restart).
         """
         outcome = _Outcome()
         with outcome.unknown_if_uncertain():
@@ -155,32 +163,38 @@ class Appender:
                 if attempt and moves:
                     await asyncio.sleep(backoff(attempt))
                 # A single ANY append that lost a race appends at the head read where no
-                # other such append of the stream can move it (`append_at_head`).
+                # other such append of the stream can move it (`append_at_head`), or,
+                # releasing, holding the stream (unless its caller already holds one).
                 at_head = single and attempt > 0 and moves
+                held = at_head and bool(holdings) and not _HOLDING.get()
                 heads: dict[tuple[str, str], Head | None] = {}
-                if not at_head or holdings:
-                    # A release is checked against the stream as it is, never a cached head.
-                    heads = await self._heads(keys, parts, fresh=attempt > 0 or bool(holdings))
-                    if (stale := _conflicting(parts, heads)) is not None:
-                        if outcome.uncertain and (own := await self._own_batch(parts)):
-                            return own
-                        _raise_conflict(stale.stream_id, stale.expected,
-                                        heads[(stale.tenant_id, stale.stream_id)])
-                    await self._check_releases(parts, heads, holdings)
                 try:
-                    if at_head:
-                        request, written = await self.storage.append_at_head(
-                            *keys[0], lambda at: self._request(parts[0], at, holdings))
-                        requests, positions = [request], [written]
-                    else:
-                        requests = [self._request(part, heads[key], holdings)
-                                    for part, key in zip(parts, keys, strict=True)]
-                        positions = ([await self.storage.append(requests[0])] if single
-                                     else await self.storage.append_batch(requests))
+                    async with self.hold(*keys[0]) if held else nullcontext():
+                        if not at_head or holdings:
+                            # A release is checked against the stream as it is, never a
+                            # cached head.
+                            heads = await self._heads(keys, parts,
+                                                      fresh=attempt > 0 or bool(holdings))
+                            if (stale := _conflicting(parts, heads)) is not None:
+                                if outcome.uncertain and (own := await self._own_batch(parts)):
+                                    return own
+                                _raise_conflict(stale.stream_id, stale.expected,
+                                                heads[(stale.tenant_id, stale.stream_id)])
+                            await self._check_releases(parts, heads, holdings)
+                        if at_head and not held:
+                            request, written = await self.storage.append_at_head(
+                                *keys[0], lambda at: self._request(parts[0], at, holdings))
+                            requests, positions = [request], [written]
+                        else:
+                            requests = [self._request(part, heads[key], holdings)
+                                        for part, key in zip(parts, keys, strict=True)]
+                            positions = ([await self.storage.append(requests[0])] if single
+                                         else await self.storage.append_batch(requests))
                 except (StreamVersionTaken, CommitOutcomeUnknown) as error:
                     for tenant_id, stream_id in keys:
                         self.heads.forget(tenant_id, stream_id)
-                    if single and isinstance(error, StreamVersionTaken) and error.reason == "busy":
+                    if (single and not held and isinstance(error, StreamVersionTaken)
+                            and error.reason == "busy"):
                         # Held (`EventLog.hold_stream`) behind another append mid-commit:
                         # nothing was written; the holder's caller decides again later.
                         raise VersionConflict(keys[0][1], "held",
@@ -205,6 +219,17 @@ class Appender:
             first = parts[0]
             actual_head = await self.heads.get(first.tenant_id, first.stream_id, fresh=True)
             raise VersionConflict(first.stream_id, "any", version(actual_head))
+
+    @asynccontextmanager
+    async def hold(self, tenant_id: str, stream_id: str) -> AsyncIterator[None]:
+        """The storage's hold of one stream (`EventLog.hold_stream`), known to this task's
+        appends as held: a releasing append inside does not hold again."""
+        token = _HOLDING.set(True)
+        try:
+            async with self.storage.hold_stream(tenant_id, stream_id):
+                yield
+        finally:
+            _HOLDING.reset(token)
 
     async def _heads(
         self, keys: list[tuple[str, str]], parts: Sequence[Part], *, fresh: bool

@@ -366,7 +366,7 @@ class EventLog:
         self._check_open("append")
         check_id("tenant_id", tenant_id)
         check_id("stream_id", stream_id)
-        async with self.storage.hold_stream(tenant_id, stream_id):
+        async with self._appender.hold(tenant_id, stream_id):
             yield
 
     async def wait_readable(self, max_wait: float = 30.0) -> bool:

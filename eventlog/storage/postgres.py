@@ -301,7 +301,7 @@ class PostgresBackend(SqlBackend[Any], ReplicaStorage, PostgresTree, PostgresKey
             try:
                 yield driver
             except BaseException:
-                await transaction.rollback()
+                await _rolled_back(transaction)
                 raise
             await transaction.commit()
 
@@ -326,7 +326,7 @@ class PostgresBackend(SqlBackend[Any], ReplicaStorage, PostgresTree, PostgresKey
                 await driver.execute(self._unreserve_sql, position)
                 return transaction
             except BaseException as error:
-                await transaction.rollback()
+                await _rolled_back(transaction)
                 if not isinstance(error, asyncpg.UniqueViolationError):
                     raise  # a lost reservation goes round again; anything else ends it
 
@@ -777,6 +777,17 @@ async def _send_run(driver: Any, sql: str, rows: list[Sequence[Any]]) -> None:
         await driver.execute(sql, *rows[0])
     else:
         await driver.executemany(sql, rows)
+
+
+async def _rolled_back(transaction: Any) -> None:
+    """Roll ``transaction`` back after an error, which the caller then raises as it is.
+
+    A connection the server ended (a restart) cannot roll back: the server already did,
+    and the rollback's own error ("the underlying connection is closed") would replace
+    the one that says what happened, untranslated out of `hold_stream`, where a writer
+    process died of it after a restart. The pool discards the connection either way."""
+    with contextlib.suppress(Exception):
+        await transaction.rollback()
 
 
 def _connection_lost(error: BaseException) -> bool:

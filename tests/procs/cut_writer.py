@@ -51,6 +51,10 @@ async def main(url: str, schema: str, tenant: str, writer: str, count: int,
             except EventLogError as error:
                 print(json.dumps({"error": type(error).__name__, "text": text, "at": time.time(),
                                   "detail": str(error)[:300]}), flush=True)
+                if attach:
+                    # An append whose outcome is unknown may have released that blob
+                    # already: releasing it again would be refused (ReleaseNotHeld).
+                    held.pop(stream, None)
                 if seconds:
                     await asyncio.sleep(0.05)
                 continue
