@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator
 import asyncpg
 import pytest
 
-from eventlog import CheckpointRecord, EventLog, open_log
+from eventlog import CheckpointRecord, EventLog, StorageError, open_log
 from eventlog.storage.postgres import PostgresBackend
 from tests.conftest import PG_URL
 from tests.events import Noted
@@ -78,3 +78,27 @@ async def test_reads_carry_on_after_idle_connections_are_terminated(pg_log: Even
     for _ in range(len(pids) + 1):
         latest = await pg_log.checkpoints.latest("t", "s")
         assert latest is not None
+
+
+async def test_a_hold_whose_connection_the_server_ends_raises_our_error(
+    pg_log: EventLog,
+) -> None:
+    """A hold's connection ended mid-block (a restart) raises the block's own translated
+    error, not asyncpg's "cannot call Transaction.rollback()" (a writer process died of
+    that after a server restart), and the log appends again afterwards."""
+    await pg_log.append("t", "held", [Noted(text="before")])
+    storage = pg_log.storage
+    assert isinstance(storage, PostgresBackend)
+
+    async def read_after_the_server_ended_the_hold() -> None:
+        async with pg_log.hold_stream("t", "held"):
+            held = storage._held.get()
+            assert held is not None
+            await terminate([held.get_server_pid()])
+            await asyncio.sleep(0.1)
+            await pg_log.stream_head("t", "held")
+
+    with pytest.raises(StorageError) as raised:
+        await read_after_the_server_ended_the_hold()
+    assert "postgresql" == raised.value.backend
+    assert 2 == (await pg_log.append("t", "held", [Noted(text="after")])).version
