@@ -43,6 +43,11 @@ PGBOUNCER = pytest.param("pgbouncer", marks=pytest.mark.pgbouncer, id="pgbouncer
 """A ``target`` parameter: the test server through PgBouncer in transaction mode (selected
 only by ``-m pgbouncer``; the default run deselects it)."""
 CITUS = pytest.param("citus", marks=pytest.mark.citus, id="citus")
+SEALED_SQLITE = pytest.param("sqlite-sealed", marks=pytest.mark.sealed, id="sqlite-sealed")
+SEALED_POSTGRESQL = pytest.param("postgresql-sealed", marks=pytest.mark.sealed,
+                                 id="postgresql-sealed")
+"""``target`` parameters: SQLite, PostgreSQL, opened with a fresh keyring (every state and
+free-text field sealed), run by the sealed campaign (``pytest -m sealed``)."""
 """A ``target`` (or ``shared``) parameter for the distributed log on the Citus cluster,
 run only by the citus campaign (``pytest -m citus``)."""
 
@@ -152,13 +157,17 @@ def migrated_pg_schema() -> Iterator[str]:
 class BackendTarget:
     """How to open one backend's store, again and again (e.g. from another process)."""
 
-    def __init__(self, name: str, url: str, schema: str = "eventlog") -> None:
+    def __init__(self, name: str, url: str, schema: str = "eventlog",
+                 keyring: str | None = None) -> None:
         self.name = name
         self.url = url
         self.schema = schema
+        self.keyring = keyring
+        """A keyring file the store is opened with (an encrypted log), or None."""
 
     def options(self) -> dict[str, str]:
-        return {"schema": self.schema} if self.name == "postgresql" else {}
+        options = {"schema": self.schema} if self.name == "postgresql" else {}
+        return options if self.keyring is None else {**options, "keyring": self.keyring}
 
     def open(self, **extra: Any) -> AbstractAsyncContextManager[EventLog]:
         """`open_log` on this store with ``extra`` options added (as the contract suite's
@@ -211,7 +220,18 @@ def postgres_target(request: pytest.FixtureRequest, prefix: str = "t") -> Iterat
 def target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BackendTarget]:
     """One backend's URL (and schema), fresh for this test."""
     name = request.param
-    if name == "memory":
+    if name.endswith("-sealed"):
+        from eventlog.crypto import init_keyring
+
+        keyring = init_keyring(tmp_path / "keyring.json")
+        if name == "sqlite-sealed":
+            yield BackendTarget("sqlite", f"sqlite:///{tmp_path / 'log.db'}",
+                                keyring=str(keyring.path))
+        else:
+            for plain in postgres_target(request):
+                plain.keyring = str(keyring.path)
+                yield plain
+    elif name == "memory":
         yield BackendTarget(name, "memory://")
     elif name == "sqlite":
         yield BackendTarget(name, f"sqlite:///{tmp_path / 'log.db'}")

@@ -23,7 +23,7 @@ from eventlog.adapters.langgraph import (
     WrongThread,
 )
 from projections import compare_views
-from tests.conftest import CITUS, BackendTarget, fresh_id
+from tests.conftest import CITUS, SEALED_POSTGRESQL, SEALED_SQLITE, BackendTarget, fresh_id
 from tests.procs.settle import settle
 
 TENANT = "acme"
@@ -78,9 +78,10 @@ def thread(thread_id: str) -> RunnableConfig:
     return {"configurable": {"thread_id": thread_id}}
 
 
-sql_targets = pytest.mark.parametrize("target", ["sqlite", "postgresql", CITUS], indirect=True)
+sql_targets = pytest.mark.parametrize(
+    "target", ["sqlite", "postgresql", CITUS, SEALED_SQLITE, SEALED_POSTGRESQL], indirect=True)
 """The real graphs on each SQL backend, element-stored lists included (Citus in its
-campaign)."""
+campaign), and on encrypted SQLite and PostgreSQL logs (the sealed campaign)."""
 
 
 @sql_targets
@@ -115,6 +116,7 @@ async def test_interrupt_restart_resume_update_and_history(target: BackendTarget
         await settle(saver.log)
         assert (await saver.log.verify()).ok
         assert [] == await compare_views(saver.log)
+        assert (target.keyring is not None) == (saver.log.sealer is not None)
 
 
 @sql_targets

@@ -35,8 +35,17 @@ from agent_framework import (
 from eventlog import open_log
 from eventlog.adapters.maf import EventlogCheckpointStorage
 from eventlog.checkpoints import Payload, ThreadCheckpointPut
+from eventlog.crypto import init_keyring
 from tests.citus import cluster
-from tests.conftest import CITUS, PG_URL, drop_schema, fresh_id, require_postgres
+from tests.conftest import (
+    CITUS,
+    PG_URL,
+    SEALED_POSTGRESQL,
+    SEALED_SQLITE,
+    drop_schema,
+    fresh_id,
+    require_postgres,
+)
 
 TENANT = "acme"
 
@@ -97,17 +106,21 @@ class Store:
     ordered_lists: bool = True
 
 
-@pytest.fixture(params=["sqlite", "postgresql", "maf-memory", "maf-file", CITUS])
+@pytest.fixture(params=["sqlite", "postgresql", "maf-memory", "maf-file", CITUS,
+                        SEALED_SQLITE, SEALED_POSTGRESQL])
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
-    """A storage kind that a "restarted process" can open again."""
+    """A storage kind that a "restarted process" can open again (ours also encrypted, in
+    the sealed campaign)."""
     name = request.param
-    if name == "sqlite":
+    sealed = ({"keyring": str(init_keyring(tmp_path / "keyring.json").path)}
+              if name.endswith("-sealed") else {})
+    if name.startswith("sqlite"):
         url = f"sqlite:///{tmp_path / 'log.db'}"
-        yield Store(name, _eventlog(url, {}))
-    elif name == "postgresql":
+        yield Store(name, _eventlog(url, sealed))
+    elif name.startswith("postgresql"):
         require_postgres()
         schema = f"t_{fresh_id('maf').replace('-', '_')}"
-        yield Store(name, _eventlog(PG_URL, {"schema": schema}))
+        yield Store(name, _eventlog(PG_URL, {"schema": schema, **sealed}))
         await drop_schema(schema)
     elif name == "citus":
         cluster.ensure_cluster()
@@ -186,6 +199,8 @@ async def test_save_stores_a_snapshot_and_load_returns_a_copy(store: Store) -> N
         loaded = await storage.load(original.checkpoint_id)
         loaded.state["n"] = 3
         assert {"n": 1} == (await storage.load(original.checkpoint_id)).state
+        if isinstance(storage, EventlogCheckpointStorage):  # the sealed stores are encrypted
+            assert store.name.endswith("-sealed") == (storage.log.sealer is not None)
 
 
 async def test_saving_an_id_again_replaces_it_and_lists_it_once(store: Store) -> None:
