@@ -425,3 +425,14 @@ async def test_on_postgresql_swapped_and_plaintext_states_are_refused(
         await _pg(f'UPDATE "{schema}".checkpoints SET metadata = $1', '{"who": "forged"}')
         with pytest.raises(SealRefused, match="plaintext"):
             await log.checkpoints.list("t", "s1")
+
+
+async def test_a_plain_log_opened_with_a_keyring_says_why_it_refuses(
+        db: str, keyring: FileKeyring) -> None:
+    """A log written without a keyring, opened with one, refuses its plaintext and the
+    refusal says the likely cause (a keyring added later) and what to do."""
+    async with open_log(db) as log:
+        await log.checkpoints.create(_record())
+    async with open_log(db, keyring=keyring) as log:
+        with pytest.raises(SealRefused, match="written before the log had a keyring"):
+            await log.checkpoints.list("t", "s1")

@@ -59,6 +59,10 @@ ERASED_TEXT = "$erased"
 """What an erased subject's sealed string field reads as."""
 STATE = "state"
 """The kind of a sealed state payload."""
+PLAINTEXT_HINT = (" (data written before the log had a keyring is not read with one: an "
+                  "encrypted log holds sealed data only, so read this data without keyring=, "
+                  "and keep encrypted data in a log that had its keyring from the start)")
+"""Said with each refusal of plaintext: the usual cause is a keyring added to a plain log."""
 
 FIELDS: dict[str, tuple[tuple[str, ...], ...]] = {
     "checkpoint_created": (("metadata",),),
@@ -296,7 +300,8 @@ class Sealer:
         parsed = parse(payload)
         if parsed is None or parsed[0].kind != STATE:
             raise SealRefused(tenant, "", f"a state blob of tenant {tenant!r} is not sealed "
-                                          "although the log is encrypted: refused, never read")
+                                          "although the log is encrypted: refused, never read"
+                                          + PLAINTEXT_HINT)
         header, start = parsed
         return self._open(tenant, await self._key(tenant, header), header, payload, start)
 
@@ -355,7 +360,8 @@ class Sealer:
         text = isinstance(value, str)
         if not _is_marker(value):
             raise SealRefused(tenant, "", "a free-text field holds plaintext although the "
-                                          "log is encrypted: refused, never read")
+                                          "log is encrypted: refused, never read"
+                                          + PLAINTEXT_HINT)
         envelope = base64.b64decode(value[len(_SEALED_TEXT):] if text else value[SEALED])
         parsed = parse(envelope)
         if parsed is None:
@@ -441,7 +447,8 @@ def _refuse_plain_view(tenant: Any, column: str, raw: bytes) -> None:
         for value in values:
             if value not in (None, {}, []) and not _is_marker(value) and value != ERASED:
                 raise SealRefused(tenant or "", "", f"the view column {column!r} holds "
-                                  "plaintext although the log is encrypted: refused, never read")
+                                  "plaintext although the log is encrypted: refused, never read"
+                                  + PLAINTEXT_HINT)
 
 
 def field_values(tag: str, body: Any) -> list[tuple[tuple[str, ...], list[Any]]]:
