@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import platform
+import random
 import statistics
 import time
 import uuid
@@ -56,14 +57,23 @@ async def rate(operation: Callable[[int], Awaitable[object]], count: int, base: 
 
 
 async def interleave(
-    count: int, **contestants: Callable[[int], Awaitable[object]]
+    count: int, *, shuffled: bool = False, times: int | None = None,
+    **contestants: Callable[[int], Awaitable[object]],
 ) -> dict[str, list[float]]:
-    """Calls/s of each contestant in every one of `rounds()` interleaved rounds."""
+    """Calls/s of each contestant in every one of `rounds()` (or ``times``) interleaved
+    rounds. ``shuffled`` runs each round's contestants in a random order (seeded, so a
+    rerun takes the same orders): where the differences measured are small beside the
+    machine's drift, a fixed order lets whatever the first (or last) of a round pays show
+    up as a difference between the contestants."""
     results: dict[str, list[float]] = {name: [] for name in contestants}
+    order = random.Random(0)
     offset = 0
-    for _ in range(rounds()):
-        for name, operation in contestants.items():
-            results[name].append(await rate(operation, count, offset))
+    for _ in range(times or rounds()):
+        names = list(contestants)
+        if shuffled:
+            order.shuffle(names)
+        for name in names:
+            results[name].append(await rate(contestants[name], count, offset))
         offset += count
     return results
 
