@@ -15,16 +15,20 @@ Caveat: the server is shared with other work on this machine; ratios are what ca
 
 from __future__ import annotations
 
+import asyncio
 import os
 
 import asyncpg
 
 from benchmarks.common import PG_URL, Results, interleave, scratch_schema, section, size
 from eventlog import EventLog, open_log
+from eventlog.storage.pgconsumers import channel_name
 from eventlog.testing.events import Noted
 
 EVENTS = int(os.environ.get("BENCH_SUBSCRIPTION_EVENTS", 0)) or size(5_000, 300)
 """Events delivered per contestant (``BENCH_SUBSCRIPTION_EVENTS`` overrides)."""
+FOLLOWED = size(2_000, 50)
+"""Appends made while a consumer follows (`_following`)."""
 BLOCK = size(100, 30)
 APPEND_ROUNDS = size(20, 3)
 """Rounds of the append comparison, each contestant in a shuffled order: the trigger's
@@ -41,6 +45,7 @@ async def run(results: Results) -> None:
         await log.wait_readable()
         await _delivery(results, log)
         await _append(results, log, schema)
+        await _following(results, schema)
 
 
 async def _delivery(results: Results, log: EventLog) -> None:
@@ -102,3 +107,41 @@ async def _append(results: Results, log: EventLog, schema: str) -> None:
     results.compare("append with notify vs without, one live consumer", "one_consumer",
                     "without_notify", figures, unit="appends/s", goal="≥ 0.95×",
                     at_least=0.95)
+
+
+async def _following(results: Results, schema: str) -> None:
+    """How many of `FOLLOWED` back-to-back appends send a notification while a consumer
+    follows them (reading and acking batches of up to 100): it holds the listening lock
+    only while it waits, so an append made while it reads notifies nobody. Counted by a
+    bare LISTEN that holds no lock."""
+    followed = f"{schema}_followed"
+    heard: list[str] = []
+    seen = 0
+    try:
+        async with open_log(PG_URL, schema=followed) as writer, \
+                open_log(PG_URL, schema=followed) as reader, \
+                reader.subscribe("following", start="end", poll_interval=5.0) as sub:
+            ears = await asyncpg.connect(PG_URL)
+            await ears.add_listener(channel_name(followed), lambda *args: heard.append(args[3]))
+
+            async def follow() -> None:
+                nonlocal seen
+                while seen < FOLLOWED:
+                    batch = await sub.next_batch(100)
+                    seen += len(batch)
+                    await sub.ack(batch[-1])
+
+            following = asyncio.create_task(follow())
+            for number in range(FOLLOWED):
+                await writer.append("t", f"a{number % 20}", [Noted(text="x")])
+            await asyncio.wait_for(following, 60)
+            await asyncio.sleep(0.2)
+            await ears.close()
+    finally:
+        connection = await asyncpg.connect(PG_URL)
+        await connection.execute(f'DROP SCHEMA IF EXISTS "{followed}" CASCADE')
+        await connection.close()
+    share = len(heard) / FOLLOWED
+    print(f"    appends that notified while one consumer followed: {len(heard)} of "
+          f"{FOLLOWED} ({share:.2f}; every one while it waits idle)")
+    results.notes["notified_share_while_following"] = share

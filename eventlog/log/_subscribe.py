@@ -83,7 +83,7 @@ class Watch:
         self._log.wakeups.add(self._woken)
         make_listener = getattr(self._log.storage, "listener", None)
         self._listener = None if make_listener is None else make_listener(self._woken.set)
-        await listen(self._log, self._listener, 1.0)
+        await listen(self._listener, 1.0)
         return self
 
     async def __aexit__(self, *_: object) -> None:
@@ -100,23 +100,23 @@ class Watch:
         try:
             await asyncio.wait_for(self._woken.wait(), seconds)
         except TimeoutError:
-            await listen(self._log, self._listener, seconds)
+            await listen(self._listener, seconds)
             return
         if self._listener is not None and self._listener.listening:
             await self._log.reader.wait_readable(seconds)
 
 
-async def listen(log: Any, listener: Any, seconds: float) -> None:
+async def listen(listener: Any, seconds: float) -> None:
     """Connect ``listener`` (a `Listener`, or None) unless it listens already; once it
-    does, wait (up to ``seconds``) until every transaction running when it began has
-    ended. An append notifies only while someone listens (migration 0016), and its
-    trigger asks when its statement runs: an append whose statement ran before the
-    listening lock was taken may commit without notifying, and this wait makes sure it
-    has committed before the caller's next read, which then finds its events."""
+    does, it has waited (up to ``seconds``) until every transaction writing when it took
+    its listening lock has ended. An append notifies only while someone listens
+    (migration 0016), and its trigger asks when its statement runs: an append whose
+    statement ran before the lock was taken may commit without notifying, and this wait
+    makes sure it has committed before the caller's next read, which then finds its
+    events."""
     if listener is None or listener.listening:
         return
-    if await listener.reconnect():
-        await log.reader.wait_readable(seconds)
+    await listener.reconnect(seconds)
 
 
 def default_holder() -> str:
@@ -220,7 +220,7 @@ class Subscription:
         make_listener = getattr(storage, "listener", None)
         if make_listener is not None:
             self._listener = make_listener(self._woken.set)
-            await listen(self._log, self._listener, self.poll_interval)
+            await listen(self._listener, self.poll_interval)
         logger.info("consumer_claimed", consumer=self.name, token=self.token,
                     cursor=self._cursor, pushed=self.pushed)
         return self
@@ -286,6 +286,8 @@ class Subscription:
             if not wait:
                 return []
             await self._settle_idle()
+            if await self._rearm():
+                continue  # appends begun before the lock was taken have ended: read again
             await self._sleep()
         await self._check_lease()
         batch: list[RecordedEvent] = []
@@ -324,9 +326,15 @@ class Subscription:
             await self._store(self._idle_cursor)
             self._idle_cursor = None
 
+    async def _rearm(self) -> bool:
+        """Before sleeping, take the listening lock again if a wake-up gave it up; whether
+        it was taken now, after waiting for the appends that began before (they may not
+        have notified: the caller reads again)."""
+        return self._listener is not None and await self._listener.arm(self.poll_interval)
+
     async def _sleep(self) -> None:
         """Wait for a wake-up or the poll interval, renewing the lease as it comes due."""
-        left = self.poll_interval
+        left, woken = self.poll_interval, False
         while left > 0:
             step = min(left, self.lease / 3)
             try:
@@ -335,10 +343,14 @@ class Subscription:
                 left -= step
                 await self._check_lease()
                 continue
+            woken = True
             break
         if self._listener is not None and not self._listener.listening:
-            await listen(self._log, self._listener, self.poll_interval)
+            await listen(self._listener, self.poll_interval)
         elif self.pushed:
+            if woken:
+                # Reading now: appends need not notify until it waits again (`_rearm`).
+                await self._listener.disarm()
             # A notification leaves as its append commits; the event is readable once
             # every transaction older than it has ended (the horizon of `read_all`).
             await self._log.reader.wait_readable(self.poll_interval)

@@ -12,7 +12,8 @@ the notification leaves when, and only if, the append commits; and only while so
 session holds the log's listening lock (`LISTENING_LOCK`, shared), so appends nobody
 listens for skip NOTIFY's queue lock. A subscriber LISTENs on a dedicated connection of
 its own (never a pooled one: a pooled connection would carry the LISTEN to whoever
-borrows it next), then takes the listening lock on it, held until it disconnects.
+borrows it next), then takes the listening lock on it, held while it waits: woken, it
+gives the lock up until it has read all there is (`Listener.disarm`, `Listener.arm`).
 Behind a transaction pooler (``pool_mode=transaction``) a session outlives no
 transaction, so no LISTEN is attempted and subscribers poll; a lost listening connection
 also falls back to polling until it is connected again.
@@ -49,6 +50,11 @@ LISTENING_LOCK = "hashtext('eventlog.listening'), hashtext($1)"
 it: each listener holds it shared, an append tries it exclusive to learn that nobody
 listens."""
 _TAKE_LISTENING = f"SELECT pg_try_advisory_lock_shared({LISTENING_LOCK})"
+_GIVE_UP_LISTENING = f"SELECT pg_advisory_unlock_shared({LISTENING_LOCK})"
+_WRITER = "pid::text || ':' || backend_xid::text"
+_WRITING_NOW = (f"SELECT array_agg({_WRITER}) FROM pg_stat_activity WHERE backend_xid IS NOT "
+                "NULL AND datname = current_database() AND pid <> pg_backend_pid()")
+_STILL_WRITING = f"SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE {_WRITER} = ANY($1))"
 _LOCK_TRIES = 200
 _SELECT = ", ".join(COLUMNS)
 _PLACES = ", ".join(f"${n}" for n in range(1, len(COLUMNS) + 1))
@@ -65,9 +71,20 @@ def channel_name(schema: str | None) -> str:
 
 class Listener:
     """A LISTEN on the log's channel over a connection of its own, holding the channel's
-    listening lock (so appends notify); ``wake`` is called on each notification.
-    ``listening`` is False until connected, and again once the connection is lost (the
-    subscriber then polls, and `reconnect` tries again)."""
+    listening lock (so appends notify) while ``armed``; ``wake`` is called on each
+    notification. ``listening`` is False until connected, and again once the connection
+    is lost (the subscriber then polls, and `reconnect` tries again).
+
+    A subscriber woken to read needs no notification until it waits again, and each one
+    costs every append that sends it (NOTIFY's queue lock, the listening backend's
+    wake-up: ~70 µs a commit here), so it gives the lock up while it reads (`disarm`) and
+    takes it again before it sleeps (`arm`).
+
+    An append's trigger asks for the lock when its statement runs; the notification
+    leaves at its commit. So an append that asked before the lock was taken, and commits
+    after, notifies nobody: taking the lock (`reconnect`, `arm`) therefore waits until
+    every transaction that had begun writing by then has ended (`_settle`), and the
+    caller's next read finds its events."""
 
     def __init__(self, dsn: str, channel: str, wake: Callable[[], None]) -> None:
         self._dsn = dsn
@@ -75,9 +92,12 @@ class Listener:
         self._wake = wake
         self._connection: Any = None
         self.listening = False
+        self.armed = False
+        """Whether this connection holds the listening lock (appends notify it)."""
 
-    async def reconnect(self) -> bool:
-        """Connect and LISTEN unless already listening; whether it listens now."""
+    async def reconnect(self, seconds: float) -> bool:
+        """Connect, LISTEN and take the lock unless already listening, then `_settle` (up
+        to ``seconds``); whether it listens now."""
         if self.listening:
             return True
         await self.close()
@@ -86,15 +106,61 @@ class Listener:
             self._connection.add_termination_listener(self._lost)
             await self._connection.add_listener(self._channel, self._notified)
             # After the LISTEN: an append that finds the lock held notifies a listener.
-            locked = await self._take_listening_lock()
+            locked = await self._take_listening_lock() and await self._settle(seconds)
         except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as error:
             logger.info("listen_failed", channel=self._channel, error=str(error)[:200])
             locked = False
         if not locked:
             await self.close()
             return False
-        self.listening = True
+        self.listening = self.armed = True
         self._wake()  # anything appended before the LISTEN began is read now
+        return True
+
+    async def arm(self, seconds: float) -> bool:
+        """Take the listening lock again if `disarm` gave it up, then `_settle` (up to
+        ``seconds``); whether it was taken now (the caller reads again before it sleeps).
+        A listener that cannot take it closes and falls back to polling."""
+        if not self.listening or self.armed:
+            return False
+        try:
+            locked = await self._take_listening_lock() and await self._settle(seconds)
+        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as error:
+            logger.info("listen_lost", channel=self._channel, error=str(error)[:200])
+            locked = False
+        if not locked:
+            await self.close()
+            return False
+        self.armed = True
+        return True
+
+    async def disarm(self) -> None:
+        """Give the listening lock up, keeping the LISTEN: appends notify nobody on this
+        connection's account until `arm`."""
+        if not self.listening or not self.armed:
+            return
+        try:
+            await self._connection.fetchval(_GIVE_UP_LISTENING, self._channel)
+        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as error:
+            logger.info("listen_lost", channel=self._channel, error=str(error)[:200])
+            await self.close()
+            return
+        self.armed = False
+
+    async def _settle(self, seconds: float) -> bool:
+        """Wait, up to ``seconds``, until every transaction of this database that had
+        begun writing has ended; True even when the time ran out (the poll interval then
+        covers what is left). The read horizon's snapshot alone would not do: a
+        transaction holding the newest transaction id, with none newer ended, is running
+        yet above the snapshot's xmax. So the writers are named by backend and id
+        (``pg_stat_activity``), which costs no transaction id of our own."""
+        writing = await self._connection.fetchval(_WRITING_NOW)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + seconds
+        while writing and await self._connection.fetchval(_STILL_WRITING, writing):
+            if loop.time() > deadline:
+                break
+            await asyncio.sleep(0.005)
         return True
 
     async def _take_listening_lock(self) -> bool:
@@ -110,13 +176,13 @@ class Listener:
         self._wake()
 
     def _lost(self, *_: Any) -> None:
-        self.listening = False
+        self.listening = self.armed = False
         logger.info("listen_lost", channel=self._channel)
         self._wake()
 
     async def close(self) -> None:
         """Close the listening connection (if any)."""
-        self.listening = False
+        self.listening = self.armed = False
         connection, self._connection = self._connection, None
         if connection is not None:
             connection.remove_termination_listener(self._lost)
