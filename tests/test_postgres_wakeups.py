@@ -206,20 +206,20 @@ async def test_a_woken_subscriber_is_not_notified_until_it_waits_again(
     made before it waits again notify nobody (NOTIFY costs each one ~70 µs here), and it
     still delivers them; once it waits again, an append notifies and wakes it at once."""
     channel = f"eventlog.{target.schema}"
-    async with target.open() as writer, target.open() as reader:
-        async with reader.subscribe("busy", poll_interval=POLL, start="end") as sub:
-            waiting = asyncio.create_task(sub.next_batch(10))
-            await asyncio.sleep(0.1)
-            armed = await heard_after_append(writer, channel)
-            first = await asyncio.wait_for(waiting, POLL)
-            reading = await heard_after_append(writer, channel)  # not waiting: nobody hears
-            began = time.monotonic()
-            second = await asyncio.wait_for(sub.next_batch(10), POLL)  # found, no sleep
-            waiting = asyncio.create_task(sub.next_batch(10))
-            await asyncio.sleep(0.1)
-            again = await heard_after_append(writer, channel)
-            third = await asyncio.wait_for(waiting, POLL)
-            took = time.monotonic() - began
+    async with target.open() as writer, target.open() as reader, \
+            reader.subscribe("busy", poll_interval=POLL, start="end") as sub:
+        waiting = asyncio.create_task(sub.next_batch(10))
+        await asyncio.sleep(0.1)
+        armed = await heard_after_append(writer, channel)
+        first = await asyncio.wait_for(waiting, POLL)
+        reading = await heard_after_append(writer, channel)  # not waiting: nobody hears
+        began = time.monotonic()
+        second = await asyncio.wait_for(sub.next_batch(10), POLL)  # found, no sleep
+        waiting = asyncio.create_task(sub.next_batch(10))
+        await asyncio.sleep(0.1)
+        again = await heard_after_append(writer, channel)
+        third = await asyncio.wait_for(waiting, POLL)
+        took = time.monotonic() - began
     assert ([""], [], [""]) == (armed, reading, again)
     assert [1, 1, 1] == [len(batch) for batch in (first, second, third)]
     assert took < POLL
@@ -232,27 +232,27 @@ async def test_an_append_begun_while_the_subscriber_read_is_found_before_it_slee
     no notification; before sleeping again the subscriber takes the lock, waits for that
     append to end and reads once more, so with a 5 s poll its event still comes at once."""
     events = f'"{target.schema}".events'
-    async with target.open() as writer, target.open() as reader:
-        async with reader.subscribe("rearm", poll_interval=POLL, start="end") as sub:
+    async with target.open() as writer, target.open() as reader, \
+            reader.subscribe("rearm", poll_interval=POLL, start="end") as sub:
+        waiting = asyncio.create_task(sub.next_batch(1))
+        await asyncio.sleep(0.1)
+        await writer.append("t", "s", [Noted(text="wakes it")])
+        await asyncio.wait_for(waiting, POLL)  # woken: the lock is given up
+        raw = await asyncpg.connect(PG_URL)
+        try:
+            open_append = raw.transaction()
+            await open_append.start()
+            await raw.execute(  # the woken event again at the next version
+                f"INSERT INTO {events} (tenant_id, stream_id, stream_version, event_id, "
+                "type, data, recorded_at, prev_hash, hash) SELECT tenant_id, stream_id, 2, "
+                f"gen_random_uuid(), type, data, recorded_at, hash, hash FROM {events}")
             waiting = asyncio.create_task(sub.next_batch(1))
-            await asyncio.sleep(0.1)
-            await writer.append("t", "s", [Noted(text="wakes it")])
-            await asyncio.wait_for(waiting, POLL)  # woken: the lock is given up
-            raw = await asyncpg.connect(PG_URL)
-            try:
-                open_append = raw.transaction()
-                await open_append.start()
-                await raw.execute(  # the woken event again at the next version
-                    f"INSERT INTO {events} (tenant_id, stream_id, stream_version, event_id, "
-                    "type, data, recorded_at, prev_hash, hash) SELECT tenant_id, stream_id, 2, "
-                    f"gen_random_uuid(), type, data, recorded_at, hash, hash FROM {events}")
-                waiting = asyncio.create_task(sub.next_batch(1))
-                await asyncio.sleep(0.5)
-                assert not waiting.done()  # it waits for the open append, holding the lock
-                began = time.monotonic()
-                await open_append.commit()
-                (event,) = await asyncio.wait_for(waiting, POLL * 2)
-                waited = time.monotonic() - began
-            finally:
-                await raw.close()
+            await asyncio.sleep(0.5)
+            assert not waiting.done()  # it waits for the open append, holding the lock
+            began = time.monotonic()
+            await open_append.commit()
+            (event,) = await asyncio.wait_for(waiting, POLL * 2)
+            waited = time.monotonic() - began
+        finally:
+            await raw.close()
     assert (2, True) == (event.version, waited < POLL / 5)
