@@ -78,6 +78,7 @@ if TYPE_CHECKING:  # the one list of public names: each `from MODULE import NAME
     from eventlog.interrupts import ResumeInput as ResumeInput
     from eventlog.log import EventLog as EventLog
     from eventlog.log import SpilledViews as SpilledViews
+    from eventlog.log import Subscription as Subscription
     from eventlog.opening import DEFAULT_URL as DEFAULT_URL
     from eventlog.opening import open_log as open_log
     from eventlog.opening import register_backend as register_backend

@@ -52,13 +52,12 @@ from eventlog.log._subscribe import (
     STARTS,
     Handler,
     Subscription,
-    Wakeups,
-    Watch,
     check_subscription,
     lag_of,
     run_projection,
 )
 from eventlog.log._tree import Tree, TreeFinding, TreeRebuild
+from eventlog.log._waiting import Wakeups, Watch
 from eventlog.merkle import InclusionProof, TreeHead
 from eventlog.records import (
     AppendResult,

@@ -8,10 +8,10 @@ lease with a fencing token (`eventlog.storage.contracts.consumers`): before it h
 an event it makes sure its lease was renewed recently enough that nobody else can have
 taken it over, and a holder that was taken over is refused (`ConsumerFenced`).
 
-Waiting for new events: the log's own appends wake its subscribers at once (`Wakeups`);
-on PostgreSQL the subscriber also LISTENs for the append trigger's notification; and it
-polls every ``poll_interval`` seconds whatever happens, so a lost notification costs at
-most one interval.
+Waiting for new events is `eventlog.log._waiting.Waiter`'s: the log's own appends wake
+its subscribers at once; on PostgreSQL a subscriber also LISTENs for the append trigger's
+notification, holding the listening lock only while it sleeps; and it polls every
+``poll_interval`` seconds whatever happens.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from typing import Any
 from eventlog._logging import get_logger
 from eventlog.clock import read_clock
 from eventlog.errors import ConsumerFenced, ConsumerHeld, InvalidInput
+from eventlog.log._waiting import Waiter
 from eventlog.records import RecordedEvent, StoredEvent
 from eventlog.storage.contracts.consumers import ConsumerClaim, ConsumerRow
 from eventlog.telemetry import traced
@@ -47,76 +48,6 @@ any other ``start`` is a cursor `read_all` returned."""
 
 Handler = Callable[[RecordedEvent, Any], Awaitable[None]]
 """A projection's handler: an event and the connection its writes go on."""
-
-
-class Wakeups:
-    """The in-process wake-up of one log's subscribers: every append of the log (and of
-    its siblings) calls `fire`, which wakes each subscriber at once."""
-
-    def __init__(self) -> None:
-        self._waiting: set[asyncio.Event] = set()
-
-    def fire(self) -> None:
-        """Wake every subscriber waiting now."""
-        for event in self._waiting:
-            event.set()
-
-    def add(self, event: asyncio.Event) -> None:
-        """Wake ``event`` on each later append."""
-        self._waiting.add(event)
-
-    def discard(self, event: asyncio.Event) -> None:
-        """Stop waking ``event``."""
-        self._waiting.discard(event)
-
-
-class Watch:
-    """New events' wake-ups without a consumer (``eventlog log --follow``): `wait` returns
-    when this log (or its siblings) appends, PostgreSQL notifies, or the time is up."""
-
-    def __init__(self, log: Any) -> None:
-        self._log = log
-        self._woken = asyncio.Event()
-        self._listener: Any = None
-
-    async def __aenter__(self) -> Watch:
-        self._log.wakeups.add(self._woken)
-        make_listener = getattr(self._log.storage, "listener", None)
-        self._listener = None if make_listener is None else make_listener(self._woken.set)
-        await listen(self._listener, 1.0)
-        return self
-
-    async def __aexit__(self, *_: object) -> None:
-        self._log.wakeups.discard(self._woken)
-        if self._listener is not None:
-            await self._listener.close()
-
-    def clear(self) -> None:
-        """Forget earlier wake-ups: call before the read whose emptiness `wait` follows."""
-        self._woken.clear()
-
-    async def wait(self, seconds: float) -> None:
-        """Until a wake-up since `clear`, or ``seconds``."""
-        try:
-            await asyncio.wait_for(self._woken.wait(), seconds)
-        except TimeoutError:
-            await listen(self._listener, seconds)
-            return
-        if self._listener is not None and self._listener.listening:
-            await self._log.reader.wait_readable(seconds)
-
-
-async def listen(listener: Any, seconds: float) -> None:
-    """Connect ``listener`` (a `Listener`, or None) unless it listens already; once it
-    does, it has waited (up to ``seconds``) until every transaction writing when it took
-    its listening lock has ended. An append notifies only while someone listens
-    (migration 0016), and its trigger asks when its statement runs: an append whose
-    statement ran before the lock was taken may commit without notifying, and this wait
-    makes sure it has committed before the caller's next read, which then finds its
-    events."""
-    if listener is None or listener.listening:
-        return
-    await listener.reconnect(seconds)
 
 
 def default_holder() -> str:
@@ -193,8 +124,7 @@ class Subscription:
         self._delivered: OrderedDict[Any, str] = OrderedDict()
         self._idle_cursor: str | None = None  # read past, none delivered since the last ack
         self._renewed = 0.0
-        self._woken = asyncio.Event()
-        self._listener: Any = None
+        self._waiter = Waiter(log)
         self._open = False
         self._fenced = False
 
@@ -216,11 +146,7 @@ class Subscription:
                     raise
                 await asyncio.sleep(min(self.poll_interval, self.lease / 4))
         self._taken(row, began)
-        self._log.wakeups.add(self._woken)
-        make_listener = getattr(storage, "listener", None)
-        if make_listener is not None:
-            self._listener = make_listener(self._woken.set)
-            await listen(self._listener, self.poll_interval)
+        await self._waiter.open(self.poll_interval)
         logger.info("consumer_claimed", consumer=self.name, token=self.token,
                     cursor=self._cursor, pushed=self.pushed)
         return self
@@ -228,9 +154,7 @@ class Subscription:
     async def __aexit__(self, kind: type[BaseException] | None, error: BaseException | None,
                         trace: TracebackType | None) -> None:
         self._open = False
-        self._log.wakeups.discard(self._woken)
-        if self._listener is not None:
-            await self._listener.close()
+        await self._waiter.close()
         if not self._fenced:
             try:
                 await self._log.storage.release_consumer(self.name, self.token)
@@ -241,7 +165,7 @@ class Subscription:
     def pushed(self) -> bool:
         """Whether a pushed wake-up (PostgreSQL's LISTEN) is live now: else other
         processes' appends are found by polling every ``poll_interval``."""
-        return bool(self._listener is not None and self._listener.listening)
+        return self._waiter.pushed
 
     @property
     def position(self) -> str | None:
@@ -280,14 +204,15 @@ class Subscription:
         if not self._open:
             raise InvalidInput("subscription", "is not open: use it in `async with`")
         while not self._pending:
-            self._woken.clear()  # before the read: an append after it wakes the sleep
+            self._waiter.woken.clear()  # before the read: an append after it wakes the sleep
             if await self._read_page():
+                self._waiter.found()
                 continue
             if not wait:
                 return []
             await self._settle_idle()
-            if await self._rearm():
-                continue  # appends begun before the lock was taken have ended: read again
+            if await self._waiter.read_again(self.poll_interval):
+                continue  # lingered while the log is busy, or listens again: read again
             await self._sleep()
         await self._check_lease()
         batch: list[RecordedEvent] = []
@@ -326,34 +251,20 @@ class Subscription:
             await self._store(self._idle_cursor)
             self._idle_cursor = None
 
-    async def _rearm(self) -> bool:
-        """Before sleeping, take the listening lock again if a wake-up gave it up; whether
-        it was taken now, after waiting for the appends that began before (they may not
-        have notified: the caller reads again)."""
-        return self._listener is not None and await self._listener.arm(self.poll_interval)
-
     async def _sleep(self) -> None:
         """Wait for a wake-up or the poll interval, renewing the lease as it comes due."""
         left, woken = self.poll_interval, False
         while left > 0:
             step = min(left, self.lease / 3)
             try:
-                await asyncio.wait_for(self._woken.wait(), step)
+                await asyncio.wait_for(self._waiter.woken.wait(), step)
             except TimeoutError:
                 left -= step
                 await self._check_lease()
                 continue
             woken = True
             break
-        if self._listener is not None and not self._listener.listening:
-            await listen(self._listener, self.poll_interval)
-        elif self.pushed:
-            if woken:
-                # Reading now: appends need not notify until it waits again (`_rearm`).
-                await self._listener.disarm()
-            # A notification leaves as its append commits; the event is readable once
-            # every transaction older than it has ended (the horizon of `read_all`).
-            await self._log.reader.wait_readable(self.poll_interval)
+        await self._waiter.awake(woken, self.poll_interval)
 
     async def _check_lease(self) -> None:
         """Renew the lease once a third of it has passed since the last renewal began, so

@@ -1,0 +1,165 @@
+"""How a reader that follows the log waits for new events: `Waiter`, shared by a durable
+consumer (`eventlog.log._subscribe.Subscription`) and a plain follower (`Watch`, what
+``eventlog log --follow`` uses).
+
+The log's own appends wake its followers at once (`Wakeups`); on PostgreSQL a follower also
+LISTENs for the append trigger's notification (`eventlog.storage.pgconsumers.Listener`);
+and it polls every ``poll_interval`` seconds whatever happens, so a lost notification costs
+at most one interval.
+
+A notification costs the append that sends it (NOTIFY's queue lock and the listener's
+wake-up: ~70 µs a commit here, a fifth of a small append), and an append sends one only
+while some follower holds the listening lock, that is while it sleeps. So a woken follower
+gives the lock up while it reads, and while the log stays busy it does not take it again:
+once a read comes up empty it waits `LINGER` and reads again, and only when that read finds
+nothing either does it take the lock and sleep. A log appended to faster than once every
+`LINGER` notifies about once per burst however many followers it has; the price is up to
+`LINGER` of delay for an event that comes while a follower lingers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+LINGER = 0.02
+"""Seconds a woken follower waits after an empty read before reading again (rather than
+listening, which makes every append pay for a notification). Below a human's notice and
+the poll interval, above the time between appends of a busy log."""
+
+
+class Wakeups:
+    """The in-process wake-up of one log's followers: every append of the log (and of
+    its siblings) calls `fire`, which wakes each follower at once."""
+
+    def __init__(self) -> None:
+        self._waiting: set[asyncio.Event] = set()
+
+    def fire(self) -> None:
+        """Wake every follower waiting now."""
+        for event in self._waiting:
+            event.set()
+
+    def add(self, event: asyncio.Event) -> None:
+        """Wake ``event`` on each later append."""
+        self._waiting.add(event)
+
+    def discard(self, event: asyncio.Event) -> None:
+        """Stop waking ``event``."""
+        self._waiting.discard(event)
+
+
+async def listen(listener: Any, seconds: float) -> None:
+    """Connect ``listener`` (a `Listener`, or None) unless it listens already; once it
+    does, it has waited (up to ``seconds``) until every transaction writing when it took
+    its listening lock has ended. An append notifies only while someone listens
+    (migration 0016), and its trigger asks when its statement runs: an append whose
+    statement ran before the lock was taken may commit without notifying, and this wait
+    makes sure it has committed before the caller's next read, which then finds its
+    events."""
+    if listener is None or listener.listening:
+        return
+    await listener.reconnect(seconds)
+
+
+class Waiter:
+    """One follower's wake-ups (``log`` is the `EventLog` it reads): `woken` is set by
+    the log's appends and PostgreSQL's notifications. Its reader calls `found` after a
+    read that found events and, after one that found none, asks `read_again` before it
+    sleeps on `woken`; once awake it calls `awake`."""
+
+    def __init__(self, log: Any) -> None:
+        self._log = log
+        self.woken = asyncio.Event()
+        self.listener: Any = None
+        self._lingered = True  # nothing to linger for before a wake-up
+
+    async def open(self, seconds: float) -> None:
+        """Take the log's wake-ups, and on PostgreSQL LISTEN (waiting up to ``seconds``
+        for the appends that began before, as `listen` does)."""
+        self._log.wakeups.add(self.woken)
+        make_listener = getattr(self._log.storage, "listener", None)
+        if make_listener is not None:
+            self.listener = make_listener(self.woken.set)
+            await listen(self.listener, seconds)
+
+    async def close(self) -> None:
+        """Give the wake-ups up and close the listening connection."""
+        self._log.wakeups.discard(self.woken)
+        if self.listener is not None:
+            await self.listener.close()
+
+    @property
+    def pushed(self) -> bool:
+        """Whether PostgreSQL's LISTEN is live now (else other processes' appends are
+        found by polling)."""
+        return bool(self.listener is not None and self.listener.listening)
+
+    def found(self) -> None:
+        """A read found events: the log is busy, so the next empty read lingers."""
+        self._lingered = False
+
+    async def read_again(self, seconds: float) -> bool:
+        """After an empty read, before sleeping: whether to read again now. A follower
+        that gave the listening lock up when it woke lingers once (`LINGER`) after each
+        read that found events, then takes the lock again (waiting, up to ``seconds``, for
+        the appends begun before: they may not have notified) and reads once more."""
+        listener = self.listener
+        if listener is None or not listener.listening or listener.armed:
+            return False
+        if not self._lingered:
+            self._lingered = True
+            await asyncio.sleep(min(LINGER, seconds))
+            return True
+        return bool(await listener.arm(seconds))
+
+    async def awake(self, woken: bool, seconds: float) -> None:
+        """After sleeping (``woken``: by a wake-up, not the time): reconnect a lost
+        listener; or, woken, give the listening lock up while reading (appends need not
+        notify until it sleeps again) and wait until the notified event is readable (every
+        transaction older than it has ended: the horizon of `read_all`)."""
+        if self.listener is not None and not self.listener.listening:
+            await listen(self.listener, seconds)
+        elif self.pushed and woken:
+            await self.listener.disarm()
+            self._lingered = False
+            await self._log.reader.wait_readable(seconds)
+
+
+class Watch:
+    """New events' wake-ups without a consumer (``eventlog log --follow``): call `clear`
+    before each read and `wait` after one that found nothing; `wait` returns when this log
+    (or its siblings) appends, PostgreSQL notifies, or the time is up (or, while the log
+    is busy, after `LINGER`, to read again without listening)."""
+
+    def __init__(self, log: Any) -> None:
+        self._waiter = Waiter(log)
+        self._reads = 0  # reads since the last wait: more than one, and one found events
+
+    async def __aenter__(self) -> Watch:
+        await self._waiter.open(1.0)
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        await self._waiter.close()
+
+    def clear(self) -> None:
+        """Forget earlier wake-ups: call before each read."""
+        self._waiter.woken.clear()
+        self._reads += 1
+
+    async def wait(self, seconds: float) -> None:
+        """After a read that found nothing: until a wake-up since `clear`, or
+        ``seconds``."""
+        waiter = self._waiter
+        if self._reads > 1:  # every read but the last found events
+            waiter.found()
+        self._reads = 0
+        if await waiter.read_again(seconds):
+            return
+        try:
+            await asyncio.wait_for(waiter.woken.wait(), seconds)
+        except TimeoutError:
+            await waiter.awake(False, seconds)
+            return
+        await waiter.awake(True, seconds)
