@@ -105,13 +105,12 @@ class Listener:
             self._connection = await asyncpg.connect(self._dsn, statement_cache_size=0)
             self._connection.add_termination_listener(self._lost)
             await self._connection.add_listener(self._channel, self._notified)
-            # After the LISTEN: an append that finds the lock held notifies a listener.
-            locked = await self._take_listening_lock() and await self._settle(seconds)
         except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as error:
             logger.info("listen_failed", channel=self._channel, error=str(error)[:200])
-            locked = False
-        if not locked:
             await self.close()
+            return False
+        # After the LISTEN: an append that finds the lock held notifies a listener.
+        if not await self._lock_and_settle(seconds, "listen_failed"):
             return False
         self.listening = self.armed = True
         self._wake()  # anything appended before the LISTEN began is read now
@@ -123,13 +122,7 @@ class Listener:
         A listener that cannot take it closes and falls back to polling."""
         if not self.listening or self.armed:
             return False
-        try:
-            locked = await self._take_listening_lock() and await self._settle(seconds)
-        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as error:
-            logger.info("listen_lost", channel=self._channel, error=str(error)[:200])
-            locked = False
-        if not locked:
-            await self.close()
+        if not await self._lock_and_settle(seconds, "listen_lost"):
             return False
         self.armed = True
         return True
@@ -147,10 +140,24 @@ class Listener:
             return
         self.armed = False
 
-    async def _settle(self, seconds: float) -> bool:
+    async def _lock_and_settle(self, seconds: float, failure: str) -> bool:
+        """Take the listening lock, then `_settle`; whether it was taken. A listener that
+        cannot take it (or loses its connection) is closed, logged as ``failure``."""
+        try:
+            locked = await self._take_listening_lock()
+            if locked:
+                await self._settle(seconds)
+        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as error:
+            logger.info(failure, channel=self._channel, error=str(error)[:200])
+            locked = False
+        if not locked:
+            await self.close()
+        return locked
+
+    async def _settle(self, seconds: float) -> None:
         """Wait, up to ``seconds``, until every transaction of this database that had
-        begun writing has ended; True even when the time ran out (the poll interval then
-        covers what is left). The read horizon's snapshot alone would not do: a
+        begun writing has ended (when the time runs out, the poll interval covers what is
+        left). The read horizon's snapshot alone would not do: a
         transaction holding the newest transaction id, with none newer ended, is running
         yet above the snapshot's xmax. So the writers are named by backend and id
         (``pg_stat_activity``), which costs no transaction id of our own."""
@@ -161,7 +168,6 @@ class Listener:
             if loop.time() > deadline:
                 break
             await asyncio.sleep(0.005)
-        return True
 
     async def _take_listening_lock(self) -> bool:
         # An append holds the lock exclusively for an instant while it asks: try again.
