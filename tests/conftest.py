@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import signal
 import tempfile
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -56,6 +57,19 @@ run only by the citus campaign (``pytest -m citus``)."""
 # otherwise dominate the run on a slow disk (measured: 517 s against 546-593 s for the
 # whole suite), and durability under power loss is not what these tests check (the crash
 # tests kill processes; the full-disk tests mount disks of their own).
+# Ctrl-C stops a run and prints what ran, however pytest was started: a shell without job
+# control starts a background command with SIGINT ignored, and the run then went on through
+# every interrupt (tests/test_interrupt.py).
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
+# The commands size their tables by COLUMNS when it is set (a terminal's width) and write
+# 120 columns to a pipe otherwise; pytest-xdist starts its workers with COLUMNS=80 and
+# LINES=24, and a developer's shell may export either. Every test sees the pipe's width
+# unless it sets COLUMNS itself (monkeypatch), however the run was started.
+for _variable in ("COLUMNS", "LINES"):
+    os.environ.pop(_variable, None)
+
 _SHM = Path("/dev/shm")
 if "TMPDIR" not in os.environ and _SHM.is_dir() and os.access(_SHM, os.W_OK):
     tempfile.tempdir = str(_SHM)
@@ -180,8 +194,38 @@ CAMPAIGN_COUNTS: list[str] = []
 without ``-s``."""
 
 
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """In a pytest-xdist worker: hand the counts its tests noted to the controller."""
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:
+        workeroutput["campaign_counts"] = list(CAMPAIGN_COUNTS)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """In the pytest-xdist controller: gather a finished worker's counts."""
+    CAMPAIGN_COUNTS.extend(getattr(node, "workeroutput", {}).get("campaign_counts", ()))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto``: one worker per core, at most four (each opens PostgreSQL pools of its
+    own, and the test server allows 100 connections)."""
+    return max(1, min(4, os.cpu_count() or 1))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Give pytest's ``tmp_path`` the result record it reads at teardown before any phase
+    can be interrupted: pytest 9 fills it only when a phase ends, so a Ctrl-C inside a test
+    made the session's teardown raise ``KeyError`` over the interrupted run's summary."""
+    from _pytest.tmpdir import tmppath_result_key
+
+    item.stash.setdefault(tmppath_result_key, {})
+
+
 def pytest_terminal_summary(terminalreporter: Any) -> None:
-    """Print the campaign counts the tests noted."""
+    """Print the campaign counts the tests noted (in every worker, under pytest-xdist)."""
     for line in CAMPAIGN_COUNTS:
         terminalreporter.write_line(line)
     if template_problem() is not None:

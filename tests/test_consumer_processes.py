@@ -30,6 +30,9 @@ EVERY_SQL = pytest.mark.parametrize("target", ["sqlite", "postgresql", PGBOUNCER
 ROOT = Path(__file__).resolve().parent.parent
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 BATCH = 25
+RESTART_LEASE = 2.0
+"""The lease of a consumer the tests kill: its restart waits for it to lapse (30 s, the
+old default here, made the two kill tests 90 s of each campaign they run in)."""
 
 
 def consumer(target: BackendTarget, mode: str, name: str, out: Path, *, batch: int = BATCH,
@@ -74,13 +77,13 @@ async def test_a_consumer_killed_twice_sees_everything(target: BackendTarget,
     out = tmp_path / "seen.jsonl"
     async with target.open() as log:
         writing = writer(target, "t", 400)
-        child = consumer(target, "consume", "killed", out)
+        child = consumer(target, "consume", "killed", out, lease=RESTART_LEASE)
         for _ in range(2):
             seen = len(lines(out))
             await until(lambda seen=seen: len(lines(out)) >= seen + 100)  # type: ignore[misc]
             child.send_signal(signal.SIGKILL)
             child.wait(timeout=30)
-            child = consumer(target, "consume", "killed", out)
+            child = consumer(target, "consume", "killed", out, lease=RESTART_LEASE)
         ids = written_ids(writing)
         await log.append("t", "z", [Noted(text="end")])
         child.wait(timeout=120)
@@ -172,13 +175,13 @@ async def test_a_projection_killed_between_writes_and_ack(target: BackendTarget,
             await log.append("t", "s", [Noted(text=text)])
         marker = tmp_path / "crashed"
         child = consumer(target, "project", "own", tmp_path / "unused", batch=10,
-                         marker=marker)
+                         lease=RESTART_LEASE, marker=marker)
         child.wait(timeout=120)
         assert (-signal.SIGKILL, True) == (child.returncode, marker.exists()), (
             child.stderr.read()[-2000:] if child.stderr else "")
         assert texts[:30] == await own_rows(log, table)  # the killed batch left nothing
         child = consumer(target, "project", "own", tmp_path / "unused", batch=10,
-                         marker=marker)
+                         lease=RESTART_LEASE, marker=marker)
         child.wait(timeout=120)
         assert 0 == child.returncode, child.stderr.read() if child.stderr else ""
         assert texts == await own_rows(log, table)

@@ -1,0 +1,56 @@
+"""Ctrl-C stops a test run and prints what ran: with and without pytest-xdist, and when
+the run was started with SIGINT ignored (a background command of a shell without job
+control)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+TARGET = "tests/interrupt_target.py"
+
+
+def _interrupted(workers: str) -> tuple[float, str]:
+    """Run the target, its SIGINT ignored, in a process group of its own; once its first
+    test has passed, send SIGINT to the group as a terminal's Ctrl-C does. How long it
+    took to end after the signal, and what it printed."""
+    env = {**os.environ, "EVENTLOG_INTERRUPT_TARGET": "1", "PYTHONUNBUFFERED": "1"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "pytest", TARGET, "-n", workers, "-p", "no:cacheprovider",
+         "-v", "-m", ""],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        preexec_fn=lambda: (signal.signal(signal.SIGINT, signal.SIG_IGN), os.setpgrp()))
+    assert process.stdout is not None
+    lines: list[str] = []
+    try:
+        for line in process.stdout:
+            lines.append(line)
+            if "test_passes_at_once" in line and "PASSED" in line:
+                break
+        time.sleep(1.0)  # the waiting tests are running now
+        os.killpg(process.pid, signal.SIGINT)
+        interrupted = time.monotonic()
+        rest, _ = process.communicate(timeout=60)
+        took = time.monotonic() - interrupted
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    return took, "".join(lines) + rest
+
+
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_ctrl_c_stops_the_run_and_prints_what_ran(workers: str) -> None:
+    """One SIGINT ends the run within seconds, with pytest's own summary counting the test
+    that passed, and no traceback of a teardown over it."""
+    took, out = _interrupted(workers)
+    summary = out.strip().splitlines()[-1]
+    assert (True, True, True, False) == (
+        took < 20, "KeyboardInterrupt" in out, "1 passed" in summary, "Traceback" in out), out
