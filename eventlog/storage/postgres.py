@@ -225,7 +225,11 @@ class PostgresBackend(SqlBackend[Any], ReplicaStorage, PostgresTree, PostgresKey
                         sa.text("SELECT pg_advisory_xact_lock(hashtext(:key))"),
                         {"key": f"checkpoint-eventlog:migrate:{self.schema}"},
                     )
-                    if upgrade:
+                    if upgrade and not await _schema_exists(connection, self.schema):
+                        # Only when missing: CREATE SCHEMA IF NOT EXISTS asks for CREATE on
+                        # the database even when the schema is there (an application role
+                        # without it could not open its log), and on Citus it is DDL sent
+                        # to every worker, a distributed commit on each open (seconds).
                         await connection.execute(
                             sa.text(f"CREATE SCHEMA IF NOT EXISTS {quote(self.schema or '')}")
                         )
@@ -730,6 +734,14 @@ def check_pool_mode(pool_mode: Any, engine: bool) -> bool:
         raise InvalidInput("pool_mode", "applies to a URL; configure an engine's connections "
                                         "yourself (README, \"Behind PgBouncer\")")
     return pool_mode == "transaction"
+
+
+async def _schema_exists(connection: Any, schema: str | None) -> bool:
+    """Whether ``schema`` (None: the connection's current schema) exists."""
+    found = await connection.execute(sa.text(
+        "SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = "
+        "COALESCE(:schema, current_schema()))"), {"schema": schema})
+    return bool(found.scalar())
 
 
 def _stored(row: Any) -> StoredEvent:

@@ -9,13 +9,15 @@ idempotent: a cluster already answering on the coordinator's port is used as it 
 from __future__ import annotations
 
 import asyncio
+import atexit
+import contextlib
 import os
 import subprocess
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import asyncpg
 import pytest
@@ -113,12 +115,103 @@ async def drop_schema(schema: str) -> None:
         await connection.close()
 
 
+_POOL: list[str] = []
+"""Distributed schemas emptied after a test, for the next test of this process."""
+_SHAPE: list[tuple[Any, ...]] = []
+"""What a freshly distributed schema holds (its relations, columns and revision), read
+once: a used schema whose shape differs from it is dropped, not reused."""
+
+_SHAPE_SQL = """
+    SELECT (SELECT array_agg(c.relname || ':' || c.relkind::text || ':' || (
+                SELECT count(*) FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attnum > 0
+                AND NOT a.attisdropped) ORDER BY c.relname)
+            FROM pg_class c WHERE c.relnamespace = $1::regnamespace),
+           (SELECT array_agg(logicalrelid::text ORDER BY logicalrelid::text)
+            FROM pg_dist_partition WHERE logicalrelid::text LIKE $2)
+"""
+
+
+async def _shape(connection: asyncpg.Connection, schema: str) -> tuple[Any, ...]:
+    row = await connection.fetchrow(_SHAPE_SQL, schema, f'"{schema}".%')
+    version = await connection.fetchval(f'SELECT version_num FROM "{schema}".alembic_version')
+    return (*tuple(row or ()), version)
+
+
+async def _distribute(schema: str) -> None:
+    from eventlog import open_log
+
+    async with open_log(URL, schema=schema, distributed=True):
+        pass
+
+
+async def _empty(schema: str) -> bool:
+    """Empty every table of a used schema in one statement (the coordinator truncates every
+    shard) and restart its sequences, when it still has the shape of a fresh one; False
+    when it has not (the test changed its tables), or the truncation failed."""
+    connection = await asyncpg.connect(BASE_URL)
+    try:
+        if _SHAPE and await _shape(connection, schema) != _SHAPE[0]:
+            return False
+        tables = [row[0] for row in await connection.fetch(
+            "SELECT tablename FROM pg_tables WHERE schemaname = $1 AND tablename <> $2",
+            schema, "alembic_version")]
+        sequences = [row[0] for row in await connection.fetch(
+            "SELECT sequencename FROM pg_sequences WHERE schemaname = $1", schema)]
+        await connection.execute(
+            "TRUNCATE " + ", ".join(f'"{schema}"."{table}"' for table in tables)
+            + " RESTART IDENTITY CASCADE")
+        for sequence in sequences:  # the coordinator draws positions (ALTER is refused)
+            await connection.execute("SELECT setval($1::regclass, 1, false)",
+                                     f'"{schema}"."{sequence}"')
+    except asyncpg.PostgresError:
+        return False
+    finally:
+        await connection.close()
+    return True
+
+
+def pooled_schema() -> Iterator[str]:
+    """A distributed schema at the current revision with every table empty, for one test:
+    made and distributed by a first open (seconds on the cluster), or one an earlier test of
+    this process used, emptied by TRUNCATE (a fraction of that). A test that changes the
+    tables' shape leaves its schema to be dropped. Tests of migrations and distribution
+    themselves take `fresh_schema` (empty, never opened) instead."""
+    ensure_cluster()
+    if _POOL:
+        schema = _POOL.pop()
+    else:
+        schema = fresh_schema()
+        asyncio.run(_distribute(schema))
+        if not _SHAPE:
+            _SHAPE.append(asyncio.run(_shape_of(schema)))
+    yield schema
+    if asyncio.run(_empty(schema)):
+        _POOL.append(schema)
+    else:
+        asyncio.run(drop_schema(schema))
+
+
+async def _shape_of(schema: str) -> tuple[Any, ...]:
+    connection = await asyncpg.connect(BASE_URL)
+    try:
+        return await _shape(connection, schema)
+    finally:
+        await connection.close()
+
+
+@atexit.register
+def _drop_pool() -> None:
+    """Drop the pooled schemas when this process ends."""
+    while _POOL:
+        with contextlib.suppress(Exception):
+            asyncio.run(drop_schema(_POOL.pop()))
+
+
 def target() -> Iterator[BackendTarget]:
     """A `tests.conftest.BackendTarget` on the cluster: a PostgreSQL target whose URL says
-    ``distributed=true`` (so child processes open it as it is), in a fresh schema."""
+    ``distributed=true`` (so child processes open it as it is), in a pooled schema
+    (`pooled_schema`: distributed, current, empty)."""
     from tests.conftest import BackendTarget
 
-    ensure_cluster()
-    schema = fresh_schema()
-    yield BackendTarget("postgresql", f"{URL}&distributed=true", schema)
-    asyncio.run(drop_schema(schema))
+    for schema in pooled_schema():
+        yield BackendTarget("postgresql", f"{URL}&distributed=true", schema)

@@ -1,5 +1,6 @@
 """The tests here run on the Citus cluster (each module is marked ``citus``: ``pytest -m
-citus``), each in a schema of its own on the coordinator, dropped afterwards."""
+citus``), each in a schema of its own on the coordinator: a fresh one (dropped afterwards) for
+the tests of migrating and distributing, an emptied one from the pool otherwise."""
 
 from __future__ import annotations
 
@@ -13,8 +14,16 @@ from tests.citus import cluster
 
 @pytest.fixture
 def citus_schema() -> Iterator[str]:
-    """A fresh schema name on the running cluster, dropped after the test."""
+    """A fresh schema name on the running cluster (nothing in it yet: the test's first open
+    migrates and distributes it), dropped after the test."""
     cluster.ensure_cluster()
     schema = cluster.fresh_schema()
     yield schema
     asyncio.run(cluster.drop_schema(schema))
+
+
+@pytest.fixture
+def distributed_schema() -> Iterator[str]:
+    """A schema on the running cluster already distributed at the current revision, every
+    table empty (`cluster.pooled_schema`)."""
+    yield from cluster.pooled_schema()

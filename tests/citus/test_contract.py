@@ -15,13 +15,14 @@ pytestmark = pytest.mark.citus
 
 
 class TestCitusBackend(BackendContract):
-    """postgresql:// on the coordinator with ``distributed=True``, a schema per test."""
+    """postgresql:// on the coordinator with ``distributed=True``, an empty distributed schema
+    per test (tests/citus/conftest.py)."""
 
     schema = ""
 
     @pytest.fixture(autouse=True)
-    def _fresh_schema(self, citus_schema: str) -> None:
-        self.schema = citus_schema
+    def _fresh_schema(self, distributed_schema: str) -> None:
+        self.schema = distributed_schema
 
     def backend_url(self, tmp_path: Path) -> str:
         return cluster.URL

@@ -25,9 +25,9 @@ pytestmark = pytest.mark.citus
 
 
 @pytest.fixture
-async def citus_log(citus_schema: str) -> AsyncIterator[EventLog]:
-    """A distributed log in a fresh schema on the cluster."""
-    async with open_log(cluster.URL, schema=citus_schema, distributed=True) as log:
+async def citus_log(distributed_schema: str) -> AsyncIterator[EventLog]:
+    """A distributed log in an empty distributed schema on the cluster."""
+    async with open_log(cluster.URL, schema=distributed_schema, distributed=True) as log:
         yield log
 
 
@@ -56,11 +56,11 @@ async def tenants_on_two_workers(schema: str) -> tuple[str, str]:
 
 
 async def test_a_writer_held_on_one_worker_holds_back_the_whole_log_read(
-    citus_log: EventLog, citus_schema: str
+    citus_log: EventLog, distributed_schema: str
 ) -> None:
     """Commits of another tenant on the other worker stay invisible behind the open writer;
     at its commit it comes first, and nothing is skipped."""
-    held_tenant, other = await tenants_on_two_workers(citus_schema)
+    held_tenant, other = await tenants_on_two_workers(distributed_schema)
     await citus_log.append(other, "before", [Noted(text="before")])
     await settle(citus_log)
     _, cursor = await read_to_end(citus_log)
@@ -68,7 +68,7 @@ async def test_a_writer_held_on_one_worker_holds_back_the_whole_log_read(
     try:
         transaction = held.transaction()
         await transaction.start()
-        await raw_insert(held, citus_schema, held_tenant, "held", 1, "held")
+        await raw_insert(held, distributed_schema, held_tenant, "held", 1, "held")
         for n in range(3):
             await citus_log.append(other, f"later-{n}", [Noted(text=f"later-{n}")])
         hidden = await citus_log.read_all(after=cursor)
@@ -83,15 +83,15 @@ async def test_a_writer_held_on_one_worker_holds_back_the_whole_log_read(
 
 
 async def test_a_held_writer_that_rolls_back_is_never_seen(
-    citus_log: EventLog, citus_schema: str
+    citus_log: EventLog, distributed_schema: str
 ) -> None:
     """A writer held open and rolled back releases the reader and leaves no trace."""
-    held_tenant, other = await tenants_on_two_workers(citus_schema)
+    held_tenant, other = await tenants_on_two_workers(distributed_schema)
     held = await asyncpg.connect(cluster.BASE_URL)
     try:
         transaction = held.transaction()
         await transaction.start()
-        await raw_insert(held, citus_schema, held_tenant, "held", 1, "held")
+        await raw_insert(held, distributed_schema, held_tenant, "held", 1, "held")
         await citus_log.append(other, "later", [Noted(text="later")])
         hidden = await citus_log.read_all()
         await transaction.rollback()
@@ -104,7 +104,7 @@ async def test_a_held_writer_that_rolls_back_is_never_seen(
 
 
 async def test_a_tenant_follower_is_gap_safe_on_its_worker(
-    citus_log: EventLog, citus_schema: str
+    citus_log: EventLog, distributed_schema: str
 ) -> None:
     """read_all(tenant_id=...) waits behind an open writer of its tenant, and its cursor,
     taken while the writer was open, still delivers the late commit."""
@@ -113,7 +113,7 @@ async def test_a_tenant_follower_is_gap_safe_on_its_worker(
     try:
         transaction = held.transaction()
         await transaction.start()
-        await raw_insert(held, citus_schema, tenant, "held", 1, "held")
+        await raw_insert(held, distributed_schema, tenant, "held", 1, "held")
         await citus_log.append(tenant, "later", [Noted(text="later")])
         hidden = await citus_log.read_all(tenant_id=tenant)
         await transaction.commit()
@@ -124,7 +124,8 @@ async def test_a_tenant_follower_is_gap_safe_on_its_worker(
     assert ([], ["held", "later"]) == (hidden.events, [event.stream_id for event in page.events])
 
 
-async def test_the_writer_id_is_the_coordinators(citus_log: EventLog, citus_schema: str) -> None:
+async def test_the_writer_id_is_the_coordinators(
+        citus_log: EventLog, distributed_schema: str) -> None:
     """Every row carries the id of the coordinator's transaction that wrote it, which the
     coordinator's horizon counts: a row is tagged with an id the coordinator has seen end,
     not with one from a worker's own numbering."""
@@ -135,7 +136,7 @@ async def test_the_writer_id_is_the_coordinators(citus_log: EventLog, citus_sche
         await citus_log.append(tenant, "s", [Noted(text="x")])
         after = int(await coordinator.fetchval("SELECT pg_current_xact_id()::text"))
         tagged = int(await coordinator.fetchval(
-            f'SELECT tx_id::text FROM "{citus_schema}".events WHERE tenant_id = $1', tenant))
+            f'SELECT tx_id::text FROM "{distributed_schema}".events WHERE tenant_id = $1', tenant))
         status = await coordinator.fetchval("SELECT pg_xact_status($1::text::xid8)",
                                             str(tagged))
     finally:
