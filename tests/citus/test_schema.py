@@ -122,3 +122,23 @@ async def test_blob_shards_keep_payloads_out_of_line(citus_schema: str) -> None:
         await connection.close()
     assert options
     assert {"{toast_tuple_target=128}"} == {row[0] for row in options}
+
+
+async def test_opening_a_distributed_log_asks_the_server_to_describe_no_type(
+    citus_schema: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Neither distributing a log nor opening it again binds a parameter whose type
+    asyncpg must look up: its lookup is a catalog query that took 6-7 s on a busy
+    coordinator, every time a log was opened."""
+    described: list[list[int]] = []
+    lookup = asyncpg.Connection._introspect_types  # type: ignore[attr-defined]
+
+    async def counted(self: asyncpg.Connection, types: list[int], *args: object) -> object:
+        described.append(list(types))
+        return await lookup(self, types, *args)
+
+    monkeypatch.setattr(asyncpg.Connection, "_introspect_types", counted)
+    for _ in range(2):  # the first open distributes, the second finds it distributed
+        async with open_log(cluster.URL, schema=citus_schema, distributed=True) as log:
+            await log.append("t", "s", [Noted(text="x")])
+    assert [] == described
