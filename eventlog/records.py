@@ -27,13 +27,16 @@ NO_STREAM: Final = ExpectedVersion.NO_STREAM
 
 
 class EventEnvelope(msgspec.Struct, frozen=True):
-    """The eleven fields every event of the log carries, in one order: a storage row read
+    """The twelve fields every event of the log carries, in one order: a storage row read
     in this order builds one positionally.
 
     ``position`` is the event's place in the whole log; ``version`` its place in its
     stream (1, 2, 3 …). ``data`` are the exact bytes the hash chain covers. ``actor`` is
     the principal who appended the event (`open_log(actor=...)`, `EventLog.acting_as`),
-    covered by the chain too; None means none was given (never a guess).
+    covered by the chain too; None means none was given (never a guess). ``signature``
+    is the application's writer key's signature of the event's ``hash`` (the key's 8-byte
+    id, then the 64-byte Ed25519 signature: `eventlog.event_signing`); None for an event
+    appended without a writer key (before signing began).
     """
 
     position: int
@@ -47,6 +50,7 @@ class EventEnvelope(msgspec.Struct, frozen=True):
     prev_hash: bytes
     hash: bytes
     actor: str | None = None
+    signature: bytes | None = None
 
 
 ENVELOPE_SIZE: Final = len(EventEnvelope.__struct_fields__)

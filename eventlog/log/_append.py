@@ -426,6 +426,7 @@ def stored_events(request: AppendRequest, positions: list[int]) -> list[StoredEv
             stream_id=request.stream_id, version=pending.version,
             recorded_at=pending.recorded_at, type=pending.type, data=pending.data,
             prev_hash=pending.prev_hash, hash=pending.hash, actor=pending.actor,
+            signature=pending.signature,
         )
         for pending, position in zip(request.events, positions, strict=True)
     ]
