@@ -14,7 +14,7 @@
     ├── UnknownEventType                       a stored tag that the registry does not know
     ├── CorruptEvent                           stored bytes that do not decode as their type
     ├── CorruptBlob                            stored blob bytes that do not hash to their digest
-    ├── ForgedEvent                            an event the writer key did not sign (or a broken chain)
+    ├── ForgedEvent                            an event the writer key did not sign, refused
     ├── BlobMissing                            a blob the views reference is not stored
     ├── StateDecodeError                       a stored state that does not decode as asked
     ├── VersionConflict                        the stream was not at the expected version

@@ -124,11 +124,14 @@ class StreamProblem(msgspec.Struct, frozen=True, kw_only=True):
     version: int
     kind: str
     """One of ``broken_link``, ``hash_mismatch``, ``missing_version``, ``truncated``,
-    ``head_mismatch``, ``wrong_stream``, ``undecodable_event`` (an event of a type the
-    registry knows whose bytes do not decode as it; each one is reported, and its stream's
-    chain is still checked), ``unread_events`` (the scan read fewer of a
-    tenant's events than the storage counted before it began; ``stream_id`` is empty and
-    ``version`` 0), or a state blob's ``blob_missing``, ``blob_corrupt``, ``blob_refs``
+    ``head_mismatch``, ``wrong_stream``, ``forged`` (a signature that is not a writer
+    key's signature of the event's hash, or of a key not given), ``unsigned`` (no
+    signature, after a signed event of its stream or past its tenant's first signed
+    event: each such event is reported, its chain checked on), ``undecodable_event`` (an
+    event of a type the registry knows whose bytes do not decode as it; each one is
+    reported, and its stream's chain is still checked), ``unread_events`` (the scan read
+    fewer of a tenant's events than the storage counted before it began; ``stream_id`` is
+    empty and ``version`` 0), or a state blob's ``blob_missing``, ``blob_corrupt``, ``blob_refs``
     (``blob`` names it, ``stream_id`` the first stream referencing it, ``version`` 0)."""
     detail: str
     blob: str | None = None
@@ -148,6 +151,14 @@ class VerifyReport(msgspec.Struct, frozen=True, kw_only=True):
     withheld_blobs: int = 0
     """Blobs the events reference that an import recorded as withheld (`StateWithheld`):
     absent by intent, a notice rather than a problem."""
+    signed_events: int = 0
+    """Events carrying a writer signature (checked when ``signatures_checked``)."""
+    signing_starts: dict[str, int] = {}
+    """Per tenant, the position of its first signed event: from there on every event must
+    be signed (tenants without one are left out; their events verify as before)."""
+    signatures_checked: bool = False
+    """Whether signatures were checked against a writer public key. False: no key was
+    known (``forged`` cannot be found then; ``unsigned`` still is)."""
 
     @property
     def ok(self) -> bool:

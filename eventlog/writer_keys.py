@@ -204,12 +204,13 @@ def _verifier_key(word: str, field: str) -> Ed25519PublicKey:
 def coerce_keys(values: Iterable[Any], field: str = "writer_keys") -> list[Ed25519PublicKey]:
     """Public keys from what ``open_log(writer_keys=...)`` takes: Ed25519 public keys, PEM
     text or bytes, verifier keys."""
+    items = [values] if isinstance(values, str | bytes) else list(values)
+    if not items:
+        return []
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-    if isinstance(values, str | bytes):
-        values = [values]
     keys: list[Ed25519PublicKey] = []
-    for value in values:
+    for value in items:
         if isinstance(value, Ed25519PublicKey):
             keys.append(value)
         elif isinstance(value, str | bytes):

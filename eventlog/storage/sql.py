@@ -175,8 +175,8 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 def stored_event(row: Any) -> StoredEvent:
     """A `StoredEvent` from a row of (position, event_id, tenant, stream, version,
-    recorded_at, type, data, prev_hash, hash, actor, signature); a value of the wrong type or format is
-    noted in ``damage`` (with a placeholder) instead of raised."""
+    recorded_at, type, data, prev_hash, hash, actor, signature); a value of the wrong type
+    or format is noted in ``damage`` (with a placeholder) instead of raised."""
     damage: list[str] = []
 
     def read(name: str, value: Any, convert: Any, placeholder: Any) -> Any:
