@@ -378,6 +378,11 @@ def _read_text(name: str, what: str) -> str:
         raise CommandError(f"{what} {name} is not UTF-8 text") from None
 
 
+def write_output(context: Context, output: str, data: bytes) -> None:
+    """``data`` to standard output (``-``) or, whole or not at all, to the file ``output``."""
+    _write(context, output, data)
+
+
 def _write(context: Context, output: str, data: bytes) -> None:
     if output == "-":
         sys.stdout.buffer.write(data)

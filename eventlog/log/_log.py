@@ -865,13 +865,21 @@ class EventLog:
         erased, and its records (ids, steps, times) still list; the chain is untouched, so
         `verify` holds. Returns how many key generations were destroyed (0: nothing was
         held, e.g. erased before, and nothing is appended). Needs no keyring: destroying a
-        key needs no key.
+        key needs no key; but in a tenant whose events are signed the erasure must be
+        signed too (an unsigned record would be named ``unsigned`` by `verify` and refused
+        by whatever decides from it), so there a log without the writer key is refused
+        (`InvalidInput`) before anything is destroyed.
         """
         self._check_open("append")
         check_id("tenant_id", tenant_id)
         check_id("subject", subject)
         if not isinstance(reason, str) or not isinstance(actor, str):
             raise InvalidInput("reason", "reason and actor must be strings")
+        if self.signer is None and await self.storage.signing_starts(tenant_id):
+            raise InvalidInput("keyring", f"tenant {tenant_id!r}'s events are signed: erase "
+                                          "through the log opened with its keyring, whose "
+                                          "writer key signs the erasure record (nothing was "
+                                          "destroyed)")
         destroyed = await self.storage.destroy_subject_keys(tenant_id, subject,
                                                             read_clock(self.clock))
         if self.sealer is not None:
