@@ -11,8 +11,11 @@ The file (format ``checkpoint-eventlog/export``, version 1) is JSON Lines:
   "source"}``;
 - ``{"kind": "event", "stream", "version", "id", "type", "recorded_at" (microseconds
   since the Unix epoch, UTC), "data" (the stored bytes, base64), "prev_hash", "hash"
-  (hex), "position" (in the source; informational), and "actor" (who appended it) only
-  when the event names one}`` in the source's log order;
+  (hex), "position" (in the source; informational), "actor" (who appended it) only
+  when the event names one, and "signature" (hex: the writer key's id and signature of
+  the hash, `eventlog.writer_keys`) only when the event is signed}`` in the source's log
+  order. An import stores each signature as recorded, after checking it holds under the
+  target's writer keys (when it has any): it never stores one it cannot stand behind;
 - ``{"kind": "blob", "digest", "refs", "data" (base64)}`` right before the first event
   that references the blob (`Event.blob_digests`), so an import commits each blob
   together with that event; a blob no exported event references comes last (an import
@@ -80,6 +83,7 @@ from eventlog.log import DEFAULT_MAX_PAYLOAD_BYTES, EventLog, KeyRow
 from eventlog.log._sealing import Sealer, sealed_blob_header, sealed_subjects
 from eventlog.records import RecordedEvent, StoredEvent
 from eventlog.validation import check_actor, check_id, check_optional_id
+from eventlog.writer_keys import SIGNATURE_SIZE
 from projections.checkpoints import CHECKPOINTS
 from projections.query import ViewQuery
 from projections.threads import THREAD_RECORDS, THREAD_VALUE_RECORDS, THREAD_WRITE_RECORDS
@@ -275,6 +279,7 @@ class _ExportWriter:
             "data": base64.b64encode(event.data).decode(), "prev_hash": event.prev_hash.hex(),
             "hash": event.hash.hex(), "position": event.position,
             **({} if event.actor is None else {"actor": event.actor}),
+            **({} if event.signature is None else {"signature": event.signature.hex()}),
         })
         self.events += 1
         self.streams.add(event.stream_id)
@@ -890,6 +895,7 @@ def _event_of(record: dict[str, Any], number: int, tenant_id: str) -> StoredEven
             prev_hash=_digest(record["prev_hash"]),
             hash=_digest(record["hash"]),
             actor=_actor_of(record.get("actor"), number),
+            signature=_signature_of(record.get("signature")),
         )
     except (KeyError, TypeError, ValueError, OverflowError, binascii.Error) as error:
         raise InvalidInput("file", f"line {number}: a malformed event ({error})") from None
@@ -904,6 +910,16 @@ def _actor_of(actor: Any, number: int) -> str | None:
     except InvalidInput as error:
         raise InvalidInput("file", f"line {number}: a malformed event (its actor "
                                    f"{error.reason})") from None
+
+
+def _signature_of(value: Any) -> bytes | None:
+    """An event record's signature: absent (None), or the stored bytes as hex."""
+    if value is None:
+        return None
+    signature = bytes.fromhex(value)
+    if len(signature) != SIGNATURE_SIZE:
+        raise ValueError(f"its signature is {len(signature)} bytes, not {SIGNATURE_SIZE}")
+    return signature
 
 
 def _blob_of(record: dict[str, Any], number: int) -> tuple[bytes, bytes, int]:

@@ -337,7 +337,7 @@ class EventLog:
         """The log's checked read side (`SignedReads`): a stream's events, each one's chain
         link and writer signature checked as it is read, `ForgedEvent` at the first that
         is not the application's. What anything that decides from the log reads."""
-        return SignedReads(self.read_stream, self.reader, self.writer_keys or None,
+        return SignedReads(self.reader, self._decoded, self.writer_keys or None,
                            self._signing_starts)
 
     async def read_stream(

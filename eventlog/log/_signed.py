@@ -25,16 +25,24 @@ witnesses pin the events before them (docs/decisions.md, "Signed appends").
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Protocol
 
 from eventlog.errors import ForgedEvent
 from eventlog.hashing import GENESIS_HASH, recompute_hash
-from eventlog.records import EventEnvelope, RecordedEvent
+from eventlog.records import EventEnvelope, RecordedEvent, StoredEvent
 from eventlog.writer_keys import WriterKeys
 
+_PAGE = 500
+"""Events read per query."""
 
-class _Starts(Protocol):
+
+class _Reader(Protocol):
+    """What the checked reads need of the log's storage."""
+
+    async def read_stream(self, tenant_id: str, stream_id: str, from_version: int,
+                          limit: int) -> list[StoredEvent]: ...
+
     async def signing_starts(self, tenant_id: str | None) -> dict[str, int]: ...
 
 
@@ -64,11 +72,11 @@ class SignedReads:
     still hold)."""
 
     def __init__(
-        self, read: Callable[[str, str], AsyncIterator[RecordedEvent]], storage: _Starts,
+        self, storage: _Reader, decode: Callable[[StoredEvent], Awaitable[RecordedEvent]],
         keys: WriterKeys | None, starts: dict[str, int],
     ) -> None:
-        self._read = read
         self._storage = storage
+        self._decode = decode
         self.keys = keys
         self._starts = starts  # found starts only: shared by the log and its twins
 
@@ -78,24 +86,36 @@ class SignedReads:
         return bool(self.keys)
 
     async def read_stream(self, tenant_id: str, stream_id: str) -> AsyncIterator[RecordedEvent]:
-        """Every event of the stream from version 1, in order, each checked before it is
-        yielded; `ForgedEvent` (tenant, stream, version, reason) at the first that is not
-        the application's, after which nothing more is read."""
+        """Every event of the stream from version 1, in order, each checked (as stored,
+        before it is decoded or opened) and then yielded as `EventLog.read_stream` gives
+        it; `ForgedEvent` (tenant, stream, version, reason) at the first that is not the
+        application's, after which nothing more is read."""
         previous, version, signed = GENESIS_HASH, 0, False
-        async for event in self._read(tenant_id, stream_id):
-            version += 1
-            broken = _broken(event, version, previous)
-            if broken is not None:
-                raise ForgedEvent(tenant_id, stream_id, event.version, "broken_chain", broken)
-            start = None
-            if event.signature is None and not signed:
-                start = await self.signing_start(tenant_id)
-            found = signature_finding(self.keys, event, signed_before=signed, start=start)
-            if found is not None:
-                raise ForgedEvent(tenant_id, stream_id, event.version, *found)
-            signed |= event.signature is not None
-            previous = event.hash
-            yield event
+        while True:
+            page = await self._storage.read_stream(tenant_id, stream_id, version + 1, _PAGE)
+            for stored in page:
+                version += 1
+                await self._check(stored, version, previous, signed)
+                signed |= stored.signature is not None
+                previous = stored.hash
+                yield await self._decode(stored)
+            if len(page) < _PAGE:
+                return
+
+    async def _check(self, stored: StoredEvent, version: int, previous: bytes,
+                     signed: bool) -> None:
+        """`ForgedEvent` unless ``stored`` is the ``version``-th event of its stream,
+        linked to ``previous`` and the application's (``signed``: an earlier event is)."""
+        broken = _broken(stored, version, previous)
+        if broken is not None:
+            raise ForgedEvent(stored.tenant_id, stored.stream_id, stored.version,
+                              "broken_chain", broken)
+        start = None
+        if stored.signature is None and not signed:
+            start = await self.signing_start(stored.tenant_id)
+        found = signature_finding(self.keys, stored, signed_before=signed, start=start)
+        if found is not None:
+            raise ForgedEvent(stored.tenant_id, stored.stream_id, stored.version, *found)
 
     async def signing_start(self, tenant_id: str) -> int | None:
         """The position of the tenant's first signed event (None: it has none yet). Once
@@ -109,8 +129,10 @@ class SignedReads:
         return start
 
 
-def _broken(event: RecordedEvent, version: int, previous: bytes) -> str | None:
+def _broken(event: StoredEvent, version: int, previous: bytes) -> str | None:
     """Why ``event`` does not continue its stream's chain, or None."""
+    if event.damage is not None:
+        return f"its row is not readable as written ({event.damage})"
     if event.version != version:
         return f"version {version} is missing (the next stored is {event.version})"
     if event.prev_hash != previous:
