@@ -70,7 +70,7 @@ import msgspec
 
 from eventlog._logging import get_logger
 from eventlog.clock import read_clock
-from eventlog.errors import EventLogError, InvalidInput, ReleaseNotHeld
+from eventlog.errors import EventLogError, ForgedEvent, InvalidInput, ReleaseNotHeld
 from eventlog.errors import ExportIncomplete as ExportIncomplete  # defined with every error
 from eventlog.errors import ImportRefused as ImportRefused
 from eventlog.events import Event, EventRegistry, fold_blob_references, release_beyond
@@ -81,9 +81,10 @@ from eventlog.hashing import GENESIS_HASH, content_digest, recompute_hash, to_mi
 from eventlog.ids import uuid7
 from eventlog.log import DEFAULT_MAX_PAYLOAD_BYTES, EventLog, KeyRow
 from eventlog.log._sealing import Sealer, sealed_blob_header, sealed_subjects
+from eventlog.log._signed import signature_finding
 from eventlog.records import RecordedEvent, StoredEvent
 from eventlog.validation import check_actor, check_id, check_optional_id
-from eventlog.writer_keys import SIGNATURE_SIZE
+from eventlog.writer_keys import SIGNATURE_SIZE, WriterKeys
 from projections.checkpoints import CHECKPOINTS
 from projections.query import ViewQuery
 from projections.threads import THREAD_RECORDS, THREAD_VALUE_RECORDS, THREAD_WRITE_RECORDS
@@ -451,6 +452,8 @@ class _FilePlan:
     """The file's data key rows (an encrypted log's)."""
     erase: set[str] = field(default_factory=set)
     """Subjects the file says were erased whose key the target still holds."""
+    signed: set[str] = field(default_factory=set)
+    """Streams of the file with a signed event so far (a later unsigned one is refused)."""
 
     def withheld_candidates(self) -> list[bytes]:
         """Blobs the new events name, still referenced at the end of the file, that the
@@ -477,7 +480,8 @@ async def import_log(
     limit = line_limit(log.max_payload_bytes)
     header = _read_header(source, limit)
     heads = await _target_heads(log, header["tenant"])
-    plan = _check_file(source, header, heads, registry or log.registry, limit)
+    plan = _check_file(source, header, heads, registry or log.registry, limit,
+                       log.writer_keys)
     await _plan_skips(log, plan, heads)
     await _plan_keys(log, plan)
     await _store_keys(log, plan, sealer)
@@ -538,10 +542,12 @@ async def _target_heads(log: EventLog, tenant_id: str) -> dict[str, dict[str, An
 
 def _check_file(
     source: IO[bytes], header: dict[str, Any], heads: dict[str, dict[str, Any]],
-    registry: EventRegistry | None, limit: int,
+    registry: EventRegistry | None, limit: int, writer_keys: WriterKeys | None = None,
 ) -> _FilePlan:
-    """Check the whole file before anything is written: every record, link and hash, and
-    with ``registry`` every event's bytes decode and it sits in the stream it belongs to."""
+    """Check the whole file before anything is written: every record, link, hash and
+    signature (`ForgedEvent` for one that does not hold under ``writer_keys``, or an
+    unsigned event after a signed one of its stream), and with ``registry`` every event's
+    bytes decode and it sits in the stream it belongs to."""
     plan = _FilePlan(header=header)
     counts = {"event": 0, "blob": 0, "key": 0}
     ended: dict[str, Any] | None = None
@@ -563,6 +569,7 @@ def _check_file(
         elif kind == "event":
             stored = _event_of(record, number, plan.header["tenant"])
             _check_link(plan, stored, heads, number)
+            _check_signature(plan, stored, writer_keys)
             if registry is not None:
                 event = _check_event(registry, stored, number)
                 _check_held(plan, stored, event)
@@ -599,6 +606,17 @@ def _check_link(plan: _FilePlan, stored: StoredEvent, heads: dict[str, Any], num
     head = heads.get(stored.stream_id)
     if head is not None and int(head["version"]) == stored.version:
         plan.at_target_head[stored.stream_id] = stored.hash
+
+
+def _check_signature(plan: _FilePlan, stored: StoredEvent, keys: WriterKeys | None) -> None:
+    """`ForgedEvent` for an event whose signature does not hold under ``keys``, or that is
+    unsigned after a signed event of its stream (the file's own events, from version 1)."""
+    found = signature_finding(keys or None, stored,
+                              signed_before=stored.stream_id in plan.signed, start=None)
+    if found is not None:
+        raise ForgedEvent(stored.tenant_id, stored.stream_id, stored.version, *found)
+    if stored.signature is not None:
+        plan.signed.add(stored.stream_id)
 
 
 def _check_event(registry: EventRegistry, stored: StoredEvent, number: int) -> Event:
