@@ -23,6 +23,7 @@ import base64
 import binascii
 import hashlib
 import re
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -99,13 +100,23 @@ def signer_of(provider: Any) -> EventSigner | None:
     return EventSigner(sign, public)
 
 
+HELD_CACHE = 10_000
+"""Signatures a `WriterKeys` remembers having checked (least recent forgotten)."""
+
+
 class WriterKeys:
     """The writer public keys whose signatures hold (the current key and the retired ones
-    whose events the log still keeps), by key id."""
+    whose events the log still keeps), by key id.
+
+    It remembers the last `HELD_CACHE` (hash, signature) pairs it found holding, so a
+    decision that reads the same stream again (a retention pass rereads its holds after
+    each lost race) pays Ed25519's ~60 µs per event once: a pair that held once holds
+    forever, and a changed row is another pair."""
 
     def __init__(self, keys: Iterable[Ed25519PublicKey | bytes]) -> None:
         from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
+        self._held: OrderedDict[bytes, None] = OrderedDict()
         self._keys: dict[bytes, Ed25519PublicKey] = {}
         for key in keys:
             public = Ed25519PublicKey.from_public_bytes(key) if isinstance(key, bytes) else key
@@ -129,6 +140,10 @@ class WriterKeys:
     def __or__(self, other: WriterKeys) -> WriterKeys:
         return WriterKeys([*self._keys.values(), *other._keys.values()])
 
+    def forget_checked(self) -> None:
+        """Forget which signatures held: each is checked afresh (what a cold read pays)."""
+        self._held.clear()
+
     def check(self, event_hash: bytes, signature: bytes) -> str | None:
         """None when ``signature`` (as stored) is one of these keys' signature of
         ``event_hash``; otherwise why not, as a phrase."""
@@ -136,6 +151,10 @@ class WriterKeys:
 
         if len(signature) != SIGNATURE_SIZE:
             return f"its signature holds {len(signature)} bytes, not {SIGNATURE_SIZE}"
+        pair = event_hash + signature
+        if pair in self._held:
+            self._held.move_to_end(pair)
+            return None
         key = self._keys.get(signature[:KEY_ID_SIZE])
         if key is None:
             return (f"it is signed by key {signature[:KEY_ID_SIZE].hex()}, which is not a "
@@ -145,6 +164,9 @@ class WriterKeys:
         except InvalidSignature:
             return (f"its signature is not writer key {signature[:KEY_ID_SIZE].hex()}'s "
                     "signature of its hash")
+        self._held[pair] = None
+        if len(self._held) > HELD_CACHE:
+            self._held.popitem(last=False)
         return None
 
 
