@@ -76,10 +76,10 @@ def _writer(context: Context) -> int:
                             "writer_keys": len(ring.writer_public_keys)})
     elif rotate:
         earlier = len(ring.writer_public_keys) - 1
-        context.out.print(f"{ring.path}: new writer key {writer} signs from now on; "
-                          f"{plural(earlier, 'earlier key checks', 'earlier keys check')} "
-                          "the events signed before (give auditors `eventlog keys public` "
-                          "again)")
+        context.out.print(f"{ring.path}: a new writer key ({writer}) signs from now on; "
+                          "what was signed before still checks, under "
+                          f"{plural(earlier, 'earlier key')} kept (give auditors `eventlog "
+                          "keys public` again)")
     else:
         context.out.print(f"{ring.path}: writer key {writer} added; a log opened with this "
                           "keyring signs every append from now on")
