@@ -272,3 +272,24 @@ def test_a_stranger_with_the_public_key_and_a_signed_head_tells_forged_from_real
         outcomes.append((checked.status, "signed by writer key" in checked.out,
                          "forged:" in checked.err))
     assert [(EXIT_OK, True, False), (EXIT_FINDINGS, False, True)] == outcomes
+
+
+@sqlite_signed
+async def test_a_kek_rotation_to_a_new_keyring_keeps_the_signatures_checkable(
+    target: BackendTarget, tmp_path: Path,
+) -> None:
+    """`rotate_keys` to a new keyring file (with a writer key of its own) gives it the old
+    writer public keys to keep: the log opened with the new keyring verifies what the old
+    key signed and signs with its own from then on."""
+    async with target.open() as log:
+        await log.append("t", "s", [Noted(text="before")])
+        await log.checkpoints.create(record("c", 1))
+        new = init_keyring(tmp_path / "new.json")
+        await log.rotate_keys(str(new.path))
+    target.keyring = str(new.path)
+    async with target.open() as log:
+        await log.append("t", "s", [Noted(text="after")])
+        report = await log.verify()
+    ids = {(await signature_of(target, "t", "s", v) or b"")[:KEY_ID_SIZE].hex()
+           for v in (1, 2)}
+    assert (True, [], 2) == (report.ok, report.problems, len(ids))

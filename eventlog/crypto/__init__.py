@@ -16,9 +16,10 @@ from eventlog.crypto._keyring import (
     WriterKeyProvider,
     add_writer_key,
     init_keyring,
+    keep_writer_keys,
     load_keyring,
     rotate_writer_key,
 )
 
 __all__ = ["KEYRING_ENV", "FileKeyring", "KeyProvider", "WriterKeyProvider", "add_writer_key",
-           "init_keyring", "load_keyring", "rotate_writer_key"]
+           "init_keyring", "keep_writer_keys", "load_keyring", "rotate_writer_key"]

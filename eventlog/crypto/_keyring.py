@@ -204,6 +204,22 @@ def rotate_writer_key(path: str | os.PathLike[str]) -> FileKeyring:
     return FileKeyring(target)
 
 
+def keep_writer_keys(path: str | os.PathLike[str], public_keys: Sequence[bytes]) -> FileKeyring:
+    """Let the keyring file at ``path`` check what ``public_keys`` (another keyring's writer
+    keys, raw) signed: each it does not hold is added to its retired writer keys. What a
+    rotation of the KEK to a new keyring does, so the events signed before still check."""
+    target = Path(path)
+    ring = _read(target)
+    held = set(ring.retired) | ({_public_of(ring.writer)} if ring.writer is not None else set())
+    added = [key for key in dict.fromkeys(public_keys) if key not in held]
+    if any(not isinstance(key, bytes) or len(key) != 32 for key in added):
+        raise InvalidInput("public_keys", "must be raw 32-byte Ed25519 public keys")
+    if added:
+        ring.retired.extend(added)
+        _replace(target, ring)
+    return FileKeyring(target)
+
+
 def _new_writer() -> bytes:
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey

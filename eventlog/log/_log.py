@@ -935,15 +935,24 @@ class EventLog:
         """Re-wrap every data key of the log (every tenant's) under the keyring ``to``
         (a file's path or a `KeyProvider`), unwrapping with this log's keyring: one pass,
         resumable after a kill (`eventlog.log._rotation`). Afterwards only ``to`` opens
-        the log. Returns what it did (`Rotation`)."""
+        the log. A keyring file ``to`` is given this keyring's writer public keys to keep
+        (`eventlog.crypto.keep_writer_keys`), so what they signed still checks; another
+        provider must trust them itself. Returns what it did (`Rotation`)."""
         self._check_open("append")
         if self.sealer is None:
             raise InvalidInput("keyring", "rotation unwraps with the log's current keyring: "
                                           "open the log with it (keyring=...)")
-        from eventlog.crypto import load_keyring
+        import os
 
+        from eventlog.crypto import keep_writer_keys, load_keyring
+
+        check_positive_limit("page", page)
+        if isinstance(to, str | os.PathLike) and self.writer_keys:
+            # The new keyring checks what the old writer keys signed (events, and the
+            # old keyring's retired keys' too), or verify would call those forged.
+            keep_writer_keys(to, getattr(self.sealer.provider, "writer_public_keys", ()))
         return await rotate_keys(self.storage, self.sealer.provider, load_keyring(to),
-                                 page=check_positive_limit("page", page))
+                                 page=page)
 
     async def reopen_subject(self, tenant_id: str, subject: str) -> int:
         """Give an erased subject a new data key (a new generation), so it can be written
