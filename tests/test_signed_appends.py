@@ -293,3 +293,26 @@ async def test_a_kek_rotation_to_a_new_keyring_keeps_the_signatures_checkable(
     ids = {(await signature_of(target, "t", "s", v) or b"")[:KEY_ID_SIZE].hex()
            for v in (1, 2)}
     assert (True, [], 2) == (report.ok, report.problems, len(ids))
+
+
+@sqlite_signed
+def test_the_operator_signs_no_tree_head_over_a_forged_event(
+    target: BackendTarget, capsys: pytest.CaptureFixture[str], tmp_path: Path,
+) -> None:
+    """`eventlog tree-head` on a log opened with its keyring takes in no event the writer
+    key did not sign: it exits 1 naming the forged one, and signs nothing."""
+    async def write() -> None:
+        async with target.open() as log:
+            await log.append("t", "s", [Noted(text="real")])
+    asyncio.run(write())
+    asyncio.run(forge(target, "t", "s", Noted(text="forged"),
+                      signature=bogus_signature(target)))
+    private, _ = generate_key_pair()
+    (tmp_path / "op.pem").write_bytes(private)
+    assert target.keyring is not None
+    head = tmp_path / "head.txt"
+    ran = make_runner(capsys, target)("tree-head", "t", "--key", str(tmp_path / "op.pem"),
+                                      "--name", "example.org/log", "-o", str(head),
+                                      "--keyring", target.keyring)
+    assert (EXIT_FINDINGS, True, False) == (ran.status, "forged event: stream 's' version 2"
+                                            in ran.err, head.exists())

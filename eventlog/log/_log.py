@@ -177,7 +177,7 @@ class EventLog:
         self._appender = Appender(storage, self._heads, self.projections, self.registry,
                                   signer)
         self._lifecycle = _Lifecycle()
-        self._tree = Tree(storage)
+        self._tree = Tree(storage, writer_keys or None)
         self._as_stored = False
         self.wakeups = Wakeups()
         """Wakes this log's subscribers (and its siblings') after each of its appends."""
