@@ -107,6 +107,7 @@ async def run(results: Results) -> None:
         with tempfile.TemporaryDirectory() as scratch:
             async with _logs(backend, Path(scratch)) as (unsigned, signed):
                 await _writes(results, backend, count, unsigned, signed)
+                await _many_per_append(results, backend, count, unsigned, signed)
                 await _reads(results, backend, signed)
                 if backend == "sqlite":
                     await _verify(results, unsigned, signed)
@@ -130,6 +131,22 @@ async def _writes(results: Results, backend: str, count: int, unsigned: OpenLog,
         results.compare(f"{backend} {label} client CPU, signed vs unsigned",
                         f"{name}_signed", name, figures["client_cpu_us"], unit="µs",
                         goal="measured")
+
+
+def _appender(log: OpenLog, per_call: int) -> Callable[[int], Awaitable[object]]:
+    async def append(i: int) -> None:
+        await log.append("b", f"s{i // 100}", [Noted(text=f"{i}-{n}") for n in range(per_call)])
+    return append
+
+
+async def _many_per_append(results: Results, backend: str, count: int, unsigned: OpenLog,
+                           signed: OpenLog) -> None:
+    """An append of 10 events (a batch, an import's): 10 signatures where one per
+    transaction would do; the figure that decides per event or per transaction."""
+    figures = await take_turns({"append10": _appender(unsigned, 10),
+                                "append10_signed": _appender(signed, 10)}, count)
+    results.compare(f"{backend} append of 10 events, signed vs unsigned", "append10_signed",
+                    "append10", figures["calls_per_s"], goal="measured")
 
 
 async def _reads(results: Results, backend: str, signed: OpenLog) -> None:
