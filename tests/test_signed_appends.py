@@ -316,3 +316,27 @@ def test_the_operator_signs_no_tree_head_over_a_forged_event(
                                       "--keyring", target.keyring)
     assert (EXIT_FINDINGS, True, False) == (ran.status, "forged event: stream 's' version 2"
                                             in ran.err, head.exists())
+
+
+@signed_stores
+async def test_a_database_of_the_schema_before_signatures_upgrades_and_is_signed(
+    target: BackendTarget, tmp_path: Path,
+) -> None:
+    """A database as today's main leaves it (no ``signature`` column, stamped
+    0018_blob_toast, written with a keyring that holds no writer key) opens with a writer
+    key: the migration adds the column, the old events verify as they were, and the next
+    append is signed."""
+    ring = tmp_path / "old-keyring.json"
+    init_keyring(ring, writer=False)
+    target.keyring = str(ring)
+    await held_sessions(target)
+    await rows(target, "ALTER TABLE events DROP COLUMN signature")
+    await rows(target, "UPDATE alembic_version SET version_num = '0018_blob_toast'")
+    add_writer_key(ring)
+    async with target.open() as log:
+        revision = log.schema_revision
+        before = await log.verify()
+        await log.append("t", "after", [Noted(text="signed")])
+        after = await log.verify()
+    assert ("0019_signatures", True, 0, True, 1) == (
+        revision, before.ok, before.signed_events, after.ok, after.signed_events)
