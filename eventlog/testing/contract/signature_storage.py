@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,7 +22,6 @@ from eventlog.crypto import init_keyring
 from eventlog.ids import uuid7
 from eventlog.log._append import Draft, prepare
 from eventlog.signing import generate_key_pair, load_public_key
-from eventlog.storage.requests import AppendRequest
 from eventlog.testing.contract._base import ContractBackend, ContractBase
 from eventlog.testing.events import Noted
 from eventlog.testing.helpers import settle
@@ -34,16 +34,17 @@ def _signature(number: int) -> bytes:
 
 
 async def _request(log: EventLog, tenant_id: str, stream_id: str,
-                   signatures: list[bytes | None]) -> AppendRequest:
+                   signatures: list[bytes | None]) -> Any:
     """`_chained` onto the stream's stored head."""
     head = await log.storage.stream_head(tenant_id, stream_id)
     return _chained(log, tenant_id, stream_id, signatures, head)
 
 
 def _chained(log: EventLog, tenant_id: str, stream_id: str, signatures: list[bytes | None],
-             head: tuple[int, bytes] | None) -> AppendRequest:
+             head: tuple[int, bytes] | None) -> Any:
     """An append of one event per signature, chained onto ``head``, each carrying its
-    signature as an import's would."""
+    signature as an import's would: the `AppendRequest` storage takes (typed loosely: the
+    suite reaches storage only through ``log.storage``)."""
     now = read_clock(log.clock)
     drafts = []
     for number, signature in enumerate(signatures):
