@@ -151,3 +151,43 @@ def test_a_rotation_killed_midway_is_run_again_to_the_end(
     assert (-9, True, 1502, EXIT_OK, 0, 1502, [{"who": "s1"}, {"who": "s2"}]) == (
         child.returncode, midway[0] > 0 and midway[1] > 0, sum(midway), ran.status,
         _under(db, old_id), done["rewrapped"] + done["already"], asyncio.run(reads()))
+
+
+def test_a_keyring_without_a_writer_key_gets_one_and_rotates_it(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """`keys init-writer` gives a keyring made before writer keys its writer key (a second
+    time is refused); `keys rotate-writer` replaces it keeping the old public key; `keys
+    public` writes both (current first, PEM and verifier key) and never a secret; the file
+    stays 0600 and its KEK unchanged."""
+    path = tmp_path / "k.json"
+    init_keyring(path, writer=False)
+    kek = json.loads(path.read_text())["kek"]
+    added = run_bare(capsys, "keys", "init-writer", str(path), "--json")
+    again = run_bare(capsys, "keys", "init-writer", str(path))
+    rotated = run_bare(capsys, "keys", "rotate-writer", str(path), "--json")
+    public = run_bare(capsys, "keys", "public", "--keyring", str(path), "--json")
+    body = json.loads(path.read_text())
+    keys = json.loads(public.out)["keys"]
+    assert (EXIT_OK, EXIT_USAGE, EXIT_OK, EXIT_OK) == (
+        added.status, again.status, rotated.status, public.status)
+    assert ([json.loads(rotated.out)["writer_key_id"], json.loads(added.out)["writer_key_id"]],
+            [True, False], 0o600, kek, False) == (
+        [key["key_id"] for key in keys], [key["current"] for key in keys],
+        path.stat().st_mode & 0o777, body["kek"], body["writer"] in public.out)
+
+
+def test_verify_takes_the_writer_key_file_keys_public_writes(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """`verify --writer-key FILE` (what `keys public -o FILE` wrote) checks every signature
+    without the keyring; without it verify says the signatures were not checked."""
+    url, ring = f"sqlite:///{tmp_path / 'log.db'}", tmp_path / "k.json"
+    init_keyring(ring)
+    asyncio.run(_create(url, ring, ["s1", "s2"]))
+    writer = tmp_path / "writer.pub"
+    assert EXIT_OK == run_bare(capsys, "keys", "public", str(ring), "-o", str(writer)).status
+    checked = run_bare(capsys, "verify", "--url", url, "--writer-key", str(writer))
+    blind = run_bare(capsys, "verify", "--url", url, "--json")
+    assert (EXIT_OK, True, EXIT_OK, False, 2) == (
+        checked.status, "checked against writer key" in checked.out, blind.status,
+        json.loads(blind.out)["signatures"]["checked"],
+        json.loads(blind.out)["signatures"]["signed_events"])
