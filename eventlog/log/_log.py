@@ -177,7 +177,7 @@ class EventLog:
         self._appender = Appender(storage, self._heads, self.projections, self.registry,
                                   signer)
         self._lifecycle = _Lifecycle()
-        self._tree = Tree(storage, writer_keys or None)
+        self._tree = Tree(storage, writer_keys or None, self._signing_starts)
         self._as_stored = False
         self.wakeups = Wakeups()
         """Wakes this log's subscribers (and its siblings') after each of its appends."""
@@ -846,7 +846,7 @@ class EventLog:
             max_payload_bytes=self.max_payload_bytes, reader=self.reader, actor=self.actor,
             sealer=self.sealer, signer=self.signer, writer_keys=self.writer_keys,
         )
-        sibling._signing_starts = self._signing_starts
+        sibling._signing_starts = sibling._tree.starts = self._signing_starts
         sibling._acting = self._acting
         sibling._subject = self._subject
         sibling.schema_revision = self.schema_revision
