@@ -16,7 +16,7 @@ from pathlib import Path
 
 SECTIONS = ("append", "checkpoints", "sqlite", "concurrency", "reads", "large", "threads",
             "writecost", "writes", "langgraph", "adopt", "fenced", "tree", "telemetry",
-            "crypt", "bigstate",
+            "crypt", "signing", "bigstate",
             "subscriptions", "elements")
 """``writecost`` is WAL bytes and client CPU per write, on a private cluster it starts;
 ``writes`` is issue 30's write table (create and the adapter's ``aput`` beside LangGraph's
@@ -28,6 +28,8 @@ checkpoints from LangGraph's AsyncPostgresSaver beside a plain ``alist`` of them
 transparency tree's heads and proofs as a tenant grows, and appends while it is kept;
 ``telemetry`` appends with nobody listening, the OpenTelemetry API alone, and an SDK;
 ``crypt`` create, ``aput`` and read with a keyring beside without, and the bytes stored;
+``signing`` create and ``aput`` signed beside unsigned (issue 40 §1: goal ≥ 0.9), and what
+checking signatures costs the hold list and verify;
 ``bigstate`` one value of 100 KB, 1 MB and 10 MB written and read by our LangGraph saver,
 LangGraph's own and the session store, on SQLite and PostgreSQL: MB/s and peak memory as
 a multiple of the value;

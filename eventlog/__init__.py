@@ -29,6 +29,7 @@ if TYPE_CHECKING:  # the one list of public names: each `from MODULE import NAME
     from eventlog.errors import CorruptBlob as CorruptBlob
     from eventlog.errors import CorruptEvent as CorruptEvent
     from eventlog.errors import EventLogError as EventLogError
+    from eventlog.errors import ForgedEvent as ForgedEvent
     from eventlog.errors import InvalidEvent as InvalidEvent
     from eventlog.errors import InvalidId as InvalidId
     from eventlog.errors import InvalidInput as InvalidInput

@@ -14,6 +14,7 @@
     ├── UnknownEventType                       a stored tag that the registry does not know
     ├── CorruptEvent                           stored bytes that do not decode as their type
     ├── CorruptBlob                            stored blob bytes that do not hash to their digest
+    ├── ForgedEvent                            an event the writer key did not sign, refused
     ├── BlobMissing                            a blob the views reference is not stored
     ├── StateDecodeError                       a stored state that does not decode as asked
     ├── VersionConflict                        the stream was not at the expected version
@@ -196,6 +197,25 @@ class CorruptBlob(EventLogError):
         self.digest = digest
         super().__init__(f"stored blob {digest.hex()} does not hash to its digest: it was "
                          "changed after it was written (run `eventlog verify`)")
+
+
+class ForgedEvent(EventLogError):
+    """An event a decision was about to read is not the application's: its writer
+    signature does not hold (``forged``), it carries none where the tenant's events are
+    signed (``unsigned``), or its stream's hash chain does not hold there
+    (``broken_chain``). What decides from the log refuses it rather than obey it
+    (`EventLog.signed`); `verify` names such an event too."""
+
+    def __init__(self, tenant_id: str, stream_id: str, version: int, reason: str,
+                 detail: str) -> None:
+        self.tenant_id = tenant_id
+        self.stream_id = stream_id
+        self.version = version
+        self.reason = reason
+        self.detail = detail
+        super().__init__(f"{reason} event: stream {stream_id!r} version {version} of tenant "
+                         f"{tenant_id!r}: {detail} (refused: nothing is decided from it; "
+                         "`eventlog verify` names every such event)")
 
 
 class BlobMissing(EventLogError):

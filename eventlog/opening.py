@@ -61,6 +61,7 @@ async def open_log(
     actor: str | None = None,
     keyring: Any = None,
     key_cache_seconds: float = DEFAULT_KEY_CACHE_SECONDS,
+    writer_keys: Iterable[Any] = (),
     **backend_options: Any,
 ) -> AsyncIterator[OpenLog]:
     """Open the log at ``target``, yield it with its stores (an `OpenLog`), and close it
@@ -92,12 +93,22 @@ async def open_log(
     ``key_cache_seconds`` bounds how long an unwrapped data key is used before its row is
     read again (default 5 s; 0 reads it before every use): a subject another process
     erased is refused here at most that long after.
+
+    A keyring that holds a writer key (`eventlog.crypto.WriterKeyProvider`; ``eventlog
+    keys init`` makes one) signs every append: each event's chain hash, with the key's id
+    (README, "Only the application writes the log"). ``writer_keys`` are more writer
+    *public* keys to trust (Ed25519 public keys, PEM text, or signed-note verifier keys):
+    the keyring's own (current and retired) always are. Whatever decides from the log
+    (`EventLog.signed`: retention's holds) and `verify` check signatures against them,
+    and refuse an event the writer did not sign (`ForgedEvent`); a log opened with
+    ``writer_keys`` and no keyring checks without being able to sign.
     """
     if actor is not None:
         check_actor(actor)
     check_seconds("key_cache_seconds", key_cache_seconds)
     log_type, face_type, inline_projections = _layers()
     provider = _keyring(keyring)
+    signer, trusted = _writer(provider, writer_keys)
     storage = backend_for(target, schema=schema, **backend_options)
     reader = _replica(storage, read_url, schema, backend_options)
     log = log_type(
@@ -105,6 +116,7 @@ async def open_log(
         projections=inline_projections if projections is None else projections,
         reader=reader, actor=actor,
         sealer=None if provider is None else _sealer(storage, provider, key_cache_seconds),
+        signer=signer, writer_keys=trusted,
     )
     face = face_type(log, interrupt_options=interrupt_options, operations=operations)
     try:
@@ -138,6 +150,16 @@ def _keyring(keyring: Any) -> Any:
     from eventlog.crypto import load_keyring
 
     return load_keyring(keyring)
+
+
+def _writer(provider: Any, writer_keys: Iterable[Any]) -> tuple[Any, Any]:
+    """The keyring's `EventSigner` (None when it holds no writer key) and the writer public
+    keys to trust (None when there are none): the keyring's and ``writer_keys``."""
+    from eventlog.writer_keys import WriterKeys, coerce_keys, signer_of
+
+    signer = None if provider is None else signer_of(provider)
+    keys = [*getattr(provider, "writer_public_keys", ()), *coerce_keys(writer_keys)]
+    return signer, WriterKeys(keys) if keys else None
 
 
 def _sealer(storage: StorageBackend, provider: Any, cache_seconds: float) -> Any:

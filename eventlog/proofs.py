@@ -4,8 +4,10 @@ signed head is a prefix of a newer one), as small JSON documents; the checks, an
 decisions of a minimal witness.
 
 Everything here is pure: the tree math (`eventlog.merkle`), the chain hash
-(`eventlog.hashing`) and the signed notes (`eventlog.notes`, which loads `cryptography`
-only to check a signature). Nothing opens or creates a log.
+(`eventlog.hashing`), the signed notes (`eventlog.notes`, which loads `cryptography`
+only to check a signature) and the writer's event signatures (`eventlog.writer_keys`: an
+inclusion proof carries its event's, and `check_writer_signature` tells a forged event
+from a real one with the writer's public key). Nothing opens or creates a log.
 """
 
 from __future__ import annotations
@@ -39,11 +41,12 @@ from eventlog.notes import (
 
 if TYPE_CHECKING:
     from eventlog.signing import Ed25519PublicKey
+    from eventlog.writer_keys import WriterKeys
 
 __all__ = [
     "CONSISTENCY", "INCLUSION", "ProofFailed", "SignedHead", "check_consistency", "check_inclusion",
-    "consistency_document", "decode_document", "decode_hashes", "inclusion_document", "open_head",
-    "require_cosignatures", "witness_decision",
+    "check_writer_signature", "consistency_document", "decode_document", "decode_hashes",
+    "inclusion_document", "open_head", "require_cosignatures", "witness_decision",
 ]
 
 INCLUSION = "eventlog.inclusion_proof/v1"
@@ -119,6 +122,7 @@ def inclusion_document(head: SignedHead, event: Any, proof: InclusionProof) -> d
             "recorded_at": event.recorded_at.isoformat(), "type": event.type,
             "data": _b64(event.data), "prev_hash": event.prev_hash.hex(),
             **({} if event.actor is None else {"actor": event.actor}),
+            **({} if event.signature is None else {"signature": event.signature.hex()}),
         },
         "event_hash": event.hash.hex(),
     }
@@ -173,6 +177,29 @@ def check_inclusion(document: dict[str, Any], head: SignedHead) -> str:
                           "event is not in the tree this head signs")
     return (f"event {event['event_id']} (stream {event['stream_id']!r} v{event['version']}) "
             f"is leaf {index} of the {size}-event tree of {head.checkpoint.origin}")
+
+
+def check_writer_signature(document: dict[str, Any], keys: WriterKeys) -> str:
+    """Check the writer signature an inclusion proof's event carries against the writer
+    public ``keys`` (an auditor's: no secret): what it proved, as a sentence; `ProofFailed`
+    saying ``forged`` or ``unsigned`` if the event is not the application's. Call it after
+    `check_inclusion`, which ties ``event_hash`` to the event's envelope."""
+    event = document.get("event")
+    signature = event.get("signature") if isinstance(event, dict) else None
+    stated = _hash(document.get("event_hash"), "event_hash")
+    if signature is None:
+        raise ProofFailed("unsigned: the event carries no writer signature (it was not "
+                          "appended by the application's writer key: written before signing "
+                          "began, or inserted behind the application)")
+    try:
+        raw = bytes.fromhex(signature)
+    except (TypeError, ValueError):
+        raise InvalidInput("proof", f"has a signature that is not hex: {signature!r}"[:200]
+                           ) from None
+    why = keys.check(stated, raw)
+    if why is not None:
+        raise ProofFailed(f"forged: {why}")
+    return f"signed by writer key {raw[:8].hex()}"
 
 
 def check_consistency(document: dict[str, Any], head: SignedHead,

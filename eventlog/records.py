@@ -27,13 +27,16 @@ NO_STREAM: Final = ExpectedVersion.NO_STREAM
 
 
 class EventEnvelope(msgspec.Struct, frozen=True):
-    """The eleven fields every event of the log carries, in one order: a storage row read
+    """The twelve fields every event of the log carries, in one order: a storage row read
     in this order builds one positionally.
 
     ``position`` is the event's place in the whole log; ``version`` its place in its
     stream (1, 2, 3 …). ``data`` are the exact bytes the hash chain covers. ``actor`` is
     the principal who appended the event (`open_log(actor=...)`, `EventLog.acting_as`),
-    covered by the chain too; None means none was given (never a guess).
+    covered by the chain too; None means none was given (never a guess). ``signature``
+    is the application's writer key's signature of the event's ``hash`` (the key's 8-byte
+    id, then the 64-byte Ed25519 signature: `eventlog.event_signing`); None for an event
+    appended without a writer key (before signing began).
     """
 
     position: int
@@ -47,6 +50,7 @@ class EventEnvelope(msgspec.Struct, frozen=True):
     prev_hash: bytes
     hash: bytes
     actor: str | None = None
+    signature: bytes | None = None
 
 
 ENVELOPE_SIZE: Final = len(EventEnvelope.__struct_fields__)
@@ -120,11 +124,14 @@ class StreamProblem(msgspec.Struct, frozen=True, kw_only=True):
     version: int
     kind: str
     """One of ``broken_link``, ``hash_mismatch``, ``missing_version``, ``truncated``,
-    ``head_mismatch``, ``wrong_stream``, ``undecodable_event`` (an event of a type the
-    registry knows whose bytes do not decode as it; each one is reported, and its stream's
-    chain is still checked), ``unread_events`` (the scan read fewer of a
-    tenant's events than the storage counted before it began; ``stream_id`` is empty and
-    ``version`` 0), or a state blob's ``blob_missing``, ``blob_corrupt``, ``blob_refs``
+    ``head_mismatch``, ``wrong_stream``, ``forged`` (a signature that is not a writer
+    key's signature of the event's hash, or of a key not given), ``unsigned`` (no
+    signature, after a signed event of its stream or past its tenant's first signed
+    event: each such event is reported, its chain checked on), ``undecodable_event`` (an
+    event of a type the registry knows whose bytes do not decode as it; each one is
+    reported, and its stream's chain is still checked), ``unread_events`` (the scan read
+    fewer of a tenant's events than the storage counted before it began; ``stream_id`` is
+    empty and ``version`` 0), or a state blob's ``blob_missing``, ``blob_corrupt``, ``blob_refs``
     (``blob`` names it, ``stream_id`` the first stream referencing it, ``version`` 0)."""
     detail: str
     blob: str | None = None
@@ -144,6 +151,14 @@ class VerifyReport(msgspec.Struct, frozen=True, kw_only=True):
     withheld_blobs: int = 0
     """Blobs the events reference that an import recorded as withheld (`StateWithheld`):
     absent by intent, a notice rather than a problem."""
+    signed_events: int = 0
+    """Events carrying a writer signature (checked when ``signatures_checked``)."""
+    signing_starts: dict[str, int] = {}
+    """Per tenant, the position of its first signed event: from there on every event must
+    be signed (tenants without one are left out; their events verify as before)."""
+    signatures_checked: bool = False
+    """Whether signatures were checked against a writer public key. False: no key was
+    known (``forged`` cannot be found then; ``unsigned`` still is)."""
 
     @property
     def ok(self) -> bool:

@@ -11,8 +11,11 @@ The file (format ``checkpoint-eventlog/export``, version 1) is JSON Lines:
   "source"}``;
 - ``{"kind": "event", "stream", "version", "id", "type", "recorded_at" (microseconds
   since the Unix epoch, UTC), "data" (the stored bytes, base64), "prev_hash", "hash"
-  (hex), "position" (in the source; informational), and "actor" (who appended it) only
-  when the event names one}`` in the source's log order;
+  (hex), "position" (in the source; informational), "actor" (who appended it) only
+  when the event names one, and "signature" (hex: the writer key's id and signature of
+  the hash, `eventlog.writer_keys`) only when the event is signed}`` in the source's log
+  order. An import stores each signature as recorded, after checking it holds under the
+  target's writer keys (when it has any): it never stores one it cannot stand behind;
 - ``{"kind": "blob", "digest", "refs", "data" (base64)}`` right before the first event
   that references the blob (`Event.blob_digests`), so an import commits each blob
   together with that event; a blob no exported event references comes last (an import
@@ -67,7 +70,7 @@ import msgspec
 
 from eventlog._logging import get_logger
 from eventlog.clock import read_clock
-from eventlog.errors import EventLogError, InvalidInput, ReleaseNotHeld
+from eventlog.errors import EventLogError, ForgedEvent, InvalidInput, ReleaseNotHeld
 from eventlog.errors import ExportIncomplete as ExportIncomplete  # defined with every error
 from eventlog.errors import ImportRefused as ImportRefused
 from eventlog.events import Event, EventRegistry, fold_blob_references, release_beyond
@@ -78,8 +81,10 @@ from eventlog.hashing import GENESIS_HASH, content_digest, recompute_hash, to_mi
 from eventlog.ids import uuid7
 from eventlog.log import DEFAULT_MAX_PAYLOAD_BYTES, EventLog, KeyRow
 from eventlog.log._sealing import Sealer, sealed_blob_header, sealed_subjects
+from eventlog.log._signed import signature_finding
 from eventlog.records import RecordedEvent, StoredEvent
 from eventlog.validation import check_actor, check_id, check_optional_id
+from eventlog.writer_keys import SIGNATURE_SIZE, WriterKeys
 from projections.checkpoints import CHECKPOINTS
 from projections.query import ViewQuery
 from projections.threads import THREAD_RECORDS, THREAD_VALUE_RECORDS, THREAD_WRITE_RECORDS
@@ -275,6 +280,7 @@ class _ExportWriter:
             "data": base64.b64encode(event.data).decode(), "prev_hash": event.prev_hash.hex(),
             "hash": event.hash.hex(), "position": event.position,
             **({} if event.actor is None else {"actor": event.actor}),
+            **({} if event.signature is None else {"signature": event.signature.hex()}),
         })
         self.events += 1
         self.streams.add(event.stream_id)
@@ -446,6 +452,8 @@ class _FilePlan:
     """The file's data key rows (an encrypted log's)."""
     erase: set[str] = field(default_factory=set)
     """Subjects the file says were erased whose key the target still holds."""
+    signed: set[str] = field(default_factory=set)
+    """Streams of the file with a signed event so far (a later unsigned one is refused)."""
 
     def withheld_candidates(self) -> list[bytes]:
         """Blobs the new events name, still referenced at the end of the file, that the
@@ -472,7 +480,8 @@ async def import_log(
     limit = line_limit(log.max_payload_bytes)
     header = _read_header(source, limit)
     heads = await _target_heads(log, header["tenant"])
-    plan = _check_file(source, header, heads, registry or log.registry, limit)
+    plan = _check_file(source, header, heads, registry or log.registry, limit,
+                       log.writer_keys)
     await _plan_skips(log, plan, heads)
     await _plan_keys(log, plan)
     await _store_keys(log, plan, sealer)
@@ -533,10 +542,12 @@ async def _target_heads(log: EventLog, tenant_id: str) -> dict[str, dict[str, An
 
 def _check_file(
     source: IO[bytes], header: dict[str, Any], heads: dict[str, dict[str, Any]],
-    registry: EventRegistry | None, limit: int,
+    registry: EventRegistry | None, limit: int, writer_keys: WriterKeys | None = None,
 ) -> _FilePlan:
-    """Check the whole file before anything is written: every record, link and hash, and
-    with ``registry`` every event's bytes decode and it sits in the stream it belongs to."""
+    """Check the whole file before anything is written: every record, link, hash and
+    signature (`ForgedEvent` for one that does not hold under ``writer_keys``, or an
+    unsigned event after a signed one of its stream), and with ``registry`` every event's
+    bytes decode and it sits in the stream it belongs to."""
     plan = _FilePlan(header=header)
     counts = {"event": 0, "blob": 0, "key": 0}
     ended: dict[str, Any] | None = None
@@ -558,6 +569,7 @@ def _check_file(
         elif kind == "event":
             stored = _event_of(record, number, plan.header["tenant"])
             _check_link(plan, stored, heads, number)
+            _check_signature(plan, stored, writer_keys)
             if registry is not None:
                 event = _check_event(registry, stored, number)
                 _check_held(plan, stored, event)
@@ -594,6 +606,17 @@ def _check_link(plan: _FilePlan, stored: StoredEvent, heads: dict[str, Any], num
     head = heads.get(stored.stream_id)
     if head is not None and int(head["version"]) == stored.version:
         plan.at_target_head[stored.stream_id] = stored.hash
+
+
+def _check_signature(plan: _FilePlan, stored: StoredEvent, keys: WriterKeys | None) -> None:
+    """`ForgedEvent` for an event whose signature does not hold under ``keys``, or that is
+    unsigned after a signed event of its stream (the file's own events, from version 1)."""
+    found = signature_finding(keys or None, stored,
+                              signed_before=stored.stream_id in plan.signed, start=None)
+    if found is not None:
+        raise ForgedEvent(stored.tenant_id, stored.stream_id, stored.version, *found)
+    if stored.signature is not None:
+        plan.signed.add(stored.stream_id)
 
 
 def _check_event(registry: EventRegistry, stored: StoredEvent, number: int) -> Event:
@@ -890,6 +913,7 @@ def _event_of(record: dict[str, Any], number: int, tenant_id: str) -> StoredEven
             prev_hash=_digest(record["prev_hash"]),
             hash=_digest(record["hash"]),
             actor=_actor_of(record.get("actor"), number),
+            signature=_signature_of(record.get("signature")),
         )
     except (KeyError, TypeError, ValueError, OverflowError, binascii.Error) as error:
         raise InvalidInput("file", f"line {number}: a malformed event ({error})") from None
@@ -904,6 +928,16 @@ def _actor_of(actor: Any, number: int) -> str | None:
     except InvalidInput as error:
         raise InvalidInput("file", f"line {number}: a malformed event (its actor "
                                    f"{error.reason})") from None
+
+
+def _signature_of(value: Any) -> bytes | None:
+    """An event record's signature: absent (None), or the stored bytes as hex."""
+    if value is None:
+        return None
+    signature = bytes.fromhex(value)
+    if len(signature) != SIGNATURE_SIZE:
+        raise ValueError(f"its signature is {len(signature)} bytes, not {SIGNATURE_SIZE}")
+    return signature
 
 
 def _blob_of(record: dict[str, Any], number: int) -> tuple[bytes, bytes, int]:

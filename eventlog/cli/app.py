@@ -60,7 +60,7 @@ COMMANDS: dict[str, tuple[str, str | None]] = {
     "check-proof": ("transparency", "check a proof against a signed head, with no database"),
     "witness": ("transparency", "keep the newest head of each log; refuse forks and rollbacks"),
     "tree-rebuild": ("transparency", "rebuild a tenant's damaged tree from its events"),
-    "keys": ("keys", "make a keyring, or rotate a log's keys to a new one"),
+    "keys": ("keys", "make a keyring, rotate its keys, print its public key"),
     "erase": ("keys", "erase a subject: destroy its data key, record why"),
     "export": ("transfer", "write a tenant's (or one session's) log to a file"),
     "import": ("transfer", "append an exported file's events to this log"),

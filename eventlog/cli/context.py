@@ -98,6 +98,28 @@ class Context:
         return given or os.environ.get("EVENTLOG_KEYRING") or None
 
     @property
+    def writer_key_files(self) -> list[str]:
+        """The writer public key files: each ``--writer-key``, else
+        ``$EVENTLOG_WRITER_KEY``, else none."""
+        given: list[str] = getattr(self.args, "writer_key", None) or []
+        if given:
+            return given
+        return [os.environ["EVENTLOG_WRITER_KEY"]] if os.environ.get(
+            "EVENTLOG_WRITER_KEY") else []
+
+    def writer_keys(self) -> list[str]:
+        """The text of each writer public key file (PEM or verifier keys)."""
+        texts = []
+        for file in self.writer_key_files:
+            try:
+                texts.append(Path(file).read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError) as error:
+                raise CommandError(f"cannot read the writer key {file}: "
+                                   f"{getattr(error, 'strerror', None) or error}",
+                                   EXIT_USAGE) from error
+        return texts
+
+    @property
     def json(self) -> bool:
         """Whether to print JSON for scripts instead of tables for people."""
         return bool(getattr(self.args, "json", False))
@@ -153,6 +175,8 @@ class Context:
             options["distributed"] = True
         if self.keyring is not None and "keyring" not in options:
             options["keyring"] = self.keyring
+        if self.writer_key_files and "writer_keys" not in options:
+            options["writer_keys"] = self.writer_keys()
         opener = open_log(
             self.url, schema=self.schema, upgrade=upgrade, clock=clock,
             registry=LenientRegistry(default_registry), read_url=self.read_url, **options,
@@ -288,6 +312,10 @@ class SharedOptions(argparse.ArgumentParser):
                                    "Citus coordinator, its tables distributed by tenant")),
             ("--keyring", dict(metavar="FILE", help="the keyring of an encrypted log "
                                "(default: $EVENTLOG_KEYRING)")),
+            ("--writer-key", dict(metavar="FILE", action="append", help="a writer public "
+                                  "key (PEM or verifier key, as `eventlog keys public` "
+                                  "writes): check the events' signatures against it without "
+                                  "the keyring (repeatable; default: $EVENTLOG_WRITER_KEY)")),
         )
         self.replica = _part(("--read-url", dict(
             metavar="URL", help="a hot standby of the PostgreSQL log to read from "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from eventlog.errors import (
     EventLogError,
+    ForgedEvent,
     InvalidInput,
     InvalidURL,
     SchemaError,
@@ -27,7 +28,8 @@ schema too old or too new, store locked), or another operational error."""
 EXIT_STATUSES_HELP = f"""\
 exit statuses:
   {EXIT_OK}  ok
-  {EXIT_FINDINGS}  findings: verify found a problem, import refused a conflicting history
+  {EXIT_FINDINGS}  findings: verify found a problem, import refused a conflicting history,
+     a decision refused an event the writer key did not sign
   {EXIT_USAGE}  usage or bad input: bad option, URL, time or file; unknown tenant/session/batch
   {EXIT_OPERATIONAL}  storage unreachable or unusable, or another operational error
 
@@ -53,6 +55,8 @@ def classify(error: BaseException) -> tuple[int, str]:
     """The exit status and the one-line message for ``error``."""
     if isinstance(error, CommandError):
         return error.status, one_line(error.message)
+    if isinstance(error, ForgedEvent):  # the log was written behind the application
+        return EXIT_FINDINGS, one_line(str(error))
     if isinstance(error, InvalidURL | InvalidInput):
         return EXIT_USAGE, one_line(str(error))
     if isinstance(error, StoreLocked | SchemaError | StorageError | UnknownEventType):

@@ -220,6 +220,7 @@ async def run_check(context: Context) -> int:
         ProofFailed,
         check_consistency,
         check_inclusion,
+        check_writer_signature,
         decode_document,
         open_head,
         require_cosignatures,
@@ -228,12 +229,16 @@ async def run_check(context: Context) -> int:
     args = context.args
     key = read_public_key_file(args.key)
     witnesses = read_witness_keys(args.witness_key)
+    writers = _writer_keys(args.writer_key)
     document = decode_document(_read_bytes(args.proof, "proof"), f"proof {args.proof}")
+    signed: str | None = None
     try:
         head = open_head(_read_text(args.head, "head"), key, f"head {args.head}")
         cosigned = require_cosignatures(head, witnesses, f"head {args.head}")
         if document["type"] == INCLUSION:
             said = check_inclusion(document, head)
+            if writers is not None:
+                signed = check_writer_signature(document, writers)
         else:
             said = check_consistency(document, head, key)
     except ProofFailed as failed:
@@ -241,12 +246,30 @@ async def run_check(context: Context) -> int:
     witnessed = [{"witness": label, "name": c.name, "time": _utc(c.timestamp)}
                  for (label, _), c in zip(witnesses, cosigned, strict=True)]
     if context.json:
-        context.print_json({"holds": True, "proved": said, "cosigned": witnessed})
+        context.print_json({"holds": True, "proved": said, "cosigned": witnessed,
+                            "writer_signature": signed})
     else:
         context.out.print(f"holds: {said}")
+        if signed is not None:
+            context.out.print(f"  the event is the application's: {signed}")
+        elif document["type"] == INCLUSION:
+            context.out.print("  notice: the event's writer signature was not checked "
+                              "(--writer-key FILE: the writer's public key, from `eventlog "
+                              "keys public`)")
         for seen in witnessed:
             context.out.print(f"  cosigned by witness {seen['name']} at {seen['time']}")
     return EXIT_OK
+
+
+def _writer_keys(files: list[str]) -> Any:
+    """The writer public keys in the ``--writer-key`` files (None: none given)."""
+    if not files:
+        return None
+    from eventlog.writer_keys import WriterKeys, parse_writer_keys
+
+    return WriterKeys([key for file in files
+                       for key in parse_writer_keys(_read_text(file, "writer key"),
+                                                    f"writer key {file}")])
 
 
 def _utc(timestamp: int) -> str:
@@ -376,6 +399,11 @@ def _read_text(name: str, what: str) -> str:
         return _read_bytes(name, what).decode("utf-8")
     except UnicodeDecodeError:
         raise CommandError(f"{what} {name} is not UTF-8 text") from None
+
+
+def write_output(context: Context, output: str, data: bytes) -> None:
+    """``data`` to standard output (``-``) or, whole or not at all, to the file ``output``."""
+    _write(context, output, data)
 
 
 def _write(context: Context, output: str, data: bytes) -> None:

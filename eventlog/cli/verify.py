@@ -34,6 +34,8 @@ from projections.rebuilding import ViewDifference, compare_views
 
 UNDECODABLE = "undecodable_event"
 """The finding kind of an event whose bytes do not decode as its type."""
+NOT_THE_WRITERS = ("forged", "unsigned")
+"""The finding kinds of an event the writer key did not sign."""
 
 
 @dataclass(frozen=True)
@@ -45,13 +47,22 @@ class Findings:
     undecodable: list[RecordedEvent]
     digest: DigestCheck | None = None
     tree: TreeCheck | None = None
+    writer_keys: tuple[str, ...] = ()
+    """The ids of the writer public keys the signatures were checked against."""
 
     @property
     def chains(self) -> list[StreamProblem]:
         """The streams' own problems (the blobs' and undecodable events' have their
         sections)."""
         return [problem for problem in self.report.problems
-                if problem.blob is None and problem.kind != UNDECODABLE]
+                if problem.blob is None and problem.kind != UNDECODABLE
+                and problem.kind not in NOT_THE_WRITERS]
+
+    @property
+    def signatures(self) -> list[StreamProblem]:
+        """Each event the writer key did not sign (``forged``, ``unsigned``)."""
+        return [problem for problem in self.report.problems
+                if problem.kind in NOT_THE_WRITERS]
 
     @property
     def undecodable_rows(self) -> list[dict[str, Any]]:
@@ -128,7 +139,8 @@ async def run(context: Context) -> int:
             progress.update(chains, visible=False)
             undecodable: list[RecordedEvent] = []
             differences = await view_findings(log, tenant, progress, undecodable)
-    findings = Findings(report, differences, undecodable, held, tree)
+    keys = () if log.writer_keys is None else log.writer_keys.ids
+    findings = Findings(report, differences, undecodable, held, tree, keys)
     if context.json:
         context.print_json(_as_json(findings))
     else:
@@ -277,6 +289,10 @@ def _as_json(findings: Findings) -> dict[str, Any]:
         "streams": report.streams,
         "events": report.events,
         "chain_problems": [_problem_json(problem) for problem in findings.chains],
+        "signatures": {
+            "checked": report.signatures_checked, "keys": list(findings.writer_keys),
+            "signed_events": report.signed_events, "signing_starts": report.signing_starts,
+            "problems": [_problem_json(problem) for problem in findings.signatures]},
         "blobs_checked": report.blobs,
         "blobs_withheld": report.withheld_blobs,
         "blob_problems": [_blob_json(problem) for problem in findings.blobs],
@@ -330,6 +346,7 @@ def _print(context: Context, findings: Findings) -> None:
             table.add_row(problem.tenant_id, problem.stream_id, str(problem.version),
                           problem.kind, problem.detail)
         out.print(table)
+    _print_signatures(context, findings)
     _print_blobs(context, findings)
     if findings.digest is not None:
         _print_digest(context, findings.digest)
@@ -365,6 +382,35 @@ def _print(context: Context, findings: Findings) -> None:
         out.print(table)
         if len(differences) > len(shown):
             out.print(f"… and {len(differences) - len(shown)} more (--max-rows)")
+
+
+def _print_signatures(context: Context, findings: Findings) -> None:
+    """The writer signatures: how many, checked against which keys, from where each
+    tenant's signing starts, and each event the writer key did not sign."""
+    out, report, found = context.out, findings.report, findings.signatures
+    if not report.signing_starts and not found:
+        out.print("Writer signatures: none (no event is signed: written without a writer "
+                  "key, or before signed appends)")
+        return
+    checked = (f"checked against writer key {', '.join(findings.writer_keys)}"
+               if report.signatures_checked else "NOT checked")
+    out.print(verdict(f"Writer signatures: {plural(report.signed_events, 'signed event')}, "
+                      f"{checked}", not found,
+                      f"{plural(len(found), 'event is', 'events are')} not the writer's"))
+    for tenant, start in sorted(report.signing_starts.items()):
+        out.print(f"  tenant {tenant!r}: every event from position {start} on must be "
+                  "signed (an unsigned event before it was written before signing began)")
+    if report.signing_starts and not report.signatures_checked:
+        out.print("  notice: signatures were not checked for lack of a writer public key: "
+                  "give --keyring or --writer-key FILE (`eventlog keys public` writes it); "
+                  "only unsigned events could be found")
+    if found:
+        table = Table("tenant", "stream", "version", "problem", "detail",
+                      title="Events the writer key did not sign", title_justify="left")
+        for problem in found:
+            table.add_row(problem.tenant_id, problem.stream_id, str(problem.version),
+                          problem.kind, problem.detail)
+        out.print(table)
 
 
 def _print_blobs(context: Context, findings: Findings) -> None:

@@ -3,7 +3,8 @@
 The log decides everything about an append before it reaches storage: the versions, the
 recorded time, the hash chain, the view changes (by folding the inline projections) and
 the blob references. The backend then commits all of it in one transaction. `prepare` is
-the one place an event is chained and hashed, for new events and imported ones alike.
+the one place an event is chained, hashed and (with a writer key) signed, for new events
+and imported ones alike (an imported event keeps the signature it was recorded with).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import asyncio
 import random
 import uuid
 from collections import Counter
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager, nullcontext
 from contextvars import ContextVar
 from datetime import datetime
@@ -52,6 +53,9 @@ class Draft(NamedTuple):
     recorded_at: datetime
     actor: str | None = None
     """Who appends the event (None: not given); chained and stored with it."""
+    signature: bytes | None = None
+    """An imported event's recorded signature, stored as it is (new events are signed
+    when they are chained: `prepare`)."""
 
 
 class Part(NamedTuple):
@@ -91,12 +95,14 @@ class Appender:
 
     def __init__(
         self, storage: StorageBackend, heads: HeadCache, projections: Sequence[Projection],
-        registry: EventRegistry,
+        registry: EventRegistry, sign: Callable[[bytes], bytes] | None = None,
     ) -> None:
         self.storage = storage
         self.heads = heads
         self.projections = projections
         self.registry = registry
+        self.sign = sign
+        """The writer key's signature of an event hash (`EventSigner`); None signs nothing."""
 
     async def commit(
         self,
@@ -262,7 +268,8 @@ class Appender:
         if fold is not None and fold.version != version(head):
             raise StreamVersionTaken()
         request = prepare(part.tenant_id, part.stream_id, head, part.drafts, part.blob_adds,
-                          part.releases, self.projections, part.required)
+                          part.releases, self.projections, part.required,
+                          sign=self.sign if part.recorded is None else None)
         if part.recorded is not None:
             check_recorded(request, part.recorded)
         return request
@@ -375,8 +382,13 @@ def prepare(
     releases: dict[bytes, int],
     projections: Sequence[Projection],
     required: tuple[RowRequired, ...] = (),
+    *,
+    sign: Callable[[bytes], bytes] | None = None,
 ) -> AppendRequest:
-    """The one place an append is chained: versions, hashes and view changes."""
+    """The one place an append is chained: versions, hashes, signatures and view changes.
+
+    With ``sign`` (the writer key's `EventSigner`) each event's hash is signed; without,
+    each keeps its draft's signature (None, or an imported event's recorded one)."""
     at, prev_hash = head if head is not None else (0, GENESIS_HASH)
     pending: list[PendingEvent] = []
     changes: list[tuple[int, Change]] = []
@@ -387,15 +399,17 @@ def prepare(
             type=draft.type, recorded_at=draft.recorded_at, data=draft.data,
             prev_hash=prev_hash, actor=draft.actor,
         )
+        signature = draft.signature if sign is None else sign(digest)
         pending.append(PendingEvent(
             event_id=draft.event_id, version=at, recorded_at=draft.recorded_at,
             type=draft.type, data=draft.data, prev_hash=prev_hash, hash=digest,
-            actor=draft.actor,
+            actor=draft.actor, signature=signature,
         ))
         recorded = RecordedEvent(
             position=0, event_id=draft.event_id, tenant_id=tenant_id, stream_id=stream_id,
             version=at, recorded_at=draft.recorded_at, type=draft.type, data=draft.data,
-            prev_hash=prev_hash, hash=digest, actor=draft.actor, event=draft.event,
+            prev_hash=prev_hash, hash=digest, actor=draft.actor, signature=signature,
+            event=draft.event,
         )
         changes.extend(
             (index, change) for projection in projections for change in projection.fold(recorded)
@@ -426,6 +440,7 @@ def stored_events(request: AppendRequest, positions: list[int]) -> list[StoredEv
             stream_id=request.stream_id, version=pending.version,
             recorded_at=pending.recorded_at, type=pending.type, data=pending.data,
             prev_hash=pending.prev_hash, hash=pending.hash, actor=pending.actor,
+            signature=pending.signature,
         )
         for pending, position in zip(request.events, positions, strict=True)
     ]

@@ -1,4 +1,5 @@
-"""Verify: recompute every stream's hash chain from the stored bytes, and check the heads."""
+"""Verify: recompute every stream's hash chain from the stored bytes, check each event's
+writer signature (`eventlog.log._signed.signature_finding`), and check the heads."""
 
 from __future__ import annotations
 
@@ -11,8 +12,10 @@ from eventlog.errors import CorruptEvent
 from eventlog.events import EventRegistry
 from eventlog.hashing import GENESIS_HASH, recompute_hash
 from eventlog.log._blobs import BlobCheck, BlobLedger, check_blobs
+from eventlog.log._signed import signature_finding
 from eventlog.records import StoredEvent, StreamProblem, VerifyReport
 from eventlog.storage.base import StorageBackend
+from eventlog.writer_keys import WriterKeys
 from projections.base import Projection
 from projections.query import ViewQuery
 from projections.views import STREAM_HEADS
@@ -20,17 +23,22 @@ from projections.views import STREAM_HEADS
 
 async def verify_chains(
     storage: StorageBackend, projections: Sequence[Projection], registry: EventRegistry,
-    tenant_id: str | None,
+    tenant_id: str | None, writer_keys: WriterKeys | None = None,
 ) -> VerifyReport:
     """Check every stream of ``tenant_id`` (all tenants when None) against its head row,
-    and every blob the events reference against its digest and reference count."""
+    every event's signature (against ``writer_keys`` when given; the unsigned rules
+    whatever), and every blob the events reference against its digest and reference
+    count."""
     where = {} if tenant_id is None else {"tenant_id": tenant_id}
     heads = {
         (row["tenant_id"], row["stream_id"]): row
         for row in await storage.query(ViewQuery(STREAM_HEADS, where))
     }
     keeps_heads = any(STREAM_HEADS in projection.tables for projection in projections)
-    checker = ChainChecker(heads, keeps_heads=keeps_heads)
+    # Where each tenant's signing began, read before the scan: a tenant that starts
+    # signing while it runs is held to it from the next verify on.
+    starts = await storage.signing_starts(tenant_id)
+    checker = ChainChecker(heads, keeps_heads=keeps_heads, keys=writer_keys, starts=starts)
     ledger = BlobLedger(registry)
     stored_before = await storage.count_events(tenant_id)
     async for stored in storage.scan_streams(tenant_id):
@@ -58,6 +66,12 @@ async def verify_chains(
         ledger.close()
     return msgspec.structs.replace(checker.finish(), blobs=blobs.checked,
                                    withheld_blobs=blobs.withheld)
+
+
+def signing_of(checker: ChainChecker) -> dict[str, Any]:
+    """What the scan saw of signatures, as `VerifyReport`'s signing fields."""
+    return {"signed_events": checker.signed_events, "signing_starts": dict(checker.starts),
+            "signatures_checked": bool(checker.keys)}
 
 
 async def _lasting_blob_problems(
@@ -90,10 +104,15 @@ class ChainChecker:
     without a head row is re-checked afterwards (`headless`) rather than reported.
     """
 
-    def __init__(self, heads: dict[tuple[str, str], dict[str, Any]], *, keeps_heads: bool
-                 ) -> None:
+    def __init__(self, heads: dict[tuple[str, str], dict[str, Any]], *, keeps_heads: bool,
+                 keys: WriterKeys | None = None, starts: dict[str, int] | None = None) -> None:
         self.heads = heads
         self.keeps_heads = keeps_heads
+        self.keys = keys or None
+        self.starts = starts or {}
+        self.signed = False
+        """Whether an earlier event of the stream being scanned is signed."""
+        self.signed_events = 0
         self.problems: list[StreamProblem] = []
         self.headless: dict[tuple[str, str], int] = {}
         self.streams = 0
@@ -111,6 +130,7 @@ class ChainChecker:
             self._close_stream()
             self.key, self.next_version, self.prev_hash, self.failed = key, 1, GENESIS_HASH, False
             self.hash_at_head = None
+            self.signed = False
             self.streams += 1
         self.events += 1
         self.events_by_tenant[stored.tenant_id] = self.events_by_tenant.get(stored.tenant_id, 0) + 1
@@ -121,6 +141,7 @@ class ChainChecker:
             self.problems.append(problem)
             self.failed = True
             return
+        self._check_signature(stored)
         self.next_version += 1
         self.prev_hash = stored.hash
         head = self.heads.get(key)
@@ -146,6 +167,17 @@ class ChainChecker:
             return problem("hash_mismatch", stored.version,
                            "the stored bytes do not hash to the stored hash")
         return None
+
+    def _check_signature(self, stored: StoredEvent) -> None:
+        """Report an event that is not the application's (``forged``, ``unsigned``): each
+        one, the stream's chain checked on."""
+        found = signature_finding(self.keys, stored, signed_before=self.signed,
+                                  start=self.starts.get(stored.tenant_id))
+        if found is not None:
+            self._problem((stored.tenant_id, stored.stream_id), stored.version, *found)
+        if stored.signature is not None:
+            self.signed = True
+            self.signed_events += 1
 
     def check_home(self, stored: StoredEvent, home: str | None) -> None:
         """Report an event found outside the one stream it belongs to (a forged stream
@@ -210,4 +242,5 @@ class ChainChecker:
             self._problem((tenant_id, stream_id), 1, "truncated",
                           f"no events are stored, its head records version {head['version']}")
         self.problems.sort(key=lambda problem: (problem.tenant_id, problem.stream_id))
-        return VerifyReport(streams=self.streams, events=self.events, problems=self.problems)
+        return VerifyReport(streams=self.streams, events=self.events, problems=self.problems,
+                            **signing_of(self))

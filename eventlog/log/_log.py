@@ -23,6 +23,7 @@ from eventlog.crypto._seal import MAGIC, Header
 from eventlog.errors import (
     CorruptBlob,
     CorruptEvent,
+    ForgedEvent,
     InvalidInput,
     KeyringRequired,
     PayloadTooLarge,
@@ -47,6 +48,7 @@ from eventlog.log._heads import HeadCache
 from eventlog.log._queries import check_history, check_query
 from eventlog.log._rotation import Rotation, rotate_keys
 from eventlog.log._sealing import FIELDS, Sealer, refuse_unsealed_read
+from eventlog.log._signed import SignedReads, signature_finding
 from eventlog.log._subscribe import (
     DEFAULT_LEASE,
     STARTS,
@@ -79,6 +81,7 @@ from eventlog.validation import (
     check_id,
     check_positive_limit,
 )
+from eventlog.writer_keys import EventSigner, WriterKeys, coerce_keys
 from projections.base import Projection
 from projections.query import JsonContains, RowRequired, ViewQuery, row_matches
 from projections.thread_history import HistoryQuery, HistoryRow
@@ -138,10 +141,19 @@ class EventLog:
         reader: StorageBackend | None = None,
         actor: str | None = None,
         sealer: Sealer | None = None,
+        signer: EventSigner | None = None,
+        writer_keys: WriterKeys | None = None,
     ) -> None:
         self.storage = storage
         # With a keyring (`open_log(keyring=...)`): what seals appends and opens reads.
         self.sealer = sealer
+        self.signer = signer
+        """What signs every append (the keyring's writer key); None signs nothing."""
+        self.writer_keys = writer_keys
+        """The writer public keys signatures are checked against (None: none known)."""
+        # Each tenant's first signed position, once found (`SignedReads.signing_start`);
+        # shared, not copied, by the twins and siblings, as the head cache is not.
+        self._signing_starts: dict[str, int] = {}
         self.actor = None if actor is None else check_actor(actor)
         # Shared (not copied) by `on_primary`'s twin, the face and `sibling`, so a block
         # acting as someone reaches the stores' appends too.
@@ -162,9 +174,10 @@ class EventLog:
             lambda tenant, stream: self.storage.stream_head(tenant, stream),
             lambda keys: self.storage.stream_heads(keys),
         )
-        self._appender = Appender(storage, self._heads, self.projections, self.registry)
+        self._appender = Appender(storage, self._heads, self.projections, self.registry,
+                                  signer)
         self._lifecycle = _Lifecycle()
-        self._tree = Tree(storage)
+        self._tree = Tree(storage, writer_keys or None, self._signing_starts)
         self._as_stored = False
         self.wakeups = Wakeups()
         """Wakes this log's subscribers (and its siblings') after each of its appends."""
@@ -287,10 +300,12 @@ class EventLog:
                 raise InvalidInput("events", f"stream {stream_id!r} is not consecutive")
             groups.setdefault(stream_id, []).append(stored)
             previous = stream_id
+        for group in groups.values():
+            self._check_imported_signatures(tenant_id, group)
         parts = [
             Part(tenant_id, stream_id, [
                 Draft(stored.event_id, stored.type, stored.data, self.decode(stored).event,
-                      stored.recorded_at, _imported_actor(stored.actor))
+                      stored.recorded_at, _imported_actor(stored.actor), stored.signature)
                 for stored in group
             ], group[0].version - 1, {}, {}, recorded=group)
             for stream_id, group in groups.items()
@@ -303,6 +318,27 @@ class EventLog:
         results = await self._appender.commit_batch(parts)
         self.wakeups.fire()
         return results
+
+    def _check_imported_signatures(self, tenant_id: str, group: list[StoredEvent]) -> None:
+        """Refuse (`ForgedEvent`) an imported stream's event whose signature does not hold
+        under this log's writer keys, or that is unsigned after a signed one: an import
+        stores signatures as recorded, so it must not store one it cannot stand behind.
+        Without writer keys only the second rule can be checked."""
+        signed = False
+        for stored in group:
+            found = signature_finding(self.writer_keys or None, stored, signed_before=signed,
+                                      start=None)
+            if found is not None:
+                raise ForgedEvent(tenant_id, stored.stream_id, stored.version, *found)
+            signed |= stored.signature is not None
+
+    @property
+    def signed(self) -> SignedReads:
+        """The log's checked read side (`SignedReads`): a stream's events, each one's chain
+        link and writer signature checked as it is read, `ForgedEvent` at the first that
+        is not the application's. What anything that decides from the log reads."""
+        return SignedReads(self.reader, self._decoded, self.writer_keys or None,
+                           self._signing_starts)
 
     async def read_stream(
         self, tenant_id: str, stream_id: str, from_version: int = 1, *, limit: int | None = None
@@ -432,19 +468,32 @@ class EventLog:
         return found
 
     @traced("eventlog.verify", _TENANT)
-    async def verify(self, tenant_id: str | None = None) -> VerifyReport:
-        """Recompute every stream's hash chain from the stored bytes.
+    async def verify(self, tenant_id: str | None = None, *,
+                     writer_keys: Iterable[Any] = ()) -> VerifyReport:
+        """Recompute every stream's hash chain from the stored bytes, and check every
+        event's writer signature.
 
         Reports, per stream, the first broken link, hash mismatch or missing version, and
         a stream whose chain ends before the version its head row records (a truncated
         tail, or a stream whose events are gone altogether). Every blob the events
         reference is read and hashed: a blob that is missing, whose bytes do not hash to
         its digest, or whose reference count differs from the events' is reported too.
+
+        Each event that is not the application's is named: ``forged`` (its signature does
+        not hold under the writer public keys: the log's own, from its keyring, and
+        ``writer_keys`` — public keys, PEM text or verifier keys an auditor holds; no
+        secret is needed) or ``unsigned`` (none, where its tenant's events are signed).
+        With no writer key known, signatures go unchecked (``signatures_checked`` False).
         """
         self._check_open("verify")
         if tenant_id is not None:
             check_id("tenant_id", tenant_id)
-        return await verify_chains(self.reader, self.projections, self.registry, tenant_id)
+        keys = self.writer_keys
+        given = coerce_keys(writer_keys)
+        if given:
+            keys = WriterKeys(given) if keys is None else keys | WriterKeys(given)
+        return await verify_chains(self.reader, self.projections, self.registry, tenant_id,
+                                   keys)
 
     # -- the transparency tree: heads and proofs a stranger can check --------------------
 
@@ -795,8 +844,9 @@ class EventLog:
             self.storage, projections=self.projections,
             registry=self.registry if registry is None else registry, clock=self.clock,
             max_payload_bytes=self.max_payload_bytes, reader=self.reader, actor=self.actor,
-            sealer=self.sealer,
+            sealer=self.sealer, signer=self.signer, writer_keys=self.writer_keys,
         )
+        sibling._signing_starts = sibling._tree.starts = self._signing_starts
         sibling._acting = self._acting
         sibling._subject = self._subject
         sibling.schema_revision = self.schema_revision
@@ -815,13 +865,21 @@ class EventLog:
         erased, and its records (ids, steps, times) still list; the chain is untouched, so
         `verify` holds. Returns how many key generations were destroyed (0: nothing was
         held, e.g. erased before, and nothing is appended). Needs no keyring: destroying a
-        key needs no key.
+        key needs no key; but in a tenant whose events are signed the erasure must be
+        signed too (an unsigned record would be named ``unsigned`` by `verify` and refused
+        by whatever decides from it), so there a log without the writer key is refused
+        (`InvalidInput`) before anything is destroyed.
         """
         self._check_open("append")
         check_id("tenant_id", tenant_id)
         check_id("subject", subject)
         if not isinstance(reason, str) or not isinstance(actor, str):
             raise InvalidInput("reason", "reason and actor must be strings")
+        if self.signer is None and await self.storage.signing_starts(tenant_id):
+            raise InvalidInput("keyring", f"tenant {tenant_id!r}'s events are signed: erase "
+                                          "through the log opened with its keyring, whose "
+                                          "writer key signs the erasure record (nothing was "
+                                          "destroyed)")
         destroyed = await self.storage.destroy_subject_keys(tenant_id, subject,
                                                             read_clock(self.clock))
         if self.sealer is not None:
@@ -877,15 +935,24 @@ class EventLog:
         """Re-wrap every data key of the log (every tenant's) under the keyring ``to``
         (a file's path or a `KeyProvider`), unwrapping with this log's keyring: one pass,
         resumable after a kill (`eventlog.log._rotation`). Afterwards only ``to`` opens
-        the log. Returns what it did (`Rotation`)."""
+        the log. A keyring file ``to`` is given this keyring's writer public keys to keep
+        (`eventlog.crypto.keep_writer_keys`), so what they signed still checks; another
+        provider must trust them itself. Returns what it did (`Rotation`)."""
         self._check_open("append")
         if self.sealer is None:
             raise InvalidInput("keyring", "rotation unwraps with the log's current keyring: "
                                           "open the log with it (keyring=...)")
-        from eventlog.crypto import load_keyring
+        import os
 
+        from eventlog.crypto import keep_writer_keys, load_keyring
+
+        check_positive_limit("page", page)
+        if isinstance(to, str | os.PathLike) and self.writer_keys:
+            # The new keyring checks what the old writer keys signed (events, and the
+            # old keyring's retired keys' too), or verify would call those forged.
+            keep_writer_keys(to, getattr(self.sealer.provider, "writer_public_keys", ()))
         return await rotate_keys(self.storage, self.sealer.provider, load_keyring(to),
-                                 page=check_positive_limit("page", page))
+                                 page=page)
 
     async def reopen_subject(self, tenant_id: str, subject: str) -> int:
         """Give an erased subject a new data key (a new generation), so it can be written

@@ -18,7 +18,8 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from eventlog.errors import InvalidInput, TreeRebuildRefused
+from eventlog.errors import ForgedEvent, InvalidInput, TreeRebuildRefused
+from eventlog.log._signed import signature_finding
 from eventlog.merkle import (
     EMPTY_ROOT,
     InclusionProof,
@@ -36,6 +37,7 @@ from eventlog.merkle import (
 from eventlog.records import StoredEvent
 from eventlog.storage.base import StorageBackend
 from eventlog.storage.contracts import TreeExtension, TreeState
+from eventlog.writer_keys import WriterKeys
 
 PAGE = 2_000
 """Events integrated per stored extension."""
@@ -78,17 +80,30 @@ def perfect_nodes(size: int) -> list[Node]:
 class Tree:
     """The transparency trees of one backend's tenants."""
 
-    def __init__(self, storage: StorageBackend) -> None:
+    def __init__(self, storage: StorageBackend, keys: WriterKeys | None = None,
+                 starts: dict[str, int] | None = None) -> None:
         self.storage = storage
+        self.keys = keys
+        self.starts = {} if starts is None else starts
+        """Each tenant's first signed position once found (the log's, shared)."""
 
     async def integrate(self, tenant_id: str) -> TreeState:
-        """Extend the tenant's stored tree over every event readable now; its new state."""
+        """Extend the tenant's stored tree over every event readable now; its new state.
+
+        With writer keys known, an event the writer key did not sign
+        (`signature_finding`: forged, or unsigned past the tenant's first signed event) is
+        not taken in: `ForgedEvent`, and the tree stops before it, so no head the operator
+        signs covers a row the administrator wrote. (A leaf has no stream context here:
+        an unsigned row placed before the first signed event is `verify`'s to name.)"""
         storage = self.storage
         state = await storage.tree_state(tenant_id)
+        asked: list[int | None] = []  # the tenant's signing start, asked once a call
         while True:
             events, cursor = await storage.read_all(state.cursor, PAGE, tenant_id)
             if not events:
                 return state
+            if self.keys is not None:
+                await self._refuse_forged(tenant_id, events, asked)
             frontier = await storage.tree_nodes(tenant_id, perfect_subtrees(0, state.size))
             nodes = new_nodes(state.size, [leaf_hash(e.hash) for e in events], frontier)
             leaves = [(e.event_id, state.size + i) for i, e in enumerate(events)]
@@ -97,6 +112,21 @@ class Tree:
                                              TreeExtension(grown, nodes, leaves)):
                 grown = await storage.tree_state(tenant_id)  # another integrator was first
             state = grown
+
+    async def _refuse_forged(self, tenant_id: str, events: list[StoredEvent],
+                             asked: list[int | None]) -> None:
+        for event in events:
+            if event.signature is None and not asked:
+                start = self.starts.get(tenant_id)
+                if start is None:
+                    start = (await self.storage.signing_starts(tenant_id)).get(tenant_id)
+                    if start is not None:
+                        self.starts[tenant_id] = start
+                asked.append(start)
+            found = signature_finding(self.keys, event, signed_before=False,
+                                      start=asked[0] if asked else None)
+            if found is not None:
+                raise ForgedEvent(tenant_id, event.stream_id, event.version, *found)
 
     async def head(self, tenant_id: str) -> TreeHead:
         state = await self.integrate(tenant_id)

@@ -18,6 +18,12 @@ Decisions made here:
   writers beat it twice is decided and appended alone holding it (one short
   transaction, as a delete does), and after `STREAM_TRIES` lost races it is left for the
   next pass (reported ``skipped``).
+- **Holds come from signed events only** (`EventLog.signed`): the retention stream is read
+  with every event's chain link and writer signature checked, so an event the writer key
+  did not sign (a forged ``legal_hold_released``) makes the hold list, a hold, a release
+  and a pass refuse with `ForgedEvent` (exit status 1 in the CLI) rather than purge on its
+  say-so. Refused, not skipped: a log with a forged row needs someone to look at it, and
+  a pass that went on would still be deciding from a stream the writer did not write.
 - **Kept whole**: a session or thread under legal hold (by its id, or by a subject one
   of its records names: read with the rows the plan decides from, after the version
   its append is fenced on, so a record naming a held subject that commits meanwhile
@@ -232,9 +238,13 @@ class RetentionStore:
         return [state.holds[subject] for subject in sorted(state.holds)]
 
     async def _holds(self, tenant_id: str) -> _Holds:
+        """The holds the tenant's retention stream folds to, read through the log's checked
+        read side: an event there the writer key did not sign (a release the database
+        administrator inserted, however well chained) raises `ForgedEvent`, and the hold
+        list, a hold, a release and a pass are all refused rather than decided from it."""
         version = 0
         events: builtins.list[tuple[Event, Any, int]] = []
-        async for recorded in self._log.read_stream(tenant_id, RETENTION_STREAM):
+        async for recorded in self._log.signed.read_stream(tenant_id, RETENTION_STREAM):
             version = recorded.version
             if isinstance(recorded.event, LegalHoldPlaced | LegalHoldReleased):
                 events.append((recorded.event, recorded.recorded_at, recorded.position))

@@ -394,6 +394,7 @@ def _encode_request(request: AppendRequest) -> dict[str, Any]:
                 "hash": event.hash.hex(),
                 # Only when given: a line without an actor is as it was before actors.
                 **({} if event.actor is None else {"actor": event.actor}),
+                **({} if event.signature is None else {"sig": event.signature.hex()}),
             }
             for event in request.events
         ],
@@ -423,6 +424,7 @@ def _decode_request(record: dict[str, Any]) -> AppendRequest:
                 prev_hash=bytes.fromhex(event["prev"]),
                 hash=bytes.fromhex(event["hash"]),
                 actor=event.get("actor"),
+                signature=None if event.get("sig") is None else bytes.fromhex(event["sig"]),
             )
             for event in record["events"]
         ],

@@ -90,6 +90,7 @@ class MemoryBackend(InProcess, BlobsByDigest, KeysInMemory, InProcessConsumers, 
                 prev_hash=pending.prev_hash,
                 hash=pending.hash,
                 actor=pending.actor,
+                signature=pending.signature,
             )
             self.events.append(stored)
             stream.append(stored)
@@ -163,6 +164,13 @@ class MemoryBackend(InProcess, BlobsByDigest, KeysInMemory, InProcessConsumers, 
             if tenant_id is None or tenant == tenant_id:
                 counts[tenant] = counts.get(tenant, 0) + len(stream)
         return counts
+
+    async def signing_starts(self, tenant_id: str | None) -> dict[str, int]:
+        starts: dict[str, int] = {}
+        for event in self.events:
+            if event.signature is not None and tenant_id in (None, event.tenant_id):
+                starts.setdefault(event.tenant_id, event.position)
+        return starts
 
     async def find_event(self, tenant_id: str, event_id: uuid.UUID) -> StoredEvent | None:
         return self.by_id.get((tenant_id, event_id))

@@ -31,7 +31,7 @@ from projections.changes import AT_POSITION, Change, change_shape, change_values
 
 EVENT_COLUMNS = (
     "tenant_id", "stream_id", "stream_version", "event_id", "type", "data", "recorded_at",
-    "prev_hash", "hash", "actor",
+    "prev_hash", "hash", "actor", "signature",
 )
 _BLOB_COLUMNS = ("tenant_id", "digest", "size", "refs", "data")
 _DIALECT = postgresql.dialect()  # type: ignore[no-untyped-call]
@@ -146,7 +146,7 @@ def _event_arrays(requests: Sequence[AppendRequest]) -> list[list[Any]]:
             for column, value in zip(columns, (
                 request.tenant_id, request.stream_id, pending.version, pending.event_id,
                 pending.type, pending.data, pending.recorded_at, pending.prev_hash,
-                pending.hash, pending.actor,
+                pending.hash, pending.actor, pending.signature,
             ), strict=True):
                 column.append(value)
     return columns

@@ -589,6 +589,16 @@ class PostgresBackend(SqlBackend[Any], ReplicaStorage, PostgresTree, PostgresKey
                 "GROUP BY tenant_id", [tenant_id])
         return {str(row[0]): int(row[1]) for row in rows}
 
+    async def signing_starts(self, tenant_id: str | None) -> dict[str, int]:
+        sql = (f"SELECT tenant_id, min(position) FROM {self.qualified['events']} "
+               "WHERE signature IS NOT NULL ")
+        if tenant_id is None:
+            rows = await self._fetch("read", sql + "GROUP BY tenant_id", [])
+        else:
+            rows = await self._fetch("read", sql + "AND tenant_id = $1 GROUP BY tenant_id",
+                                     [tenant_id])
+        return {str(row[0]): int(row[1]) for row in rows}
+
     async def find_event(self, tenant_id: str, event_id: uuid.UUID) -> StoredEvent | None:
         rows = await self._fetch(
             "read", f"{self._select_events} WHERE tenant_id = $1 AND event_id = $2",
@@ -665,7 +675,7 @@ class PostgresBackend(SqlBackend[Any], ReplicaStorage, PostgresTree, PostgresKey
         # '29169'), so the cursor would jump past every shorter id for good.
         return (
             "SELECT e.position, e.event_id, e.tenant_id, e.stream_id, e.stream_version, "
-            "e.recorded_at, e.type, e.data, e.prev_hash, e.hash, e.actor, "
+            "e.recorded_at, e.type, e.data, e.prev_hash, e.hash, e.actor, e.signature, "
             "e.tx_id::text AS cursor_tx "
             f"FROM {self.qualified['events']} AS e "
             f"WHERE e.tx_id < {READ_HORIZON} "

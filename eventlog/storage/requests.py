@@ -26,6 +26,9 @@ class PendingEvent(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     hash: bytes
     actor: str | None = None
     """Who appended the event (None: not given); stored in the ``actor`` column."""
+    signature: bytes | None = None
+    """The writer key's signature of ``hash`` (key id, then signature; None: unsigned);
+    stored in the ``signature`` column as given."""
 
 
 class AppendRequest(msgspec.Struct, frozen=True, kw_only=True):

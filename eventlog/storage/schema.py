@@ -50,6 +50,8 @@ def build_metadata(dialect: str, schema: str | None) -> sa.MetaData:
         sa.Column("hash", sa.LargeBinary, nullable=False),
         # Who appended the event (migration 0010); NULL: not given, as on every older event.
         sa.Column("actor", ID, nullable=True),
+        # The writer key's signature of the hash (migration 0019); NULL: unsigned.
+        sa.Column("signature", sa.LargeBinary, nullable=True),
         sa.UniqueConstraint(
             "tenant_id", "stream_id", "stream_version", name="events_stream_version_key"
         ),

@@ -167,15 +167,16 @@ table calls ``version`` ``stream_version``), so a row builds one positionally.""
 SCAN_PAGE = 1000
 """Events per page of `StorageBackend.scan_streams`."""
 CHECKED_COLUMNS = frozenset(
-    {"event_id", "stream_version", "recorded_at", "type", "data", "prev_hash", "hash", "actor"})
+    {"event_id", "stream_version", "recorded_at", "type", "data", "prev_hash", "hash", "actor",
+     "signature"})
 """The event columns `stored_event` checks (a tampered row may hold anything there)."""
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def stored_event(row: Any) -> StoredEvent:
     """A `StoredEvent` from a row of (position, event_id, tenant, stream, version,
-    recorded_at, type, data, prev_hash, hash, actor); a value of the wrong type or format is
-    noted in ``damage`` (with a placeholder) instead of raised."""
+    recorded_at, type, data, prev_hash, hash, actor, signature); a value of the wrong type
+    or format is noted in ``damage`` (with a placeholder) instead of raised."""
     damage: list[str] = []
 
     def read(name: str, value: Any, convert: Any, placeholder: Any) -> Any:
@@ -197,12 +198,17 @@ def stored_event(row: Any) -> StoredEvent:
         prev_hash=read("prev_hash", row[8], _bytes, b""),
         hash=read("hash", row[9], _bytes, b""),
         actor=read("actor", row[10], _actor, None),
+        signature=read("signature", row[11], _optional_bytes, None),
         damage="; ".join(damage) or None,
     )
 
 
 def _actor(value: Any) -> str | None:
     return None if value is None else _text(value)
+
+
+def _optional_bytes(value: Any) -> bytes | None:
+    return None if value is None else _bytes(value)
 
 
 def _uuid(value: Any) -> uuid.UUID:

@@ -375,6 +375,16 @@ class SqliteBackend(OneWriter, SqlBackend[AsyncConnection], SqliteTree, SqliteKe
             rows = await connection.execute(statement)
             return {str(tenant): int(count) for tenant, count in rows}
 
+    async def signing_starts(self, tenant_id: str | None) -> dict[str, int]:
+        events = self.events
+        statement = (sa.select(events.c.tenant_id, sa.func.min(events.c.position))
+                     .where(events.c.signature.is_not(None)).group_by(events.c.tenant_id))
+        if tenant_id is not None:
+            statement = statement.where(events.c.tenant_id == tenant_id)
+        async with self.read_connection() as connection:
+            rows = await connection.execute(statement)
+            return {str(tenant): int(start) for tenant, start in rows}
+
     async def find_event(self, tenant_id: str, event_id: uuid.UUID) -> StoredEvent | None:
         if self._reading() is not None:
             found = await self._read_events("id", (tenant_id, encode_value(event_id)))

@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 
 EVENT_COLUMNS = (
     "tenant_id", "stream_id", "stream_version", "event_id", "type", "data", "recorded_at",
-    "prev_hash", "hash", "actor",
+    "prev_hash", "hash", "actor", "signature",
 )
 
 
@@ -74,7 +74,8 @@ def on_conflict(names: Sequence[str], keys: Sequence[str], *, keep_existing: boo
 def event_row(tenant_id: str, stream_id: str, pending: PendingEvent) -> tuple[Any, ...]:
     """One event row's values, in `EVENT_COLUMNS` order."""
     return (tenant_id, stream_id, pending.version, pending.event_id, pending.type,
-            pending.data, pending.recorded_at, pending.prev_hash, pending.hash, pending.actor)
+            pending.data, pending.recorded_at, pending.prev_hash, pending.hash, pending.actor,
+            pending.signature)
 
 
 def event_insert(table: str, param: Param, values: Sequence[Any]) -> str:

@@ -12,17 +12,32 @@ from eventlog.cli.options import positive_int
 
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
-    """Add ``keys`` (``init``, ``rotate``) and ``erase``."""
+    """Add ``keys`` (``init``, ``rotate``, ``init-writer``, ``rotate-writer``, ``public``)
+    and ``erase``."""
     keys = add_command(
-        commands, common, "keys", "make a keyring, or rotate a log's keys to a new one",
+        commands, common, "keys", "make a keyring, rotate its keys, print its public key",
         "keys:run_keys",
-        description="`keys init FILE` writes a new keyring (a random 256-bit KEK, mode "
-        "0600; an existing file is refused). `keys rotate --keyring OLD --to NEW` re-wraps "
-        "every data key of the log under NEW's KEK in one pass; a pass killed midway is "
-        "simply run again. Afterwards OLD is no longer needed.",
+        description="`keys init FILE` writes a new keyring (a random 256-bit KEK and an "
+        "Ed25519 writer key that signs every append, mode 0600; an existing file is "
+        "refused). `keys rotate --keyring OLD --to NEW` re-wraps every data key of the log "
+        "under NEW's KEK in one pass; a pass killed midway is simply run again. Afterwards "
+        "OLD is no longer needed. `keys init-writer FILE` gives a keyring made before "
+        "writer keys its writer key (the log is signed from its next append); `keys "
+        "rotate-writer FILE` replaces it, keeping the old public key so the events it "
+        "signed still check. `keys public FILE` prints what an auditor needs: each writer "
+        "public key as PEM and as a C2SP signed-note verifier key (for verify "
+        "--writer-key, check-proof --writer-key); no secret.",
     )
-    keys.add_argument("action", choices=("init", "rotate"), help="what to do")
-    keys.add_argument("file", nargs="?", metavar="FILE", help="init: the keyring to write")
+    keys.add_argument("action", choices=("init", "rotate", "init-writer", "rotate-writer",
+                                         "public"), help="what to do")
+    keys.add_argument("file", nargs="?", metavar="FILE",
+                      help="the keyring file (init: the one to write; the others: default "
+                           "--keyring or $EVENTLOG_KEYRING)")
+    keys.add_argument("--name", default="eventlog-writer", metavar="NAME",
+                      help="public: the key name its verifier key carries (no spaces or "
+                           "'+'; default eventlog-writer)")
+    keys.add_argument("-o", "--output", default="-", metavar="FILE",
+                      help="public: write the public keys to FILE (default: standard output)")
     keys.add_argument("--to", metavar="FILE", help="rotate: the new keyring")
     keys.add_argument("--page", type=positive_int, default=200, metavar="N",
                       help="rotate: keys re-wrapped per statement (default 200)")

@@ -50,12 +50,19 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         commands, common, "check-proof", "check a proof against a signed head, with no database",
         "transparency:run_check",
         description="Check an inclusion or consistency proof written by `eventlog prove` "
-        "against a signed tree head and the operator's public key. Opens no log at all. "
+        "against a signed tree head and the operator's public key; with --writer-key, also "
+        "that the event is the application's (its writer signature holds), which a head "
+        "alone cannot tell: the tree takes in every row of the log. Opens no log at all. "
         "Exit status 0 if it holds, 1 if it does not, 2 for unreadable input.")
     check.add_argument("proof", metavar="PROOF", help="a proof file from `eventlog prove`")
     check.add_argument("--head", metavar="FILE", required=True, help="the signed tree head")
     check.add_argument("--key", metavar="PUBLIC_KEY_FILE", required=True,
                        help="the operator's Ed25519 public key (PEM)")
+    check.add_argument("--writer-key", metavar="FILE", action="append", default=[],
+                       help="the application's writer public key (PEM or verifier key, as "
+                            "`eventlog keys public` writes; repeatable): an inclusion "
+                            "proof's event must carry its signature, else the proof is "
+                            "refused as forged or unsigned (exit 1)")
     witness_keys(check)
 
     witness = add_command(

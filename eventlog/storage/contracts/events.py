@@ -131,5 +131,16 @@ class EventStorage(StorageLifecycle):
         """
 
     @abc.abstractmethod
+    async def signing_starts(self, tenant_id: str | None) -> dict[str, int]:
+        """Per tenant, the position of its first signed event (one whose ``signature`` is
+        not None); tenants without a signed event are left out (only ``tenant_id``'s
+        when given).
+
+        Read from the events themselves in one statement, never from a view: where a
+        tenant's signing began, which `verify` and the log's checked reads
+        (`EventLog.signed`) hold unsigned events against.
+        """
+
+    @abc.abstractmethod
     async def find_event(self, tenant_id: str, event_id: uuid.UUID) -> StoredEvent | None:
         """The event with this id in this tenant, if it was committed."""

@@ -32,6 +32,7 @@ from eventlog.testing.contract.log_query import LogQueryContract
 from eventlog.testing.contract.log_read import LogReadContract
 from eventlog.testing.contract.log_verify import LogVerifyContract
 from eventlog.testing.contract.replica_storage import ReplicaStorageCalls
+from eventlog.testing.contract.signature_storage import LogSignaturesContract, SignatureStorageCalls
 from eventlog.testing.contract.tree_storage import TreeStorageCalls
 from eventlog.testing.contract.view_storage import ViewStorageCalls
 
@@ -47,11 +48,14 @@ class EventStorageContract(
     LogLoggingContract,
     LogVerifyContract,
     LogActorContract,
+    SignatureStorageCalls,
+    LogSignaturesContract,
 ):
     """`EventStorage`: appends (single and batched, version conflicts), reads of streams
     and of the whole log, bad input, corrupt events, `verify` and rebuilt views, closing
-    and reopening, who appended each event (its actor); and each event method asked
-    directly."""
+    and reopening, who appended each event (its actor), each event's writer signature
+    (stored as given, made by a writer key, checked by `verify` and the checked reads);
+    and each event method asked directly."""
 
 
 class BlobStorageContract(BlobStorageCalls, LogBlobsContract):
