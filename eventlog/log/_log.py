@@ -667,10 +667,16 @@ class EventLog:
     @traced("eventlog.history", _describe_query, _row_count)
     async def history(self, query: HistoryQuery) -> list[HistoryRow]:
         """The rows of a thread checkpoint's channel history (`projections.thread_history`),
-        of the query's tenant: one statement on SQL backends, however deep the walk."""
+        of the query's tenant: one statement on SQL backends, however deep the walk.
+
+        Each row's blob is read as every other read gives it: opened with a keyring (once
+        its bytes hash to the row's digest), refused without one (`KeyringRequired`)."""
         self._check_open("query")
         check_history(query)
-        return await self.reader.history(query)
+        rows = await self.reader.history(query)
+        for row in rows:
+            await self._open_row_blob(query.tenant_id, row, "digest")
+        return rows
 
     async def stream_head(self, tenant_id: str, stream_id: str) -> tuple[int, bytes] | None:
         """The stream's last version and that event's hash, read afresh; None if empty."""
