@@ -46,7 +46,7 @@ from eventlog.log._chain import verify_chains
 from eventlog.log._heads import HeadCache
 from eventlog.log._queries import check_history, check_query
 from eventlog.log._rotation import Rotation, rotate_keys
-from eventlog.log._sealing import FIELDS, Sealer, refuse_unsealed_read
+from eventlog.log._sealing import Sealer, refuse_unsealed_read
 from eventlog.log._subscribe import (
     DEFAULT_LEASE,
     STARTS,
@@ -165,6 +165,10 @@ class EventLog:
         self._appender = Appender(storage, self._heads, self.projections, self.registry)
         self._lifecycle = _Lifecycle()
         self._tree = Tree(storage)
+        # What the projections' folds copy of sealed event fields: table → column → paths.
+        self._sealed_columns: dict[str, Mapping[str, Any]] = {
+            table: columns for projection in self.projections
+            for table, columns in getattr(projection, "sealed_columns", {}).items()}
         self._as_stored = False
         self.wakeups = Wakeups()
         """Wakes this log's subscribers (and its siblings') after each of its appends."""
@@ -659,7 +663,10 @@ class EventLog:
             return await self._query_sealed_json(query)
         rows = await self.reader.query(query)
         if self.sealer is not None:
-            await self.sealer.open_rows(query.where.get("tenant_id"), rows)
+            sealed = self._sealed_columns
+            await self.sealer.open_rows(
+                query.where.get("tenant_id"), rows, sealed.get(query.table, {}),
+                [(related.name, sealed.get(related.table, {})) for related in query.related])
         if query.with_blob is not None or query.related:
             await self._open_row_blobs(query, rows)
         return rows
@@ -914,7 +921,7 @@ class EventLog:
         """The append's events and blobs as storage must see them: sealed with a keyring
         (`eventlog.log._sealing`), as they are without."""
         sealer = self.sealer
-        if sealer is None or not sealer.needs_key(encoded, attach):
+        if sealer is None or not self._seals(encoded, attach):
             return encoded, attach
         if subject is None:
             subject = self._subject.get()
@@ -940,18 +947,26 @@ class EventLog:
                     subject=self._subject.get()))
         sealed = []
         for tag, data, _event in encoded:
-            data = sealer.seal_event(tenant_id, header, key, tag, data, renames)
+            data = sealer.seal_event(tenant_id, header, key, tag, data, renames,
+                                     self.registry.sealed_fields(tag))
             if len(data) > self.max_payload_bytes:
                 raise PayloadTooLarge(f"event {tag!r} (sealed)", len(data),
                                       self.max_payload_bytes)
             sealed.append((tag, data, self.registry.decode(tag, data, stream_id=stream_id)))
         return sealed, payloads
 
+    def _seals(self, encoded: Sequence[tuple[str, bytes, Event]], attach: Sequence[bytes]
+               ) -> bool:
+        """Whether anything of an append is sealed with a keyring: a blob, or an event of a
+        type that declares a sealed field (a tombstone or a claim without answers makes
+        no key)."""
+        return bool(attach) or any(self.registry.sealed_fields(tag) for tag, _, _ in encoded)
+
     async def open_event(self, recorded: RecordedEvent) -> RecordedEvent:
         """``recorded`` (from `read_all`) with its sealed free-text fields opened: as
         `read_stream` gives it (an erased subject's fields read ``{"$erased": true}``);
         itself on a log without a keyring or an event with nothing sealed."""
-        if self.sealer is None or recorded.type not in FIELDS:
+        if self.sealer is None or not self.registry.sealed_fields(recorded.type):
             return recorded
         return await self._decoded(StoredEvent(
             **{name: getattr(recorded, name) for name in _ENVELOPE_FIELDS}))
@@ -959,10 +974,11 @@ class EventLog:
     async def _decoded(self, stored: StoredEvent) -> RecordedEvent:
         """`decode`, with the sealed fields opened (or marked erased) when the log has a
         keyring; the envelope's ``data`` stays the stored bytes the chain covers."""
-        if self.sealer is None or stored.damage is not None or stored.type not in FIELDS:
+        paths = self.registry.sealed_fields(stored.type)
+        if self.sealer is None or stored.damage is not None or not paths:
             return self.decode(stored)
         data = await self.sealer.open_event(stored.tenant_id, stored.stream_id, stored.type,
-                                            stored.data)
+                                            stored.data, paths)
         event = self.registry.decode(stored.type, data, stream_id=stored.stream_id,
                                      version=stored.version)
         return RecordedEvent.of(stored, event)
