@@ -44,6 +44,7 @@ from eventlog.log._append import (
 )
 from eventlog.log._chain import verify_chains
 from eventlog.log._heads import HeadCache
+from eventlog.log._mode import EncryptionMode, read_mode
 from eventlog.log._queries import check_history, check_query
 from eventlog.log._rotation import Rotation, rotate_keys
 from eventlog.log._sealing import Sealer, refuse_unsealed_read
@@ -142,6 +143,8 @@ class EventLog:
         self.storage = storage
         # With a keyring (`open_log(keyring=...)`): what seals appends and opens reads.
         self.sealer = sealer
+        # Whether the log is encrypted, and under which keyrings: checked before writes.
+        self._mode = EncryptionMode(storage, None if sealer is None else sealer.provider)
         self.actor = None if actor is None else check_actor(actor)
         # Shared (not copied) by `on_primary`'s twin, the face and `sibling`, so a block
         # acting as someone reaches the stores' appends too.
@@ -209,8 +212,10 @@ class EventLog:
         acting = self._actor_for(actor)
         recorded_at = read_clock(self.clock)
         plain = list(attach)
+        encoded = self._encode(events, stream_id)
+        await self._mode.before_write(seals=self._seals(encoded, plain), now=recorded_at)
         encoded, payloads = await self._sealed(
-            tenant_id, stream_id, self._encode(events, stream_id), plain, subject, recorded_at)
+            tenant_id, stream_id, encoded, plain, subject, recorded_at)
         drafts = [Draft(uuid7(), tag, data, event, recorded_at, acting)
                   for tag, data, event in encoded]
         result = await self._appender.commit(
@@ -237,6 +242,7 @@ class EventLog:
         recorded_at = read_clock(self.clock)
         parts = []
         seen: set[tuple[str, str]] = set()
+        checked = []
         for item in appends:
             if not isinstance(item, StreamAppend):
                 raise InvalidInput("appends", f"must hold StreamAppend, not {item!r}"[:200])
@@ -244,10 +250,13 @@ class EventLog:
             if key in seen:
                 raise InvalidInput("appends", f"stream {item.stream_id!r} appears twice")
             seen.add(key)
-            plain = list(item.attach)
+            checked.append((item, self._encode(item.events, item.stream_id), list(item.attach)))
+        await self._mode.before_write(
+            seals=any(self._seals(encoded, plain) for _, encoded, plain in checked),
+            now=recorded_at)
+        for item, encoded, plain in checked:
             encoded, payloads = await self._sealed(
-                item.tenant_id, item.stream_id, self._encode(item.events, item.stream_id),
-                plain, None, recorded_at)
+                item.tenant_id, item.stream_id, encoded, plain, None, recorded_at)
             drafts = [Draft(uuid7(), tag, data, event, recorded_at, acting)
                       for tag, data, event in encoded]
             parts.append(Part(
@@ -414,7 +423,9 @@ class EventLog:
         check_id("stream_id", stream_id)
         if self.sealer is None:
             return content_digest
-        return await self.sealer.addresses(tenant_id, stream_id, now=read_clock(self.clock),
+        now = read_clock(self.clock)
+        await self._mode.before_write(seals=True, now=now)
+        return await self.sealer.addresses(tenant_id, stream_id, now=now,
                                            subject=self._subject.get())
 
     @traced("eventlog.get_blobs", _TENANT, _blob_count)
@@ -812,6 +823,7 @@ class EventLog:
         )
         sibling._acting = self._acting
         sibling._subject = self._subject
+        sibling._mode = self._mode
         sibling.schema_revision = self.schema_revision
         sibling._lifecycle = self._lifecycle
         sibling.wakeups = self.wakeups
@@ -845,6 +857,14 @@ class EventLog:
             await self.append(tenant_id, stream, [SubjectKeyDestroyed(
                 subject=subject, reason=reason, actor=actor, generations=destroyed)])
         return destroyed
+
+    async def encrypted_under(self) -> tuple[str, ...]:
+        """The ids of the key-encryption keys the log is encrypted under, as it records
+        them (else as its subject keys name them: `eventlog.log._mode`); empty for a log
+        that is not encrypted. Needs no keyring."""
+        self._check_open("read")
+        mode = await read_mode(self.storage)
+        return mode.kek_ids if mode.kind == "encrypted" else ()
 
     async def subject_keys(self, tenant_id: str, subject: str | None = None,
                            *, page: int = 1000) -> list[KeyRow]:
@@ -897,8 +917,11 @@ class EventLog:
                                           "open the log with it (keyring=...)")
         from eventlog.crypto import load_keyring
 
-        return await rotate_keys(self.storage, self.sealer.provider, load_keyring(to),
-                                 page=check_positive_limit("page", page))
+        page = check_positive_limit("page", page)
+        new = load_keyring(to)
+        await self._mode.before_write(seals=True, now=read_clock(self.clock))
+        return await rotate_keys(self.storage, self.sealer.provider, new, page=page,
+                                 now=read_clock(self.clock))
 
     async def reopen_subject(self, tenant_id: str, subject: str) -> int:
         """Give an erased subject a new data key (a new generation), so it can be written
@@ -909,9 +932,11 @@ class EventLog:
         check_id("subject", subject)
         if self.sealer is None:
             raise KeyringRequired(tenant_id, subject)
+        now = read_clock(self.clock)
+        await self._mode.before_write(seals=True, now=now)
         self.sealer.forget(tenant_id, subject)
-        generation, _ = await self.sealer.current_key(tenant_id, subject,
-                                                      now=read_clock(self.clock), reopen=True)
+        generation, _ = await self.sealer.current_key(tenant_id, subject, now=now,
+                                                      reopen=True)
         return generation
 
     async def _sealed(

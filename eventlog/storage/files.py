@@ -46,6 +46,7 @@ from eventlog.hashing import to_micros
 from eventlog.records import StoredEvent
 from eventlog.storage.base import AppendRequest, PendingEvent
 from eventlog.storage.contracts import ConsumerRow, ViewsRebuiltOnOpen
+from eventlog.storage.contracts.keys import PLAIN, KeyringRow
 from eventlog.storage.memkeys import (
     keyrings_from_json,
     keyrings_to_json,
@@ -88,9 +89,10 @@ class FileBackend(MemoryBackend, ViewsRebuiltOnOpen):
             self._check_manifest(create=upgrade)
             torn = self._load()
             self._indexed_heads = self._read_index()
-            self._load_keys()
+            recorded = self._load_keys()
             self.consumer_rows = self._read_consumers()
             if upgrade:
+                self._record_keyrings(recorded)
                 self._repair(torn)
                 self._log = open(self.root / "events.jsonl", "ab")  # noqa: SIM115 - held open
                 fsync_directory(self.root)  # the log file's own directory entry is durable too
@@ -131,15 +133,30 @@ class FileBackend(MemoryBackend, ViewsRebuiltOnOpen):
         finally:
             self._release_lock()
 
-    def _load_keys(self) -> None:
+    def _load_keys(self) -> bool:
+        """Load keys.json; whether it records the keyrings (a store written before they
+        were recorded does not)."""
         path = self.root / "keys.json"
-        if path.exists():
-            try:
-                stored = json.loads(path.read_bytes())
-                self.subject_key_rows = rows_from_json(stored["keys"])
-                self.keyring_rows = keyrings_from_json(stored.get("keyrings", []))
-            except (ValueError, KeyError, TypeError) as error:
-                raise StorageError("file", "open", f"keys.json: {error}") from None
+        if not path.exists():
+            return False
+        try:
+            stored = json.loads(path.read_bytes())
+            self.subject_key_rows = rows_from_json(stored["keys"])
+            self.keyring_rows = keyrings_from_json(stored.get("keyrings", []))
+        except (ValueError, KeyError, TypeError) as error:
+            raise StorageError("file", "open", f"keys.json: {error}") from None
+        return "keyrings" in stored
+
+    def _record_keyrings(self, recorded: bool) -> None:
+        """What migration 0020 does to a SQL log, once: a store written before keyrings
+        were recorded that holds events but no key was written without a keyring."""
+        if recorded:
+            return
+        if self.events and not self._key_rows():
+            self._keyring_rows()[PLAIN] = KeyringRow(PLAIN, b"", datetime.now(UTC))
+        _write_atomically(self.root / "keys.json", json.dumps({
+            "keys": rows_to_json(self._key_rows()),
+            "keyrings": keyrings_to_json(self._keyring_rows())}))
 
     def keys_changed(self) -> None:
         # Written at once (temp file, fsync, rename): an erasure is durable when it returns.

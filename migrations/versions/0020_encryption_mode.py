@@ -1,11 +1,15 @@
 """The keyrings an encrypted log's data keys are wrapped under (issue 40 §4): a row per
 key-encryption key id, with a check value wrapped under that KEK, so a write without a
-keyring, or with another keyring, is refused before anything is written. Written by the
-first write of a log opened with a keyring; on Citus it stays on the coordinator.
+keyring, or with another keyring, is refused before anything is written
+(`eventlog.log._mode`). A row with an empty id records a log first written without a
+keyring: this upgrade writes it for a log that holds events but no data key (a keyring
+added to it later is refused, not mixed in). On Citus the table stays on the coordinator.
 
 Revision ID: 0020_encryption_mode
 Revises: 0018_blob_toast
 """
+
+from datetime import UTC, datetime
 
 import sqlalchemy as sa
 from alembic import context, op
@@ -23,13 +27,23 @@ def _text() -> sa.String:
 
 
 def upgrade() -> None:
-    op.create_table(
+    schema = context.config.attributes.get("schema")
+    keyrings = op.create_table(
         "keyrings",
         sa.Column("kek_id", _text(), primary_key=True),
         sa.Column("check_value", sa.LargeBinary, nullable=False),
         sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
-        schema=context.config.attributes.get("schema"),
+        schema=schema,
     )
+    bind = op.get_bind()
+
+    def holds(table: str) -> bool:
+        rows = sa.table(table, sa.column("tenant_id"), schema=schema)
+        return bind.execute(sa.select(rows.c.tenant_id).limit(1)).first() is not None
+
+    if holds("events") and not holds("subject_keys"):
+        bind.execute(sa.insert(keyrings).values(kek_id="", check_value=b"",
+                                                created_at=datetime.now(UTC)))
 
 
 def downgrade() -> None:

@@ -45,6 +45,11 @@ class KeyringRow:
     created_at: datetime
 
 
+PLAIN = ""
+"""The KEK id of the keyring row that records a log first written without a keyring (its
+check value empty)."""
+
+
 class KeyStorage(StorageLifecycle):
     """Rows of wrapped data keys. Every method is a coroutine, each one statement (one
     transaction): no partial effect is ever visible."""
