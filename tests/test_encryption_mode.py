@@ -98,7 +98,11 @@ async def test_another_keyring_is_refused_before_a_key_is_wrapped_under_it(
                                 for kek_id in (keyring.key_id, other.key_id)]
         with pytest.raises(WrongKeyring):
             await log.reopen_subject("t", "s1")
+        with pytest.raises(WrongKeyring):
+            await log.erase("t", "s1")  # refused before its key is destroyed
         after = await _held(log)
+        assert [True] == [row.wrapped is not None
+                          for row in await log.storage.subject_keys("t", "s1")]
     async with _open(target, keyring) as log:
         await log.checkpoints.create(_record("new-subject"))
         assert ["MARKER"] == [(await log.checkpoints.read(

@@ -847,6 +847,8 @@ class EventLog:
         check_id("subject", subject)
         if not isinstance(reason, str) or not isinstance(actor, str):
             raise InvalidInput("reason", "reason and actor must be strings")
+        # Before a key is destroyed: a log with another keyring may not record the erasure.
+        await self._mode.before_write(seals=False, now=read_clock(self.clock))
         destroyed = await self.storage.destroy_subject_keys(tenant_id, subject,
                                                             read_clock(self.clock))
         if self.sealer is not None:
