@@ -47,6 +47,7 @@ if TYPE_CHECKING:  # the one list of public names: each `from MODULE import NAME
     from eventlog.errors import UnknownSchemaRevision as UnknownSchemaRevision
     from eventlog.errors import UnreadableEvent as UnreadableEvent
     from eventlog.errors import VersionConflict as VersionConflict
+    from eventlog.events import SEALED as SEALED
     from eventlog.events import Event as Event
     from eventlog.events import EventRegistry as EventRegistry
     from eventlog.events import default_registry as default_registry

@@ -32,7 +32,10 @@
     ├── SealError                              encrypted data cannot be read as it should
     │   ├── SubjectErased                      the subject's data key was destroyed (erasure)
     │   ├── KeyringRequired                    encrypted data read by a log opened without a keyring
+    │   │   └── WriteNeedsKeyring              a write to an encrypted log without its keyring
     │   ├── KeyUnavailable                     no data key (or no usable keyring) to open the data
+    │   │   └── WrongKeyring                   a write with a keyring the log is not encrypted under
+    │   ├── LogNotEncrypted                    a keyring's write to a log written without one
     │   └── SealRefused                        plaintext, or ciphertext of another place, refused
     ├── ConsumerError                          a durable consumer could not go on
     │   ├── ConsumerHeld                       another holder's lease on the consumer is current
@@ -447,6 +450,52 @@ class KeyringRequired(SealError):
 class KeyUnavailable(SealError):
     """The subject's data key is not in this log's database (a log imported without its
     keys), or the keyring given cannot unwrap it (another keyring)."""
+
+
+def _kek_ids(ids: tuple[str, ...]) -> str:
+    return " or ".join(repr(kek_id) for kek_id in ids) or "(none recorded)"
+
+
+class WriteNeedsKeyring(KeyringRequired):
+    """A write that would store data the log seals (a state, a free-text field), made by a
+    log opened without a keyring on a log that is encrypted: refused, nothing written.
+    ``expected`` are the ids of the key-encryption keys the log's data keys are wrapped
+    under (the keyring to open it with)."""
+
+    def __init__(self, expected: tuple[str, ...]) -> None:
+        self.expected = expected
+        SealError.__init__(self, "", "", (
+            f"this log is encrypted under key-encryption key {_kek_ids(expected)}: a write "
+            "without that keyring would store its data in the clear, so nothing was "
+            "written; open the log with it (keyring=..., --keyring FILE or EVENTLOG_KEYRING)"))
+
+
+class WrongKeyring(KeyUnavailable):
+    """A write through a keyring that is not one the log's data keys are wrapped under (or
+    one of that id that cannot unwrap the log's check value): refused, nothing written,
+    so no subject's key is ever wrapped under a stranger's KEK. ``expected`` are the KEK
+    ids the log records, ``given`` the keyring's."""
+
+    def __init__(self, expected: tuple[str, ...], given: str, why: str = "") -> None:
+        self.expected = expected
+        self.given = given
+        SealError.__init__(self, "", "", (
+            f"this log is encrypted under key-encryption key {_kek_ids(expected)}, not the "
+            f"keyring given ({given!r}{why}): nothing was written; open the log with its own "
+            "keyring (after a rotation, the new one)"))
+
+
+class LogNotEncrypted(SealError):
+    """A write through a keyring to a log that holds data written without one: refused,
+    nothing written (its reads with the keyring would refuse the plaintext, and without
+    it the sealed data). Keep that log plain, or start the encrypted log as a new one."""
+
+    def __init__(self) -> None:
+        super().__init__("", "", (
+            "this log was written without a keyring (it holds events but no encryption "
+            "key): sealed data beside its plaintext could be read neither with the keyring "
+            "nor without it, so nothing was written; open it without keyring=, or start the "
+            "encrypted log in a new database"))
 
 
 class SealRefused(SealError):

@@ -270,7 +270,8 @@ class _ExportWriter:
         self.sink.write(_encoder.encode(record) + b"\n")
 
     async def event(self, event: RecordedEvent) -> None:
-        self.subjects.update(sealed_subjects(event.type, event.data))
+        self.subjects.update(sealed_subjects(self.log.registry.sealed_fields(event.type),
+                                             event.data))
         for digest in event.event.blob_digests():
             await self.blob(digest)
         self.line({

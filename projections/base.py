@@ -23,6 +23,11 @@ class Projection(Protocol):
     name: str
     tables: tuple[str, ...]
 
+    # A projection whose folds copy sealed event fields into view columns also names them,
+    # ``sealed_columns: Mapping[str, Mapping[str, SealedPaths]]`` (table → column → paths:
+    # `projections.views.sealed_columns_of`), so the log opens them on an encrypted log; a
+    # projection without it copies none.
+
     def fold(self, event: RecordedEvent) -> Sequence[Change]:
         """The view changes ``event`` causes."""
         ...

@@ -40,7 +40,7 @@ from eventlog.events.checkpoints import (
 )
 from eventlog.records import RecordedEvent
 from projections.changes import AT_POSITION, Change, Delete, Insert, InsertIfAbsent, Upsert
-from projections.views import ID, metadata
+from projections.views import ID, SEALED_VALUE, metadata, sealed_columns_of
 
 CHECKPOINTS = "checkpoints"
 SESSIONS = "checkpoint_sessions"
@@ -60,7 +60,7 @@ checkpoints = sa.Table(
     sa.Column("state_digest", sa.LargeBinary, nullable=False),
     sa.Column("state_encoding", sa.String(16), nullable=False),
     sa.Column("state_size", sa.BigInteger, nullable=False),
-    sa.Column("metadata", sa.Text, nullable=False),
+    sa.Column("metadata", sa.Text, nullable=False, info=SEALED_VALUE),
     sa.Column("recorded_at", sa.DateTime(timezone=True), nullable=False),
     sa.Column("subject", ID, nullable=True),
 )
@@ -88,7 +88,8 @@ checkpoint_sessions = sa.Table(
     sa.Column("latest_step", sa.BigInteger, nullable=False),
     sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
     sa.Column("latest_parent_id", ID, nullable=True),
-    sa.Column("latest_metadata", sa.Text, nullable=False, server_default="{}"),
+    sa.Column("latest_metadata", sa.Text, nullable=False, server_default="{}",
+              info=SEALED_VALUE),
 )
 
 checkpoint_runs = sa.Table(
@@ -111,6 +112,7 @@ class CheckpointViews:
 
     name: str = "checkpoints"
     tables: tuple[str, ...] = (CHECKPOINTS, SESSIONS, RUNS)
+    sealed_columns = sealed_columns_of(checkpoints, checkpoint_sessions)
 
     def fold(self, event: RecordedEvent) -> Sequence[Change]:
         """Three upserts for a create, three deletes for a tombstone, nothing otherwise."""

@@ -18,7 +18,7 @@ from eventlog.events import Event
 from eventlog.events import interrupts as ev
 from eventlog.records import RecordedEvent
 from projections.changes import AT_POSITION, Change, Delete, Update, Upsert
-from projections.views import ID, metadata
+from projections.views import ID, metadata, sealed_columns_of
 
 BATCHES = "interrupt_batches"
 """One row per interrupt batch."""
@@ -47,7 +47,9 @@ interrupt_batches = sa.Table(
     sa.Column("capture_state", sa.String(32), nullable=True),
     sa.Column("resolution", sa.String(32), nullable=True),
     sa.Column("reconciled_by", ID, nullable=True),
-    sa.Column("descriptor", sa.LargeBinary, nullable=False),
+    # The batch's interrupts (JSON), each one's sealed message and metadata as sealed.
+    sa.Column("descriptor", sa.LargeBinary, nullable=False,
+              info={"sealed": (("*", "message"), ("*", "metadata"))}),
     sa.Column("created_position", sa.BigInteger, nullable=False),
     sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
     sa.Column("updated_position", sa.BigInteger, nullable=False),
@@ -81,6 +83,7 @@ class InterruptBatches:
 
     name: str = BATCHES
     tables: tuple[str, ...] = (TABLE,)
+    sealed_columns = sealed_columns_of(interrupt_batches)
 
     def fold(self, event: RecordedEvent) -> Sequence[Change]:
         """The one change a batch event makes to its row (nothing for other events)."""

@@ -11,7 +11,9 @@ writes are not part of it (they are pending for the next step).
 
 The answer is rows (`HistoryRow` keys): ``kind`` ``"write"`` or ``"value"``, ``depth``
 (1 for the parent, 2 for its parent …), ``channel``, ``task_id``, ``task_path``,
-``idx`` (None for a value), ``encoding`` and ``blob`` (None when the blob is gone). SQL
+``idx`` (None for a value), ``encoding``, ``digest`` (the blob's address, as the row names
+it) and ``blob`` (its bytes as stored, None when the blob is gone: the log opens a sealed
+one, `EventLog.history`, after checking that its bytes hash to ``digest``). SQL
 backends answer it in one recursive statement of their own; the memory and file
 backends with `history_rows` over their view rows. Both read only the query's
 tenant.
@@ -53,8 +55,8 @@ def history_rows(
 ) -> list[HistoryRow]:
     """The history's rows from lookups of the query's thread and namespace: a checkpoint
     row by id, a channel value row by (channel, version), a checkpoint's write rows
-    (what the memory backend has by key). Each row holds its blob's ``digest`` in place
-    of ``blob``: the caller reads the blobs."""
+    (what the memory backend has by key). Each row holds its blob's ``digest`` without
+    ``blob``: the caller reads the blobs."""
     found: list[HistoryRow] = []
     child = checkpoint(query.checkpoint_id)
     walking = list(query.channels)

@@ -44,7 +44,7 @@ from eventlog.events.threads import (
 )
 from eventlog.records import RecordedEvent
 from projections.changes import AT_POSITION, Change, Delete, Insert, InsertIfAbsent, Upsert
-from projections.views import ID, metadata
+from projections.views import ID, SEALED_VALUE, metadata, sealed_columns_of
 
 THREAD_CHECKPOINTS = "thread_checkpoints"
 THREAD_RECORDS = "thread_checkpoint_records"
@@ -68,7 +68,7 @@ thread_checkpoints = sa.Table(
     sa.Column("state_encoding", ID, nullable=False),
     sa.Column("state_digest", sa.LargeBinary, nullable=False),
     sa.Column("channels", sa.Text, nullable=False),
-    sa.Column("metadata", sa.Text, nullable=False),
+    sa.Column("metadata", sa.Text, nullable=False, info=SEALED_VALUE),
     sa.Column("recorded_at", sa.DateTime(timezone=True), nullable=False),
     sa.Column("subject", ID, nullable=True),
 )
@@ -170,6 +170,7 @@ class ThreadViews:
 
     name: str = "threads"
     tables: tuple[str, ...] = CHECKPOINT_TABLES + VALUE_TABLES
+    sealed_columns = sealed_columns_of(thread_checkpoints)
 
     def fold(self, event: RecordedEvent) -> Sequence[Change]:
         """The view changes of one thread event; nothing for any other event."""

@@ -6,6 +6,8 @@ table's primary key. Every key starts with ``tenant_id``.
 
 from __future__ import annotations
 
+from typing import Any
+
 import sqlalchemy as sa
 
 metadata = sa.MetaData()
@@ -25,6 +27,24 @@ stream_heads = sa.Table(
     sa.Column("last_position", sa.BigInteger, nullable=False),
     sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
 )
+
+
+SealedPaths = tuple[tuple[str, ...], ...]
+"""Where sealed values sit inside a view column's JSON: paths by key, ``*`` for each item
+of a list; ``()`` is the whole value."""
+
+SEALED_VALUE: dict[str, Any] = {"sealed": ((),)}
+"""A view column's ``info`` when the whole value is a sealed event field copied by a fold
+(a checkpoint's metadata): on an encrypted log it holds the field's sealed marker."""
+
+
+def sealed_columns_of(*tables: sa.Table) -> dict[str, dict[str, SealedPaths]]:
+    """Table → column → `SealedPaths`, for the columns whose ``info`` says ``sealed``:
+    what a projection tells the log its folds copy of sealed event fields (the log opens
+    them on read, and refuses plaintext there)."""
+    return {table.name: {column.name: column.info["sealed"] for column in table.columns
+                         if "sealed" in column.info}
+            for table in tables if any("sealed" in c.info for c in table.columns)}
 
 
 def key_columns() -> dict[str, tuple[str, ...]]:

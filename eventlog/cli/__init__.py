@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from eventlog.cli.errors import EXIT_FINDINGS, EXIT_OK, EXIT_OPERATIONAL, EXIT_USAGE
+from eventlog.cli.errors import EXIT_FINDINGS, EXIT_NOTHING, EXIT_OK, EXIT_OPERATIONAL, EXIT_USAGE
 
 if TYPE_CHECKING:
     from eventlog.cli.app import build_parser as build_parser
@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EXIT_FINDINGS",
+    "EXIT_NOTHING",
     "EXIT_OK",
     "EXIT_OPERATIONAL",
     "EXIT_USAGE",

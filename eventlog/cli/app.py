@@ -25,6 +25,7 @@ from typing import Any, NoReturn
 from eventlog.cli.context import Context, Handler, SharedOptions
 from eventlog.cli.errors import (
     EXIT_FINDINGS,
+    EXIT_NOTHING,
     EXIT_OK,
     EXIT_OPERATIONAL,
     EXIT_STATUSES_HELP,
@@ -32,7 +33,8 @@ from eventlog.cli.errors import (
     classify,
 )
 
-__all__ = ["EXIT_FINDINGS", "EXIT_OK", "EXIT_OPERATIONAL", "EXIT_USAGE", "build_parser", "main"]
+__all__ = ["EXIT_FINDINGS", "EXIT_NOTHING", "EXIT_OK", "EXIT_OPERATIONAL", "EXIT_USAGE",
+           "build_parser", "main"]
 
 _DESCRIPTION = """\
 checkpoint-eventlog: an event-sourced, hash-chained checkpoint log for agent and workflow
@@ -197,7 +199,8 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
 def print_json_error(message: str, status: int) -> None:
     """One JSON line on standard error: the message, the exit status and what it means."""
-    kinds = {EXIT_FINDINGS: "findings", EXIT_USAGE: "usage", EXIT_OPERATIONAL: "operational"}
+    kinds = {EXIT_FINDINGS: "findings", EXIT_USAGE: "usage", EXIT_OPERATIONAL: "operational",
+             EXIT_NOTHING: "nothing"}
     sys.stderr.write(json.dumps({"error": message, "exit_status": status,
                                  "kind": kinds.get(status, "operational")}) + "\n")
     sys.stderr.flush()

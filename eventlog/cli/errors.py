@@ -24,6 +24,10 @@ tenant, session or batch."""
 EXIT_OPERATIONAL = 3
 """The storage could not be reached or used (no such database, connection refused,
 schema too old or too new, store locked), or another operational error."""
+EXIT_NOTHING = 4
+"""The command found nothing to act on where something was asked: ``erase`` of a subject
+that holds no data key (misspelled, never written under a keyring, or a log that is not
+encrypted), so whatever personal data there is stays. ``erase --if-present`` makes it 0."""
 
 EXIT_STATUSES_HELP = f"""\
 exit statuses:
@@ -32,6 +36,7 @@ exit statuses:
      a decision refused an event the writer key did not sign
   {EXIT_USAGE}  usage or bad input: bad option, URL, time or file; unknown tenant/session/batch
   {EXIT_OPERATIONAL}  storage unreachable or unusable, or another operational error
+  {EXIT_NOTHING}  nothing to act on: erase found no data key of the subject (--if-present: 0)
 
 environment:
   EVENTLOG_URL     the log URL when --url is not given (default sqlite:///eventlog.db)

@@ -15,7 +15,7 @@ from dataclasses import asdict
 from typing import Any
 
 from eventlog.cli.context import Context
-from eventlog.cli.errors import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, CommandError
+from eventlog.cli.errors import EXIT_FINDINGS, EXIT_NOTHING, EXIT_OK, EXIT_USAGE, CommandError
 from eventlog.cli.render import plural
 
 
@@ -131,19 +131,37 @@ def _writer_id(ring: Any) -> str | None:
 
 
 async def run_erase(context: Context) -> int:
-    """Destroy the subject's data keys and record the erasure."""
+    """Destroy the subject's data keys and record the erasure. A subject erased before is
+    no error; one that holds no key is (`EXIT_NOTHING`: its data, if any, stays), unless
+    ``--if-present``."""
     args = context.args
     actor = args.actor if args.actor is not None else getpass.getuser()
     async with context.open(upgrade=True) as log:
         destroyed = await log.erase(args.tenant, args.subject, reason=args.reason,
                                     actor=actor)
+        held = [] if destroyed else await log.subject_keys(args.tenant, args.subject)
+        encrypted = bool(destroyed or held) or bool(await log.encrypted_under())
+    named = f"subject {args.subject!r} of tenant {args.tenant!r}"
+    if not destroyed and not held and not args.if_present:
+        raise CommandError(f"{named} holds no data key{_why_nothing(encrypted)}",
+                           EXIT_NOTHING)
     if context.json:
         context.print_json({"tenant": args.tenant, "subject": args.subject,
-                            "destroyed": destroyed})
+                            "destroyed": destroyed, "erased_before": bool(held)})
     elif destroyed:
-        context.out.print(f"erased subject {args.subject!r} of tenant {args.tenant!r}: "
-                          f"{destroyed} data key(s) destroyed, the erasure recorded")
+        context.out.print(f"erased {named}: {destroyed} data key(s) destroyed, the erasure "
+                          "recorded")
+    elif held:
+        context.out.print(f"{named} was erased before (its keys destroyed at "
+                          f"{held[-1].erased_at}): nothing left to destroy")
     else:
-        context.out.print(f"subject {args.subject!r} of tenant {args.tenant!r} holds no data "
-                          "key (never encrypted, or erased before): nothing to do")
+        context.out.print(f"{named} holds no data key: nothing to erase (--if-present)")
     return EXIT_OK
+
+
+def _why_nothing(encrypted: bool) -> str:
+    if not encrypted:
+        return (": the log is not encrypted, so its data is stored in the clear and erasing "
+                "(which destroys keys) cannot remove it; nothing was erased")
+    return (": nothing was erased (misspelled? never written under the keyring?); "
+            "--if-present accepts a subject that is not there")

@@ -60,6 +60,9 @@ class LenientRegistry(EventRegistry):
     def tags(self) -> frozenset[str]:
         return self._base.tags
 
+    def sealed_fields(self, tag: str) -> tuple[tuple[str, ...], ...]:
+        return self._base.sealed_fields(tag)
+
     def encode(self, event: object) -> tuple[str, bytes]:
         return self._base.encode(event)
 

@@ -23,7 +23,6 @@ from eventlog.log import EventLog
 from eventlog.log._sealing import (
     ERASED,
     ERASED_TEXT,
-    FIELDS,
     field_kind,
     field_values,
     is_marker,
@@ -106,13 +105,14 @@ class Unsealer:
     async def event(self, recorded: RecordedEvent) -> RecordedEvent:
         """``recorded`` with its stored bytes showing each sealed field as its value, as
         erased, or as sealed (its decoded ``event`` and hashes unchanged)."""
-        if recorded.type not in FIELDS or b'"$sealed' not in recorded.data:
+        paths = self.log.registry.sealed_fields(recorded.type)
+        if not paths or b'"$sealed' not in recorded.data:
             return recorded
         try:
             body = msgspec.json.decode(recorded.data)
         except msgspec.DecodeError:
             return recorded
-        for path, found in field_values(recorded.type, body):
+        for path, found in field_values(paths, body):
             shown = [await self._field(recorded, path, value) for value in found]
             replace_field_values(body, path, shown)
         return msgspec.structs.replace(recorded, data=msgspec.json.encode(body))

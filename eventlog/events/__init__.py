@@ -7,6 +7,10 @@ Schema evolution rules (msgspec's): a tag is stored forever, so never rename one
 field gets a default; a field never changes its type. The stored bytes are exactly
 ``msgspec.json.encode(event)``, which carries the tag in its ``"type"`` field, and the
 hash chain covers those bytes.
+
+A field that holds personal free text is annotated `SEALED` (``Annotated[str, SEALED]``):
+on an encrypted log the log seals what the registry says each type declares
+(`EventRegistry.sealed_fields`), and nothing else (`eventlog.events._sealed`).
 """
 
 from __future__ import annotations
@@ -24,6 +28,9 @@ from eventlog.errors import (
     UnknownEventType,
     UnreadableEvent,
 )
+from eventlog.events._sealed import SEALED as SEALED
+from eventlog.events._sealed import Path as Path
+from eventlog.events._sealed import sealed_paths
 
 
 class Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
@@ -88,6 +95,7 @@ class EventRegistry:
     def __init__(self, types: Iterable[type[Event]] = ()) -> None:
         self._types: dict[str, type[Event]] = {}
         self._decoders: dict[str, msgspec.json.Decoder[Any]] = {}
+        self._sealed: dict[str, tuple[Path, ...]] = {}
         for event_type in types:
             self.register(event_type)
 
@@ -97,9 +105,16 @@ class EventRegistry:
         known = self._types.get(tag)
         if known is not None and known is not event_type:
             raise InvalidInput("event type", f"tag {tag!r} is already registered to {known!r}")
+        sealed = sealed_paths(event_type) if known is None else self._sealed[tag]
         self._types[tag] = event_type
         self._decoders[tag] = msgspec.json.Decoder(event_type)
+        self._sealed[tag] = sealed
         return event_type
+
+    def sealed_fields(self, tag: str) -> tuple[Path, ...]:
+        """Where the fields a ``tag`` event declares `SEALED` are in its JSON (empty for a
+        type that seals none, or a tag this registry does not know)."""
+        return self._sealed.get(tag, ())
 
     def copy(self) -> EventRegistry:
         """A new registry holding the same types, to extend without touching this one."""

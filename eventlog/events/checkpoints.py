@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 import msgspec
 
-from eventlog.events import Event, register_event
+from eventlog.events import SEALED, Event, register_event
 
 SESSION_STREAM_PREFIX = "session:"
 """A session's events go to the stream ``session:<session id>``."""
@@ -39,7 +39,7 @@ class CheckpointCreated(Event, tag="checkpoint_created", frozen=True, kw_only=Tr
     state_encoding: str
     """``json`` (the blob is the state's JSON encoding) or ``bytes`` (the blob is the state)."""
     state_size: int
-    metadata: dict[str, Any] = msgspec.field(default_factory=dict)
+    metadata: Annotated[dict[str, Any], SEALED] = msgspec.field(default_factory=dict)
     subject: str | None = None
     """The subject the caller named (`CheckpointRecord.subject`: e.g. a customer id shared
     by many sessions); None when it is the session's own id. In the clear, as every id:

@@ -10,11 +10,11 @@ and every later event written under that claim records the generation it acted u
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 
-from eventlog.events import Event, register_event
+from eventlog.events import SEALED, Event, register_event
 
 # -- what the events carry: AG-UI's shapes, also the store's inputs ----------------------
 
@@ -32,11 +32,11 @@ class Interrupt(msgspec.Struct, frozen=True, kw_only=True):
 
     id: str
     reason: str
-    message: str | None = None
+    message: Annotated[str | None, SEALED] = None
     tool_call_id: str | None = None
     response_schema: dict[str, Any] | None = None
     expires_at: datetime | None = None
-    metadata: dict[str, Any] | None = None
+    metadata: Annotated[dict[str, Any] | None, SEALED] = None
 
 
 class Resume(msgspec.Struct, frozen=True, kw_only=True):
@@ -48,8 +48,8 @@ class Resume(msgspec.Struct, frozen=True, kw_only=True):
 
     interrupt_id: str
     status: Literal["resolved", "cancelled"]
-    payload: Any = None
-    metadata: dict[str, Any] | None = None
+    payload: Annotated[Any, SEALED] = None
+    metadata: Annotated[dict[str, Any] | None, SEALED] = None
 
 
 # -- the events -------------------------------------------------------------------------
@@ -108,7 +108,7 @@ class CaptureCompleted(_InBatchStream, Event, tag="interrupt.capture_completed",
     generation: int
     capture_id: str
     outcome: str
-    snapshot: str | None = None
+    snapshot: Annotated[str | None, SEALED] = None
 
 
 @register_event
@@ -175,8 +175,8 @@ class BatchReconciled(_InBatchStream, Event, tag="interrupt.batch_reconciled", f
     batch_id: str
     actor: str
     resolution: str
-    evidence: dict[str, Any]
-    note: str | None = None
+    evidence: Annotated[dict[str, Any], SEALED]
+    note: Annotated[str | None, SEALED] = None
 
 
 @register_event

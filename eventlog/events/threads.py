@@ -18,11 +18,11 @@ All are registered in `eventlog.default_registry` when this module is imported (
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 
-from eventlog.events import Event, register_event
+from eventlog.events import SEALED, Event, register_event
 from eventlog.events.checkpoints import HexDigest
 
 THREAD_STREAM_PREFIX = "thread:"
@@ -110,7 +110,7 @@ class ThreadCheckpointPut(ThreadEvent, tag="thread_checkpoint_put", frozen=True,
     state_digest: HexDigest
     state_size: int
     channels: list[BlobRef] = msgspec.field(default_factory=list)
-    metadata: dict[str, Any] = msgspec.field(default_factory=dict)
+    metadata: Annotated[dict[str, Any], SEALED] = msgspec.field(default_factory=dict)
     versions: dict[str, str] = msgspec.field(default_factory=dict)
     subject: str | None = None
     """The subject the caller named (as `CheckpointCreated.subject`); None when it is the

@@ -166,9 +166,10 @@ class InterruptStore:
             return decided, ClaimResult(claim, None)
 
         result = await self.batches.fenced(tenant_id, resume.batch_id, decide)
+        # Never the detail: it quotes the rejected answer (a value, personal on an
+        # encrypted log); the caller gets it in the result.
         logger.info("claim_decided", tenant=tenant_id, batch_id=resume.batch_id,
-                    claimed=result.claim is not None, reason=result.reason,
-                    detail=result.detail)
+                    claimed=result.claim is not None, reason=result.reason)
         return result
 
     # -- under a claim -----------------------------------------------------------------------

@@ -12,8 +12,8 @@ from eventlog.log._log import EventLog
 from eventlog.log._spill import SpilledViews
 from eventlog.log._subscribe import Subscription
 from eventlog.log._tree import TreeFinding
-from eventlog.storage.contracts.keys import KeyRow
+from eventlog.storage.contracts.keys import KeyringRow, KeyRow
 from eventlog.validation import DEFAULT_MAX_PAYLOAD_BYTES
 
-__all__ = ["DEFAULT_MAX_PAYLOAD_BYTES", "EventLog", "KeyRow", "SpilledViews", "Subscription",
-           "TreeFinding"]
+__all__ = ["DEFAULT_MAX_PAYLOAD_BYTES", "EventLog", "KeyRow", "KeyringRow", "SpilledViews",
+           "Subscription", "TreeFinding"]

@@ -45,9 +45,10 @@ from eventlog.log._append import (
 )
 from eventlog.log._chain import verify_chains
 from eventlog.log._heads import HeadCache
+from eventlog.log._mode import EncryptionMode, read_mode
 from eventlog.log._queries import check_history, check_query
 from eventlog.log._rotation import Rotation, rotate_keys
-from eventlog.log._sealing import FIELDS, Sealer, refuse_unsealed_read
+from eventlog.log._sealing import Sealer, refuse_unsealed_read
 from eventlog.log._signed import SignedReads, signature_finding
 from eventlog.log._subscribe import (
     DEFAULT_LEASE,
@@ -154,6 +155,8 @@ class EventLog:
         # Each tenant's first signed position, once found (`SignedReads.signing_start`);
         # shared, not copied, by the twins and siblings, as the head cache is not.
         self._signing_starts: dict[str, int] = {}
+        # Whether the log is encrypted, and under which keyrings: checked before writes.
+        self._mode = EncryptionMode(storage, None if sealer is None else sealer.provider)
         self.actor = None if actor is None else check_actor(actor)
         # Shared (not copied) by `on_primary`'s twin, the face and `sibling`, so a block
         # acting as someone reaches the stores' appends too.
@@ -178,6 +181,10 @@ class EventLog:
                                   signer)
         self._lifecycle = _Lifecycle()
         self._tree = Tree(storage, writer_keys or None, self._signing_starts)
+        # What the projections' folds copy of sealed event fields: table → column → paths.
+        self._sealed_columns: dict[str, Mapping[str, Any]] = {
+            table: columns for projection in self.projections
+            for table, columns in getattr(projection, "sealed_columns", {}).items()}
         self._as_stored = False
         self.wakeups = Wakeups()
         """Wakes this log's subscribers (and its siblings') after each of its appends."""
@@ -218,8 +225,10 @@ class EventLog:
         acting = self._actor_for(actor)
         recorded_at = read_clock(self.clock)
         plain = list(attach)
+        encoded = self._encode(events, stream_id)
+        await self._mode.before_write(seals=self._seals(encoded, plain), now=recorded_at)
         encoded, payloads = await self._sealed(
-            tenant_id, stream_id, self._encode(events, stream_id), plain, subject, recorded_at)
+            tenant_id, stream_id, encoded, plain, subject, recorded_at)
         drafts = [Draft(uuid7(), tag, data, event, recorded_at, acting)
                   for tag, data, event in encoded]
         result = await self._appender.commit(
@@ -246,6 +255,7 @@ class EventLog:
         recorded_at = read_clock(self.clock)
         parts = []
         seen: set[tuple[str, str]] = set()
+        checked = []
         for item in appends:
             if not isinstance(item, StreamAppend):
                 raise InvalidInput("appends", f"must hold StreamAppend, not {item!r}"[:200])
@@ -253,10 +263,13 @@ class EventLog:
             if key in seen:
                 raise InvalidInput("appends", f"stream {item.stream_id!r} appears twice")
             seen.add(key)
-            plain = list(item.attach)
+            checked.append((item, self._encode(item.events, item.stream_id), list(item.attach)))
+        await self._mode.before_write(
+            seals=any(self._seals(encoded, plain) for _, encoded, plain in checked),
+            now=recorded_at)
+        for item, encoded, plain in checked:
             encoded, payloads = await self._sealed(
-                item.tenant_id, item.stream_id, self._encode(item.events, item.stream_id),
-                plain, None, recorded_at)
+                item.tenant_id, item.stream_id, encoded, plain, None, recorded_at)
             drafts = [Draft(uuid7(), tag, data, event, recorded_at, acting)
                       for tag, data, event in encoded]
             parts.append(Part(
@@ -446,7 +459,9 @@ class EventLog:
         check_id("stream_id", stream_id)
         if self.sealer is None:
             return content_digest
-        return await self.sealer.addresses(tenant_id, stream_id, now=read_clock(self.clock),
+        now = read_clock(self.clock)
+        await self._mode.before_write(seals=True, now=now)
+        return await self.sealer.addresses(tenant_id, stream_id, now=now,
                                            subject=self._subject.get())
 
     @traced("eventlog.get_blobs", _TENANT, _blob_count)
@@ -708,7 +723,10 @@ class EventLog:
             return await self._query_sealed_json(query)
         rows = await self.reader.query(query)
         if self.sealer is not None:
-            await self.sealer.open_rows(query.where.get("tenant_id"), rows)
+            sealed = self._sealed_columns
+            await self.sealer.open_rows(
+                query.where.get("tenant_id"), rows, sealed.get(query.table, {}),
+                [(related.name, sealed.get(related.table, {})) for related in query.related])
         if query.with_blob is not None or query.related:
             await self._open_row_blobs(query, rows)
         return rows
@@ -716,10 +734,16 @@ class EventLog:
     @traced("eventlog.history", _describe_query, _row_count)
     async def history(self, query: HistoryQuery) -> list[HistoryRow]:
         """The rows of a thread checkpoint's channel history (`projections.thread_history`),
-        of the query's tenant: one statement on SQL backends, however deep the walk."""
+        of the query's tenant: one statement on SQL backends, however deep the walk.
+
+        Each row's blob is read as every other read gives it: opened with a keyring (once
+        its bytes hash to the row's digest), refused without one (`KeyringRequired`)."""
         self._check_open("query")
         check_history(query)
-        return await self.reader.history(query)
+        rows = await self.reader.history(query)
+        for row in rows:
+            await self._open_row_blob(query.tenant_id, row, "digest")
+        return rows
 
     async def stream_head(self, tenant_id: str, stream_id: str) -> tuple[int, bytes] | None:
         """The stream's last version and that event's hash, read afresh; None if empty."""
@@ -849,6 +873,7 @@ class EventLog:
         sibling._signing_starts = sibling._tree.starts = self._signing_starts
         sibling._acting = self._acting
         sibling._subject = self._subject
+        sibling._mode = self._mode
         sibling.schema_revision = self.schema_revision
         sibling._lifecycle = self._lifecycle
         sibling.wakeups = self.wakeups
@@ -880,6 +905,8 @@ class EventLog:
                                           "through the log opened with its keyring, whose "
                                           "writer key signs the erasure record (nothing was "
                                           "destroyed)")
+        # Before a key is destroyed: a log with another keyring may not record the erasure.
+        await self._mode.before_write(seals=False, now=read_clock(self.clock))
         destroyed = await self.storage.destroy_subject_keys(tenant_id, subject,
                                                             read_clock(self.clock))
         if self.sealer is not None:
@@ -890,6 +917,14 @@ class EventLog:
             await self.append(tenant_id, stream, [SubjectKeyDestroyed(
                 subject=subject, reason=reason, actor=actor, generations=destroyed)])
         return destroyed
+
+    async def encrypted_under(self) -> tuple[str, ...]:
+        """The ids of the key-encryption keys the log is encrypted under, as it records
+        them (else as its subject keys name them: `eventlog.log._mode`); empty for a log
+        that is not encrypted. Needs no keyring."""
+        self._check_open("read")
+        mode = await read_mode(self.storage)
+        return mode.kek_ids if mode.kind == "encrypted" else ()
 
     async def subject_keys(self, tenant_id: str, subject: str | None = None,
                            *, page: int = 1000) -> list[KeyRow]:
@@ -946,13 +981,15 @@ class EventLog:
 
         from eventlog.crypto import keep_writer_keys, load_keyring
 
-        check_positive_limit("page", page)
+        page = check_positive_limit("page", page)
         if isinstance(to, str | os.PathLike) and self.writer_keys:
             # The new keyring checks what the old writer keys signed (events, and the
             # old keyring's retired keys' too), or verify would call those forged.
             keep_writer_keys(to, getattr(self.sealer.provider, "writer_public_keys", ()))
-        return await rotate_keys(self.storage, self.sealer.provider, load_keyring(to),
-                                 page=page)
+        new = load_keyring(to)
+        await self._mode.before_write(seals=True, now=read_clock(self.clock))
+        return await rotate_keys(self.storage, self.sealer.provider, new, page=page,
+                                 now=read_clock(self.clock))
 
     async def reopen_subject(self, tenant_id: str, subject: str) -> int:
         """Give an erased subject a new data key (a new generation), so it can be written
@@ -963,9 +1000,11 @@ class EventLog:
         check_id("subject", subject)
         if self.sealer is None:
             raise KeyringRequired(tenant_id, subject)
+        now = read_clock(self.clock)
+        await self._mode.before_write(seals=True, now=now)
         self.sealer.forget(tenant_id, subject)
-        generation, _ = await self.sealer.current_key(tenant_id, subject,
-                                                      now=read_clock(self.clock), reopen=True)
+        generation, _ = await self.sealer.current_key(tenant_id, subject, now=now,
+                                                      reopen=True)
         return generation
 
     async def _sealed(
@@ -975,7 +1014,7 @@ class EventLog:
         """The append's events and blobs as storage must see them: sealed with a keyring
         (`eventlog.log._sealing`), as they are without."""
         sealer = self.sealer
-        if sealer is None or not sealer.needs_key(encoded, attach):
+        if sealer is None or not self._seals(encoded, attach):
             return encoded, attach
         if subject is None:
             subject = self._subject.get()
@@ -1001,18 +1040,26 @@ class EventLog:
                     subject=self._subject.get()))
         sealed = []
         for tag, data, _event in encoded:
-            data = sealer.seal_event(tenant_id, header, key, tag, data, renames)
+            data = sealer.seal_event(tenant_id, header, key, tag, data, renames,
+                                     self.registry.sealed_fields(tag))
             if len(data) > self.max_payload_bytes:
                 raise PayloadTooLarge(f"event {tag!r} (sealed)", len(data),
                                       self.max_payload_bytes)
             sealed.append((tag, data, self.registry.decode(tag, data, stream_id=stream_id)))
         return sealed, payloads
 
+    def _seals(self, encoded: Sequence[tuple[str, bytes, Event]], attach: Sequence[bytes]
+               ) -> bool:
+        """Whether anything of an append is sealed with a keyring: a blob, or an event of a
+        type that declares a sealed field (a tombstone or a claim without answers makes
+        no key)."""
+        return bool(attach) or any(self.registry.sealed_fields(tag) for tag, _, _ in encoded)
+
     async def open_event(self, recorded: RecordedEvent) -> RecordedEvent:
         """``recorded`` (from `read_all`) with its sealed free-text fields opened: as
         `read_stream` gives it (an erased subject's fields read ``{"$erased": true}``);
         itself on a log without a keyring or an event with nothing sealed."""
-        if self.sealer is None or recorded.type not in FIELDS:
+        if self.sealer is None or not self.registry.sealed_fields(recorded.type):
             return recorded
         return await self._decoded(StoredEvent(
             **{name: getattr(recorded, name) for name in _ENVELOPE_FIELDS}))
@@ -1020,10 +1067,11 @@ class EventLog:
     async def _decoded(self, stored: StoredEvent) -> RecordedEvent:
         """`decode`, with the sealed fields opened (or marked erased) when the log has a
         keyring; the envelope's ``data`` stays the stored bytes the chain covers."""
-        if self.sealer is None or stored.damage is not None or stored.type not in FIELDS:
+        paths = self.registry.sealed_fields(stored.type)
+        if self.sealer is None or stored.damage is not None or not paths:
             return self.decode(stored)
         data = await self.sealer.open_event(stored.tenant_id, stored.stream_id, stored.type,
-                                            stored.data)
+                                            stored.data, paths)
         event = self.registry.decode(stored.type, data, stream_id=stored.stream_id,
                                      version=stored.version)
         return RecordedEvent.of(stored, event)

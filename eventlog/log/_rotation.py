@@ -11,9 +11,11 @@ keys stay destroyed. The data itself is never re-encrypted: only its keys' wrapp
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from datetime import datetime
 
 from eventlog.crypto._keyring import KeyProvider
 from eventlog.errors import InvalidInput
+from eventlog.log._mode import keyring_row
 from eventlog.log._sealing import context_of
 from eventlog.storage.contracts.keys import KeyRow, KeyStorage
 
@@ -32,16 +34,22 @@ class Rotation:
 
 
 async def rotate_keys(storage: KeyStorage, old: KeyProvider, new: KeyProvider, *,
-                      page: int = ROTATION_PAGE) -> Rotation:
-    """Re-wrap every data key under ``old``'s KEK with ``new``'s (see the module)."""
+                      now: datetime, page: int = ROTATION_PAGE) -> Rotation:
+    """Re-wrap every data key under ``old``'s KEK with ``new``'s (see the module).
+
+    The log's record of its keyrings (`eventlog.log._mode`) names ``new`` before the
+    first key is re-wrapped, and no longer names ``old`` once the pass is done: a pass
+    killed midway leaves both named (each opens the keys wrapped under it)."""
     if old.key_id == new.key_id:
         raise InvalidInput("to", f"the new keyring has the same key id {new.key_id!r} as the "
                                  "old one: rotation needs a new keyring (eventlog keys init)")
+    await storage.add_keyring(keyring_row(new, now))
     done = Rotation()
     after: tuple[str, str, int] | None = None
     while True:
         rows = await storage.subject_keys_page(after, page)
         if not rows:
+            await storage.drop_keyring(old.key_id)
             return done
         changed = [_rewrapped(row, old, new) for row in rows if _tally(row, old, new, done)]
         if changed:

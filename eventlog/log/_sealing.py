@@ -14,7 +14,9 @@ forensic listing work without the keyring.
   digest; the sealer rewrites each of those names (a 64-hex string, wherever it occurs in
   the event's bytes) to the sealed address before the event is chained, so the views,
   releases and verify's counts all speak of sealed addresses.
-- **Free-text fields** (`FIELDS`) are sealed one by one and replaced by a marker of the
+- **Free-text fields** are those the event's type declares sealed (annotated
+  `eventlog.events.SEALED`; the log is handed their paths, `EventRegistry.sealed_fields`,
+  and knows no type's fields itself). Each is sealed and replaced by a marker of the
   field's JSON shape (``{"$sealed": …}``, or ``"$sealed:…"`` for a string): the event still
   decodes as its type, and the views folding it hold the marker.
 - **Reading.** A marker opens to the plain value; a field of an erased subject reads as
@@ -37,7 +39,7 @@ import base64
 import hashlib
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -46,6 +48,7 @@ import msgspec
 from eventlog.crypto._keyring import KeyProvider
 from eventlog.crypto._seal import MAGIC, DataKey, Header, parse
 from eventlog.errors import KeyringRequired, KeyUnavailable, SealRefused, SubjectErased
+from eventlog.events import Path
 from eventlog.hashing import content_digest
 from eventlog.storage.contracts.events import EventStorage
 from eventlog.storage.contracts.keys import KeyRow, KeyStorage
@@ -64,19 +67,6 @@ PLAINTEXT_HINT = (" (data written before the log had a keyring is not read with 
                   "and keep encrypted data in a log that had its keyring from the start)")
 """Said with each refusal of plaintext: the usual cause is a keyring added to a plain log."""
 
-FIELDS: dict[str, tuple[tuple[str, ...], ...]] = {
-    "checkpoint_created": (("metadata",),),
-    "thread_checkpoint_put": (("metadata",),),
-    "interrupt.batch_created": (("interrupts", "*", "message"), ("interrupts", "*", "metadata")),
-    "interrupt.batch_claimed": (("responses", "*", "payload"), ("responses", "*", "metadata")),
-    "interrupt.capture_completed": (("snapshot",),),
-    "interrupt.batch_reconciled": (("evidence",), ("note",)),
-}
-"""The free-text fields of each event type that are sealed: paths into its JSON (``*``
-is each item of a list). A new event type with personal text adds its fields here."""
-
-_VIEW_COLUMNS = {"metadata", "latest_metadata", "descriptor"}
-"""View columns that may hold sealed markers (the folds copy event fields into them)."""
 _MARKER_TEXT = b'"$sealed'
 _ADDRESSES = 16384
 """Sealed addresses a process remembers by plain digest (`Sealer.addresses`)."""
@@ -221,12 +211,6 @@ class Sealer:
             self._batches[(tenant, stream)] = known
         return known
 
-    def needs_key(self, encoded: Sequence[tuple[str, bytes, Any]], attach: Sequence[bytes]
-                  ) -> bool:
-        """Whether anything of an append is sealed (a tombstone or a claim without answers
-        makes no key)."""
-        return bool(attach) or any(tag in FIELDS for tag, _, _ in encoded)
-
     def seal_blobs(self, tenant: str, header: Header, key: DataKey, attach: Sequence[bytes]
                    ) -> tuple[list[bytes], dict[bytes, bytes]]:
         """The sealed payloads, and each plain digest's hex mapped to its sealed address's."""
@@ -279,12 +263,12 @@ class Sealer:
                 for payload, envelope in zip(attach, sealed, strict=True)}
 
     def seal_event(self, tenant: str, header: Header, key: DataKey, tag: str, data: bytes,
-                   renames: dict[bytes, bytes]) -> bytes:
-        """The event's bytes with every renamed digest and every free-text field sealed."""
+                   renames: dict[bytes, bytes], paths: Sequence[Path]) -> bytes:
+        """The event's bytes with every renamed digest and every sealed field (its type's
+        ``paths``) sealed."""
         for plain, sealed in renames.items():
             if plain in data:
                 data = data.replace(plain, sealed)
-        paths = FIELDS.get(tag)
         if not paths:
             return data
         body = msgspec.json.decode(data)
@@ -305,9 +289,10 @@ class Sealer:
         header, start = parsed
         return self._open(tenant, await self._key(tenant, header), header, payload, start)
 
-    async def open_event(self, tenant: str, stream: str, tag: str, data: bytes) -> bytes:
-        """The event's bytes with its sealed fields opened (or marked erased)."""
-        paths = FIELDS.get(tag)
+    async def open_event(self, tenant: str, stream: str, tag: str, data: bytes,
+                         paths: Sequence[Path]) -> bytes:
+        """The event's bytes with its sealed fields (its type's ``paths``) opened (or
+        marked erased)."""
         if not paths:
             return data
         body = msgspec.json.decode(data)
@@ -319,24 +304,35 @@ class Sealer:
             _walk(body, path, _replay(opened))
         return msgspec.json.encode(body)
 
-    async def open_rows(self, tenant: str | None, rows: list[dict[str, Any]]
+    async def open_rows(self, tenant: str | None, rows: list[dict[str, Any]],
+                        columns: Mapping[str, Sequence[Path]],
+                        related: Sequence[tuple[str, Mapping[str, Sequence[Path]]]] = ()
                         ) -> list[dict[str, Any]]:
-        """View rows with sealed markers in their text columns opened (in place)."""
+        """View rows with the sealed markers of their sealed ``columns`` (column → the
+        paths in its JSON that hold sealed values, as the view's projection declares
+        them) opened in place; ``related`` names each list of related rows a row
+        carries, with its table's sealed columns. Plaintext where a sealed value belongs
+        is refused (`SealRefused`)."""
         for row in rows:
-            for column in _VIEW_COLUMNS.intersection(row):
-                value = row[column]
-                raw = value.encode() if isinstance(value, str) else value
-                if isinstance(raw, bytes):
-                    _refuse_plain_view(tenant, column, raw)
-                if isinstance(raw, bytes) and _MARKER_TEXT in raw:
-                    opened = await self._open_tree(row.get("tenant_id", tenant),
-                                                   msgspec.json.decode(raw))
-                    encoded = msgspec.json.encode(opened)
-                    row[column] = encoded.decode() if isinstance(value, str) else encoded
-            for value in row.values():
-                if isinstance(value, list) and value and isinstance(value[0], dict):
-                    await self.open_rows(tenant, value)
+            await self._open_row(tenant, row, columns)
+            for name, nested in related:
+                for item in row.get(name) or ():
+                    await self._open_row(tenant, item, nested)
         return rows
+
+    async def _open_row(self, tenant: str | None, row: dict[str, Any],
+                        columns: Mapping[str, Sequence[Path]]) -> None:
+        for column, paths in columns.items():
+            value = row.get(column)
+            raw = value.encode() if isinstance(value, str) else value
+            if not isinstance(raw, bytes):
+                continue
+            _refuse_plain_view(tenant, column, raw, paths)
+            if _MARKER_TEXT in raw:
+                opened = await self._open_tree(row.get("tenant_id", tenant),
+                                               msgspec.json.decode(raw))
+                encoded = msgspec.json.encode(opened)
+                row[column] = encoded.decode() if isinstance(value, str) else encoded
 
     async def open_field(self, tenant: str, value: Any, stream: str, kind: str) -> Any:
         """One sealed field's value as found in ``stream``'s field ``kind`` (``tag:path``):
@@ -402,9 +398,9 @@ def sealed_blob_header(payload: bytes) -> Header | None:
     return None if parsed is None else parsed[0]
 
 
-def sealed_subjects(tag: str, data: bytes) -> set[str]:
-    """The subjects whose keys seal the free-text fields of an event's stored bytes."""
-    paths = FIELDS.get(tag)
+def sealed_subjects(paths: Sequence[Path], data: bytes) -> set[str]:
+    """The subjects whose keys seal the free-text fields (at ``paths``, its type's) of an
+    event's stored bytes."""
     if not paths or _MARKER_TEXT not in data:
         return set()
     body = msgspec.json.decode(data)
@@ -434,16 +430,16 @@ def refuse_unsealed_read(tenant: str, payload: bytes) -> None:
         raise KeyringRequired(tenant, "" if header is None else header.subject)
 
 
-def _refuse_plain_view(tenant: Any, column: str, raw: bytes) -> None:
-    """`SealRefused` for a view column holding free text in the clear (written behind the
-    log's back: the log only ever folds sealed fields into it)."""
+def _refuse_plain_view(tenant: Any, column: str, raw: bytes, paths: Sequence[Path]) -> None:
+    """`SealRefused` for a view column holding free text in the clear at one of its sealed
+    ``paths`` (written behind the log's back: the log only ever folds sealed fields into
+    it)."""
     if raw in (b"{}", b"null", b"[]"):
         return
     body = msgspec.json.decode(raw)
-    items = body if column == "descriptor" and isinstance(body, list) else [body]
-    for item in items:
-        values = ([item.get("message"), item.get("metadata")]
-                  if column == "descriptor" and isinstance(item, dict) else [item])
+    for path in paths:
+        values: list[Any] = [body] if not path else []
+        _walk(body, path, _collect(values))
         for value in values:
             if value not in (None, {}, []) and not _is_marker(value) and value != ERASED:
                 raise SealRefused(tenant or "", "", f"the view column {column!r} holds "
@@ -451,11 +447,11 @@ def _refuse_plain_view(tenant: Any, column: str, raw: bytes) -> None:
                                   + PLAINTEXT_HINT)
 
 
-def field_values(tag: str, body: Any) -> list[tuple[tuple[str, ...], list[Any]]]:
-    """The values of each sealed field path of an event of type ``tag`` in ``body`` (its
-    decoded JSON), path by path."""
+def field_values(paths: Sequence[Path], body: Any) -> list[tuple[Path, list[Any]]]:
+    """The values at each sealed field path (``paths``, its type's) of an event in
+    ``body`` (its decoded JSON), path by path."""
     found = []
-    for path in FIELDS.get(tag, ()):
+    for path in paths:
         values: list[Any] = []
         _walk(body, path, _collect(values))
         found.append((path, values))

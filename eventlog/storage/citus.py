@@ -40,15 +40,16 @@ from eventlog.errors import CommitOutcomeUnknown, InvalidInput, SchemaError
 from eventlog.storage.base import AppendRequest, StreamVersionTaken
 from eventlog.storage.pgconsumers import Listener
 from eventlog.storage.postgres import PostgresBackend, _driver_error
-from eventlog.storage.schema import CONSUMER_TABLE
+from eventlog.storage.schema import CONSUMER_TABLE, KEYRING_TABLE
 from eventlog.storage.sqltext import PostgresDialect, quote
 
 VERSION_TABLE = "alembic_version"
 """Alembic's stamp: a table without ``tenant_id``, kept on the coordinator."""
-LOCAL_TABLES = (VERSION_TABLE, CONSUMER_TABLE)
-"""The tables kept on the coordinator, undistributed: Alembic's stamp, and the durable
+LOCAL_TABLES = (VERSION_TABLE, CONSUMER_TABLE, KEYRING_TABLE)
+"""The tables kept on the coordinator, undistributed: Alembic's stamp, the durable
 consumers' rows (a consumer may read the whole log, so its row is no tenant's; a claim and
-an ack are one-row statements on the coordinator)."""
+an ack are one-row statements on the coordinator), and the keyrings an encrypted log is
+wrapped under (the whole log's, read once by a process's first write)."""
 
 
 _SHARD_CONSTRAINT = re.compile(r'constraint "(events_\w+?_key)(?:_\d+)?"')

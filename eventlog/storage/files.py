@@ -8,7 +8,8 @@ Layout of ``dir``::
     heads.json            the index: each stream's head as of the last clean close
     consumers.json        durable consumers' positions and leases (rewritten atomically)
     blobs/<tenant>/<sha>  content-addressed payloads (tenant directory = sha256 of its id)
-    keys.json             the subject keys of an encrypted log, wrapped (written atomically)
+    keys.json             the subject keys of an encrypted log, wrapped, and the keyrings
+                          they are wrapped under (written atomically)
 
 Crash safety: blobs are written (temp file, fsync, rename) before the log line that
 references them, and a released blob is deleted only after the line that released it is
@@ -45,7 +46,13 @@ from eventlog.hashing import to_micros
 from eventlog.records import StoredEvent
 from eventlog.storage.base import AppendRequest, PendingEvent
 from eventlog.storage.contracts import ConsumerRow, ViewsRebuiltOnOpen
-from eventlog.storage.memkeys import rows_from_json, rows_to_json
+from eventlog.storage.contracts.keys import PLAIN, KeyringRow
+from eventlog.storage.memkeys import (
+    keyrings_from_json,
+    keyrings_to_json,
+    rows_from_json,
+    rows_to_json,
+)
 from eventlog.storage.memory import MemoryBackend
 from projections.changes import Upsert
 from projections.memory import ViewTables
@@ -82,9 +89,10 @@ class FileBackend(MemoryBackend, ViewsRebuiltOnOpen):
             self._check_manifest(create=upgrade)
             torn = self._load()
             self._indexed_heads = self._read_index()
-            self._load_keys()
+            recorded = self._load_keys()
             self.consumer_rows = self._read_consumers()
             if upgrade:
+                self._record_keyrings(recorded)
                 self._repair(torn)
                 self._log = open(self.root / "events.jsonl", "ab")  # noqa: SIM115 - held open
                 fsync_directory(self.root)  # the log file's own directory entry is durable too
@@ -125,20 +133,38 @@ class FileBackend(MemoryBackend, ViewsRebuiltOnOpen):
         finally:
             self._release_lock()
 
-    def _load_keys(self) -> None:
+    def _load_keys(self) -> bool:
+        """Load keys.json; whether it records the keyrings (a store written before they
+        were recorded does not)."""
         path = self.root / "keys.json"
-        if path.exists():
-            try:
-                self.subject_key_rows = rows_from_json(json.loads(path.read_bytes())["keys"])
-            except (ValueError, KeyError, TypeError) as error:
-                raise StorageError("file", "open", f"keys.json: {error}") from None
+        if not path.exists():
+            return False
+        try:
+            stored = json.loads(path.read_bytes())
+            self.subject_key_rows = rows_from_json(stored["keys"])
+            self.keyring_rows = keyrings_from_json(stored.get("keyrings", []))
+        except (ValueError, KeyError, TypeError) as error:
+            raise StorageError("file", "open", f"keys.json: {error}") from None
+        return "keyrings" in stored
+
+    def _record_keyrings(self, recorded: bool) -> None:
+        """What migration 0020 does to a SQL log, once: a store written before keyrings
+        were recorded that holds events but no key was written without a keyring."""
+        if recorded:
+            return
+        if self.events and not self._key_rows():
+            self._keyring_rows()[PLAIN] = KeyringRow(PLAIN, b"", datetime.now(UTC))
+        _write_atomically(self.root / "keys.json", json.dumps({
+            "keys": rows_to_json(self._key_rows()),
+            "keyrings": keyrings_to_json(self._keyring_rows())}))
 
     def keys_changed(self) -> None:
         # Written at once (temp file, fsync, rename): an erasure is durable when it returns.
         if self._log is None:
             raise StorageError("file", "keys", "the file store is open read-only")
-        _write_atomically(self.root / "keys.json",
-                          json.dumps({"keys": rows_to_json(self.subject_key_rows)}))
+        _write_atomically(self.root / "keys.json", json.dumps({
+            "keys": rows_to_json(self._key_rows()),
+            "keyrings": keyrings_to_json(self._keyring_rows())}))
 
     def stored_events(self) -> Iterable[StoredEvent]:
         return list(self.events)

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from eventlog.storage.contracts.keys import KeyRow, KeyStorage
+from eventlog.storage.contracts.keys import KeyringRow, KeyRow, KeyStorage
 
 
 class KeysInMemory(KeyStorage):
@@ -23,6 +23,28 @@ class KeysInMemory(KeyStorage):
         if not hasattr(self, "subject_key_rows"):
             self.subject_key_rows = {}
         return self.subject_key_rows
+
+    def _keyring_rows(self) -> dict[str, KeyringRow]:
+        if not hasattr(self, "keyring_rows"):
+            self.keyring_rows: dict[str, KeyringRow] = {}
+        return self.keyring_rows
+
+    async def keyrings(self) -> list[KeyringRow]:
+        return [row for _, row in sorted(self._keyring_rows().items())]
+
+    async def add_keyring(self, row: KeyringRow) -> bool:
+        rows = self._keyring_rows()
+        if row.kek_id in rows:
+            return False
+        rows[row.kek_id] = row
+        self.keys_changed()
+        return True
+
+    async def drop_keyring(self, kek_id: str) -> bool:
+        if self._keyring_rows().pop(kek_id, None) is None:
+            return False
+        self.keys_changed()
+        return True
 
     async def subject_keys(self, tenant_id: str, subject: str) -> list[KeyRow]:
         return sorted((row for key, row in self._key_rows().items()
@@ -75,6 +97,18 @@ def rows_to_json(rows: dict[tuple[str, str, int], KeyRow]) -> list[dict[str, Any
              "created_at": row.created_at.isoformat(),
              "erased_at": None if row.erased_at is None else row.erased_at.isoformat()}
             for row in rows.values()]
+
+
+def keyrings_to_json(rows: dict[str, KeyringRow]) -> list[dict[str, Any]]:
+    """The keyring rows as JSON values (the file store's ``keys.json``)."""
+    return [{"kek_id": row.kek_id, "check_value": base64.b64encode(row.check_value).decode(),
+             "created_at": row.created_at.isoformat()} for row in rows.values()]
+
+
+def keyrings_from_json(items: list[dict[str, Any]]) -> dict[str, KeyringRow]:
+    return {item["kek_id"]: KeyringRow(item["kek_id"], base64.b64decode(item["check_value"]),
+                                       datetime.fromisoformat(item["created_at"]))
+            for item in items}
 
 
 def rows_from_json(items: list[dict[str, Any]]) -> dict[tuple[str, str, int], KeyRow]:

@@ -210,7 +210,7 @@ class MemoryBackend(InProcess, BlobsByDigest, KeysInMemory, InProcessConsumers, 
             lambda checkpoint_id: writes.get(checkpoint_id, []),
         )
         for row in rows:
-            row["blob"] = await self.get_blob(query.tenant_id, row.pop("digest"))
+            row["blob"] = await self.get_blob(query.tenant_id, row["digest"])
         return rows
 
     async def dump_views(self) -> dict[str, list[dict[str, Any]]]:

@@ -79,6 +79,7 @@ def build_metadata(dialect: str, schema: str | None) -> sa.MetaData:
     )
     _tree_tables(metadata)
     _key_table(metadata)
+    _keyring_table(metadata)
     _consumer_table(metadata)
     for table in views_metadata.sorted_tables:
         if schema is None:
@@ -116,6 +117,22 @@ def _key_table(metadata: sa.MetaData) -> None:
         sa.Column("wrapped", sa.LargeBinary, nullable=True),
         sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
         sa.Column("erased_at", sa.DateTime(timezone=True), nullable=True),
+    )
+
+
+KEYRING_TABLE = "keyrings"
+"""The key-encryption keys an encrypted log's data keys are wrapped under, each with a
+check value wrapped under it (`eventlog.storage.contracts.keys`, `eventlog.log._mode`): a
+row per KEK id, no tenant's (on Citus it stays on the coordinator)."""
+
+
+def _keyring_table(metadata: sa.MetaData) -> None:
+    sa.Table(
+        KEYRING_TABLE,
+        metadata,
+        sa.Column("kek_id", ID, primary_key=True),
+        sa.Column("check_value", sa.LargeBinary, nullable=False),
+        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
     )
 
 

@@ -17,7 +17,13 @@ from typing import Any, Generic, TypeVar
 from eventlog.records import EventEnvelope, StoredEvent
 from eventlog.storage import migrate
 from eventlog.storage.base import StorageBackend
-from eventlog.storage.schema import KEY_TABLE, TREE_TABLES, build_metadata, view_table_names
+from eventlog.storage.schema import (
+    KEY_TABLE,
+    KEYRING_TABLE,
+    TREE_TABLES,
+    build_metadata,
+    view_table_names,
+)
 from eventlog.storage.sqlhistory import history_shape, place_history
 from eventlog.storage.sqltext import (
     Numbered,
@@ -58,7 +64,7 @@ class SqlBackend(StorageBackend, abc.ABC, Generic[Held]):
         self.views = {name: self.tables[f"{key}{name}"] for name in view_table_names()}
         prefix = f"{quote(schema)}." if schema else ""
         self.qualified = {name: prefix + quote(name)
-                          for name in ("events", "blobs", *TREE_TABLES, KEY_TABLE,
+                          for name in ("events", "blobs", *TREE_TABLES, KEY_TABLE, KEYRING_TABLE,
                                        *self.views)}
         self.view_keys = {
             name: [column.name for column in table.primary_key.columns]

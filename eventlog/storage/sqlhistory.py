@@ -6,8 +6,8 @@ after it (``leaving``: less those whose stored value the row names). It stops wh
 nothing is left walking, where a parent is missing, or where a parent's id is not below
 its child's. The rows returned are the writes of each reached row for the channels
 arriving there, and the stored value of each channel at the row that ends its walk,
-each with its blob: LangGraph's PostgreSQL saver needs two queries (and pages of the
-first) for the same answer.
+each with its digest and its blob: LangGraph's PostgreSQL saver needs two queries (and
+pages of the first) for the same answer.
 """
 
 from __future__ import annotations
@@ -74,12 +74,14 @@ def _history_text(tables: Mapping[str, str], dialect: SqlDialect,
     writes = (
         "SELECT 'write' AS kind, c.depth AS depth, w.channel AS channel, "
         "w.task_id AS task_id, w.task_path AS task_path, w.idx AS idx, "
-        f"w.encoding AS encoding, {blob('w.digest')} AS blob FROM chain AS c "
+        f"w.encoding AS encoding, w.digest AS digest, {blob('w.digest')} AS blob "
+        "FROM chain AS c "
         f"JOIN {tables['thread_writes']} AS w ON {of_thread('w')} "
         f"AND w.checkpoint_id = c.checkpoint_id WHERE {wanted}"
     )
     values = [
-        f"SELECT 'value', c.depth, x.channel, NULL, NULL, NULL, x.encoding, {blob('x.digest')} "
+        f"SELECT 'value', c.depth, x.channel, NULL, NULL, NULL, x.encoding, x.digest, "
+        f"{blob('x.digest')} "
         f"FROM chain AS c CROSS JOIN {tables['thread_channel_values']} AS x "
         f"WHERE (c.arriving & {1 << n}) <> 0 AND (c.leaving & {1 << n}) = 0 "
         f"AND {stored('x', channel, 'c')}"

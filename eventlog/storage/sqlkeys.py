@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
-from eventlog.storage.contracts.keys import KeyRow, KeyStorage
-from eventlog.storage.schema import KEY_TABLE
+from eventlog.storage.contracts.keys import KeyringRow, KeyRow, KeyStorage
+from eventlog.storage.schema import KEY_TABLE, KEYRING_TABLE
 
 _COLUMNS = "tenant_id, subject, generation, kek_id, wrapped, created_at, erased_at"
 
@@ -44,6 +44,32 @@ class SqliteKeys(KeyStorage):
 
     def _keys(self) -> sa.Table:
         return self.tables[f"{self.schema}.{KEY_TABLE}" if self.schema else KEY_TABLE]
+
+    def _keyrings(self) -> sa.Table:
+        return self.tables[f"{self.schema}.{KEYRING_TABLE}" if self.schema else KEYRING_TABLE]
+
+    async def keyrings(self) -> list[KeyringRow]:
+        table = self._keyrings()
+        async with self.read_connection() as connection:
+            rows = await connection.execute(sa.select(
+                table.c.kek_id, table.c.check_value, table.c.created_at
+            ).order_by(table.c.kek_id))
+            return [KeyringRow(kek_id, bytes(check), _aware(created))
+                    for kek_id, check, created in rows]
+
+    async def add_keyring(self, row: KeyringRow) -> bool:
+        async with self._writing() as connection:
+            added = await connection.execute(
+                sa.insert(self._keyrings()).prefix_with("OR IGNORE").values(
+                    kek_id=row.kek_id, check_value=row.check_value,
+                    created_at=row.created_at))
+            return bool(added.rowcount == 1)
+
+    async def drop_keyring(self, kek_id: str) -> bool:
+        table = self._keyrings()
+        async with self._writing() as connection:
+            done = await connection.execute(sa.delete(table).where(table.c.kek_id == kek_id))
+            return bool(done.rowcount)
 
     @asynccontextmanager
     async def _writing(self) -> AsyncIterator[Any]:
@@ -118,6 +144,24 @@ class PostgresKeys(KeyStorage):
 
     def _key_table(self) -> str:
         return self.qualified[KEY_TABLE]
+
+    async def keyrings(self) -> list[KeyringRow]:
+        rows = await self._fetch("read", "SELECT kek_id, check_value, created_at FROM "
+                                 f"{self.qualified[KEYRING_TABLE]} ORDER BY kek_id", [])
+        return [KeyringRow(row[0], bytes(row[1]), _aware(row[2])) for row in rows]
+
+    async def add_keyring(self, row: KeyringRow) -> bool:
+        rows = await self._fetch(
+            "keys", f"INSERT INTO {self.qualified[KEYRING_TABLE]} (kek_id, check_value, "
+            "created_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING RETURNING 1",
+            [row.kek_id, row.check_value, row.created_at])
+        return bool(rows)
+
+    async def drop_keyring(self, kek_id: str) -> bool:
+        rows = await self._fetch(
+            "keys", f"DELETE FROM {self.qualified[KEYRING_TABLE]} WHERE kek_id = $1 "
+            "RETURNING 1", [kek_id])
+        return bool(rows)
 
     async def subject_keys(self, tenant_id: str, subject: str) -> list[KeyRow]:
         rows = await self._fetch(

@@ -31,7 +31,14 @@ from eventlog.adapters.langgraph import AsyncEventlogSaver
 from eventlog.face import OpenLog
 from eventlog.storage.postgres import PostgresBackend
 from eventlog.storage.sqlite import SqliteBackend
-from tests.conftest import BACKENDS, CITUS, BackendTarget, postgres_target
+from tests.conftest import (
+    BACKENDS,
+    CITUS,
+    SEALED_POSTGRESQL,
+    SEALED_SQLITE,
+    BackendTarget,
+    postgres_target,
+)
 from tests.conftest import target as any_target
 
 STEPS = 150
@@ -39,9 +46,10 @@ SNAPSHOTS = 40
 """The channel's ``snapshot_frequency``: 150 steps hold three snapshots and a tail."""
 
 
-@pytest.fixture(params=[*BACKENDS, CITUS])
+@pytest.fixture(params=[*BACKENDS, CITUS, SEALED_SQLITE, SEALED_POSTGRESQL])
 def target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BackendTarget]:
-    """Every backend, and the distributed log under ``-m citus``."""
+    """Every backend, the distributed log under ``-m citus``, and encrypted SQLite and
+    PostgreSQL under ``-m sealed`` (issue 40 §6: the history read opens what it reads)."""
     yield from any_target.__wrapped__(request, tmp_path)  # type: ignore[attr-defined]
 
 

@@ -144,3 +144,29 @@ def _record(tenant: str, session: str = "s1", **fields: object) -> CheckpointRec
     return CheckpointRecord(tenant_id=tenant, session_id=session, run_id=uuid.uuid4(),
                             **{"state": {"secret": "MARKER-STATE"},  # type: ignore[arg-type]
                                "metadata": {"who": "MARKER-META"}, **fields})
+
+
+async def test_the_record_of_the_keyring_guards_writes_on_the_cluster(
+        citus_schema: str, tmp_path: Path) -> None:
+    """The keyrings record (on the coordinator) refuses a keyless and a wrong-keyring
+    write to an encrypted distributed log, naming its KEK, nothing written (issue 40 §4)."""
+    from eventlog.errors import WriteNeedsKeyring, WrongKeyring
+
+    keyring = init_keyring(tmp_path / "keyring.json")
+    other = init_keyring(tmp_path / "other.json")
+
+    def record(session: str) -> CheckpointRecord:
+        return CheckpointRecord(tenant_id="acme", session_id=session, run_id=uuid.uuid4(),
+                                state={"secret": "MARKER-CITUS"})
+
+    async with open_log(cluster.URL, schema=citus_schema, distributed=True,
+                        keyring=keyring) as log:
+        await log.checkpoints.create(record("s1"))
+    for ring, refusal in ((None, WriteNeedsKeyring), (other, WrongKeyring)):
+        options = {} if ring is None else {"keyring": ring}
+        async with open_log(cluster.URL, schema=citus_schema, distributed=True,
+                            **options) as log:
+            with pytest.raises(refusal, match=keyring.key_id):
+                await log.checkpoints.create(record("s2"))
+            assert await log.wait_readable()
+            assert 1 == len((await log.read_all()).events)

@@ -17,11 +17,13 @@ from pathlib import Path
 import pytest
 
 from eventlog import CheckpointRecord, open_log
-from eventlog.cli import EXIT_OK, EXIT_USAGE
+from eventlog.cli import EXIT_NOTHING, EXIT_OK, EXIT_OPERATIONAL, EXIT_USAGE
 from eventlog.crypto import FileKeyring, init_keyring
 from eventlog.errors import KeyUnavailable, SubjectErased
 from eventlog.storage.contracts.keys import KeyRow
+from tests.cli.helpers import make_runner
 from tests.cli.test_errors import run_bare
+from tests.conftest import BackendTarget
 
 _MAIN = "import sys\nfrom eventlog.cli import main\nsys.exit(main(sys.argv[1:]))\n"
 
@@ -191,3 +193,97 @@ def test_verify_takes_the_writer_key_file_keys_public_writes(
         checked.status, "checked against writer key" in checked.out, blind.status,
         json.loads(blind.out)["signatures"]["checked"],
         json.loads(blind.out)["signatures"]["signed_events"])
+
+
+# -- issue 40 §4: the newcomer's sequence, and an erasure that erased nothing ------------
+
+
+def _env_keyring(monkeypatch: pytest.MonkeyPatch, ring: Path | None) -> None:
+    if ring is None:
+        monkeypatch.delenv("EVENTLOG_KEYRING", raising=False)
+    else:
+        monkeypatch.setenv("EVENTLOG_KEYRING", str(ring))
+
+
+async def _count(target: BackendTarget) -> int:
+    async with open_log(target.url, **target.options()) as log:
+        assert await log.wait_readable()
+        return len((await log.read_all(limit=10_000)).events)
+
+
+@pytest.mark.parametrize("target", ["sqlite", "postgresql"], indirect=True)
+def test_the_demo_without_the_keyring_cannot_write_into_an_encrypted_log(
+        capsys: pytest.CaptureFixture[str], target: BackendTarget, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The README's encryption section, then the demo again without EVENTLOG_KEYRING on
+    the same log: refused (exit 3, naming the key-encryption key the log expects), nothing
+    written; `verify` and `timeline` of the envelope still work without the keyring."""
+    monkeypatch.chdir(tmp_path)  # where the demo writes its report
+    ring = tmp_path / "keyring.json"
+    run = make_runner(capsys, target)
+    assert EXIT_OK == run("keys", "init", str(ring), url=False).status
+    _env_keyring(monkeypatch, ring)
+    first = run("demo", "--json")
+    assert EXIT_OK == first.status, first.err
+    before = asyncio.run(_count(target))
+    _env_keyring(monkeypatch, None)
+    again = run("demo")
+    verified = run("verify")
+    timeline = run("timeline", "demo", first.json()["session"], "--json")
+    assert (EXIT_OPERATIONAL, True, before) == (
+        again.status, FileKeyring(ring).key_id in again.err, asyncio.run(_count(target)))
+    assert "WriteNeedsKeyring" in again.err
+    assert (EXIT_OK, EXIT_OK) == (verified.status, timeline.status), verified.out
+
+
+@pytest.mark.parametrize("target", ["sqlite", "postgresql"], indirect=True)
+def test_the_demo_with_a_keyring_cannot_write_into_a_plain_log(
+        capsys: pytest.CaptureFixture[str], target: BackendTarget, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The README's set-up (a plain demo), then the encryption section's demo with a
+    keyring on the same log: refused (LogNotEncrypted, exit 3), nothing written; the
+    plain log's report still reads."""
+    monkeypatch.chdir(tmp_path)
+    _env_keyring(monkeypatch, None)
+    run = make_runner(capsys, target)
+    first = run("demo", "--json")
+    assert EXIT_OK == first.status, first.err
+    before = asyncio.run(_count(target))
+    ring = tmp_path / "keyring.json"
+    assert EXIT_OK == run("keys", "init", str(ring), url=False).status
+    sealed = run("demo", "--keyring", str(ring))
+    report = run("report", "demo", first.json()["session"], "--output",
+                 str(tmp_path / "r.html"))
+    assert (EXIT_OPERATIONAL, True, before, EXIT_OK) == (
+        sealed.status, "LogNotEncrypted" in sealed.err, asyncio.run(_count(target)),
+        report.status), report.err
+
+
+def test_erasing_nothing_is_an_error_unless_if_present(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """`erase` of a misspelled subject, or on a log never encrypted, exits 4 (nothing
+    erased, saying why); with --if-present it exits 0; a subject erased before exits 0."""
+    plain = f"sqlite:///{tmp_path / 'plain.db'}"
+    sealed, ring = f"sqlite:///{tmp_path / 'sealed.db'}", tmp_path / "k.json"
+    assert EXIT_OK == run_bare(capsys, "keys", "init", str(ring)).status
+    asyncio.run(_create(sealed, ring, ["s1"]))
+
+    async def write_plain() -> None:
+        async with open_log(plain) as log:
+            await log.checkpoints.create(_record("s1"))
+
+    asyncio.run(write_plain())
+    signed = ["--url", sealed, "--keyring", str(ring)]  # its writer key signs the record
+    typo = run_bare(capsys, "erase", "t", "s-1", *signed)
+    unencrypted = run_bare(capsys, "erase", "t", "s1", "--url", plain, "--json")
+    present = run_bare(capsys, "erase", "t", "s-1", "--if-present", *signed)
+    erased = run_bare(capsys, "erase", "t", "s1", *signed)
+    again = run_bare(capsys, "erase", "t", "s1", *signed, "--json")
+    assert (EXIT_NOTHING, EXIT_NOTHING, EXIT_OK, EXIT_OK, EXIT_OK) == (
+        typo.status, unencrypted.status, present.status, erased.status, again.status)
+    assert ("misspelled", "not encrypted") == (
+        "misspelled" if "misspelled" in typo.err else typo.err,
+        "not encrypted" if "not encrypted" in unencrypted.err else unencrypted.err)
+    assert ({"exit_status": 4, "kind": "nothing"}, {"destroyed": 0, "erased_before": True}) == (
+        {k: v for k, v in json.loads(unencrypted.err).items() if k != "error"},
+        {k: v for k, v in json.loads(again.out).items() if k in ("destroyed", "erased_before")})

@@ -1,15 +1,27 @@
 """Contract: `ThreadCheckpoints.history`, the walk LangGraph's `DeltaChannel` replays, on
 every backend: only the checkpoint's own ancestors count, each channel stops at its
-nearest stored value, a parent that is not older ends the walk, tenants are walls."""
+nearest stored value, a parent that is not older ends the walk, tenants are walls. The
+sealed campaign runs it on encrypted SQLite and PostgreSQL too: each value read opened."""
 
 from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from eventlog import EventLog, InvalidInput
 from eventlog.checkpoints.thread_records import ChannelValue, Payload
+from tests.conftest import BACKENDS, PGBOUNCER, SEALED_POSTGRESQL, SEALED_SQLITE, BackendTarget
+from tests.conftest import target as any_target
 
 T = "acme"
+
+
+@pytest.fixture(params=[*BACKENDS, PGBOUNCER, SEALED_SQLITE, SEALED_POSTGRESQL])
+def target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BackendTarget]:
+    """Every backend, and encrypted SQLite and PostgreSQL under ``-m sealed``."""
+    yield from any_target.__wrapped__(request, tmp_path)  # type: ignore[attr-defined]
 
 
 def _value(text: str) -> Payload:

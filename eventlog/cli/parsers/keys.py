@@ -47,10 +47,17 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         description="Destroy every data key of SUBJECT (a session id, a thread id, or the "
         "subject= an application named) in TENANT, and append an erasure event naming "
         "who and why. Its states and free-text fields can never be read again; its "
-        "records still list, and verify holds. Needs no keyring.",
+        "records still list, and verify holds. Needs the keyring when the tenant's events "
+        "are signed (its writer key signs the erasure record), none otherwise. A subject "
+        "that holds no "
+        "data key (misspelled, never written under a keyring, a log that is not "
+        "encrypted) is an error, exit status 4, unless --if-present; one erased before "
+        "is not (exit 0).",
     )
     erase.add_argument("tenant", metavar="TENANT", help="the tenant the subject is in")
     erase.add_argument("subject", metavar="SUBJECT",
                        help="the subject: a session or thread id, or a named subject=")
     erase.add_argument("--reason", default="", metavar="TEXT", help="why (recorded)")
     erase.add_argument("--actor", metavar="WHO", help="who asked (default: the OS user)")
+    erase.add_argument("--if-present", action="store_true",
+                       help="a subject that holds no data key is no error (exit 0)")

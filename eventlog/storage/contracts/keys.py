@@ -6,6 +6,10 @@ which generation is current, what an erasure destroys. A backend keeps the rows;
 change it makes to a row is to destroy its wrapped key (erasure: ``wrapped`` becomes None
 and stays so) or to replace it by the same key wrapped under another KEK (rotation).
 Unlike the events, these rows are meant to change: destroying a key is what erases.
+
+Beside them, the log records which key-encryption keys its data keys are wrapped under
+(`KeyringRow`: a KEK id and a check value wrapped under that KEK), so a write without a
+keyring or with another one is refused before anything is written (`eventlog.log._mode`).
 """
 
 from __future__ import annotations
@@ -29,6 +33,21 @@ class KeyRow:
     wrapped: bytes | None
     created_at: datetime
     erased_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class KeyringRow:
+    """A key-encryption key the log's data keys are wrapped under: its id, and a random
+    value wrapped under it (what proves a keyring is that KEK, not only of its name)."""
+
+    kek_id: str
+    check_value: bytes
+    created_at: datetime
+
+
+PLAIN = ""
+"""The KEK id of the keyring row that records a log first written without a keyring (its
+check value empty)."""
 
 
 class KeyStorage(StorageLifecycle):
@@ -56,6 +75,19 @@ class KeyStorage(StorageLifecycle):
                                 limit: int) -> list[KeyRow]:
         """Up to ``limit`` rows of every tenant after ``after`` (tenant, subject,
         generation), in that order: a rotation's pass over the whole log."""
+
+    @abc.abstractmethod
+    async def keyrings(self) -> list[KeyringRow]:
+        """Every keyring row, by KEK id (empty: the log has recorded none)."""
+
+    @abc.abstractmethod
+    async def add_keyring(self, row: KeyringRow) -> bool:
+        """Insert ``row``; False (and nothing changed) when its KEK id is already stored."""
+
+    @abc.abstractmethod
+    async def drop_keyring(self, kek_id: str) -> bool:
+        """Delete the row of ``kek_id`` (a rotation away from it finished); False when
+        there was none."""
 
     @abc.abstractmethod
     async def rewrap_subject_keys(self, rows: Sequence[KeyRow], old_kek_id: str) -> int:

@@ -1,11 +1,12 @@
-"""`KeyStorage`: each method asked of the backend directly (the subject keys' rows)."""
+"""`KeyStorage`: each method asked of the backend directly (the subject keys' rows, and the
+keyrings they are wrapped under)."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 
 from eventlog import OpenLog
-from eventlog.log import KeyRow
+from eventlog.log import KeyringRow, KeyRow
 from eventlog.testing.contract._base import ContractBackend, ContractBase
 
 _NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
@@ -70,3 +71,24 @@ class KeyStorageCalls(ContractBase):
         async with backend.open() as log:
             assert [None] == [row.wrapped for row in await log.storage.subject_keys("t", "s")]
             assert [_row(subject="kept")] == await log.storage.subject_keys("t", "kept")
+
+    async def test_a_keyring_row_is_added_once_listed_and_dropped(self, log: OpenLog) -> None:
+        """add_keyring stores a KEK id's row once; keyrings lists them by id; drop_keyring
+        deletes one, once."""
+        first, second = KeyringRow("k2", b"c" * 40, _NOW), KeyringRow("k1", b"d" * 40, _NOW)
+        assert [] == await log.storage.keyrings()
+        assert (True, True) == (await log.storage.add_keyring(first),
+                                await log.storage.add_keyring(second))
+        assert not await log.storage.add_keyring(KeyringRow("k2", b"x" * 40, _NOW))
+        assert [second, first] == await log.storage.keyrings()
+        assert (True, False) == (await log.storage.drop_keyring("k1"),
+                                 await log.storage.drop_keyring("k1"))
+        assert [first] == await log.storage.keyrings()
+
+    async def test_keyring_rows_outlive_reopening(self, backend: ContractBackend) -> None:
+        """A keyring row is still there after the store is closed and reopened."""
+        backend.require_persistent()
+        async with backend.open() as log:
+            await log.storage.add_keyring(KeyringRow("k1", b"c" * 40, _NOW))
+        async with backend.open() as log:
+            assert [KeyringRow("k1", b"c" * 40, _NOW)] == await log.storage.keyrings()
