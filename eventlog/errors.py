@@ -9,6 +9,7 @@
     │   ├── FrameworkConflict                  a thread another framework's adapter holds
     │   ├── ReleaseNotHeld                     a release of blob references its stream does not hold
     │   ├── SourceRefused                      a store named for adoption is not what was said
+    │   ├── DigestRefused                      a kept digest edited, or not signed by the key
     │   └── AdoptionFailed                     a checkpoint could not be taken from another store
     ├── InvalidURL (also a ValueError)         a malformed log URL or an unknown scheme
     ├── UnknownEventType                       a stored tag that the registry does not know
@@ -124,6 +125,13 @@ class ReleaseNotHeld(InvalidInput):
         super().__init__("release", f"stream {stream_id!r} would release {releasing} "
                                     f"reference(s) to blob {digest.hex()}, its events hold "
                                     f"{held}; nothing was written")
+
+
+class DigestRefused(InvalidInput):
+    """A kept digest file was read and does not hold: its own SHA-256 does not match its
+    heads (changed after it was written), or, with the operator's key, it is unsigned,
+    signed by another key or its signature fails. An `InvalidInput` (the file given is
+    refused) that the command reports as a finding, not as bad input."""
 
 
 class SourceRefused(InvalidInput):

@@ -25,10 +25,12 @@ from typing import Any, NoReturn
 from eventlog.cli.context import Context, Handler, SharedOptions
 from eventlog.cli.errors import (
     EXIT_FINDINGS,
+    EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_OPERATIONAL,
     EXIT_STATUSES_HELP,
     EXIT_USAGE,
+    KINDS,
     classify,
 )
 
@@ -182,7 +184,7 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     try:
         return asyncio.run(handler(context))
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED
     except Exception as error:
         status, message = classify(error)
         if args.debug:
@@ -198,9 +200,8 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
 def print_json_error(message: str, status: int) -> None:
     """One JSON line on standard error: the message, the exit status and what it means."""
-    kinds = {EXIT_FINDINGS: "findings", EXIT_USAGE: "usage", EXIT_OPERATIONAL: "operational"}
     sys.stderr.write(json.dumps({"error": message, "exit_status": status,
-                                 "kind": kinds.get(status, "operational")}) + "\n")
+                                 "kind": KINDS.get(status, "operational")}) + "\n")
     sys.stderr.flush()
 
 

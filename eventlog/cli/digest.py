@@ -18,6 +18,7 @@ from eventlog.cli.keyfiles import read_public_key_file as read_public_key_file
 from eventlog.cli.render import pairs_table, plural
 from eventlog.cli.scope import require_tenant
 from eventlog.digest import LogDigest, decode_digest, encode_digest, sign_digest, take_digest
+from eventlog.errors import DigestRefused
 from eventlog.records import StreamProblem
 
 if TYPE_CHECKING:
@@ -70,7 +71,8 @@ async def run(context: Context) -> int:
 
 def read_digest_file(name: str, key: Ed25519PublicKey | None = None) -> LogDigest:
     """A digest file read and checked (its signature first, against ``key`` when given),
-    or one clear error naming the file."""
+    or one clear error naming the file: a digest that does not hold (edited, unsigned or
+    not signed by ``key``) exits 1, a file that is no digest 2."""
     try:
         data = _read_bounded(Path(name))
     except OSError as error:
@@ -81,6 +83,8 @@ def read_digest_file(name: str, key: Ed25519PublicKey | None = None) -> LogDiges
                            "digest`")
     try:
         return decode_digest(data, key)
+    except DigestRefused as refused:
+        raise CommandError(f"{name}: {refused}", EXIT_FINDINGS) from refused
     except Exception as error:
         raise CommandError(f"{name}: {error}") from error
 
