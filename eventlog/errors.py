@@ -20,6 +20,7 @@
     ├── VersionConflict                        the stream was not at the expected version
     ├── NotThreadHead                          a fenced put or write not based on the thread's head
     ├── TreeRebuildRefused                     a tree rebuild that would hide a rewrite of the log
+    ├── TreeDamaged                            a stored tree node a head or a proof needs is missing
     ├── CapacityExceeded                       a scope holds its most open interrupt batches
     ├── ExportIncomplete                       an export could not read every event it was to write
     ├── ImportRefused                          the target holds another history for a file's stream
@@ -267,6 +268,21 @@ class NotThreadHead(EventLogError):
             f"{checkpoint_id!r} is based on {expected!r} but the head is {head!r} "
             f"({reason}); nothing was written"
         )
+
+
+class TreeDamaged(EventLogError):
+    """A stored node of a tenant's transparency tree that a head or a proof needs is not
+    there (the tree is derived data a DBA can delete): nothing is signed or proved from
+    it. ``verify --head`` names the damage; ``tree-rebuild`` repairs it from the events."""
+
+    def __init__(self, tenant_id: str, level: int, index: int) -> None:
+        self.tenant_id = tenant_id
+        self.level = level
+        self.index = index
+        super().__init__(
+            f"tenant {tenant_id!r}: the stored transparency tree has no node (level {level}, "
+            f"index {index}), which the head or proof needs: the tree is damaged (`eventlog "
+            f"verify` names what; `eventlog tree-rebuild TENANT` rebuilds it from the events)")
 
 
 class TreeRebuildRefused(EventLogError):

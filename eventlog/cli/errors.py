@@ -27,6 +27,7 @@ from eventlog.errors import (
     StorageError,
     StoreLocked,
     SubjectErased,
+    TreeDamaged,
     TreeRebuildRefused,
     UnknownEventType,
 )
@@ -53,7 +54,7 @@ EXIT_STATUSES: tuple[tuple[int, str, str], ...] = (
     (EXIT_FINDINGS, "findings",
      "a check ran and failed: verify found a problem; a signature, proof or cosignature "
      "does not hold; the witness refused a fork or rollback; import refused a "
-     "conflicting history; a tree rebuild was refused"),
+     "conflicting history; a tree rebuild was refused; the stored tree is damaged"),
     (EXIT_USAGE, "usage",
      "usage or bad input: bad option, URL or time; a file that cannot be read or is not "
      "what it should be (a private key where a public one belongs); unknown tenant, "
@@ -70,7 +71,7 @@ KINDS = {status: kind for status, kind, _meaning in EXIT_STATUSES}
 
 _STATUS_OF: tuple[tuple[type[BaseException] | tuple[type[BaseException], ...], int], ...] = (
     ((DigestRefused, SealRefused, CorruptEvent, CorruptBlob, BlobMissing, StateDecodeError,
-      TreeRebuildRefused, ImportRefused), EXIT_FINDINGS),
+      TreeRebuildRefused, TreeDamaged, ImportRefused), EXIT_FINDINGS),
     ((InvalidURL, InvalidInput, KeyringRequired, KeyUnavailable, SubjectErased), EXIT_USAGE),
     ((StoreLocked, SchemaError, StorageError, UnknownEventType, OSError), EXIT_OPERATIONAL),
 )
