@@ -41,9 +41,9 @@ async def run_check(context: Context) -> int:
     )
 
     args = context.args
+    document = decode_document(read_bounded(args.proof, "proof", MAX_FILE), f"proof {args.proof}")
     verifier = read_verifier(args.key)
     witnesses = read_witness_keys(args.witness_key)
-    document = decode_document(read_bounded(args.proof, "proof", MAX_FILE), f"proof {args.proof}")
     try:
         head = open_head(read_text(args.head, "head", MAX_FILE), verifier.key,
                          f"head {args.head}", verifier.name)
