@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
+from eventlog.cli.console import plural
 from eventlog.cli.errors import EXIT_USAGE, CommandError
 
 STDOUT = "-"
@@ -39,7 +40,8 @@ def read_bounded(name: str, what: str, limit: int) -> bytes:
         raise CommandError(f"cannot read {what} {name}: {error.strerror or error}",
                            EXIT_USAGE) from error
     if len(data) > limit:
-        raise CommandError(f"{what} {name} is larger than {limit} bytes: not a {what}")
+        raise CommandError(f"{what} {name} is larger than {plural(limit, 'byte')}: not a "
+                           f"{what}")
     return data
 
 

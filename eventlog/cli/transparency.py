@@ -48,7 +48,8 @@ async def run_head(context: Context) -> int:
     write_output(args.output, text.encode())
     if args.output != STDOUT:
         context.out.print(f"head of {plural(head.size, 'event')} of tenant {args.tenant!r} "
-                          f"signed as {origin}, written to {args.output}; its verifier key "
+                          f"written to {args.output}, under the key name {origin}; its "
+                          "verifier key "
                           f"(for note.Open and other tlog tools): "
                           f"{verifier_key(origin, key.public_key())}")
     return EXIT_OK
@@ -184,8 +185,8 @@ def _head_for(file: str, tenant: str) -> Any:
 
 def _tenant_of(file: str, head: SignedHead) -> str:
     if head.tenant_id is None:
-        raise CommandError(f"{file} is not the head of an eventlog tenant: its origin "
-                           f"{head.checkpoint.origin!r} names none (NAME/TENANT)")
+        raise CommandError(f"{file} is not the head of an eventlog tenant: no tenant is "
+                           f"named by its origin {head.checkpoint.origin!r} (NAME/TENANT)")
     return head.tenant_id
 
 

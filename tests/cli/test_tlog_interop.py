@@ -177,7 +177,7 @@ def test_check_proof_refuses_the_operators_private_key(
     from tests.cli.test_errors import run_bare
 
     for name in ("proof.json", "head.txt"):
-        (tmp_path / name).write_text("{}")
+        (tmp_path / name).write_text('{"type": "eventlog.inclusion_proof/v1"}')
     ran = run_bare(capsys, "check-proof", str(tmp_path / "proof.json"), "--head",
                    str(tmp_path / "head.txt"), "--key", keys[1])
     assert (EXIT_USAGE, 1, True) == (
