@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from eventlog.clock import read_clock
-from eventlog.errors import EventLogError, InvalidInput
+from eventlog.errors import DigestRefused, EventLogError, InvalidInput
 from eventlog.log import EventLog
 from eventlog.records import RecordedEvent, StreamProblem
 from eventlog.signing import ALGORITHM, key_id, sign, signature_holds
@@ -187,9 +187,10 @@ def encode_digest(digest: LogDigest, key: Ed25519PrivateKey | None = None) -> by
 
 def decode_digest(data: bytes, key: Ed25519PublicKey | None = None) -> LogDigest:
     """A digest read back from its document; `InvalidInput` naming what is wrong, and
-    refusing a document whose heads no longer match its own digest. With the operator's
-    public ``key``, the signature is checked first: an unsigned document, one signed by
-    another key, or one changed after it was signed is refused."""
+    `DigestRefused` (an `InvalidInput`) for a document whose heads no longer match its own
+    digest. With the operator's public ``key``, the signature is checked first: an
+    unsigned document, one signed by another key, or one changed after it was signed is
+    refused (`DigestRefused`)."""
     try:
         document = json.loads(data)
     except (ValueError, UnicodeDecodeError) as error:
@@ -214,8 +215,8 @@ def decode_digest(data: bytes, key: Ed25519PublicKey | None = None) -> LogDigest
     if key is not None:
         _check_signature(digest, key)
     if document.get("digest") != digest.digest:
-        raise InvalidInput("digest", "the document's digest does not match its heads: "
-                                     "the file was changed after it was written")
+        raise DigestRefused("digest", "the document's digest does not match its heads: "
+                                      "the file was changed after it was written")
     return digest
 
 
@@ -236,14 +237,14 @@ def _signature_of(entry: Any) -> DigestSignature | None:
 def _check_signature(digest: LogDigest, key: Ed25519PublicKey) -> None:
     expected = key_id(key)
     if digest.signature is None:
-        raise InvalidInput("digest", f"is not signed, and a key ({expected}) was given to "
-                                     "check its signature")
+        raise DigestRefused("digest", f"is not signed, and a key ({expected}) was given to "
+                                      "check its signature")
     if digest.signature.key_id != expected:
-        raise InvalidInput("digest", f"was signed by key {digest.signature.key_id[:16]}, "
-                                     f"not by the given key {expected}")
+        raise DigestRefused("digest", f"was signed by key {digest.signature.key_id[:16]}, "
+                                      f"not by the given key {expected}")
     if not signature_holds(key, digest.signature.value, digest.signed_message):
-        raise InvalidInput("digest", f"its signature by key {expected} does not hold: the "
-                                     "file was changed after it was signed")
+        raise DigestRefused("digest", f"its signature by key {expected} does not hold: the "
+                                      "file was changed after it was signed")
 
 
 def _head_of(entry: Any, number: int) -> StreamHead:

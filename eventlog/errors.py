@@ -9,6 +9,7 @@
     │   ├── FrameworkConflict                  a thread another framework's adapter holds
     │   ├── ReleaseNotHeld                     a release of blob references its stream does not hold
     │   ├── SourceRefused                      a store named for adoption is not what was said
+    │   ├── DigestRefused                      a kept digest edited, or not signed by the key
     │   └── AdoptionFailed                     a checkpoint could not be taken from another store
     ├── InvalidURL (also a ValueError)         a malformed log URL or an unknown scheme
     ├── UnknownEventType                       a stored tag that the registry does not know
@@ -20,6 +21,7 @@
     ├── VersionConflict                        the stream was not at the expected version
     ├── NotThreadHead                          a fenced put or write not based on the thread's head
     ├── TreeRebuildRefused                     a tree rebuild that would hide a rewrite of the log
+    ├── TreeDamaged                            a stored tree node a head or a proof needs is missing
     ├── CapacityExceeded                       a scope holds its most open interrupt batches
     ├── ExportIncomplete                       an export could not read every event it was to write
     ├── ImportRefused                          the target holds another history for a file's stream
@@ -128,6 +130,13 @@ class ReleaseNotHeld(InvalidInput):
         super().__init__("release", f"stream {stream_id!r} would release {releasing} "
                                     f"reference(s) to blob {digest.hex()}, its events hold "
                                     f"{held}; nothing was written")
+
+
+class DigestRefused(InvalidInput):
+    """A kept digest file was read and does not hold: its own SHA-256 does not match its
+    heads (changed after it was written), or, with the operator's key, it is unsigned,
+    signed by another key or its signature fails. An `InvalidInput` (the file given is
+    refused) that the command reports as a finding, not as bad input."""
 
 
 class SourceRefused(InvalidInput):
@@ -282,6 +291,21 @@ class NotThreadHead(EventLogError):
             f"{checkpoint_id!r} is based on {expected!r} but the head is {head!r} "
             f"({reason}); nothing was written"
         )
+
+
+class TreeDamaged(EventLogError):
+    """A stored node of a tenant's transparency tree that a head or a proof needs is not
+    there (the tree is derived data a DBA can delete): nothing is signed or proved from
+    it. ``verify --head`` names the damage; ``tree-rebuild`` repairs it from the events."""
+
+    def __init__(self, tenant_id: str, level: int, index: int) -> None:
+        self.tenant_id = tenant_id
+        self.level = level
+        self.index = index
+        super().__init__(
+            f"tenant {tenant_id!r}: the stored transparency tree has no node (level {level}, "
+            f"index {index}), which the head or proof needs: the tree is damaged (`eventlog "
+            f"verify` names what; `eventlog tree-rebuild TENANT` rebuilds it from the events)")
 
 
 class TreeRebuildRefused(EventLogError):

@@ -4,11 +4,25 @@ A head is a checkpoint: its *body* is three lines, the origin (which names the l
 tenant), the tree's size in decimal and its root in standard base64, each ending in a
 newline. A signed note is the body, a blank line, and one signature line per signer::
 
-    — <name> <base64(key hash || Ed25519 signature of the body)>
+    — <name> <base64(key ID || Ed25519 signature of the body)>
 
-where the key hash is the first 4 bytes of ``SHA-256(name || "\\n" || 0x01 || public key)``.
+where the key ID is the first 4 bytes of ``SHA-256(name || "\\n" || 0x01 || public key)``.
 That is the format Go's ``golang.org/x/mod/sumdb/note``, witnesses and other tlog tools
-read, so our heads are theirs too.
+read, so our heads are theirs too. A verifier is configured with a key's *verifier key*,
+``name+keyID(hex)+base64(0x01 || public key)`` (`verifier_key`), what ``note.Open`` takes.
+
+Origins and key names (``tlog-checkpoint``: "the log's key name in its signature line
+SHOULD match the origin line"): a head of tenant T in the log its operator calls NAME has
+the origin ``NAME/`` followed by T percent-encoded (`encode_tenant`: every byte of its
+UTF-8 but the URL-unreserved ``A-Z a-z 0-9 - . _ ~`` as ``%XX``), so any tenant id (a
+space, a ``+``, a ``/``, non-ASCII) gives a valid origin and key name, and is signed
+under that origin as its key name. Heads written before (key name NAME, origin
+``NAME/T`` with T as it is) still open (`eventlog.proofs.open_head`).
+
+Reading follows ``signed-note``: the note must be UTF-8 with no control character but
+newline; every signature line is parsed (a malformed one refuses the note); lines of
+keys the verifier does not know are ignored, however many; a line of the known key (its
+name and key ID) that does not verify refuses the note.
 
 A witness's *cosignature* (C2SP ``tlog-cosignature``, ``cosignature/v1``) is one more
 signature line on the same note: its key hash is ``SHA-256(name || "\n" || 0x04 ||
@@ -36,8 +50,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "COSIGNATURE_V1", "Checkpoint", "Cosignature", "SignedNote", "check_name", "cosign_note",
-    "cosignature_key_hash", "cosignature_message", "cosignatures", "key_hash", "open_note",
-    "origin_for", "parse_checkpoint", "parse_note", "sign_checkpoint", "verifier_key",
+    "cosignature_key_hash", "cosignature_message", "cosignatures", "decode_tenant",
+    "encode_tenant", "key_hash", "note_signed_by", "open_note", "origin_for",
+    "parse_checkpoint", "parse_note", "parse_verifier_key", "sign_checkpoint", "verifier_key",
 ]
 
 DASH = "\u2014"
@@ -49,7 +64,14 @@ COSIGNATURE_V1 = 0x04
 _MAX_TIMESTAMP = (1 << 63) - 1
 _NAME = re.compile(r"[^\s+]+")
 _DECIMAL = re.compile(r"(0|[1-9][0-9]{0,19})")
+_CONTROL = re.compile(r"[\x00-\x09\x0b-\x1f]")
+"""What a signed note may not hold: ASCII controls but newline."""
+_UNRESERVED = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+_ENCODED = re.compile(r"(?:[A-Za-z0-9._~-]|%[0-9A-F]{2})+")
 MAX_NOTE = 1 << 20
+MAX_SIGNATURES = 100
+"""The most signature lines a note may carry (as Go's ``note.Open``; the spec asks for at
+least 16): past it the note is refused unread."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,8 +108,39 @@ class SignedNote:
 
 
 def origin_for(name: str, tenant_id: str) -> str:
-    """The origin line of ``tenant_id``'s tree in the log its operator calls ``name``."""
-    return f"{check_name(name)}/{tenant_id}"
+    """The origin line of ``tenant_id``'s tree in the log its operator calls ``name``:
+    ``name/`` and the tenant id percent-encoded (`encode_tenant`). It is also the key name
+    its head is signed under."""
+    return f"{check_name(name)}/{encode_tenant(tenant_id)}"
+
+
+def encode_tenant(tenant_id: str) -> str:
+    """``tenant_id`` as an origin's last segment: each byte of its UTF-8 that is not
+    URL-unreserved (``A-Z a-z 0-9 - . _ ~``) written ``%XX`` (upper-case hex), so the
+    origin holds no space, ``+``, ``/`` or non-ASCII character and any id has one."""
+    return "".join(chr(byte) if byte in _UNRESERVED else f"%{byte:02X}"
+                   for byte in tenant_id.encode())
+
+
+def decode_tenant(segment: str) -> str | None:
+    """The tenant id `encode_tenant` wrote as ``segment``; None if no id encodes to it
+    (another character, a lower-case or broken escape, bytes that are not UTF-8)."""
+    if not _ENCODED.fullmatch(segment):
+        return None
+    raw = bytearray()
+    position = 0
+    while position < len(segment):
+        if segment[position] == "%":
+            raw.append(int(segment[position + 1 : position + 3], 16))
+            position += 3
+        else:
+            raw.append(ord(segment[position]))
+            position += 1
+    try:
+        tenant = raw.decode()
+    except UnicodeDecodeError:
+        return None
+    return tenant if encode_tenant(tenant) == segment else None
 
 
 def check_name(name: str, field: str = "name") -> str:
@@ -108,6 +161,29 @@ def verifier_key(name: str, public: Ed25519PublicKey) -> str:
     return f"{check_name(name)}+{key_hash(name, public).hex()}+{encoded}"
 
 
+def parse_verifier_key(text: str, field: str = "verifier key") -> tuple[str, Ed25519PublicKey]:
+    """The key name and Ed25519 public key of a verifier key ``name+hash+base64(0x01 ||
+    key)`` (as `verifier_key` writes and Go's ``note.NewVerifier`` reads); `InvalidInput`
+    naming ``field`` if it is not one, or its key hash is not its name's and key's."""
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+    name, _, rest = text.strip().partition("+")
+    hashed, _, encoded = rest.partition("+")
+    try:
+        raw = base64.b64decode(encoded, validate=True)
+        wanted = bytes.fromhex(hashed)
+    except (binascii.Error, ValueError):
+        raw, wanted = b"", b""
+    if not _NAME.fullmatch(name) or len(wanted) != 4 or len(raw) != 33 or raw[0] != ED25519:
+        raise InvalidInput(field, "is not an Ed25519 verifier key (NAME+HASH+BASE64, as "
+                                  "`eventlog verifier-key` prints it)")
+    public = Ed25519PublicKey.from_public_bytes(raw[1:])
+    if key_hash(name, public) != wanted:
+        raise InvalidInput(field, f"has the key hash {hashed}, which is not the hash of its "
+                                  f"name {name!r} and its key"[:200])
+    return name, public
+
+
 def sign_checkpoint(checkpoint: Checkpoint, name: str, key: Ed25519PrivateKey) -> str:
     """The signed note of ``checkpoint``, signed by ``key`` under ``name``."""
     from eventlog.signing import sign
@@ -124,12 +200,18 @@ def parse_note(text: str, field: str = "head") -> SignedNote:
     not one (no blank line before the signatures, a malformed signature line)."""
     if not isinstance(text, str) or len(text) > MAX_NOTE:
         raise InvalidInput(field, "is not a signed note (not text, or over 1 MiB)")
+    if (control := _CONTROL.search(text)) is not None:
+        raise InvalidInput(field, f"is not a signed note: it holds the control character "
+                                  f"{control.group()!r} (only newlines may end its lines)")
     if not text.endswith("\n") or "\n\n" not in text:
         raise InvalidInput(field, "is not a signed note: no blank line before its signatures")
     cut = text.rindex("\n\n")
-    body, lines = text[: cut + 1], text[cut + 2 :].splitlines()
+    body, lines = text[: cut + 1], text[cut + 2 :].split("\n")[:-1]
     if not lines:
         raise InvalidInput(field, "is not a signed note: it has no signature line")
+    if len(lines) > MAX_SIGNATURES:
+        raise InvalidInput(field, f"carries {len(lines)} signature lines, more than the "
+                                  f"{MAX_SIGNATURES} a note may carry")
     return SignedNote(body, tuple(_signature_line(line, field) for line in lines))
 
 
@@ -147,14 +229,25 @@ def _signature_line(line: str, field: str) -> tuple[str, bytes, bytes]:
 
 
 def open_note(note: SignedNote, name: str, public: Ed25519PublicKey) -> bool:
-    """Whether ``note`` carries a valid signature by ``public`` under ``name``. Signature
-    lines of other keys are ignored, as signed-note verifiers do."""
+    """Whether ``note`` is signed by ``public`` under ``name``: it carries a line of that
+    key (its name and key ID) and every such line verifies. Lines of other keys are
+    ignored, as signed-note verifiers do; a line of this key that does not verify refuses
+    the note (``signed-note``: "clients SHOULD reject the whole note")."""
+    return note_signed_by(note, name, public) is True
+
+
+def note_signed_by(note: SignedNote, name: str, public: Ed25519PublicKey) -> bool | None:
+    """None if ``note`` carries no line of the key ``public`` named ``name``; else whether
+    every such line verifies."""
     from eventlog.signing import signature_holds
 
     wanted = key_hash(name, public)
     message = note.text.encode()
-    return any(signer == name and hashed == wanted and signature_holds(public, signature, message)
-               for signer, hashed, signature in note.signatures)
+    lines = [signature for signer, hashed, signature in note.signatures
+             if signer == name and hashed == wanted]
+    if not lines:
+        return None
+    return all(signature_holds(public, signature, message) for signature in lines)
 
 
 def parse_checkpoint(body: str, field: str = "head") -> Checkpoint:
@@ -171,6 +264,8 @@ def parse_checkpoint(body: str, field: str = "head") -> Checkpoint:
         digest = b""
     if len(digest) != HASH_SIZE:
         raise InvalidInput(field, f"has a root that is not a base64 SHA-256 hash: {root!r}"[:200])
+    if "" in lines[3:-1]:
+        raise InvalidInput(field, "is not a checkpoint: it has an empty extension line")
     return Checkpoint(origin, int(size), digest, tuple(lines[3:-1]))
 
 

@@ -34,7 +34,8 @@ from eventlog.notes import (
     Checkpoint,
     Cosignature,
     cosignatures,
-    open_note,
+    decode_tenant,
+    note_signed_by,
     parse_checkpoint,
     parse_note,
 )
@@ -61,34 +62,63 @@ class ProofFailed(Exception):
 
 @dataclasses.dataclass(frozen=True)
 class SignedHead:
-    """A signed head opened: the signer's key ``name``, the tenant its origin names, its
+    """A signed head opened: the key ``name`` it is signed under, the tenant its origin
+    names (None when its origin names none: a checkpoint of another kind of log), its
     checkpoint, and the note's text as signed."""
 
     name: str
-    tenant_id: str
+    tenant_id: str | None
     checkpoint: Checkpoint
     note: str
 
 
-def open_head(text: str, key: Ed25519PublicKey | None, field: str = "head") -> SignedHead:
-    """The signed head in ``text``. With ``key``, one of its signatures must be that key's
-    (`ProofFailed` otherwise); without, it is only parsed. Its origin must be
-    ``<name>/<tenant>`` for a signer's name. `InvalidInput` naming ``field`` if the text is
-    not such a head."""
+def open_head(text: str, key: Ed25519PublicKey | None, field: str = "head",
+              name: str | None = None) -> SignedHead:
+    """The signed head in ``text``; `InvalidInput` naming ``field`` if the text is not a
+    checkpoint in a signed note.
+
+    With ``key``, the note must be signed by it (`ProofFailed` otherwise) under ``name``
+    when given (a verifier key names its key), else under the head's origin, the key name
+    C2SP ``tlog-checkpoint`` recommends and `eventlog tree-head` signs under, or (a head
+    signed before that) under a name the origin extends as ``NAME/TENANT``. Signatures of
+    other keys are ignored, however many. Without ``key`` the head is only parsed, and must
+    carry a signature line under one of those names."""
     note = parse_note(text, field)
     checkpoint = parse_checkpoint(note.text, field)
-    names = [name for name, _, _ in note.signatures
-             if checkpoint.origin.startswith(name + "/") and len(checkpoint.origin) > len(name) + 1]
-    if not names:
-        raise InvalidInput(field, f"has the origin {checkpoint.origin!r}, which no signer's "
-                                  "name opens (an eventlog head's origin is NAME/TENANT)"[:300])
-    if key is not None:
-        names = [name for name in names if open_note(note, name, key)]
-        if not names:
-            raise ProofFailed(f"{field}: no signature on it is the given key's (another key "
-                              "signed it, or the head was changed after it was signed)")
-    name = names[0]
-    return SignedHead(name, checkpoint.origin[len(name) + 1 :], checkpoint, text)
+    origin = checkpoint.origin
+    signers = [signer for signer, _, _ in note.signatures]
+    names = [name] if name is not None else [origin, *dict.fromkeys(
+        signer for signer in signers if _extends(origin, signer))]
+    if key is None:
+        found = [candidate for candidate in names if candidate in signers]
+        if not found:
+            raise InvalidInput(field, f"has no signature under its origin {origin!r} (the key "
+                                      "name of a head that `eventlog tree-head` signs)"[:300])
+        return SignedHead(found[0], _tenant(origin, found[0]), checkpoint, text)
+    said = {candidate: note_signed_by(note, candidate, key) for candidate in names}
+    if False in said.values():
+        raise ProofFailed(f"{field}: its signature by the given key does not hold: the head "
+                          "was changed after it was signed")
+    signed = [candidate for candidate, holds in said.items() if holds]
+    if not signed:
+        under = f"under {name!r}" if name is not None else f"under its origin {origin!r}"
+        raise ProofFailed(f"{field}: no signature on it is the given key's {under} (another "
+                          "key signed it, or under another name)"[:300])
+    return SignedHead(signed[0], _tenant(origin, signed[0]), checkpoint, text)
+
+
+def _extends(origin: str, name: str) -> bool:
+    """Whether ``origin`` is ``name/SOMETHING`` (a head signed before key name = origin)."""
+    return origin.startswith(name + "/") and len(origin) > len(name) + 1
+
+
+def _tenant(origin: str, name: str) -> str | None:
+    """The tenant a head's origin names: its last segment decoded (`decode_tenant`), or,
+    for a head signed under the log's name, what follows ``name/`` as it is."""
+    if _extends(origin, name):
+        return origin[len(name) + 1 :]
+    log, slash, segment = origin.rpartition("/")
+    return decode_tenant(segment) if slash and log else None
 
 
 def require_cosignatures(head: SignedHead, witnesses: Sequence[tuple[str, Ed25519PublicKey]],
@@ -147,6 +177,12 @@ def decode_document(data: bytes, field: str = "proof") -> dict[str, Any]:
         document = json.loads(data)
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise InvalidInput(field, f"is not JSON ({error})") from None
+    except ValueError:  # json refuses a number of more than 4,300 digits
+        raise InvalidInput(field, "is not a proof: it holds a number thousands of digits "
+                                  "long") from None
+    except RecursionError:
+        raise InvalidInput(field, "is not a proof: its JSON is nested deeper than a proof's "
+                                  "few levels") from None
     if not isinstance(document, dict) or document.get("type") not in (INCLUSION, CONSISTENCY):
         raise InvalidInput(field, f"is not an eventlog proof (its type must be {INCLUSION} or "
                                   f"{CONSISTENCY})")
@@ -164,6 +200,9 @@ def check_inclusion(document: dict[str, Any], head: SignedHead) -> str:
     event = _event(document)
     stated = _hash(document.get("event_hash"), "event_hash")
     _same_origin(document, head)
+    if head.tenant_id is None:
+        raise ProofFailed(f"the head's origin {head.checkpoint.origin!r} names no tenant: "
+                          "it is not the head of an eventlog tenant's tree")
     if event["tenant_id"] != head.tenant_id:
         raise ProofFailed(f"the event is of tenant {event['tenant_id']!r}, the head of "
                           f"{head.tenant_id!r}")
@@ -203,13 +242,14 @@ def check_writer_signature(document: dict[str, Any], keys: WriterKeys) -> str:
 
 
 def check_consistency(document: dict[str, Any], head: SignedHead,
-                      key: Ed25519PublicKey) -> str:
-    """Check a consistency proof: its old head is signed by ``key`` and of the same origin,
-    and its tree is a prefix of ``head``'s. What it proved; `ProofFailed` if not."""
+                      key: Ed25519PublicKey, name: str | None = None) -> str:
+    """Check a consistency proof: its old head is signed by ``key`` (under ``name`` when
+    given, as `open_head` reads it) and of the same origin, and its tree is a prefix of
+    ``head``'s. What it proved; `ProofFailed` if not."""
     old_text = document.get("old_head")
     if not isinstance(old_text, str):
         raise InvalidInput("proof", "has no old_head (the older signed head, as text)")
-    old = open_head(old_text, key, "proof's old_head")
+    old = open_head(old_text, key, "proof's old_head", name)
     _same_origin(document, head)
     if old.checkpoint.origin != head.checkpoint.origin:
         raise ProofFailed(f"the old head is of {old.checkpoint.origin!r}, the head of "
@@ -283,8 +323,10 @@ def _event(document: dict[str, Any]) -> dict[str, Any]:
 
 def _int(document: dict[str, Any], name: str) -> int:
     value = document.get(name)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise InvalidInput("proof", f"{name} must be a whole number ≥ 0, not {value!r}"[:200])
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 1 << 64:
+        shown = repr(value) if not isinstance(value, int) or value < 1 << 64 else "a larger one"
+        raise InvalidInput("proof", f"{name} must be a whole number from 0 to 2**64 - 1, not "
+                                    f"{shown}"[:200])
     return value
 
 

@@ -878,6 +878,12 @@ def _record_of(line: bytes, number: int) -> dict[str, Any]:
         record = msgspec.json.decode(line)
     except msgspec.DecodeError as error:
         raise InvalidInput("file", f"line {number}: not JSON ({error})") from None
+    except UnicodeDecodeError:
+        raise InvalidInput("file", f"line {number}: not UTF-8 text (an export is UTF-8 JSON "
+                                   "Lines)") from None
+    except RecursionError:  # an export's records nest a few levels, never hundreds
+        raise InvalidInput("file", f"line {number}: nested deeper than any export "
+                                   "record") from None
     if not isinstance(record, dict):
         raise InvalidInput("file", f"line {number}: not a JSON object")
     return record

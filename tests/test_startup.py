@@ -207,3 +207,61 @@ def test_a_command_parsed_alone_is_the_command_parsed_with_all(command: str) -> 
 def test_the_listing_is_the_whole_command_lines_help() -> None:
     """``eventlog --help`` without any command module reads as with all of them."""
     assert build_parser().format_help() == _parser_for(["--help"]).format_help()
+
+
+OPENS_A_LOG = ("eventlog.log", "eventlog.storage", "eventlog.face", "eventlog.opening",
+               "eventlog.checkpoints", "eventlog.interrupts", "projections", "sqlalchemy",
+               "aiosqlite", "asyncpg", "sqlite3")
+"""What can open a database, or what only a log's reader needs (each with its submodules)."""
+
+
+@pytest.fixture(scope="module")
+def audit_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """A signed head of one event, an inclusion proof under it and the operator's public
+    key, made with the pure proof code alone (no log)."""
+    import uuid
+    from datetime import UTC, datetime
+    from types import SimpleNamespace
+
+    from eventlog import notes, proofs
+    from eventlog.hashing import GENESIS_HASH, recompute_hash
+    from eventlog.merkle import InclusionProof, leaf_hash
+    from eventlog.signing import Ed25519PrivateKey, generate_key_pair, load_private_key
+
+    directory = tmp_path_factory.mktemp("audit")
+    private, public = generate_key_pair()
+    key: Ed25519PrivateKey = load_private_key(private)
+    event = SimpleNamespace(
+        event_id=uuid.UUID(int=7), tenant_id="acme", stream_id="s", version=1,
+        recorded_at=datetime(2030, 1, 1, tzinfo=UTC), type="noted", data=b"{}",
+        prev_hash=GENESIS_HASH, actor=None, signature=None)
+    event.hash = recompute_hash(event)
+    origin = notes.origin_for("example.org/log", "acme")
+    text = notes.sign_checkpoint(notes.Checkpoint(origin, 1, leaf_hash(event.hash)), origin, key)
+    head = proofs.open_head(text, key.public_key())
+    document = proofs.inclusion_document(head, event, InclusionProof(0, 1, ()))
+    files = {"head": text, "proof": json.dumps(document), "op.pub.pem": public.decode()}
+    for name, content in files.items():
+        (directory / name).write_text(content)
+    return {name: str(directory / name) for name in files} | {"dir": str(directory)}
+
+
+@pytest.mark.parametrize("command", ["check-proof", "witness", "verifier-key"])
+def test_the_auditors_commands_import_nothing_that_opens_a_log(
+        command: str, audit_files: dict[str, str]) -> None:
+    """``check-proof``, ``witness`` and ``verifier-key`` run to their answer (status 0)
+    without importing the log, storage, a driver, the stores or projections (DESIGN.md:
+    the proof code an auditor runs imports nothing that opens a database)."""
+    key = ["--key", audit_files["op.pub.pem"]]
+    arguments = {
+        "check-proof": [audit_files["proof"], "--head", audit_files["head"], *key],
+        "witness": ["--head", audit_files["head"], "--state",
+                    str(Path(audit_files["dir"]) / "witness"), *key],
+        "verifier-key": ["acme", "--name", "example.org/log", *key],
+    }[command]
+    code = (f"{HELP}import json\n"
+            f"print(json.dumps([status, sorted(m for m in sys.modules if any(\n"
+            f"    m == p or m.startswith(p + '.') for p in {OPENS_A_LOG!r}))]))")
+    done = subprocess.run([sys.executable, "-c", code, command, *arguments], check=True,
+                          capture_output=True, text=True, cwd=ROOT)
+    assert [0, []] == json.loads(done.stdout.splitlines()[-1])

@@ -40,6 +40,7 @@ from eventlog.adapters._safe_pickle import read_pickle
 from eventlog.adapters._safe_values import (
     MAX_DEPTH,
     MAX_ITEMS,
+    Budget,
     NotDecoded,
     Shape,
     Unreadable,
@@ -53,9 +54,9 @@ from eventlog.adapters._safe_values import (
 )
 
 __all__ = [
-    "MAF_ENCODING", "MAX_BYTES", "MAX_DEPTH", "MAX_EXT_DEPTH", "MAX_ITEMS", "NotDecoded",
-    "Shape", "Unreadable", "bound", "constructors", "read_maf", "read_payload",
-    "shape_fields", "shape_kind", "shape_name",
+    "MAF_ENCODING", "MAX_BYTES", "MAX_DEPTH", "MAX_EXT_DEPTH", "MAX_ITEMS", "Budget",
+    "NotDecoded", "Shape", "Unreadable", "bound", "constructors", "read_maf", "read_payload",
+    "read_raw", "shape_fields", "shape_kind", "shape_name",
 ]
 
 MAF_ENCODING = "maf-checkpoint+json"
@@ -69,9 +70,16 @@ from its own bytes)."""
 
 # -- one payload -----------------------------------------------------------------------------
 
-def read_payload(encoding: str, data: bytes) -> Any:
-    """The bounded value a payload holds; `Unreadable` when it is too large, malformed
-    or of a kind nobody can read without running code (a pickle's persistent ids)."""
+def read_payload(encoding: str, data: bytes, budget: Budget | None = None) -> Any:
+    """The bounded value a payload holds (within what is left of ``budget`` when given:
+    the parts of one value share one); `Unreadable` when it is too large, malformed or of
+    a kind nobody can read without running code (a pickle's persistent ids)."""
+    return bound(read_raw(encoding, data), budget=budget)
+
+
+def read_raw(encoding: str, data: bytes) -> Any:
+    """The value a payload holds, not yet bounded (`bound` copies it within a budget):
+    what its bytes hold and no more, so one decoding can be shown many times."""
     if len(data) > MAX_BYTES:
         raise Unreadable(f"larger than the {MAX_BYTES:,} bytes a payload is decoded up to")
     if encoding == "null":
@@ -81,13 +89,13 @@ def read_payload(encoding: str, data: bytes) -> Any:
     if encoding == "bytearray":
         return bytearray(data)
     if encoding == MAF_ENCODING:
-        return read_maf(data)
+        return _raw_maf(data)
     if encoding == "msgpack":
-        return bound(_Msgpack().read(data))
+        return _Msgpack().read(data)
     if encoding == "json":
-        return bound(_json(data))
+        return _json(data)
     if encoding == "pickle":
-        return bound(read_pickle(data))
+        return read_pickle(data)
     raise Unreadable(f"no reader for the {encoding!r} serialization")
 
 
@@ -110,11 +118,15 @@ def constructors(encoding: str, data: bytes) -> tuple[set[tuple[str, ...]], list
 def read_maf(data: bytes) -> Any:
     """An Agent Framework checkpoint: its JSON, each pickled value read by `read_pickle`,
     the whole bounded once (one budget for the document)."""
+    return bound(_raw_maf(data))
+
+
+def _raw_maf(data: bytes) -> Any:
     try:
         document = read_json(data)
     except ValueError as error:
         raise Unreadable(f"not JSON ({type(error).__name__}: {error})") from error
-    return bound(_unpickle_values(document, MAX_DEPTH))
+    return _unpickle_values(document, MAX_DEPTH)
 
 
 def _unpickle_values(document: Any, depth: int) -> Any:

@@ -23,8 +23,9 @@ from collections.abc import Callable
 from typing import Any
 
 __all__ = [
-    "MAX_DEPTH", "MAX_ITEMS", "TOO_DEEP", "Global", "NotDecoded", "Shape", "Unreadable", "bound",
-    "call", "preview", "read_json", "shape_fields", "shape_kind", "shape_name",
+    "MAX_DEPTH", "MAX_ITEMS", "TOO_DEEP", "Budget", "Global", "NotDecoded", "Shape",
+    "Unreadable", "bound", "call", "past_budget", "preview", "read_json", "shape_fields",
+    "shape_kind", "shape_name",
 ]
 
 MAX_DEPTH = 64
@@ -150,19 +151,30 @@ _ATOMS = (bool, int, float, str, bytes, bytearray, NotDecoded, dt.date, dt.time,
 """What a bounded tree holds as is (an interface is an address)."""
 
 
-class _Budget:
-    def __init__(self, items: int) -> None:
+class Budget:
+    """How many more values may be shown of the one value being read: one budget per
+    value, whatever its shape (a list stored element by element spends one budget over
+    all its elements, however many times it names each)."""
+
+    def __init__(self, items: int = MAX_ITEMS) -> None:
         self.left = items
 
 
-def bound(value: Any, items: int = MAX_ITEMS, depth: int = MAX_DEPTH) -> Any:
-    """``value`` as a tree of at most ``items`` values and ``depth`` levels: shared
-    references are copied each time they are met (and paid for each time), a reference to
-    an enclosing value and what lies past a bound are `NotDecoded`."""
-    return _bound(value, _Budget(items), depth, set())
+def bound(value: Any, items: int = MAX_ITEMS, depth: int = MAX_DEPTH,
+          budget: Budget | None = None) -> Any:
+    """``value`` as a tree of at most ``items`` values (or what is left of ``budget``) and
+    ``depth`` levels: shared references are copied each time they are met (and paid for
+    each time), a reference to an enclosing value and what lies past a bound are
+    `NotDecoded`."""
+    return _bound(value, budget if budget is not None else Budget(items), depth, set())
 
 
-def _bound(value: Any, budget: _Budget, depth: int, above: set[int]) -> Any:
+def past_budget(count: int, what: str) -> NotDecoded:
+    """What stands for the last ``count`` items (``what``: "element") past the budget."""
+    return NotDecoded(_past(count, what))
+
+
+def _bound(value: Any, budget: Budget, depth: int, above: set[int]) -> Any:
     if budget.left <= 0:
         return NotDecoded(f"what lies past the {MAX_ITEMS:,} values a payload shows")
     budget.left -= 1
@@ -183,7 +195,7 @@ def _bound(value: Any, budget: _Budget, depth: int, above: set[int]) -> Any:
         above.discard(id(value))
 
 
-def _bound_container(value: Any, budget: _Budget, depth: int, above: set[int]) -> Any:
+def _bound_container(value: Any, budget: Budget, depth: int, above: set[int]) -> Any:
     if isinstance(value, dict):
         out: dict[Any, Any] = {}
         for index, (key, item) in enumerate(value.items()):

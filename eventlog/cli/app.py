@@ -25,11 +25,13 @@ from typing import Any, NoReturn
 from eventlog.cli.context import Context, Handler, SharedOptions
 from eventlog.cli.errors import (
     EXIT_FINDINGS,
+    EXIT_INTERRUPTED,
     EXIT_NOTHING,
     EXIT_OK,
     EXIT_OPERATIONAL,
     EXIT_STATUSES_HELP,
     EXIT_USAGE,
+    KINDS,
     classify,
 )
 
@@ -61,6 +63,7 @@ COMMANDS: dict[str, tuple[str, str | None]] = {
     "prove": ("transparency", "prove an event is under a signed head, or two heads agree"),
     "check-proof": ("transparency", "check a proof against a signed head, with no database"),
     "witness": ("transparency", "keep the newest head of each log; refuse forks and rollbacks"),
+    "verifier-key": ("transparency", "print the verifier key tlog tools check heads with"),
     "tree-rebuild": ("transparency", "rebuild a tenant's damaged tree from its events"),
     "keys": ("keys", "make a keyring, rotate its keys, print its public key"),
     "erase": ("keys", "erase a subject: destroy its data key, record why"),
@@ -183,7 +186,7 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     try:
         return asyncio.run(handler(context))
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED
     except Exception as error:
         status, message = classify(error)
         if args.debug:
@@ -199,10 +202,8 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
 def print_json_error(message: str, status: int) -> None:
     """One JSON line on standard error: the message, the exit status and what it means."""
-    kinds = {EXIT_FINDINGS: "findings", EXIT_USAGE: "usage", EXIT_OPERATIONAL: "operational",
-             EXIT_NOTHING: "nothing"}
     sys.stderr.write(json.dumps({"error": message, "exit_status": status,
-                                 "kind": kinds.get(status, "operational")}) + "\n")
+                                 "kind": KINDS.get(status, "operational")}) + "\n")
     sys.stderr.flush()
 
 
@@ -241,26 +242,38 @@ def _usage_error(message: str, as_json: bool) -> int:
 
 @contextmanager
 def _command_logging(*, debug: bool) -> Iterator[None]:
-    """structlog configured for one run of a command, the caller's configuration restored
-    after. The command is the application, so it (unlike the library) configures
-    structlog: warnings and worse on standard error, everything under --debug. structlog
-    (and the rich it imports) is loaded here: parsing and ``--help`` never log."""
-    import structlog
-
-    saved = structlog.get_config()
-    structlog.configure(
-        processors=[
-            structlog.processors.add_log_level,
-            structlog.processors.TimeStamper(fmt="iso"),
-            structlog.dev.ConsoleRenderer(colors=False),
-        ],
-        wrapper_class=structlog.make_filtering_bound_logger(
-            logging.DEBUG if debug else logging.WARNING
-        ),
-        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
-        cache_logger_on_first_use=False,
-    )
+    """The library's logs shown for one run of a command, the caller's set-up restored
+    after. The library logs through the standard library's ``eventlog.*`` loggers unless
+    a host configured structlog (`eventlog._logging`); the command is the application, so
+    it shows their warnings and worse on standard error, everything under --debug, one
+    line each: the time (UTC), the level, the event and its values. structlog is not
+    imported (with the rich it loads, ~80 ms of every command's start-up)."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_LogLine())
+    loggers = [logging.getLogger(name) for name in ("eventlog", "projections")]
+    saved = [(logger.level, logger.propagate) for logger in loggers]
+    for logger in loggers:
+        logger.addHandler(handler)
+        logger.setLevel(logging.DEBUG if debug else logging.WARNING)
+        logger.propagate = False
     try:
         yield
     finally:
-        structlog.configure(**saved)
+        for logger, (level, propagate) in zip(loggers, saved, strict=True):
+            logger.removeHandler(handler)
+            logger.setLevel(level)
+            logger.propagate = propagate
+
+
+class _LogLine(logging.Formatter):
+    """``2026-12-06T16:27:53.819Z [warning ] event key=value …``."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        from datetime import UTC, datetime
+
+        moment = datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds")
+        line = (f"{moment.replace('+00:00', 'Z')} [{record.levelname.lower():<8}] "
+                f"{record.getMessage()}")
+        if record.exc_info is not None:
+            line += "\n" + self.formatException(record.exc_info)
+        return line

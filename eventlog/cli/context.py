@@ -2,7 +2,9 @@
 
 Every command's parser is built with `add_command` and `SharedOptions` from here, so this
 module imports neither rich nor the log's stores: the consoles and the progress display
-are loaded when a command runs (``eventlog CMD --help`` builds the parser and runs none).
+are loaded when a command runs (``eventlog CMD --help`` builds the parser and runs none),
+and `eventlog.opening` when a command first asks where its log is (the auditor's
+commands never do: they import nothing that opens a log).
 """
 
 from __future__ import annotations
@@ -22,11 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 from eventlog.cli.errors import EXIT_OPERATIONAL, EXIT_STATUSES_HELP, EXIT_USAGE, CommandError
 from eventlog.cli.examples import examples_help
-from eventlog.cli.lenient import LenientRegistry
 from eventlog.clock import Clock, system_clock
 from eventlog.errors import SchemaError, SchemaNotCurrent, StorageError, StoreLocked
-from eventlog.events import default_registry
-from eventlog.opening import DEFAULT_SCHEMA, DEFAULT_URL, local_path, open_log, url_schema
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -57,6 +56,8 @@ class Context:
     @property
     def url(self) -> str:
         """The log URL: ``--url``, else ``$EVENTLOG_URL``, else the embedded default."""
+        from eventlog.opening import DEFAULT_URL
+
         given: str | None = getattr(self.args, "url", None)
         return given or os.environ.get("EVENTLOG_URL") or DEFAULT_URL
 
@@ -70,6 +71,8 @@ class Context:
     def schema(self) -> str:
         """The PostgreSQL schema: ``--schema``, else the URL's ``?schema=``, else
         ``$EVENTLOG_SCHEMA``, else the default."""
+        from eventlog.opening import DEFAULT_SCHEMA, url_schema
+
         given: str | None = getattr(self.args, "schema", None)
         in_url = url_schema(self.url) if self.is_postgres else None
         return given or in_url or os.environ.get("EVENTLOG_SCHEMA") or DEFAULT_SCHEMA
@@ -143,6 +146,8 @@ class Context:
         defaults and the environment already do): ``--url`` as given, ``--schema`` on
         PostgreSQL whenever it is not the default, ``--distributed`` when given. A password
         is masked, never printed."""
+        from eventlog.opening import DEFAULT_SCHEMA, url_schema
+
         parts = []
         if getattr(self.args, "url", None) is not None:
             parts += ["--url", self.shown_url()]
@@ -164,6 +169,10 @@ class Context:
         Events of types this process does not know are read as `OpaqueEvent`s (see
         `eventlog.cli.lenient`). ``options`` go to `open_log` as they are.
         """
+        from eventlog.cli.lenient import LenientRegistry
+        from eventlog.events import default_registry
+        from eventlog.opening import open_log
+
         if getattr(self.args, "command", None) in ACTING:  # a bad --actor: before any look
             options.setdefault("actor", self.actor)
         if not create:
@@ -215,6 +224,8 @@ class Context:
                 "a schema)")
 
     def _require_existing(self) -> None:
+        from eventlog.opening import local_path
+
         path = local_path(self.url)
         if path is not None and str(path) != ":memory:" and not Path(path).exists():
             raise CommandError(
@@ -254,7 +265,7 @@ class Context:
 
 
 def _console(stream: Any) -> Console:
-    from eventlog.cli.render import SafeConsole  # rich, loaded when a command runs
+    from eventlog.cli.console import SafeConsole  # rich, loaded when a command runs
 
     terminal = stream.isatty() if hasattr(stream, "isatty") else False
     width = None if terminal else int(os.environ.get("COLUMNS", _PIPE_WIDTH))
@@ -292,7 +303,7 @@ imported events keep the actors they were recorded with): they take ``--actor`` 
 transparency commands write only the tree (derived data), never an event."""
 NO_LOG = frozenset({"completion"})
 """Commands that never open a log: no connection options, no ``--json``."""
-AUDITORS = frozenset({"check-proof", "witness"})
+AUDITORS = frozenset({"check-proof", "witness", "verifier-key"})
 """Commands that never open a log but print JSON for scripts: no connection options."""
 
 

@@ -11,16 +11,18 @@ from typing import TYPE_CHECKING, Any
 
 from eventlog.cli.context import Context
 from eventlog.cli.errors import EXIT_FINDINGS, EXIT_OK, CommandError
+from eventlog.cli.files import opened_output
 from eventlog.cli.horizon import settle_or_warn
+from eventlog.cli.keyfiles import read_private_key_file as read_private_key_file
+from eventlog.cli.keyfiles import read_public_key_file as read_public_key_file
 from eventlog.cli.render import pairs_table, plural
 from eventlog.cli.scope import require_tenant
 from eventlog.digest import LogDigest, decode_digest, encode_digest, sign_digest, take_digest
-from eventlog.errors import InvalidInput
+from eventlog.errors import DigestRefused
 from eventlog.records import StreamProblem
-from eventlog.signing import load_private_key, load_public_key
 
 if TYPE_CHECKING:
-    from eventlog.signing import Ed25519PrivateKey, Ed25519PublicKey
+    from eventlog.signing import Ed25519PublicKey
 
 MAX_DIGEST_FILE_BYTES = 256 * 1024 * 1024
 """The largest digest file `verify --digest` reads (and `digest` writes): 256 MiB, some
@@ -69,7 +71,8 @@ async def run(context: Context) -> int:
 
 def read_digest_file(name: str, key: Ed25519PublicKey | None = None) -> LogDigest:
     """A digest file read and checked (its signature first, against ``key`` when given),
-    or one clear error naming the file."""
+    or one clear error naming the file: a digest that does not hold (edited, unsigned or
+    not signed by ``key``) exits 1, a file that is no digest 2."""
     try:
         data = _read_bounded(Path(name))
     except OSError as error:
@@ -80,34 +83,10 @@ def read_digest_file(name: str, key: Ed25519PublicKey | None = None) -> LogDiges
                            "digest`")
     try:
         return decode_digest(data, key)
+    except DigestRefused as refused:
+        raise CommandError(f"{name}: {refused}", EXIT_FINDINGS) from refused
     except Exception as error:
         raise CommandError(f"{name}: {error}") from error
-
-
-def read_private_key_file(name: str) -> Ed25519PrivateKey:
-    """The Ed25519 private key in PEM file ``name``, or one clear error naming it."""
-    return load_private_key(_key_bytes(name), f"key file {name}")
-
-
-def read_public_key_file(name: str) -> Ed25519PublicKey:
-    """The Ed25519 public key in PEM file ``name`` (a private key's file gives its public
-    key), or one clear error naming it."""
-    return load_public_key(_key_bytes(name), f"key file {name}")
-
-
-_MAX_KEY_FILE = 64 * 1024
-"""A PEM key is well under a kilobyte; a bigger file is not a key."""
-
-
-def _key_bytes(name: str) -> bytes:
-    try:
-        with Path(name).open("rb") as file:
-            data = file.read(_MAX_KEY_FILE + 1)
-    except OSError as error:
-        raise CommandError(f"cannot read key file {name}: {error.strerror or error}") from error
-    if len(data) > _MAX_KEY_FILE:
-        raise InvalidInput(f"key file {name}", "is too large to be a PEM key")
-    return data
 
 
 def _signer(digest: LogDigest) -> str | None:
@@ -150,10 +129,7 @@ def _summary(digest: LogDigest, where: str) -> Any:
 
 
 def _write_whole(target: Path, document: bytes) -> None:
-    """Write to a temporary file beside ``target``, then rename it into place."""
-    partial = target.with_name(target.name + ".partial")
-    try:
-        partial.write_bytes(document)
-        partial.replace(target)
-    except OSError as error:
-        raise CommandError(f"cannot write {target}: {error.strerror or error}") from error
+    """Write ``document`` to ``target`` whole (`eventlog.cli.files`: a regular file is
+    renamed into place, a device or FIFO written as it is)."""
+    with opened_output(str(target)) as handle:
+        handle.write(document)

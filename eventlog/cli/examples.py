@@ -75,6 +75,8 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
                 ("eventlog witness --head acme-head.txt --state ./witness --key op.pub.pem "
                  "--witness-key w1.pem --name witness.example.org/w1 -o cosigned.txt",
                  "and cosign it (C2SP tlog-cosignature)")),
+    "verifier-key": (("eventlog verifier-key acme --key op.pub.pem --name example.org/eventlog",
+                      "example.org/eventlog/acme+HASH+BASE64: what note.Open checks with"),),
     "tree-rebuild": (("eventlog tree-rebuild acme --head acme-head.txt --key op.pub.pem",
                       "repair the tree; refused if the log no longer gives that head"),),
     "export": (("eventlog export --tenant acme acme.jsonl", "a tenant to a file"),

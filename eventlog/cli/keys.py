@@ -88,7 +88,7 @@ def _writer(context: Context) -> int:
 
 def _public(context: Context) -> int:
     """Print (or write) every writer public key: PEM and verifier key, current first."""
-    from eventlog.cli.transparency import write_output
+    from eventlog.cli.files import write_output
     from eventlog.crypto import FileKeyring
     from eventlog.notes import check_name
     from eventlog.writer_keys import WriterKeys, public_pem, verifier_key_line
@@ -111,7 +111,7 @@ def _public(context: Context) -> int:
         f"# eventlog writer key {key['key_id']} ("
         + ("current: signs new events" if key["current"] else "retired: checks what it signed")
         + f")\n# verifier key: {key['verifier_key']}\n{key['pem']}" for key in shown)
-    write_output(context, context.args.output, text.encode())
+    write_output(context.args.output, text.encode())
     return EXIT_OK
 
 

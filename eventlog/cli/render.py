@@ -9,19 +9,20 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import re
 import uuid
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 import msgspec
 from rich.cells import cell_len
-from rich.console import Console, ConsoleOptions, Group, RenderableType
-from rich.segment import Segment
+from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from eventlog.cli.console import SafeConsole as SafeConsole
+from eventlog.cli.console import plural as plural
+from eventlog.cli.console import safe as safe
 from eventlog.cli.lenient import UndecodableEvent
 from eventlog.cli.sealed import label_of
 from eventlog.records import RecordedEvent
@@ -38,26 +39,6 @@ _FIRST_FIELDS = ("checkpoint_id", "step", "parent_id", "generation", "outcome", 
 _FIELD_ROOM = 30
 
 
-_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-"""What a terminal would act on rather than show: C0 controls but tab and newline (ESC
-among them), DEL, C1 controls (0x9B is a one-byte CSI), and the Unicode bidi overrides
-and isolates, which reorder what is shown around them."""
-
-
-def safe(text: str) -> str:
-    """``text`` with every character a terminal would act on (see `_UNSAFE`) written as a
-    visible escape (``\\x1b``, ``\\u202e``), so stored text cannot set the window
-    title, clear the screen, move the cursor or reorder a line. Tab and newline stay."""
-    if _UNSAFE.search(text) is None:
-        return text
-    return _UNSAFE.sub(_escape, text)
-
-
-def _escape(found: re.Match[str]) -> str:
-    code = ord(found.group())
-    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
-
-
 def safe_data(value: Any) -> Any:
     """JSON-ready ``value`` (as `jsonable` makes it) with `safe` applied to every string
     and key, for a page that shows the strings to people (the incident report)."""
@@ -68,23 +49,6 @@ def safe_data(value: Any) -> Any:
     if isinstance(value, list):
         return [safe_data(item) for item in value]
     return value
-
-
-class SafeConsole(Console):
-    """A rich console that writes every piece of text through `safe`: whatever a
-    command prints (tables, lines, values read from the log), no stored control
-    character reaches the terminal. Rich's own control output (cursor moves of a
-    progress display) passes as it is."""
-
-    def render(
-        self, renderable: RenderableType, options: ConsoleOptions | None = None
-    ) -> Iterator[Segment]:
-        """The segments of ``renderable``, each text one made `safe`."""
-        for segment in super().render(renderable, options):
-            if segment.control is None and _UNSAFE.search(segment.text) is not None:
-                yield Segment(safe(segment.text), segment.style)
-            else:
-                yield segment
 
 
 def jsonable(value: Any) -> Any:
@@ -325,8 +289,3 @@ def pairs_table(title: str | None, pairs: Iterable[tuple[str, Any]]) -> Table:
 def verdict(label: str, ok: bool, problem: str) -> Text:
     """``label: ok`` in green, or ``label: problem`` in red."""
     return Text.assemble(f"{label}: ", ("ok", "green") if ok else (problem, "bold red"))
-
-
-def plural(count: int, noun: str, nouns: str | None = None) -> str:
-    """``1 batch``, ``2 batches``: a count with its noun."""
-    return f"{count} {noun if count == 1 else nouns or noun + 's'}"

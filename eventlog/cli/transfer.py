@@ -6,16 +6,13 @@ this module opens files, drives the progress bar and prints the summary.
 
 from __future__ import annotations
 
-import contextlib
-import os
-import sys
-from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from eventlog.cli import adoption
 from eventlog.cli.context import Context
 from eventlog.cli.errors import EXIT_FINDINGS, EXIT_OK, EXIT_OPERATIONAL, CommandError
+from eventlog.cli.files import STDOUT, is_written_in_place, opened_output
 from eventlog.cli.lenient import ImportingRegistry
 from eventlog.cli.parsers.adoption import FRAMEWORKS
 from eventlog.cli.render import pairs_table, plural
@@ -32,8 +29,9 @@ from eventlog.transfer import (
 
 
 async def run_export(context: Context) -> int:
-    """Export to FILE (written whole, then renamed into place) or standard output; or,
-    as ``export langgraph|maf TARGET``, into a framework's own store."""
+    """Export to FILE (written whole, then renamed into place; a device or FIFO written
+    as it is) or standard output; or, as ``export langgraph|maf TARGET``, into a
+    framework's own store."""
     args = context.args
     if args.target is not None:
         if args.file not in FRAMEWORKS:
@@ -47,17 +45,19 @@ async def run_export(context: Context) -> int:
     if args.thread or args.workflow or args.allow_type:
         raise CommandError("--thread, --workflow and --allow-type are for `export "
                            "langgraph|maf TARGET`; an export FILE takes --session")
-    to_stdout = args.file == "-"
+    to_stdout = args.file == STDOUT
     target = Path(args.file)
     # The command is one process doing one thing: blocking file checks cost nothing here.
-    if not to_stdout and target.exists() and not args.force:  # noqa: ASYNC240
+    # A device or FIFO is written in place, never replaced: only a file's data is at stake.
+    in_place = is_written_in_place(args.file)
+    if not in_place and target.exists() and not args.force:  # noqa: ASYNC240
         raise CommandError(f"{target} exists; choose another FILE or pass --force")
     async with context.open() as log:
         if args.session:
             await require_session(log, args.tenant, args.session, scan=True)
         else:
             await require_tenant(log, args.tenant)
-        with context.progress() as progress, _sink(target, to_stdout) as sink:
+        with context.progress() as progress, opened_output(args.file) as sink:
             task = progress.add_task("exporting", total=None)
             try:
                 summary = await export_log(
@@ -67,7 +67,7 @@ async def run_export(context: Context) -> int:
                         task, completed=done, total=total),
                 )
             except ExportIncomplete as short:
-                raise _incomplete(short, None if to_stdout else target) from short
+                raise _incomplete(short, target, in_place) from short
     out = context.err if to_stdout else context.out  # standard output carries the file
     if context.json and not to_stdout:
         context.print_json({"file": str(target), **_fields(summary)})
@@ -115,14 +115,14 @@ async def run_import(context: Context) -> int:
     return EXIT_OK
 
 
-def _incomplete(short: ExportIncomplete, target: Path | None) -> CommandError:
+def _incomplete(short: ExportIncomplete, target: Path, in_place: bool) -> CommandError:
     """Exit 3 naming what could not be read, and why."""
     unread = sum(version - seen for version, seen in short.missing.values())
     streams = ", ".join(repr(stream) for stream in sorted(short.missing)[:3])
     if len(short.missing) > 3:
         streams += f" and {len(short.missing) - 3} more"
-    where = ("no file was written" if target is not None
-             else "standard output got no end record, so an import refuses it")
+    where = (f"{'standard output' if str(target) == STDOUT else target} got no end record, "
+             "so an import refuses it" if in_place else "no file was written")
     return CommandError(
         f"export of tenant {short.tenant_id!r} stopped: {plural(unread, 'event')} of the "
         f"{plural(short.held, 'event')} it held were not readable after "
@@ -149,21 +149,3 @@ def _bad_file(source: Path, error: InvalidInput) -> CommandError:
 
 def _fields(summary: Any) -> dict[str, Any]:
     return {name: getattr(summary, name) for name in summary.__dataclass_fields__}
-
-
-@contextlib.contextmanager
-def _sink(target: Path, to_stdout: bool) -> Iterator[IO[bytes]]:
-    if to_stdout:
-        yield sys.stdout.buffer
-        sys.stdout.buffer.flush()
-        return
-    partial = target.with_name(f".{target.name}.partial")
-    handle: IO[bytes]
-    try:
-        with partial.open("wb") as handle:
-            yield handle
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(partial, target)
-    finally:
-        partial.unlink(missing_ok=True)

@@ -1,61 +1,57 @@
-"""The transparency log's commands: ``tree-head``, ``prove`` and ``tree-rebuild`` (the
-operator's, on the log), ``check-proof`` and ``witness`` (the auditor's: no database at
-all, whatever ``EVENTLOG_URL`` says). ``verify --head`` lives with verify.
+"""The transparency log's commands on the operator's side: ``tree-head``, ``prove`` and
+``tree-rebuild``, on the log. ``verify --head`` lives with verify; the auditor's
+``check-proof``, ``witness`` and ``verifier-key``, which open no log, in
+`eventlog.cli.auditor`.
 
-The documents and checks are `eventlog.proofs`; keys are read as ``digest`` reads them.
+The documents and checks are `eventlog.proofs`; keys are read by `eventlog.cli.keyfiles`.
 """
 
 from __future__ import annotations
 
-import argparse
 import base64
-import hashlib
 import json
-import sys
 import uuid
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from eventlog.cli.auditor import MAX_FILE
+from eventlog.cli.console import plural
 from eventlog.cli.context import Context
-from eventlog.cli.errors import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, CommandError
+from eventlog.cli.errors import EXIT_FINDINGS, EXIT_OK, CommandError
+from eventlog.cli.files import STDOUT, read_text, write_output
 from eventlog.cli.horizon import settle_or_warn
-from eventlog.cli.render import plural
+from eventlog.cli.keyfiles import PublicKey, read_verifier
+from eventlog.cli.keyfiles import read_witness_keys as read_witness_keys
+from eventlog.cli.scope import require_tenant
 from eventlog.errors import InvalidInput
 
 if TYPE_CHECKING:
     from eventlog.proofs import SignedHead
     from eventlog.signing import Ed25519PublicKey
 
-_MAX_FILE = 4 * 1024 * 1024
-"""The largest head or proof file read: a proof is a few kilobytes plus its event."""
-
-
-def read_witness_keys(files: list[str]) -> list[tuple[str, Ed25519PublicKey]]:
-    """Each ``--witness-key`` file's public key, labelled by its file name."""
-    from eventlog.cli.digest import read_public_key_file
-
-    return [(file, read_public_key_file(file)) for file in files]
-
 
 # -- the operator's side ------------------------------------------------------------------
 
 async def run_head(context: Context) -> int:
-    """Integrate, then sign and write the head."""
-    from eventlog.cli.digest import read_private_key_file
-    from eventlog.notes import Checkpoint, check_name, origin_for, sign_checkpoint
+    """Integrate, then sign and write the head: its origin ``NAME/TENANT`` (the tenant
+    percent-encoded) is also the key name it is signed under."""
+    from eventlog.cli.keyfiles import read_private_key_file
+    from eventlog.notes import Checkpoint, check_name, origin_for, sign_checkpoint, verifier_key
 
     args = context.args
-    name = check_name(args.name, "--name")
+    origin = origin_for(check_name(args.name, "--name"), args.tenant)
     key = read_private_key_file(args.key)
     async with context.open() as log:
+        await require_tenant(log, args.tenant)
         await settle_or_warn(context, log)
         head = await log.tree_head(args.tenant)
-    text = sign_checkpoint(Checkpoint(origin_for(name, args.tenant), head.size, head.root),
-                           name, key)
-    _write(context, args.output, text.encode())
-    if args.output != "-":
+    text = sign_checkpoint(Checkpoint(origin, head.size, head.root), origin, key)
+    write_output(args.output, text.encode())
+    if args.output != STDOUT:
         context.out.print(f"head of {plural(head.size, 'event')} of tenant {args.tenant!r} "
-                          f"signed by {name}, written to {args.output}")
+                          f"written to {args.output}, under the key name {origin}; its "
+                          "verifier key "
+                          f"(for note.Open and other tlog tools): "
+                          f"{verifier_key(origin, key.public_key())}")
     return EXIT_OK
 
 
@@ -84,7 +80,7 @@ async def run_prove(context: Context) -> int:
         else:
             assert event_id is not None
             document = await _inclusion(log, args.tenant, event_id, head, inclusion_document)
-    _write(context, args.output, (json.dumps(document, indent=2) + "\n").encode())
+    write_output(args.output, (json.dumps(document, indent=2) + "\n").encode())
     return EXIT_OK
 
 
@@ -110,7 +106,6 @@ async def _inclusion(log: Any, tenant: str, event_id: uuid.UUID, head: Any,
 
 async def run_rebuild(context: Context) -> int:
     """Rebuild the tenant's tree; refused (status 1, nothing written) past a kept head."""
-    from eventlog.cli.digest import read_public_key_file
     from eventlog.errors import TreeRebuildRefused
     from eventlog.merkle import TreeHead
 
@@ -119,7 +114,7 @@ async def run_rebuild(context: Context) -> int:
         raise CommandError("--head needs --key: the operator's public key that signed it")
     heads = []
     if args.head:
-        key = read_public_key_file(args.key)
+        key = read_verifier(args.key)
         for file in args.head:
             signed = read_signed_head(file, key)
             if signed.tenant_id != args.tenant:
@@ -163,17 +158,19 @@ async def run_rebuild(context: Context) -> int:
     return EXIT_OK
 
 
-def read_signed_head(file: str, key: Ed25519PublicKey,
+def read_signed_head(file: str, key: PublicKey,
                      witnesses: list[tuple[str, Ed25519PublicKey]] | None = None) -> SignedHead:
-    """The signed head in ``file``, its signature checked with ``key`` and, for each of
-    ``witnesses``, its cosignature; a head without them is a finding (exit status 1)."""
+    """The signed head of an eventlog tenant in ``file``, its signature checked with
+    ``key`` and, for each of ``witnesses``, its cosignature; a head without them is a
+    finding (exit status 1), a head whose origin names no tenant bad input (2)."""
     from eventlog.proofs import ProofFailed, open_head, require_cosignatures
 
     try:
-        head = open_head(_read_text(file, "head"), key, f"head {file}")
+        head = open_head(_read_text(file, "head"), key.key, f"head {file}", key.name)
         require_cosignatures(head, witnesses or [], f"head {file}")
     except ProofFailed as failed:
         raise CommandError(str(failed), EXIT_FINDINGS) from failed
+    _tenant_of(file, head)
     return head
 
 
@@ -181,9 +178,16 @@ def _head_for(file: str, tenant: str) -> Any:
     from eventlog.proofs import open_head
 
     head = open_head(_read_text(file, "head"), None, f"head {file}")
-    if head.tenant_id != tenant:
+    if _tenant_of(file, head) != tenant:
         raise CommandError(f"{file} is a head of tenant {head.tenant_id!r}, not {tenant!r}")
     return head
+
+
+def _tenant_of(file: str, head: SignedHead) -> str:
+    if head.tenant_id is None:
+        raise CommandError(f"{file} is not the head of an eventlog tenant: no tenant is "
+                           f"named by its origin {head.checkpoint.origin!r} (NAME/TENANT)")
+    return head.tenant_id
 
 
 async def _same_tree(log: Any, head: Any) -> None:
@@ -210,211 +214,7 @@ def _event_id(text: str) -> uuid.UUID:
         raise InvalidInput("EVENT_ID", f"must be a UUID, not {text!r}"[:200]) from None
 
 
-# -- the auditor's side: no log is opened -------------------------------------------------
-
-async def run_check(context: Context) -> int:
-    """Check the proof; 0 holds, 1 fails, 2 unreadable input."""
-    from eventlog.cli.digest import read_public_key_file
-    from eventlog.proofs import (
-        INCLUSION,
-        ProofFailed,
-        check_consistency,
-        check_inclusion,
-        check_writer_signature,
-        decode_document,
-        open_head,
-        require_cosignatures,
-    )
-
-    args = context.args
-    key = read_public_key_file(args.key)
-    witnesses = read_witness_keys(args.witness_key)
-    writers = _writer_keys(args.writer_key)
-    document = decode_document(_read_bytes(args.proof, "proof"), f"proof {args.proof}")
-    signed: str | None = None
-    try:
-        head = open_head(_read_text(args.head, "head"), key, f"head {args.head}")
-        cosigned = require_cosignatures(head, witnesses, f"head {args.head}")
-        if document["type"] == INCLUSION:
-            said = check_inclusion(document, head)
-            if writers is not None:
-                signed = check_writer_signature(document, writers)
-        else:
-            said = check_consistency(document, head, key)
-    except ProofFailed as failed:
-        return _refused(context, str(failed))
-    witnessed = [{"witness": label, "name": c.name, "time": _utc(c.timestamp)}
-                 for (label, _), c in zip(witnesses, cosigned, strict=True)]
-    if context.json:
-        context.print_json({"holds": True, "proved": said, "cosigned": witnessed,
-                            "writer_signature": signed})
-    else:
-        context.out.print(f"holds: {said}")
-        if signed is not None:
-            context.out.print(f"  the event is the application's: {signed}")
-        elif document["type"] == INCLUSION:
-            context.out.print("  notice: the event's writer signature was not checked "
-                              "(--writer-key FILE: the writer's public key, from `eventlog "
-                              "keys public`)")
-        for seen in witnessed:
-            context.out.print(f"  cosigned by witness {seen['name']} at {seen['time']}")
-    return EXIT_OK
-
-
-def _writer_keys(files: list[str]) -> Any:
-    """The writer public keys in the ``--writer-key`` files (None: none given)."""
-    if not files:
-        return None
-    from eventlog.writer_keys import WriterKeys, parse_writer_keys
-
-    return WriterKeys([key for file in files
-                       for key in parse_writer_keys(_read_text(file, "writer key"),
-                                                    f"writer key {file}")])
-
-
-def _utc(timestamp: int) -> str:
-    from datetime import UTC, datetime
-
-    try:
-        return datetime.fromtimestamp(timestamp, UTC).isoformat().replace("+00:00", "Z")
-    except (OverflowError, OSError, ValueError):
-        return f"POSIX time {timestamp}"
-
-
-async def run_witness(context: Context) -> int:
-    """Accept the new head if it extends the kept one; refuse a fork or a rollback."""
-    from eventlog.cli.digest import read_public_key_file
-    from eventlog.notes import parse_checkpoint, parse_note
-    from eventlog.proofs import (
-        CONSISTENCY,
-        ProofFailed,
-        decode_document,
-        open_head,
-        witness_decision,
-    )
-
-    args = context.args
-    key = read_public_key_file(args.key)
-    cosigner = _cosigner(args)
-    state = Path(args.state)
-    try:
-        new = open_head(_read_text(args.head, "head"), key, f"head {args.head}")
-    except ProofFailed as failed:
-        return _refused(context, str(failed))
-    kept_file = state / (hashlib.sha256(new.checkpoint.origin.encode()).hexdigest() + ".head")
-    kept = (parse_checkpoint(parse_note(_read_text(str(kept_file), "kept head")).text)
-            if kept_file.exists() else None)
-    proof: list[bytes] | None = None
-    if args.proof is not None:
-        document = decode_document(_read_bytes(args.proof, "proof"), f"proof {args.proof}")
-        if document["type"] != CONSISTENCY:
-            raise CommandError(f"{args.proof} is not a consistency proof")
-        proof = _proof_between(document, kept, new.checkpoint)
-    try:
-        said = witness_decision(kept, new.checkpoint, proof)
-    except ProofFailed as failed:
-        return _refused(context, str(failed))
-    if kept is None or kept.size != new.checkpoint.size:
-        _keep(state, kept_file, new.note)
-    cosigned = None
-    if cosigner is not None:
-        import time
-
-        from eventlog.notes import cosign_note
-
-        cosigned = cosign_note(new.note, cosigner[0], cosigner[1], int(time.time()))
-        if args.output != "-" or not context.json:
-            _write(context, args.output, cosigned.encode())
-    if context.json:
-        context.print_json({"accepted": True, "said": said, "cosigned_head": cosigned})
-    else:
-        # The cosigned head may be standard output: then the verdict goes to stderr.
-        shown = context.err if cosigned is not None and args.output == "-" else context.out
-        shown.print(f"accepted: {said}" + (f"; cosigned by {cosigner[0]}" if cosigner else ""))
-    return EXIT_OK
-
-
-def _cosigner(args: argparse.Namespace) -> tuple[str, Any] | None:
-    """The witness's own (name, private key), from --witness-key and --name; None without."""
-    from eventlog.cli.digest import read_private_key_file
-    from eventlog.notes import check_name
-
-    if args.witness_key is None:
-        if args.name is not None or args.output != "-":
-            raise CommandError("--name and --output are for cosigning: give --witness-key, "
-                               "the witness's own private key")
-        return None
-    if args.name is None:
-        raise CommandError("--witness-key needs --name: the witness's key name")
-    return check_name(args.name, "--name"), read_private_key_file(args.witness_key)
-
-
-def _proof_between(document: dict[str, Any], kept: Any, new: Any) -> list[bytes] | None:
-    from eventlog.proofs import decode_hashes
-
-    if kept is None:
-        return None
-    if (document.get("old_size"), document.get("new_size")) != (kept.size, new.size):
-        raise CommandError(f"the proof is from size {document.get('old_size')} to "
-                           f"{document.get('new_size')}; the witness needs one from the kept "
-                           f"{kept.size} to the new {new.size}")
-    return decode_hashes(document, "proof")
-
-
-def _keep(state: Path, file: Path, note: str) -> None:
-    try:
-        state.mkdir(parents=True, exist_ok=True)
-        partial = file.with_name(file.name + ".partial")
-        partial.write_text(note, encoding="utf-8")
-        partial.replace(file)
-    except OSError as error:
-        raise CommandError(f"cannot write the witness state {file}: "
-                           f"{error.strerror or error}", 3) from error
-
-
-def _refused(context: Context, reason: str) -> int:
-    if context.json:
-        context.print_json({"holds": False, "reason": reason})
-    else:
-        context.err.print(f"refused: {reason}")
-    return EXIT_FINDINGS
-
-
 # -- files ---------------------------------------------------------------------------------
 
-def _read_bytes(name: str, what: str) -> bytes:
-    try:
-        with Path(name).open("rb") as file:
-            data = file.read(_MAX_FILE + 1)
-    except OSError as error:
-        raise CommandError(f"cannot read {what} {name}: {error.strerror or error}",
-                           EXIT_USAGE) from error
-    if len(data) > _MAX_FILE:
-        raise CommandError(f"{what} {name} is larger than {_MAX_FILE} bytes: not a {what}")
-    return data
-
-
 def _read_text(name: str, what: str) -> str:
-    try:
-        return _read_bytes(name, what).decode("utf-8")
-    except UnicodeDecodeError:
-        raise CommandError(f"{what} {name} is not UTF-8 text") from None
-
-
-def write_output(context: Context, output: str, data: bytes) -> None:
-    """``data`` to standard output (``-``) or, whole or not at all, to the file ``output``."""
-    _write(context, output, data)
-
-
-def _write(context: Context, output: str, data: bytes) -> None:
-    if output == "-":
-        sys.stdout.buffer.write(data)
-        sys.stdout.flush()
-        return
-    target = Path(output)
-    partial = target.with_name(target.name + ".partial")
-    try:
-        partial.write_bytes(data)
-        partial.replace(target)
-    except OSError as error:
-        raise CommandError(f"cannot write {target}: {error.strerror or error}") from error
+    return read_text(name, what, MAX_FILE)

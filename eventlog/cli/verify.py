@@ -171,7 +171,8 @@ def _read_digest(context: Context) -> LogDigest | None:
 
 def _read_head(context: Context) -> SignedHead | None:
     """The ``--head`` file, its signature checked with ``--key`` (required with it)."""
-    from eventlog.cli.transparency import read_signed_head, read_witness_keys
+    from eventlog.cli.keyfiles import read_verifier, read_witness_keys
+    from eventlog.cli.transparency import read_signed_head
 
     args = context.args
     if args.head is None:
@@ -180,14 +181,16 @@ def _read_head(context: Context) -> SignedHead | None:
         return None
     if args.key is None:
         raise CommandError("--head needs --key: the operator's public key that signed it")
-    return read_signed_head(args.head, read_public_key_file(args.key),
+    return read_signed_head(args.head, read_verifier(args.key),
                             read_witness_keys(args.witness_key))
 
 
 async def _hold_head(log: EventLog, file: str, head: SignedHead) -> TreeCheck:
     checkpoint = head.checkpoint
-    found = await log.check_tree(head.tenant_id, TreeHead(checkpoint.size, checkpoint.root))
-    return TreeCheck(file, checkpoint.origin, head.tenant_id, checkpoint.size, found)
+    tenant = head.tenant_id
+    assert tenant is not None  # read_signed_head refuses a head that names none
+    found = await log.check_tree(tenant, TreeHead(checkpoint.size, checkpoint.root))
+    return TreeCheck(file, checkpoint.origin, tenant, checkpoint.size, found)
 
 
 def _scoped(digest: LogDigest, tenant: str | None) -> LogDigest:

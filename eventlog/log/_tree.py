@@ -16,9 +16,10 @@ transaction, and refuses to when that would hide a rewrite of the log (see its d
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 
-from eventlog.errors import ForgedEvent, InvalidInput, TreeRebuildRefused
+from eventlog.errors import ForgedEvent, InvalidInput, TreeDamaged, TreeRebuildRefused
 from eventlog.log._signed import signature_finding
 from eventlog.merkle import (
     EMPTY_ROOT,
@@ -104,7 +105,7 @@ class Tree:
                 return state
             if self.keys is not None:
                 await self._refuse_forged(tenant_id, events, asked)
-            frontier = await storage.tree_nodes(tenant_id, perfect_subtrees(0, state.size))
+            frontier = await self._nodes(tenant_id, perfect_subtrees(0, state.size))
             nodes = new_nodes(state.size, [leaf_hash(e.hash) for e in events], frontier)
             leaves = [(e.event_id, state.size + i) for i, e in enumerate(events)]
             grown = TreeState(state.size + len(events), cursor)
@@ -136,7 +137,7 @@ class Tree:
         """The root of the tenant's stored tree of ``size`` (at most its integrated size)."""
         if size == 0:
             return EMPTY_ROOT
-        nodes = await self.storage.tree_nodes(tenant_id, perfect_subtrees(0, size))
+        nodes = await self._nodes(tenant_id, perfect_subtrees(0, size))
         return range_hash(0, size, nodes)
 
     async def inclusion(self, tenant_id: str, event_id: uuid.UUID,
@@ -166,8 +167,16 @@ class Tree:
         return state
 
     async def _hashes(self, tenant_id: str, ranges: list[tuple[int, int]]) -> list[bytes]:
-        stored = await self.storage.tree_nodes(tenant_id, nodes_for(ranges))
+        stored = await self._nodes(tenant_id, nodes_for(ranges))
         return [range_hash(start, end, stored) for start, end in ranges]
+
+    async def _nodes(self, tenant_id: str, wanted: list[Node]) -> Mapping[Node, bytes]:
+        """The stored nodes ``wanted``; `TreeDamaged` naming the first one missing."""
+        stored = await self.storage.tree_nodes(tenant_id, wanted)
+        for level, index in wanted:
+            if (level, index) not in stored:
+                raise TreeDamaged(tenant_id, level, index)
+        return stored
 
     async def check(self, tenant_id: str, head: TreeHead | None) -> list[TreeFinding]:
         """Recompute the tenant's tree from its events: that the first ``head.size`` leaves

@@ -202,13 +202,14 @@ def test_verify_says_how_many_streams_the_digest_held(
 def test_command_refuses_an_edited_digest_file(
     own_run: Run, target: BackendTarget, tmp_path: Path,
 ) -> None:
-    """A digest file changed after it was written is a usage error naming the file."""
+    """A digest file changed after it was written is a finding naming the file (exit 1,
+    as a signature that does not hold is)."""
     asyncio.run(build(target))
     kept = tmp_path / "digest.json"
     assert EXIT_OK == own_run("digest", "-o", str(kept)).status
     kept.write_text(kept.read_text().replace('"version":5', '"version":4'))
     refused = own_run("verify", "--digest", str(kept))
-    assert EXIT_USAGE == refused.status
+    assert EXIT_FINDINGS == refused.status
     assert str(kept) in refused.err
     assert "does not match its heads" in refused.err
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from eventlog.cli import EXIT_OK, EXIT_USAGE
+from eventlog.cli import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE
 from eventlog.digest import LogDigest, StreamHead, decode_digest, encode_digest
 from eventlog.errors import InvalidInput
 from eventlog.signing import generate_key_pair, key_id, load_private_key, load_public_key
@@ -132,7 +132,7 @@ def test_a_cut_stream_hidden_by_an_edited_digest_is_caught_by_the_signature(
     unchecked = own_run("verify", "--digest", str(kept), "--json").json()["digest"]
     assert ([], "unchecked") == (unchecked["problems"], unchecked["signature"])
     refused = own_run("verify", "--digest", str(kept), "--key", public)
-    assert EXIT_USAGE == refused.status, refused.out
+    assert EXIT_FINDINGS == refused.status, refused.out
     assert str(kept) in refused.err
     assert "does not hold: the file was changed after it was signed" in refused.err
 
@@ -161,7 +161,7 @@ def test_verify_says_whether_the_digest_was_signed_and_checked(
     assert "unsigned" == own_run("verify", "--digest", str(unsigned),
                                  "--json").json()["digest"]["signature"]
     refused = own_run("verify", "--digest", str(unsigned), "--key", public)
-    assert EXIT_USAGE == refused.status
+    assert EXIT_FINDINGS == refused.status
     assert "is not signed" in refused.err
     lone = own_run("verify", "--key", public)
     assert EXIT_USAGE == lone.status

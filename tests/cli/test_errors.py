@@ -32,8 +32,8 @@ def test_help_lists_the_exit_statuses(capsys: pytest.CaptureFixture[str]) -> Non
     """--help exits 0 and documents every exit status and the environment variables."""
     ran = run_bare(capsys, "--help")
     assert EXIT_OK == ran.status
-    for expected in ("exit statuses:", "0  ok", "1  findings", "2  usage", "3  storage",
-                     "EVENTLOG_URL"):
+    for expected in ("exit statuses:", "0    ok:", "1    findings:", "2    usage:",
+                     "3    operational: storage", "130  interrupted:", "EVENTLOG_URL"):
         assert expected in ran.out
 
 

@@ -84,12 +84,13 @@ def test_every_argument_has_help_text() -> None:
 def test_read_url_is_offered_only_to_commands_that_read() -> None:
     """A hot standby is no use to the commands that write or open no log."""
     assert {"adopt", "check-proof", "cleanup", "completion", "demo", "erase", "import",
-            "keys", "migrate", "prove", "tree-head", "tree-rebuild", "witness"} == (
+            "keys", "migrate", "prove", "tree-head", "tree-rebuild", "verifier-key",
+            "witness"} == (
         set(_commands()) - _offering("--read-url"))
 
 
 def test_json_is_offered_only_where_it_prints_json() -> None:
     """completion prints a shell script whatever is asked: it takes no --json (nor --url);
-    check-proof and witness open no log: they take no --url."""
-    assert ({"completion"}, {"check-proof", "completion", "witness"}) == (
+    check-proof, witness and verifier-key open no log: they take no --url."""
+    assert ({"completion"}, {"check-proof", "completion", "verifier-key", "witness"}) == (
         set(_commands()) - _offering("--json"), set(_commands()) - _offering("--url"))

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from eventlog import CheckpointRecord, open_log
-from eventlog.cli import EXIT_NOTHING, EXIT_OK, EXIT_OPERATIONAL, EXIT_USAGE
+from eventlog.cli import EXIT_NOTHING, EXIT_OK, EXIT_USAGE
 from eventlog.crypto import FileKeyring, init_keyring
 from eventlog.errors import KeyUnavailable, SubjectErased
 from eventlog.storage.contracts.keys import KeyRow
@@ -230,9 +230,9 @@ def test_the_demo_without_the_keyring_cannot_write_into_an_encrypted_log(
     again = run("demo")
     verified = run("verify")
     timeline = run("timeline", "demo", first.json()["session"], "--json")
-    assert (EXIT_OPERATIONAL, True, before) == (
+    assert (EXIT_USAGE, True, before) == (
         again.status, FileKeyring(ring).key_id in again.err, asyncio.run(_count(target)))
-    assert "WriteNeedsKeyring" in again.err
+    assert "would store its data in the clear" in again.err
     assert (EXIT_OK, EXIT_OK) == (verified.status, timeline.status), verified.out
 
 
@@ -241,7 +241,7 @@ def test_the_demo_with_a_keyring_cannot_write_into_a_plain_log(
         capsys: pytest.CaptureFixture[str], target: BackendTarget, tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
     """The README's set-up (a plain demo), then the encryption section's demo with a
-    keyring on the same log: refused (LogNotEncrypted, exit 3), nothing written; the
+    keyring on the same log: refused (LogNotEncrypted, exit 2), nothing written; the
     plain log's report still reads."""
     monkeypatch.chdir(tmp_path)
     _env_keyring(monkeypatch, None)
@@ -254,8 +254,8 @@ def test_the_demo_with_a_keyring_cannot_write_into_a_plain_log(
     sealed = run("demo", "--keyring", str(ring))
     report = run("report", "demo", first.json()["session"], "--output",
                  str(tmp_path / "r.html"))
-    assert (EXIT_OPERATIONAL, True, before, EXIT_OK) == (
-        sealed.status, "LogNotEncrypted" in sealed.err, asyncio.run(_count(target)),
+    assert (EXIT_USAGE, True, before, EXIT_OK) == (
+        sealed.status, "written without a keyring" in sealed.err, asyncio.run(_count(target)),
         report.status), report.err
 
 

@@ -121,3 +121,27 @@ def test_tree_rebuild_refuses_bad_heads_as_bad_input(
         run("tree-rebuild", "t", "--head", other, "--key", keys[1]).status,
         run("tree-rebuild", "t", "--head", signed, "--key", str(tmp_path / "x.pub.pem")).status]
 
+
+
+@sql_stores
+def test_a_deleted_node_is_one_line_and_a_finding_then_repaired(
+    target: BackendTarget, run: Run, tmp_path: Path, keys: tuple[str, str]  # noqa: F811
+) -> None:
+    """A node row deleted with SQL: tree-head and prove say which node is missing and how
+    to repair it, in one line, exit 1 (they died with "unexpected KeyError: (3, 0)", exit
+    3); tree-rebuild puts it back and both work again."""
+    asyncio.run(build(target))
+    old = head(run, tmp_path, keys, "old.txt")
+    asyncio.run(sql(target, "DELETE FROM tree_nodes WHERE tenant_id = 't' AND level = 3 "
+                    "AND idx = 0"))
+    signed, proved = (run("tree-head", "t", "--key", keys[0], "--name", "example.org/log"),
+                      run("prove", "t", "--from", old, "--head", old))
+    said = ("error: tenant 't': the stored transparency tree has no node (level 3, index 0), "
+            "which the head or proof needs")
+    assert [(EXIT_FINDINGS, 1, True)] * 2 == [
+        (ran.status, len(ran.err.splitlines()), ran.err.startswith(said))
+        for ran in (signed, proved)]
+    assert EXIT_OK == run("tree-rebuild", "t", "--head", old, "--key", keys[1]).status
+    assert [EXIT_OK, EXIT_OK] == [
+        run("tree-head", "t", "--key", keys[0], "--name", "example.org/log").status,
+        run("prove", "t", "--from", old, "--head", old).status]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+from urllib.parse import quote
 
 import pytest
 
@@ -81,3 +82,55 @@ def test_a_key_name_with_a_space_is_refused() -> None:
     """Names with spaces or '+' cannot name a signed-note key."""
     with pytest.raises(InvalidInput, match=r"^name: "):
         notes.origin_for("my log", "acme")
+
+
+@pytest.mark.parametrize("tenant", ["acme", "a b+c", "zürich/ops 100%", "~._-", "%41", ""])
+def test_any_tenant_id_gives_an_origin_that_is_a_key_name(tenant: str) -> None:
+    """The origin's last segment is the id percent-encoded (RFC 3986's unreserved kept),
+    a valid key name, and decodes back to the id."""
+    origin = notes.origin_for("example.org/log", tenant)
+    segment = origin.removeprefix("example.org/log/")
+    assert (notes.check_name(origin), quote(tenant, safe=""), tenant) == (
+        origin, segment, notes.decode_tenant(segment) if tenant else "")
+
+
+@pytest.mark.parametrize("segment", ["a b", "a+b", "%4", "%zz", "%e2", "%41x%4a", "%FF"])
+def test_a_segment_no_tenant_encodes_to_names_none(segment: str) -> None:
+    """A space or '+', a broken or lower-case escape, bytes that are not UTF-8: None."""
+    assert notes.decode_tenant(segment) is None
+
+
+def test_a_note_with_a_control_character_or_too_many_signatures_is_refused() -> None:
+    """signed-note: no ASCII control but newline; at most 100 signature lines (as Go's
+    note.Open), while 16 and more are read."""
+    key = Ed25519PrivateKey.generate()
+    text = notes.sign_checkpoint(notes.Checkpoint("o/t", 1, bytes(32)), "o/t", key)
+    line = text.split("\n\n")[1]
+    assert 17 == len(notes.parse_note(text + line * 16).signatures)
+    for bad in (text.replace("o/t\n", "o/t\r\n", 1), text + line * 100):
+        with pytest.raises(InvalidInput, match=r"^head: "):
+            notes.parse_note(bad)
+
+
+def test_a_failing_signature_of_the_known_key_refuses_the_note() -> None:
+    """A valid line of the key and a second line of the same key that does not verify:
+    the note is refused (signed-note: "clients SHOULD reject the whole note"); lines of
+    other keys are ignored."""
+    key = Ed25519PrivateKey.generate()
+    text = notes.sign_checkpoint(notes.Checkpoint("o/t", 1, bytes(32)), "o/t", key)
+    stranger = notes.sign_checkpoint(notes.Checkpoint("x", 2, bytes(32)), "o/t",
+                                     Ed25519PrivateKey.generate()).split("\n\n")[1]
+    forged = notes.sign_checkpoint(notes.Checkpoint("x", 2, bytes(32)), "o/t",
+                                   key).split("\n\n")[1]
+    assert [True, False] == [
+        notes.open_note(notes.parse_note(text + stranger), "o/t", key.public_key()),
+        notes.open_note(notes.parse_note(text + forged), "o/t", key.public_key())]
+
+
+def test_a_verifier_key_reads_back() -> None:
+    """parse_verifier_key reads Go's example verifier key and ours; a wrong key hash is
+    refused naming it."""
+    name, public = notes.parse_verifier_key(GO_VKEY)
+    assert (name, notes.verifier_key(name, public)) == ("PeterNeumann", GO_VKEY)
+    with pytest.raises(InvalidInput, match="key hash 00000000"):
+        notes.parse_verifier_key(GO_VKEY.replace("c74f20a3", "00000000"))

@@ -1,7 +1,7 @@
-"""The command line of ``tree-head``, ``prove``, ``check-proof``, ``witness`` and
-``tree-rebuild``, declared
-without `eventlog.cli.transparency` (imported when the command runs: its handlers are
-named ``"MODULE:FUNCTION"``).
+"""The command line of ``tree-head``, ``prove``, ``check-proof``, ``witness``,
+``verifier-key`` and ``tree-rebuild``, declared without `eventlog.cli.transparency` and
+`eventlog.cli.auditor` (imported when the command runs: its handlers are named
+``"MODULE:FUNCTION"``).
 """
 
 from __future__ import annotations
@@ -13,13 +13,17 @@ from eventlog.cli.context import add_command
 
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
-    """Add ``tree-head``, ``prove``, ``check-proof``, ``witness`` and ``tree-rebuild``."""
+    """Add ``tree-head``, ``prove``, ``check-proof``, ``witness``, ``verifier-key`` and
+    ``tree-rebuild``."""
     head = add_command(
         commands, common, "tree-head", "sign the head of a tenant's transparency tree",
         "transparency:run_head",
         description="Extend the tenant's RFC 9162 Merkle tree over every event readable now "
         "and write its head (size and root) as a C2SP signed note (tlog-checkpoint), signed "
-        "with the operator's Ed25519 private key under NAME; its origin is NAME/TENANT. "
+        "with the operator's Ed25519 private key. Its origin is NAME/TENANT (the tenant id "
+        "percent-encoded, so any id gives a valid origin), and so is its key name, as the "
+        "spec recommends; `eventlog verifier-key` prints the verifier key other tlog tools "
+        "(Go's note.Open) check it with. An unknown tenant is refused. "
         "Give heads to auditors: `eventlog prove` proves an event is under one, "
         "`eventlog check-proof` checks that without the database, `eventlog witness` keeps "
         "the newest and refuses a fork or a rollback.")
@@ -48,16 +52,16 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
 
     check = add_command(
         commands, common, "check-proof", "check a proof against a signed head, with no database",
-        "transparency:run_check",
+        "auditor:run_check",
         description="Check an inclusion or consistency proof written by `eventlog prove` "
         "against a signed tree head and the operator's public key; with --writer-key, also "
         "that the event is the application's (its writer signature holds), which a head "
         "alone cannot tell: the tree takes in every row of the log. Opens no log at all. "
-        "Exit status 0 if it holds, 1 if it does not, 2 for unreadable input.")
+        "Exit status 0 if it holds, 1 if it does not (or a signature does not), 2 for "
+        "unreadable input or a private key given as --key.")
     check.add_argument("proof", metavar="PROOF", help="a proof file from `eventlog prove`")
     check.add_argument("--head", metavar="FILE", required=True, help="the signed tree head")
-    check.add_argument("--key", metavar="PUBLIC_KEY_FILE", required=True,
-                       help="the operator's Ed25519 public key (PEM)")
+    _public_key(check)
     check.add_argument("--writer-key", metavar="FILE", action="append", default=[],
                        help="the application's writer public key (PEM or verifier key, as "
                             "`eventlog keys public` writes; repeatable): an inclusion "
@@ -67,11 +71,13 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
 
     witness = add_command(
         commands, common, "witness", "keep the newest head of each log; refuse forks and "
-        "rollbacks", "transparency:run_witness",
-        description="A minimal witness (C2SP tlog-witness): keeps, in --state DIR, the newest "
-        "signed head it accepted for each origin. A new head is accepted only if its "
-        "signature holds and, when it is larger, --proof gives a consistency proof from the "
-        "kept head (`eventlog prove TENANT --from KEPT --head NEW`). A smaller head (a "
+        "rollbacks", "auditor:run_witness",
+        description="An offline witness: a cosigner run on the files it is handed (by hand, "
+        "from cron or a CI job), not a server; it does not speak the HTTP protocol of C2SP "
+        "tlog-witness (add-checkpoint). It keeps, in --state DIR, the newest signed head "
+        "(C2SP tlog-checkpoint) it accepted for each origin. A new head is accepted only if "
+        "its signature holds and, when it is larger, --proof gives a consistency proof from "
+        "the kept head (`eventlog prove TENANT --from KEPT --head NEW`). A smaller head (a "
         "rollback) or one that does not extend the kept one (a fork) is refused, naming "
         "both sizes. With --witness-key and --name it cosigns what it accepts (C2SP "
         "tlog-cosignature): the head with its cosignature line, which `check-proof` and "
@@ -79,8 +85,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     witness.add_argument("--head", metavar="FILE", required=True, help="the new signed head")
     witness.add_argument("--state", metavar="DIR", required=True,
                          help="where the witness keeps the heads it accepted")
-    witness.add_argument("--key", metavar="PUBLIC_KEY_FILE", required=True,
-                         help="the operator's Ed25519 public key (PEM)")
+    _public_key(witness)
     witness.add_argument("--proof", metavar="FILE",
                          help="the consistency proof from the kept head to the new one")
     witness.add_argument("--witness-key", metavar="PRIVATE_KEY_FILE",
@@ -91,6 +96,22 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
                          help="the witness's key name, e.g. witness.example.org/w1 (needed "
                               "with --witness-key)")
     _output(witness, "the cosigned head (with --witness-key)")
+
+    verifier = add_command(
+        commands, common, "verifier-key", "print the verifier key tlog tools check heads with",
+        "auditor:run_verifier_key",
+        description="Print the verifier key of the heads `eventlog tree-head TENANT --name "
+        "NAME` signs: ORIGIN+HASH+BASE64, the key's name (the head's origin), its key ID "
+        "in hex and base64(0x01 || the Ed25519 public key), the form Go's "
+        "golang.org/x/mod/sumdb/note (note.NewVerifier, note.Open) and other tlog tools are "
+        "configured with, and that --key of check-proof, witness and verify also takes. "
+        "Opens no log.")
+    verifier.add_argument("tenant", metavar="TENANT", help="the tenant whose heads it checks")
+    verifier.add_argument("--key", metavar="KEY_FILE", required=True,
+                          help="the operator's Ed25519 public key (PEM; the private key's "
+                               "file gives the same answer)")
+    verifier.add_argument("--name", metavar="NAME", required=True,
+                          help="the log's name, as given to tree-head --name")
 
     rebuild = add_command(
         commands, common, "tree-rebuild", "rebuild a tenant's damaged tree from its events",
@@ -122,6 +143,12 @@ def witness_keys(parser: argparse.ArgumentParser) -> None:
                         default=[], help="require the head to carry a valid cosignature "
                         "(C2SP cosignature/v1) of this witness's Ed25519 public key (PEM); "
                         "repeatable: every witness given must have cosigned it")
+
+
+def _public_key(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--key", metavar="PUBLIC_KEY_FILE", required=True,
+                        help="the operator's Ed25519 public key: PEM, or a verifier key "
+                             "file (NAME+HASH+BASE64, `eventlog verifier-key`)")
 
 
 def _output(parser: argparse.ArgumentParser, what: str) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 from eventlog.checkpoints.elements import ELEMENTS_ENCODING, decode_manifest, resolve_items
 from eventlog.cli.sealed import unread_reason
 from eventlog.cli.thread_story.model import LANGGRAPH, Change, Question, Step, Task
-from eventlog.cli.thread_story.values import Undecoded, decode
+from eventlog.cli.thread_story.values import Undecoded, decode, decode_elements
 from eventlog.events.threads import ThreadCheckpointPut, ThreadWritesPut
 from eventlog.records import RecordedEvent
 
@@ -50,11 +50,14 @@ class GraphReader:
         return decode(encoding, data), len(data)
 
     def _elements(self, data: bytes) -> tuple[Any, int | None]:
+        """The list a manifest names: one budget for the whole list, whatever its shape
+        (a manifest naming one element N times costs one value's budget, not N), each
+        distinct element decoded once."""
         manifest = decode_manifest(data)
         items = None if manifest is None else resolve_items(manifest, self.payloads)
         if items is None or any(digest not in self.payloads for _, digest in items):
             return Undecoded(len(data), "an element or manifest is purged"), None
-        return ([decode(item, self.payloads[digest]) for item, digest in items],
+        return (decode_elements(items, self.payloads),
                 sum(len(self.payloads[digest]) for _, digest in items))
 
     def step(self, event: RecordedEvent, put: ThreadCheckpointPut) -> Step:

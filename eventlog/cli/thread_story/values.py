@@ -13,21 +13,26 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from eventlog.adapters._safe_decoding import (
     MAF_ENCODING,
+    MAX_BYTES,
+    Budget,
     NotDecoded,
     Shape,
     Unreadable,
+    bound,
     read_payload,
+    read_raw,
     shape_fields,
     shape_name,
 )
+from eventlog.adapters._safe_values import past_budget
 
-__all__ = ["MAF_ENCODING", "SHORT", "Undecoded", "decode", "diff", "one_line", "plain",
-           "pretty", "short"]
+__all__ = ["MAF_ENCODING", "SHORT", "Undecoded", "decode", "decode_elements", "diff",
+           "one_line", "plain", "pretty", "short"]
 
 SHORT = 120
 """A value whose one-line rendering is longer than this is shown by its size."""
@@ -51,6 +56,40 @@ def decode(encoding: str, data: bytes) -> Any:
         return read_payload(encoding, data)
     except Unreadable as error:
         return Undecoded(len(data), str(error))
+
+
+def decode_elements(items: Sequence[tuple[str, bytes]], payloads: Mapping[bytes, bytes]
+                    ) -> list[Any]:
+    """The list of the payloads ``items`` names (``(encoding, digest)``, each in
+    ``payloads``), read as one value: one budget for all of it, the values of a payload
+    (`MAX_ITEMS`) and its bytes (`MAX_BYTES`), each distinct element decoded once and
+    shown as often as it is named (paid for each time), the elements past the budget said
+    to be. A manifest naming one element N times costs no more than one payload."""
+    budget = Budget()
+    room = MAX_BYTES
+    raw: dict[bytes, Any] = {}
+    shown: list[Any] = []
+    for number, (encoding, digest) in enumerate(items):
+        data = payloads[digest]
+        room -= len(data)
+        if budget.left <= 0 or room < 0:
+            left = len(items) - number
+            shown.append(past_budget(left, "element") if budget.left <= 0 else NotDecoded(
+                f"{left:,} more element{'s' if left > 1 else ''}, past the {MAX_BYTES:,} "
+                "bytes a value is decoded up to,"))
+            break
+        if digest not in raw:
+            try:
+                raw[digest] = read_raw(encoding, data)
+            except Unreadable as error:
+                raw[digest] = Undecoded(len(data), str(error))
+        found = raw[digest]
+        if isinstance(found, Undecoded):
+            budget.left -= 1
+            shown.append(found)
+        else:
+            shown.append(bound(found, budget=budget))
+    return shown
 
 
 def plain(value: Any) -> Any:
