@@ -93,3 +93,30 @@ def test_json_is_offered_only_where_it_prints_json() -> None:
     check-proof and witness open no log: they take no --url."""
     assert ({"completion"}, {"check-proof", "completion", "witness"}) == (
         set(_commands()) - _offering("--json"), set(_commands()) - _offering("--url"))
+
+
+def test_a_mistyped_option_prints_its_command_s_usage_and_the_nearest(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """`eventlog log --limt 5` exits 2 with `log`'s usage (not the top level's) and
+    suggests --limit."""
+    ran = run_bare(capsys, "log", "--limt", "5")
+    assert EXIT_USAGE == ran.status
+    assert ran.err.startswith("usage: eventlog log ")
+    assert "unrecognized arguments: --limt 5; did you mean --limit?" in ran.err
+
+
+def test_a_mistyped_option_after_positionals_names_its_command(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """`eventlog hold acme s1 --reasn audit`: `hold`'s usage, and --reason suggested."""
+    ran = run_bare(capsys, "hold", "acme", "s1", "--reasn", "audit")
+    assert EXIT_USAGE == ran.status
+    assert ran.err.startswith("usage: eventlog hold ")
+    assert "did you mean --reason?" in ran.err
+
+
+def test_an_option_nothing_resembles_gets_no_suggestion(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """An unknown option with no near one is refused without a guess."""
+    ran = run_bare(capsys, "log", "--zzzzzz")
+    assert (EXIT_USAGE, True, False) == (
+        ran.status, ran.err.startswith("usage: eventlog log "), "did you mean" in ran.err)
