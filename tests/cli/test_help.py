@@ -5,10 +5,11 @@ from __future__ import annotations
 import argparse
 import json
 import shlex
+from pathlib import Path
 
 import pytest
 
-from eventlog.cli import EXIT_OK, EXIT_USAGE, build_parser
+from eventlog.cli import EXIT_OK, EXIT_OPERATIONAL, EXIT_USAGE, build_parser
 from eventlog.cli.examples import EXAMPLES
 from tests.cli.test_errors import run_bare
 
@@ -120,3 +121,17 @@ def test_an_option_nothing_resembles_gets_no_suggestion(
     ran = run_bare(capsys, "log", "--zzzzzz")
     assert (EXIT_USAGE, True, False) == (
         ran.status, ran.err.startswith("usage: eventlog log "), "did you mean" in ran.err)
+
+
+@pytest.mark.parametrize("command", ["demo", "migrate", "verify", "log", "stats"])
+def test_a_missing_directory_is_refused_by_writers_and_readers_alike(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, command: str) -> None:
+    """`demo --url sqlite:///no/such/dir/x.db` made the directories silently while the
+    reading commands refused the path: every command now refuses a log whose directory
+    does not exist (a writer creates the database file, never the directories above it),
+    and nothing is created."""
+    missing = tmp_path / "no" / "such" / "dir"
+    ran = run_bare(capsys, command, "--url", f"sqlite:///{missing / 'x.db'}")
+    assert EXIT_OPERATIONAL == ran.status
+    assert f"{missing} does not exist" in ran.err
+    assert not (tmp_path / "no").exists()
