@@ -252,8 +252,10 @@ async def run_check(context: Context) -> int:
 def _utc(timestamp: int) -> str:
     from datetime import UTC, datetime
 
+    from eventlog.cli.render import iso
+
     try:
-        return datetime.fromtimestamp(timestamp, UTC).isoformat().replace("+00:00", "Z")
+        return iso(datetime.fromtimestamp(timestamp, UTC))
     except (OverflowError, OSError, ValueError):
         return f"POSIX time {timestamp}"
 
