@@ -54,6 +54,7 @@ from eventlog.storage.sqlite_writer import SqliteReader, SqliteWriter
 from eventlog.storage.sqlkeys import SqliteKeys
 from eventlog.storage.sqltext import Positional, SqliteDialect, Statement, quote
 from eventlog.storage.sqltree import SqliteTree
+from eventlog.telemetry import Database
 from projections.query import ViewQuery, read_related_now
 
 _WRITE = "eventlog_write"
@@ -86,6 +87,11 @@ class SqliteBackend(OneWriter, SqlBackend[AsyncConnection], SqliteTree, SqliteKe
 
     name = "sqlite"
     dialect_name = "sqlite"
+
+    @property
+    def database(self) -> Database:
+        """The database file, as configured."""
+        return Database(system="sqlite", namespace=self.path or None)
     sql_dialect = SqliteDialect()
 
     def __init__(self, path: str | None = None, *, engine: AsyncEngine | None = None,
