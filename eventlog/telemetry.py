@@ -13,16 +13,29 @@ configures those. Where the spans and metrics go is decided at each call:
 - `instrument` hands explicit providers (a test's in-memory ones, or a host that keeps
   several), and `uninstrument` goes back to the global ones.
 
-What is recorded never holds a state value or free text: ids (tenant, stream, thread,
-batch, checkpoint), counts, sizes, backend names and outcomes only.
+The instrumentation scope is ``eventlog`` at the package's version, with `SCHEMA_URL`:
+the semantic conventions whose words it uses.
 
-Spans: ``eventlog.append`` (tenant, stream, events, bytes, retries), the log's reads
-(``eventlog.read_all``, ``eventlog.read_stream``, ``eventlog.query``, ...),
-``eventlog.verify``, the interrupt store's claims and resumes, and the adapters' calls
-(``gen_ai.conversation.id`` is the thread id, so tracing tools line them up with the
-agent's own spans). Metrics: ``eventlog.appends``, ``eventlog.append.events``,
-``eventlog.append.bytes``, ``eventlog.append.retries``, ``eventlog.append.conflicts``,
-the ``eventlog.append.duration`` histogram, and ``eventlog.consumer.lag``.
+What is recorded never holds a state value, free text or a caller's argument: ids
+(tenant, stream, thread, batch, checkpoint), counts, sizes, backend names and outcomes
+only. A failed call records ``error.type`` (the exception's class) and, as the span's
+status, our description of that class (`error_description`), never the exception's
+message, which may repeat what the caller passed.
+
+Storage calls are database client calls in the conventions' words
+(https://opentelemetry.io/docs/specs/semconv/db/): the log's ``append`` (and ``BATCH
+append``), ``read_all``, ``read_stream``, ``get_blobs``, ``query``, ``history``,
+``find_event`` and a durable consumer's page reads and acks are CLIENT spans (INTERNAL on
+the in-memory backend) named ``{db.operation.name} {target}`` (the table read, else the
+database), with ``db.system.name``, ``db.namespace``, ``db.operation.name``,
+``db.collection.name`` where one table is read, and ``server.address``/``server.port`` on
+PostgreSQL (`Database`), each timed in the ``db.client.operation.duration`` histogram
+(seconds, the conventions' bucket boundaries). Other spans are INTERNAL: ``eventlog.verify``
+and the tree's heads and proofs, the interrupt store's claims and resumes, and the
+adapters' calls (``gen_ai.conversation.id`` is the thread id, so tracing tools line them up
+with the agent's own spans). Attributes of our own are under ``eventlog.``. Metrics besides
+the duration: ``eventlog.appends``, ``eventlog.append.events``, ``eventlog.append.bytes``,
+``eventlog.append.retries``, ``eventlog.append.conflicts`` and ``eventlog.consumer.lag``.
 """
 
 from __future__ import annotations
@@ -37,10 +50,13 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, ParamSpec, TypeVar
 
-from eventlog.errors import VersionConflict
+from eventlog.errors import EventLogError, InvalidInput, VersionConflict
 
 __all__ = [
     "CONVERSATION_ID",
+    "DURATION_BUCKETS",
+    "SCHEMA_URL",
+    "Database",
     "instrument",
     "uninstrument",
 ]
@@ -51,6 +67,16 @@ R = TypeVar("R")
 #: The GenAI semantic conventions' attribute for a conversation (a thread).
 CONVERSATION_ID = "gen_ai.conversation.id"
 
+SCHEMA_URL = "https://opentelemetry.io/schemas/1.40.0"
+"""The semantic conventions whose names the spans and metrics use (the database client
+spans and ``db.client.operation.duration``, ``error.type``, ``server.*``,
+``gen_ai.conversation.id``)."""
+
+DURATION_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0)
+"""The bucket boundaries (seconds) the conventions advise for
+``db.client.operation.duration``: an append of ~1 ms and one of ~30 ms fall apart (the
+SDK's defaults, made for milliseconds, put every call under 5 s in its first bucket)."""
+
 _SCOPE = "eventlog"
 _TRACE_MODULE = "opentelemetry.trace"
 _METRICS_STATE = "opentelemetry.metrics._internal"
@@ -58,6 +84,47 @@ _ABSENT = object()
 
 AttributeValue = str | bool | int | float
 Attributes = Mapping[str, AttributeValue]
+
+
+@dataclass(frozen=True)
+class Database:
+    """Where a backend keeps the log, in the conventions' words: what its storage calls'
+    spans and durations carry (`eventlog.storage.contracts.StorageLifecycle.database`)."""
+
+    system: str
+    """``db.system.name``: ``postgresql``, ``sqlite``, or ``eventlog.memory`` /
+    ``eventlog.file`` for the library's own stores."""
+    namespace: str | None = None
+    """``db.namespace``: ``{database}|{schema}`` on PostgreSQL, the file on SQLite, the
+    directory of a file store."""
+    address: str | None = None
+    """``server.address``: the host the configuration names (never its credentials)."""
+    port: int | None = None
+    """``server.port``."""
+    in_memory: bool = False
+    """Calls that stay in this process's memory: INTERNAL spans, as the conventions say
+    of an in-memory database."""
+
+    def attributes(self) -> dict[str, AttributeValue]:
+        """The attributes every span and duration of a call to this database carries."""
+        found: dict[str, AttributeValue] = {"db.system.name": self.system}
+        if self.namespace is not None:
+            found["db.namespace"] = self.namespace
+        if self.address is not None:
+            found["server.address"] = self.address
+            if self.port is not None:
+                found["server.port"] = self.port
+        return found
+
+    def target(self, collection: str | None) -> str | None:
+        """The span name's ``{target}``: the table, else the database, else the server."""
+        if collection is not None:
+            return collection
+        if self.namespace is not None:
+            return self.namespace
+        if self.address is not None:
+            return self.address if self.port is None else f"{self.address}:{self.port}"
+        return None
 
 
 @dataclass
@@ -90,8 +157,10 @@ def instrument(*, tracer_provider: Any = None, meter_provider: Any = None) -> No
     from opentelemetry import metrics, trace
 
     _state.explicit = _build(
-        (tracer_provider or trace.get_tracer_provider()).get_tracer(_SCOPE, _version()),
-        (meter_provider or metrics.get_meter_provider()).get_meter(_SCOPE, _version()),
+        (tracer_provider or trace.get_tracer_provider()).get_tracer(
+            _SCOPE, _version(), schema_url=SCHEMA_URL),
+        (meter_provider or metrics.get_meter_provider()).get_meter(
+            _SCOPE, _version(), schema_url=SCHEMA_URL),
     )
 
 
@@ -114,8 +183,9 @@ def _current() -> _Instruments | None:
     automatic = _state.automatic
     if automatic is None or automatic[0] is not trace:
         # Proxies: a provider the host sets later is used from then on.
-        automatic = (trace, _build(trace.get_tracer(_SCOPE, _version()),
-                                   metrics.get_meter(_SCOPE, _version())))
+        automatic = (trace, _build(
+            trace.get_tracer(_SCOPE, _version(), schema_url=SCHEMA_URL),
+            metrics.get_meter(_SCOPE, _version(), schema_url=SCHEMA_URL)))
         _state.automatic = automatic
     return automatic[1]
 
@@ -154,7 +224,9 @@ def _build(tracer: Any, meter: Any) -> _Instruments:
             "eventlog.append.conflicts", unit="{conflict}",
             description="Appends refused with VersionConflict"),
         duration=meter.create_histogram(
-            "eventlog.append.duration", unit="s", description="Time an append took"),
+            "db.client.operation.duration", unit="s",
+            description="Duration of database client operations.",
+            explicit_bucket_boundaries_advisory=DURATION_BUCKETS),
         lag=meter.create_gauge(
             "eventlog.consumer.lag", unit="{event}",
             description="Events a durable consumer is behind the head of its scope"),
@@ -170,20 +242,53 @@ def _version() -> str:
         return "0"
 
 
+# -- what a failure records ----------------------------------------------------------------
+
+def error_type(error: BaseException) -> str:
+    """``error.type``: the exception's class, by its own name for ours and Python's, by
+    module and name for others (``asyncpg.exceptions.ConnectionDoesNotExistError``)."""
+    kind = type(error)
+    if kind.__module__ in ("builtins",) or isinstance(error, EventLogError):
+        return kind.__qualname__
+    return f"{kind.__module__}.{kind.__qualname__}"
+
+
+def error_description(error: BaseException) -> str:
+    """The span status's description of a failure, in our words and never the exception's
+    message (which may repeat the caller's argument): the first line of its class's
+    docstring, and the argument's name for `InvalidInput`."""
+    kind = type(error)
+    summary = (kind.__doc__ or kind.__qualname__).strip().splitlines()[0].rstrip(".")
+    if isinstance(error, InvalidInput):
+        return f"{summary} ({error.field})"
+    return summary
+
+
+def _failed(span: Any, error: BaseException) -> None:
+    from opentelemetry.trace import Status, StatusCode
+
+    kind, said = error_type(error), error_description(error)
+    span.set_attribute("error.type", kind)
+    span.add_event("exception", {"exception.type": kind, "exception.message": said})
+    span.set_status(Status(StatusCode.ERROR, said))
+
+
 # -- spans around calls --------------------------------------------------------------------
 
 Describe = Callable[[Mapping[str, Any]], Attributes]
 Outcome = Callable[[Any], Attributes]
+Where = Callable[[Mapping[str, Any]], "Database | None"]
 
 
 def traced(
     name: str, describe: Describe | None = None, outcome: Outcome | None = None,
 ) -> Callable[[Callable[P, Coroutine[Any, Any, R]]], Callable[P, Coroutine[Any, Any, R]]]:
-    """Decorate an async method: each call is a span ``name`` when someone listens.
+    """Decorate an async method: each call is an INTERNAL span ``name`` when someone
+    listens.
 
     ``describe`` turns the call's bound arguments (by parameter name, ``self`` included)
     into the span's attributes; ``outcome`` turns its result into more. Neither runs
-    when nobody listens. An exception marks the span as failed with ``error.type``.
+    when nobody listens. An exception marks the span as failed (`_failed`).
     """
 
     def decorate(
@@ -196,13 +301,42 @@ def traced(
             current = _current()
             if current is None:
                 return await function(*args, **kwargs)
-            attributes = _safe(describe, _bound(signature, args, kwargs))
-            with current.tracer.start_as_current_span(name, attributes=attributes) as span:
-                try:
-                    result = await function(*args, **kwargs)
-                except BaseException as error:
-                    span.set_attribute("error.type", type(error).__qualname__)
-                    raise
+            described = _safe(describe, _bound(signature, args, kwargs))
+            with _span(current, name, {}, None, described) as span:
+                result = await function(*args, **kwargs)
+                if outcome is not None:
+                    span.set_attributes(_safe(outcome, result))
+                return result
+
+        return call
+
+    return decorate
+
+
+def storage_call(
+    operation: str, where: Where, *, collection: str | Callable[[Mapping[str, Any]], Any]
+    | None = None, describe: Describe | None = None, outcome: Outcome | None = None,
+) -> Callable[[Callable[P, Coroutine[Any, Any, R]]], Callable[P, Coroutine[Any, Any, R]]]:
+    """Decorate an async method that calls storage: each call is a database client span
+    (`database_call`) of ``operation`` on the `Database` ``where`` finds in the bound
+    arguments, on the table ``collection`` (a name, or found in the arguments; None: no
+    one table), with ``describe``'s and ``outcome``'s attributes as in `traced`."""
+
+    def decorate(
+        function: Callable[P, Coroutine[Any, Any, R]],
+    ) -> Callable[P, Coroutine[Any, Any, R]]:
+        signature = inspect.signature(function)
+
+        @functools.wraps(function)
+        async def call(*args: P.args, **kwargs: P.kwargs) -> R:
+            current = _current()
+            if current is None:
+                return await function(*args, **kwargs)
+            bound = _bound(signature, args, kwargs)
+            with database_call(current, operation, _where(where, bound),
+                               _collection(collection, bound), {},
+                               described=_safe(describe, bound)) as span:
+                result = await function(*args, **kwargs)
                 if outcome is not None:
                     span.set_attributes(_safe(outcome, result))
                 return result
@@ -213,11 +347,14 @@ def traced(
 
 
 def traced_iteration(
-    name: str, describe: Describe | None = None,
+    name: str, describe: Describe | None = None, *, where: Where | None = None,
+    collection: str | None = None,
 ) -> Callable[[Callable[P, AsyncIterator[R]]], Callable[P, AsyncIterator[R]]]:
-    """Decorate an async generator method: its whole iteration is one span ``name`` when
-    someone listens, current only while the generator runs (never in the consumer's code
-    between items), with the number of items yielded as ``eventlog.items``."""
+    """Decorate an async generator method: its whole iteration is one span when someone
+    listens, current only while the generator runs (never in the consumer's code
+    between items), with the number of items yielded as ``eventlog.items``. With
+    ``where`` it is a database client span of the operation ``name`` (`database_call`),
+    whose duration counts the time spent inside the generator; else INTERNAL ``name``."""
 
     def decorate(function: Callable[P, AsyncIterator[R]]) -> Callable[P, AsyncIterator[R]]:
         signature = inspect.signature(function)
@@ -231,32 +368,119 @@ def traced_iteration(
                 return
             from opentelemetry import context, trace
 
-            attributes = _safe(describe, _bound(signature, args, kwargs))
-            span = current.tracer.start_span(name, attributes=attributes)
-            items = 0
+            bound = _bound(signature, args, kwargs)
+            described = _safe(describe, bound)
+            if where is not None:
+                span_name, kind, metric = _client(name, _where(where, bound), collection)
+                attributes: dict[str, Any] = dict(metric)
+            else:
+                span_name, kind, metric, attributes = name, trace.SpanKind.INTERNAL, None, {}
+            span = current.tracer.start_span(span_name, kind=kind, attributes=attributes)
+            items, inside, failure = 0, 0.0, None
             inner = function(*args, **kwargs)
             try:
                 while True:
                     token = context.attach(trace.set_span_in_context(span))
+                    started = time.perf_counter()
                     try:
                         item = await inner.__anext__()
                     except StopAsyncIteration:
                         break
                     finally:
+                        inside += time.perf_counter() - started
                         context.detach(token)
                     items += 1
                     yield item
             except BaseException as error:
-                span.set_attribute("error.type", type(error).__qualname__)
+                failure = error
+                _failed(span, error)
                 raise
             finally:
+                if not isinstance(failure, InvalidInput):
+                    span.set_attributes(described)
                 span.set_attribute("eventlog.items", items)
                 span.end()
+                if metric is not None:
+                    _record(current, metric, inside, failure)
                 await _close(inner)
 
         return iterate
 
     return decorate
+
+
+@contextmanager
+def database_call(
+    current: _Instruments, operation: str, database: Database | None,
+    collection: str | None, attributes: Mapping[str, AttributeValue], *,
+    described: Mapping[str, AttributeValue] | None = None, batch: int | None = None,
+) -> Iterator[Any]:
+    """One storage call as the conventions' database client span, current while it runs,
+    and its ``db.client.operation.duration``: named ``{db.operation.name} {target}``
+    (``BATCH append`` for an append of ``batch`` ≥ 2 streams), CLIENT (INTERNAL on the
+    in-memory backend). ``attributes`` are set when it starts, ``described`` (what the
+    caller's arguments say) when it ends, unless the arguments were refused."""
+    name = f"BATCH {operation}" if batch is not None and batch >= 2 else operation
+    span_name, kind, metric = _client(name, database, collection)
+    started = time.perf_counter()
+    failure: BaseException | None = None
+    batched = {"db.operation.batch.size": batch} if batch is not None and batch >= 2 else {}
+    try:
+        with _span(current, span_name, {**metric, **batched, **attributes}, kind,
+                   described) as span:
+            try:
+                yield span
+            except BaseException as error:
+                failure = error
+                raise
+    finally:
+        _record(current, metric, time.perf_counter() - started, failure)
+
+
+def _client(operation: str, database: Database | None,
+            collection: str | None) -> tuple[str, Any, dict[str, Any]]:
+    """A database call's span name, kind and the attributes its duration carries."""
+    from opentelemetry.trace import SpanKind
+
+    described = database.attributes() if database is not None else {}
+    described["db.operation.name"] = operation
+    if collection is not None:
+        described["db.collection.name"] = collection
+    target = database.target(collection) if database is not None else collection
+    kind = (SpanKind.INTERNAL if database is not None and database.in_memory
+            else SpanKind.CLIENT)
+    return (f"{operation} {target}" if target else operation), kind, described
+
+
+def _record(current: _Instruments, metric: Mapping[str, Any], seconds: float,
+            failure: BaseException | None) -> None:
+    point = dict(metric)
+    if failure is not None:
+        point["error.type"] = error_type(failure)
+    current.duration.record(seconds, point)
+
+
+@contextmanager
+def _span(current: _Instruments, name: str, attributes: Mapping[str, AttributeValue],
+          kind: Any, described: Mapping[str, AttributeValue] | None = None) -> Iterator[Any]:
+    """A span current while the block runs, with ``attributes`` from its start and
+    ``described`` (what the caller's arguments say) set at its end, unless the call
+    refused them (`InvalidInput`: then they are the caller's bad values). A failure is
+    recorded our way (`_failed`), never the SDK's, which copies the exception's message
+    and with it the caller's value."""
+    options: dict[str, Any] = {} if kind is None else {"kind": kind}
+    with current.tracer.start_as_current_span(
+            name, attributes=attributes, record_exception=False,
+            set_status_on_exception=False, **options) as span:
+        try:
+            yield span
+        except BaseException as error:
+            _failed(span, error)
+            if described and not isinstance(error, InvalidInput):
+                span.set_attributes(described)
+            raise
+        if described:
+            span.set_attributes(described)
 
 
 async def _close(generator: AsyncIterator[Any]) -> None:
@@ -272,6 +496,26 @@ def _bound(signature: inspect.Signature, args: Sequence[Any],
     except TypeError:  # the call itself will say what is wrong
         return {}
     return bound.arguments
+
+
+def _where(where: Where | None, bound: Mapping[str, Any]) -> Database | None:
+    if where is None:
+        return None
+    try:
+        return where(bound)
+    except Exception:  # a description never fails the call
+        return None
+
+
+def _collection(collection: str | Callable[[Mapping[str, Any]], Any] | None,
+                bound: Mapping[str, Any]) -> str | None:
+    if collection is None or isinstance(collection, str):
+        return collection
+    try:
+        found = collection(bound)
+    except Exception:
+        return None
+    return found if isinstance(found, str) else None
 
 
 def _safe(make: Callable[[Any], Attributes] | None, value: Any) -> dict[str, AttributeValue]:
@@ -310,8 +554,8 @@ _tally: ContextVar[_AppendTally | None] = ContextVar("eventlog_append_tally", de
 
 
 @contextmanager
-def append_span(backend: str, tenant_id: str, stream_id: str, streams: int, events: int,
-                size: int) -> Iterator[None]:
+def append_span(database: Database, backend: str, tenant_id: str, stream_id: str,
+                streams: int, events: int, size: int) -> Iterator[None]:
     """The span and metrics of one append (or one batch of ``streams`` streams)."""
     current = _current()
     if current is None:
@@ -324,25 +568,21 @@ def append_span(backend: str, tenant_id: str, stream_id: str, streams: int, even
     }
     tally = _AppendTally()
     token = _tally.set(tally)
-    started = time.perf_counter()
     outcome = "error"
     try:
-        with current.tracer.start_as_current_span("eventlog.append",
-                                                  attributes=attributes) as span:
+        with database_call(current, "append", database, None, attributes,
+                           batch=streams) as span:
             try:
                 yield
             except BaseException as error:
                 outcome = "conflict" if isinstance(error, VersionConflict) else "error"
-                span.set_attribute("error.type", type(error).__qualname__)
                 raise
             finally:
                 span.set_attribute("eventlog.append.retries", tally.retries)
             outcome = "ok"
     finally:
         _tally.reset(token)
-        metric = {"eventlog.backend": backend, "eventlog.outcome": outcome}
-        current.appends.add(1, metric)
-        current.duration.record(time.perf_counter() - started, metric)
+        current.appends.add(1, {"eventlog.backend": backend, "eventlog.outcome": outcome})
         if tally.retries:
             current.retries.add(tally.retries, {"eventlog.backend": backend})
         if outcome == "conflict":

@@ -25,6 +25,7 @@ import asyncio
 import operator
 import uuid
 from collections.abc import Iterator
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Annotated, Any, TypedDict
 
@@ -162,11 +163,17 @@ async def _namespaces(log: EventLog, tenant: str, thread_id: str) -> list[str]:
     return [ns for ns in await log.checkpoints.threads.namespaces(tenant, thread_id) if ns]
 
 
-async def interrupted_thread(log: EventLog, tenant: str, thread_id: str) -> GraphRun:
-    """plan → approve (asks `QUESTION`, answered `ANSWER`) → ship."""
+async def interrupted_thread(log: EventLog, tenant: str, thread_id: str,
+                             answered_by: str | None = None) -> GraphRun:
+    """plan → approve (asks `QUESTION`, answered `ANSWER`, acting as ``answered_by`` when
+    given) → ship."""
     graph = _three_nodes(AsyncEventlogSaver(log, tenant_id=tenant))
     await graph.ainvoke({"items": []}, _config(thread_id))
-    await graph.ainvoke(Command(resume=ANSWER), _config(thread_id))
+    if answered_by is None:
+        await graph.ainvoke(Command(resume=ANSWER), _config(thread_id))
+    else:
+        with log.acting_as(answered_by):
+            await graph.ainvoke(Command(resume=ANSWER), _config(thread_id))
     return GraphRun(
         tenant=tenant, thread_id=thread_id, nodes=["plan", "approve", "ship"],
         question=QUESTION, interrupt_node="approve", answer=ANSWER,
@@ -273,7 +280,8 @@ class Ask(Executor):
         await ctx.yield_output(f"{original.amount}: {answer}")
 
 
-async def maf_workflow(log: EventLog, tenant: str, workflow: str) -> WorkflowRun:
+async def maf_workflow(log: EventLog, tenant: str, workflow: str,
+                       answered_by: str | None = None) -> WorkflowRun:
     """plan keeps the order in the shared state and sends an amount to ask, which requests
     a human's approval; the workflow is resumed from its latest checkpoint with the
     answer, keeps the decision in the shared state and yields its output."""
@@ -289,8 +297,9 @@ async def maf_workflow(log: EventLog, tenant: str, workflow: str) -> WorkflowRun
     request = paused.get_request_info_events()[0]
     latest = await storage.get_latest(workflow_name=workflow)
     assert latest is not None
-    done = await build().run(checkpoint_id=latest.checkpoint_id,
-                             responses={request.request_id: ANSWER})
+    with log.acting_as(answered_by) if answered_by is not None else nullcontext():
+        done = await build().run(checkpoint_id=latest.checkpoint_id,
+                                 responses={request.request_id: ANSWER})
     outputs = done.get_outputs()
     return WorkflowRun(
         tenant=tenant, workflow=workflow, executors=["plan", "ask"],

@@ -158,3 +158,48 @@ def test_the_opening_is_the_set_up_alone() -> None:
         word for word in ("campaign", "CI=true", ".ci/run", "pytest -m", "Hypothesis", "soak")
         if word in opening])
     assert "deselected from the default `pytest` run" in rest.split("\n## Development")[1]
+
+
+_NO_TEST_FRAMEWORK = """
+import importlib, pkgutil, sys
+
+class NoTestFramework:
+    \"\"\"A plain install: pytest, its plugins and hypothesis are not there.\"\"\"
+
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("pytest", "_pytest", "pytest_asyncio", "hypothesis"):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+sys.meta_path.insert(0, NoTestFramework())
+"""
+
+
+def test_every_module_a_user_imports_loads_without_a_test_framework(tmp_path: Path) -> None:
+    """Every shipped module but the test support (`eventlog.testing`, the [testing]
+    extra) imports on a plain install: none pulls in pytest or hypothesis."""
+    done = subprocess.run([sys.executable, "-c", _NO_TEST_FRAMEWORK + """
+import eventlog, projections
+failed = []
+for package in (eventlog, projections):
+    for module in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
+        if module.name.startswith("eventlog.testing"):
+            continue
+        try:
+            importlib.import_module(module.name)
+        except ImportError as error:
+            failed.append(f"{module.name}: {error}")
+print("\\n".join(failed))
+"""], cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False)
+    assert (0, "") == (done.returncode, done.stdout.strip()), done.stderr[-2000:]
+
+
+def test_the_subscriptions_example_runs_on_a_plain_install(tmp_path: Path) -> None:
+    """The subscriptions example declares its own event type: it runs where no test
+    framework is installed (it imported ``eventlog.testing.events``, and with it pytest)."""
+    [example] = [example for example in EXAMPLES if 'log.subscribe("billing"' in example]
+    done = subprocess.run([sys.executable, "-c", _NO_TEST_FRAMEWORK + example],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                          check=False)
+    assert 0 == done.returncode, done.stderr[-2000:]
+    assert "refused:" in done.stdout

@@ -1,7 +1,10 @@
 """What the adapters' spans record (`eventlog.telemetry`): the thread as the GenAI
 conventions' ``gen_ai.conversation.id`` (so LangSmith, Langfuse, Phoenix or Honeycomb line
 the saver's calls up with the agent's own spans), the namespace and checkpoint ids, and
-counts, never a state value, a write's value or metadata."""
+counts, never a state value, a write's value or metadata. Our own attributes are under
+``eventlog.`` (``langgraph.`` and ``agent_framework.`` are those frameworks' to name):
+``eventlog.checkpoint.namespace``, ``eventlog.checkpoint.id``, ``eventlog.task.id``,
+``eventlog.writes``, ``eventlog.threads``."""
 
 from __future__ import annotations
 
@@ -25,13 +28,13 @@ def langgraph_config(arguments: Mapping[str, Any]) -> dict[str, AttributeValue]:
     thread_id = configurable.get("thread_id")
     described = _kept({
         CONVERSATION_ID: None if thread_id is None else str(thread_id),
-        "langgraph.checkpoint_ns": configurable.get("checkpoint_ns"),
-        "langgraph.checkpoint_id": configurable.get("checkpoint_id"),
-        "langgraph.task_id": arguments.get("task_id"),
+        "eventlog.checkpoint.namespace": configurable.get("checkpoint_ns"),
+        "eventlog.checkpoint.id": configurable.get("checkpoint_id"),
+        "eventlog.task.id": arguments.get("task_id"),
     })
     writes = arguments.get("writes")
     if isinstance(writes, (list, tuple)):
-        described["langgraph.writes"] = len(writes)
+        described["eventlog.writes"] = len(writes)
     return described
 
 
@@ -46,7 +49,7 @@ def langgraph_threads(arguments: Mapping[str, Any]) -> dict[str, AttributeValue]
     threads = arguments.get("thread_ids")
     if not isinstance(threads, (list, tuple)):
         return {}
-    described: dict[str, AttributeValue] = {"langgraph.threads": len(threads)}
+    described: dict[str, AttributeValue] = {"eventlog.threads": len(threads)}
     if len(threads) == 1:
         described[CONVERSATION_ID] = str(threads[0])
     return described
@@ -57,6 +60,6 @@ def maf_checkpoint(arguments: Mapping[str, Any]) -> dict[str, AttributeValue]:
     checkpoint = arguments.get("checkpoint")
     return _kept({
         CONVERSATION_ID: getattr(checkpoint, "workflow_name", arguments.get("workflow_name")),
-        "agent_framework.checkpoint_id": getattr(checkpoint, "checkpoint_id",
+        "eventlog.checkpoint.id": getattr(checkpoint, "checkpoint_id",
                                                  arguments.get("checkpoint_id")),
     })

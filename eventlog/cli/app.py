@@ -173,7 +173,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if wants_json:  # argparse's own usage errors as JSON too
         parser = _parser_for(arguments, json_errors=True)
     try:
-        args = parser.parse_args(arguments)
+        args, extras = parser.parse_known_args(arguments)
+        if extras:
+            _refuse_unrecognized(parser, args, extras)
     except SystemExit as exit_:
         return exit_.code if isinstance(exit_.code, int) else EXIT_USAGE
     with _command_logging(debug=args.debug):
@@ -218,6 +220,28 @@ def _unknown_command(parser: argparse.ArgumentParser, arguments: list[str]) -> s
     near = difflib.get_close_matches(given, _listed(names), n=3, cutoff=0.5)
     hint = f"; did you mean {' or '.join(near)}?" if near else ""
     return f"unknown command {given!r}{hint} (the commands: {', '.join(_listed(names))})"
+
+
+def _refuse_unrecognized(parser: argparse.ArgumentParser, args: argparse.Namespace,
+                         extras: list[str]) -> NoReturn:
+    """Exit 2 through the named command's own parser (its usage, not the top level's),
+    suggesting the nearest of its options for each mistyped one."""
+    command = _subcommand(parser, args.command) or parser
+    options = [option for action in command._actions for option in action.option_strings
+               if option.startswith("--")]
+    near = [match for given in extras if given.startswith("--")
+            for match in difflib.get_close_matches(given.split("=", 1)[0], options, n=1,
+                                                   cutoff=0.6)]
+    hint = f"; did you mean {' or '.join(dict.fromkeys(near))}?" if near else ""
+    command.error(f"unrecognized arguments: {' '.join(extras)}{hint}")
+
+
+def _subcommand(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser | None:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            found: argparse.ArgumentParser | None = action.choices.get(name)
+            return found
+    return None
 
 
 def _command_names(parser: argparse.ArgumentParser) -> list[str]:

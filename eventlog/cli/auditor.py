@@ -91,8 +91,10 @@ def _writer_keys(files: list[str]) -> Any:
 def _utc(timestamp: int) -> str:
     from datetime import UTC, datetime
 
+    from eventlog.cli.options import utc_text
+
     try:
-        return datetime.fromtimestamp(timestamp, UTC).isoformat().replace("+00:00", "Z")
+        return utc_text(datetime.fromtimestamp(timestamp, UTC))
     except (OverflowError, OSError, ValueError):
         return f"POSIX time {timestamp}"
 

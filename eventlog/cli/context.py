@@ -175,6 +175,7 @@ class Context:
 
         if getattr(self.args, "command", None) in ACTING:  # a bad --actor: before any look
             options.setdefault("actor", self.actor)
+        self._require_directory()
         if not create:
             self._require_existing()
         if getattr(self.args, "distributed", False):
@@ -222,6 +223,23 @@ class Context:
                 f"version of eventlog needs {error.needed}: run `eventlog migrate"
                 f"{self.connection_args()}` to upgrade it (`eventlog {command}` never changes "
                 "a schema)")
+
+    def _require_directory(self) -> None:
+        """Refuse a local log whose directory does not exist, for every command alike: a
+        writer creates the database (or the file store's directory), never the
+        directories above it, so a mistyped path is an error rather than a new tree."""
+        from eventlog.opening import local_path
+
+        path = local_path(self.url)
+        if path is None or str(path) == ":memory:":
+            return
+        directory = Path(path).parent
+        if not directory.is_dir():
+            raise CommandError(
+                f"no log at {self.shown_url()}: the directory {directory} does not exist "
+                f"(create it first, e.g. `mkdir -p {shlex.quote(str(directory))}`)",
+                EXIT_OPERATIONAL,
+            )
 
     def _require_existing(self) -> None:
         from eventlog.opening import local_path

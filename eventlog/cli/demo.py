@@ -230,7 +230,7 @@ async def answers(story: Story, batch: PendingBatch) -> tuple[ResumeInput, Inter
     answer = _answer(batch, {"approved": True})
     first = await story.log.interrupts.try_claim(TENANT, answer)
     story.say(f"worker 1 claimed the answer: generation {_generation(first)}, lease until "
-              f"{first.claim.expires_at:%H:%M:%S}" if first.claim else
+              f"{when(first.claim.expires_at)}" if first.claim else
               f"worker 1's claim was rejected: {first.reason}",
               expected=first.claim is not None, generation=_generation(first))
     assert first.claim is not None
@@ -251,7 +251,7 @@ async def lease_runs_out(
     """Worker 1 stalls past its lease; worker 2 takes over; worker 1's handle is stale."""
     story.act("5. Worker 1 stalls; its lease runs out; worker 2 takes the answer over")
     story.clock.now = stale.expires_at + timedelta(seconds=30)
-    story.say(f"(the demo clock jumped to {story.clock.now:%H:%M:%S}: worker 1's lease "
+    story.say(f"(the demo clock jumped to {when(story.clock.now)}: worker 1's lease "
               "expired, no effect had started)")
     taken = await story.log.interrupts.try_claim(TENANT, answer)
     story.say(f"worker 2 claimed the same answer: generation {_generation(taken)}",

@@ -17,7 +17,7 @@ from difflib import get_close_matches
 from eventlog.cli.context import Context
 from eventlog.cli.errors import EXIT_OK, CommandError
 from eventlog.cli.horizon import settle_or_warn
-from eventlog.cli.render import event_json, event_line, when
+from eventlog.cli.render import event_json, event_line
 from eventlog.cli.scope import require_session, require_tenant
 from eventlog.cli.sealed import Unsealer
 from eventlog.events import default_registry
@@ -119,11 +119,9 @@ class Tail:
 
 @dataclass
 class Printer:
-    """Prints events: JSON lines, or lines fitted to the terminal under a line naming
-    the date whenever it changes."""
+    """Prints events: JSON lines, or lines fitted to the terminal."""
 
     context: Context
-    day: str = ""
 
     def print(self, event: RecordedEvent) -> None:
         """Print one event."""
@@ -131,12 +129,7 @@ class Printer:
         if context.json:
             context.print_json(event_json(event))
             return
-        day = when(event.recorded_at)[:10]
-        if day != self.day:
-            context.out.print(f"── {day} (UTC) ──", style="dim")
-            self.day = day
-        context.out.print(event_line(event, context.out.width, full=context.args.full,
-                                     date=False))
+        context.out.print(event_line(event, context.out.width, full=context.args.full))
 
 
 @dataclass

@@ -7,8 +7,19 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+TIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
+"""How every command writes a time, for people and in JSON: RFC 3339, UTC, ``Z``, to the
+microsecond the log records (``2030-01-01T12:00:01.000000Z``): one width in every column,
+and a time copied from any output is taken back by ``--since``/``--until``/``--as-of`` as
+exactly what was shown."""
+
 DEFAULT_TIMEOUT_S = 30.0
 """How long a command waits for PostgreSQL's read horizon (`eventlog.cli.horizon`)."""
+
+
+def utc_text(moment: datetime) -> str:
+    """An aware time as every command writes it (`TIME_FORMAT`)."""
+    return moment.astimezone(UTC).strftime(TIME_FORMAT)
 
 
 def positive_int(text: str) -> int:
@@ -77,7 +88,7 @@ class Moment:
         """The moment for people: ``position 8``, or the time and what it was read as."""
         if isinstance(self.value, int):
             return f"position {self.value}"
-        shown = self.value.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + "Z"
+        shown = utc_text(self.value)
         return f"{shown} ({self.said})" if self.said else shown
 
 
@@ -91,7 +102,7 @@ def parse_time(text: str, now: datetime) -> Moment:
     said = text.strip()
     cleaned = said.lower()
     if cleaned == "now":
-        return Moment(now, f"now, {now.astimezone(UTC):%H:%M:%S}Z")
+        return Moment(now, f"now, {utc_text(now)}")
     day = _DAY.match(cleaned)
     if day:
         return _on_day(day.group(1), day.group(2), said, now)
@@ -107,7 +118,7 @@ def parse_time(text: str, now: datetime) -> Moment:
             moment = now - timedelta(**{_UNITS[ago.group(2)]: float(ago.group(1))})
         except OverflowError:
             raise ValueError(f"{said!r}: that is before the year 1") from None
-        return Moment(moment, f"{said}, from {now:%H:%M:%S}Z")
+        return Moment(moment, f"{said}, from {utc_text(now)}")
     return Moment(timestamp(text))
 
 

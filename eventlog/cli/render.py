@@ -11,7 +11,7 @@ import dataclasses
 import enum
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import msgspec
@@ -24,6 +24,7 @@ from eventlog.cli.console import SafeConsole as SafeConsole
 from eventlog.cli.console import plural as plural
 from eventlog.cli.console import safe as safe
 from eventlog.cli.lenient import UndecodableEvent
+from eventlog.cli.options import utc_text
 from eventlog.cli.sealed import label_of
 from eventlog.records import RecordedEvent
 
@@ -76,15 +77,15 @@ def jsonable(value: Any) -> Any:
 
 
 def iso(moment: datetime) -> str:
-    """An aware time in ISO 8601, UTC, to the microsecond (``…Z``)."""
-    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+    """An aware time as every command writes it (`eventlog.cli.options.TIME_FORMAT`)."""
+    return utc_text(moment)
 
 
 def when(moment: datetime | None) -> str:
-    """A time for people: UTC, to the millisecond."""
+    """A time for people: `iso`, or the empty mark for none."""
     if moment is None:
         return EMPTY
-    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + "Z"
+    return iso(moment)
 
 
 def short_hash(digest: bytes | None) -> str:
@@ -133,7 +134,57 @@ def event_fields(event: RecordedEvent) -> dict[str, Any]:
     if not isinstance(decoded, dict):
         return {"value": decoded}
     decoded.pop("type", None)
-    return redact(jsonable(decoded))
+    return redact(jsonable(_times_as_shown(decoded, type(event.event))))
+
+
+def details_as_shown(event_type: str, details: Mapping[str, Any]) -> dict[str, Any]:
+    """An event's fields as a store reported them (its audit trail's ``details``), each
+    time written as every command writes times."""
+    from eventlog.events import default_registry
+
+    return _times_as_shown(dict(details), default_registry.type_of(event_type))
+
+
+def _times_as_shown(fields: dict[str, Any], event_type: type | None) -> dict[str, Any]:
+    """``fields`` (an event's, as its JSON holds them) with each value its type declares a
+    time written as every command writes times (msgspec stores ``…:06Z`` beside
+    ``…:06.250Z``); everything else as stored. Unknown types: as stored."""
+    if event_type is None:
+        return fields
+    import msgspec.inspect  # only when an event is shown
+
+    try:
+        info = msgspec.inspect.type_info(event_type)
+    except (TypeError, ValueError):  # pragma: no cover - a registered type always has one
+        return fields
+    shown: dict[str, Any] = _as_shown(fields, info)
+    return shown
+
+
+def _as_shown(value: Any, info: Any) -> Any:
+    import msgspec.inspect as inspect
+    if isinstance(info, inspect.DateTimeType) and isinstance(value, str):
+        try:
+            return iso(datetime.fromisoformat(value))
+        except ValueError:
+            return value
+    if isinstance(info, inspect.UnionType):
+        if isinstance(value, str) and not any(isinstance(kind, inspect.StrType)
+                                              for kind in info.types):
+            times = [kind for kind in info.types if isinstance(kind, inspect.DateTimeType)]
+            return _as_shown(value, times[0]) if times else value
+        nested = [kind for kind in info.types if not isinstance(kind, inspect.NoneType)]
+        return _as_shown(value, nested[0]) if len(nested) == 1 else value
+    if isinstance(info, inspect.StructType) and isinstance(value, dict):
+        for field in info.fields:
+            if field.encode_name in value:
+                value[field.encode_name] = _as_shown(value[field.encode_name], field.type)
+    elif isinstance(info, inspect.ListType | inspect.VarTupleType | inspect.SetType
+                    | inspect.FrozenSetType) and isinstance(value, list):
+        return [_as_shown(item, info.item_type) for item in value]
+    elif isinstance(info, inspect.DictType) and isinstance(value, dict):
+        return {key: _as_shown(item, info.value_type) for key, item in value.items()}
+    return value
 
 
 def summary(
@@ -173,9 +224,7 @@ def decode_error(event: RecordedEvent) -> str | None:
     return event.event.error if isinstance(event.event, UndecodableEvent) else None
 
 
-def event_line(
-    event: RecordedEvent, width: int | None = None, *, full: bool = False, date: bool = True
-) -> Text:
+def event_line(event: RecordedEvent, width: int | None = None, *, full: bool = False) -> Text:
     """One event, like ``git log --oneline``, fitted to ``width`` columns.
 
     The envelope (position, time, tenant/stream@version, type, and ``by ACTOR`` when the
@@ -186,13 +235,11 @@ def event_line(
     counted at the end (``+3 (--full)``), so an id is never cut short; the fields that
     say most come first, and one whose value the stream id already shows (its session or
     batch id) is not repeated. With ``full`` (or no ``width``) every field is shown,
-    whole. ``date=False`` shows the time of day only (the caller prints the date when it
-    changes).
+    whole.
     """
     head = Text()
     head.append(f"{event.position:>8} ", style="yellow")
-    head.append((when(event.recorded_at) if date else when(event.recorded_at)[11:]) + " ",
-                style="dim")
+    head.append(when(event.recorded_at) + " ", style="dim")
     stream = Text(f"{event.tenant_id}/{event.stream_id}@{event.version}", style="cyan")
     compact = width is not None and not full and (
         cell_len(head.plain) + cell_len(stream.plain) + 1 + cell_len(event.type)

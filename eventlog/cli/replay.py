@@ -146,7 +146,7 @@ def _print(
         context.out.print(Text(
             f"As of {moment}: the views after event #{last[0]} (recorded {when(last[1])})",
             style="bold",
-        ))
+        ), soft_wrap=False)  # wrapped at the width, between words
     # Columns every shown row has the same value in, because of a filter, say nothing.
     filtered = {"tenant_id"} if context.args.tenant else set()
     if context.args.session:

@@ -11,7 +11,7 @@ from typing import Any
 
 from eventlog.cli.context import Context
 from eventlog.cli.errors import EXIT_OK, CommandError
-from eventlog.cli.render import pairs_table
+from eventlog.cli.render import iso, pairs_table
 from eventlog.cli.scope import require_tenant
 from eventlog.errors import InvalidInput
 from eventlog.retention.decisions import RetentionPolicy, check_policy
@@ -78,7 +78,7 @@ async def run_hold(context: Context) -> int:
         if args.list:
             holds = await log.retention.holds(args.tenant)
             facts: dict[str, Any] = {"tenant": args.tenant, "holds": [
-                {"subject": h.subject, "reason": h.reason, "placed_at": h.placed_at.isoformat(),
+                {"subject": h.subject, "reason": h.reason, "placed_at": iso(h.placed_at),
                  "position": h.position} for h in holds]}
         elif args.release:
             released = await log.retention.release(args.tenant, args.subject,
@@ -87,7 +87,7 @@ async def run_hold(context: Context) -> int:
         else:
             hold = await log.retention.hold(args.tenant, args.subject, reason=args.reason)
             facts = {"tenant": args.tenant, "subject": hold.subject, "held": True,
-                     "reason": hold.reason, "placed_at": hold.placed_at.isoformat()}
+                     "reason": hold.reason, "placed_at": iso(hold.placed_at)}
     if context.json:
         context.print_json(facts)
     elif args.list:

@@ -17,6 +17,7 @@ from typing import Any
 
 import msgspec
 
+from eventlog.cli.options import utc_text
 from eventlog.errors import KeyringRequired, SealError, SubjectErased
 from eventlog.events.erasure import ERASURE_STREAM_PREFIX, SubjectKeyDestroyed
 from eventlog.log import EventLog
@@ -97,7 +98,7 @@ class Unsealer:
                 if isinstance(event, SubjectKeyDestroyed):
                     who = f" by {event.actor}" if event.actor else ""
                     why = f": {event.reason}" if event.reason else ""
-                    text = (f"[erased {recorded.recorded_at.isoformat(timespec='seconds')}"
+                    text = (f"[erased {utc_text(recorded.recorded_at)}"
                             f"{who}{why}]")
             self._notes[key] = text
         return self._notes[key]

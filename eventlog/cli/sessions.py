@@ -12,7 +12,16 @@ from rich.text import Text
 
 from eventlog.cli.context import Context
 from eventlog.cli.errors import EXIT_OK, CommandError
-from eventlog.cli.render import cell, pairs_table, plural, redact, safe, summary, when
+from eventlog.cli.render import (
+    cell,
+    details_as_shown,
+    pairs_table,
+    plural,
+    redact,
+    safe,
+    summary,
+    when,
+)
 from eventlog.cli.scope import require_session, require_tenant
 from eventlog.cli.sealed import Unsealer
 from eventlog.cli.story import Timeline, build_timeline
@@ -175,7 +184,8 @@ def redact_inspection(inspection: BatchInspection) -> dict[str, Any]:
     return {
         "batch": redact(_fields(inspection.batch)),
         "interrupts": [_fields(item) for item in inspection.interrupts],
-        "audit": [{**_fields(entry), "details": redact(entry.details)}
+        "audit": [{**_fields(entry), "details": redact(details_as_shown(entry.type,
+                                                                        entry.details))}
                   for entry in inspection.audit],
     }
 
@@ -209,14 +219,16 @@ def _audit_table(audit: list[AuditEntry]) -> Table:
     for entry in audit:
         table.add_row(str(entry.version), str(entry.position), when(entry.recorded_at),
                       entry.type, *([safe(entry.actor or "-")] if by else []),
-                      summary(redact(entry.details), skip=("batch_id",), width=400))
+                      summary(redact(details_as_shown(entry.type, entry.details)),
+                              skip=("batch_id",), width=400))
     return table
 
 
 def _print_retired(context: Context, batch_id: str, audit: list[AuditEntry]) -> None:
     if context.json:
         context.print_json({"batch_id": batch_id, "retired": True, "audit": [
-            {**_fields(entry), "details": redact(entry.details)} for entry in audit]})
+            {**_fields(entry), "details": redact(details_as_shown(entry.type, entry.details))}
+            for entry in audit]})
         return
     context.out.print(Text(f"Interrupt batch {batch_id} was retired from the views after "
                            "the audit retention; its events:", style="bold"))

@@ -56,7 +56,8 @@ def print_thread_details(console: Console, story: ThreadStory) -> None:
     """The questions with their answers, unfinished steps, and the checkpoint tree."""
     for question in story.questions:
         where = f" in {question.namespace}" if question.namespace else ""
-        answer = (f"answered {short(question.answer)} (#{question.answer_position})"
+        by = f" by {question.answered_by}" if question.answered_by else ""
+        answer = (f"answered{by} {short(question.answer)} (#{question.answer_position})"
                   if question.answered else "NOT ANSWERED")
         console.print(Text(f"question #{question.position}: {question.node}{where} asked "
                            f"{short(question.value)}: {answer}", style="magenta"))
@@ -127,7 +128,7 @@ def thread_json(story: ThreadStory) -> dict[str, Any]:
             "position": q.position, "namespace": q.namespace,
             "checkpoint_id": q.checkpoint_id, "node": q.node, "id": q.ask_id,
             "value": plain(q.value), "answered": q.answered, "answer": plain(q.answer),
-            "answer_position": q.answer_position,
+            "answer_position": q.answer_position, "answered_by": q.answered_by,
         } for q in story.questions],
         "marks": [{"position": m.position, "kind": m.kind, "text": m.text}
                   for m in story.marks],

@@ -22,7 +22,7 @@ from eventlog.cli.errors import EXIT_FINDINGS, EXIT_OK, CommandError
 from eventlog.cli.horizon import settle, settle_or_warn
 from eventlog.cli.lenient import UndecodableEvent
 from eventlog.cli.progress import CountingLog
-from eventlog.cli.render import cell, plural, verdict
+from eventlog.cli.render import cell, iso, plural, verdict
 from eventlog.cli.scope import require_tenant
 from eventlog.digest import LogDigest, check_digest
 from eventlog.log import EventLog, SpilledViews, TreeFinding
@@ -328,7 +328,7 @@ def _digest_json(check: DigestCheck) -> dict[str, Any]:
     signed = check.digest.signature
     return {"file": check.file, "digest": check.digest.digest, "signature": check.signature,
             "signed_by": None if signed is None else signed.key_id,
-            "taken_at": check.digest.taken_at.isoformat(), "streams_held": held,
+            "taken_at": iso(check.digest.taken_at), "streams_held": held,
             "streams_at_heads": held - len(check.problems),
             "problems": [_problem_json(problem) for problem in check.problems]}
 
@@ -452,7 +452,7 @@ def _print_signature(context: Context, check: DigestCheck) -> None:
 def _print_digest(context: Context, check: DigestCheck) -> None:
     _print_signature(context, check)
     held = len(check.digest.streams)
-    label = (f"Digest {check.file} (taken {check.digest.taken_at:%Y-%m-%d %H:%M:%S %Z}): "
+    label = (f"Digest {check.file} (taken {iso(check.digest.taken_at)}): "
              f"{plural(held, 'stream')} held against it")
     if not check.problems:
         context.out.print(Text.assemble(f"{label}: ", (

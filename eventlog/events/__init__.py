@@ -123,6 +123,10 @@ class EventRegistry:
     def __contains__(self, tag: object) -> bool:
         return tag in self._types
 
+    def type_of(self, tag: str) -> type[Event] | None:
+        """The event type registered under ``tag``, or None."""
+        return self._types.get(tag)
+
     @property
     def tags(self) -> frozenset[str]:
         """Every registered tag."""

@@ -140,7 +140,8 @@ class Appender:
         """`_attempts`, as one ``eventlog.append`` span with its metrics (`telemetry`)."""
         first = parts[0]
         with append_span(
-            self.storage.name, first.tenant_id, first.stream_id, len(parts),
+            self.storage.database, self.storage.name, first.tenant_id, first.stream_id,
+            len(parts),
             sum(len(part.drafts) for part in parts),
             sum(len(draft.data) for part in parts for draft in part.drafts)
             + sum(len(payload) for part in parts for payload, _ in part.blob_adds.values()),

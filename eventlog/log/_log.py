@@ -75,7 +75,14 @@ from eventlog.records import (
 from eventlog.storage.base import StorageBackend
 from eventlog.storage.contracts import caught_up
 from eventlog.storage.contracts.keys import KeyRow
-from eventlog.telemetry import ids, observe_consumer_lag, traced
+from eventlog.telemetry import (
+    Database,
+    ids,
+    observe_consumer_lag,
+    storage_call,
+    traced,
+    traced_iteration,
+)
 from eventlog.validation import (
     DEFAULT_MAX_PAYLOAD_BYTES,
     check_actor,
@@ -103,6 +110,18 @@ def _describe_query(arguments: Mapping[str, Any]) -> dict[str, str]:
 
 # What the log's spans record (`eventlog.telemetry`): ids and counts, never values.
 _TENANT = ids(tenant_id="eventlog.tenant_id")
+_STREAM = ids(tenant_id="eventlog.tenant_id", stream_id="eventlog.stream_id")
+
+
+def _reader(arguments: Mapping[str, Any]) -> Database:
+    """The database a read goes to: the log's read side (a replica, with ``read_url``)."""
+    database: Database = arguments["self"].reader.database
+    return database
+
+
+def _view(arguments: Mapping[str, Any]) -> Any:
+    """The view table a query reads."""
+    return getattr(arguments.get("query"), "table", None)
 
 
 def _event_count(page: LogPage) -> dict[str, int]:
@@ -353,6 +372,7 @@ class EventLog:
         return SignedReads(self.reader, self._decoded, self.writer_keys or None,
                            self._signing_starts)
 
+    @traced_iteration("read_stream", _STREAM, where=_reader, collection="events")
     async def read_stream(
         self, tenant_id: str, stream_id: str, from_version: int = 1, *, limit: int | None = None
     ) -> AsyncIterator[RecordedEvent]:
@@ -375,7 +395,8 @@ class EventLog:
             left -= len(page)
             version = page[-1].version + 1
 
-    @traced("eventlog.read_all", _TENANT, _event_count)
+    @storage_call("read_all", _reader, collection="events", describe=_TENANT,
+                  outcome=_event_count)
     async def read_all(
         self, after: str | None = None, limit: int = _PAGE, tenant_id: str | None = None
     ) -> LogPage:
@@ -464,7 +485,8 @@ class EventLog:
         return await self.sealer.addresses(tenant_id, stream_id, now=now,
                                            subject=self._subject.get())
 
-    @traced("eventlog.get_blobs", _TENANT, _blob_count)
+    @storage_call("get_blobs", _reader, collection="blobs", describe=_TENANT,
+                  outcome=_blob_count)
     async def get_blobs(self, tenant_id: str, digests: Iterable[bytes]) -> dict[bytes, bytes]:
         """The blobs of ``digests`` that exist within the tenant, by digest (one read on SQL
         backends); a purged or unknown digest is simply absent from the result."""
@@ -708,7 +730,8 @@ class EventLog:
         """The backend's short name: ``memory``, ``sqlite``, ``postgresql`` or ``file``."""
         return self.storage.name
 
-    @traced("eventlog.query", _describe_query, _row_count)
+    @storage_call("query", _reader, collection=_view, describe=_describe_query,
+                  outcome=_row_count)
     async def query(self, query: ViewQuery) -> list[dict[str, Any]]:
         """Rows of one view table answering ``query``, as plain dicts.
 
@@ -731,7 +754,8 @@ class EventLog:
             await self._open_row_blobs(query, rows)
         return rows
 
-    @traced("eventlog.history", _describe_query, _row_count)
+    @storage_call("history", _reader, collection=_view, describe=_describe_query,
+                  outcome=_row_count)
     async def history(self, query: HistoryQuery) -> list[HistoryRow]:
         """The rows of a thread checkpoint's channel history (`projections.thread_history`),
         of the query's tenant: one statement on SQL backends, however deep the walk.
@@ -752,7 +776,7 @@ class EventLog:
         check_id("stream_id", stream_id)
         return await self._heads.get(tenant_id, stream_id, fresh=True)
 
-    @traced("eventlog.find_event", _TENANT)
+    @storage_call("find_event", _reader, collection="events", describe=_TENANT)
     async def find_event(self, tenant_id: str, event_id: uuid.UUID) -> RecordedEvent | None:
         """The committed event with this id in this tenant, or None."""
         self._check_open("read")

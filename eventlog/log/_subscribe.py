@@ -33,7 +33,7 @@ from eventlog.errors import ConsumerFenced, ConsumerHeld, InvalidInput
 from eventlog.log._waiting import Waiter
 from eventlog.records import RecordedEvent, StoredEvent
 from eventlog.storage.contracts.consumers import ConsumerClaim, ConsumerRow
-from eventlog.telemetry import traced
+from eventlog.telemetry import Database, storage_call, traced
 from eventlog.validation import check_id
 
 logger = get_logger(__name__)
@@ -87,6 +87,12 @@ def _consumer(arguments: Mapping[str, Any]) -> dict[str, str]:
     described = {"eventlog.consumer": getattr(subscription, "name", None),
                  "eventlog.tenant_id": getattr(subscription, "tenant_id", None)}
     return {key: value for key, value in described.items() if isinstance(value, str)}
+
+
+def _storage(arguments: Mapping[str, Any]) -> Database:
+    """The database a consumer reads its scope from and stores its position in."""
+    database: Database = arguments["self"]._log.storage.database
+    return database
 
 
 def _found(any_event: bool) -> dict[str, bool]:
@@ -222,7 +228,8 @@ class Subscription:
             batch.append(event)
         return batch
 
-    @traced("eventlog.consumer.read", _consumer, _found)
+    @storage_call("consumer_read", _storage, collection="events", describe=_consumer,
+                  outcome=_found)
     async def _read_page(self) -> bool:
         """Read the next page into the pending events; whether it held any event."""
         rows = await self._log.storage.read_with_cursors(self._cursor, PAGE, self.tenant_id)
@@ -280,7 +287,7 @@ class Subscription:
 
     # -- acknowledging ---------------------------------------------------------------------
 
-    @traced("eventlog.consumer.ack", _consumer)
+    @storage_call("consumer_ack", _storage, describe=_consumer)
     async def ack(self, event: RecordedEvent) -> None:
         """Store the position after ``event`` (and so after every event delivered before
         it): a consumer reopened later resumes after it. `ConsumerFenced` if another holder

@@ -15,6 +15,11 @@ once a read comes up empty it waits `LINGER` and reads again, and only when that
 nothing either does it take the lock and sleep. A log appended to faster than once every
 `LINGER` notifies about once per burst however many followers it has; the price is up to
 `LINGER` of delay for an event that comes while a follower lingers.
+
+On SQLite a follower watches the database and WAL files instead
+(`eventlog.storage.filewatch.FileListener`): a write wakes it before the commit is
+readable, so after an empty read it reads again a few times at growing intervals (the
+listener's ``lingers``) before it sleeps.
 """
 
 from __future__ import annotations
@@ -72,7 +77,7 @@ class Waiter:
         self._log = log
         self.woken = asyncio.Event()
         self.listener: Any = None
-        self._lingered = True  # nothing to linger for before a wake-up
+        self._lingers: list[float] = []  # what is left to linger before sleeping
 
     async def open(self, seconds: float) -> None:
         """Take the log's wake-ups, and on PostgreSQL LISTEN (waiting up to ``seconds``
@@ -97,19 +102,22 @@ class Waiter:
 
     def found(self) -> None:
         """A read found events: the log is busy, so the next empty read lingers."""
-        self._lingered = False
+        self._linger_again()
+
+    def _linger_again(self) -> None:
+        self._lingers = list(getattr(self.listener, "lingers", (LINGER,)))
 
     async def read_again(self, seconds: float) -> bool:
         """After an empty read, before sleeping: whether to read again now. A follower
-        that gave the listening lock up when it woke lingers once (`LINGER`) after each
-        read that found events, then takes the lock again (waiting, up to ``seconds``, for
-        the appends begun before: they may not have notified) and reads once more."""
+        that gave the listening lock up when it woke lingers once (`LINGER`; a file
+        watch's few ``lingers``) after each read that found events, then takes the lock
+        again (waiting, up to ``seconds``, for the appends begun before: they may not have
+        notified) and reads once more."""
         listener = self.listener
         if listener is None or not listener.listening or listener.armed:
             return False
-        if not self._lingered:
-            self._lingered = True
-            await asyncio.sleep(min(LINGER, seconds))
+        if self._lingers:
+            await asyncio.sleep(min(self._lingers.pop(0), seconds))
             return True
         return bool(await listener.arm(seconds))
 
@@ -122,7 +130,7 @@ class Waiter:
             await listen(self.listener, seconds)
         elif self.pushed and woken:
             await self.listener.disarm()
-            self._lingered = False
+            self._linger_again()
             await self._log.reader.wait_readable(seconds)
 
 

@@ -54,6 +54,7 @@ from eventlog.storage.memkeys import (
     rows_to_json,
 )
 from eventlog.storage.memory import MemoryBackend
+from eventlog.telemetry import Database
 from projections.changes import Upsert
 from projections.memory import ViewTables
 from projections.views import STREAM_HEADS
@@ -68,6 +69,11 @@ class FileBackend(MemoryBackend, ViewsRebuiltOnOpen):
     """The log as JSON Lines in a directory, held open by one process."""
 
     name = "file"
+
+    @property
+    def database(self) -> Database:
+        """The store's directory, as given."""
+        return Database(system="eventlog.file", namespace=str(self.root))
 
     def __init__(self, root: Path) -> None:
         super().__init__()

@@ -21,6 +21,7 @@ from eventlog.storage.defaults import BlobsByDigest, InProcess
 from eventlog.storage.memconsumers import InProcessConsumers
 from eventlog.storage.memkeys import KeysInMemory
 from eventlog.storage.requests import refusal
+from eventlog.telemetry import Database
 from projections.memory import ViewTables
 from projections.query import ViewQuery, read_related
 from projections.thread_history import HistoryQuery, HistoryRow, history_rows
@@ -32,6 +33,12 @@ class MemoryBackend(InProcess, BlobsByDigest, KeysInMemory, InProcessConsumers, 
     """Events, blobs and views in dictionaries; gone when the process ends."""
 
     name = "memory"
+
+    @property
+    def database(self) -> Database:
+        """The process's own memory: INTERNAL spans, as the conventions say of an
+        in-memory database."""
+        return Database(system="eventlog.memory", in_memory=True)
 
     def __init__(self) -> None:
         self.events: list[StoredEvent] = []

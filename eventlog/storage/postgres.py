@@ -31,6 +31,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Generator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
+from urllib.parse import parse_qs, unquote, urlsplit
 
 import asyncpg
 import sqlalchemy as sa
@@ -73,6 +74,7 @@ from eventlog.storage.sqltext import (
     required_where,
 )
 from eventlog.storage.sqltree import PostgresTree
+from eventlog.telemetry import Database
 from projections.changes import (
     AT_POSITION,
     Change,
@@ -180,6 +182,7 @@ class PostgresBackend(SqlBackend[Any], ReplicaStorage, PostgresTree, PostgresKey
         self.read_horizon = READ_HORIZON
         self._dsn = url
         self._engine = engine
+        self._database: Database | None = None
         self._pool_size = pool_size
         # Behind a transaction pooler a server connection serves this client for one
         # transaction at a time, so nothing may outlive one: no named prepared statement.
@@ -207,6 +210,15 @@ class PostgresBackend(SqlBackend[Any], ReplicaStorage, PostgresTree, PostgresKey
             "AND stream_id = $2::text "
             "RETURNING position")
         self._unreserve_sql = f"DELETE FROM {events} WHERE position = $1"
+
+    @property
+    def database(self) -> Database:
+        """The database and the log's schema (``{database}|{schema}``, the conventions'
+        PostgreSQL namespace) and the host and port the URL (or the engine) names: the
+        address as configured (a pooler's, behind PgBouncer), never its credentials."""
+        if self._database is None:
+            self._database = postgres_database(self._dsn, self._engine, self.schema)
+        return self._database
 
     def new_param(self) -> Numbered:
         return Numbered()
@@ -928,3 +940,27 @@ def _gate_refusal(request: AppendRequest, error: BaseException) -> BaseException
 def _position_of(version: str) -> str:
     """The position the events CTE assigned to the event at ``version`` (a placeholder)."""
     return f"(SELECT position FROM e WHERE stream_version = {version})"
+
+
+def postgres_database(dsn: str | None, engine: Any, schema: str | None) -> Database:
+    """`PostgresBackend.database` of a URL (libpq's ``host``/``port``/``dbname`` query
+    parameters included) or of an engine."""
+    host: str | None
+    port: int | None
+    name: str | None
+    if dsn is not None:
+        parts = urlsplit(dsn)
+        query = parse_qs(parts.query)
+        host = query["host"][0] if "host" in query else parts.hostname
+        try:
+            port = int(query["port"][0]) if "port" in query else parts.port
+        except ValueError:
+            port = None
+        name = query["dbname"][0] if "dbname" in query else (
+            unquote(parts.path.lstrip("/")) or None)
+    else:
+        url = engine.url
+        host, port, name = url.host, url.port, url.database
+    namespace = "|".join(part for part in (name, schema) if part) or None
+    return Database(system="postgresql", namespace=namespace, address=host,
+                    port=port if port is not None or host is None else 5432)

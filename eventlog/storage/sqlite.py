@@ -41,6 +41,7 @@ from eventlog.errors import (
 from eventlog.records import StoredEvent
 from eventlog.storage.base import AppendRequest, StreamVersionTaken
 from eventlog.storage.defaults import OneWriter
+from eventlog.storage.filewatch import FileListener
 from eventlog.storage.sql import (
     CHECKED_COLUMNS,
     EVENT_READ_COLUMNS,
@@ -54,6 +55,7 @@ from eventlog.storage.sqlite_writer import SqliteReader, SqliteWriter
 from eventlog.storage.sqlkeys import SqliteKeys
 from eventlog.storage.sqltext import Positional, SqliteDialect, Statement, quote
 from eventlog.storage.sqltree import SqliteTree
+from eventlog.telemetry import Database
 from projections.query import ViewQuery, read_related_now
 
 _WRITE = "eventlog_write"
@@ -86,6 +88,19 @@ class SqliteBackend(OneWriter, SqlBackend[AsyncConnection], SqliteTree, SqliteKe
 
     name = "sqlite"
     dialect_name = "sqlite"
+
+    @property
+    def database(self) -> Database:
+        """The database file, as configured."""
+        return Database(system="sqlite", namespace=self.path or None)
+
+    def listener(self, wake: Callable[[], None]) -> FileListener | None:
+        """A watch on the database file and its WAL that calls ``wake`` when another
+        process (or connection) writes them (`eventlog.storage.filewatch`); None for an
+        in-memory database, which no other connection sees."""
+        if not self.path or self.path == ":memory:" or self.path.startswith("file:"):
+            return None
+        return FileListener(self.path, wake)
     sql_dialect = SqliteDialect()
 
     def __init__(self, path: str | None = None, *, engine: AsyncEngine | None = None,

@@ -20,6 +20,7 @@ from langgraph.graph.message import add_messages
 from langgraph.graph.state import CompiledStateGraph
 
 from eventlog import open_log
+from eventlog.adapters._langgraph_serde import UnallowedTypeWarning
 from eventlog.adapters.langgraph import AsyncEventlogSaver
 from eventlog.adapters.langgraph_adoption import adopt_langgraph
 from eventlog.checkpoints.thread_records import ChannelValue, Payload
@@ -82,15 +83,17 @@ async def test_messages_and_allowed_types_round_trip(target: BackendTarget) -> N
 
 
 async def test_a_type_outside_the_allow_list_comes_back_as_its_fields(tmp_path: Path) -> None:
-    """The default is LangGraph's strict mode: an unlisted class is not imported; its stored
-    fields come back instead (``True`` is LangGraph's permissive mode)."""
+    """The default is LangGraph's strict mode: an unlisted class (one this saver never
+    wrote) is not imported; its stored fields come back instead, with a warning naming
+    the setting (``True`` is LangGraph's permissive mode)."""
     thread_id = fresh_id("th")
     url = f"sqlite:///{tmp_path / 'log.db'}"
     async with AsyncEventlogSaver.from_conn_string(
             url, tenant_id=TENANT, allowed_msgpack_modules=True) as saver:
         await run(saver, thread_id)
     async with AsyncEventlogSaver.from_conn_string(url, tenant_id=TENANT) as strict:
-        found = await strict.aget_tuple(thread(thread_id))
+        with pytest.warns(UnallowedTypeWarning, match=r"allowed_msgpack_modules=\[\("):
+            found = await strict.aget_tuple(thread(thread_id))
     async with AsyncEventlogSaver.from_conn_string(
             url, tenant_id=TENANT, allowed_msgpack_modules=True) as permissive:
         loose = await permissive.aget_tuple(thread(thread_id))
@@ -111,7 +114,8 @@ async def test_the_savers_own_load_does_not_run_a_stored_constructor(tmp_path: P
         await log.threads.put(TENANT, "t", "1", state=Payload(
             *JsonPlusSerializer().dumps_typed(state)), channels={
             "x": ChannelValue("1", Payload("msgpack", call))})
-        found = await AsyncEventlogSaver(log, tenant_id=TENANT).aget_tuple(thread("t"))
+        with pytest.warns(UnallowedTypeWarning, match="naming os.system was not built"):
+            found = await AsyncEventlogSaver(log, tenant_id=TENANT).aget_tuple(thread("t"))
     assert found is not None
     assert (False, f"touch {marker}") == (marker.exists(), found.checkpoint["channel_values"]["x"])
 

@@ -76,7 +76,7 @@ def test_log_lines_say_who_appended(target: BackendTarget, run: Run) -> None:
     """A line of ``log`` for people says ``by NAME`` after the type; one whose event names
     nobody says nothing of the kind."""
     build(target)
-    lines = run("log", "--tenant", "acme", "--full").out.splitlines()[1:]
+    lines = run("log", "--tenant", "acme", "--full").out.splitlines()
     assert [True, True, False, True, True] == [" by " in line for line in lines]
     assert "checkpoint_created by alice" in lines[0]
 
@@ -172,14 +172,17 @@ def test_reading_commands_take_no_actor(target: BackendTarget, run: Run) -> None
 def test_the_report_names_who_appended_each_event(
     target: BackendTarget, run: Run, tmp_path: Path
 ) -> None:
-    """The incident report's actor column shows each event's principal (with what the
-    event itself says, a claim's generation, beside it), and each row's full event too."""
+    """The incident report's principal column shows each event's principal and its "done
+    by" column what the event itself says (a claim's generation), apart; and each row's
+    full event too."""
     build(target)
     out = tmp_path / "r.html"
     ran = run("report", "acme", "s1", "-o", str(out))
     assert EXIT_OK == ran.status, ran.err
     html = out.read_text()
     cells = re.findall(r'<tr class="ev[^"]*" id="ev-\d+"[^>]*>(.*?)</tr>', html, re.S)
-    actors = [re.findall(r"<td class=time>([^<]*)</td>", row)[-1] for row in cells]
-    assert ["alice · run 1", "bob · run 1", "run 1", "svc", "bob · generation 1"] == actors
+    principals = [re.findall(r"<td class=principal>([^<]*)</td>", row)[0] for row in cells]
+    done = [re.findall(r"<td class=time>([^<]*)</td>", row)[-1] for row in cells]
+    assert ["alice", "bob", "—", "svc", "bob"] == principals
+    assert ["", "", "", "", "claim generation 1"] == done
     assert '"actor": "alice"' in html or '"actor":"alice"' in html

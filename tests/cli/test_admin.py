@@ -35,8 +35,9 @@ def test_migrate_creates_the_schema_and_names_its_revision(
 
 def test_migrate_creates_a_sqlite_file(capsys: pytest.CaptureFixture[str],
                                        tmp_path: Path) -> None:
-    """migrate is the one reading-free command that may create the file."""
-    path = tmp_path / "new" / "log.db"
+    """migrate is the one reading-free command that may create the file (in a directory
+    that exists: it makes no directories)."""
+    path = tmp_path / "log.db"
     run = make_runner(capsys, BackendTarget("sqlite", f"sqlite:///{path}"))
     assert (EXIT_OK, True) == (run("migrate").status, path.exists())
 

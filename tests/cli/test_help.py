@@ -5,10 +5,11 @@ from __future__ import annotations
 import argparse
 import json
 import shlex
+from pathlib import Path
 
 import pytest
 
-from eventlog.cli import EXIT_OK, EXIT_USAGE, build_parser
+from eventlog.cli import EXIT_OK, EXIT_OPERATIONAL, EXIT_USAGE, build_parser
 from eventlog.cli.examples import EXAMPLES
 from tests.cli.test_errors import run_bare
 
@@ -94,3 +95,44 @@ def test_json_is_offered_only_where_it_prints_json() -> None:
     check-proof, witness and verifier-key open no log: they take no --url."""
     assert ({"completion"}, {"check-proof", "completion", "verifier-key", "witness"}) == (
         set(_commands()) - _offering("--json"), set(_commands()) - _offering("--url"))
+
+
+def test_a_mistyped_option_prints_its_command_s_usage_and_the_nearest(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """`eventlog log --limt 5` exits 2 with `log`'s usage (not the top level's) and
+    suggests --limit."""
+    ran = run_bare(capsys, "log", "--limt", "5")
+    assert EXIT_USAGE == ran.status
+    assert ran.err.startswith("usage: eventlog log ")
+    assert "unrecognized arguments: --limt 5; did you mean --limit?" in ran.err
+
+
+def test_a_mistyped_option_after_positionals_names_its_command(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """`eventlog hold acme s1 --reasn audit`: `hold`'s usage, and --reason suggested."""
+    ran = run_bare(capsys, "hold", "acme", "s1", "--reasn", "audit")
+    assert EXIT_USAGE == ran.status
+    assert ran.err.startswith("usage: eventlog hold ")
+    assert "did you mean --reason?" in ran.err
+
+
+def test_an_option_nothing_resembles_gets_no_suggestion(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """An unknown option with no near one is refused without a guess."""
+    ran = run_bare(capsys, "log", "--zzzzzz")
+    assert (EXIT_USAGE, True, False) == (
+        ran.status, ran.err.startswith("usage: eventlog log "), "did you mean" in ran.err)
+
+
+@pytest.mark.parametrize("command", ["demo", "migrate", "verify", "log", "stats"])
+def test_a_missing_directory_is_refused_by_writers_and_readers_alike(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, command: str) -> None:
+    """`demo --url sqlite:///no/such/dir/x.db` made the directories silently while the
+    reading commands refused the path: every command now refuses a log whose directory
+    does not exist (a writer creates the database file, never the directories above it),
+    and nothing is created."""
+    missing = tmp_path / "no" / "such" / "dir"
+    ran = run_bare(capsys, command, "--url", f"sqlite:///{missing / 'x.db'}")
+    assert EXIT_OPERATIONAL == ran.status
+    assert f"{missing} does not exist" in ran.err
+    assert not (tmp_path / "no").exists()

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
+import uuid
 from pathlib import Path
 
 import pytest
 
+from eventlog.checkpoints import CheckpointRecord
 from eventlog.cli import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE
 from tests.cli.helpers import Run, Story
 from tests.cli.test_verify import _blob, execute
@@ -87,3 +90,39 @@ def test_a_broken_link_is_highlighted_and_exits_1(
     assert EXIT_FINDINGS == ran.status
     assert 'data-ok="false"' in html
     assert f'<tr class="ev broken" id="ev-{own_story.positions["c1"]}"' in html
+
+
+def _index_rows(html: str) -> dict[str, str]:
+    return dict(re.findall(r'<tr class="subject[^"]*" data-subject="([^"]+)">(.*?)</tr>',
+                           html, re.S))
+
+
+@mutating
+@pytest.mark.parametrize("stream", ["session", "batch"])
+def test_a_tampered_session_is_flagged_in_the_tenant_s_list(
+    own_story: Story, own_run: Run, target: BackendTarget, tmp_path: Path, stream: str
+) -> None:
+    """An event of one session (or of its interrupt batch) changed behind the log's back:
+    the tenant's list of sessions flags that session, with what verify found, and leaves
+    the untouched one unflagged."""
+    asyncio.run(_second_session(target, own_story.tenant))
+    name = (f"session:{own_story.session}" if stream == "session"
+            else f"interrupt-batch:{own_story.batch_id}")
+    where = "WHERE tenant_id = $1 AND stream_id = $2 AND stream_version = 2"
+    data = bytes(execute(target, f"SELECT data FROM events {where}", own_story.tenant, name))
+    execute(target, f"UPDATE events SET data = {_blob(target, data + b' ')} {where}",
+            own_story.tenant, name)
+    out = tmp_path / "r.html"
+    ran = own_run("report", own_story.tenant, "-o", str(out))
+    assert EXIT_FINDINGS == ran.status
+    rows = _index_rows(out.read_text())
+    assert "verify found: hash_mismatch" in rows[own_story.session]
+    assert "verify found" not in rows["untouched"]
+
+
+async def _second_session(target: BackendTarget, tenant: str) -> None:
+    async with target.open() as log:
+        await log.checkpoints.create(CheckpointRecord(
+            tenant_id=tenant, session_id="untouched", run_id=uuid.uuid4(),
+            checkpoint_id="c0", state={"fine": True}))
+        await log.wait_readable()

@@ -127,10 +127,12 @@ def test_the_checkpoint_tree_shows_both_branches_with_duplicates_tagged() -> Non
         (row.checkpoint_id, row.depth, row.duplicate is not None) for row in tree]
 
 
-def test_actor_is_the_generation_or_the_run() -> None:
-    """A claim's actor is its generation; a checkpoint's its run."""
+def test_done_by_names_the_claim_a_decision_was_made_under() -> None:
+    """"Done by" says what it names: a claim's decision ``claim generation 1``; a
+    checkpoint nothing (its run is its lane); neither names a principal."""
     rows = build_session_report("t", "s", story()).rows
-    assert ["run 1", "generation 1"] == [rows[0].actor, rows[7].actor]
+    assert [("run 1", "", ""), ("batch 1", "claim generation 1", "")] == [
+        (row.lane, row.done_by, row.principal) for row in (rows[0], rows[7])]
 
 
 def test_the_page_is_self_contained() -> None:

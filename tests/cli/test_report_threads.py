@@ -28,6 +28,7 @@ from tests.forensic_threads import (
     Forensics,
     Written,
     interrupted_thread,
+    maf_workflow,
     written_on,
 )
 
@@ -81,7 +82,7 @@ def _lanes(html: str) -> list[str]:
 
 def _index(html: str) -> dict[str, list[str]]:
     """The index's lines: name -> the texts of its cells."""
-    rows = re.findall(r'<tr class="subject" data-subject="([^"]+)">(.*?)</tr>', html)
+    rows = re.findall(r'<tr class="subject[^"]*" data-subject="([^"]+)">(.*?)</tr>', html)
     return {name: [re.sub(r"<[^>]+>", "", cell) for cell in re.findall(r"<td[^>]*>(.*?)</td>",
                                                                           row)]
             for name, row in rows}
@@ -278,15 +279,19 @@ def test_a_steps_values_are_shown_with_what_it_changed(
     assert (True, True) == ('"shipped"' in pre[0], "items" in pre[1])
 
 
-def test_the_actor_of_each_step_is_the_node_that_ran(
+def test_done_by_names_the_node_that_ran_each_step(
     run: Run, threads: Forensics, tmp_path: Path
 ) -> None:
-    """The events table's actor column names the graph's nodes, in the order they ran."""
-    html = report(run, tmp_path, threads.tenant, "trip")
-    actors = re.findall(r'<tr class="ev[^"]*"[^>]*>(?:<td[^>]*>.*?</td>){4}<td class=time>'
-                        r"([^<]*)</td>", html)
-    nodes = threads.interrupted.nodes
-    assert nodes == [node for node in dict.fromkeys(actors) if node in nodes]
+    """The events table's "done by" column names the graph's nodes as nodes, in the order
+    they ran, and a workflow's executors as executors."""
+    def done(name: str) -> list[str]:
+        html = report(run, tmp_path, threads.tenant, name)
+        return re.findall(r'<tr class="ev[^"]*"[^>]*>(?:<td[^>]*>.*?</td>){5}<td class=time>'
+                          r"([^<]*)</td>", html)
+
+    nodes = [f"node {node}" for node in threads.interrupted.nodes]
+    assert nodes == [shown for shown in dict.fromkeys(done("trip")) if shown in nodes]
+    assert {"executor ask"} <= set(done("payments"))
 
 
 def test_the_fork_is_a_mark_of_its_own(run: Run, threads: Forensics, tmp_path: Path) -> None:
@@ -369,3 +374,27 @@ def test_an_undecodable_thread_event_stays_in_its_threads_section(
     html = out.read_text()
     assert (EXIT_FINDINGS, ["trip"], 1) == (
         ran.status, list(_index(html)), html.count('class="mark k-undecodable'))
+
+
+@pytest.mark.parametrize("target", ["sqlite"], indirect=True)
+def test_the_questions_table_says_who_answered(
+        capsys: pytest.CaptureFixture[str], target: BackendTarget, tmp_path: Path) -> None:
+    """Beside who asked (the node, the executor), who answered: the principal the answer's
+    event records (the approver was only in the events table); — when none was named."""
+
+    async def write() -> None:
+        async with target.open() as log:
+            await interrupted_thread(log, "acme", "trip", answered_by="alice@example.com")
+            await interrupted_thread(log, "acme", "trip-2")
+            await maf_workflow(log, "acme", "payments", answered_by="bob@example.com")
+
+    asyncio.run(write())
+    run = make_runner(capsys, target)
+    rows = {name: re.findall(r'<tr class="question">.*?<td class=answerer>(.*?)</td>',
+                             report(run, tmp_path, "acme", name), re.S)
+            for name in ("trip", "trip-2", "payments")}
+    assert {"trip": ["alice@example.com"], "trip-2": ["—"],
+            "payments": ["bob@example.com"]} == rows
+    shown = run("timeline", "acme", "trip", "--json").json()
+    assert ["alice@example.com"] == [q["answered_by"] for thread in shown["threads"]
+                                     for q in thread["questions"]]

@@ -104,7 +104,7 @@ def test_a_writer_clock_ahead_of_the_page_is_called_out() -> None:
     """Events recorded after the page was written (a simulated clock): said, with the
     latest event's time."""
     note = _clock_note(START)
-    assert "Here they run ahead of it (the latest is 2030-01-01 12:00:11.000Z)" in note
+    assert "Here they run ahead of it (the latest is 2030-01-01T12:00:11.000000Z)" in note
 
 
 def test_ticks_within_a_minute_read_to_the_millisecond() -> None:

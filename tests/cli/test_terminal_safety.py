@@ -71,10 +71,12 @@ def hostile(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[Run, st
 
 @pytest.mark.parametrize("command", ["timeline", "inspect", "log --full", "log", "replay"])
 def test_no_stored_control_character_reaches_the_terminal(
-    hostile: tuple[Run, str, str, str], command: str
+    hostile: tuple[Run, str, str, str], command: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The snapshot, the note and the event's field are printed as escapes: no ESC, BEL,
-    CR, C1 CSI or bidi override is written, and the escaped text is there to read."""
+    CR, C1 CSI or bidi override is written, and the escaped text is there to read (on a
+    terminal wide enough for `log` to show the field)."""
+    monkeypatch.setenv("COLUMNS", "200")
     run, tenant, session, batch = hostile
     args = {"timeline": ["timeline", tenant, session],
             "inspect": ["inspect", tenant, batch],

@@ -68,7 +68,8 @@ def test_nonsense_is_refused(text: str) -> None:
 
 def test_now_is_now_and_says_so() -> None:
     """--as-of now: this moment, said with its time."""
-    assert (NOW, "now, 21:30:15Z") == (parse_time("now", NOW).value, parse_time("now", NOW).said)
+    assert (NOW, "now, 2026-11-30T21:30:15.000000Z") == (parse_time("now", NOW).value,
+                                                      parse_time("now", NOW).said)
 
 
 @pytest.mark.parametrize(("text", "expected"), [

@@ -102,7 +102,8 @@ async def build_page(
     data = ReportData(
         title=_title(tenant, session, reports), source=context.shown_url(),
         generated_at=datetime.now(UTC), verify=verify, sessions=reports,
-        index=index_lines(scan.tallies, {(r.tenant, r.session): asked(r) for r in reports})
+        index=index_lines(scan.tallies, {(r.tenant, r.session): asked(r) for r in reports},
+                          collect.findings_by_subject(scan, verify))
         if session is None else [],
         as_of=collect.moment_text(as_of_moment, scan.last), left_after=scan.after_moment,
         states=await collect.states(log, reports, as_of),

@@ -91,6 +91,7 @@ svg.lanes.fit { width:100%; height:auto; }
 ul.tree li .fork { background:#ffe8d6; color:#a03d00; font-weight:600; }
 ul.tree li .note { color:var(--muted); margin-left:6px; white-space:normal; }
 table.qa td pre { margin:0; white-space:pre-wrap; font-size:12px; }
+table.index .bad, table.qa .bad { color:var(--bad); } tr.bad-subject td { background:#fdecea; }
 .k-writes > *:not(title) { fill:#fff; stroke:var(--run); stroke-width:1.5; }
 .k-undecodable rect { fill:var(--bad); } .k-undecodable .glyph { fill:#fff;
   font-weight:700; text-anchor:middle; font-size:11px; }

@@ -55,6 +55,8 @@ class Scan:
     tenant: str | None = None
     """The tenant scanned (None: the whole log), for `read_chosen`."""
     as_of: int | datetime | None = None
+    owners: dict[tuple[str, str], SessionKey] = field(default_factory=dict)
+    """Each stream's session, as the scan learned it ((tenant, stream) -> session)."""
 
 
 def before(event: RecordedEvent, as_of: int | datetime | None) -> bool:
@@ -94,7 +96,7 @@ async def scan_sessions(
     """Every session of the tenant (or the whole log) tallied, cut at ``as_of``; no
     session's events are kept (`read_chosen` reads those drawn)."""
     scan = Scan(tenant=tenant, as_of=as_of)
-    owner: dict[tuple[str, str], SessionKey] = {}  # (tenant, stream) -> session
+    owner = scan.owners  # (tenant, stream) -> session
     cursor: str | None = None
     while True:
         page = await log.read_all(after=cursor, limit=_PAGE, tenant_id=tenant)
@@ -176,6 +178,27 @@ async def verify_summary(
         undecodable=[undecodable_finding(event) for event in undecodable],
         scope="the whole log" if tenant is None else f"tenant {tenant}",
     )
+
+
+def findings_by_subject(scan: Scan, verify: VerifySummary) -> dict[SessionKey, list[str]]:
+    """What verify found, by the session (or thread) whose stream it was found in: each
+    finding's kind, once, in the order found (``hash_mismatch``, ``truncated``, …)."""
+    found: dict[SessionKey, list[str]] = {}
+    located = [(p.tenant_id, p.stream_id, p.kind) for p in verify.problems]
+    located += [(u.tenant_id, u.stream_id, "undecodable_event") for u in verify.undecodable]
+    for tenant, stream, kind in located:
+        key = scan.owners.get((tenant, stream)) or _named_by(tenant, stream)
+        if key is not None and kind not in found.setdefault(key, []):
+            found[key].append(kind)
+    return found
+
+
+def _named_by(tenant: str, stream: str) -> SessionKey | None:
+    """The session or thread a stream's own name says it belongs to."""
+    for prefix in ("session:", "thread:"):
+        if stream.startswith(prefix):
+            return tenant, stream.removeprefix(prefix)
+    return None
 
 
 def undecodable_finding(event: RecordedEvent) -> Undecodable:

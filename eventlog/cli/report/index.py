@@ -116,28 +116,37 @@ class SessionLine:
     first_recorded: datetime | None
     last_recorded: datetime | None
     shown: bool
+    findings: tuple[str, ...] = ()
+    """What verify found in its streams (``hash_mismatch``, ``truncated``, …): a
+    session changed behind the log's back is flagged in the list, not only in its
+    section."""
 
 
 def index_lines(
     subjects: Mapping[tuple[str, str], Tally],
     asked: Mapping[tuple[str, str], int],
+    findings: Mapping[tuple[str, str], Sequence[str]] | None = None,
 ) -> list[SessionLine]:
     """One line per subject in scope (its `Tally`), the latest active first; ``asked``
-    holds how many questions each drawn subject asked (as its story tells them)."""
-    lines = [_line(tenant, name, counted, asked.get((tenant, name)))
+    holds how many questions each drawn subject asked (as its story tells them),
+    ``findings`` what verify found in each subject's streams."""
+    found = findings or {}
+    lines = [_line(tenant, name, counted, asked.get((tenant, name)),
+                   tuple(found.get((tenant, name), ())))
              for (tenant, name), counted in subjects.items()]
     lines.sort(key=lambda line: (line.last_recorded is None, line.last_recorded), reverse=True)
     return lines
 
 
-def _line(tenant: str, name: str, counted: Tally, asked: int | None) -> SessionLine:
+def _line(tenant: str, name: str, counted: Tally, asked: int | None,
+          findings: tuple[str, ...]) -> SessionLine:
     framework = counted.framework
     known = asked if asked is not None else None if MAF in framework else counted.interrupts
     return SessionLine(
         tenant=tenant, session=name, framework=framework, events=counted.events,
         checkpoints=counted.checkpoints, runs=len(counted.runs) or None, interrupts=known,
         first_recorded=counted.first_recorded, last_recorded=counted.last_recorded,
-        shown=asked is not None)
+        shown=asked is not None, findings=findings)
 
 
 def anchor(tenant: str, session: str) -> str:
@@ -169,8 +178,11 @@ def _index_row(line: SessionLine) -> str:
     else:
         more = (f"<code>eventlog report {escape(shlex.quote(line.tenant))} "
                 f"{escape(shlex.quote(line.session))}</code>")
-    return (f'<tr class="subject" data-subject="{escape(line.session)}">'
-            f"<td>{escape(line.tenant)}</td><td><b>{escape(line.session)}</b></td>"
+    flag = (f' <b class="bad">verify found: {escape(", ".join(line.findings))}</b>'
+            if line.findings else "")
+    classes = "subject bad-subject" if line.findings else "subject"
+    return (f'<tr class="{classes}" data-subject="{escape(line.session)}">'
+            f"<td>{escape(line.tenant)}</td><td><b>{escape(line.session)}</b>{flag}</td>"
             f"<td>{escape(line.framework)}</td><td class=num>{line.events}</td>"
             f"<td class=num>{line.checkpoints}</td>"
             f"<td class=num>{'—' if line.runs is None else line.runs}</td>"

@@ -24,9 +24,9 @@ from eventlog.cli.render import event_json, short_hash, when
 from eventlog.cli.report.index import framework_of
 from eventlog.cli.report.parts import CHAIN_EDGE, Deadline, Lane, Link, Mark, Row, Stop, TreeRow
 from eventlog.cli.report.threads import (
-    actors,
     branch_lanes,
     captions,
+    done_by,
     story_kinds,
     thread_kind,
     thread_links,
@@ -108,7 +108,7 @@ def build_session_report(
     marks = _mark_stale_claims(marks, events)
     index_of = {event.position: i for i, event in enumerate(events)}
     links = _links(events, entries) + thread_links(stories, index_of)
-    rows, left_out = _rows(entries, events, marks, actors(stories))
+    rows, left_out = _rows(entries, events, marks, done_by(stories))
     counts = Counter(mark.kind for mark in marks)
     stops = run_stops(events, entries) + unfinished_stops(
         stories, index_of, [entry.lane for entry in entries])
@@ -296,8 +296,8 @@ _NOTABLE = frozenset({"undecodable", "question", "answer", "failed", "fork", "to
 def _row(entry: Entry, event: RecordedEvent, mark: Mark, who: str | None) -> Row:
     return Row(
         position=event.position, recorded_at=event.recorded_at, type=event.type,
-        lane=entry.lane, actor=shown_actor(event, who if who is not None
-                                           else actor(event, entry)),
+        lane=entry.lane, principal=event.actor or "",
+        done_by=who if who is not None else decided_by(event),
         hash_prefix=short_hash(event.hash),
         what=entry.what if mark.kind != "stale" else f"{entry.what} (superseded)",
         details=entry.details, duplicate=mark.kind == "duplicate", broken=mark.broken,
@@ -305,24 +305,16 @@ def _row(entry: Entry, event: RecordedEvent, mark: Mark, who: str | None) -> Row
     )
 
 
-def shown_actor(event: RecordedEvent, derived: str) -> str:
-    """The actor column: the principal the event names as its appender (the chain covers
-    it) first, then what the event's own fields say, when that adds something."""
-    if event.actor is None:
-        return derived
-    return event.actor if derived in ("", event.actor) else f"{event.actor} · {derived}"
-
-
-def actor(event: RecordedEvent, entry: Entry) -> str:
-    """Who acted, where the log says: a reconciler, a claim's generation, a run."""
+def decided_by(event: RecordedEvent) -> str:
+    """What a session event's own fields name as doing it, saying what it is: the person
+    a reconciliation names (``reconciler ops``), the claim an interrupt decision was made
+    under (``claim generation 2``); empty otherwise (a checkpoint's run is its lane)."""
     payload = event.event
     if isinstance(payload, ev.BatchReconciled):
-        return payload.actor
+        return f"reconciler {payload.actor}"
     generation = getattr(payload, "generation", None)
     if isinstance(generation, int):
-        return f"generation {generation}"
-    if isinstance(payload, CheckpointCreated):
-        return entry.lane
+        return f"claim generation {generation}"
     return ""
 
 

@@ -284,8 +284,12 @@ def _questions(report: SessionReport) -> str:
     questions = [question for story in report.stories for question in story.questions]
     if not questions:
         return ""
-    parts = ['<h3>Questions and answers</h3><table class="qa"><tr><th class=num>asked</th>'
-             "<th>by</th><th>question</th><th>answer</th><th class=num>answered</th></tr>"]
+    parts = ['<h3>Questions and answers</h3><p class="note">Asked by: the graph node (or '
+             "workflow executor) that raised the question. Answered by: the principal the "
+             "application recorded as appending the answer (an <code>acting_as</code> block, "
+             "the adapter's <code>actor</code>); — when it named none.</p>"
+             '<table class="qa"><tr><th class=num>asked</th><th>asked by</th><th>question</th>'
+             "<th>answer</th><th>answered by</th><th class=num>answered</th></tr>"]
     for question in questions:
         where = f" in {question.namespace}" if question.namespace else ""
         answer = (f"<pre>{escape(pretty(question.answer))}</pre>" if question.answered
@@ -295,7 +299,9 @@ def _questions(report: SessionReport) -> str:
         parts.append(f'<tr class="question"><td class=num>{_jump(question.position)}</td>'
                      f"<td>{escape(question.node)}{escape(where)}</td>"
                      f"<td><pre>{escape(pretty(question.value))}</pre></td>"
-                     f"<td>{answer}</td><td class=num>{answered}</td></tr>")
+                     f"<td>{answer}</td><td class=answerer>"
+                     f"{escape(question.answered_by or '—') if question.answered else ''}</td>"
+                     f"<td class=num>{answered}</td></tr>")
     parts.append("</table>")
     return "".join(parts)
 
@@ -395,9 +401,15 @@ def _tree(rows: list[TreeRow]) -> str:
 def _events(rows: list[Row], table_id: str, values: Mapping[int, StateView]) -> str:
     parts = [f'<input class="filter" type="search" placeholder="filter events…" '
              f'data-table="{table_id}">',
+             '<p class="note">Principal: who the application recorded as appending the '
+             "event (the log's <code>actor</code>, an <code>acting_as</code> block, "
+             "<code>--actor</code>), covered by its hash; — when it named nobody. Done by: "
+             "what the event itself names as doing it: the graph node or workflow executor "
+             "that ran the step, the claim generation an interrupt decision was made under, "
+             "the reconciler a reconciliation names.</p>",
              f'<div class="flow"><table id="{table_id}" class="events"><tr>'
-             "<th class=num>#</th><th>recorded (UTC)</th><th>lane</th><th>type</th><th>actor</th>"
-             "<th>hash</th><th>what</th><th>details</th></tr>"]
+             "<th class=num>#</th><th>recorded (UTC)</th><th>lane</th><th>type</th>"
+             "<th>principal</th><th>done by</th><th>hash</th><th>what</th><th>details</th></tr>"]
     for row in rows:
         classes = "ev" + (" dup" if row.duplicate else "") + (" broken" if row.broken else "")
         parts.append(
@@ -405,7 +417,9 @@ def _events(rows: list[Row], table_id: str, values: Mapping[int, StateView]) -> 
             f"<td class=num>{row.position}</td><td class='mono time'>"
             f"{escape(when(row.recorded_at))}</td><td class=time title=\"{escape(row.lane)}\">"
             f"{escape(short_lane(row.lane))}</td>"
-            f"<td class=mono>{escape(row.type)}</td><td class=time>{escape(row.actor)}</td>"
+            f"<td class=mono>{escape(row.type)}</td>"
+            f"<td class=principal>{escape(row.principal or '—')}</td>"
+            f"<td class=time>{escape(row.done_by)}</td>"
             f"<td class=mono>{escape(row.hash_prefix)}</td><td class=what>"
             f"{escape(row.what)}</td><td>{escape(row.details[:240])}"
             f"{state_cell(values.get(row.position))}</td></tr>")

@@ -104,7 +104,11 @@ class Row:
     recorded_at: datetime
     type: str
     lane: str
-    actor: str
+    principal: str
+    """Who the application recorded as appending the event (empty: nobody named)."""
+    done_by: str
+    """What the event names as doing it, saying what it is: ``node plan``, ``executor
+    ask``, ``claim generation 2``, ``reconciler ops`` (empty: nothing)."""
     hash_prefix: str
     what: str
     details: str

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 
 from eventlog.cli.report.parts import CHAIN_EDGE, Link, Stop, TreeRow
 from eventlog.cli.report.values import MAX_SHOWN, StateView, capped, cut_note
-from eventlog.cli.thread_story import Step, ThreadStory, diff, pretty, short
+from eventlog.cli.thread_story import AGENT_FRAMEWORK, Step, ThreadStory, diff, pretty, short
 
 MAX_TREE_ROWS = 300
 """Checkpoints of one thread listed in its tree; the rest are counted."""
@@ -55,20 +55,31 @@ def story_kinds(stories: Sequence[ThreadStory]) -> dict[int, str]:
     return kinds
 
 
-def actors(stories: Sequence[ThreadStory]) -> dict[int, str]:
-    """By position: who acted: the nodes (executors) a step ran, ``update_state`` for an
-    update, the task that wrote pending writes, the node that asked a question."""
+def done_by(stories: Sequence[ThreadStory]) -> dict[int, str]:
+    """By position: what did the work, each value saying what it is: the nodes
+    (``node plan``, ``nodes plan, approve``) or executors (``executor ask``) a step ran,
+    ``update_state as node plan`` for an update, the node of the task that wrote pending
+    writes, the node that asked a question."""
     found: dict[int, str] = {}
     for story in stories:
         for step in story.steps:
-            who = ", ".join(step.nodes)
+            kind = "executor" if step.framework == AGENT_FRAMEWORK else "node"
+            who = _named(kind, step.nodes)
             found[step.position] = ("update_state" + (f" as {who}" if who else "")
                                     if step.source == "update" else who)
             for task in step.tasks:
-                found[task.position] = task.node
+                found[task.position] = _named("node", [task.node])
         for question in story.questions:
-            found[question.position] = question.node
+            asker = "executor" if AGENT_FRAMEWORK in story.frameworks else "node"
+            found[question.position] = _named(asker, [question.node])
     return found
+
+
+def _named(kind: str, names: Sequence[str]) -> str:
+    """``node plan``, ``nodes plan, ship``; empty for none."""
+    if not names:
+        return ""
+    return f"{kind}{'s' if len(names) > 1 else ''} {', '.join(names)}"
 
 
 def captions(stories: Sequence[ThreadStory]) -> dict[int, str]:

@@ -144,7 +144,7 @@ class _Builder:
         task = self.graph.task(event, put)
         self.tasks.setdefault((put.namespace, put.checkpoint_id), []).append(task)
         asked = [self._ask(q) for q in questions_of(task, put.namespace, put.checkpoint_id)]
-        answered = self._answer(task, put.checkpoint_id)
+        answered = self._answer(task, put.checkpoint_id, event.actor)
         line = _task_line(self.story.lane(put.namespace), put.checkpoint_id, task, asked,
                           answered)
         if (put.namespace, put.checkpoint_id) not in self.puts:
@@ -162,7 +162,7 @@ class _Builder:
         self.story.questions.append(question)
         return question
 
-    def _answer(self, task: Task, checkpoint_id: str) -> list[Question]:
+    def _answer(self, task: Task, checkpoint_id: str, by: str | None) -> list[Question]:
         answered = []
         for question in self.story.questions:
             if question.answered or question.checkpoint_id != checkpoint_id:
@@ -170,7 +170,7 @@ class _Builder:
             found, answer = answer_of(task, question)
             if found:
                 question.answered, question.answer = True, answer
-                question.answer_position = task.position
+                question.answer_position, question.answered_by = task.position, by
                 answered.append(question)
         return answered
 

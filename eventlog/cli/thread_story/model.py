@@ -49,6 +49,9 @@ class Question:
     answered: bool = False
     answer: Any = None
     answer_position: int | None = None
+    answered_by: str | None = None
+    """The principal the answer's event records as appending it (who answered: the
+    approver, when the application names one), or None."""
 
 
 @dataclass

@@ -84,7 +84,7 @@ class WorkflowReader:
             question = self.pending.get(request_id)
             if question is not None and not question.answered:
                 question.answered, question.answer = True, _field(message, "data")
-                question.answer_position = event.position
+                question.answer_position, question.answered_by = event.position, event.actor
 
 
 _MISSING = object()

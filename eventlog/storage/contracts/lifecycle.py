@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import abc
 
+from eventlog.telemetry import Database
+
 
 class StorageLifecycle(abc.ABC):
     """The root of the storage contracts: a backend is opened once and closed once,
@@ -11,6 +13,14 @@ class StorageLifecycle(abc.ABC):
 
     name: str
     """A short name for messages and logs: ``memory``, ``sqlite``, ``postgresql``, ``file``."""
+
+    @property
+    def database(self) -> Database:
+        """Where the data lives, in OpenTelemetry's database words: what the spans and
+        durations of the log's calls to this backend carry (``db.system.name``,
+        ``db.namespace``, ``server.address``/``server.port``). By default the backend's
+        name alone; a backend says more by overriding it."""
+        return Database(system=self.name)
 
     @abc.abstractmethod
     async def open(self, *, upgrade: bool) -> str:
