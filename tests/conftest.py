@@ -35,9 +35,14 @@ from eventlog import EventLog, open_log
 from eventlog.testing.helpers import fresh_id as fresh_id  # the tests import it from here
 from tests.pg_template import create_migrated_schema
 from tests.pg_template import problem as template_problem
+from tests.pg_worker_db import drop_worker_database, worker_url
 from tests.pgbouncer import pgbouncer_program, start_pgbouncer
 
-PG_URL = os.environ.get("EVENTLOG_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
+SHARED_PG_URL = os.environ.get("EVENTLOG_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
+"""The configured test database."""
+PG_URL, _WORKER_DATABASE_PROBLEM = worker_url(SHARED_PG_URL)
+"""Where this process's PostgreSQL tests run: under pytest-xdist a database of the
+worker's own (tests/pg_worker_db.py), else the configured one."""
 IN_CI = os.environ.get("CI", "").lower() == "true"
 BACKENDS = ("memory", "sqlite", "file", "postgresql")
 PGBOUNCER = pytest.param("pgbouncer", marks=pytest.mark.pgbouncer, id="pgbouncer")
@@ -192,13 +197,18 @@ class BackendTarget:
 CAMPAIGN_COUNTS: list[str] = []
 """Lines a campaign's tests add (what they did, counted), printed after the run's summary
 without ``-s``."""
+if _WORKER_DATABASE_PROBLEM is not None:
+    CAMPAIGN_COUNTS.append("PostgreSQL tests shared one database (no worker database: "
+                           f"{_WORKER_DATABASE_PROBLEM})")
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    """In a pytest-xdist worker: hand the counts its tests noted to the controller."""
+    """In a pytest-xdist worker: hand the counts its tests noted to the controller, and
+    drop the worker's own database (a worker ends without running atexit handlers)."""
     workeroutput = getattr(session.config, "workeroutput", None)
     if workeroutput is not None:
         workeroutput["campaign_counts"] = list(CAMPAIGN_COUNTS)
+        drop_worker_database()
 
 
 @pytest.hookimpl(optionalhook=True)

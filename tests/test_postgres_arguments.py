@@ -130,7 +130,7 @@ def test_neither_a_url_nor_an_engine_is_refused_naming_url() -> None:
 
 
 async def test_both_a_url_and_an_engine_are_refused_naming_engine() -> None:
-    engine = create_async_engine("postgresql+asyncpg://postgres@127.0.0.1:5432/test")
+    engine = create_async_engine(PG_URL.replace("postgresql://", "postgresql+asyncpg://", 1))
     try:
         with pytest.raises(InvalidInput, match=r"^engine: give a URL or an engine, not both"):
             PostgresBackend(PG_URL, engine=engine)

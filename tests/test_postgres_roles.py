@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from urllib.parse import urlsplit
 
 import asyncpg
 import pytest
@@ -32,8 +33,9 @@ def test_a_role_without_create_on_the_database_opens_its_existing_log() -> None:
     require_postgres()
     schema, role = f"t_{uuid.uuid4().hex[:12]}", f"app_{uuid.uuid4().hex[:12]}"
     create_migrated_schema(PG_URL, schema)
+    database = urlsplit(PG_URL).path.lstrip("/")
     asyncio.run(_as_role(
-        f'CREATE ROLE "{role}" LOGIN; REVOKE CREATE ON DATABASE test FROM "{role}";'
+        f'CREATE ROLE "{role}" LOGIN; REVOKE CREATE ON DATABASE "{database}" FROM "{role}";'
         f'GRANT USAGE ON SCHEMA "{schema}" TO "{role}";'
         f'GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA "{schema}" TO "{role}";'
         f'GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA "{schema}" TO "{role}";'))

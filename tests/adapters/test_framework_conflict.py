@@ -36,7 +36,7 @@ from eventlog import EventLogError, open_log
 from eventlog.adapters.langgraph import AsyncEventlogSaver
 from eventlog.adapters.maf import EventlogCheckpointStorage
 from eventlog.errors import FrameworkConflict
-from tests.conftest import BackendTarget, drop_schema, require_postgres
+from tests.conftest import PG_URL, BackendTarget, drop_schema, require_postgres
 
 TENANT = "acme"
 NAME = "trip-42"
@@ -106,7 +106,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BackendTar
     else:
         require_postgres()
         schema = f"t_{uuid.uuid4().hex[:12]}"
-        yield BackendTarget("postgresql", "postgresql://postgres@127.0.0.1:5432/test", schema)
+        yield BackendTarget("postgresql", PG_URL, schema)
         asyncio.run(drop_schema(schema))
 
 

@@ -20,6 +20,7 @@ from eventlog import (
 )
 from eventlog.testing.contract._base import ContractBase
 from eventlog.testing.events import Noted
+from eventlog.testing.helpers import settle
 
 BAD_CURSORS = ["p:²", "p:" + str(2**70), "x:1:" + str(2**64), "x:" + str(2**65) + ":1", "p:-1"]
 
@@ -61,10 +62,12 @@ class InputEdgesContract(ContractBase):
             thread_id="thread", batch_id=batch.batch_id,
             responses=[Resume(interrupt_id="ok", status="resolved")]))
         assert result.claim is not None
+        await settle(log)  # the claim, just committed, is readable (the read horizon)
         before = (await log.read_all()).events
         forged = replace(result.claim, token=None)  # type: ignore[arg-type]
         with pytest.raises(InvalidInput) as raised:
             await log.interrupts.try_start_effect(forged)
+        await settle(log)
         assert ("claim.token", before) == (raised.value.field, (await log.read_all()).events)
 
     async def test_a_thread_id_too_long_to_be_a_session_is_refused_at_create(
