@@ -44,6 +44,7 @@ from eventlog.log._append import (
     check_required,
 )
 from eventlog.log._chain import verify_chains
+from eventlog.log._erasures import Erasure, ErasureLedger
 from eventlog.log._heads import HeadCache
 from eventlog.log._mode import EncryptionMode, read_mode
 from eventlog.log._queries import check_history, check_query
@@ -176,6 +177,11 @@ class EventLog:
         self._signing_starts: dict[str, int] = {}
         # Whether the log is encrypted, and under which keyrings: checked before writes.
         self._mode = EncryptionMode(storage, None if sealer is None else sealer.provider)
+        # Each subject's erasure as its (checked) erasure stream says: the key rows obey it.
+        self._erasures = ErasureLedger(SignedReads(storage, self._decoded,
+                                                   writer_keys or None, self._signing_starts))
+        if sealer is not None:
+            sealer.erasures = self._erasures
         self.actor = None if actor is None else check_actor(actor)
         # Shared (not copied) by `on_primary`'s twin, the face and `sibling`, so a block
         # acting as someone reaches the stores' appends too.
@@ -931,16 +937,32 @@ class EventLog:
                                           "destroyed)")
         # Before a key is destroyed: a log with another keyring may not record the erasure.
         await self._mode.before_write(seals=False, now=read_clock(self.clock))
+        stream = ERASURE_STREAM_PREFIX + subject
+        check_id("subject", stream)
         destroyed = await self.storage.destroy_subject_keys(tenant_id, subject,
                                                             read_clock(self.clock))
         if self.sealer is not None:
             self.sealer.forget(tenant_id, subject)
         if destroyed:
-            stream = ERASURE_STREAM_PREFIX + subject
-            check_id("subject", stream)
+            # Every generation it holds is erased: the record says up to which, so a row
+            # of one written back later is refused (`eventlog.log._erasures`).
+            through = max([row.generation for row in await self.storage.subject_keys(
+                tenant_id, subject)] + [(await self._erasures.erasure(
+                    tenant_id, subject)).through])
             await self.append(tenant_id, stream, [SubjectKeyDestroyed(
-                subject=subject, reason=reason, actor=actor, generations=destroyed)])
+                subject=subject, reason=reason, actor=actor, generations=destroyed,
+                through=through)])
         return destroyed
+
+    async def erasure_of(self, tenant_id: str, subject: str) -> Erasure:
+        """What the log's erasure stream of the subject says (`Erasure`): every key
+        generation up to ``through`` is erased (0: none), whatever the key table holds.
+        Read from the checked stream: `ForgedEvent` for an erasure record that is not
+        the application's. Needs no keyring."""
+        self._check_open("read")
+        check_id("tenant_id", tenant_id)
+        check_id("subject", subject)
+        return await self._erasures.erasure(tenant_id, subject)
 
     async def encrypted_under(self) -> tuple[str, ...]:
         """The ids of the key-encryption keys the log is encrypted under, as it records
@@ -954,28 +976,49 @@ class EventLog:
                            *, page: int = 1000) -> list[KeyRow]:
         """The data key rows (wrapped under the key-encryption key, or erased) of one
         subject, or of the whole tenant in key order when ``subject`` is None; never a key
-        in the clear. What an export carries."""
+        in the clear. What an export carries. They obey the log: a row of a generation the
+        subject's erasure stream erased is given as erased, whatever it holds (a row
+        written back from a backup is never handed on)."""
         self._check_open("read")
         check_id("tenant_id", tenant_id)
         if subject is not None:
-            return list(await self.storage.subject_keys(tenant_id, check_id("subject", subject)))
+            return await self._obeyed(list(await self.storage.subject_keys(
+                tenant_id, check_id("subject", subject))))
         rows: list[KeyRow] = []
         after = (tenant_id, "", 0)  # no subject is empty: the tenant's first row comes after
         while True:
             found = await self.storage.subject_keys_page(after, page)
             rows.extend(row for row in found if row.tenant_id == tenant_id)
             if len(found) < page or found[-1].tenant_id != tenant_id:
-                return rows
+                return await self._obeyed(rows)
             after = (tenant_id, found[-1].subject, found[-1].generation)
+
+    async def _obeyed(self, rows: list[KeyRow]) -> list[KeyRow]:
+        """``rows`` with each one that holds a key of a generation its log erased given
+        as erased (at the erasure's time)."""
+        obeyed = []
+        for row in rows:
+            if row.wrapped is not None:
+                erasure = await self._erasures.erasure(row.tenant_id, row.subject)
+                if row.generation <= erasure.through:
+                    row = dataclasses.replace(row, wrapped=None,
+                                              erased_at=row.erased_at or erasure.at)
+            obeyed.append(row)
+        return obeyed
 
     async def add_subject_keys(self, tenant_id: str, rows: Sequence[KeyRow]) -> None:
         """Store key rows another log exported (wrapped as they were), those the log
-        lacks; a row already held is left as it is. What an import takes in."""
+        lacks; a row already held is left as it is, and a key of a generation this log
+        erased is not stored (its erasure stream decides). What an import takes in."""
         self._check_open("append")
         check_id("tenant_id", tenant_id)
         for row in rows:
             if row.tenant_id != tenant_id:
                 raise InvalidInput("rows", f"a key row of another tenant ({row.subject!r})")
+        for row in rows:
+            if row.wrapped is not None and row.generation <= (
+                    await self._erasures.erasure(tenant_id, row.subject)).through:
+                continue
             await self.storage.add_subject_key(row)
 
     async def destroy_subject_keys(self, tenant_id: str, subject: str, at: datetime) -> int:

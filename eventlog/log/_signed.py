@@ -76,7 +76,7 @@ class SignedReads:
         self, storage: _Reader, decode: Callable[[StoredEvent], Awaitable[RecordedEvent]],
         keys: WriterKeys | None, starts: dict[str, int],
     ) -> None:
-        self._storage = storage
+        self.storage = storage
         self._decode = decode
         self.keys = keys
         self._starts = starts  # found starts only: shared by the log and its twins
@@ -93,18 +93,18 @@ class SignedReads:
         application's, after which nothing more is read."""
         previous, version, signed = GENESIS_HASH, 0, False
         while True:
-            page = await self._storage.read_stream(tenant_id, stream_id, version + 1, _PAGE)
+            page = await self.storage.read_stream(tenant_id, stream_id, version + 1, _PAGE)
             for stored in page:
                 version += 1
-                await self._check(stored, version, previous, signed)
+                await self.check(stored, version, previous, signed)
                 signed |= stored.signature is not None
                 previous = stored.hash
                 yield await self._decode(stored)
             if len(page) < _PAGE:
                 return
 
-    async def _check(self, stored: StoredEvent, version: int, previous: bytes,
-                     signed: bool) -> None:
+    async def check(self, stored: StoredEvent, version: int, previous: bytes,
+                    signed: bool) -> None:
         """`ForgedEvent` unless ``stored`` is the ``version``-th event of its stream,
         linked to ``previous`` and the application's (``signed``: an earlier event is)."""
         broken = _broken(stored, version, previous)
@@ -126,7 +126,7 @@ class SignedReads:
         behind the log's back."""
         start = self._starts.get(tenant_id)
         if start is None:
-            start = (await self._storage.signing_starts(tenant_id)).get(tenant_id)
+            start = (await self.storage.signing_starts(tenant_id)).get(tenant_id)
             if start is not None:
                 self._starts[tenant_id] = start
         return start

@@ -1,0 +1,148 @@
+"""Erasure that a backup cannot undo (issue 40 §2): the database administrator saves a
+subject's `subject_keys` rows before `erase` and writes them back after (after a reopening
+too, and in a copy after deleting the erased row and importing an older export), with SQL
+from outside the library on a real SQLite file and the PostgreSQL server. The log's own
+erasure stream decides: the restored key is refused (the subject reads and writes as
+erased), never handed on by an export, and named by `verify` (``key_restored``).
+"""
+
+from __future__ import annotations
+
+import io
+import uuid
+from typing import Any
+
+import pytest
+
+from eventlog import CheckpointRecord, open_log
+from eventlog.errors import SubjectErased
+from eventlog.transfer import export_log, import_log
+from tests.conftest import BackendTarget
+from tests.signing_outside import rows
+
+signed_stores = pytest.mark.parametrize("target", ["sqlite-sealed", "postgresql-sealed"],
+                                        indirect=True)
+
+
+def _record(session: str = "s1", **fields: Any) -> CheckpointRecord:
+    return CheckpointRecord(tenant_id="t", session_id=session, run_id=uuid.UUID(int=1),
+                            **{"state": {"secret": "MARKER-STATE"},
+                               "metadata": {"who": "MARKER-META"}, **fields})
+
+
+async def _saved_keys(target: BackendTarget, subject: str) -> list[tuple[Any, ...]]:
+    """The DBA's backup of the subject's key rows: (generation, wrapped)."""
+    return await rows(target, "SELECT generation, wrapped FROM subject_keys WHERE "
+                              "tenant_id = $1 AND subject = $2 ORDER BY generation",
+                      "t", subject)
+
+
+async def _write_back(target: BackendTarget, subject: str,
+                      saved: list[tuple[Any, ...]]) -> None:
+    """The DBA writes the backup's keys back over the erased rows."""
+    for generation, wrapped in saved:
+        await rows(target, "UPDATE subject_keys SET wrapped = $1, erased_at = NULL WHERE "
+                           "tenant_id = $2 AND subject = $3 AND generation = $4",
+                   wrapped, "t", subject, generation)
+
+
+async def _findings(target: BackendTarget) -> list[tuple[str, str, int]]:
+    async with open_log(target.url, **target.options()) as log:  # no keyring needed
+        report = await log.verify()
+    return [(problem.stream_id, problem.kind, problem.version) for problem in report.problems]
+
+
+@signed_stores
+async def test_a_key_written_back_after_erasure_is_refused_and_named(
+        target: BackendTarget) -> None:
+    """The backup's key row, written back after `erase`: the subject reads as erased
+    (state refused, metadata marked), a write to it is refused, an export carries the row
+    as erased, and verify names the subject; another subject is untouched."""
+    async with target.open() as log:
+        gone = await log.checkpoints.create(_record())
+        kept = await log.checkpoints.create(_record("s2"))
+        saved = await _saved_keys(target, "s1")
+        assert 1 == await log.erase("t", "s1", reason="asked")
+    await _write_back(target, "s1", saved)
+    assert all(wrapped is not None for _, wrapped in await _saved_keys(target, "s1"))
+    async with target.open() as log:
+        with pytest.raises(SubjectErased):
+            await log.checkpoints.read("t", "s1", gone.checkpoint_id or "")
+        listed = [record.metadata for record in await log.checkpoints.list("t", "s1")]
+        with pytest.raises(SubjectErased):
+            await log.checkpoints.create(_record())
+        other = await log.checkpoints.read("t", "s2", kept.checkpoint_id or "")
+        sink = io.BytesIO()
+        await export_log(log, sink, tenant_id="t")
+    exported = [line for line in sink.getvalue().splitlines() if b'"subject":"s1"' in line
+                and b'"kind":"key"' in line]
+    assert ([{"$erased": True}], {"secret": "MARKER-STATE"}) == (listed, other)
+    assert [b'"wrapped":null' in line for line in exported] == [True]
+    assert [("erasure:s1", "key_restored", 1)] == await _findings(target)
+
+
+@signed_stores
+async def test_a_key_written_back_after_a_reopening_is_refused_and_named(
+        target: BackendTarget) -> None:
+    """Erased, reopened (a new generation) and written again: the first generation's key
+    written back from the backup opens nothing; the new generation reads."""
+    async with target.open() as log:
+        old = await log.checkpoints.create(_record())
+        saved = await _saved_keys(target, "s1")
+        await log.erase("t", "s1")
+        assert 2 == await log.reopen_subject("t", "s1")
+        new = await log.checkpoints.create(_record(state={"again": 1}))
+    await _write_back(target, "s1", saved)
+    async with target.open() as log:
+        with pytest.raises(SubjectErased):
+            await log.checkpoints.read("t", "s1", old.checkpoint_id or "")
+        assert {"again": 1} == await log.checkpoints.read("t", "s1", new.checkpoint_id or "")
+    assert [("erasure:s1", "key_restored", 1)] == await _findings(target)
+
+
+@signed_stores
+async def test_a_subject_whose_key_rows_are_deleted_stays_erased(
+        target: BackendTarget) -> None:
+    """The DBA deletes the erased rows: the log still says erased, so no new key is made
+    for a write (it would have started generation 1 again), and a reopening starts above
+    the erased generation."""
+    async with target.open() as log:
+        await log.checkpoints.create(_record())
+        await log.erase("t", "s1")
+    await rows(target, "DELETE FROM subject_keys WHERE tenant_id = $1 AND subject = $2",
+               "t", "s1")
+    async with target.open() as log:
+        with pytest.raises(SubjectErased):
+            await log.checkpoints.create(_record())
+        assert [] == await _saved_keys(target, "s1")
+        assert 2 == await log.reopen_subject("t", "s1")
+    assert [] == await _findings(target)
+
+
+@signed_stores
+async def test_a_copy_importing_an_older_export_after_the_row_is_deleted_stays_erased(
+        target: BackendTarget, tmp_path: Any) -> None:
+    """A copy holds the erasure; the DBA deletes its erased key row and imports an export
+    made before the erasure: the import skips the erased key (nothing restored), the
+    subject stays erased and verify holds."""
+    async with target.open() as log:
+        created = await log.checkpoints.create(_record())
+        older = io.BytesIO()
+        await export_log(log, older, tenant_id="t")
+        await log.erase("t", "s1")
+        newer = io.BytesIO()
+        await export_log(log, newer, tenant_id="t")
+    copy = BackendTarget("sqlite", f"sqlite:///{tmp_path / 'copy.db'}",
+                         keyring=target.keyring)
+    async with copy.open() as log:
+        newer.seek(0)
+        await import_log(log, newer)
+    await rows(copy, "DELETE FROM subject_keys WHERE tenant_id = $1 AND subject = $2",
+               "t", "s1")
+    async with copy.open() as log:
+        older.seek(0)
+        await import_log(log, older)
+        assert [] == await _saved_keys(copy, "s1")
+        with pytest.raises(SubjectErased):
+            await log.checkpoints.read("t", "s1", created.checkpoint_id or "")
+    assert [] == await _findings(copy)
