@@ -491,6 +491,8 @@ class _FilePlan:
     """Whether each subject's erasure stream in the file is signed throughout."""
     carried: set[bytes] = field(default_factory=set)
     """The digests of the file's blobs."""
+    recorded_withheld: set[bytes] = field(default_factory=set)
+    """Digests the file's own `StateWithheld` records name (absent by intent)."""
     signed: set[str] = field(default_factory=set)
     """Streams of the file with a signed event so far (a later unsigned one is refused)."""
 
@@ -631,6 +633,8 @@ def _check_file(
                                                      stored.data))
                 event = _check_event(registry, stored, number)
                 _check_held(plan, stored, event)
+                if isinstance(event, StateWithheld):
+                    plan.recorded_withheld.update(_withheld_digests(event))
                 named = event.blob_digests()
                 head = heads.get(stored.stream_id)
                 if head is None or stored.version > int(head["version"]):
@@ -706,11 +710,23 @@ def _check_keys(plan: _FilePlan, provider: KeyProvider | None,
 
 def _check_state(plan: _FilePlan) -> list[bytes]:
     """The blobs a file exported with state promises and does not carry: named by its new
-    events, still referenced at its end, and not among its blob records (the import then
-    asks whether the target holds them)."""
+    events, still referenced at its end, not among its blob records and not recorded as
+    withheld by an earlier import's record it carries (the import then asks whether the
+    target holds them)."""
     if not plan.header.get("with_state", True):
         return []
-    return [digest for digest in plan.withheld_candidates() if digest not in plan.carried]
+    return [digest for digest in plan.withheld_candidates()
+            if digest not in plan.carried and digest not in plan.recorded_withheld]
+
+
+def _withheld_digests(event: StateWithheld) -> set[bytes]:
+    found = set()
+    for text in event.digests:
+        try:
+            found.add(bytes.fromhex(text))
+        except ValueError:
+            continue  # not a digest: it withholds nothing
+    return found
 
 
 def _check_link(plan: _FilePlan, stored: StoredEvent, heads: dict[str, Any], number: int) -> None:
