@@ -8,15 +8,20 @@ erased), never handed on by an export, and named by `verify` (``key_restored``).
 
 from __future__ import annotations
 
+import asyncio
 import io
+import json
 import uuid
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
 from eventlog import CheckpointRecord, open_log
+from eventlog.cli import EXIT_FINDINGS, EXIT_OK
 from eventlog.errors import SubjectErased
-from eventlog.transfer import export_log, import_log
+from eventlog.transfer import FORMAT, FORMAT_VERSION, export_log, import_log
+from tests.cli.helpers import make_runner
 from tests.conftest import BackendTarget
 from tests.signing_outside import rows
 
@@ -146,3 +151,38 @@ async def test_a_copy_importing_an_older_export_after_the_row_is_deleted_stays_e
         with pytest.raises(SubjectErased):
             await log.checkpoints.read("t", "s1", created.checkpoint_id or "")
     assert [] == await _findings(copy)
+
+
+@signed_stores
+def test_verify_and_import_on_the_command_line(
+        target: BackendTarget, capsys: pytest.CaptureFixture[str], tmp_path: Any) -> None:
+    """``eventlog verify`` exits 1 naming the subject whose erased key was written back;
+    ``eventlog import`` of a file holding only a header, the subject's key line marked
+    erased and an end record exits non-zero and erases nothing (it exited 0 and destroyed
+    the key)."""
+    async def written() -> list[tuple[Any, ...]]:
+        async with target.open() as log:
+            await log.checkpoints.create(_record())
+            await log.checkpoints.create(_record("s2"))
+            saved = await _saved_keys(target, "s1")
+            await log.erase("t", "s1")
+        await _write_back(target, "s1", saved)
+        return await _saved_keys(target, "s2")
+
+    before = asyncio.run(written())
+    run = make_runner(capsys, target)
+    verified = run("verify")
+    crafted = tmp_path / "crafted.jsonl"
+    now = datetime.now(UTC).isoformat()
+    crafted.write_text("\n".join(json.dumps(record) for record in [
+        {"format": FORMAT, "version": FORMAT_VERSION, "tenant": "t", "session": None,
+         "with_state": True, "exported_at": now, "source": "sqlite"},
+        {"kind": "key", "subject": "s2", "generation": 1, "kek_id": "k", "wrapped": None,
+         "created_at": now, "erased_at": now},
+        {"kind": "end", "events": 0, "blobs": 0, "keys": 1}]) + "\n")
+    imported = run("import", str(crafted))
+    assert (EXIT_FINDINGS, True) == (verified.status, "'s1'" in verified.out)
+    assert "Erasures: 1 erased key is held again" in verified.out
+    assert EXIT_OK != imported.status
+    assert "belongs to no event" in imported.err
+    assert before == asyncio.run(_saved_keys(target, "s2"))
