@@ -19,11 +19,15 @@ import pytest
 
 from eventlog import CheckpointRecord, open_log
 from eventlog.cli import EXIT_FINDINGS, EXIT_OK
-from eventlog.errors import SubjectErased
+from eventlog.errors import ForgedEvent, SubjectErased
+from eventlog.events import default_registry
+from eventlog.events.erasure import SubjectKeyDestroyed
+from eventlog.log._erasures import Erasure, fold_erasure
+from eventlog.records import StoredEvent
 from eventlog.transfer import FORMAT, FORMAT_VERSION, export_log, import_log
 from tests.cli.helpers import make_runner
 from tests.conftest import BackendTarget
-from tests.signing_outside import rows
+from tests.signing_outside import forge, rows
 
 signed_stores = pytest.mark.parametrize("target", ["sqlite-sealed", "postgresql-sealed"],
                                         indirect=True)
@@ -186,3 +190,43 @@ def test_verify_and_import_on_the_command_line(
     assert EXIT_OK != imported.status
     assert "belongs to no event" in imported.err
     assert before == asyncio.run(_saved_keys(target, "s2"))
+
+
+def test_an_erasure_recorded_before_through_erases_the_generations_it_counts() -> None:
+    """An erasure event of a log written before events said ``through`` erased the
+    generations it counts after those the previous one erased: erased (1), reopened (2),
+    erased again (1 more) erases through 2; one with ``through`` says it outright."""
+    def stored(version: int, event: SubjectKeyDestroyed) -> StoredEvent:
+        tag, data = default_registry.encode(event)
+        return StoredEvent(position=version, event_id=uuid.uuid4(), tenant_id="t",
+                           stream_id="erasure:s1", version=version,
+                           recorded_at=datetime.now(UTC), type=tag, data=data,
+                           prev_hash=b"", hash=b"")
+
+    old = [stored(1, SubjectKeyDestroyed(subject="s1", generations=1)),
+           stored(2, SubjectKeyDestroyed(subject="s1", generations=1))]
+    erasure = Erasure()
+    seen = []
+    for event in [*old, stored(3, SubjectKeyDestroyed(subject="s1", generations=1,
+                                                      through=5))]:
+        erasure = fold_erasure(erasure, event)
+        seen.append((erasure.through, erasure.version))
+    assert [(1, 1), (2, 2), (5, 3)] == seen
+
+
+@signed_stores
+async def test_a_forged_erasure_record_is_refused_not_obeyed(target: BackendTarget) -> None:
+    """After an erasure and a reopening, the DBA appends a correctly chained erasure event
+    the writer key did not sign: reads of the reopened subject raise `ForgedEvent` naming
+    it (neither erased nor served as if nothing were wrong), and verify names it."""
+    async with target.open() as log:
+        await log.checkpoints.create(_record())
+        await log.erase("t", "s1")
+        await log.reopen_subject("t", "s1")
+        created = await log.checkpoints.create(_record())
+    await forge(target, "t", "erasure:s1", SubjectKeyDestroyed(subject="s1", generations=1,
+                                                               through=2))
+    async with target.open() as log:
+        with pytest.raises(ForgedEvent, match="erasure:s1"):
+            await log.checkpoints.read("t", "s1", created.checkpoint_id or "")
+    assert [("erasure:s1", "unsigned", 2)] == await _findings(target)
