@@ -239,6 +239,8 @@ async def export_log(
         # Every stream is compared (a session's too: its batch streams are known only
         # from events that may be the unread ones), and no end record is written.
         raise ExportIncomplete(tenant_id, total, scanned, missing, max_wait)
+    if membership is not None:
+        await _erasure_records(log, writer, tenant_id)
     await writer.remaining_blobs()
     keys = await _export_keys(log, writer, tenant_id, session_id)
     writer.line({"kind": "end", "events": writer.events, "blobs": writer.blobs,
@@ -252,6 +254,17 @@ async def export_log(
         events=writer.events, streams=len(writer.streams), blobs=writer.blobs,
         blob_bytes=writer.blob_bytes, blobs_withheld=writer.withheld, keys=keys,
     )
+
+
+async def _erasure_records(log: EventLog, writer: _ExportWriter, tenant_id: str) -> None:
+    """A session's export carries the erasure streams of the subjects it names, whole
+    (after its own events): an import takes an erased key line only with the erasure
+    record that erases it."""
+    for subject in sorted(writer.subjects):
+        stream = ERASURE_STREAM_PREFIX + subject
+        if stream not in writer.streams:
+            async for event in log.read_stream(tenant_id, stream):
+                await writer.event(event)
 
 
 class _ExportWriter:

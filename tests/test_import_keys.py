@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from eventlog import CheckpointRecord
-from eventlog.errors import ImportRefused, InvalidInput
+from eventlog.errors import ImportRefused, InvalidInput, SubjectErased
 from eventlog.events import default_registry
 from eventlog.events.erasure import SubjectKeyDestroyed
 from eventlog.hashing import GENESIS_HASH, event_hash, to_micros
@@ -204,3 +204,28 @@ async def test_the_unaltered_export_still_imports(
         await import_log(log, _file(records))
         assert {"secret": "MARKER-STATE"} == await log.checkpoints.read("t", "s1", checkpoint)
         assert (await log.verify()).ok
+
+
+@signed_stores
+async def test_a_session_export_carries_its_subjects_erasures(
+        target: BackendTarget, copy: BackendTarget) -> None:
+    """One session's export, its subject erased at the source: it carries the erasure
+    record with the erased key line, so a copy holding the subject's key (imported
+    before the erasure) destroys it, and a fresh copy imports it erased."""
+    checkpoint, _ = await _source(target)
+    async with target.open() as log:
+        before = io.BytesIO()
+        await export_log(log, before, tenant_id="t", session_id="s1")
+        await log.erase("t", "s1")
+        after = io.BytesIO()
+        await export_log(log, after, tenant_id="t", session_id="s1")
+    async with copy.open() as log:
+        before.seek(0)
+        await import_log(log, before)
+        assert {"secret": "MARKER-STATE"} == await log.checkpoints.read("t", "s1", checkpoint)
+        after.seek(0)
+        await import_log(log, after)
+        with pytest.raises(SubjectErased):
+            await log.checkpoints.read("t", "s1", checkpoint)
+        assert (await log.verify()).ok
+    assert [("t", "s1", 1, 1)] == (await _state(copy))[1]
