@@ -230,3 +230,20 @@ async def test_a_forged_erasure_record_is_refused_not_obeyed(target: BackendTarg
         with pytest.raises(ForgedEvent, match="erasure:s1"):
             await log.checkpoints.read("t", "s1", created.checkpoint_id or "")
     assert [("erasure:s1", "unsigned", 2)] == await _findings(target)
+
+
+@signed_stores
+async def test_a_process_holding_the_key_refuses_it_once_restored_after_erasure(
+        target: BackendTarget) -> None:
+    """A process read the subject (its key cached); another erases it and the DBA writes
+    the key row back at once, so the row looks as the first process cached it: at its
+    next check (``key_cache_seconds=0``: before every use) the log's erasure record
+    decides, and the read is refused."""
+    async with target.open(key_cache_seconds=0) as reader:
+        created = await reader.checkpoints.create(_record())
+        saved = await _saved_keys(target, "s1")
+        async with target.open() as other:
+            await other.erase("t", "s1")
+        await _write_back(target, "s1", saved)
+        with pytest.raises(SubjectErased):
+            await reader.checkpoints.read("t", "s1", created.checkpoint_id or "")
