@@ -247,3 +247,24 @@ async def test_a_process_holding_the_key_refuses_it_once_restored_after_erasure(
         await _write_back(target, "s1", saved)
         with pytest.raises(SubjectErased):
             await reader.checkpoints.read("t", "s1", created.checkpoint_id or "")
+
+
+@signed_stores
+def test_erase_of_a_subject_whose_erased_rows_were_deleted_says_erased_before(
+        target: BackendTarget, capsys: pytest.CaptureFixture[str]) -> None:
+    """The DBA deleted the erased key rows: ``eventlog erase`` again says the subject was
+    erased before (the log's record), exit 0, rather than that it holds no key (exit 4)."""
+    async def erased() -> None:
+        async with target.open() as log:
+            await log.checkpoints.create(_record())
+            await log.erase("t", "s1")
+        await rows(target, "DELETE FROM subject_keys WHERE tenant_id = $1 AND subject = $2",
+                   "t", "s1")
+
+    asyncio.run(erased())
+    assert target.keyring is not None
+    again = make_runner(capsys, target)("erase", "t", "s1", "--keyring", target.keyring,
+                                        "--json")
+    assert (EXIT_OK, {"destroyed": 0, "erased_before": True}) == (
+        again.status, {key: value for key, value in json.loads(again.out).items()
+                       if key in ("destroyed", "erased_before")}), again.err
