@@ -400,6 +400,11 @@ async def _plan_keys(log: EventLog, plan: _FilePlan) -> None:
             raise ImportRefused(f"{ERASURE_STREAM_PREFIX}{subject}", erasure.version, (
                 "the file's erasure record is not signed, and this log's events are: it "
                 "erases only on its writer key's record; nothing was imported"))
+        if signs and not log.writer_keys:
+            raise ImportRefused(f"{ERASURE_STREAM_PREFIX}{subject}", erasure.version, (
+                "the file's erasure record would destroy a key this log holds, and its "
+                "signature cannot be checked without the writer key: import with the "
+                "keyring (or writer_keys=); nothing was imported"))
         assert erasure.at is not None
         plan.erase[subject] = erasure.at
 

@@ -20,11 +20,13 @@ from typing import Any
 import pytest
 
 from eventlog import CheckpointRecord
+from eventlog.crypto import FileKeyring
 from eventlog.errors import ImportRefused, InvalidInput, SubjectErased
 from eventlog.events import default_registry
 from eventlog.events.erasure import SubjectKeyDestroyed
 from eventlog.hashing import GENESIS_HASH, event_hash, to_micros
 from eventlog.transfer import FORMAT, FORMAT_VERSION, export_log, import_log
+from eventlog.writer_keys import WriterKeys
 from tests.conftest import PG_URL, BackendTarget
 from tests.signing_outside import rows
 
@@ -229,3 +231,24 @@ async def test_a_session_export_carries_its_subjects_erasures(
             await log.checkpoints.read("t", "s1", checkpoint)
         assert (await log.verify()).ok
     assert [("t", "s1", 1, 1)] == (await _state(copy))[1]
+
+
+@signed_stores
+async def test_an_erasure_record_whose_signature_cannot_be_checked_does_not_erase(
+        target: BackendTarget) -> None:
+    """The erasure event carries a made-up signature under the real writer key's id, and
+    the log is opened without its keyring (no writer key to check it): the import would
+    destroy a key the log holds on an unchecked record, so it is refused."""
+    checkpoint, records = await _source(target)
+    assert target.keyring is not None
+    key_id = WriterKeys(FileKeyring(target.keyring).writer_public_keys).ids[0]
+    header = {"format": FORMAT, "version": FORMAT_VERSION, "tenant": "t", "session": None,
+              "with_state": True, "exported_at": datetime.now(UTC).isoformat(),
+              "source": "sqlite"}
+    now = datetime.now(UTC).isoformat()
+    forged = {**_erasure_event("s1"), "signature": key_id + os.urandom(64).hex()}
+    file = _file([header, forged, {**_key(records), "wrapped": None, "erased_at": now}])
+    keyless = BackendTarget(target.name, target.url, target.schema)
+    await _refused(keyless, file, ImportRefused, "cannot be checked")
+    async with target.open() as log:
+        assert {"secret": "MARKER-STATE"} == await log.checkpoints.read("t", "s1", checkpoint)
