@@ -59,6 +59,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 import uuid
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -280,7 +281,11 @@ class _ExportWriter:
         self.events = self.blobs = self.blob_bytes = self.withheld = 0
         self.streams: set[str] = set()
         self.subjects: set[str] = set()
-        """The subjects whose sealed bytes were written (a session export's keys)."""
+        """The subjects whose sealed bytes or erasure records were written (whose keys
+        the file carries)."""
+        self.erasures: dict[str, Erasure] = {}
+        """The erasures the written erasure streams record, by subject (each stream is
+        written whole: what the file's key lines must agree with)."""
 
     def line(self, record: dict[str, Any]) -> None:
         self.sink.write(_encoder.encode(record) + b"\n")
@@ -289,7 +294,10 @@ class _ExportWriter:
         self.subjects.update(sealed_subjects(self.log.registry.sealed_fields(event.type),
                                              event.data))
         if event.stream_id.startswith(ERASURE_STREAM_PREFIX):
-            self.subjects.add(event.stream_id[len(ERASURE_STREAM_PREFIX):])
+            subject = event.stream_id[len(ERASURE_STREAM_PREFIX):]
+            self.subjects.add(subject)
+            self.erasures[subject] = fold_erasure(self.erasures.get(subject, Erasure()),
+                                                  event)
         for digest in event.event.blob_digests():
             await self.blob(digest)
         self.line({
@@ -334,13 +342,35 @@ async def _export_keys(log: EventLog, writer: _ExportWriter, tenant_id: str,
     """Write the key records: the rows of the subjects the written events' sealed bytes
     and blobs name, and of those whose erasure they carry (an import takes keys for no
     other subject); how many. Wrapped keys only, never a key in the clear, and as the log
-    has them: a key its erasure stream erased goes as erased (`EventLog.subject_keys`)."""
-    del session_id  # a whole tenant's export and a session's follow the one rule
-    rows = [row for subject in sorted(writer.subjects)
-            for row in await log.subject_keys(tenant_id, subject)]
+    has them: a key the file's erasure records erased goes as erased, whatever the key
+    table holds (a row written back from a backup is never handed on)."""
+    if session_id is None:  # the tenant's rows a page at a time, as the log keeps them
+        rows = [row async for row in _tenant_key_rows(log, tenant_id)
+                if row.subject in writer.subjects]
+    else:
+        rows = [row for subject in sorted(writer.subjects)
+                for row in await log.storage.subject_keys(tenant_id, subject)]
     for row in rows:
+        erasure = writer.erasures.get(row.subject)
+        if erasure is not None and row.wrapped is not None and (
+                row.generation <= erasure.through):
+            row = dataclasses.replace(row, wrapped=None, erased_at=row.erased_at or erasure.at)
         writer.line(key_record(row))
     return len(rows)
+
+
+async def _tenant_key_rows(log: EventLog, tenant_id: str) -> AsyncIterator[KeyRow]:
+    """The tenant's key rows as stored, in key order, a page per query."""
+    after = (tenant_id, "", 0)  # no subject is empty: the tenant's first row comes after
+    while True:
+        found = await log.storage.subject_keys_page(after, _PAGE)
+        for row in found:
+            if row.tenant_id != tenant_id:
+                return
+            yield row
+        if len(found) < _PAGE:
+            return
+        after = (tenant_id, found[-1].subject, found[-1].generation)
 
 
 def key_record(row: KeyRow) -> dict[str, Any]:

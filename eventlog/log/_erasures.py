@@ -29,7 +29,7 @@ import msgspec
 
 from eventlog.events.erasure import ERASURE_STREAM_PREFIX, SubjectKeyDestroyed
 from eventlog.hashing import GENESIS_HASH
-from eventlog.records import StoredEvent
+from eventlog.records import EventEnvelope
 
 if TYPE_CHECKING:
     from eventlog.log._signed import SignedReads
@@ -49,7 +49,7 @@ class Erasure:
     at: datetime | None = None
 
 
-def fold_erasure(erasure: Erasure, stored: StoredEvent) -> Erasure:
+def fold_erasure(erasure: Erasure, stored: EventEnvelope) -> Erasure:
     """``erasure`` after the next event of the subject's erasure stream (other types, and
     an event that does not decode, change nothing: verify names the latter)."""
     if stored.type != ERASURE_TYPE:
