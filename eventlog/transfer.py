@@ -412,7 +412,7 @@ async def _plan_keys(log: EventLog, plan: _FilePlan) -> None:
                 await log.erasure_of(tenant, row.subject)).through:
             continue  # erased here, which it stays
         kept.append(row)
-        held = {have.generation: have for have in await log.subject_keys(
+        held = {have.generation: have for have in await log.storage.subject_keys(
             row.tenant_id, row.subject)}.get(row.generation)
         if held is None or held.wrapped is None or row.wrapped is None:
             continue  # new here; or erased here, which it stays
