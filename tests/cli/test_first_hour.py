@@ -23,6 +23,7 @@ from eventlog.cli.thread_story import build_thread_story
 from eventlog.events import Event
 from eventlog.events.threads import ThreadCheckpointPut, ThreadWritesPut, WriteRef
 from tests.cli.test_report_page import recorded
+from tests.guide import guide_text
 
 _SERDE = JsonPlusSerializer()
 
@@ -78,7 +79,7 @@ def test_the_adapters_default_tenant_is_the_documented_one() -> None:
     defaults = {inspect.signature(call).parameters["tenant_id"].default for call in (
         AsyncEventlogSaver, AsyncEventlogSaver.from_conn_string, EventlogSaver.from_conn_string,
         EventlogCheckpointStorage, EventlogCheckpointStorage.from_url)}
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    readme = guide_text()
     assert ({DEFAULT_TENANT}, True) == (
         defaults, f'tenant `"{DEFAULT_TENANT}"`' in readme)
 
