@@ -1,4 +1,4 @@
-"""One table of exit statuses (issue 42 §3), kept: the README shows it, every error maps
+"""One table of exit statuses (issue 42 §3), kept: the guide shows it, every error maps
 to the status its kind means, a signature that does not hold is the same finding on every
 command, and no command returns a number of its own."""
 

@@ -72,7 +72,7 @@ def test_a_long_caption_is_shortened_visibly() -> None:
 
 def test_the_adapters_default_tenant_is_the_documented_one() -> None:
     """Every adapter entry point that takes tenant_id defaults it to DEFAULT_TENANT, the
-    tenant the README names."""
+    tenant the guide names."""
     from eventlog.adapters.langgraph import AsyncEventlogSaver, EventlogSaver
     from eventlog.adapters.maf import EventlogCheckpointStorage
 

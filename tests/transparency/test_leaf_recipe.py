@@ -26,7 +26,7 @@ LINE = {"kind": "event", "stream": "session:trip-1", "version": 1,
         "id": "01a24c2e-e356-740d-a5db-5cde4d039c0e", "type": "checkpoint_created",
         "recorded_at": 1893499200123456, "data": "eyJzZXNzaW9uX2lkIjoidHJpcC0xIn0=",
         "prev_hash": "00" * 32}
-"""The README's vector: an export's event line, in an export of tenant ``acme``."""
+"""The guide's vector: an export's event line, in an export of tenant ``acme``."""
 EVENT_HASH = "49889dd8312e6702e17dd1cc81e634c56df5948ca19ba264d5eb0271bba157c2"
 LEAF = "f9b4c440af450890d7c0490690c8a39abd3186f835143176f48d26c4f682e491"
 WITH_ACTOR = "a13db4d8bee76c8d4b04844df1ccd6e249315f8e4ada0396bc857a6be8b664c1"
