@@ -83,7 +83,7 @@ from eventlog.events.transfer import IMPORT_STREAM_PREFIX, StateWithheld
 from eventlog.hashing import GENESIS_HASH, content_digest, recompute_hash, to_micros
 from eventlog.ids import uuid7
 from eventlog.log import DEFAULT_MAX_PAYLOAD_BYTES, EventLog, KeyRow
-from eventlog.log._erasures import Erasure, fold_erasure
+from eventlog.log._erasures import ERASURE_TYPE, Erasure, fold_erasure
 from eventlog.log._sealing import Sealer, context_of, sealed_blob_header, sealed_subjects
 from eventlog.log._signed import signature_finding
 from eventlog.records import RecordedEvent, StoredEvent
@@ -536,7 +536,7 @@ class _FilePlan:
     erasures: dict[str, Erasure] = field(default_factory=dict)
     """The erasures the file's erasure streams record, by subject."""
     erasure_signed: dict[str, bool] = field(default_factory=dict)
-    """Whether each subject's erasure stream in the file is signed throughout."""
+    """Whether each subject's latest erasure record in the file is signed."""
     carried: set[bytes] = field(default_factory=set)
     """The digests of the file's blobs."""
     recorded_withheld: set[bytes] = field(default_factory=set)
@@ -710,8 +710,10 @@ def _note_erasure(plan: _FilePlan, stored: StoredEvent) -> None:
         return
     subject = stored.stream_id[len(ERASURE_STREAM_PREFIX):]
     plan.erasures[subject] = fold_erasure(plan.erasures.get(subject, Erasure()), stored)
-    plan.erasure_signed[subject] = (plan.erasure_signed.get(subject, True)
-                                    and stored.signature is not None)
+    if stored.type == ERASURE_TYPE:
+        # The latest erasure erases through the highest generation: it is the record an
+        # erasure of the target's keys rests on (an earlier one may predate signing).
+        plan.erasure_signed[subject] = stored.signature is not None
 
 
 def _check_keys(plan: _FilePlan, provider: KeyProvider | None,
