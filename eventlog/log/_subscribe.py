@@ -182,7 +182,7 @@ class Subscription:
                 async with self._writing:
                     row = self._seal.signed(msgspec.structs.replace(
                         self._row, holder=None, lease_until=None))
-                    if await self._log.storage.write_consumer(row, self._row.signature):
+                    if await self._log.storage.write_consumer(row, self._row):
                         self._row = row
             except Exception:
                 logger.warning("consumer_release_failed", consumer=self.name)
@@ -199,7 +199,7 @@ class Subscription:
         assert self._row is not None
         async with self._writing:
             row = self._seal.signed(changed)
-            if not await self._log.storage.write_consumer(row, self._row.signature):
+            if not await self._log.storage.write_consumer(row, self._row):
                 self._fenced = True
                 raise await self._refusal()
             self._row = row
@@ -399,7 +399,7 @@ class Subscription:
                 lease_until=now + timedelta(seconds=self.lease)))
             try:
                 async with self._log.storage.consumer_transaction(
-                        row, self._row.signature) as connection:
+                        row, self._row) as connection:
                     for event in batch:
                         await handler(event, connection)
             except ConsumerFenced:

@@ -63,7 +63,7 @@ class InProcessConsumers(PositionCursors):
         self._store(row)
         return row
 
-    async def write_consumer(self, row: ConsumerRow, previous: bytes | None) -> bool:
+    async def write_consumer(self, row: ConsumerRow, previous: ConsumerRow) -> bool:
         held = self._held(row, previous)
         if held:
             self._store(row)
@@ -71,7 +71,7 @@ class InProcessConsumers(PositionCursors):
 
     @asynccontextmanager
     async def consumer_transaction(
-        self, row: ConsumerRow, previous: bytes | None
+        self, row: ConsumerRow, previous: ConsumerRow
     ) -> AsyncIterator[Any]:
         if not self._held(row, previous):
             raise ConsumerFenced(row.name, row.token)
@@ -98,10 +98,11 @@ class InProcessConsumers(PositionCursors):
             self.consumers_changed()
         return found
 
-    def _held(self, row: ConsumerRow, previous: bytes | None) -> bool:
+    def _held(self, row: ConsumerRow, previous: ConsumerRow) -> bool:
         stored = self.consumer_rows.get(row.name)
         return stored is not None and stored.token == row.token and (
-            previous is None or stored.signature == previous)
+            previous.signature is None or (stored.signature, stored.cursor) == (
+                previous.signature, previous.cursor))
 
     def _store(self, row: ConsumerRow) -> None:
         self.consumer_rows[row.name] = row

@@ -63,7 +63,8 @@ _SELECT = ", ".join(COLUMNS)
 _PLACES = ", ".join(f"${n}" for n in range(1, len(COLUMNS) + 1))
 _WRITTEN = ", ".join(f"{column} = ${n}" for n, column in enumerate(
     ("cursor", "holder", "lease_until", "updated_at", "signature"), start=3))
-"""What a holder's write sets ($1 the name, $2 the token, $8 the previous signature)."""
+"""What a holder's write sets ($1 the name, $2 the token; $8 and $9 the signature and
+cursor of the row it wrote last)."""
 
 
 def channel_name(schema: str | None) -> str:
@@ -277,17 +278,20 @@ class PostgresConsumers(ConsumerStorage):
             raise self.translate(error, "consumer") from error
         return row
 
-    def _write_sql(self, previous: bytes | None) -> str:
-        fence = "" if previous is None else " AND signature = $8"
+    def _write_sql(self, previous: ConsumerRow) -> str:
+        fence = "" if previous.signature is None else (
+            " AND signature = $8 AND cursor IS NOT DISTINCT FROM $9")
         return (f"UPDATE {self._consumer_table} SET {_WRITTEN} WHERE name = $1 "
                 f"AND token = $2{fence}")
 
     @staticmethod
-    def _write_args(row: ConsumerRow, previous: bytes | None) -> list[Any]:
+    def _write_args(row: ConsumerRow, previous: ConsumerRow) -> list[Any]:
         args = [row.name, row.token, *written_values(row).values()]
-        return args if previous is None else [*args, previous]
+        if previous.signature is None:
+            return args
+        return [*args, previous.signature, previous.cursor]
 
-    async def write_consumer(self, row: ConsumerRow, previous: bytes | None) -> bool:
+    async def write_consumer(self, row: ConsumerRow, previous: ConsumerRow) -> bool:
         try:
             async with self.driver_connection() as driver:
                 status: str = await driver.execute(self._write_sql(previous),
@@ -298,7 +302,7 @@ class PostgresConsumers(ConsumerStorage):
 
     @asynccontextmanager
     async def consumer_transaction(
-        self, row: ConsumerRow, previous: bytes | None
+        self, row: ConsumerRow, previous: ConsumerRow
     ) -> AsyncIterator[Any]:
         async with self.driver_connection() as driver, driver.transaction():
             # The row stays locked until the commit: no claim or reset moves the token

@@ -153,12 +153,15 @@ class SqliteConsumers(ConsumerStorage):
             raise self.translate(error, "consumer") from error
         return row
 
-    def _holder_where(self, row: ConsumerRow, previous: bytes | None) -> list[Any]:
+    def _holder_where(self, row: ConsumerRow, previous: ConsumerRow) -> list[Any]:
         table = self._consumers
         where = [table.c.name == row.name, table.c.token == row.token]
-        return where + ([] if previous is None else [table.c.signature == previous])
+        if previous.signature is None:
+            return where
+        return [*where, table.c.signature == previous.signature,
+                table.c.cursor.is_not_distinct_from(previous.cursor)]
 
-    async def write_consumer(self, row: ConsumerRow, previous: bytes | None) -> bool:
+    async def write_consumer(self, row: ConsumerRow, previous: ConsumerRow) -> bool:
         table = self._consumers
         try:
             async with self.write_transaction() as connection:
@@ -170,7 +173,7 @@ class SqliteConsumers(ConsumerStorage):
 
     @asynccontextmanager
     async def consumer_transaction(
-        self, row: ConsumerRow, previous: bytes | None
+        self, row: ConsumerRow, previous: ConsumerRow
     ) -> AsyncIterator[Any]:
         table = self._consumers
         # BEGIN IMMEDIATE: no other writer (a claim included) until this commits.

@@ -15,8 +15,8 @@ skipped), set it past the end (delivery stops), take its token back (a fenced ho
 acks admitted again). So in a log with a writer key every row the application writes
 carries the writer key's signature of its `row_digest` (`ConsumerSeal`), a claim refuses a
 row whose signature does not hold (`ConsumerTampered`), and every later write of a holder
-replaces only the row it wrote itself (its signature in the ``WHERE``), so an edit made
-under a running holder is found at its next write. Without a writer key rows are not
+replaces only the row it wrote itself (its signature and cursor in the ``WHERE``), so an
+edit made under a running holder is named at its next write. Without a writer key rows are not
 signed and the administrator is trusted, as for events (docs/decisions.md).
 """
 
@@ -237,15 +237,15 @@ class ConsumerStorage(StorageLifecycle):
         lease runs. Its errors pass through."""
 
     @abc.abstractmethod
-    async def write_consumer(self, row: ConsumerRow, previous: bytes | None) -> bool:
+    async def write_consumer(self, row: ConsumerRow, previous: ConsumerRow) -> bool:
         """Store ``row``'s position, holder, lease, update time and signature (an ack, a
         renewal, a release) if its token is still the consumer's and, when ``previous``
-        is not None, the stored signature is ``previous`` (the row is the one this holder
-        wrote last); False, changing nothing, otherwise."""
+        (the row as this holder wrote it last) is signed, the stored row still has its
+        signature and cursor; False, changing nothing, otherwise."""
 
     @abc.abstractmethod
     def consumer_transaction(
-        self, row: ConsumerRow, previous: bytes | None
+        self, row: ConsumerRow, previous: ConsumerRow
     ) -> AbstractAsyncContextManager[Any]:
         """A write transaction for a projection: it first writes ``row`` as
         `write_consumer` does, locking the row (else raises `ConsumerFenced`, having
