@@ -316,3 +316,23 @@ async def test_a_holder_taken_over_is_still_only_fenced(target: BackendTarget) -
             with pytest.raises(ConsumerFenced) as fenced:
                 await sub.ack(events[1])
     assert not isinstance(fenced.value, ConsumerTampered)
+
+
+@pytest.mark.parametrize("target", ["sqlite", "postgresql", "sqlite-sealed",
+                                    "postgresql-sealed"], indirect=True)
+async def test_a_consumer_from_before_signed_rows_upgrades(target: BackendTarget) -> None:
+    """A database as main left it before signed rows (no ``signature`` column, stamped
+    0020_encryption_mode) opens: without a writer key its consumer resumes as it was; with
+    one its unsigned row is refused until reset to its position, then it resumes there."""
+    async with target.open() as log:
+        await noted(log, 3)
+    await acked_through(target, "c", 2)
+    cursor = (await stored(target, "c"))[0]
+    await rows(target, "ALTER TABLE consumers DROP COLUMN signature")
+    await rows(target, "UPDATE alembic_version SET version_num = '0020_encryption_mode'")
+    if target.keyring is not None:
+        refused = await refusal(target, "c")
+        assert refused.reason == "unsigned"
+        async with target.open() as log:
+            await log.reset_consumer("c", cursor)
+    assert ["2"] == await delivered(target, "c", 1)

@@ -20,8 +20,13 @@ depends_on = None
 
 
 def upgrade() -> None:
-    op.add_column("consumers", sa.Column("signature", sa.LargeBinary, nullable=True),
-                  schema=context.config.attributes.get("schema"))
+    schema = context.config.attributes.get("schema")
+    # A schema stamped back to an older revision by hand may hold the column already.
+    present = {column["name"] for column in
+               sa.inspect(op.get_bind()).get_columns("consumers", schema=schema)}
+    if "signature" not in present:
+        op.add_column("consumers", sa.Column("signature", sa.LargeBinary, nullable=True),
+                      schema=schema)
 
 
 def downgrade() -> None:
