@@ -8,6 +8,8 @@ with `ConsumerTampered` instead of obeyed, and one bad row never breaks the list
 from __future__ import annotations
 
 import asyncio
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -336,3 +338,29 @@ async def test_a_consumer_from_before_signed_rows_upgrades(target: BackendTarget
         async with target.open() as log:
             await log.reset_consumer("c", cursor)
     assert ["2"] == await delivered(target, "c", 1)
+
+
+async def test_the_file_store_signs_its_rows_too(tmp_path: Path) -> None:
+    """The file store's ``consumers.json`` carries each row's signature (base64): a
+    cursor edited in the file is refused, and a row as written resumes after a reopen."""
+    from eventlog.crypto import init_keyring
+
+    keyring = str(init_keyring(tmp_path / "keyring.json").path)
+    url = f"file://{tmp_path / 'store'}"
+    async with open_log(url, keyring=keyring) as log:
+        await noted(log, 3)
+        async with log.subscribe("c", poll_interval=0.1) as sub:
+            await sub.ack((await take(sub, 1))[0])
+    async with open_log(url, keyring=keyring) as log, log.subscribe("c") as sub:
+        assert ["1"] == texts(await take(sub, 1))
+    path = tmp_path / "store" / "consumers.json"
+    document = json.loads(path.read_text())
+    document["consumers"][0]["cursor"] = "p:3"
+    path.write_text(json.dumps(document))
+    async with open_log(url, keyring=keyring) as log:
+        with pytest.raises(ConsumerTampered) as refused:
+            async with log.subscribe("c"):
+                pass
+        assert [("c", True)] == [(info.name, bool(info.problem))
+                                 for info in await log.consumers()]
+    assert refused.value.reason == "forged"
