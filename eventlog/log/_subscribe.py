@@ -296,7 +296,12 @@ class Subscription:
                   outcome=_found)
     async def _read_page(self) -> bool:
         """Read the next page into the pending events; whether it held any event."""
-        rows = await self._log.storage.read_with_cursors(self._cursor, PAGE, self.tenant_id)
+        try:
+            rows = await self._log.storage.read_with_cursors(self._cursor, PAGE,
+                                                             self.tenant_id)
+        except InvalidInput as error:  # only a stored position can be no cursor here
+            raise ConsumerTampered(self.name, "unreadable", "its stored position is not a "
+                                   f"cursor of this log ({error})") from None
         for stored, cursor in rows:
             self._take(stored, cursor)
         return bool(rows)
