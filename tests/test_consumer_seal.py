@@ -320,18 +320,31 @@ async def test_a_holder_taken_over_is_still_only_fenced(target: BackendTarget) -
     assert not isinstance(fenced.value, ConsumerTampered)
 
 
+def revision_before() -> str:
+    """The revision 0023_consumer_seal follows (whatever the merge chains it after)."""
+    from alembic.script import ScriptDirectory
+
+    from eventlog.storage.migrate import migrations_dir
+
+    down = ScriptDirectory(str(migrations_dir())).get_revision(
+        "0023_consumer_seal").down_revision
+    assert isinstance(down, str)
+    return down
+
+
 @pytest.mark.parametrize("target", ["sqlite", "postgresql", "sqlite-sealed",
                                     "postgresql-sealed"], indirect=True)
 async def test_a_consumer_from_before_signed_rows_upgrades(target: BackendTarget) -> None:
     """A database as main left it before signed rows (no ``signature`` column, stamped
-    0020_encryption_mode) opens: without a writer key its consumer resumes as it was; with
-    one its unsigned row is refused until reset to its position, then it resumes there."""
+    with the revision before 0023_consumer_seal) opens: without a writer key its consumer
+    resumes as it was; with one its unsigned row is refused until reset to its position,
+    then it resumes there."""
     async with target.open() as log:
         await noted(log, 3)
     await acked_through(target, "c", 2)
     cursor = (await stored(target, "c"))[0]
     await rows(target, "ALTER TABLE consumers DROP COLUMN signature")
-    await rows(target, "UPDATE alembic_version SET version_num = '0020_encryption_mode'")
+    await rows(target, "UPDATE alembic_version SET version_num = $1", revision_before())
     if target.keyring is not None:
         refused = await refusal(target, "c")
         assert refused.reason == "unsigned"
