@@ -18,6 +18,7 @@ from eventlog import (
     ConsumerFenced,
     ConsumerTampered,
     EventLog,
+    InvalidInput,
     open_log,
 )
 from eventlog.cli import EXIT_FINDINGS, EXIT_OK
@@ -377,3 +378,28 @@ async def test_the_file_store_signs_its_rows_too(tmp_path: Path) -> None:
         assert [("c", True)] == [(info.name, bool(info.problem))
                                  for info in await log.consumers()]
     assert refused.value.reason == "forged"
+
+
+@pytest.mark.parametrize("target", ["sqlite-sealed"], indirect=True)
+async def test_public_keys_alone_check_rows_and_write_none(target: BackendTarget) -> None:
+    """A log opened with the writer public keys only (an auditor's) flags an edited row in
+    the listing, and refuses to claim a consumer (it could not sign the row), naming the
+    keyring."""
+    from eventlog.crypto import FileKeyring
+    from eventlog.writer_keys import WriterKeys, public_pem
+
+    async with target.open() as log:
+        await noted(log, 3)
+    await acked_through(target, "c", 1)
+    await acked_through(target, "d", 1)
+    await rows(target, "UPDATE consumers SET cursor = 'p:3' WHERE name = 'd'")
+    assert target.keyring is not None
+    public = [public_pem(key) for key in
+              WriterKeys(FileKeyring(target.keyring).writer_public_keys).public_keys()]
+    async with open_log(target.url, writer_keys=public) as log:
+        listed = [(info.name, (info.problem or "ok").split(":")[0])
+                  for info in await log.consumers()]
+        with pytest.raises(InvalidInput, match="holds no writer key: this log's consumer"):
+            async with log.subscribe("c"):
+                pass
+    assert [("c", "ok"), ("d", "forged")] == listed
