@@ -1,5 +1,5 @@
 """The application's writer key: each event's signature, and the public keys that check it
-(issue 40 §1; README, "Only the application writes the log").
+(docs/encryption.md, "Only the application writes the log").
 
 The chain is unkeyed: whoever can insert a row can compute its hash. Only the application
 holds the writer key (in its keyring beside the key-encryption key, or in a KMS), so every

@@ -295,7 +295,7 @@ async def test_without_a_writer_key_the_administrator_is_trusted(
     target: BackendTarget,
 ) -> None:
     """A log without a writer key signs no consumer row and obeys its rows as stored (as
-    it does its events): the decision recorded in docs/decisions.md."""
+    it does its events): the decision recorded in docs/decisions/consumers.md."""
     async with target.open() as log:
         await noted(log, 5)
     await acked_through(target, "c", 1)

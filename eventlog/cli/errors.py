@@ -1,7 +1,7 @@
 """Exit statuses, and how every failure becomes one line and one of them.
 
 `EXIT_STATUSES` is the one table of what each status means: ``eventlog --help`` prints
-it, the README's table is held to it (tests/cli/test_exit_statuses.py), and `classify`
+it, the guide's table (docs/cli.md) is held to it (tests/cli/test_exit_statuses.py), and `classify`
 gives every error the status its kind means. A command returns one of the ``EXIT_*``
 names, never a number of its own.
 """

@@ -676,7 +676,7 @@ class EventLog:
     def consumer_seal(self) -> ConsumerSeal:
         """How this log signs and checks its consumers' rows: with its writer key when its
         keyring holds one, against its writer public keys when it knows any; a log that
-        knows none trusts the rows as stored (docs/decisions.md, "Signed consumer rows")."""
+        knows none trusts the rows as stored (docs/decisions/consumers.md)."""
         signer, keys = self.signer, self.writer_keys
         return ConsumerSeal(sign=None if signer is None else signer.sign_consumer_row,
                             check=keys.check_consumer_row if keys else None)

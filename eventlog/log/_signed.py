@@ -21,7 +21,7 @@ before signed appends existed) passes, so such a log decides as it always did an
 held to signatures from its first signed event on. What this cannot tell: a row the
 administrator inserts unsigned, at a position chosen before that first signed event, into
 a stream no signed event has extended; `verify` cannot either. Signed tree heads held by
-witnesses pin the events before them (docs/decisions.md, "Signed appends").
+witnesses pin the events before them (docs/decisions/transparency.md, "Signed appends").
 """
 
 from __future__ import annotations

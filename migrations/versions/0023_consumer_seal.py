@@ -3,7 +3,7 @@ carries the writer key's signature of its name, scope, cursor, token, holder, le
 update time (`eventlog.storage.contracts.consumers.row_digest`), NULL in a log without a
 writer key. Rows written before this upgrade are unsigned: in a log with a writer key a
 claim refuses them until an operator adopts each (``eventlog consumers reset NAME --to
-CURSOR``, which signs it); docs/decisions.md, "Signed consumer rows". On Citus the table
+CURSOR``, which signs it); docs/decisions/consumers.md. On Citus the table
 stays on the coordinator, as before.
 
 Revision ID: 0023_consumer_seal

@@ -17,7 +17,7 @@ carries the writer key's signature of its `row_digest` (`ConsumerSeal`), a claim
 row whose signature does not hold (`ConsumerTampered`), and every later write of a holder
 replaces only the row it wrote itself (its signature and cursor in the ``WHERE``), so an
 edit made under a running holder is named at its next write. Without a writer key rows are not
-signed and the administrator is trusted, as for events (docs/decisions.md).
+signed and the administrator is trusted, as for events (docs/decisions/consumers.md).
 """
 
 from __future__ import annotations
