@@ -193,3 +193,7 @@ class ConsumerInfo(msgspec.Struct, frozen=True, kw_only=True):
     """How long the oldest of those events has waited, in seconds (0 when caught up)."""
     lag_limit: int
     """The most events counted: ``lag_events == lag_limit`` means at least that many."""
+    problem: str | None = None
+    """Why its row is refused (``unsigned: ...``, ``forged: ...``, ``unreadable: ...``;
+    opening it raises `ConsumerTampered`), its lag then not counted; None when it is
+    the application's row."""

@@ -12,6 +12,7 @@ import textwrap
 
 from eventlog.errors import (
     BlobMissing,
+    ConsumerTampered,
     CorruptBlob,
     CorruptEvent,
     DigestRefused,
@@ -80,7 +81,8 @@ KINDS = {status: kind for status, kind, _meaning in EXIT_STATUSES}
 
 _STATUS_OF: tuple[tuple[type[BaseException] | tuple[type[BaseException], ...], int], ...] = (
     ((DigestRefused, SealRefused, CorruptEvent, CorruptBlob, BlobMissing, StateDecodeError,
-      TreeRebuildRefused, TreeDamaged, ImportRefused, ForgedEvent), EXIT_FINDINGS),
+      TreeRebuildRefused, TreeDamaged, ImportRefused, ForgedEvent, ConsumerTampered),
+     EXIT_FINDINGS),
     ((InvalidURL, InvalidInput, KeyringRequired, KeyUnavailable, SubjectErased,
       LogNotEncrypted), EXIT_USAGE),
     ((StoreLocked, SchemaError, StorageError, UnknownEventType, OSError), EXIT_OPERATIONAL),

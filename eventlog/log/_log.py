@@ -75,6 +75,7 @@ from eventlog.records import (
 )
 from eventlog.storage.base import StorageBackend
 from eventlog.storage.contracts import caught_up
+from eventlog.storage.contracts.consumers import ConsumerRow, ConsumerSeal
 from eventlog.storage.contracts.keys import KeyRow
 from eventlog.telemetry import (
     Database,
@@ -677,39 +678,68 @@ class EventLog:
         self._check_open("read")
         return Watch(self)
 
+    @property
+    def consumer_seal(self) -> ConsumerSeal:
+        """How this log signs and checks its consumers' rows: with its writer key when its
+        keyring holds one, against its writer public keys when it knows any; a log that
+        knows none trusts the rows as stored (docs/decisions/consumers.md)."""
+        signer, keys = self.signer, self.writer_keys
+        return ConsumerSeal(sign=None if signer is None else signer.sign_consumer_row,
+                            check=keys.check_consumer_row if keys else None)
+
     async def consumers(self, *, lag_limit: int = 100_000) -> list[ConsumerInfo]:
         """Every durable consumer, by name: its scope, position, holder (None once its
         lease has lapsed) and lag: the events of its scope after its position (counted up
-        to ``lag_limit``) and how long the oldest of them has waited."""
+        to ``lag_limit``) and how long the oldest of them has waited. A consumer whose row
+        the application did not write (unreadable; unsigned or wrongly signed in a log
+        with a writer key), or whose position is no cursor of this log, is listed with its
+        `ConsumerInfo.problem` (and no lag), never failing the others."""
         self._check_open("read")
         check_positive_limit("lag_limit", lag_limit, maximum=10_000_000)
         now = read_clock(self.clock)
+        seal = self.consumer_seal
         infos = []
         for row in await self.storage.consumers():
-            waiting: list[StoredEvent] = []
-            cursor = row.cursor
-            while len(waiting) < lag_limit:
-                page = await self.storage.read_with_cursors(
-                    cursor, min(_PAGE * 10, lag_limit - len(waiting)), row.tenant_id)
-                if not page:
-                    break
-                waiting += [stored for stored, _ in page]
-                cursor = page[-1][1]
-            events, seconds = lag_of(row, waiting, now)
-            observe_consumer_lag(row.name, events)
+            found = seal.problem(row)
+            problem = None if found is None else f"{found[0]}: {found[1]}"
+            events, seconds = 0, 0.0
+            if problem is None:
+                try:
+                    events, seconds = await self._lag(row, lag_limit, now)
+                except InvalidInput as error:  # a cursor that is not this log's
+                    problem = f"unreadable: its position is not a cursor of this log ({error})"
+            if problem is None:
+                observe_consumer_lag(row.name, events)
             held = row.lease_until is not None and row.lease_until > now
             infos.append(ConsumerInfo(
                 name=row.name, tenant_id=row.tenant_id, types=row.types, cursor=row.cursor,
                 holder=row.holder if held else None, lease_until=row.lease_until if held
                 else None, token=row.token, updated_at=row.updated_at, lag_events=events,
-                lag_seconds=seconds, lag_limit=lag_limit))
+                lag_seconds=seconds, lag_limit=lag_limit, problem=problem))
         return infos
+
+    async def _lag(self, row: ConsumerRow, lag_limit: int, now: datetime) -> tuple[int, float]:
+        """(events, seconds) the consumer of ``row`` is behind (`lag_of`)."""
+        waiting: list[StoredEvent] = []
+        cursor = row.cursor
+        while len(waiting) < lag_limit:
+            page = await self.storage.read_with_cursors(
+                cursor, min(_PAGE * 10, lag_limit - len(waiting)), row.tenant_id)
+            if not page:
+                break
+            waiting += [stored for stored, _ in page]
+            cursor = page[-1][1]
+        return lag_of(row, waiting, now)
 
     async def reset_consumer(self, name: str, to: str = "beginning") -> None:
         """Move a consumer's position to ``to`` (``"beginning"``, ``"end"`` or a cursor)
         and fence its holder: a projection reset to the beginning replays every event
         (its handler should write idempotently, or clear its tables first).
-        `UnknownConsumer` when there is none of that name."""
+        `UnknownConsumer` when there is none of that name. In a log with a writer key the
+        reset row is signed: this is how an operator adopts a row the log refuses
+        (`ConsumerTampered`: an unsigned row from before signing, or an edited one), after
+        checking its scope in `consumers`; a row not readable as written cannot be reset,
+        only dropped."""
         self._check_open("consumer")
         check_id("name", name)
         if to == "beginning":
@@ -719,7 +749,8 @@ class EventLog:
         else:
             await self.read_all(after=to, limit=1)  # refuses what is not this log's cursor
             cursor = to
-        if not await self.storage.reset_consumer(name, cursor, read_clock(self.clock)):
+        if not await self.storage.reset_consumer(name, cursor, read_clock(self.clock),
+                                                 self.consumer_seal):
             raise UnknownConsumer(name)
 
     async def drop_consumer(self, name: str) -> None:

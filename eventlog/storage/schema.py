@@ -206,6 +206,8 @@ def _consumer_table(metadata: sa.MetaData) -> None:
         sa.Column("holder", ID, nullable=True),
         sa.Column("lease_until", sa.DateTime(timezone=True), nullable=True),
         sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+        # The writer key's signature of the row (migration 0023; NULL in a log without one).
+        sa.Column("signature", sa.LargeBinary, nullable=True),
     )
 
 
