@@ -521,7 +521,9 @@ class EventLog:
         a stream whose chain ends before the version its head row records (a truncated
         tail, or a stream whose events are gone altogether). Every blob the events
         reference is read and hashed: a blob that is missing, whose bytes do not hash to
-        its digest, or whose reference count differs from the events' is reported too.
+        its digest, or whose reference count differs from the events' is reported too,
+        and so is each data key the key table holds for a generation its subject's
+        erasure record erased (``key_restored``: written back after the erasure).
 
         Each event that is not the application's is named: ``forged`` (its signature does
         not hold under the writer public keys: the log's own, from its keyring, and
