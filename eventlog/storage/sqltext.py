@@ -394,6 +394,8 @@ class SqliteDialect(SqlDialect):
         # Compared as a value: ``->>`` would read a key starting with "$" as a path.
         return f"(SELECT j.value FROM json_each({column}) AS j WHERE j.key = {key})"
 
+    ranges_ordered_keys = True  # without sqlite_stat1 its planner guessed as badly
+
     def order_term(self, column: str, *, descending: bool, nullable: bool) -> str:
         # SQLite sorts NULL before every value; PostgreSQL, and so we, after.
         if not nullable:
