@@ -123,11 +123,14 @@ _PAYLOADS = (
 ``channels`` name, by key, and its pending writes; on PostgreSQL in the same statement."""
 _IN_NAMESPACE = ("namespace", "checkpoint_id")
 _IN_THREAD = ("thread_id", "checkpoint_id")
-"""The orders of a read of one namespace of a thread, and of a thread across its
-namespaces: newest first by id, each naming the column its equality fixes just before
-the id, so the read takes the index of exactly those columns (the primary key,
-``thread_checkpoints_by_thread``) whatever PostgreSQL's statistics say
-(`eventlog.storage.sqltext.SqlDialect.ranges_ordered_keys`)."""
+_IN_TENANT = ("tenant_id", "checkpoint_id")
+"""The orders of a read of one namespace of a thread, of a thread across its namespaces,
+and of a whole tenant: newest first by id, each naming the column its equality fixes
+just before the id, so the read takes the index of exactly those columns (the primary
+key, ``thread_checkpoints_by_thread``) whatever PostgreSQL's statistics say
+(`eventlog.storage.sqltext.SqlDialect.ranges_ordered_keys`). A whole tenant's page has
+no such index (``thread_checkpoints_by_id`` leads with the id: migration 0024): it sorts
+the tenant's rows, where ordered by the id alone it could walk every tenant's."""
 _ROW_COLUMNS = (
     "thread_id", "namespace", "checkpoint_id", "parent_id", "run_key", "step", "metadata",
     "position", "recorded_at", "state_encoding", "state_digest", "channels",
@@ -355,7 +358,7 @@ class ThreadCheckpoints:
         if limit is not None:
             check_positive_limit("limit", limit)
         order = (_IN_NAMESPACE if thread_id is not None and namespace is not None
-                 else _IN_THREAD if thread_id is not None else ("checkpoint_id",))
+                 else _IN_THREAD if thread_id is not None else _IN_TENANT)
         rows = await self._log.query(ViewQuery(
             THREAD_CHECKPOINTS, where, order_by=order, descending=True,
             after=None if before is None else (
