@@ -339,3 +339,67 @@ async def test_sqlite_hot_reads_take_their_index(tmp_path: Path, shape: str) -> 
     finally:
         database.close()
     assert not problems, "\n".join(problems)
+
+
+_OLD_INDEXES = [
+    "DROP INDEX {schema}thread_checkpoints_by_id",
+    "DROP INDEX {schema}thread_checkpoints_by_run",
+    "CREATE INDEX thread_checkpoints_by_id ON {table} (tenant_id, checkpoint_id)",
+    "CREATE INDEX thread_checkpoints_by_run ON {table} (tenant_id, run_key)",
+    "UPDATE {schema}alembic_version SET version_num = '0020_encryption_mode'",
+]
+"""A log as the revision before 0024 left it: the two indexes led by the tenant."""
+
+
+async def _upgraded_reads(url: str, **options: Any) -> list[object]:
+    async with open_log(url, **options) as log:
+        threads = log.checkpoints.threads
+        return [await threads.get(T, "small-001"), await threads.find(T, "2001005"),
+                [item.checkpoint_id for item in await threads.page(T, limit=5)]]
+
+
+async def test_postgres_upgrade_reshapes_the_indexes(pg_schema: str) -> None:
+    """A log at revision 0020 upgrades in place: both indexes are led by the id and the
+    run afterwards, and the reads find what they found before."""
+    async with open_log(PG_URL, schema=pg_schema) as log:
+        await _fill(log, "small-001", [f"2001{step:03}" for step in range(10)])
+    before = await _upgraded_reads(PG_URL, schema=pg_schema)
+    connection = await asyncpg.connect(PG_URL)
+    try:
+        for statement in _OLD_INDEXES:
+            await connection.execute(statement.format(
+                schema=f'"{pg_schema}".', table=f'"{pg_schema}".thread_checkpoints'))
+        assert await _upgraded_reads(PG_URL, schema=pg_schema) == before
+        definitions = {row["indexname"]: row["indexdef"] for row in await connection.fetch(
+            "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = $1 "
+            "AND indexname IN ('thread_checkpoints_by_id', 'thread_checkpoints_by_run')",
+            pg_schema)}
+        version = await connection.fetchval(
+            f'SELECT version_num FROM "{pg_schema}".alembic_version')
+    finally:
+        await connection.close()
+    assert version == "0024_reads"
+    assert definitions["thread_checkpoints_by_id"].endswith("(checkpoint_id, tenant_id)")
+    assert definitions["thread_checkpoints_by_run"].endswith("(run_key, tenant_id)")
+
+
+async def test_sqlite_upgrade_reshapes_the_indexes(tmp_path: Path) -> None:
+    """The same upgrade of a SQLite file."""
+    url = f"sqlite:///{tmp_path / 'log.db'}"
+    async with open_log(url) as log:
+        await _fill(log, "small-001", [f"2001{step:03}" for step in range(10)])
+    before = await _upgraded_reads(url)
+    with sqlite3.connect(tmp_path / "log.db") as database:
+        for statement in _OLD_INDEXES:
+            database.execute(statement.format(schema="", table="thread_checkpoints"))
+    assert await _upgraded_reads(url) == before
+    database = sqlite3.connect(tmp_path / "log.db")
+    try:
+        columns = {name: [row[2] for row in database.execute(f"PRAGMA index_info({name})")]
+                   for name in ("thread_checkpoints_by_id", "thread_checkpoints_by_run")}
+        version = database.execute("SELECT version_num FROM alembic_version").fetchone()[0]
+    finally:
+        database.close()
+    assert version == "0024_reads"
+    assert columns == {"thread_checkpoints_by_id": ["checkpoint_id", "tenant_id"],
+                       "thread_checkpoints_by_run": ["run_key", "tenant_id"]}
