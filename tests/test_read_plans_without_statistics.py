@@ -403,3 +403,19 @@ async def test_sqlite_upgrade_reshapes_the_indexes(tmp_path: Path) -> None:
     assert version == "0024_reads"
     assert columns == {"thread_checkpoints_by_id": ["checkpoint_id", "tenant_id"],
                        "thread_checkpoints_by_run": ["run_key", "tenant_id"]}
+
+
+def test_citus_keeps_the_tenant_an_equality() -> None:
+    """On Citus a read's tenant stays ``tenant_id = $n`` (what routes it to one worker)
+    while the rest of the ordered equalities become ranges, as on PostgreSQL."""
+    from eventlog.storage.citus import CitusDialect
+    from eventlog.storage.sqltext import Numbered, PostgresDialect, query_sql
+
+    query = ViewQuery("thread_checkpoints", {"tenant_id": T, "thread_id": "big"},
+                      order_by=("tenant_id", "thread_id", "checkpoint_id"), descending=True)
+    tables = {"thread_checkpoints": "thread_checkpoints"}
+    citus = query_sql(query, tables, CitusDialect(), Numbered())
+    plain = query_sql(query, tables, PostgresDialect(), Numbered())
+    assert 'v."tenant_id" = $1' in citus
+    assert 'v."thread_id" >= $2 AND v."thread_id" <= $2' in citus
+    assert 'v."tenant_id" >= $1 AND v."tenant_id" <= $1' in plain

@@ -71,6 +71,7 @@ class CitusDialect(PostgresDialect):
 
     lateral = False
     nests = False
+    kept_equal = frozenset({"tenant_id"})
 
 
 class CitusBackend(PostgresBackend):

@@ -322,6 +322,10 @@ class SqlDialect(abc.ABC):
     columns it seeks in ``order_by`` (``("namespace", "checkpoint_id")``) to choose its
     index (tests/test_read_plans_without_statistics.py)."""
 
+    kept_equal: frozenset[str] = frozenset()
+    """Columns whose equality is never written as a range (Citus routes a statement to
+    one worker by an equality on the distribution column)."""
+
     nests: bool = False
     """Whether a query's `Related` rows are read in its own statement (`related_sql`),
     else by `Lookup` queries after it (`projections.query.read_related`)."""
@@ -454,7 +458,8 @@ def place_query(query: ViewQuery, tables: Mapping[str, str], dialect: SqlDialect
             conditions.append((name, dialect.member(value, param)))
         elif isinstance(value, JsonContains):
             conditions.append((name, dialect.contains(value, param)))
-        elif dialect.ranges_ordered_keys and name in query.order_by:
+        elif (dialect.ranges_ordered_keys and name in query.order_by
+              and name not in dialect.kept_equal):
             conditions.append((name, _pinned(param(value))))
         else:
             conditions.append((name, _equals(param(value))))
