@@ -18,6 +18,8 @@ more than `MAX_REMOVED` rows a loop by filter or index recheck, or when a table 
 rows is scanned whole (a table of at most `TINY` rows may be read any way). On SQLite,
 ``EXPLAIN QUERY PLAN`` of the same reads with no statistics, after ``PRAGMA optimize`` and
 after ``ANALYZE`` must search the same indexes and sort nothing in a temporary b-tree.
+A log at the revision before migration 0024 upgrades in place, and Citus keeps the tenant
+an equality.
 """
 
 from __future__ import annotations
