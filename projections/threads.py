@@ -8,8 +8,8 @@ Six tables, keyed from ``tenant_id``, folded from the events of
   latest put of that id (a put of an existing id overwrites the row, so a retried put
   never adds a row), with the version of each channel value it carries. Reads: newest
   first by checkpoint id within a thread and namespace (the primary key), within a thread
-  across its namespaces (``thread_checkpoints_by_thread``), across the tenant by
-  checkpoint id (``thread_checkpoints_by_id``), by run (``thread_checkpoints_by_run``).
+  across its namespaces (``thread_checkpoints_by_thread``); by checkpoint id in any
+  thread (``thread_checkpoints_by_id``), by run (``thread_checkpoints_by_run``).
 - ``thread_channel_values``: one row per (tenant, thread, namespace, channel, channel
   version): the value's blob, stored by the first put that carried it (later puts of the
   same version change nothing), so an unchanged channel is stored once. Read by key
@@ -75,10 +75,13 @@ thread_checkpoints = sa.Table(
 sa.Index("thread_checkpoints_by_subject", thread_checkpoints.c.tenant_id,
          thread_checkpoints.c.subject, postgresql_where=thread_checkpoints.c.subject.isnot(None),
          sqlite_where=thread_checkpoints.c.subject.isnot(None))
-sa.Index("thread_checkpoints_by_id", thread_checkpoints.c.tenant_id,
-         thread_checkpoints.c.checkpoint_id)
-sa.Index("thread_checkpoints_by_run", thread_checkpoints.c.tenant_id,
-         thread_checkpoints.c.run_key)
+# Led by the id and the run, not the tenant: a read of one thread fixes the tenant and
+# the thread, and on tables without statistics PostgreSQL read it through either
+# index by the tenant alone, filtering out the tenant's other threads (migration 0024).
+sa.Index("thread_checkpoints_by_id", thread_checkpoints.c.checkpoint_id,
+         thread_checkpoints.c.tenant_id)
+sa.Index("thread_checkpoints_by_run", thread_checkpoints.c.run_key,
+         thread_checkpoints.c.tenant_id)
 sa.Index("thread_checkpoints_by_thread", thread_checkpoints.c.tenant_id,
          thread_checkpoints.c.thread_id, thread_checkpoints.c.checkpoint_id)
 

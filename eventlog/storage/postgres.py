@@ -538,21 +538,23 @@ class PostgresBackend(SqlBackend[Any], ReplicaStorage, PostgresTree, PostgresKey
         return bytes(rows[0][0]) if rows else None
 
     async def get_blobs(self, tenant_id: str, digests: Sequence[bytes]) -> dict[bytes, bytes]:
-        rows = await self._fetch(
-            "read",
-            f"SELECT digest, data FROM {self.qualified['blobs']} "
-            "WHERE tenant_id = $1 AND digest = ANY($2)",
-            [tenant_id, list(digests)],
-        )
+        rows = await self._fetch("read", self._blobs_sql("data"), [tenant_id, list(digests)])
         return {bytes(row[0]): bytes(row[1]) for row in rows}
+
+    def _blobs_sql(self, what: str) -> str:
+        """The digest and ``what`` (of ``data``) of each of the tenant's blobs whose
+        digest is in ``$2``."""
+        # One primary-key probe per digest, in a LATERAL subquery the planner cannot
+        # flatten (OFFSET 0): `digest = ANY($2)` let it scan the tenant's blobs by
+        # tenant and filter them by digest on tables never analyzed (1,925 rows removed
+        # for 11 digests); here every plan is a seek of (tenant_id, digest) per digest.
+        return (f"SELECT d.digest, {what} FROM unnest($2::bytea[]) AS d(digest) "
+                f"CROSS JOIN LATERAL (SELECT data FROM {self.qualified['blobs']} "
+                "WHERE tenant_id = $1 AND digest = d.digest OFFSET 0) AS b")
 
     async def blob_sizes(self, tenant_id: str, digests: Sequence[bytes]) -> dict[bytes, int]:
         rows = await self._fetch(
-            "read",
-            f"SELECT digest, octet_length(data) FROM {self.qualified['blobs']} "
-            "WHERE tenant_id = $1 AND digest = ANY($2)",
-            [tenant_id, list(digests)],
-        )
+            "read", self._blobs_sql("octet_length(data)"), [tenant_id, list(digests)])
         return {bytes(row[0]): int(row[1] or 0) for row in rows}
 
     async def stream_head(self, tenant_id: str, stream_id: str) -> tuple[int, bytes] | None:
