@@ -8,7 +8,7 @@ event: the store decides against it and appends with it as ``expected_version``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import msgspec
@@ -169,3 +169,23 @@ _HANDLERS: dict[type[Event], Callable[[Any], dict[str, Any] | None]] = {
     ev.BatchReconciled: _reconciled,
     ev.BatchRetired: _retired,
 }
+
+
+def batch_state(events: Iterable[Event]) -> tuple[str, str] | None:
+    """A batch's thread id and state after its events (in stream order), by the fold its
+    view row is made by; None for a batch retired, or with no `BatchCreated`. What
+    retention decides an open batch from, reading the batch's signed events rather than
+    its row (which the database administrator can set to anything)."""
+    row: dict[str, Any] | None = None
+    for event in events:
+        handler = _HANDLERS.get(type(event))
+        if handler is None:
+            continue
+        values = handler(event)
+        if values is None:
+            return None
+        if isinstance(event, ev.BatchCreated):
+            row = dict(values)
+        elif row is not None:
+            row.update(values)
+    return None if row is None else (row["thread_id"], row["state"])

@@ -194,6 +194,10 @@ BATCH_EVENTS: tuple[type[Event], ...] = (
 """Every event type of a batch stream."""
 
 
+BATCH_STREAM_PREFIX = "interrupt-batch:"
+"""Every batch's stream id starts with this (`batch_stream`)."""
+
+
 def batch_stream(batch_id: str) -> str:
     """The stream a batch's events go to."""
-    return f"interrupt-batch:{batch_id}"
+    return f"{BATCH_STREAM_PREFIX}{batch_id}"

@@ -24,6 +24,11 @@ Decisions made here:
   and a pass refuse with `ForgedEvent` (exit status 1 in the CLI) rather than purge on its
   say-so. Refused, not skipped: a log with a forged row needs someone to look at it, and
   a pass that went on would still be deciding from a stream the writer did not write.
+- **Open batches come from their events too**: which interrupt batches are open (so keep
+  their session or thread whole) is folded from the batch streams' checked events
+  (`SignedReads.read_streams`, one scan of the tenant's ``interrupt-batch:`` key range),
+  never from the ``interrupt_batches`` view, whose rows the database administrator can
+  set to ``expired``.
 - **Kept whole**: a session or thread under legal hold (by its id, or by a subject one
   of its records names: read with the rows the plan decides from, after the version
   its append is fenced on, so a record naming a held subject that commits meanwhile
@@ -57,6 +62,7 @@ from eventlog.clock import read_clock
 from eventlog.errors import InvalidInput, VersionConflict
 from eventlog.events import Event
 from eventlog.events.checkpoints import SESSION_STREAM_PREFIX
+from eventlog.events.interrupts import BATCH_STREAM_PREFIX
 from eventlog.events.retention import (
     RETENTION_STREAM,
     LegalHoldPlaced,
@@ -74,8 +80,8 @@ from eventlog.retention import decisions as decide
 from eventlog.retention.decisions import LegalHold, RetentionPolicy
 from eventlog.validation import check_id, check_positive_limit
 from projections.checkpoints import CHECKPOINTS, SESSIONS
-from projections.interrupts import BATCHES
-from projections.query import In, ViewQuery
+from projections.interrupts import batch_state
+from projections.query import ViewQuery
 from projections.threads import THREAD_CHECKPOINTS
 
 logger = get_logger(__name__)
@@ -367,11 +373,22 @@ class RetentionStore:
             after = (rows[-1]["thread_id"], rows[-1]["namespace"], rows[-1]["checkpoint_id"])
 
     async def _open_subjects(self, tenant_id: str) -> set[str]:
-        """The thread ids (sessions or threads) named by the tenant's open batches."""
-        rows = await self._log.query(ViewQuery(
-            BATCHES, {"tenant_id": tenant_id, "state": In(decide.OPEN_BATCH_STATES)},
-            columns=("thread_id",)))
-        return {row["thread_id"] for row in rows}
+        """The thread ids (sessions or threads) named by the tenant's open batches,
+        decided from the batches' own events read through the checked read side (one
+        scan of the tenant's batch streams), never from ``interrupt_batches``: a row the
+        database administrator set to ``expired`` must not let a pass purge what a
+        pending batch still needs, and a forged batch event refuses the pass
+        (`ForgedEvent`)."""
+        found: set[str] = set()
+        stream: str | None = None
+        events: builtins.list[Event] = []
+        async for stored in self._log.signed.read_streams(tenant_id, BATCH_STREAM_PREFIX):
+            if stored.stream_id != stream:
+                _open_batch(events, found)
+                stream, events = stored.stream_id, []
+            events.append(self._log.decode(stored).event)
+        _open_batch(events, found)
+        return found
 
     @property
     def log(self) -> EventLog:
@@ -514,6 +531,13 @@ class _Pass:
                                                     plan.emptied))
             self.report.released += sum(plan.releases.values())
             self.released.update(plan.releases)
+
+
+def _open_batch(events: builtins.list[Event], found: set[str]) -> None:
+    """Add the thread of the batch whose events these are to ``found`` if it is open."""
+    state = batch_state(events)
+    if state is not None and state[1] in decide.OPEN_BATCH_STATES:
+        found.add(state[0])
 
 
 def _stream_of(target: _Target) -> str:
