@@ -6,12 +6,21 @@ believe. Each is refused or ignored in favour of the log's own (signed) events.
 
 from __future__ import annotations
 
+import asyncio
+import os
+from pathlib import Path
+
 import pytest
 
 from eventlog import ForgedEvent
+from eventlog.cli import EXIT_FINDINGS, EXIT_OK
 from eventlog.events.interrupts import BatchFinalized, batch_stream
+from eventlog.merkle import leaf_hash, new_nodes
 from eventlog.testing.contract.checkpoints import record
 from eventlog.testing.interrupts import create
+from tests.cli.helpers import Run, make_runner
+from tests.cli.test_digest import build, rewrite_consistently, sql
+from tests.cli.test_transparency import head, keys  # noqa: F401  (a fixture)
 from tests.conftest import BackendTarget
 from tests.signing_outside import forge, rows
 
@@ -86,3 +95,83 @@ async def test_a_forged_batch_event_refuses_the_pass(target: BackendTarget) -> N
         kept = len(await log.checkpoints.list("t", "waiting"))
     assert ((stream, version, "unsigned"), 3) == (
         (refused.value.stream_id, refused.value.version, refused.value.reason), kept)
+
+
+# -- 3. the tree: no head signed, and no rebuild, on rows the events do not vouch for -----
+
+@pytest.fixture
+def run(capsys: pytest.CaptureFixture[str], target: BackendTarget) -> Run:
+    return make_runner(capsys, target)
+
+
+@stores
+def test_a_rebuild_with_the_tree_rows_deleted_does_not_launder_a_rewrite(
+    target: BackendTarget, run: Run, tmp_path: Path, keys: tuple[str, str]  # noqa: F811
+) -> None:
+    """The issue's attack: an event rewritten and re-chained, then the tree's node rows
+    deleted with SQL (and, the second time, every tree row): tree-rebuild without
+    --accept-new-root refuses (exit 1, the stored tree's leaves cannot vouch for the
+    events) and writes nothing; with it, it rebuilds and says what it took on trust."""
+    asyncio.run(build(target))
+    head(run, tmp_path, keys, "head.txt")
+    asyncio.run(rewrite_consistently(target))
+    asyncio.run(sql(target, "DELETE FROM tree_nodes WHERE tenant_id = 't'"))
+    nodes_gone = run("tree-rebuild", "t")
+    for table in ("tree_states", "tree_leaves"):
+        asyncio.run(sql(target, f"DELETE FROM {table} WHERE tenant_id = 't'"))
+    all_gone = run("tree-rebuild", "t", "--json")
+    still_empty = asyncio.run(stored_size(target))
+    forced = run("tree-rebuild", "t", "--accept-new-root")
+    assert ([EXIT_FINDINGS, EXIT_FINDINGS, EXIT_OK], ["unchecked"], 0) == (
+        [nodes_gone.status, all_gone.status, forced.status],
+        [p["kind"] for p in all_gone.json()["problems"]], still_empty)
+    assert "cannot be checked against evidence" in nodes_gone.err
+    assert "warning: discarded as evidence" in forced.err
+
+
+@stores
+def test_a_rebuild_with_a_kept_head_covering_the_deleted_rows_goes_ahead(
+    target: BackendTarget, run: Run, tmp_path: Path, keys: tuple[str, str]  # noqa: F811
+) -> None:
+    """Deleted tree rows are no obstacle when a kept head still vouches for every event
+    they covered: tree-rebuild --head rebuilds without --accept-new-root."""
+    asyncio.run(build(target))
+    signed = head(run, tmp_path, keys, "head.txt")
+    asyncio.run(sql(target, "DELETE FROM tree_nodes WHERE tenant_id = 't'"))
+    rebuilt = run("tree-rebuild", "t", "--head", signed, "--key", keys[1], "--json")
+    assert (EXIT_OK, 8) == (rebuilt.status, rebuilt.json()["size"])
+
+
+@stores
+def test_tree_head_signs_no_stored_tree_the_events_do_not_give(
+    target: BackendTarget, run: Run, tmp_path: Path, keys: tuple[str, str]  # noqa: F811
+) -> None:
+    """The DBA grows the stored tree to 15 leaves over the tenant's 8 events (the nodes
+    a head of 15 needs, and the state row), then, the second time, replaces its 8
+    leaves' nodes by a self-consistent tree of other leaves: tree-head refuses both
+    (exit 1, one line naming the mismatch) and writes no head."""
+    asyncio.run(build(target))
+    head(run, tmp_path, keys, "head.txt")
+    for level, index in ((2, 2), (1, 6), (0, 14)):
+        asyncio.run(sql(target, "INSERT INTO tree_nodes (tenant_id, level, idx, hash) VALUES "
+                                "('t', $1, $2, $3)", level, index, os.urandom(32)))
+    asyncio.run(sql(target, "UPDATE tree_states SET size = 15 WHERE tenant_id = 't'"))
+    grown = run("tree-head", "t", "--key", keys[0], "--name", "example.org/log",
+                "-o", str(tmp_path / "grown.txt"))
+    asyncio.run(sql(target, "UPDATE tree_states SET size = 8 WHERE tenant_id = 't'"))
+    other = new_nodes(0, [leaf_hash(os.urandom(32)) for _ in range(8)], {})
+    for (level, index), digest in other.items():
+        asyncio.run(sql(target, "UPDATE tree_nodes SET hash = $1 WHERE tenant_id = 't' AND "
+                                "level = $2 AND idx = $3", digest, level, index))
+    swapped = run("tree-head", "t", "--key", keys[0], "--name", "example.org/log",
+                  "-o", str(tmp_path / "swapped.txt"))
+    assert ([EXIT_FINDINGS] * 2, [1, 1], [False, False]) == (
+        [grown.status, swapped.status], [len(r.err.splitlines()) for r in (grown, swapped)],
+        [(tmp_path / name).exists() for name in ("grown.txt", "swapped.txt")])
+    assert "it holds 15 leaves, the log 8 events of the tenant" in grown.err
+    assert "is not the root the events give" in swapped.err
+
+
+async def stored_size(target: BackendTarget) -> int:
+    async with target.open() as log:
+        return (await log.storage.tree_state("t")).size
