@@ -7,13 +7,17 @@ believe. Each is refused or ignored in favour of the log's own (signed) events.
 from __future__ import annotations
 
 import asyncio
+import base64
 import os
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from eventlog import ForgedEvent
 from eventlog.cli import EXIT_FINDINGS, EXIT_OK
+from eventlog.errors import SealRefused
+from eventlog.events.checkpoints import CheckpointCreated
 from eventlog.events.interrupts import BatchFinalized, batch_stream
 from eventlog.merkle import leaf_hash, new_nodes
 from eventlog.testing.contract.checkpoints import record
@@ -95,6 +99,91 @@ async def test_a_forged_batch_event_refuses_the_pass(target: BackendTarget) -> N
         kept = len(await log.checkpoints.list("t", "waiting"))
     assert ((stream, version, "unsigned"), 3) == (
         (refused.value.stream_id, refused.value.version, refused.value.reason), kept)
+
+
+# -- 2. a sealed view value is its row's own ------------------------------------------------
+
+sealed_stores = signed_stores
+
+
+async def _metadata_rows(target: BackendTarget) -> None:
+    """Sessions alice (two checkpoints) and bob, each with sealed metadata of its own."""
+    async with target.open() as log:
+        for name, count in (("alice", 2), ("bob", 1)):
+            for n in range(count):
+                await log.checkpoints.create(record(
+                    name, {"n": n}, checkpoint_id=f"{name}-{n}", tenant_id="t",
+                    metadata={"note": f"{name}'s secret {n}"}))
+
+
+async def _copy_metadata(target: BackendTarget, source: str, into: str) -> None:
+    """The DBA's copy of one checkpoint row's sealed metadata into another's."""
+    found = await rows(target, "SELECT metadata FROM checkpoints WHERE tenant_id = 't' AND "
+                               "checkpoint_id = $1", source)
+    await rows(target, "UPDATE checkpoints SET metadata = $1 WHERE tenant_id = 't' AND "
+                       "checkpoint_id = $2", found[0][0], into)
+
+
+@sealed_stores
+@pytest.mark.parametrize(("source", "into", "session"), [
+    ("alice-0", "bob-0", "bob"),      # another subject's row
+    ("alice-0", "alice-1", "alice"),  # another record of the same session
+])
+async def test_a_sealed_view_value_copied_into_another_row_is_refused(
+    target: BackendTarget, source: str, into: str, session: str,
+) -> None:
+    """A checkpoint's sealed metadata copied by SQL into another checkpoint's row (another
+    subject's, or another record of the same session) is refused with SealRefused when
+    that row is read, not served as its data; the rows left alone still read."""
+    await _metadata_rows(target)
+    await _copy_metadata(target, source, into)
+    async with target.open() as log:
+        with pytest.raises(SealRefused, match="copied from another row"):
+            await log.checkpoints.list("t", session)
+        other = "alice" if session == "bob" else "bob"
+        kept = [r.metadata for r in await log.checkpoints.list("t", other)][:1]
+    assert [{"note": f"{other}'s secret 0"}] == kept
+
+
+@sealed_stores
+async def test_an_interrupt_descriptor_copied_into_another_batch_is_refused(
+    target: BackendTarget,
+) -> None:
+    """One batch's sealed descriptor (its interrupts' messages) copied into another
+    batch's row: reading that batch is refused."""
+    async with target.open() as log:
+        first = await create(log, "t", "thread-a", "i1")
+        second = await create(log, "t", "thread-b", "i2")
+    found = await rows(target, "SELECT descriptor FROM interrupt_batches WHERE batch_id = $1",
+                       first.batch_id)
+    await rows(target, "UPDATE interrupt_batches SET descriptor = $1 WHERE batch_id = $2",
+               found[0][0], second.batch_id)
+    async with target.open() as log:
+        with pytest.raises(SealRefused, match="copied from another row"):
+            await log.interrupts.batches.read("t", second.batch_id)
+
+
+@pytest.mark.parametrize("target", ["sqlite-sealed"], indirect=True)
+async def test_values_sealed_before_records_were_bound_still_read(
+    target: BackendTarget, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Metadata sealed in the first form (no record in its envelope: a log written before
+    this change, made here by an event type naming no record) still reads; copied into
+    another subject's row it is still refused (its stream is bound)."""
+    monkeypatch.setattr(CheckpointCreated, "sealed_record", lambda self: "")
+    await _metadata_rows(target)
+    monkeypatch.undo()
+    first_form = await rows(target, "SELECT metadata FROM checkpoints WHERE checkpoint_id = $1",
+                            "alice-0")
+    async with target.open() as log:
+        read = [r.metadata for r in await log.checkpoints.list("t", "alice")]
+    await _copy_metadata(target, "alice-0", "bob-0")
+    async with target.open() as log:
+        with pytest.raises(SealRefused, match="copied from another row"):
+            await log.checkpoints.list("t", "bob")
+    assert [{"note": "alice's secret 0"}, {"note": "alice's secret 1"}] == read
+    assert b"\x00els1" in base64.b64decode(
+        msgspec.json.decode(first_form[0][0])["$sealed"])
 
 
 # -- 3. the tree: no head signed, and no rebuild, on rows the events do not vouch for -----
