@@ -15,6 +15,7 @@ import msgspec
 import pytest
 
 from eventlog import ForgedEvent
+from eventlog.checkpoints.thread_records import Payload
 from eventlog.cli import EXIT_FINDINGS, EXIT_OK
 from eventlog.errors import SealRefused
 from eventlog.events.checkpoints import CheckpointCreated
@@ -99,6 +100,30 @@ async def test_a_forged_batch_event_refuses_the_pass(target: BackendTarget) -> N
         kept = len(await log.checkpoints.list("t", "waiting"))
     assert ((stream, version, "unsigned"), 3) == (
         (refused.value.stream_id, refused.value.version, refused.value.reason), kept)
+
+
+@stores
+async def test_a_hold_by_subject_survives_a_cleared_subject_column(
+    target: BackendTarget,
+) -> None:
+    """Records naming subject cust-7 (a customer shared by sessions) under legal hold;
+    the DBA clears the views' ``subject`` column (checkpoints and threads): the pass
+    still keeps both whole, from the subjects their events name."""
+    async with target.open() as log:
+        for n in range(3):
+            await log.checkpoints.create(record("case", {"n": n}, checkpoint_id=f"c{n}",
+                                                tenant_id="t", subject="cust-7"))
+            with log.sealing_for("cust-7"):  # what an adapter's subject= does
+                await log.threads.put("t", "chat", f"{n:04d}",
+                                      state=Payload("json", b'{"n": %d}' % n))
+        await log.retention.hold("t", "cust-7", reason="litigation")
+    for table in ("checkpoints", "thread_checkpoints"):
+        await rows(target, f"UPDATE {table} SET subject = NULL WHERE tenant_id = $1", "t")
+    async with target.open() as log:
+        report = await log.retention.apply("t", keep_latest=1)
+        kept = (len(await log.checkpoints.list("t", "case")),
+                len(await log.threads.page("t", "chat", payloads=False)))
+    assert ((3, 3), ["case", "chat"]) == (kept, sorted(report.held))
 
 
 # -- 2. a sealed view value is its row's own ------------------------------------------------

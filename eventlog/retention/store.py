@@ -24,6 +24,9 @@ Decisions made here:
   and a pass refuse with `ForgedEvent` (exit status 1 in the CLI) rather than purge on its
   say-so. Refused, not skipped: a log with a forged row needs someone to look at it, and
   a pass that went on would still be deciding from a stream the writer did not write.
+- **Holds by subject too**: when the tenant has holds, a stream about to lose records
+  is also checked against the subjects its own checked events name (a record's
+  ``subject``), so a ``subject`` column the DBA cleared frees nothing.
 - **Open batches come from their events too**: which interrupt batches are open (so keep
   their session or thread whole) is folded from the batch streams' checked events
   (`SignedReads.read_streams`, one scan of the tenant's ``interrupt-batch:`` key range),
@@ -61,7 +64,7 @@ from eventlog.checkpoints.threads import ThreadRemoval
 from eventlog.clock import read_clock
 from eventlog.errors import InvalidInput, VersionConflict
 from eventlog.events import Event
-from eventlog.events.checkpoints import SESSION_STREAM_PREFIX
+from eventlog.events.checkpoints import SESSION_STREAM_PREFIX, CheckpointCreated
 from eventlog.events.interrupts import BATCH_STREAM_PREFIX
 from eventlog.events.retention import (
     RETENTION_STREAM,
@@ -71,7 +74,7 @@ from eventlog.events.retention import (
     RetentionApplied,
     RetentionPurged,
 )
-from eventlog.events.threads import THREAD_STREAM_PREFIX
+from eventlog.events.threads import THREAD_STREAM_PREFIX, ThreadCheckpointPut
 from eventlog.ids import uuid7
 from eventlog.log import EventLog
 from eventlog.log.fencing import Retries, decide_fenced
@@ -346,6 +349,21 @@ class RetentionStore:
                 ThreadRemoval(reason="retention", keep=policy.keep_latest), whole=True)
         return _Planned(plan, subjects)
 
+    async def _event_subjects(self, tenant_id: str, target: _Target) -> set[str]:
+        """The subjects the records of the target's stream name, from its events read
+        through the checked read side, not from the views' ``subject`` column (which the
+        database administrator can clear to free a held subject's records). Read only
+        when the tenant has holds: one scan of the stream's events."""
+        stream = _stream_of(target)
+        found: set[str] = set()
+        async for stored in self._log.signed.read_streams(tenant_id, stream):
+            if stored.stream_id != stream:
+                continue  # a stream whose id merely starts with this one's
+            event = self._log.decode(stored).event
+            if isinstance(event, CheckpointCreated | ThreadCheckpointPut) and event.subject:
+                found.add(event.subject)
+        return found
+
     async def _targets(self, tenant_id: str) -> AsyncIterator[_Target]:
         """The tenant's sessions (by id), then its threads (by id), a page at a time."""
         after: tuple[Any, ...] | None = None
@@ -448,7 +466,9 @@ class _Pass:
         if plan is None:
             return None
         self.named.setdefault((target.kind, target.id), set()).update(planned.subjects)
-        if not self.holds.holds.keys().isdisjoint({target.id, *planned.subjects}):
+        if not self.holds.holds.keys().isdisjoint({target.id, *planned.subjects}) or (
+                self.holds.holds and not self.holds.holds.keys().isdisjoint(
+                    await self.store._event_subjects(self.tenant, target))):
             _note(self.report.held, target.id)
             return None
         if target.id in self.open:
