@@ -299,6 +299,7 @@ class Tree:
             rebuilt = TreeExtension(TreeState(len(leaves), cursor), nodes,
                                     [(e.event_id, i) for i, e in enumerate(events)])
             if await self.storage.replace_tree(tenant_id, state, rebuilt):
+                self.checked.pop(tenant_id, None)  # the tree checked before is replaced
                 return TreeRebuild(len(leaves), root_of(leaves), state.size,
                                    sum(stored.get(node) != nodes.get(node) for node in old_nodes),
                                    tuple(evidence))
