@@ -13,7 +13,8 @@ round by round in one process:
   pass does now).
 
 Reported: the decision alone (ms per call), and a whole dry-run pass (``keep_latest=1``)
-with each (the order alternating round by round, a first round unreported).
+with each, and (``pass: events, a hold``) one while a legal hold stands, when a pass also
+reads the events of each session it would purge from for the subjects they name (the order alternating round by round, a first round unreported).
 Run: ``python -m benchmarks.bench_retention_open``. Caveats: 2 shared cores,
 other work running; fsync on; one run.
 """
@@ -106,10 +107,16 @@ async def bench(backend: str) -> None:
                         figures[f"decide: {name}"].append(spent)
                         figures[f"pass: {name}"].append(whole)
             store._open_subjects = new  # type: ignore[method-assign]
+            # With a hold standing (on a subject no record names), a pass also reads each
+            # stream it would purge from, for the subjects its events name.
+            await store.hold("t", "nobody", reason="benchmark")
+            figures["pass: events, a hold"] = [
+                await _ms(lambda: store.apply("t", keep_latest=1, dry_run=True))
+                for _ in range(ROUNDS)]
     print(f"{backend}: {SESSIONS} sessions, {BATCHES_MADE} batches "
           f"({BATCHES_MADE // 10} open), median of {ROUNDS} (ms)")
     for name, values in figures.items():
-        print(f"  {name:16} {statistics.median(values):9.1f}")
+        print(f"  {name:22} {statistics.median(values):9.1f}")
 
 
 if __name__ == "__main__":
