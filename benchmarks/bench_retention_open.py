@@ -14,7 +14,8 @@ round by round in one process:
 
 Reported: the decision alone (ms per call), and a whole dry-run pass (``keep_latest=1``)
 with each, and (``pass: events, a hold``) one while a legal hold stands, when a pass also
-reads the events of each session it would purge from for the subjects they name (the order alternating round by round, a first round unreported).
+reads the events of each session it would purge from for the subjects they name
+(the order alternating round by round, a first round unreported).
 Run: ``python -m benchmarks.bench_retention_open``. Caveats: 2 shared cores,
 other work running; fsync on; one run.
 """
