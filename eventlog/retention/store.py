@@ -26,7 +26,8 @@ Decisions made here:
   a pass that went on would still be deciding from a stream the writer did not write.
 - **Holds by subject too**: when the tenant has holds, a stream about to lose records
   is also checked against the subjects its own checked events name (a record's
-  ``subject``), so a ``subject`` column the DBA cleared frees nothing.
+  ``subject``; the tenant's session and thread streams scanned once a pass), so a
+  ``subject`` column the DBA cleared frees nothing.
 - **Open batches come from their events too**: which interrupt batches are open (so keep
   their session or thread whole) is folded from the batch streams' checked events
   (`SignedReads.read_streams`, one scan of the tenant's ``interrupt-batch:`` key range),
@@ -104,6 +105,11 @@ _HOLD_RETRIES = Retries(seconds=REMOVAL_TIMEOUT_S, backoff=backoff_delay)
 retention stream: as a removal waits, by time."""
 _PAGE = 500
 _MAX_REASON = 1000
+
+_NAMING_TAGS = frozenset(kind.__struct_config__.tag
+                         for kind in (CheckpointCreated, ThreadCheckpointPut))
+"""The tags of the events that name a record's subject (decoded only these)."""
+
 
 class Erase(Protocol):
     """What a pass calls for each fully expired subject: ``log.erase`` has this shape."""
@@ -349,19 +355,20 @@ class RetentionStore:
                 ThreadRemoval(reason="retention", keep=policy.keep_latest), whole=True)
         return _Planned(plan, subjects)
 
-    async def _event_subjects(self, tenant_id: str, target: _Target) -> set[str]:
-        """The subjects the records of the target's stream name, from its events read
-        through the checked read side, not from the views' ``subject`` column (which the
-        database administrator can clear to free a held subject's records). Read only
-        when the tenant has holds: one scan of the stream's events."""
-        stream = _stream_of(target)
-        found: set[str] = set()
-        async for stored in self._log.signed.read_streams(tenant_id, stream):
-            if stored.stream_id != stream:
-                continue  # a stream whose id merely starts with this one's
-            event = self._log.decode(stored).event
-            if isinstance(event, CheckpointCreated | ThreadCheckpointPut) and event.subject:
-                found.add(event.subject)
+    async def _event_subjects(self, tenant_id: str) -> dict[str, set[str]]:
+        """The subjects the records of each of the tenant's session and thread streams
+        name, by stream (streams naming none left out), from their events read through
+        the checked read side: not from the views' ``subject`` column, which the database
+        administrator can clear to free a held subject's records. One scan of each key
+        range, read only when the tenant has holds."""
+        found: dict[str, set[str]] = {}
+        for prefix in (SESSION_STREAM_PREFIX, THREAD_STREAM_PREFIX):
+            async for stored in self._log.signed.read_streams(tenant_id, prefix):
+                if stored.type not in _NAMING_TAGS:
+                    continue
+                event = self._log.decode(stored).event
+                if isinstance(event, CheckpointCreated | ThreadCheckpointPut) and event.subject:
+                    found.setdefault(stored.stream_id, set()).add(event.subject)
         return found
 
     async def _targets(self, tenant_id: str) -> AsyncIterator[_Target]:
@@ -426,6 +433,8 @@ class _Pass:
         self.holds = _Holds(0, {})
         self.open: set[str] = set()
         self.released: Counter[bytes] = Counter()
+        self.subjects: dict[str, set[str]] | None = None
+        """Each stream's subjects as its events name them (`_event_subjects`)."""
         self.named: dict[tuple[str, str], set[str]] = {}
         """The subjects each planned stream's records name (for ``expired_subjects``)."""
 
@@ -468,13 +477,21 @@ class _Pass:
         self.named.setdefault((target.kind, target.id), set()).update(planned.subjects)
         if not self.holds.holds.keys().isdisjoint({target.id, *planned.subjects}) or (
                 self.holds.holds and not self.holds.holds.keys().isdisjoint(
-                    await self.store._event_subjects(self.tenant, target))):
+                    (await self._event_subjects()).get(_stream_of(target), ()))):
             _note(self.report.held, target.id)
             return None
         if target.id in self.open:
             _note(self.report.open_batches, target.id)
             return None
         return plan
+
+    async def _event_subjects(self) -> dict[str, set[str]]:
+        """The subjects the records of each session and thread stream name, from their
+        checked events (read once a pass, when the first stream about to lose records
+        meets standing holds)."""
+        if self.subjects is None:
+            self.subjects = await self.store._event_subjects(self.tenant)
+        return self.subjects
 
     def _size(self) -> int:
         return sum(len(plan.checkpoints) for _, plan in self.batch)
