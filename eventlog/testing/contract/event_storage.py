@@ -99,7 +99,9 @@ class EventStorageCalls(ContractBase):
             await log.append(tenant, stream, [Noted(text="x"), Noted(text="y")])
         storage = log.storage
         found = [(e.stream_id, e.version) async for e in storage.scan_streams("t", "ab:")]
+        everyone = [(e.tenant_id, e.stream_id) async for e in storage.scan_streams(None, "ab:")]
         assert [("ab:1", 1), ("ab:1", 2), ("ab:2", 1), ("ab:2", 2)] == found
+        assert [("t", "ab:1")] * 2 + [("t", "ab:2")] * 2 + [("u", "ab:1")] * 2 == everyone
 
     async def test_count_events_counts_per_tenant(self, log: EventLog) -> None:
         """`count_events` counts every tenant's events, or only the tenant asked about."""
