@@ -20,9 +20,9 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         "transparency:run_head",
         description="Extend the tenant's RFC 9162 Merkle tree over every event readable now "
         "and write its head (size and root) as a C2SP signed note (tlog-checkpoint), signed "
-        "only once the stored tree is checked against the events (a stored tree they do not "
-        "give, such as more leaves than events, is refused with exit status 1), "
-        "with the operator's Ed25519 private key. Its origin is NAME/TENANT (the tenant id "
+        "with the operator's Ed25519 private key once the stored tree is checked against "
+        "the events (a stored tree they do not give, such as more leaves than events, is "
+        "refused with exit status 1). Its origin is NAME/TENANT (the tenant id "
         "percent-encoded, so any id gives a valid origin), and so is its key name, as the "
         "spec recommends; `eventlog verifier-key` prints the verifier key other tlog tools "
         "(Go's note.Open) check it with. An unknown tenant is refused. "
