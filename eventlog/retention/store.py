@@ -26,7 +26,7 @@ Decisions made here:
   a pass that went on would still be deciding from a stream the writer did not write.
 - **Holds by subject too**: when the tenant has holds, a stream about to lose records
   is also checked against the subjects its own checked events name (a record's
-  ``subject``; the tenant's session and thread streams scanned once a pass), so a
+  ``subject``; the tenant's session and thread streams scanned at a pass's start), so a
   ``subject`` column the DBA cleared frees nothing.
 - **Open batches come from their events too**: which interrupt batches are open (so keep
   their session or thread whole) is folded from the batch streams' checked events
@@ -434,13 +434,16 @@ class _Pass:
         self.open: set[str] = set()
         self.released: Counter[bytes] = Counter()
         self.subjects: dict[str, set[str]] | None = None
-        """Each stream's subjects as its events name them (`_event_subjects`)."""
+        """Each stream's subjects as its events name them (`RetentionStore.
+        _event_subjects`), when holds stood at the pass's start."""
         self.named: dict[tuple[str, str], set[str]] = {}
         """The subjects each planned stream's records name (for ``expired_subjects``)."""
 
     async def run(self) -> None:
         self.holds = await self.store._holds(self.tenant)
         self.open = await self.store._open_subjects(self.tenant)
+        if self.holds.holds:  # read here, never inside a held stream's transaction
+            self.subjects = await self.store._event_subjects(self.tenant)
         async for target in self.store._targets(self.tenant):
             await self._take(target)
         await self._flush()
@@ -475,9 +478,8 @@ class _Pass:
         if plan is None:
             return None
         self.named.setdefault((target.kind, target.id), set()).update(planned.subjects)
-        if not self.holds.holds.keys().isdisjoint({target.id, *planned.subjects}) or (
-                self.holds.holds and not self.holds.holds.keys().isdisjoint(
-                    (await self._event_subjects()).get(_stream_of(target), ()))):
+        named = {target.id, *planned.subjects, *self._event_subjects(target)}
+        if not self.holds.holds.keys().isdisjoint(named):
             _note(self.report.held, target.id)
             return None
         if target.id in self.open:
@@ -485,13 +487,10 @@ class _Pass:
             return None
         return plan
 
-    async def _event_subjects(self) -> dict[str, set[str]]:
-        """The subjects the records of each session and thread stream name, from their
-        checked events (read once a pass, when the first stream about to lose records
-        meets standing holds)."""
-        if self.subjects is None:
-            self.subjects = await self.store._event_subjects(self.tenant)
-        return self.subjects
+    def _event_subjects(self, target: _Target) -> set[str]:
+        """The subjects the target's records name as its checked events say (read at the
+        pass's start when holds stand, or once a hold placed meanwhile is seen)."""
+        return set() if self.subjects is None else self.subjects.get(_stream_of(target), set())
 
     def _size(self) -> int:
         return sum(len(plan.checkpoints) for _, plan in self.batch)
@@ -522,6 +521,8 @@ class _Pass:
             if lost:
                 await asyncio.sleep(backoff_delay(lost))
                 self.holds = await self.store._holds(self.tenant)
+                if self.holds.holds and self.subjects is None:  # a hold placed meanwhile
+                    self.subjects = await self.store._event_subjects(self.tenant)
             hold: AbstractAsyncContextManager[None] = (
                 self.log.hold_stream(self.tenant, stream) if lost >= 2 else nullcontext())
             try:
