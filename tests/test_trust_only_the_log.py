@@ -83,6 +83,31 @@ async def test_a_finished_batch_lets_its_session_go(target: BackendTarget) -> No
     assert (1, []) == (kept, report.open_batches)
 
 
+@stores
+def test_retention_apply_from_the_command_line_keeps_a_batch_the_dba_expired(
+    target: BackendTarget, run: Run,
+) -> None:
+    """``eventlog retention apply`` after the DBA set a pending batch's row to
+    ``expired``: exit 0, the session kept whole and reported as kept for its batch."""
+    asyncio.run(_sessions(target, "waiting"))
+
+    async def pending() -> None:
+        async with target.open() as log:
+            await create(log, "t", "waiting")
+
+    asyncio.run(pending())
+    asyncio.run(rows(target, "UPDATE interrupt_batches SET state = 'expired'"))
+    applied = run("retention", "apply", "t", "--keep-latest", "1", "--json")
+
+    async def kept() -> int:
+        async with target.open() as log:
+            return len(await log.checkpoints.list("t", "waiting"))
+
+    assert (EXIT_OK, ["waiting"], 3) == (applied.status,
+                                         applied.json()["passes"][0]["open_batches"],
+                                         asyncio.run(kept()))
+
+
 @signed_stores
 async def test_a_forged_batch_event_refuses_the_pass(target: BackendTarget) -> None:
     """A correctly chained ``batch_finalized`` the DBA appended to a pending batch's
