@@ -44,6 +44,7 @@
     │   ├── ConsumerHeld                       another holder's lease on the consumer is current
     │   ├── ConsumerFenced                     a newer holder (or a reset) took the consumer over
     │   ├── ConsumerScopeChanged               reopened with another tenant or types than stored
+    │   ├── ConsumerTampered                   its row was not written by the application
     │   └── UnknownConsumer                    no consumer of that name
     └── StorageError                           the backend failed; the driver error is __cause__
         └── CommitOutcomeUnknown               the connection dropped during commit
@@ -584,6 +585,24 @@ class ConsumerScopeChanged(ConsumerError):
         self.asked = asked
         super().__init__(name, f"was created for {stored}, not {asked}: use another name, "
                                "or drop it first (eventlog consumers drop)")
+
+
+class ConsumerTampered(ConsumerError):
+    """The consumer's row is not one the application wrote: unsigned or wrongly signed in a
+    log with a writer key, unreadable, or rolled back under its holder (its token went
+    back, or the row is no longer the one the holder wrote). Refused, never obeyed: its
+    position and fencing token are not trusted. ``reason`` is ``unsigned``, ``forged``,
+    ``unreadable`` or ``rolled_back``. An operator who has checked the row adopts it with
+    ``eventlog consumers reset NAME --to CURSOR`` (which the writer key signs), or drops
+    it."""
+
+    def __init__(self, name: str, reason: str, detail: str) -> None:
+        self.reason = reason
+        self.detail = detail
+        super().__init__(name, f"its stored row is refused ({reason}): {detail}; check it "
+                               "with `eventlog consumers`, then reset it to the position it "
+                               "should have (eventlog consumers reset NAME --to CURSOR) or "
+                               "drop it")
 
 
 class UnknownConsumer(ConsumerError):

@@ -40,19 +40,24 @@ import hashlib
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any, Protocol
 
 import msgspec
 
+from eventlog._logging import get_logger
 from eventlog.crypto._keyring import KeyProvider
 from eventlog.crypto._seal import MAGIC, DataKey, Header, parse
 from eventlog.errors import KeyringRequired, KeyUnavailable, SealRefused, SubjectErased
 from eventlog.events import Path
 from eventlog.hashing import content_digest
+from eventlog.log._erasures import ErasureLedger
 from eventlog.storage.contracts.events import EventStorage
 from eventlog.storage.contracts.keys import KeyRow, KeyStorage
 from eventlog.validation import DEFAULT_KEY_CACHE_SECONDS
+
+logger = get_logger(__name__)
 
 SEALED = "$sealed"
 _SEALED_TEXT = "$sealed:"
@@ -112,6 +117,11 @@ class Sealer:
         """When each cached subject's key rows were last read, and the rows read then."""
         self._batches: dict[tuple[str, str], str] = {}
         self._addresses: OrderedDict[tuple[str, Header, bytes], bytes] = OrderedDict()
+        self.erasures: ErasureLedger | None = None
+        """What the log says of each subject's erasure (set by the log): the key rows
+        obey it (`_rows`)."""
+        self._refused: set[tuple[str, str, int]] = set()
+        """Key rows already logged as refused (restored after their erasure)."""
 
     # -- keys ----------------------------------------------------------------------------
 
@@ -123,15 +133,17 @@ class Sealer:
         if cached is not None and await self._still_held(tenant, subject):
             return cached
         for _ in range(8):
-            rows = await self.keys.subject_keys(tenant, subject)
+            rows, through = await self._rows(tenant, subject)
             self._seen(tenant, subject, rows)
             if rows and rows[-1].wrapped is not None:
                 key = self._unwrap(rows[-1])
                 self._current[(tenant, subject)] = (rows[-1].generation, key)
                 return rows[-1].generation, key
-            if rows and not reopen:
+            if (rows or through) and not reopen:
                 raise SubjectErased(tenant, subject)
-            generation = rows[-1].generation + 1 if rows else 1
+            # A reopening is a generation above every one the log erased, even when
+            # their rows are gone: a generation the log erased is never made again.
+            generation = max(rows[-1].generation if rows else 0, through) + 1
             key = DataKey.new()
             wrapped = self.provider.wrap(key.raw, context_of(tenant, subject, generation))
             made = KeyRow(tenant, subject, generation, self.provider.key_id, wrapped, now)
@@ -148,8 +160,10 @@ class Sealer:
             found = self._opened.get((tenant, header.subject, header.generation))
             if found is not None:
                 return found
-        rows = await self.keys.subject_keys(tenant, header.subject)
+        rows, through = await self._rows(tenant, header.subject)
         self._seen(tenant, header.subject, rows)
+        if header.generation <= through:
+            raise SubjectErased(tenant, header.subject)
         row = next((row for row in rows if row.generation == header.generation), None)
         if row is None:
             raise KeyUnavailable(tenant, header.subject, (
@@ -181,12 +195,35 @@ class Sealer:
         now = self._monotonic()
         if checked is not None and now - checked[0] < self.cache_seconds:
             return True
-        rows = tuple(await self.keys.subject_keys(tenant, subject))
+        rows = tuple((await self._rows(tenant, subject))[0])
         if checked is not None and _same_keys(checked[1], rows):
             self._checked[(tenant, subject)] = (now, rows)
             return True
         self.forget(tenant, subject)
         return False
+
+    async def _rows(self, tenant: str, subject: str) -> tuple[list[KeyRow], int]:
+        """The subject's key rows as its log has them, and the highest generation the log
+        erased (0: none): a row of an erased generation that still holds a key (written
+        back from a backup, or imported) reads as erased, and is logged as refused."""
+        rows = await self.keys.subject_keys(tenant, subject)
+        if self.erasures is None:
+            return rows, 0
+        erasure = await self.erasures.erasure(tenant, subject)
+        through = erasure.through
+        if not through or all(row.wrapped is None for row in rows
+                              if row.generation <= through):
+            return rows, through
+        obeyed = []
+        for row in rows:
+            if row.generation <= through and row.wrapped is not None:
+                if (tenant, subject, row.generation) not in self._refused:
+                    self._refused.add((tenant, subject, row.generation))
+                    logger.warning("erased_key_refused", tenant=tenant, subject=subject,
+                                   generation=row.generation, erasure_version=erasure.version)
+                row = replace(row, wrapped=None, erased_at=row.erased_at or erasure.at)
+            obeyed.append(row)
+        return obeyed, through
 
     def _seen(self, tenant: str, subject: str, rows: Sequence[KeyRow]) -> None:
         self._checked[(tenant, subject)] = (self._monotonic(), tuple(rows))

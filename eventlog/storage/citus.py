@@ -2,7 +2,7 @@
 distributed by ``tenant_id`` over a cluster's workers, co-located.
 
 The PostgreSQL backend does the work, connected to the coordinator; this module owns what
-the cluster changes (the ordering argument is in docs/decisions.md, "Citus"):
+the cluster changes (the ordering argument is in docs/decisions/storage.md, "Citus"):
 
 * **The schema.** After the Alembic scripts have run on the coordinator, every table that
   holds ``tenant_id`` (all but Alembic's stamp) is distributed by it and co-located with

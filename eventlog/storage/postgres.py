@@ -93,10 +93,10 @@ MAX_POOL_SIZE = 1000
 # The read horizon: the oldest transaction still running in THIS database (or whose
 # database we cannot see), else the next transaction id to be assigned. Every transaction
 # id below it has ended, or belongs to a backend connected to another database, which can
-# never write our tables. See docs/decisions.md ("read horizon") for the argument.
+# never write our tables. See docs/decisions/log.md ("read horizon") for the argument.
 # On a hot standby the snapshot's in-progress list is EMPTY (PostgreSQL keeps the
 # primary's running ids, as replayed, apart from it) while its xmin is the oldest of them:
-# there the horizon is that xmin ("reads from a standby" in docs/decisions.md).
+# there the horizon is that xmin ("reads from a standby" in docs/decisions/log.md).
 READ_HORIZON = (
     "(WITH s AS (SELECT pg_current_snapshot() AS snap) SELECT CASE "
     "WHEN pg_is_in_recovery() THEN (SELECT pg_snapshot_xmin(snap) FROM s) ELSE COALESCE("
@@ -763,7 +763,7 @@ def check_pool_mode(pool_mode: Any, engine: bool) -> bool:
                                         f"not {pool_mode!r}"[:200])
     if engine and pool_mode != "session":
         raise InvalidInput("pool_mode", "applies to a URL; configure an engine's connections "
-                                        "yourself (README, \"Behind PgBouncer\")")
+                                        "yourself (docs/backends.md, \"Behind PgBouncer\")")
     return pool_mode == "transaction"
 
 
