@@ -36,6 +36,7 @@ import msgspec
 import sqlalchemy as sa
 
 from eventlog.events.threads import (
+    THREAD_STREAM_PREFIX,
     BlobRef,
     ThreadCheckpointPut,
     ThreadCheckpointsRemoved,
@@ -44,7 +45,14 @@ from eventlog.events.threads import (
 )
 from eventlog.records import RecordedEvent
 from projections.changes import AT_POSITION, Change, Delete, Insert, InsertIfAbsent, Upsert
-from projections.views import ID, SEALED_VALUE, metadata, sealed_columns_of
+from projections.views import (
+    ID,
+    SEALED_VALUE,
+    SealedRow,
+    metadata,
+    sealed_columns_of,
+    sealed_rows_of,
+)
 
 THREAD_CHECKPOINTS = "thread_checkpoints"
 THREAD_RECORDS = "thread_checkpoint_records"
@@ -72,6 +80,9 @@ thread_checkpoints = sa.Table(
     sa.Column("recorded_at", sa.DateTime(timezone=True), nullable=False),
     sa.Column("subject", ID, nullable=True),
 )
+# Whose its sealed values are (checked as each row is read on an encrypted log).
+thread_checkpoints.info["sealed_row"] = SealedRow(
+    THREAD_STREAM_PREFIX, "thread_id", ("namespace", "checkpoint_id"), "subject")
 sa.Index("thread_checkpoints_by_subject", thread_checkpoints.c.tenant_id,
          thread_checkpoints.c.subject, postgresql_where=thread_checkpoints.c.subject.isnot(None),
          sqlite_where=thread_checkpoints.c.subject.isnot(None))
@@ -174,6 +185,7 @@ class ThreadViews:
     name: str = "threads"
     tables: tuple[str, ...] = CHECKPOINT_TABLES + VALUE_TABLES
     sealed_columns = sealed_columns_of(thread_checkpoints)
+    sealed_rows = sealed_rows_of(thread_checkpoints)
 
     def fold(self, event: RecordedEvent) -> Sequence[Change]:
         """The view changes of one thread event; nothing for any other event."""

@@ -211,6 +211,10 @@ class EventLog:
         self._sealed_columns: dict[str, Mapping[str, Any]] = {
             table: columns for projection in self.projections
             for table, columns in getattr(projection, "sealed_columns", {}).items()}
+        # Whose the sealed values of each such table's rows are: table → `SealedRow`.
+        self._sealed_rows: dict[str, Any] = {
+            table: binding for projection in self.projections
+            for table, binding in getattr(projection, "sealed_rows", {}).items()}
         self._as_stored = False
         self.wakeups = Wakeups()
         """Wakes this log's subscribers (and its siblings') after each of its appends."""
@@ -783,12 +787,10 @@ class EventLog:
         if self.sealer is not None and any(isinstance(wanted, JsonContains)
                                            for wanted in query.where.values()):
             return await self._query_sealed_json(query)
-        rows = await self.reader.query(query)
-        if self.sealer is not None:
-            sealed = self._sealed_columns
-            await self.sealer.open_rows(
-                query.where.get("tenant_id"), rows, sealed.get(query.table, {}),
-                [(related.name, sealed.get(related.table, {})) for related in query.related])
+        if self.sealer is None:
+            rows = await self.reader.query(query)
+        else:
+            rows = await self._query_sealed(query, self.sealer)
         if query.with_blob is not None or query.related:
             await self._open_row_blobs(query, rows)
         return rows
@@ -1139,9 +1141,10 @@ class EventLog:
                     tenant_id, f"thread:{source}", attach, payloads, now=now,
                     subject=self._subject.get()))
         sealed = []
-        for tag, data, _event in encoded:
+        for tag, data, event in encoded:
             data = sealer.seal_event(tenant_id, header, key, tag, data, renames,
-                                     self.registry.sealed_fields(tag))
+                                     self.registry.sealed_fields(tag),
+                                     record=event.sealed_record())
             if len(data) > self.max_payload_bytes:
                 raise PayloadTooLarge(f"event {tag!r} (sealed)", len(data),
                                       self.max_payload_bytes)
@@ -1175,6 +1178,27 @@ class EventLog:
         event = self.registry.decode(stored.type, data, stream_id=stored.stream_id,
                                      version=stored.version)
         return RecordedEvent.of(stored, event)
+
+    async def _query_sealed(self, query: ViewQuery, sealer: Sealer) -> list[dict[str, Any]]:
+        """The query's rows with their sealed columns opened, each value checked to be
+        its row's own (`Sealer.open_rows`): the columns saying whose a row's values are
+        are read with it when the query picks a sealed column without them."""
+        sealed, bindings = self._sealed_columns, self._sealed_rows
+        binding = bindings.get(query.table)
+        extra: tuple[str, ...] = ()
+        if binding is not None and query.columns is not None and any(
+                column in sealed.get(query.table, {}) for column in query.columns):
+            extra = tuple(c for c in binding.columns if c not in query.columns)
+            query = dataclasses.replace(query, columns=(*query.columns, *extra))
+        rows = await self.reader.query(query)
+        await sealer.open_rows(
+            query.where.get("tenant_id"), rows, sealed.get(query.table, {}),
+            [(related.name, sealed.get(related.table, {}), bindings.get(related.table))
+             for related in query.related], binding)
+        for row in rows if extra else ():
+            for column in extra:
+                del row[column]
+        return rows
 
     async def _query_sealed_json(self, query: ViewQuery) -> list[dict[str, Any]]:
         """A query whose ``JsonContains`` conditions name sealed columns: the database

@@ -42,7 +42,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 import msgspec
 
@@ -75,6 +75,17 @@ PLAINTEXT_HINT = (" (data written before the log had a keyring is not read with 
 _MARKER_TEXT = b'"$sealed'
 _ADDRESSES = 16384
 """Sealed addresses a process remembers by plain digest (`Sealer.addresses`)."""
+
+
+Owner = tuple[str, str, str | None]
+"""Whose a view row's sealed values must be: (stream, record, subject or None)."""
+
+
+class RowBinding(Protocol):
+    """How a view table's rows say whose their sealed values are
+    (`projections.views.SealedRow`)."""
+
+    def expected(self, row: Mapping[str, Any]) -> Owner | None: ...
 
 
 def _kind(tag: str, path: tuple[str, ...]) -> str:
@@ -300,9 +311,10 @@ class Sealer:
                 for payload, envelope in zip(attach, sealed, strict=True)}
 
     def seal_event(self, tenant: str, header: Header, key: DataKey, tag: str, data: bytes,
-                   renames: dict[bytes, bytes], paths: Sequence[Path]) -> bytes:
+                   renames: dict[bytes, bytes], paths: Sequence[Path], *,
+                   record: str = "") -> bytes:
         """The event's bytes with every renamed digest and every sealed field (its type's
-        ``paths``) sealed."""
+        ``paths``) sealed, each bound to ``record`` (`Event.sealed_record`) when given."""
         for plain, sealed in renames.items():
             if plain in data:
                 data = data.replace(plain, sealed)
@@ -310,7 +322,7 @@ class Sealer:
             return data
         body = msgspec.json.decode(data)
         for path in paths:
-            field = header._replace(kind=_kind(tag, path))
+            field = header._replace(kind=_kind(tag, path), record=record)
             _walk(body, path, lambda value, field=field: _seal_value(tenant, field, key, value))
         return msgspec.json.encode(body)
 
@@ -343,22 +355,27 @@ class Sealer:
 
     async def open_rows(self, tenant: str | None, rows: list[dict[str, Any]],
                         columns: Mapping[str, Sequence[Path]],
-                        related: Sequence[tuple[str, Mapping[str, Sequence[Path]]]] = ()
-                        ) -> list[dict[str, Any]]:
+                        related: Sequence[tuple[str, Mapping[str, Sequence[Path]],
+                                                RowBinding | None]] = (),
+                        binding: RowBinding | None = None) -> list[dict[str, Any]]:
         """View rows with the sealed markers of their sealed ``columns`` (column → the
         paths in its JSON that hold sealed values, as the view's projection declares
         them) opened in place; ``related`` names each list of related rows a row
-        carries, with its table's sealed columns. Plaintext where a sealed value belongs
-        is refused (`SealRefused`)."""
+        carries, with its table's sealed columns and binding. Plaintext where a sealed
+        value belongs is refused (`SealRefused`), and so is a value whose envelope names
+        another stream, record or subject than the row's ``binding`` (the table's, as
+        its projection declares it: `projections.views.SealedRow`) gives: copied from
+        another row behind the log's back."""
         for row in rows:
-            await self._open_row(tenant, row, columns)
-            for name, nested in related:
+            await self._open_row(tenant, row, columns, binding)
+            for name, nested, nested_binding in related:
                 for item in row.get(name) or ():
-                    await self._open_row(tenant, item, nested)
+                    await self._open_row(tenant, item, nested, nested_binding)
         return rows
 
     async def _open_row(self, tenant: str | None, row: dict[str, Any],
-                        columns: Mapping[str, Sequence[Path]]) -> None:
+                        columns: Mapping[str, Sequence[Path]],
+                        binding: RowBinding | None) -> None:
         for column, paths in columns.items():
             value = row.get(column)
             raw = value.encode() if isinstance(value, str) else value
@@ -366,8 +383,9 @@ class Sealer:
                 continue
             _refuse_plain_view(tenant, column, raw, paths)
             if _MARKER_TEXT in raw:
+                owner = None if binding is None else binding.expected(row)
                 opened = await self._open_tree(row.get("tenant_id", tenant),
-                                               msgspec.json.decode(raw))
+                                               msgspec.json.decode(raw), owner)
                 encoded = msgspec.json.encode(opened)
                 row[column] = encoded.decode() if isinstance(value, str) else encoded
 
@@ -377,17 +395,18 @@ class Sealer:
         sealed, or was sealed elsewhere."""
         return await self._open_value(tenant, value, (stream, kind))
 
-    async def _open_tree(self, tenant: Any, value: Any) -> Any:
+    async def _open_tree(self, tenant: Any, value: Any, owner: Owner | None) -> Any:
         if _is_marker(value):
-            return await self._open_value(tenant, value, None)
+            return await self._open_value(tenant, value, None, owner)
         if isinstance(value, dict):
-            return {name: await self._open_tree(tenant, item) for name, item in value.items()}
+            return {name: await self._open_tree(tenant, item, owner)
+                    for name, item in value.items()}
         if isinstance(value, list):
-            return [await self._open_tree(tenant, item) for item in value]
+            return [await self._open_tree(tenant, item, owner) for item in value]
         return value
 
-    async def _open_value(self, tenant: str, value: Any, expected: tuple[str, str] | None
-                          ) -> Any:
+    async def _open_value(self, tenant: str, value: Any, expected: tuple[str, str] | None,
+                          owner: Owner | None = None) -> Any:
         if value is None or value == {} or value == []:
             return value
         text = isinstance(value, str)
@@ -404,6 +423,8 @@ class Sealer:
             raise SealRefused(tenant, header.subject, (
                 f"a sealed field of {header.stream!r} ({header.kind}) was found in "
                 f"{expected[0]!r} ({expected[1]}): moved, refused"))
+        if owner is not None:
+            _refuse_copied(tenant, header, owner)
         try:
             key = await self._key(tenant, header)
         except SubjectErased:
@@ -420,6 +441,21 @@ class Sealer:
             raise SealRefused(tenant, header.subject, (
                 f"sealed data of subject {header.subject!r} does not open in tenant "
                 f"{tenant!r}: changed, or moved from another tenant; refused")) from None
+
+
+def _refuse_copied(tenant: str, header: Header, owner: Owner) -> None:
+    """`SealRefused` unless the envelope ``header`` is the view row's own: sealed in its
+    stream, for its record (an envelope of the first form names none: its stream and
+    subject are checked) and, where the row names one, for its subject."""
+    stream, record, subject = owner
+    if (header.stream == stream and (not header.record or header.record == record)
+            and (subject is None or header.subject == subject)):
+        return
+    raise SealRefused(tenant, header.subject, (
+        f"a sealed value of {header.stream!r} (record {header.record or 'unnamed'}, subject "
+        f"{header.subject!r}) was found in a view row of {stream!r} (record {record}"
+        + ("" if subject is None else f", subject {subject!r}")
+        + "): copied from another row, refused"))
 
 
 def _same_keys(before: Sequence[KeyRow], now: Sequence[KeyRow]) -> bool:

@@ -46,6 +46,9 @@ class _Reader(Protocol):
 
     async def signing_starts(self, tenant_id: str | None) -> dict[str, int]: ...
 
+    def scan_streams(self, tenant_id: str | None, prefix: str = ""
+                     ) -> AsyncIterator[StoredEvent]: ...
+
 
 def signature_finding(
     keys: WriterKeys | None, event: EventEnvelope, *, signed_before: bool, start: int | None
@@ -102,6 +105,23 @@ class SignedReads:
                 yield await self._decode(stored)
             if len(page) < _PAGE:
                 return
+
+    async def read_streams(self, tenant_id: str, prefix: str) -> AsyncIterator[StoredEvent]:
+        """Every event of every stream of the tenant whose id starts with ``prefix``, by
+        (stream, version), each checked as `read_stream` checks it and yielded as stored
+        (undecoded, its sealed fields as their markers: `EventLog.decode` decodes it);
+        `ForgedEvent` at the first that is not the application's. One ordered scan of
+        the streams' key range, not a read per stream: what a decision about every
+        stream of a kind (retention's open interrupt batches) reads."""
+        stream, previous, version, signed = None, GENESIS_HASH, 0, False
+        async for stored in self.storage.scan_streams(tenant_id, prefix):
+            if stored.stream_id != stream:
+                stream, previous, version, signed = stored.stream_id, GENESIS_HASH, 0, False
+            version += 1
+            await self.check(stored, version, previous, signed)
+            signed |= stored.signature is not None
+            previous = stored.hash
+            yield stored
 
     async def check(self, stored: StoredEvent, version: int, previous: bytes,
                     signed: bool) -> None:

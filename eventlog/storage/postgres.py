@@ -56,6 +56,7 @@ from eventlog.storage.sql import (
     EVENT_READ_COLUMNS,
     SCAN_PAGE,
     SqlBackend,
+    prefix_end,
     stored_event,
 )
 from eventlog.storage.sqlkeys import PostgresKeys
@@ -572,7 +573,8 @@ class PostgresBackend(SqlBackend[Any], ReplicaStorage, PostgresTree, PostgresKey
         )
         return [stored_event(row) for row in rows]
 
-    async def scan_streams(self, tenant_id: str | None) -> AsyncIterator[StoredEvent]:
+    async def scan_streams(self, tenant_id: str | None, prefix: str = ""
+                           ) -> AsyncIterator[StoredEvent]:
         order = f" ORDER BY tenant_id, stream_id, stream_version LIMIT {SCAN_PAGE}"
         after = "(tenant_id, stream_id, stream_version) > ($1, $2, $3)"
         if tenant_id is None:
@@ -582,6 +584,13 @@ class PostgresBackend(SqlBackend[Any], ReplicaStorage, PostgresTree, PostgresKey
             scope = [tenant_id]
             first = f"{self._select_events} WHERE tenant_id = $1"
             following = f"{self._select_events} WHERE tenant_id = $4 AND {after}"
+        if prefix:
+            # Text compares bytewise here (migration 0006), so the prefix is a key range.
+            at = len(scope)
+            scope += [prefix, prefix_end(prefix)]
+            where = "stream_id >= ${} AND stream_id < ${}"
+            first += (" AND " if scope[:at] else " WHERE ") + where.format(at + 1, at + 2)
+            following += " AND " + where.format(at + 4, at + 5)
         page = await self._fetch("read", first + order, scope)
         while True:
             for row in page:
