@@ -361,8 +361,8 @@ async def _upgraded_reads(url: str, **options: Any) -> list[object]:
 
 
 async def test_postgres_upgrade_reshapes_the_indexes(pg_schema: str) -> None:
-    """A log at revision 0023 (the one before 0024) upgrades in place: both indexes are led by the id and the
-    run afterwards, and the reads find what they found before."""
+    """A log at the revision before 0024 upgrades in place: both indexes are led by the id
+    and the run afterwards, and the reads find what they found before."""
     async with open_log(PG_URL, schema=pg_schema) as log:
         await _fill(log, "small-001", [f"2001{step:03}" for step in range(10)])
     before = await _upgraded_reads(PG_URL, schema=pg_schema)
