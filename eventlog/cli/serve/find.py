@@ -1,0 +1,171 @@
+"""Find: a tenant's sessions, threads and interrupt batches, newest first, cursor-paged.
+
+The list is the log's own view of its streams (``stream_heads``: one row per stream, keyed
+by tenant and stream) read newest first by the position of each stream's last event, a
+keyset cursor (that position) paging it: each page is one query seeking the tenant's rows,
+never a read of the log. Filters that the row itself answers (kind, id prefix, time range)
+are applied to the rows as they are read; those that need the stream's events (actor,
+framework) read one event per candidate row by its stream and version (an index seek).
+A request examines at most `SCAN_BUDGET` rows: a sparse filter on a large tenant returns
+what it found with a cursor to go on from, so no request's cost grows with the tenant.
+"Pending" lists the batches awaiting an answer through the interrupt view's own index
+(tenant, state, creation position).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from eventlog.cli.report.index import LANGGRAPH, MAF, SESSION, THREAD, kind_of_event
+from eventlog.events.interrupts import batch_stream
+from eventlog.log import EventLog
+from projections.interrupts import BATCHES
+from projections.query import ViewQuery
+from projections.views import STREAM_HEADS
+
+PAGE_SIZE = 50
+SCAN_BUDGET = 5_000
+"""The most stream rows one request examines."""
+_CHUNK = 500
+_FIRST = 8
+"""How many of a thread's first events are read for the checkpoint that says what wrote it."""
+
+KINDS = {"session:": "session", "thread:": "thread", "interrupt-batch:": "batch"}
+"""Stream prefixes the console lists, and what it calls each."""
+FRAMEWORKS = {"native": SESSION, "langgraph": LANGGRAPH, "agent-framework": MAF,
+              "thread": THREAD}
+"""The framework filter's values and the report's names for them."""
+STATES = ("pending",)
+
+
+@dataclass(frozen=True)
+class Filters:
+    """What a search asks for (each empty: anything)."""
+
+    prefix: str = ""
+    kind: str = ""
+    actor: str = ""
+    framework: str = ""
+    state: str = ""
+    since: datetime | None = None
+    until: datetime | None = None
+
+    @property
+    def reads_events(self) -> bool:
+        """Whether a row must be checked against its stream's events."""
+        return bool(self.actor or self.framework)
+
+
+@dataclass
+class Item:
+    """One line of the list."""
+
+    kind: str
+    ident: str
+    stream: str
+    position: int
+    updated_at: datetime
+    events: int
+    framework: str = ""
+    actor: str = ""
+    thread: str = ""
+    """For a batch: the thread (or session) it was raised on."""
+    state: str = ""
+
+
+@dataclass
+class Found:
+    """A page of the list, and where the next starts (None: no more)."""
+
+    items: list[Item] = field(default_factory=list)
+    cursor: int | None = None
+    examined: int = 0
+    exhausted_budget: bool = False
+
+
+async def find(log: EventLog, tenant: str, filters: Filters, after: int | None) -> Found:
+    """A page of the tenant's subjects matching ``filters``, newest first, after the
+    cursor ``after`` (the last position the previous page showed)."""
+    if filters.state == "pending":
+        return await _pending(log, tenant, filters, after)
+    found = Found()
+    cursor = after
+    while True:
+        rows = await log.query(ViewQuery(
+            STREAM_HEADS, {"tenant_id": tenant}, order_by=("last_position",),
+            descending=True, after=(cursor,) if cursor is not None else None, limit=_CHUNK,
+            columns=("stream_id", "version", "last_position", "updated_at")))
+        for row in rows:
+            found.examined += 1
+            cursor = row["last_position"]
+            item = await _item(log, tenant, row, filters)
+            if item is not None:
+                found.items.append(item)
+                if len(found.items) == PAGE_SIZE:
+                    found.cursor = cursor
+                    return found
+        if len(rows) < _CHUNK:
+            return found
+        if found.examined >= SCAN_BUDGET:
+            found.cursor, found.exhausted_budget = cursor, True
+            return found
+
+
+async def _item(log: EventLog, tenant: str, row: dict[str, Any], filters: Filters
+                ) -> Item | None:
+    stream: str = row["stream_id"]
+    kind = next((name for prefix, name in KINDS.items() if stream.startswith(prefix)), None)
+    if kind is None or (filters.kind and filters.kind != kind):
+        return None
+    ident = stream.split(":", 1)[1]
+    if filters.prefix and not ident.startswith(filters.prefix):
+        return None
+    updated: datetime = row["updated_at"]
+    if (filters.since is not None and updated < filters.since) or (
+            filters.until is not None and updated > filters.until):
+        return None
+    item = Item(kind, ident, stream, row["last_position"], updated, row["version"])
+    if kind == "session":
+        item.framework = SESSION
+    elif kind == "thread":
+        # its first checkpoint says (a thread's first events may be writes)
+        first = [kind async for event in log.read_stream(tenant, stream, 1, limit=_FIRST)
+                 if (kind := kind_of_event(event)) is not None]
+        item.framework = first[0] if first else THREAD
+    if filters.framework and (kind == "batch"
+                              or item.framework != FRAMEWORKS.get(filters.framework)):
+        return None
+    if filters.actor or kind != "batch":
+        last = [e async for e in log.read_stream(tenant, stream, row["version"], limit=1)]
+        item.actor = (last[0].actor or "") if last else ""
+        if filters.actor and item.actor != filters.actor:
+            return None
+    if kind == "batch":
+        batch = await log.query(ViewQuery(BATCHES, {"tenant_id": tenant, "batch_id": ident},
+                                          columns=("thread_id", "state"), limit=1))
+        if batch:
+            item.thread, item.state = batch[0]["thread_id"], batch[0]["state"]
+    return item
+
+
+async def _pending(log: EventLog, tenant: str, filters: Filters, after: int | None) -> Found:
+    """The batches awaiting an answer, newest first, by the view's (tenant, state,
+    created position) index."""
+    rows = await log.query(ViewQuery(
+        BATCHES, {"tenant_id": tenant, "state": "pending"}, order_by=("created_position",),
+        descending=True, after=(after,) if after is not None else None, limit=PAGE_SIZE,
+        columns=("batch_id", "thread_id", "state", "version", "created_position",
+                 "updated_at", "updated_position")))
+    found = Found(examined=len(rows))
+    for row in rows:
+        ident = row["batch_id"]
+        if filters.prefix and not (ident.startswith(filters.prefix)
+                                   or row["thread_id"].startswith(filters.prefix)):
+            continue
+        found.items.append(Item("batch", ident, batch_stream(ident), row["updated_position"],
+                                row["updated_at"], row["version"], thread=row["thread_id"],
+                                state=row["state"]))
+    found.cursor = rows[-1]["created_position"] if len(rows) == PAGE_SIZE else None
+    return found
