@@ -8,7 +8,6 @@ after another process appends. Screenshots of the list and the thread page go to
 
 from __future__ import annotations
 
-import asyncio
 import os
 import socket
 import subprocess
@@ -108,7 +107,7 @@ def served(logged: Logged, keys: Path) -> Iterator[str]:
             except (urllib.error.URLError, ConnectionError):
                 if process.poll() is not None or time.monotonic() > deadline:
                     process.kill()
-                    out, err = process.communicate()
+                    _out, err = process.communicate()
                     pytest.fail(f"eventlog serve did not start: {err}")
                 time.sleep(0.2)
         yield base
