@@ -18,19 +18,21 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from eventlog.cli.report.index import LANGGRAPH, MAF, SESSION, THREAD, kind_of_event
+import msgspec
+
+from eventlog.cli.report.index import LANGGRAPH, MAF, SESSION, THREAD
+from eventlog.cli.thread_story.values import MAF_ENCODING
 from eventlog.events.interrupts import batch_stream
 from eventlog.log import EventLog
 from projections.interrupts import BATCHES
 from projections.query import ViewQuery
+from projections.threads import THREAD_CHECKPOINTS
 from projections.views import STREAM_HEADS
 
 PAGE_SIZE = 50
 SCAN_BUDGET = 5_000
 """The most stream rows one request examines."""
 _CHUNK = 500
-_FIRST = 8
-"""How many of a thread's first events are read for the checkpoint that says what wrote it."""
 
 KINDS = {"session:": "session", "thread:": "thread", "interrupt-batch:": "batch"}
 """Stream prefixes the console lists, and what it calls each."""
@@ -130,10 +132,7 @@ async def _item(log: EventLog, tenant: str, row: dict[str, Any], filters: Filter
     if kind == "session":
         item.framework = SESSION
     elif kind == "thread":
-        # its first checkpoint says (a thread's first events may be writes)
-        first = [kind async for event in log.read_stream(tenant, stream, 1, limit=_FIRST)
-                 if (kind := kind_of_event(event)) is not None]
-        item.framework = first[0] if first else THREAD
+        item.framework = await _framework(log, tenant, ident)
     if filters.framework and (kind == "batch"
                               or item.framework != FRAMEWORKS.get(filters.framework)):
         return None
@@ -148,6 +147,23 @@ async def _item(log: EventLog, tenant: str, row: dict[str, Any], filters: Filter
         if batch:
             item.thread, item.state = batch[0]["thread_id"], batch[0]["state"]
     return item
+
+
+async def _framework(log: EventLog, tenant: str, thread: str) -> str:
+    """What wrote a thread, as one of its root checkpoints says (the report's rule,
+    `kind_of_event`): one seek of the thread checkpoint view's key."""
+    rows = await log.query(ViewQuery(
+        THREAD_CHECKPOINTS, {"tenant_id": tenant, "thread_id": thread, "namespace": ""},
+        order_by=("checkpoint_id",), limit=1, columns=("state_encoding", "metadata")))
+    if not rows:
+        return THREAD
+    if rows[0]["state_encoding"] == MAF_ENCODING:
+        return MAF
+    try:  # JSON text (decoding JSON runs nothing it holds)
+        metadata = msgspec.json.decode(rows[0]["metadata"])
+    except (msgspec.DecodeError, TypeError):
+        return THREAD
+    return LANGGRAPH if isinstance(metadata, dict) and "source" in metadata else THREAD
 
 
 async def _pending(log: EventLog, tenant: str, filters: Filters, after: int | None) -> Found:
