@@ -1,7 +1,7 @@
 """`eventlog serve` as a tenant grows (issue 43): list pages, a filtered page and a long
 thread's page, on SQLite and PostgreSQL, beside the CLI's ``timeline`` of the same thread.
 
-A tenant of ``THREADS`` threads of ``CHECKPOINTS`` checkpoints each (10,000 × 50: 500,000
+A tenant of ``THREADS`` threads of ``CHECKPOINTS`` checkpoints each (10,000 x 50: 500,000
 events) and a tenant a tenth its size, loaded as the very events the thread store's ``put``
 appends (one append per thread), and one thread of 1,000 steps. Through Starlette's
 TestClient (in process, with its HTTP handling): the first list page, a page filtered by id
@@ -127,7 +127,7 @@ async def _backend(name: str, url: str, options: dict[str, Any], results: Result
     code = ("import sys\nfrom eventlog.cli import main\nsys.argv = ['eventlog', "
             "*sys.argv[1:]]\nsys.exit(main())\n")
     started = time.perf_counter()
-    subprocess.run([sys.executable, "-c", code, *arguments], check=True, cwd=ROOT,
+    subprocess.run([sys.executable, "-c", code, *arguments], check=True, cwd=ROOT,  # noqa: ASYNC221
                    stdout=subprocess.DEVNULL)
     timeline = (time.perf_counter() - started) * 1000
     figures["timeline"] = [timeline]
