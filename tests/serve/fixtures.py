@@ -27,6 +27,7 @@ APPROVER = "ops-lead@acme"
 SCRIPT = "<script>window.__ran = 1</script>"
 IMG = '"><img src=x onerror="window.__ran=2">'
 JS_URL = "javascript:window.__ran=3"
+HOLD = "litigation 2031-17"
 BIG = 5 * 1024 * 1024
 ELEMENT_REFERENCES = 10_000
 
@@ -90,6 +91,7 @@ async def _write(target: BackendTarget) -> Logged:
         await interrupted_thread(log, logged.other, logged.trip, answered_by="someone-else")
         await interrupted_thread(log, logged.other, logged.secret)
         await crafted_thread(cast(OpenLog, log), logged.tenant, logged.crafted)
+        await cast(OpenLog, log).retention.hold(logged.tenant, logged.trip, reason=HOLD)
         await settle(log)
     return logged
 

@@ -235,6 +235,8 @@ def test_search_finds_by_actor_prefix_framework_and_kind(
     assert [] == ids("?framework=agent-framework")
     assert [] == ids("?kind=session")
     assert [] == ids("?state=pending")
+    assert [logged.trip] == ids("?state=held")
+    assert [] == ids("?state=erased")
     assert [] == ids("?since=2999-01-01T00:00")
     assert 400 == client.get(url(logged, logged.tenant) + "?since=yesterday",
                              headers=A).status_code

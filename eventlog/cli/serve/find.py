@@ -22,10 +22,12 @@ import msgspec
 
 from eventlog.cli.report.index import LANGGRAPH, MAF, SESSION, THREAD
 from eventlog.cli.thread_story.values import MAF_ENCODING
+from eventlog.events.erasure import ERASURE_STREAM_PREFIX
 from eventlog.events.interrupts import batch_stream
+from eventlog.face import OpenLog
 from eventlog.log import EventLog
 from projections.interrupts import BATCHES
-from projections.query import ViewQuery
+from projections.query import In, ViewQuery
 from projections.threads import THREAD_CHECKPOINTS
 from projections.views import STREAM_HEADS
 
@@ -39,7 +41,7 @@ KINDS = {"session:": "session", "thread:": "thread", "interrupt-batch:": "batch"
 FRAMEWORKS = {"native": SESSION, "langgraph": LANGGRAPH, "agent-framework": MAF,
               "thread": THREAD}
 """The framework filter's values and the report's names for them."""
-STATES = ("pending",)
+STATES = ("pending", "erased", "held")
 
 
 @dataclass(frozen=True)
@@ -92,6 +94,10 @@ async def find(log: EventLog, tenant: str, filters: Filters, after: int | None) 
     cursor ``after`` (the last position the previous page showed)."""
     if filters.state == "pending":
         return await _pending(log, tenant, filters, after)
+    if filters.state == "erased":
+        return await _erased(log, tenant, filters)
+    if filters.state == "held":
+        return await _held(log, tenant, filters)
     found = Found()
     cursor = after
     while True:
@@ -184,4 +190,65 @@ async def _pending(log: EventLog, tenant: str, filters: Filters, after: int | No
                                 row["updated_at"], row["version"], thread=row["thread_id"],
                                 state=row["state"]))
     found.cursor = rows[-1]["created_position"] if len(rows) == PAGE_SIZE else None
+    return found
+
+
+async def _subjects(log: EventLog, tenant: str, subject: str, state: str) -> list[Item]:
+    """The sessions and threads named ``subject`` (each a key seek), else the subject
+    alone, each carrying ``state``."""
+    streams = [f"{prefix}{subject}" for prefix in ("session:", "thread:")]
+    rows = await log.query(ViewQuery(
+        STREAM_HEADS, {"tenant_id": tenant, "stream_id": In(tuple(streams))},
+        columns=("stream_id", "version", "last_position", "updated_at")))
+    items = [Item(KINDS[row["stream_id"].split(":", 1)[0] + ":"], subject, row["stream_id"],
+                  row["last_position"], row["updated_at"], row["version"], state=state)
+             for row in rows]
+    return items
+
+
+async def _erased(log: EventLog, tenant: str, filters: Filters) -> Found:
+    """The tenant's erased subjects (each erasure is a stream ``erasure:SUBJECT``: a range
+    of the stream view's key), with when, by whom and why; at most `SCAN_BUDGET`."""
+    found = Found()
+    after: tuple[str] = (ERASURE_STREAM_PREFIX + filters.prefix,)
+    while found.examined < SCAN_BUDGET:
+        rows = await log.query(ViewQuery(
+            STREAM_HEADS, {"tenant_id": tenant}, order_by=("stream_id",), after=after,
+            limit=_CHUNK, columns=("stream_id", "version", "last_position", "updated_at")))
+        for row in rows:
+            stream: str = row["stream_id"]
+            if not stream.startswith(ERASURE_STREAM_PREFIX + filters.prefix):
+                return found
+            found.examined += 1
+            subject = stream.removeprefix(ERASURE_STREAM_PREFIX)
+            last = [e async for e in log.read_stream(tenant, stream, row["version"], limit=1)]
+            payload = last[0].event if last else None
+            why = (f"erased {row['updated_at']:%Y-%m-%d %H:%M} by "
+                   f"{getattr(payload, 'actor', '') or (last[0].actor if last else '') or '—'}"
+                   f": {getattr(payload, 'reason', '')}")
+            items = await _subjects(log, tenant, subject, why) or [Item(
+                "subject", subject, stream, row["last_position"], row["updated_at"],
+                row["version"], state=why)]
+            found.items.extend(items)
+        if len(rows) < _CHUNK:
+            return found
+        after = (rows[-1]["stream_id"],)
+    found.exhausted_budget = True
+    return found
+
+
+async def _held(log: EventLog, tenant: str, filters: Filters) -> Found:
+    """The subjects under legal hold (the tenant's retention stream, read through the
+    signed read side), newest hold first, with their sessions and threads."""
+    if not isinstance(log, OpenLog):
+        return Found()
+    holds = sorted(await log.retention.holds(tenant), key=lambda h: h.position, reverse=True)
+    found = Found()
+    for hold in holds:
+        if filters.prefix and not hold.subject.startswith(filters.prefix):
+            continue
+        found.examined += 1
+        why = f"held since {hold.placed_at:%Y-%m-%d %H:%M}: {hold.reason}"
+        found.items.extend(await _subjects(log, tenant, hold.subject, why) or [Item(
+            "subject", hold.subject, "", hold.position, hold.placed_at, 0, state=why)])
     return found
