@@ -24,9 +24,8 @@ HEADERS = {"authorization": f"Bearer {TOKEN}"}
 def _opener(url: str, ring: str | None) -> Callable[[], AbstractAsyncContextManager[EventLog]]:
     @asynccontextmanager
     async def opened() -> AsyncIterator[EventLog]:
-        options = {"keyring": ring} if ring is not None else {}
         async with open_log(url, registry=LenientRegistry(default_registry),
-                            **options) as log:
+                            keyring=ring) as log:
             yield log
 
     return opened
