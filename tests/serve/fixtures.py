@@ -13,12 +13,13 @@ from typing import cast
 import msgspec
 import pytest
 
+from eventlog.adapters.langgraph import AsyncEventlogSaver
 from eventlog.checkpoints.thread_records import Elements, Payload
 from eventlog.cli.serve.access import Access, Grant
 from eventlog.face import OpenLog
 from eventlog.log import EventLog
 from tests.conftest import PG_URL, BackendTarget, drop_schema, fresh_id, require_postgres
-from tests.forensic_threads import interrupted_thread
+from tests.forensic_threads import _config, _three_nodes, interrupted_thread
 from tests.procs.settle import settle
 
 TOKEN_A = "token-of-alice-" + "a" * 20
@@ -42,6 +43,7 @@ class Logged:
     trip: str = "trip"
     secret: str = "secret-plan"
     crafted: str = IMG
+    waiting: str = "waiting-for-approval"
 
 
 def access() -> Access:
@@ -84,6 +86,12 @@ async def crafted_thread(log: OpenLog, tenant: str, thread_id: str) -> None:
         channels={"messages": Elements((element,) * ELEMENT_REFERENCES)})
 
 
+async def asked_thread(log: OpenLog, tenant: str, thread_id: str) -> None:
+    """The three-node graph run up to its question, which nobody answers."""
+    graph = _three_nodes(AsyncEventlogSaver(log, tenant_id=tenant))
+    await graph.ainvoke({"items": []}, _config(thread_id))
+
+
 async def _write(target: BackendTarget) -> Logged:
     logged = Logged(target, fresh_id("acme"), fresh_id("globex"))
     async with target.open() as log:
@@ -92,6 +100,7 @@ async def _write(target: BackendTarget) -> Logged:
         await interrupted_thread(log, logged.other, logged.secret)
         await crafted_thread(cast(OpenLog, log), logged.tenant, logged.crafted)
         await cast(OpenLog, log).retention.hold(logged.tenant, logged.trip, reason=HOLD)
+        await asked_thread(cast(OpenLog, log), logged.tenant, logged.waiting)
         await settle(log)
     return logged
 

@@ -1,6 +1,7 @@
 """The console in a real browser: `eventlog serve` as a process, Debian's headless
 Chromium driven by Playwright (no browser downloaded: ``executable_path``, as the
-report's browser test). With a token it logs in, searches by actor and by id, opens a
+report's browser test). With a token it logs in, searches by actor, by a question
+nobody answered yet and by id, opens a
 thread (timeline, checkpoint tree, a difference, the approver), downloads an event's
 inclusion proof that `eventlog check-proof` accepts, and sees the thread update live
 after another process appends. Screenshots of the list and the thread page go to
@@ -155,6 +156,10 @@ def test_search_open_prove_and_follow_a_thread(
     found = page.locator("tr.item td:nth-child(2) a").all_inner_texts()
     assert [logged.trip] == found
     page.fill("input[name=actor]", "")
+    page.select_option("select[name=state]", "question")
+    page.click("#search button[type=submit]")
+    assert [logged.waiting] == page.locator("tr.item td:nth-child(2) a").all_inner_texts()
+    page.select_option("select[name=state]", "")
     page.fill("input[name=q]", logged.trip[:2])
     page.click("#search button[type=submit]")
     assert [logged.trip] == page.locator("tr.item td:nth-child(2) a").all_inner_texts()

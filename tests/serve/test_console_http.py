@@ -227,11 +227,12 @@ def test_search_finds_by_actor_prefix_framework_and_kind(
         assert 200 == response.status_code, response.text
         return [item["id"] for item in response.json()["items"]]
 
-    assert [logged.crafted, logged.trip] == ids("")
+    assert [logged.waiting, logged.crafted, logged.trip] == ids("")
     assert [logged.trip] == ids(f"?actor={quote(APPROVER)}")
     assert [] == ids("?actor=nobody")
     assert [logged.trip] == ids("?q=tr")
-    assert [logged.crafted, logged.trip] == ids("?framework=langgraph")
+    assert [logged.waiting, logged.crafted, logged.trip] == ids("?framework=langgraph")
+    assert [logged.waiting] == ids("?state=question")
     assert [] == ids("?framework=agent-framework")
     assert [] == ids("?kind=session")
     assert [] == ids("?state=pending")
@@ -255,7 +256,7 @@ def test_pages_follow_the_cursor_newest_first(
         if body["cursor"] is None:
             break
         cursor = str(body["cursor"])
-    assert [logged.crafted, logged.trip] == [ident for ident, _ in seen]
+    assert [logged.waiting, logged.crafted, logged.trip] == [ident for ident, _ in seen]
     assert sorted((p for _, p in seen), reverse=True) == [p for _, p in seen]
 
 

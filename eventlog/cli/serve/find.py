@@ -21,6 +21,7 @@ from typing import Any
 import msgspec
 
 from eventlog.cli.report.index import LANGGRAPH, MAF, SESSION, THREAD
+from eventlog.cli.thread_story.graph import INTERRUPT, RESUME
 from eventlog.cli.thread_story.values import MAF_ENCODING
 from eventlog.events.erasure import ERASURE_STREAM_PREFIX
 from eventlog.events.interrupts import batch_stream
@@ -28,7 +29,7 @@ from eventlog.face import OpenLog
 from eventlog.log import EventLog
 from projections.interrupts import BATCHES
 from projections.query import In, ViewQuery
-from projections.threads import THREAD_CHECKPOINTS
+from projections.threads import THREAD_CHECKPOINTS, THREAD_WRITES
 from projections.views import STREAM_HEADS
 
 PAGE_SIZE = 50
@@ -41,7 +42,10 @@ KINDS = {"session:": "session", "thread:": "thread", "interrupt-batch:": "batch"
 FRAMEWORKS = {"native": SESSION, "langgraph": LANGGRAPH, "agent-framework": MAF,
               "thread": THREAD}
 """The framework filter's values and the report's names for them."""
-STATES = ("pending", "erased", "held")
+STATES = ("question", "pending", "erased", "held")
+"""``question``: threads whose latest checkpoint has a question (an interrupt) not yet
+answered; ``pending``: interrupt batches awaiting an answer; ``erased``: erased subjects;
+``held``: subjects under legal hold."""
 
 
 @dataclass(frozen=True)
@@ -142,6 +146,9 @@ async def _item(log: EventLog, tenant: str, row: dict[str, Any], filters: Filter
     if filters.framework and (kind == "batch"
                               or item.framework != FRAMEWORKS.get(filters.framework)):
         return None
+    if filters.state == "question" and (kind != "thread"
+                                        or not await _asks(log, tenant, ident)):
+        return None
     if filters.actor or kind != "batch":
         last = [e async for e in log.read_stream(tenant, stream, row["version"], limit=1)]
         item.actor = (last[0].actor or "") if last else ""
@@ -153,6 +160,22 @@ async def _item(log: EventLog, tenant: str, row: dict[str, Any], filters: Filter
         if batch:
             item.thread, item.state = batch[0]["thread_id"], batch[0]["state"]
     return item
+
+
+async def _asks(log: EventLog, tenant: str, thread: str) -> bool:
+    """Whether the thread waits on a question: its latest root checkpoint (one seek of the
+    view's key, descending) has an interrupt among its pending writes and no resume (a
+    subgraph's question is written again in the root namespace as it bubbles up)."""
+    latest = await log.query(ViewQuery(
+        THREAD_CHECKPOINTS, {"tenant_id": tenant, "thread_id": thread, "namespace": ""},
+        order_by=("checkpoint_id",), descending=True, limit=1, columns=("checkpoint_id",)))
+    if not latest:
+        return False
+    writes = await log.query(ViewQuery(
+        THREAD_WRITES, {"tenant_id": tenant, "thread_id": thread, "namespace": "",
+                        "checkpoint_id": latest[0]["checkpoint_id"]}, columns=("channel",)))
+    channels = {row["channel"] for row in writes}
+    return INTERRUPT in channels and RESUME not in channels
 
 
 async def _framework(log: EventLog, tenant: str, thread: str) -> str:
