@@ -149,10 +149,10 @@ async def _item(log: EventLog, tenant: str, row: dict[str, Any], filters: Filter
     if filters.state == "question" and (kind != "thread"
                                         or not await _asks(log, tenant, ident)):
         return None
-    if filters.actor or kind != "batch":
+    if filters.actor:  # the last event's principal: one read by stream and version
         last = [e async for e in log.read_stream(tenant, stream, row["version"], limit=1)]
         item.actor = (last[0].actor or "") if last else ""
-        if filters.actor and item.actor != filters.actor:
+        if item.actor != filters.actor:
             return None
     if kind == "batch":
         batch = await log.query(ViewQuery(BATCHES, {"tenant_id": tenant, "batch_id": ident},
