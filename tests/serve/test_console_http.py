@@ -321,3 +321,59 @@ def test_the_live_feed_tells_of_an_append(logged: Logged, client: TestClient) ->
         later.join()
     assert "event: appended" in lines
     assert json.loads(lines[-1].removeprefix("data: "))["type"] == "thread_checkpoint_put"
+
+
+def _verified(client: TestClient, path: str) -> dict[str, Any]:
+    """Start the tenant's verify and poll its status until it is done."""
+    json_headers = {**A, "accept": "application/json"}
+    started = client.get(f"{path}?run=1", headers=json_headers).json()
+    deadline = time.monotonic() + 60
+    status = started
+    while status["running"]:
+        assert time.monotonic() < deadline
+        # other pages are answered while it runs
+        assert 200 == client.get(path.removesuffix("/verify"), headers=A).status_code
+        time.sleep(0.05)
+        status = client.get(path, headers=json_headers).json()
+    return dict(status)
+
+
+def test_verify_runs_on_request_in_the_background(logged: Logged, client: TestClient) -> None:
+    """The tenant's verify, started by a request, reported when done; the other tenant's
+    verify is the same 404 as a missing tenant."""
+    status = _verified(client, url(logged, logged.tenant, "verify"))
+    assert (True, None, []) == (status["ok"], status["error"], status["problems"])
+    assert status["events"] > 0
+    page = client.get(url(logged, logged.tenant, "verify"), headers=A).text
+    assert "verified" in page
+    missing = client.get(url(logged, "no-such-tenant", "verify"), headers=A)
+    theirs = client.get(url(logged, logged.other, "verify") + "?run=1", headers=A)
+    assert _same(missing) == _same(theirs)
+
+
+def test_verify_names_a_changed_event(tmp_path: Path) -> None:
+    """An event changed behind the log's back (sqlite3, outside the library) is named."""
+    import sqlite3
+
+    from eventlog.checkpoints.thread_records import Payload
+    from eventlog.cli.serve.access import Access, Grant
+    from tests.conftest import BackendTarget
+
+    target = BackendTarget("sqlite", f"sqlite:///{tmp_path / 'log.db'}")
+
+    async def write() -> None:
+        async with target.open() as opened:
+            log = cast(OpenLog, opened)
+            for n in range(3):
+                await log.checkpoints.threads.put("acme", "t", f"1f0-{n}",
+                                                  state=Payload("msgpack", bytes([n])))
+
+    asyncio.run(write())
+    with sqlite3.connect(tmp_path / "log.db") as db:
+        db.execute("UPDATE events SET data = CAST('{}' AS BLOB) WHERE stream_version = 2")
+    access = Access([Grant("a", TOKEN_A, frozenset({"acme"}))])
+    with TestClient(build_app(opener(target), access, {}, "t")) as client:
+        status = _verified(client, "/t/acme/verify")
+        page = client.get("/t/acme/verify", headers=A).text
+    assert (False, {"thread:t"}) == (status["ok"], {p["stream"] for p in status["problems"]})
+    assert ("problems" in page, "thread:t" in page) == (True, True)

@@ -15,11 +15,13 @@ the package's own script and style sheet.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import resources
 from typing import Any
@@ -52,6 +54,7 @@ from eventlog.cli.serve.find import FRAMEWORKS, KINDS, STATES, Filters, find
 from eventlog.cli.transparency import inclusion_proof, same_tree
 from eventlog.errors import InvalidInput
 from eventlog.log import EventLog
+from eventlog.records import VerifyReport
 
 COOKIE = "eventlog_console"
 NOT_FOUND = b"not found\n"
@@ -109,6 +112,7 @@ class Console:
         self.heads = dict(heads)
         self.source = source
         self.log: EventLog | None = None
+        self.verifies: dict[str, VerifyRun] = {}
         self.pages = Environment(
             loader=PackageLoader("eventlog.cli.serve", "templates"),
             autoescape=select_autoescape(default=True, default_for_string=True),
@@ -287,6 +291,39 @@ class Console:
         return Response(body, media_type="application/json", headers={
             "content-disposition": f'attachment; filename="proof-{event_id}.json"'})
 
+    async def verify(self, request: Request) -> Response:
+        """Prove: the tenant's verify, run on request in the background (one at a time per
+        tenant; other requests go on being answered), its status, and the signed head the
+        console proves under."""
+        _grant, tenant = self.tenant(request)
+        log = self.opened
+        run = self.verifies.get(tenant)
+        if request.query_params.get("run") and (run is None or run.task.done()):
+            run = VerifyRun(time.monotonic(), datetime.now(UTC),
+                            asyncio.create_task(log.verify(tenant)))
+            self.verifies[tenant] = run
+        head = self.heads.get(tenant)
+        tree = await log.tree_head(tenant) if head is not None else None
+        report = error = None
+        if run is not None and run.task.done():
+            if run.task.cancelled():
+                error = "cancelled"
+            elif run.task.exception() is not None:
+                error = f"{type(run.task.exception()).__name__}: {run.task.exception()}"
+            else:
+                report = run.task.result()
+        if request.headers.get("accept", "").startswith("application/json"):
+            return JSONResponse({
+                "tenant": tenant, "running": run is not None and not run.task.done(),
+                "ok": report.ok if report is not None else None, "error": error,
+                "streams": report.streams if report else None,
+                "events": report.events if report else None,
+                "problems": [{"stream": p.stream_id, "version": p.version, "kind": p.kind,
+                              "detail": p.detail} for p in report.problems] if report else []})
+        return self.page("verify.html", tenant=tenant, run=run, report=report, error=error,
+                         elapsed=time.monotonic() - run.monotonic if run else 0.0,
+                         head=head, tree=tree, source=self.source)
+
     async def asset(self, request: Request) -> Response:
         """The package's own style sheets and script (no CDN: air-gapped hosts work)."""
         name = request.path_params["name"]
@@ -299,6 +336,15 @@ class Console:
         text = resources.files("eventlog.cli.serve").joinpath("static", name).read_text(
             encoding="utf-8")
         return Response(text, media_type=_ASSETS[name])
+
+
+@dataclass
+class VerifyRun:
+    """One tenant's verify, running or done."""
+
+    monotonic: float
+    started: datetime
+    task: asyncio.Task[VerifyReport]
 
 
 _MAX_FORM = 4096
@@ -365,8 +411,12 @@ def build_app(open_log: Opener, access: Access, heads: Mapping[str, Any] | None 
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
         async with open_log() as log:
             console.log = log
-            yield
-            console.log = None
+            try:
+                yield
+            finally:
+                for run in console.verifies.values():
+                    run.task.cancel()
+                console.log = None
 
     async def errors(request: Request, error: Exception) -> Response:
         status = getattr(error, "status_code", 500)
@@ -387,6 +437,7 @@ def build_app(open_log: Opener, access: Access, heads: Mapping[str, Any] | None 
         Route("/t/{tenant}", console.listing),
         Route("/t/{tenant}/live/{session:path}", console.live),
         Route("/t/{tenant}/e/{event}/proof", console.proof),
+        Route("/t/{tenant}/verify", console.verify),
         Route("/t/{tenant}/s/{session:path}", console.subject),
     ]
     app = Starlette(routes=routes, lifespan=lifespan,
