@@ -377,3 +377,20 @@ def test_verify_names_a_changed_event(tmp_path: Path) -> None:
         page = client.get("/t/acme/verify", headers=A).text
     assert (False, {"thread:t"}) == (status["ok"], {p["stream"] for p in status["problems"]})
     assert ("problems" in page, "thread:t" in page) == (True, True)
+
+
+def test_a_thread_as_of_an_earlier_position(logged: Logged, client: TestClient) -> None:
+    """``?as_of=POSITION`` draws the thread as it stood then: the later events are left
+    out and counted; the live feed is off; a bad position is 400."""
+    page = client.get(url(logged, logged.tenant, "s", logged.trip), headers=A).text
+    positions = sorted({int(p) for p in re.findall(r'id="ev-(\d+)"', page)})
+    cut = positions[len(positions) // 2]
+    earlier = client.get(url(logged, logged.tenant, "s", logged.trip) + f"?as_of={cut}",
+                         headers=A).text
+    shown = sorted({int(p) for p in re.findall(r'id="ev-(\d+)"', earlier)})
+    assert [p for p in positions if p <= cut] == shown
+    later = len([p for p in positions if p > cut])
+    assert f"As of position {cut}: {later} later events" in earlier
+    assert "data-live" not in earlier
+    assert 400 == client.get(url(logged, logged.tenant, "s", logged.trip) + "?as_of=x",
+                             headers=A).status_code

@@ -301,13 +301,16 @@ class Drawn:
 
 async def draw(
     log: EventLog, scan: Scan, keys: Sequence[SessionKey], verify: VerifySummary,
-    as_of: int | datetime | None,
+    as_of: int | datetime | None, *, past_states: bool = True,
 ) -> Drawn:
-    """Read the chosen sessions whole (`read_chosen`) and build what is drawn of them."""
+    """Read the chosen sessions whole (`read_chosen`) and build what is drawn of them.
+    ``past_states=False`` leaves out the views' state at an earlier ``as_of`` (a rebuild of
+    the whole log into a temporary file: the console does not do that per page view)."""
     await read_chosen(log, scan, keys)
     reports = await session_reports(log, scan, keys, verify)
-    return Drawn(reports, await states(log, reports, as_of),
-                 await state_values(log, scan, reports))
+    shown = (await states(log, reports, as_of) if as_of is None or past_states
+             else {})
+    return Drawn(reports, shown, await state_values(log, scan, reports))
 
 
 def moment_text(as_of: Moment | None, last: RecordedEvent | None) -> str | None:

@@ -218,11 +218,16 @@ class Console:
         _grant, tenant = self.tenant(request)
         session = request.path_params["session"]
         log = self.opened
+        try:
+            as_of = _cursor(request.query_params.get("as_of"))
+        except ValueError:
+            return PlainTextResponse("as_of must be a log position (a whole number)\n", 400)
         streams = await _streams(log, tenant, session)
         if not streams:
             return _not_found()
-        scan = await collect.one_session(log, tenant, session, streams, None)
-        drawn = await collect.draw(log, scan, [(tenant, session)], _UNVERIFIED, None)
+        scan = await collect.one_session(log, tenant, session, streams, as_of)
+        drawn = await collect.draw(log, scan, [(tenant, session)], _UNVERIFIED, as_of,
+                                   past_states=False)
         report = drawn.reports[0]
         section = session_section(report, drawn.states.get(session, []), drawn.values)
         last = scan.last.position if scan.last is not None else 0
@@ -230,7 +235,8 @@ class Console:
             "subject.html", tenant=tenant, session=session, report=report,
             section=Markup(section),  # escaped by the report's renderer
             data=Markup(event_data(drawn.reports)),  # JSON made safe inside <script>
-            last=last, proofs=tenant in self.heads, source=self.source)
+            last=last, proofs=tenant in self.heads, source=self.source, as_of=as_of,
+            later=scan.after_moment)
 
     async def live(self, request: Request) -> Response:
         """Follow: server-sent events as the session's streams grow (the log's watch:
