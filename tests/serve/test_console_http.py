@@ -394,3 +394,20 @@ def test_a_thread_as_of_an_earlier_position(logged: Logged, client: TestClient) 
     assert "data-live" not in earlier
     assert 400 == client.get(url(logged, logged.tenant, "s", logged.trip) + "?as_of=x",
                              headers=A).status_code
+
+
+def test_a_page_links_the_clis_report_of_it(logged: Logged, client: TestClient) -> None:
+    """The report link downloads what ``eventlog report TENANT THREAD`` writes (the same
+    model, verified), with its name; another tenant's is the same 404."""
+    page = client.get(url(logged, logged.tenant, "s", logged.trip), headers=A).text
+    link = url(logged, logged.tenant, "report", logged.trip)
+    assert f'href="{link}"' in page
+    got = client.get(link, headers=A)
+    assert (200, True) == (got.status_code, "attachment" in got.headers["content-disposition"])
+    assert f"eventlog-report-{logged.tenant}-{logged.trip}.html" in got.headers[
+        "content-disposition"]
+    assert "Incident report: LangGraph thread trip" in got.text
+    assert APPROVER in got.text
+    missing = client.get(url(logged, logged.tenant, "report", "nope"), headers=A)
+    theirs = client.get(url(logged, logged.other, "report", logged.secret), headers=A)
+    assert _same(missing) == _same(theirs)

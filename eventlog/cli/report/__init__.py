@@ -100,7 +100,7 @@ async def build_page(
     drawn = await collect.draw(log, scan, keys, verify, as_of)
     reports = drawn.reports
     data = ReportData(
-        title=_title(tenant, session, reports), source=context.shown_url(),
+        title=report_title(tenant, session, reports), source=context.shown_url(),
         generated_at=datetime.now(UTC), verify=verify, sessions=reports,
         index=index_lines(scan.tallies, {(r.tenant, r.session): asked(r) for r in reports},
                           collect.findings_by_subject(scan, verify))
@@ -137,7 +137,9 @@ def asked(report: SessionReport) -> int:
             + sum(len(story.questions) for story in report.stories))
 
 
-def _title(tenant: str | None, session: str | None, reports: list[SessionReport]) -> str:
+def report_title(tenant: str | None, session: str | None, reports: list[SessionReport]
+                 ) -> str:
+    """The report's title for its scope."""
     if session is not None:
         kind = reports[0].framework if reports else "session"
         return f"Incident report: {kind} {session} of tenant {tenant}"

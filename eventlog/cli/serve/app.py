@@ -238,6 +238,32 @@ class Console:
             last=last, proofs=tenant in self.heads, source=self.source, as_of=as_of,
             later=scan.after_moment)
 
+    async def report(self, request: Request) -> Response:
+        """The CLI's incident report of the session, as ``eventlog report TENANT SESSION``
+        writes it (one self-contained file, downloaded): the same model, with the tenant's
+        verify run for it."""
+        from rich.progress import Progress
+
+        from eventlog.cli.report import default_name, report_title
+        from eventlog.cli.report.page import ReportData, render_page
+
+        _grant, tenant = self.tenant(request)
+        session = request.path_params["session"]
+        log = self.opened
+        streams = await _streams(log, tenant, session)
+        if not streams:
+            return _not_found()
+        scan = await collect.one_session(log, tenant, session, streams, None)
+        verify = await collect.verify_summary(log, tenant, Progress(disable=True))
+        drawn = await collect.draw(log, scan, [(tenant, session)], verify, None)
+        html = render_page(ReportData(
+            title=report_title(tenant, session, drawn.reports), source=self.source,
+            generated_at=datetime.now(UTC), verify=verify, sessions=drawn.reports,
+            states=drawn.states, values=drawn.values))
+        name = default_name(tenant, session)
+        return Response(html, media_type="text/html; charset=utf-8",
+                        headers={"content-disposition": f'attachment; filename="{name}"'})
+
     async def live(self, request: Request) -> Response:
         """Follow: server-sent events as the session's streams grow (the log's watch:
         woken at once by this process's appends and PostgreSQL's notifications)."""
@@ -444,6 +470,7 @@ def build_app(open_log: Opener, access: Access, heads: Mapping[str, Any] | None 
         Route("/t/{tenant}/live/{session:path}", console.live),
         Route("/t/{tenant}/e/{event}/proof", console.proof),
         Route("/t/{tenant}/verify", console.verify),
+        Route("/t/{tenant}/report/{session:path}", console.report),
         Route("/t/{tenant}/s/{session:path}", console.subject),
     ]
     app = Starlette(routes=routes, lifespan=lifespan,
