@@ -100,6 +100,11 @@ def test_serve_prints_a_token_the_console_accepts(tmp_path: Path) -> None:
         with pytest.raises(urllib.error.HTTPError) as refused:
             urllib.request.urlopen(base, timeout=5)
         assert 401 == refused.value.code
+        rebound = urllib.request.Request(base, headers={
+            "authorization": f"Bearer {token}", "host": "attacker.example"})
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(rebound, timeout=5)
+        assert 400 == refused.value.code  # another name pointed here: not answered
     finally:
         process.terminate()
         process.wait(timeout=10)

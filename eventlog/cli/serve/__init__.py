@@ -19,6 +19,9 @@ from eventlog.log import EventLog
 
 __all__ = ["run"]
 
+LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
+"""Hosts that listen on this machine alone: the console then answers only these names."""
+
 
 async def run(context: Context) -> int:
     """Open the log, print where to go and the token, serve until interrupted."""
@@ -41,7 +44,9 @@ async def run(context: Context) -> int:
         async def opened() -> AsyncIterator[EventLog]:
             yield log
 
-        app = build_app(opened, access, heads, context.shown_url())
+        loopback = args.host in LOOPBACK
+        app = build_app(opened, access, heads, context.shown_url(),
+                        hosts=sorted(LOOPBACK) if loopback else None)
         server = uvicorn.Server(uvicorn.Config(
             app, host=args.host, port=args.port, log_level="warning", access_log=False,
             lifespan="on"))

@@ -19,7 +19,7 @@ import asyncio
 import json
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -31,6 +31,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import (
     JSONResponse,
@@ -433,10 +434,12 @@ def _cursor(text: str | None) -> int | None:
 
 
 def build_app(open_log: Opener, access: Access, heads: Mapping[str, Any] | None = None,
-              source: str = "") -> Starlette:
+              source: str = "", *, hosts: Sequence[str] | None = None) -> Starlette:
     """The console over the log ``open_log`` opens (when the application starts),
     for the tokens of ``access``; ``heads`` (tenant → signed head) are what proofs are
-    made under."""
+    made under; ``hosts``, when given, the only ``Host`` headers answered (a console on
+    the loopback interface answers no other name: a page of another site whose name
+    was made to point here, DNS rebinding, gets 400)."""
     console = Console(access, heads or {}, source)
 
     @asynccontextmanager
@@ -475,6 +478,8 @@ def build_app(open_log: Opener, access: Access, heads: Mapping[str, Any] | None 
     ]
     app = Starlette(routes=routes, lifespan=lifespan,
                     exception_handlers={HTTPException: errors})
+    if hosts is not None:
+        app.add_middleware(TrustedHostMiddleware, allowed_hosts=list(hosts))
     app.add_middleware(_Headers)
     return app
 
