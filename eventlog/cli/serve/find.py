@@ -104,10 +104,11 @@ async def find(log: EventLog, tenant: str, filters: Filters, after: int | None) 
         return await _held(log, tenant, filters)
     found = Found()
     cursor = after
-    while True:
+    chunk = PAGE_SIZE + 1  # enough for a page nothing filters out; more once rows are
+    while True:            # filtered out (a large LIMIT costs even when few rows are used)
         rows = await log.query(ViewQuery(
             STREAM_HEADS, {"tenant_id": tenant}, order_by=("last_position",),
-            descending=True, after=(cursor,) if cursor is not None else None, limit=_CHUNK,
+            descending=True, after=(cursor,) if cursor is not None else None, limit=chunk,
             columns=("stream_id", "version", "last_position", "updated_at")))
         for row in rows:
             found.examined += 1
@@ -118,8 +119,9 @@ async def find(log: EventLog, tenant: str, filters: Filters, after: int | None) 
                 if len(found.items) == PAGE_SIZE:
                     found.cursor = cursor
                     return found
-        if len(rows) < _CHUNK:
+        if len(rows) < chunk:
             return found
+        chunk = min(_CHUNK, chunk * 4)
         if found.examined >= SCAN_BUDGET:
             found.cursor, found.exhausted_budget = cursor, True
             return found
