@@ -411,3 +411,18 @@ def test_a_page_links_the_clis_report_of_it(logged: Logged, client: TestClient) 
     missing = client.get(url(logged, logged.tenant, "report", "nope"), headers=A)
     theirs = client.get(url(logged, logged.other, "report", logged.secret), headers=A)
     assert _same(missing) == _same(theirs)
+
+
+def test_an_id_prefix_pages_too(
+        logged: Logged, client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A prefix search (a range of ids) pages by the same cursor: the page after the last
+    match is empty, and a kind outside the prefix's finds nothing."""
+    monkeypatch.setattr(finding, "PAGE_SIZE", 1)
+    json_headers = {**A, "accept": "application/json"}
+    first = client.get(url(logged, logged.tenant) + "?q=tri", headers=json_headers).json()
+    assert [logged.trip] == [item["id"] for item in first["items"]]
+    after = client.get(url(logged, logged.tenant) + f"?q=tri&after={first['cursor']}",
+                       headers=json_headers).json()
+    assert ([], None) == (after["items"], after["cursor"])
+    assert [] == client.get(url(logged, logged.tenant) + "?q=tri&kind=session",
+                            headers=json_headers).json()["items"]

@@ -2,14 +2,16 @@
 
 The list is the log's own view of its streams (``stream_heads``: one row per stream, keyed
 by tenant and stream) read newest first by the position of each stream's last event, a
-keyset cursor (that position) paging it: each page is one query seeking the tenant's rows,
-never a read of the log. Filters that the row itself answers (kind, id prefix, time range)
-are applied to the rows as they are read; those that need the stream's events (actor,
-framework) read one event per candidate row by its stream and version (an index seek).
-A request examines at most `SCAN_BUDGET` rows: a sparse filter on a large tenant returns
-what it found with a cursor to go on from, so no request's cost grows with the tenant.
-"Pending" lists the batches awaiting an answer through the interrupt view's own index
-(tenant, state, creation position).
+keyset cursor (that position) paging it: each page is one query of the tenant's rows,
+never a read of the log. No index orders a tenant's rows by that position (it would take
+a migration), so that query sorts the tenant's stream heads: docs/decisions.md.
+An id prefix reads a range of the view's key per kind instead (ids compare bytewise on
+every backend). Filters the row answers (kind, time range) are applied as rows are read;
+the actor filter reads each candidate's last event, the framework one seek of its root
+checkpoint row. A request examines at most `SCAN_BUDGET` rows: a sparse filter on a large
+tenant returns what it found with a cursor to go on from. ``pending`` lists the batches
+awaiting an answer through the interrupt view's own index (tenant, state, creation
+position); ``question``, ``erased`` and ``held``: see `STATES`.
 """
 
 from __future__ import annotations
@@ -102,6 +104,8 @@ async def find(log: EventLog, tenant: str, filters: Filters, after: int | None) 
         return await _erased(log, tenant, filters)
     if filters.state == "held":
         return await _held(log, tenant, filters)
+    if filters.prefix:
+        return await _by_prefix(log, tenant, filters, after)
     found = Found()
     cursor = after
     chunk = PAGE_SIZE + 1  # enough for a page nothing filters out; more once rows are
@@ -125,6 +129,47 @@ async def find(log: EventLog, tenant: str, filters: Filters, after: int | None) 
         if found.examined >= SCAN_BUDGET:
             found.cursor, found.exhausted_budget = cursor, True
             return found
+
+
+async def _by_prefix(log: EventLog, tenant: str, filters: Filters, after: int | None
+                     ) -> Found:
+    """The subjects whose id starts with the filter's prefix: for each kind, a range of
+    the stream view's key (ids compare bytewise on every backend), then newest first by
+    their last event's position, the other filters applied. At most `SCAN_BUDGET` ids
+    are read (a prefix that matches more lists the newest of those, and says so)."""
+    found = Found()
+    rows: list[dict[str, Any]] = []
+    columns = ("stream_id", "version", "last_position", "updated_at")
+    for prefix, kind in KINDS.items():
+        if filters.kind and filters.kind != kind:
+            continue
+        start = prefix + filters.prefix
+        rows += await log.query(ViewQuery(STREAM_HEADS, {"tenant_id": tenant,
+                                                         "stream_id": start}, columns=columns))
+        cursor = start
+        while len(rows) < SCAN_BUDGET:
+            chunk = await log.query(ViewQuery(
+                STREAM_HEADS, {"tenant_id": tenant}, order_by=("stream_id",),
+                after=(cursor,), limit=_CHUNK, columns=columns))
+            matching = [row for row in chunk if row["stream_id"].startswith(start)]
+            rows += matching
+            if len(matching) < len(chunk) or len(chunk) < _CHUNK:
+                break
+            cursor = chunk[-1]["stream_id"]
+        else:
+            found.exhausted_budget = True
+    rows.sort(key=lambda row: row["last_position"], reverse=True)
+    for row in rows:
+        if after is not None and row["last_position"] >= after:
+            continue
+        found.examined += 1
+        item = await _item(log, tenant, row, filters)
+        if item is not None:
+            found.items.append(item)
+            if len(found.items) == PAGE_SIZE:
+                found.cursor = row["last_position"]
+                break
+    return found
 
 
 async def _item(log: EventLog, tenant: str, row: dict[str, Any], filters: Filters
