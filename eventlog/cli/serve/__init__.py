@@ -19,6 +19,9 @@ from eventlog.log import EventLog
 
 __all__ = ["run"]
 
+SHUTDOWN_S = 3
+"""How long an interrupted console waits for open pages (a live feed never ends by
+itself) before it closes them."""
 LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
 """Hosts that listen on this machine alone: the console then answers only these names."""
 
@@ -49,7 +52,7 @@ async def run(context: Context) -> int:
                         hosts=sorted(LOOPBACK) if loopback else None)
         server = uvicorn.Server(uvicorn.Config(
             app, host=args.host, port=args.port, log_level="warning", access_log=False,
-            lifespan="on"))
+            lifespan="on", timeout_graceful_shutdown=SHUTDOWN_S))
         host = f"[{args.host}]" if ":" in args.host else args.host
         where = f"http://{host}:{args.port}"
         if args.tokens:
