@@ -108,3 +108,50 @@ def test_serve_prints_a_token_the_console_accepts(tmp_path: Path) -> None:
     finally:
         process.terminate()
         process.wait(timeout=10)
+
+
+def test_an_interrupted_console_closes_its_live_feeds(tmp_path: Path) -> None:
+    """Ctrl-C with a live feed open: the console stops within seconds (a feed never ends
+    by itself; uvicorn would wait for it forever) with the interrupted status."""
+    import asyncio
+    import signal
+    import uuid
+
+    from eventlog import CheckpointRecord, open_log
+
+    url = f"sqlite:///{tmp_path / 'log.db'}"
+
+    async def write() -> None:
+        async with open_log(url) as log:
+            await log.checkpoints.create(CheckpointRecord(
+                tenant_id="acme", session_id="s1", run_id=uuid.uuid4(), state={"n": 1}))
+
+    asyncio.run(write())
+    port = _free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-c", EVENTLOG, "serve", "--port", str(port), "--url", url],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert process.stderr is not None
+        token = [process.stderr.readline() for _ in range(3)][2].split("Bearer ", 1)[1]
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{port}/t/acme/live/s1",
+            headers={"authorization": f"Bearer {token.rstrip(')' + chr(10))}"})
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                feed = urllib.request.urlopen(request, timeout=10)
+                break
+            except urllib.error.URLError:
+                assert time.monotonic() < deadline
+                time.sleep(0.2)
+        assert b"retry: 2000\n" == feed.readline()
+        started = time.monotonic()
+        process.send_signal(signal.SIGINT)
+        status = process.wait(timeout=20)
+        assert (130, True) == (status, time.monotonic() - started < 15)
+        feed.close()
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
