@@ -7,7 +7,9 @@ appends (one append per thread), and one thread of 1,000 steps. Through Starlett
 TestClient (in process, with its HTTP handling): the first list page, a page filtered by id
 prefix and one filtered by actor, each's p95 over ``CALLS`` requests, in both tenants (the
 ratio large ÷ small says how flat the list is); the 1,000-step thread's page; and
-``eventlog timeline`` on that thread as a process (start-up included).
+``eventlog timeline`` on that thread as a process (start-up included); the peak of
+Python's allocations while a first page is served, in both tenants (memory flat in the
+tenant's size).
 
 ``EVENTLOG_BENCH_CONSOLE_THREADS`` sets the large tenant's threads (default 10,000; quick:
 40); ``EVENTLOG_BENCH_CONSOLE_BACKENDS`` the backends (default ``sqlite,postgresql``).
@@ -20,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import tracemalloc
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
@@ -117,6 +120,13 @@ async def _backend(name: str, url: str, options: dict[str, Any], results: Result
                 value = _p95(client, f"/t/{tenant}{query}", size(CALLS, 5))
                 figures[f"{tenant} {label}"] = [value]
                 print(f"    {name} {tenant:<5} {label:<10} p95 {value:8.1f} ms")
+        for tenant in ("big", "small"):  # Python's allocations while serving a page
+            tracemalloc.start()
+            _p95(client, f"/t/{tenant}", 1)
+            peak = tracemalloc.get_traced_memory()[1] / 1024
+            tracemalloc.stop()
+            figures[f"{tenant} first page KiB"] = [peak]
+            print(f"    {name} {tenant:<5} first page: peak {peak:8.0f} KiB allocated")
         _p95(client, "/t/big/s/long-000000", 1)
         page = _p95(client, "/t/big/s/long-000000", size(5, 2))
         figures["long thread page"] = [page]
