@@ -426,3 +426,15 @@ def test_an_id_prefix_pages_too(
     assert ([], None) == (after["items"], after["cursor"])
     assert [] == client.get(url(logged, logged.tenant) + "?q=tri&kind=session",
                             headers=json_headers).json()["items"]
+
+
+def test_an_id_no_stream_can_have_is_absent(logged: Logged) -> None:
+    """A tenant or thread id the log refuses as input (too long, a control character) is
+    the same 404 as a missing one, for a token that sees every tenant too."""
+    with TestClient(build_app(opener(logged.target), access(), {}, "test")) as client:
+        missing = client.get(url(logged, logged.tenant, "s", "nope"), headers=A)
+        for path in [url(logged, "x" * 300), url(logged, "x" * 300, "s", "a"),
+                     url(logged, logged.tenant, "s", "y" * 5000),
+                     url(logged, "a\x01b") + "?q=t", url(logged, "x" * 300, "verify")]:
+            assert (path[:60], _same(missing)) == (path[:60], _same(client.get(path,
+                                                                              headers=A)))

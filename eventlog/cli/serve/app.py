@@ -54,6 +54,7 @@ from eventlog.cli.serve.access import Access, Grant
 from eventlog.cli.serve.find import FRAMEWORKS, KINDS, STATES, Filters, find
 from eventlog.cli.transparency import inclusion_proof, same_tree
 from eventlog.errors import InvalidInput
+from eventlog.validation import check_id
 from eventlog.log import EventLog
 from eventlog.records import VerifyReport
 
@@ -142,6 +143,7 @@ class Console:
         tenant = request.path_params["tenant"]
         if not grant.sees(tenant):
             raise HTTPException(404)
+        check_id("tenant_id", tenant)  # InvalidInput: absent, as a missing tenant is
         return grant, tenant
 
     @property
@@ -476,8 +478,11 @@ def build_app(open_log: Opener, access: Access, heads: Mapping[str, Any] | None 
         Route("/t/{tenant}/report/{session:path}", console.report),
         Route("/t/{tenant}/s/{session:path}", console.subject),
     ]
+    async def invalid(_request: Request, _error: Exception) -> Response:
+        return _not_found()  # an id no stream can have (too long, a control character)
+
     app = Starlette(routes=routes, lifespan=lifespan,
-                    exception_handlers={HTTPException: errors})
+                    exception_handlers={HTTPException: errors, InvalidInput: invalid})
     if hosts is not None:
         app.add_middleware(TrustedHostMiddleware, allowed_hosts=list(hosts))
     app.add_middleware(_Headers)
