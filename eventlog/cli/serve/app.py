@@ -54,9 +54,9 @@ from eventlog.cli.serve.access import Access, Grant
 from eventlog.cli.serve.find import FRAMEWORKS, KINDS, STATES, Filters, find
 from eventlog.cli.transparency import inclusion_proof, same_tree
 from eventlog.errors import InvalidInput
-from eventlog.validation import check_id
 from eventlog.log import EventLog
 from eventlog.records import VerifyReport
+from eventlog.validation import check_id
 
 COOKIE = "eventlog_console"
 NOT_FOUND = b"not found\n"
