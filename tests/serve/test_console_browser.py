@@ -184,6 +184,12 @@ def test_search_open_prove_and_follow_a_thread(
         cwd=tmp_path, capture_output=True, text=True, check=False)
     assert (EXIT_OK, "") == (checked.returncode, checked.stderr)
 
+    page.locator("tr.ev:has(td:text-is('thread_checkpoint_put')) td.what").last.click()
+    page.locator("a.checkpoint-link").click()
+    page.wait_for_selector("#checkpoint")
+    assert "approved: yes, ship it" in page.locator("#checkpoint pre.changes").inner_text()
+    page.goto(page.url.split("?")[0])
+
     schema = logged.target.schema
     with page.expect_navigation(timeout=30_000):
         subprocess.run([sys.executable, "-c", APPEND, logged.target.url, schema,

@@ -438,3 +438,25 @@ def test_an_id_no_stream_can_have_is_absent(logged: Logged) -> None:
                      url(logged, "a\x01b") + "?q=t", url(logged, "x" * 300, "verify")]:
             assert (path[:60], _same(missing)) == (path[:60], _same(client.get(path,
                                                                               headers=A)))
+
+
+def test_any_checkpoint_of_a_thread_opens_with_its_difference(
+        logged: Logged, client: TestClient) -> None:
+    """``?checkpoint=ID``: the checkpoint's step, nodes, values and what changed since its
+    parent (as `eventlog inspect --checkpoint` tells it); the crafted thread's 5 MB value
+    is cut, its markup escaped; an unknown id is the same 404."""
+    page = client.get(url(logged, logged.tenant, "s", logged.trip), headers=A).text
+    ids = re.findall(r'"checkpoint_id":"([^"]+)"', page)
+    assert ids
+    last = client.get(url(logged, logged.tenant, "s", logged.trip) + f"?checkpoint={ids[-1]}",
+                      headers=A).text
+    assert f"Checkpoint {ids[-1]}" in last
+    assert "What changed since its parent" in last and "approved: yes, ship it" in last
+    crafted = client.get(url(logged, logged.tenant, "s", logged.crafted)
+                         + "?checkpoint=1f0-crafted-2", headers=A)
+    assert (200, True) == (crafted.status_code, len(crafted.content) < 2_000_000)
+    assert SCRIPT not in crafted.text and "more characters" in crafted.text
+    missing = client.get(url(logged, logged.tenant, "s", "nope"), headers=A)
+    unknown = client.get(url(logged, logged.tenant, "s", logged.trip) + "?checkpoint=nope",
+                         headers=A)
+    assert _same(missing) == _same(unknown)

@@ -52,6 +52,8 @@ from eventlog.cli.report.page import VerifySummary, event_data, session_section
 from eventlog.cli.scope import session_streams
 from eventlog.cli.serve.access import Access, Grant
 from eventlog.cli.serve.find import FRAMEWORKS, KINDS, STATES, Filters, find
+from eventlog.cli.thread_report import checkpoint_view
+from eventlog.cli.thread_story import ThreadStory
 from eventlog.cli.transparency import inclusion_proof, same_tree
 from eventlog.errors import InvalidInput
 from eventlog.log import EventLog
@@ -232,6 +234,12 @@ class Console:
         drawn = await collect.draw(log, scan, [(tenant, session)], _UNVERIFIED, as_of,
                                    past_states=False)
         report = drawn.reports[0]
+        checkpoint = None
+        chosen = request.query_params.get("checkpoint")
+        if chosen:
+            checkpoint = _checkpoint(report.stories, chosen)
+            if checkpoint is None:
+                return _not_found()
         section = session_section(report, drawn.states.get(session, []), drawn.values)
         last = scan.last.position if scan.last is not None else 0
         return self.page(
@@ -239,7 +247,7 @@ class Console:
             section=Markup(section),  # escaped by the report's renderer
             data=Markup(event_data(drawn.reports)),  # JSON made safe inside <script>
             last=last, proofs=tenant in self.heads, source=self.source, as_of=as_of,
-            later=scan.after_moment)
+            later=scan.after_moment, checkpoint=checkpoint)
 
     async def report(self, request: Request) -> Response:
         """The CLI's incident report of the session, as ``eventlog report TENANT SESSION``
@@ -386,6 +394,32 @@ _MAX_FORM = 4096
 _ASSETS = {"console.css": "text/css", "console.js": "text/javascript"}
 _UNVERIFIED = VerifySummary(streams=0, events=0, problems=[], view_differences=[],
                             scope="not run by the page")
+
+
+CHECKPOINT_SHOWN = 200_000
+"""The most characters of one checkpoint's values a page shows (a 5 MB value is cut)."""
+CHANGES_SHOWN = 2_000
+"""The most lines of a checkpoint's difference from its parent a page shows."""
+
+
+def _checkpoint(stories: Sequence[ThreadStory], checkpoint_id: str) -> dict[str, Any] | None:
+    """One checkpoint of a framework thread as `eventlog inspect --checkpoint` tells it
+    (its step, nodes, values and difference from its parent), cut to what a page holds;
+    None when no thread of the page has it."""
+    for story in stories:
+        step = next((s for s in reversed(story.steps) if s.checkpoint_id == checkpoint_id),
+                    None)
+        if step is None:
+            continue
+        values, changes = checkpoint_view(story, step)
+        return {"id": step.checkpoint_id, "namespace": step.namespace, "step": step.step,
+                "source": step.source, "nodes": step.nodes, "next": step.next,
+                "parent": step.parent_id, "position": step.position,
+                "values": values[:CHECKPOINT_SHOWN],
+                "cut": max(0, len(values) - CHECKPOINT_SHOWN),
+                "changes": changes[:CHANGES_SHOWN],
+                "more_changes": max(0, len(changes) - CHANGES_SHOWN)}
+    return None
 
 
 async def _streams(log: EventLog, tenant: str, session: str) -> list[str]:

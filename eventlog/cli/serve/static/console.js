@@ -9,24 +9,37 @@
     var m = /--d:\s*(\d+)/.exec(li.getAttribute('style') || '');
     if (m) { li.style.setProperty('--d', m[1]); }
   });
-  // A proof link for the event the detail panel shows.
+  // Under the detail panel of an event: its inclusion proof (when the console has the
+  // tenant's signed head) and, for a thread checkpoint, its own view.
   var proofs = body.getAttribute('data-proofs');
   var dataNode = document.getElementById('event-data');
-  if (proofs && dataNode) {
-    var data = JSON.parse(dataNode.textContent);
+  if (dataNode) {
+    var events = JSON.parse(dataNode.textContent);
+    var link = function (where, href, text, name) {
+      var a = document.createElement('a');
+      a.href = href;
+      a.textContent = text;
+      a.className = name;
+      if (where.firstChild) { where.appendChild(document.createTextNode(' · ')); }
+      where.appendChild(a);
+      return a;
+    };
     document.addEventListener('click', function (e) {
       var el = e.target.closest && e.target.closest('[data-pos]');
       var where = document.getElementById('detail-proof');
       if (!el || !where) { return; }
-      var full = data[el.getAttribute('data-pos')];
+      var full = events[el.getAttribute('data-pos')];
       where.textContent = '';
-      if (full && full.event_id) {
-        var a = document.createElement('a');
-        a.href = proofs + encodeURIComponent(full.event_id) + '/proof';
-        a.textContent = 'download the inclusion proof of this event';
+      if (!full) { return; }
+      if (proofs && typeof full.event_id === 'string') {
+        var a = link(where, proofs + encodeURIComponent(full.event_id) + '/proof',
+                     'download the inclusion proof of this event', 'proof-link');
         a.setAttribute('download', 'proof-' + full.event_id + '.json');
-        a.className = 'proof-link';
-        where.appendChild(a);
+      }
+      var id = full.data && full.data.checkpoint_id;
+      if (full.type === 'thread_checkpoint_put' && typeof id === 'string') {
+        link(where, '?checkpoint=' + encodeURIComponent(id) + '#checkpoint',
+             'open this checkpoint', 'checkpoint-link');
       }
     });
   }
