@@ -4,6 +4,8 @@ only the second holds, and a thread of crafted stored strings and oversized valu
 from __future__ import annotations
 
 import asyncio
+import os
+import tempfile
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -20,6 +22,7 @@ from eventlog.face import OpenLog
 from eventlog.log import EventLog
 from tests.conftest import PG_URL, BackendTarget, drop_schema, fresh_id, require_postgres
 from tests.forensic_threads import _config, _three_nodes, interrupted_thread
+from tests.cli.test_stored_code import system_call
 from tests.procs.settle import settle
 
 TOKEN_A = "token-of-alice-" + "a" * 20
@@ -44,6 +47,8 @@ class Logged:
     secret: str = "secret-plan"
     crafted: str = IMG
     waiting: str = "waiting-for-approval"
+    marker: str = ""
+    """A file the crafted thread's stored value would create, were it run."""
 
 
 def access() -> Access:
@@ -69,7 +74,7 @@ def opener(target: BackendTarget) -> Callable[[], AbstractAsyncContextManager[Ev
     return opened
 
 
-async def crafted_thread(log: OpenLog, tenant: str, thread_id: str) -> None:
+async def crafted_thread(log: OpenLog, tenant: str, thread_id: str, marker: str) -> None:
     """A thread whose id, metadata and values are hostile: markup, a ``javascript:`` URL,
     a 5 MB value and a list naming one element 10,000 times."""
     element = Payload("msgpack", msgspec.msgpack.encode(list(range(2_000))))
@@ -78,7 +83,9 @@ async def crafted_thread(log: OpenLog, tenant: str, thread_id: str) -> None:
         tenant, thread_id, "1f0-crafted-1", state=state, step=0, run_key="run-1",
         metadata={"source": "input", "step": 0, "link": JS_URL, "who": IMG, "s": SCRIPT},
         channels={"messages": Elements((element,) * ELEMENT_REFERENCES),
-                  "note": Payload("msgpack", msgspec.msgpack.encode(SCRIPT))})
+                  "note": Payload("msgpack", msgspec.msgpack.encode(SCRIPT)),
+                  # what LangGraph's permissive serializer would run: os.system("touch …")
+                  "evil": Payload("msgpack", system_call(f"touch {marker}"))})
     await log.checkpoints.threads.put(
         tenant, thread_id, "1f0-crafted-2", state=state, step=1, run_key="run-1",
         parent_id="1f0-crafted-1",
@@ -93,12 +100,13 @@ async def asked_thread(log: OpenLog, tenant: str, thread_id: str) -> None:
 
 
 async def _write(target: BackendTarget) -> Logged:
-    logged = Logged(target, fresh_id("acme"), fresh_id("globex"))
+    logged = Logged(target, fresh_id("acme"), fresh_id("globex"),
+                    marker=os.path.join(tempfile.gettempdir(), fresh_id("console-ran")))
     async with target.open() as log:
         await interrupted_thread(log, logged.tenant, logged.trip, answered_by=APPROVER)
         await interrupted_thread(log, logged.other, logged.trip, answered_by="someone-else")
         await interrupted_thread(log, logged.other, logged.secret)
-        await crafted_thread(cast(OpenLog, log), logged.tenant, logged.crafted)
+        await crafted_thread(cast(OpenLog, log), logged.tenant, logged.crafted, logged.marker)
         await cast(OpenLog, log).retention.hold(logged.tenant, logged.trip, reason=HOLD)
         await asked_thread(cast(OpenLog, log), logged.tenant, logged.waiting)
         await settle(log)

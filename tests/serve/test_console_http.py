@@ -197,6 +197,9 @@ def test_crafted_strings_are_escaped_and_huge_values_do_not_stall(
         assert 'href="javascript:' not in text.lower()
         assert "onerror=\"window" not in text
     assert "&lt;img src=x onerror=" in listed
+    # a stored constructor call is shown as not decoded, never run
+    assert ("os.system" in page.text, "not decoded" in page.text) == (True, True)
+    assert not Path(logged.marker).exists()
     assert JS_URL in page.text or JS_URL.replace(":", "&#58;") in page.text or (
         "javascript" in page.text)
 
