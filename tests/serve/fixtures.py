@@ -20,9 +20,9 @@ from eventlog.checkpoints.thread_records import Elements, Payload
 from eventlog.cli.serve.access import Access, Grant
 from eventlog.face import OpenLog
 from eventlog.log import EventLog
+from tests.cli.test_stored_code import system_call
 from tests.conftest import PG_URL, BackendTarget, drop_schema, fresh_id, require_postgres
 from tests.forensic_threads import _config, _three_nodes, interrupted_thread
-from tests.cli.test_stored_code import system_call
 from tests.procs.settle import settle
 
 TOKEN_A = "token-of-alice-" + "a" * 20
