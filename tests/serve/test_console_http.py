@@ -86,7 +86,11 @@ def test_without_a_token_every_route_is_401(logged: Logged, client: TestClient) 
             response = client.get(path, headers=headers)
             assert (path, 401) == (path, response.status_code)
             assert TOKEN_A not in response.text
+            assert logged.target.url not in response.text  # where the log is: not said
     client.cookies.clear()
+    login = client.get("/", headers={"accept": "text/html"})
+    assert (401, True, False) == (login.status_code, "Log in" in login.text,
+                                  "log test" in login.text)
     assert 200 == client.get(url(logged, logged.tenant), headers=A).status_code
 
 

@@ -164,7 +164,7 @@ class Console:
         token = request.query_params.get("token")
         if token is not None:
             return self._exchange(token)
-        return self.page("login.html", source=self.source)
+        return self.page("login.html")
 
     async def login(self, request: Request) -> Response:
         """Exchange a token (form field ``token``) for a session cookie."""
@@ -179,7 +179,7 @@ class Console:
     def _exchange(self, token: str) -> Response:
         grant = self.access.by_token(token)
         if grant is None:
-            return self.page("login.html", 401, source=self.source, failed=True)
+            return self.page("login.html", 401, failed=True)
         response = RedirectResponse("/", 303)
         response.set_cookie(COOKIE, self.access.open_session(grant), httponly=True,
                             samesite="strict", path="/")
@@ -493,7 +493,7 @@ def build_app(open_log: Opener, access: Access, heads: Mapping[str, Any] | None 
         status = getattr(error, "status_code", 500)
         if status == 401:
             if "text/html" in request.headers.get("accept", ""):
-                return console.page("login.html", 401, source=console.source)
+                return console.page("login.html", 401)
             return Response(UNAUTHORIZED, 401, media_type="text/plain; charset=utf-8",
                             headers={"www-authenticate": "Bearer"})
         if status == 404:
