@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # the one list of public names: each `from MODULE import NAME
     from eventlog.errors import ConsumerFenced as ConsumerFenced
     from eventlog.errors import ConsumerHeld as ConsumerHeld
     from eventlog.errors import ConsumerScopeChanged as ConsumerScopeChanged
+    from eventlog.errors import ConsumerTampered as ConsumerTampered
     from eventlog.errors import CorruptBlob as CorruptBlob
     from eventlog.errors import CorruptEvent as CorruptEvent
     from eventlog.errors import EventLogError as EventLogError

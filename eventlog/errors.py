@@ -22,6 +22,7 @@
     ├── NotThreadHead                          a fenced put or write not based on the thread's head
     ├── TreeRebuildRefused                     a tree rebuild that would hide a rewrite of the log
     ├── TreeDamaged                            a stored tree node a head or a proof needs is missing
+    │   └── TreeMismatch                       a stored tree not its events': no head signed
     ├── CapacityExceeded                       a scope holds its most open interrupt batches
     ├── ExportIncomplete                       an export could not read every event it was to write
     ├── ImportRefused                          the target holds another history for a file's stream
@@ -43,6 +44,7 @@
     │   ├── ConsumerHeld                       another holder's lease on the consumer is current
     │   ├── ConsumerFenced                     a newer holder (or a reset) took the consumer over
     │   ├── ConsumerScopeChanged               reopened with another tenant or types than stored
+    │   ├── ConsumerTampered                   its row was not written by the application
     │   └── UnknownConsumer                    no consumer of that name
     └── StorageError                           the backend failed; the driver error is __cause__
         └── CommitOutcomeUnknown               the connection dropped during commit
@@ -308,13 +310,32 @@ class TreeDamaged(EventLogError):
             f"verify` names what; `eventlog tree-rebuild TENANT` rebuilds it from the events)")
 
 
+class TreeMismatch(TreeDamaged):
+    """The stored transparency tree a head would be signed from is not the tree of the
+    tenant's events (more leaves than events, or leaves other than theirs: rows written
+    behind the log's back, or events rewritten since they were integrated): nothing is
+    signed or proved from it. ``detail`` says what differs."""
+
+    def __init__(self, tenant_id: str, detail: str) -> None:
+        self.tenant_id = tenant_id
+        self.detail = detail
+        self.level = 0
+        self.index = 0
+        EventLogError.__init__(
+            self, f"tenant {tenant_id!r}: the stored transparency tree is not the tree of "
+                  f"its events ({detail}): the log was rewritten or cut, or its tree written "
+                  "behind its back; nothing is signed or proved from it (`eventlog verify "
+                  "--head` names what; `eventlog tree-rebuild TENANT` rebuilds the tree)")
+
+
 class TreeRebuildRefused(EventLogError):
     """A rebuild of a tenant's transparency tree was refused; nothing was written.
 
     The events no longer give the root of a signed head someone kept, or the stored tree
     holds other leaves than the events (they were cut or rewritten after they were
     integrated): a tree rebuilt from them would hide that. ``findings`` are
-    ``(kind, detail)`` pairs (kinds ``cut``, ``rewritten``); ``overridable`` is False when
+    ``(kind, detail)`` pairs (kinds ``cut``, ``rewritten``, ``unchecked``: no evidence left
+    to check the events against); ``overridable`` is False when
     a kept head was contradicted (nothing overrides that) and True when only the stored
     tree was (``accept_new_root=True`` discards it as evidence).
     """
@@ -564,6 +585,24 @@ class ConsumerScopeChanged(ConsumerError):
         self.asked = asked
         super().__init__(name, f"was created for {stored}, not {asked}: use another name, "
                                "or drop it first (eventlog consumers drop)")
+
+
+class ConsumerTampered(ConsumerError):
+    """The consumer's row is not one the application wrote: unsigned or wrongly signed in a
+    log with a writer key, unreadable, or rolled back under its holder (its token went
+    back, or the row is no longer the one the holder wrote). Refused, never obeyed: its
+    position and fencing token are not trusted. ``reason`` is ``unsigned``, ``forged``,
+    ``unreadable`` or ``rolled_back``. An operator who has checked the row adopts it with
+    ``eventlog consumers reset NAME --to CURSOR`` (which the writer key signs), or drops
+    it."""
+
+    def __init__(self, name: str, reason: str, detail: str) -> None:
+        self.reason = reason
+        self.detail = detail
+        super().__init__(name, f"its stored row is refused ({reason}): {detail}; check it "
+                               "with `eventlog consumers`, then reset it to the position it "
+                               "should have (eventlog consumers reset NAME --to CURSOR) or "
+                               "drop it")
 
 
 class UnknownConsumer(ConsumerError):

@@ -87,7 +87,7 @@ async def open_log(
     it for a block. None (the default) records none: "not given", never a guess.
     ``keyring`` (a keyring file's path, or any `eventlog.crypto.KeyProvider`) encrypts
     the log: state payloads and free-text event fields are sealed under per-subject data
-    keys kept wrapped in the log's database (README, "Encryption and erasure"). Without
+    keys kept wrapped in the log's database (docs/encryption.md). Without
     it, nothing is encrypted, and encrypted data already stored is refused on read
     (`KeyringRequired`) while ids, times, listings and `verify` work as ever.
     ``key_cache_seconds`` bounds how long an unwrapped data key is used before its row is
@@ -96,7 +96,7 @@ async def open_log(
 
     A keyring that holds a writer key (`eventlog.crypto.WriterKeyProvider`; ``eventlog
     keys init`` makes one) signs every append: each event's chain hash, with the key's id
-    (README, "Only the application writes the log"). ``writer_keys`` are more writer
+    (docs/encryption.md, "Only the application writes the log"). ``writer_keys`` are more writer
     *public* keys to trust (Ed25519 public keys, PEM text, or signed-note verifier keys):
     the keyring's own (current and retired) always are. Whatever decides from the log
     (`EventLog.signed`: retention's holds) and `verify` check signatures against them,
@@ -292,7 +292,7 @@ def _postgres(url: str, *, schema: str, **options: Any) -> StorageBackend:
     url, schema = _schema_from_url(_postgres_url(url), schema)
     url, named = _distributed_from_url(url)
     url, pool_mode = _url_parameter(url, "pool_mode")
-    # ?pool_mode= names the pooler in front of the server (README, "Behind PgBouncer").
+    # ?pool_mode= names the pooler in front of the server (docs/backends.md, "Behind PgBouncer").
     if pool_mode is not None and options.setdefault("pool_mode", pool_mode) != pool_mode:
         raise InvalidURL(given, f"names pool_mode {pool_mode!r} but "
                                 f"pool_mode={options['pool_mode']!r} was also given")

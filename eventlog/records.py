@@ -131,8 +131,12 @@ class StreamProblem(msgspec.Struct, frozen=True, kw_only=True):
     event of a type the registry knows whose bytes do not decode as it; each one is
     reported, and its stream's chain is still checked), ``unread_events`` (the scan read
     fewer of a tenant's events than the storage counted before it began; ``stream_id`` is
-    empty and ``version`` 0), or a state blob's ``blob_missing``, ``blob_corrupt``, ``blob_refs``
-    (``blob`` names it, ``stream_id`` the first stream referencing it, ``version`` 0)."""
+    empty and ``version`` 0), ``key_restored`` (the key table holds a data key of a
+    generation the subject's erasure stream erased, e.g. written back from a backup;
+    ``stream_id`` is that ``erasure:<subject>`` stream, ``version`` its erasure event; the
+    log refuses the key as erased), or a state blob's ``blob_missing``, ``blob_corrupt``,
+    ``blob_refs`` (``blob`` names it, ``stream_id`` the first stream referencing it,
+    ``version`` 0)."""
     detail: str
     blob: str | None = None
     """A blob problem's digest (hex); None for a stream's."""
@@ -189,3 +193,7 @@ class ConsumerInfo(msgspec.Struct, frozen=True, kw_only=True):
     """How long the oldest of those events has waited, in seconds (0 when caught up)."""
     lag_limit: int
     """The most events counted: ``lag_events == lag_limit`` means at least that many."""
+    problem: str | None = None
+    """Why its row is refused (``unsigned: ...``, ``forged: ...``, ``unreadable: ...``;
+    opening it raises `ConsumerTampered`), its lag then not counted; None when it is
+    the application's row."""

@@ -59,6 +59,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 import uuid
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -70,17 +71,20 @@ import msgspec
 
 from eventlog._logging import get_logger
 from eventlog.clock import read_clock
+from eventlog.crypto._keyring import KeyProvider
 from eventlog.errors import EventLogError, ForgedEvent, InvalidInput, ReleaseNotHeld
 from eventlog.errors import ExportIncomplete as ExportIncomplete  # defined with every error
 from eventlog.errors import ImportRefused as ImportRefused
 from eventlog.events import Event, EventRegistry, fold_blob_references, release_beyond
+from eventlog.events.erasure import ERASURE_STREAM_PREFIX
 from eventlog.events.interrupts import BatchCreated
 from eventlog.events.threads import ThreadEvent
 from eventlog.events.transfer import IMPORT_STREAM_PREFIX, StateWithheld
 from eventlog.hashing import GENESIS_HASH, content_digest, recompute_hash, to_micros
 from eventlog.ids import uuid7
 from eventlog.log import DEFAULT_MAX_PAYLOAD_BYTES, EventLog, KeyRow
-from eventlog.log._sealing import Sealer, sealed_blob_header, sealed_subjects
+from eventlog.log._erasures import ERASURE_TYPE, Erasure, fold_erasure
+from eventlog.log._sealing import Sealer, context_of, sealed_blob_header, sealed_subjects
 from eventlog.log._signed import signature_finding
 from eventlog.records import RecordedEvent, StoredEvent
 from eventlog.validation import check_actor, check_id, check_optional_id
@@ -236,6 +240,8 @@ async def export_log(
         # Every stream is compared (a session's too: its batch streams are known only
         # from events that may be the unread ones), and no end record is written.
         raise ExportIncomplete(tenant_id, total, scanned, missing, max_wait)
+    if membership is not None:
+        await _erasure_records(log, writer, tenant_id)
     await writer.remaining_blobs()
     keys = await _export_keys(log, writer, tenant_id, session_id)
     writer.line({"kind": "end", "events": writer.events, "blobs": writer.blobs,
@@ -251,6 +257,17 @@ async def export_log(
     )
 
 
+async def _erasure_records(log: EventLog, writer: _ExportWriter, tenant_id: str) -> None:
+    """A session's export carries the erasure streams of the subjects it names, whole
+    (after its own events): an import takes an erased key line only with the erasure
+    record that erases it."""
+    for subject in sorted(writer.subjects):
+        stream = ERASURE_STREAM_PREFIX + subject
+        if stream not in writer.streams:
+            async for event in log.read_stream(tenant_id, stream):
+                await writer.event(event)
+
+
 class _ExportWriter:
     """Writes lines, placing each blob right before the first event naming its digest
     (or, when not ``carry``ing state, counting it as withheld)."""
@@ -264,7 +281,11 @@ class _ExportWriter:
         self.events = self.blobs = self.blob_bytes = self.withheld = 0
         self.streams: set[str] = set()
         self.subjects: set[str] = set()
-        """The subjects whose sealed bytes were written (a session export's keys)."""
+        """The subjects whose sealed bytes or erasure records were written (whose keys
+        the file carries)."""
+        self.erasures: dict[str, Erasure] = {}
+        """The erasures the written erasure streams record, by subject (each stream is
+        written whole: what the file's key lines must agree with)."""
 
     def line(self, record: dict[str, Any]) -> None:
         self.sink.write(_encoder.encode(record) + b"\n")
@@ -272,6 +293,11 @@ class _ExportWriter:
     async def event(self, event: RecordedEvent) -> None:
         self.subjects.update(sealed_subjects(self.log.registry.sealed_fields(event.type),
                                              event.data))
+        if event.stream_id.startswith(ERASURE_STREAM_PREFIX):
+            subject = event.stream_id[len(ERASURE_STREAM_PREFIX):]
+            self.subjects.add(subject)
+            self.erasures[subject] = fold_erasure(self.erasures.get(subject, Erasure()),
+                                                  event)
         for digest in event.event.blob_digests():
             await self.blob(digest)
         self.line({
@@ -313,16 +339,38 @@ class _ExportWriter:
 
 async def _export_keys(log: EventLog, writer: _ExportWriter, tenant_id: str,
                        session_id: str | None) -> int:
-    """Write the key records (a whole tenant's every key row, a session's the rows of the
-    subjects its sealed bytes name); how many. Wrapped keys only: never a key in the clear."""
-    if session_id is None:
-        rows = await log.subject_keys(tenant_id)
+    """Write the key records: the rows of the subjects the written events' sealed bytes
+    and blobs name, and of those whose erasure they carry (an import takes keys for no
+    other subject); how many. Wrapped keys only, never a key in the clear, and as the log
+    has them: a key the file's erasure records erased goes as erased, whatever the key
+    table holds (a row written back from a backup is never handed on)."""
+    if session_id is None:  # the tenant's rows a page at a time, as the log keeps them
+        rows = [row async for row in _tenant_key_rows(log, tenant_id)
+                if row.subject in writer.subjects]
     else:
         rows = [row for subject in sorted(writer.subjects)
-                for row in await log.subject_keys(tenant_id, subject)]
+                for row in await log.storage.subject_keys(tenant_id, subject)]
     for row in rows:
+        erasure = writer.erasures.get(row.subject)
+        if erasure is not None and row.wrapped is not None and (
+                row.generation <= erasure.through):
+            row = dataclasses.replace(row, wrapped=None, erased_at=row.erased_at or erasure.at)
         writer.line(key_record(row))
     return len(rows)
+
+
+async def _tenant_key_rows(log: EventLog, tenant_id: str) -> AsyncIterator[KeyRow]:
+    """The tenant's key rows as stored, in key order, a page per query."""
+    after = (tenant_id, "", 0)  # no subject is empty: the tenant's first row comes after
+    while True:
+        found = await log.storage.subject_keys_page(after, _PAGE)
+        for row in found:
+            if row.tenant_id != tenant_id:
+                return
+            yield row
+        if len(found) < _PAGE:
+            return
+        after = (tenant_id, found[-1].subject, found[-1].generation)
 
 
 def key_record(row: KeyRow) -> dict[str, Any]:
@@ -353,29 +401,56 @@ def _key_of(record: dict[str, Any], number: int, tenant_id: str) -> KeyRow:
 
 async def _plan_keys(log: EventLog, plan: _FilePlan) -> None:
     """Refuse a file whose data key differs from one the target holds for the same
-    subject and generation (its ciphertext would not open there); keep the rows to add
-    and the erasures to carry out."""
+    subject and generation (its ciphertext would not open there); leave out the keys the
+    target's log erased (its erasure stream decides, whatever its key table holds); and
+    keep the erasures to carry out: a key the target holds that an erasure event of the
+    file erases (signed, where the target's events are), destroyed once that event is in."""
+    tenant: str = plan.header["tenant"]
+    kept = []
     for row in plan.keys:
-        held = {have.generation: have for have in await log.subject_keys(
+        if row.wrapped is not None and row.generation <= (
+                await log.erasure_of(tenant, row.subject)).through:
+            continue  # erased here, which it stays
+        kept.append(row)
+        held = {have.generation: have for have in await log.storage.subject_keys(
             row.tenant_id, row.subject)}.get(row.generation)
-        if held is None or held.wrapped is None:
+        if held is None or held.wrapped is None or row.wrapped is None:
             continue  # new here; or erased here, which it stays
-        if row.wrapped is None:
-            plan.erase.add(row.subject)
-        elif held.kek_id == row.kek_id and held.wrapped != row.wrapped:
+        if held.kek_id == row.kek_id and held.wrapped != row.wrapped:
             raise ImportRefused(f"key:{row.subject}", row.generation, (
                 "the target holds another data key for this subject and generation: its "
                 "ciphertext would not open; nothing was imported"))
+    plan.keys = kept
+    signs = bool(log.writer_keys) or bool(await log.storage.signing_starts(tenant))
+    for subject, erasure in sorted(plan.erasures.items()):
+        if not [row for row in await log.storage.subject_keys(tenant, subject)
+                if row.wrapped is not None and row.generation <= erasure.through]:
+            continue
+        if signs and not plan.erasure_signed.get(subject, False):
+            raise ImportRefused(f"{ERASURE_STREAM_PREFIX}{subject}", erasure.version, (
+                "the file's erasure record is not signed, and this log's events are: it "
+                "erases only on its writer key's record; nothing was imported"))
+        if signs and not log.writer_keys:
+            raise ImportRefused(f"{ERASURE_STREAM_PREFIX}{subject}", erasure.version, (
+                "the file's erasure record would destroy a key this log holds, and its "
+                "signature cannot be checked without the writer key: import with the "
+                "keyring (or writer_keys=); nothing was imported"))
+        assert erasure.at is not None
+        plan.erase[subject] = erasure.at
 
 
-async def _store_keys(log: EventLog, plan: _FilePlan, sealer: Sealer | None) -> None:
-    """Add the file's key rows the target lacks and destroy the keys the file says were
-    erased (before any event: no imported event is ever without its key)."""
+async def _store_keys(log: EventLog, plan: _FilePlan) -> None:
+    """Add the file's key rows the target lacks (before any event: no imported event is
+    ever without its key)."""
     await log.add_subject_keys(plan.header["tenant"], plan.keys)
-    for subject in sorted(plan.erase):
-        erased = max(row.erased_at for row in plan.keys
-                     if row.subject == subject and row.erased_at is not None)
-        await log.destroy_subject_keys(plan.header["tenant"], subject, erased)
+
+
+async def _erase_keys(log: EventLog, plan: _FilePlan, sealer: Sealer | None) -> None:
+    """Destroy the target's keys that the file's erasure events erase, once those events
+    are in the target's log (which already refuses the keys as erased: this is the key
+    table catching up)."""
+    for subject, at in sorted(plan.erase.items()):
+        await log.destroy_subject_keys(plan.header["tenant"], subject, at)
         if sealer is not None:
             sealer.forget(plan.header["tenant"], subject)
 
@@ -451,8 +526,21 @@ class _FilePlan:
     """The references each stream's events hold at the end of the file."""
     keys: list[KeyRow] = field(default_factory=list)
     """The file's data key rows (an encrypted log's)."""
-    erase: set[str] = field(default_factory=set)
-    """Subjects the file says were erased whose key the target still holds."""
+    key_lines: list[int] = field(default_factory=list)
+    """The line of each of ``keys``."""
+    erase: dict[str, datetime] = field(default_factory=dict)
+    """Subjects whose erasure the file carries whose key the target still holds, and the
+    time of that erasure: their keys are destroyed once the events are in."""
+    subjects: set[str] = field(default_factory=set)
+    """The subjects the file's events' sealed bytes and its blobs name."""
+    erasures: dict[str, Erasure] = field(default_factory=dict)
+    """The erasures the file's erasure streams record, by subject."""
+    erasure_signed: dict[str, bool] = field(default_factory=dict)
+    """Whether each subject's latest erasure record in the file is signed."""
+    carried: set[bytes] = field(default_factory=set)
+    """The digests of the file's blobs."""
+    recorded_withheld: set[bytes] = field(default_factory=set)
+    """Digests the file's own `StateWithheld` records name (absent by intent)."""
     signed: set[str] = field(default_factory=set)
     """Streams of the file with a signed event so far (a later unsigned one is refused)."""
 
@@ -484,8 +572,18 @@ async def import_log(
     plan = _check_file(source, header, heads, registry or log.registry, limit,
                        log.writer_keys)
     await _plan_skips(log, plan, heads)
+    _check_keys(plan, None if sealer is None else sealer.provider,
+                await log.encrypted_under())
+    missing = [digest for digest in _check_state(plan)
+               if await log.get_blob(header["tenant"], digest) is None]
+    if missing:
+        count = f"{len(missing)} blob" + ("" if len(missing) == 1 else "s")
+        raise InvalidInput("file", f"says it carries state (with_state), but lacks "
+                                   f"{count} its events name and this log does not hold "
+                                   "(the first: "
+                                   f"{missing[0].hex()[:12]}…); nothing was imported")
     await _plan_keys(log, plan)
-    await _store_keys(log, plan, sealer)
+    await _store_keys(log, plan)
     tenant_id: str = plan.header["tenant"]
     importer = _Importer(log, tenant_id, plan, progress, _Rereader(source, limit))
     withheld = await importer.withhold()
@@ -495,6 +593,7 @@ async def import_log(
             await importer.feed(record, offset)
     await importer.adopt_unnamed()
     await importer.flush()
+    await _erase_keys(log, plan, sealer)
     logger.info("imported", tenant=tenant_id, events=importer.imported,
                 present=importer.present, blobs=len(importer.stored), withheld=withheld)
     return ImportSummary(
@@ -562,18 +661,28 @@ def _check_file(
         if kind == "end":
             ended = record
         elif kind == "blob":
-            _blob_of(record, number)
+            digest, payload, _refs = _blob_of(record, number)
+            plan.carried.add(digest)
+            sealed = sealed_blob_header(payload)
+            if sealed is not None:
+                plan.subjects.add(sealed.subject)
             counts["blob"] += 1
         elif kind == "key":
             plan.keys.append(_key_of(record, number, plan.header["tenant"]))
+            plan.key_lines.append(number)
             counts["key"] += 1
         elif kind == "event":
             stored = _event_of(record, number, plan.header["tenant"])
             _check_link(plan, stored, heads, number)
             _check_signature(plan, stored, writer_keys)
+            _note_erasure(plan, stored)
             if registry is not None:
+                plan.subjects.update(sealed_subjects(registry.sealed_fields(stored.type),
+                                                     stored.data))
                 event = _check_event(registry, stored, number)
                 _check_held(plan, stored, event)
+                if isinstance(event, StateWithheld):
+                    plan.recorded_withheld.update(_withheld_digests(event))
                 named = event.blob_digests()
                 head = heads.get(stored.stream_id)
                 if head is None or stored.version > int(head["version"]):
@@ -592,6 +701,82 @@ def _check_file(
                                    f"{counts['key']} keys found")
     plan.events = counts["event"]
     return plan
+
+
+def _note_erasure(plan: _FilePlan, stored: StoredEvent) -> None:
+    """Fold an event of an erasure stream into the file's erasures (its streams start at
+    version 1 and were checked in order)."""
+    if not stored.stream_id.startswith(ERASURE_STREAM_PREFIX):
+        return
+    subject = stored.stream_id[len(ERASURE_STREAM_PREFIX):]
+    plan.erasures[subject] = fold_erasure(plan.erasures.get(subject, Erasure()), stored)
+    if stored.type == ERASURE_TYPE:
+        # The latest erasure erases through the highest generation: it is the record an
+        # erasure of the target's keys rests on (an earlier one may predate signing).
+        plan.erasure_signed[subject] = stored.signature is not None
+
+
+def _check_keys(plan: _FilePlan, provider: KeyProvider | None,
+                kek_ids: tuple[str, ...]) -> None:
+    """Refuse (`InvalidInput` naming ``file`` and the line) a key line the file's events do
+    not account for, before anything is written: a key of a subject no event or blob of the
+    file names; one marked erased without an erasure event of the file that erases it; one
+    holding a key the file's own erasure erased; and one that is not a data key of that
+    tenant, subject and generation (with the keyring: it does not unwrap under its
+    context; without: it names a key-encryption key the target is not encrypted under)."""
+    tenant = plan.header["tenant"]
+    for row, number in zip(plan.keys, plan.key_lines, strict=True):
+        subject, generation = row.subject, row.generation
+        through = plan.erasures.get(subject, Erasure()).through
+
+        def refuse(why: str, *, number: int = number, subject: str = subject,
+                   generation: int = generation) -> InvalidInput:
+            return InvalidInput("file", f"line {number}: the key of subject {subject!r} "
+                                        f"generation {generation} {why}; nothing was "
+                                        "imported"[:400])
+
+        if subject not in plan.subjects and subject not in plan.erasures:
+            raise refuse("belongs to no event or blob of the file (an import brings keys "
+                         "only for the subjects whose events it brings)")
+        if row.wrapped is None:
+            if generation > through:
+                raise refuse("is marked erased, but the file carries no erasure event "
+                             "that erases it (an import erases only with the erasure record "
+                             "it carries)")
+            continue
+        if generation <= through:
+            raise refuse("holds a key that the file's own erasure event erased")
+        if provider is not None:
+            try:
+                provider.unwrap(row.wrapped, context_of(tenant, subject, generation))
+            except Exception:
+                raise refuse(f"does not unwrap under the keyring {provider.key_id!r} as a "
+                             f"data key of tenant {tenant!r} (junk, or another tenant's or "
+                             "subject's key)") from None
+        elif kek_ids and row.kek_id not in kek_ids:
+            raise refuse(f"is wrapped under {row.kek_id!r}, a key-encryption key this log "
+                         f"is not encrypted under ({', '.join(kek_ids)})")
+
+
+def _check_state(plan: _FilePlan) -> list[bytes]:
+    """The blobs a file exported with state promises and does not carry: named by its new
+    events, still referenced at its end, not among its blob records and not recorded as
+    withheld by an earlier import's record it carries (the import then asks whether the
+    target holds them)."""
+    if not plan.header.get("with_state", True):
+        return []
+    return [digest for digest in plan.withheld_candidates()
+            if digest not in plan.carried and digest not in plan.recorded_withheld]
+
+
+def _withheld_digests(event: StateWithheld) -> set[bytes]:
+    found = set()
+    for text in event.digests:
+        try:
+            found.add(bytes.fromhex(text))
+        except ValueError:
+            continue  # not a digest: it withholds nothing
+    return found
 
 
 def _check_link(plan: _FilePlan, stored: StoredEvent, heads: dict[str, Any], number: int) -> None:

@@ -1,5 +1,5 @@
 """The application's writer key: each event's signature, and the public keys that check it
-(issue 40 §1; README, "Only the application writes the log").
+(docs/encryption.md, "Only the application writes the log").
 
 The chain is unkeyed: whoever can insert a row can compute its hash. Only the application
 holds the writer key (in its keyring beside the key-encryption key, or in a KMS), so every
@@ -33,13 +33,18 @@ if TYPE_CHECKING:
     from eventlog.signing import Ed25519PublicKey
 
 __all__ = [
-    "DOMAIN", "KEY_ID_SIZE", "SIGNATURE_SIZE", "EventSigner", "WriterKeys", "coerce_keys",
+    "CONSUMER_DOMAIN", "DOMAIN", "KEY_ID_SIZE", "SIGNATURE_SIZE", "EventSigner", "WriterKeys",
+    "coerce_keys",
     "key_id_of", "message", "parse_writer_keys", "public_pem", "raw_public", "signer_of",
     "verifier_key_line",
 ]
 
 DOMAIN = b"checkpoint-eventlog/event-signature/v1\n"
-"""What every signed message starts with: a writer key signs nothing but event hashes."""
+"""What every signed event message starts with: a writer key signs event hashes, and
+(under `CONSUMER_DOMAIN`) consumers' rows, nothing else."""
+CONSUMER_DOMAIN = b"checkpoint-eventlog/consumer-row/v1\n"
+"""What a consumer row's signed message starts with (`eventlog.storage.contracts.consumers`,
+``row_digest``): no event signature is a consumer row's, and no row's an event's."""
 KEY_ID_SIZE = 8
 SIGNATURE_SIZE = KEY_ID_SIZE + 64
 """Bytes of a stored signature: the key id, then the Ed25519 signature."""
@@ -80,6 +85,14 @@ class EventSigner:
 
     def __call__(self, event_hash: bytes) -> bytes:
         signature = self._sign(message(event_hash))
+        if not isinstance(signature, bytes) or len(signature) != 64:
+            raise InvalidInput("keyring", "its writer key made no 64-byte Ed25519 signature")
+        return self.raw_id + signature
+
+    def sign_consumer_row(self, digest: bytes) -> bytes:
+        """The 72 bytes stored with a consumer's row: the key id and the signature of
+        ``CONSUMER_DOMAIN || digest`` (the row's digest)."""
+        signature = self._sign(CONSUMER_DOMAIN + digest)
         if not isinstance(signature, bytes) or len(signature) != 64:
             raise InvalidInput("keyring", "its writer key made no 64-byte Ed25519 signature")
         return self.raw_id + signature
@@ -167,6 +180,25 @@ class WriterKeys:
         self._held[pair] = None
         if len(self._held) > HELD_CACHE:
             self._held.popitem(last=False)
+        return None
+
+    def check_consumer_row(self, digest: bytes, signature: bytes) -> str | None:
+        """None when ``signature`` (as stored) is one of these keys' signature of a
+        consumer row whose digest is ``digest``; otherwise why not, as a phrase. Not
+        cached: a row is checked when a consumer is claimed or listed, not per event."""
+        from cryptography.exceptions import InvalidSignature
+
+        if len(signature) != SIGNATURE_SIZE:
+            return f"its signature holds {len(signature)} bytes, not {SIGNATURE_SIZE}"
+        key = self._keys.get(signature[:KEY_ID_SIZE])
+        if key is None:
+            return (f"it is signed by key {signature[:KEY_ID_SIZE].hex()}, which is not a "
+                    "writer key given")
+        try:
+            key.verify(signature[KEY_ID_SIZE:], CONSUMER_DOMAIN + digest)
+        except InvalidSignature:
+            return (f"its signature is not writer key {signature[:KEY_ID_SIZE].hex()}'s "
+                    "signature of the row as it stands")
         return None
 
 

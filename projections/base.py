@@ -26,7 +26,9 @@ class Projection(Protocol):
     # A projection whose folds copy sealed event fields into view columns also names them,
     # ``sealed_columns: Mapping[str, Mapping[str, SealedPaths]]`` (table → column → paths:
     # `projections.views.sealed_columns_of`), so the log opens them on an encrypted log; a
-    # projection without it copies none.
+    # projection without it copies none. With them, ``sealed_rows: Mapping[str, SealedRow]``
+    # (`projections.views.sealed_rows_of`) says whose each table's rows' values are, and
+    # the log refuses a value copied in from another row (`SealRefused`).
 
     def fold(self, event: RecordedEvent) -> Sequence[Change]:
         """The view changes ``event`` causes."""

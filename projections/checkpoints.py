@@ -34,13 +34,21 @@ import msgspec
 import sqlalchemy as sa
 
 from eventlog.events.checkpoints import (
+    SESSION_STREAM_PREFIX,
     CheckpointCreated,
     SessionCheckpointsRemoved,
     SessionDeleted,
 )
 from eventlog.records import RecordedEvent
 from projections.changes import AT_POSITION, Change, Delete, Insert, InsertIfAbsent, Upsert
-from projections.views import ID, SEALED_VALUE, metadata, sealed_columns_of
+from projections.views import (
+    ID,
+    SEALED_VALUE,
+    SealedRow,
+    metadata,
+    sealed_columns_of,
+    sealed_rows_of,
+)
 
 CHECKPOINTS = "checkpoints"
 SESSIONS = "checkpoint_sessions"
@@ -64,6 +72,9 @@ checkpoints = sa.Table(
     sa.Column("recorded_at", sa.DateTime(timezone=True), nullable=False),
     sa.Column("subject", ID, nullable=True),
 )
+# Whose its sealed values are (checked as each row is read on an encrypted log).
+checkpoints.info["sealed_row"] = SealedRow(SESSION_STREAM_PREFIX, "session_id", ("checkpoint_id",),
+                                          "subject")
 # The records that name a subject of their own (few): what a legal hold on the subject
 # finds (migration 0017). Partial: a record of its session's own subject costs nothing.
 sa.Index("checkpoints_by_subject", checkpoints.c.tenant_id, checkpoints.c.subject,
@@ -91,6 +102,9 @@ checkpoint_sessions = sa.Table(
     sa.Column("latest_metadata", sa.Text, nullable=False, server_default="{}",
               info=SEALED_VALUE),
 )
+# Whose its sealed values are (checked as each row is read on an encrypted log).
+checkpoint_sessions.info["sealed_row"] = SealedRow(SESSION_STREAM_PREFIX, "session_id",
+                                                  ("latest_checkpoint_id",))
 
 checkpoint_runs = sa.Table(
     RUNS,
@@ -113,6 +127,7 @@ class CheckpointViews:
     name: str = "checkpoints"
     tables: tuple[str, ...] = (CHECKPOINTS, SESSIONS, RUNS)
     sealed_columns = sealed_columns_of(checkpoints, checkpoint_sessions)
+    sealed_rows = sealed_rows_of(checkpoints, checkpoint_sessions)
 
     def fold(self, event: RecordedEvent) -> Sequence[Change]:
         """Three upserts for a create, three deletes for a tombstone, nothing otherwise."""

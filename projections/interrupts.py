@@ -8,7 +8,7 @@ event: the store decides against it and appends with it as ``expected_version``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import msgspec
@@ -18,7 +18,13 @@ from eventlog.events import Event
 from eventlog.events import interrupts as ev
 from eventlog.records import RecordedEvent
 from projections.changes import AT_POSITION, Change, Delete, Update, Upsert
-from projections.views import ID, metadata, sealed_columns_of
+from projections.views import (
+    ID,
+    SealedRow,
+    metadata,
+    sealed_columns_of,
+    sealed_rows_of,
+)
 
 BATCHES = "interrupt_batches"
 """One row per interrupt batch."""
@@ -55,6 +61,8 @@ interrupt_batches = sa.Table(
     sa.Column("updated_position", sa.BigInteger, nullable=False),
     sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
 )
+# Whose its sealed values are (checked as each row is read on an encrypted log).
+interrupt_batches.info["sealed_row"] = SealedRow(ev.BATCH_STREAM_PREFIX, "batch_id", ("batch_id",))
 sa.Index("interrupt_batches_list", interrupt_batches.c.tenant_id,
          interrupt_batches.c.created_position)
 sa.Index("interrupt_batches_state", interrupt_batches.c.tenant_id, interrupt_batches.c.state,
@@ -84,6 +92,7 @@ class InterruptBatches:
     name: str = BATCHES
     tables: tuple[str, ...] = (TABLE,)
     sealed_columns = sealed_columns_of(interrupt_batches)
+    sealed_rows = sealed_rows_of(interrupt_batches)
 
     def fold(self, event: RecordedEvent) -> Sequence[Change]:
         """The one change a batch event makes to its row (nothing for other events)."""
@@ -169,3 +178,23 @@ _HANDLERS: dict[type[Event], Callable[[Any], dict[str, Any] | None]] = {
     ev.BatchReconciled: _reconciled,
     ev.BatchRetired: _retired,
 }
+
+
+def batch_state(events: Iterable[Event]) -> tuple[str, str] | None:
+    """A batch's thread id and state after its events (in stream order), by the fold its
+    view row is made by; None for a batch retired, or with no `BatchCreated`. What
+    retention decides an open batch from, reading the batch's signed events rather than
+    its row (which the database administrator can set to anything)."""
+    row: dict[str, Any] | None = None
+    for event in events:
+        handler = _HANDLERS.get(type(event))
+        if handler is None:
+            continue
+        values = handler(event)
+        if values is None:
+            return None
+        if isinstance(event, ev.BatchCreated):
+            row = dict(values)
+        elif row is not None:
+            row.update(values)
+    return None if row is None else (row["thread_id"], row["state"])

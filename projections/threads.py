@@ -8,8 +8,8 @@ Six tables, keyed from ``tenant_id``, folded from the events of
   latest put of that id (a put of an existing id overwrites the row, so a retried put
   never adds a row), with the version of each channel value it carries. Reads: newest
   first by checkpoint id within a thread and namespace (the primary key), within a thread
-  across its namespaces (``thread_checkpoints_by_thread``), across the tenant by
-  checkpoint id (``thread_checkpoints_by_id``), by run (``thread_checkpoints_by_run``).
+  across its namespaces (``thread_checkpoints_by_thread``); by checkpoint id in any
+  thread (``thread_checkpoints_by_id``), by run (``thread_checkpoints_by_run``).
 - ``thread_channel_values``: one row per (tenant, thread, namespace, channel, channel
   version): the value's blob, stored by the first put that carried it (later puts of the
   same version change nothing), so an unchanged channel is stored once. Read by key
@@ -36,6 +36,7 @@ import msgspec
 import sqlalchemy as sa
 
 from eventlog.events.threads import (
+    THREAD_STREAM_PREFIX,
     BlobRef,
     ThreadCheckpointPut,
     ThreadCheckpointsRemoved,
@@ -44,7 +45,14 @@ from eventlog.events.threads import (
 )
 from eventlog.records import RecordedEvent
 from projections.changes import AT_POSITION, Change, Delete, Insert, InsertIfAbsent, Upsert
-from projections.views import ID, SEALED_VALUE, metadata, sealed_columns_of
+from projections.views import (
+    ID,
+    SEALED_VALUE,
+    SealedRow,
+    metadata,
+    sealed_columns_of,
+    sealed_rows_of,
+)
 
 THREAD_CHECKPOINTS = "thread_checkpoints"
 THREAD_RECORDS = "thread_checkpoint_records"
@@ -72,13 +80,19 @@ thread_checkpoints = sa.Table(
     sa.Column("recorded_at", sa.DateTime(timezone=True), nullable=False),
     sa.Column("subject", ID, nullable=True),
 )
+# Whose its sealed values are (checked as each row is read on an encrypted log).
+thread_checkpoints.info["sealed_row"] = SealedRow(
+    THREAD_STREAM_PREFIX, "thread_id", ("namespace", "checkpoint_id"), "subject")
 sa.Index("thread_checkpoints_by_subject", thread_checkpoints.c.tenant_id,
          thread_checkpoints.c.subject, postgresql_where=thread_checkpoints.c.subject.isnot(None),
          sqlite_where=thread_checkpoints.c.subject.isnot(None))
-sa.Index("thread_checkpoints_by_id", thread_checkpoints.c.tenant_id,
-         thread_checkpoints.c.checkpoint_id)
-sa.Index("thread_checkpoints_by_run", thread_checkpoints.c.tenant_id,
-         thread_checkpoints.c.run_key)
+# Led by the id and the run, not the tenant: a read of one thread fixes the tenant and
+# the thread, and on tables without statistics PostgreSQL read it through either
+# index by the tenant alone, filtering out the tenant's other threads (migration 0024).
+sa.Index("thread_checkpoints_by_id", thread_checkpoints.c.checkpoint_id,
+         thread_checkpoints.c.tenant_id)
+sa.Index("thread_checkpoints_by_run", thread_checkpoints.c.run_key,
+         thread_checkpoints.c.tenant_id)
 sa.Index("thread_checkpoints_by_thread", thread_checkpoints.c.tenant_id,
          thread_checkpoints.c.thread_id, thread_checkpoints.c.checkpoint_id)
 
@@ -171,6 +185,7 @@ class ThreadViews:
     name: str = "threads"
     tables: tuple[str, ...] = CHECKPOINT_TABLES + VALUE_TABLES
     sealed_columns = sealed_columns_of(thread_checkpoints)
+    sealed_rows = sealed_rows_of(thread_checkpoints)
 
     def fold(self, event: RecordedEvent) -> Sequence[Change]:
         """The view changes of one thread event; nothing for any other event."""

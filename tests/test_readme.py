@@ -1,5 +1,6 @@
-"""The README's Python examples run as written: one after another in one directory, twice,
-as a reader trying them would; and what they import comes with what the README installs."""
+"""The guide's Python examples (the README's and the documentation pages', tests/guide.py)
+run as written: one after another in one directory, twice, as a reader trying them would;
+and what they import comes with what the guide installs."""
 
 from __future__ import annotations
 
@@ -15,18 +16,25 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-README = Path(__file__).resolve().parent.parent / "README.md"
-EXAMPLES = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.DOTALL)
+from tests.guide import README, guide_pages, guide_text, python_examples, sections
+
+EXAMPLES = python_examples()
 
 
 def test_the_readme_has_examples() -> None:
-    """The guide shows the log, the checkpoint store and the interrupt store in code."""
-    assert 3 <= len(EXAMPLES)
+    """The guide shows the log, the checkpoint store and the interrupt store in code (18
+    examples when the guide moved from the README into docs/: none may go untested), and
+    the README, the front door, shows one per use, each a copy of its page's (the pages
+    are the guide: an example only the README had would be left out of the site)."""
+    front_door = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.DOTALL)
+    pages = "\n".join(path.read_text() for path in guide_pages())
+    assert (True, True, []) == (18 <= len(EXAMPLES), 2 <= len(front_door), [
+        example[:60] for example in front_door if f"```python\n{example}```" not in pages])
 
 
 @pytest.fixture(scope="module")
 def tried(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
-    """Every example run in README order in one directory, then all again, as a reader
+    """Every example run in the guide's order in one directory, then all again, as a reader
     trying them would: the directory and what failed."""
     directory = tmp_path_factory.mktemp("readme")
     failures = []
@@ -105,7 +113,7 @@ def test_each_example_imports_only_what_its_install_line_brings() -> None:
     its examples import (the LangGraph examples import `langgraph` itself)."""
     project = tomllib.loads((README.parent / "pyproject.toml").read_text())["project"]
     missing = []
-    for section in README.read_text().split("\n## "):
+    for section in sections():
         extras = re.findall(r"checkpoint-eventlog\[(\w+)\]", section)
         installed = _distributions(project["dependencies"] + [
             text for extra in extras for text in project["optional-dependencies"][extra]])
@@ -116,7 +124,7 @@ def test_each_example_imports_only_what_its_install_line_brings() -> None:
 
 @pytest.mark.examples
 def test_readme_examples_type_check(tmp_path: Path) -> None:
-    """Every README example passes ``mypy --strict``, as tests/typing does (a reader
+    """Every guide example passes ``mypy --strict``, as tests/typing does (a reader
     copying one into a typed project gets no errors)."""
     from mypy import api
 
@@ -139,7 +147,7 @@ def test_every_published_install_has_its_checkout_form_beside_it() -> None:
     """The package is not published yet: each ``pip install "checkpoint-eventlog[X]"`` is
     given beside ``pip install -e ".[X]"`` (installing from the checkout), for an extra
     that pyproject.toml declares."""
-    text = README.read_text()
+    text = guide_text()
     extras = tomllib.loads((README.parent / "pyproject.toml").read_text())["project"][
         "optional-dependencies"]
     published = re.findall(r'pip install "checkpoint-eventlog\[(\w+)\]"', text)
@@ -151,13 +159,15 @@ def test_every_published_install_has_its_checkout_form_beside_it() -> None:
 
 def test_the_opening_is_the_set_up_alone() -> None:
     """What a newcomer reads first (before the first section) gives the two commands and
-    says what they do; the campaigns and CI are told under "Development"."""
-    opening, _, rest = README.read_text().partition("\n## ")
+    says what they do; the campaigns and CI are told on the Development page."""
+    opening = README.read_text().partition("\n## ")[0]
     commands = re.findall(r"```sh\n(.*?)```", opening, flags=re.DOTALL)
     assert (1, 2, []) == (len(commands), len(commands[0].splitlines()), [
         word for word in ("campaign", "CI=true", ".ci/run", "pytest -m", "Hypothesis", "soak")
         if word in opening])
-    assert "deselected from the default `pytest` run" in rest.split("\n## Development")[1]
+    development = (README.parent / "docs" / "development.md").read_text()
+    assert (True, True) == ("deselected from the default `pytest` run" in development,
+                            "](docs/development.md)" in opening)
 
 
 _NO_TEST_FRAMEWORK = """

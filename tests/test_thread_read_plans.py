@@ -7,17 +7,20 @@ same tenant whose checkpoint ids are all newer. Each read `ThreadCheckpoints` ma
 a long page) is captured as the backend runs it and explained: on PostgreSQL with
 ``EXPLAIN ANALYZE`` under both a custom and a generic plan (asyncpg prepares every
 statement, so after five runs PostgreSQL may plan it once for any parameters), on SQLite
-with ``EXPLAIN QUERY PLAN``. A plan that scans a thread table, or whose scan of it drops
-rows by filter (the tenant's other threads walked through, or the thread's every channel
-value filtered for one checkpoint's), fails. On PostgreSQL each read is one statement
-(its channel values and writes read with the checkpoints: `projections.query.Related`),
-and returns what the memory backend's reads (by separate lookups) return.
+with ``EXPLAIN QUERY PLAN`` (a thread fixed as a closed range is fixed: issue 41,
+`eventlog.storage.sqltext.SqlDialect.ranges_ordered_keys`). A plan that scans a thread
+table, or whose scan of it drops rows by filter (the tenant's other threads walked
+through, or the thread's every channel value filtered for one checkpoint's), fails. On
+PostgreSQL each read is one statement (its channel values and writes read with the
+checkpoints: `projections.query.Related`), and returns what the memory backend's reads
+(by separate lookups) return.
 """
 
 from __future__ import annotations
 
 import json
 import random
+import re
 import sqlite3
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -175,7 +178,8 @@ async def test_sqlite_thread_reads_seek_their_rows(tmp_path: Path) -> None:
             for row in database.execute(f"EXPLAIN QUERY PLAN {sql}",
                                         tuple(map(encode_value, params))):
                 step = row[3]
-                if step.startswith(("SCAN v", "SEARCH v")) and "thread_id=?" not in step:
+                if step.startswith(("SCAN v", "SEARCH v")) and not re.search(
+                        r"thread_id=\?|thread_id>\? AND thread_id<\?", step):
                     problems.append(f"{read}: {step}")
     finally:
         database.close()

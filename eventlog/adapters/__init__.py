@@ -12,6 +12,6 @@ from eventlog.errors import FrameworkConflict
 DEFAULT_TENANT = "default"
 """The tenant the adapters read and write when ``tenant_id`` is left out (LangGraph's own
 savers have no tenants, so a drop-in replacement must not require one); ``eventlog stats``
-and the report mark it (docs/decisions.md, issue 30 §7)."""
+and the report mark it (docs/decisions/adapters.md, the adapters' default tenant)."""
 
 __all__ = ["DEFAULT_TENANT", "FrameworkConflict"]

@@ -135,7 +135,10 @@ class CheckpointStore:
         rows = await self._log.query(ViewQuery(
             CHECKPOINTS,
             {"tenant_id": tenant_id, "session_id": session_id, "checkpoint_id": checkpoint_id},
-            order_by=("version",), descending=True, limit=1,
+            # The id in the order too: the session's primary key, ordered by version
+            # alone, walked the session newest first filtering by id on PostgreSQL
+            # (`eventlog.storage.sqltext.SqlDialect.ranges_ordered_keys`).
+            order_by=("checkpoint_id", "version"), descending=True, limit=1,
             columns=("state_digest", "state_encoding"), with_blob="state_digest",
         ))
         if not rows or rows[0]["blob"] is None:

@@ -121,6 +121,16 @@ _PAYLOADS = (
 )
 """What a checkpoint read with its payloads reads with each row: the channel values its
 ``channels`` name, by key, and its pending writes; on PostgreSQL in the same statement."""
+_IN_NAMESPACE = ("namespace", "checkpoint_id")
+_IN_THREAD = ("thread_id", "checkpoint_id")
+_IN_TENANT = ("tenant_id", "checkpoint_id")
+"""The orders of a read of one namespace of a thread, of a thread across its namespaces,
+and of a whole tenant: newest first by id, each naming the column its equality fixes
+just before the id, so the read takes the index of exactly those columns (the primary
+key, ``thread_checkpoints_by_thread``) whatever PostgreSQL's statistics say
+(`eventlog.storage.sqltext.SqlDialect.ranges_ordered_keys`). A whole tenant's page has
+no such index (``thread_checkpoints_by_id`` leads with the id: migration 0024): it sorts
+the tenant's rows, where ordered by the id alone it could walk every tenant's."""
 _ROW_COLUMNS = (
     "thread_id", "namespace", "checkpoint_id", "parent_id", "run_key", "step", "metadata",
     "position", "recorded_at", "state_encoding", "state_digest", "channels",
@@ -286,7 +296,7 @@ class ThreadCheckpoints:
         if checkpoint_id is not None:
             where["checkpoint_id"] = check_id("checkpoint_id", checkpoint_id)
         rows = await self._log.query(ViewQuery(
-            THREAD_CHECKPOINTS, where, order_by=("checkpoint_id",), descending=True,
+            THREAD_CHECKPOINTS, where, order_by=_IN_NAMESPACE, descending=True,
             limit=1, columns=_ROW_COLUMNS, with_blob="state_digest", related=_PAYLOADS,
         ))
         found = await self._complete(tenant_id, rows)
@@ -347,9 +357,13 @@ class ThreadCheckpoints:
             )
         if limit is not None:
             check_positive_limit("limit", limit)
+        order = (_IN_NAMESPACE if thread_id is not None and namespace is not None
+                 else _IN_THREAD if thread_id is not None else _IN_TENANT)
         rows = await self._log.query(ViewQuery(
-            THREAD_CHECKPOINTS, where, order_by=("checkpoint_id",), descending=True,
-            after=None if before is None else (check_id("before", before),), limit=limit,
+            THREAD_CHECKPOINTS, where, order_by=order, descending=True,
+            after=None if before is None else (
+                *(where[name] for name in order[:-1]), check_id("before", before)),
+            limit=limit,
             columns=_ROW_COLUMNS, with_blob="state_digest" if payloads else None,
             related=_PAYLOADS if payloads else (),
         ))

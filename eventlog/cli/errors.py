@@ -1,7 +1,7 @@
 """Exit statuses, and how every failure becomes one line and one of them.
 
 `EXIT_STATUSES` is the one table of what each status means: ``eventlog --help`` prints
-it, the README's table is held to it (tests/cli/test_exit_statuses.py), and `classify`
+it, the guide's table (docs/cli.md) is held to it (tests/cli/test_exit_statuses.py), and `classify`
 gives every error the status its kind means. A command returns one of the ``EXIT_*``
 names, never a number of its own.
 """
@@ -12,6 +12,7 @@ import textwrap
 
 from eventlog.errors import (
     BlobMissing,
+    ConsumerTampered,
     CorruptBlob,
     CorruptEvent,
     DigestRefused,
@@ -80,7 +81,8 @@ KINDS = {status: kind for status, kind, _meaning in EXIT_STATUSES}
 
 _STATUS_OF: tuple[tuple[type[BaseException] | tuple[type[BaseException], ...], int], ...] = (
     ((DigestRefused, SealRefused, CorruptEvent, CorruptBlob, BlobMissing, StateDecodeError,
-      TreeRebuildRefused, TreeDamaged, ImportRefused, ForgedEvent), EXIT_FINDINGS),
+      TreeRebuildRefused, TreeDamaged, ImportRefused, ForgedEvent, ConsumerTampered),
+     EXIT_FINDINGS),
     ((InvalidURL, InvalidInput, KeyringRequired, KeyUnavailable, SubjectErased,
       LogNotEncrypted), EXIT_USAGE),
     ((StoreLocked, SchemaError, StorageError, UnknownEventType, OSError), EXIT_OPERATIONAL),

@@ -140,20 +140,24 @@ async def run_erase(context: Context) -> int:
         destroyed = await log.erase(args.tenant, args.subject, reason=args.reason,
                                     actor=actor)
         held = [] if destroyed else await log.subject_keys(args.tenant, args.subject)
-        encrypted = bool(destroyed or held) or bool(await log.encrypted_under())
+        # The log's record decides "erased before", even where the key rows are gone.
+        recorded = None if destroyed else await log.erasure_of(args.tenant, args.subject)
+        when = held[-1].erased_at if held else None if recorded is None else recorded.at
+        erased_before = bool(held) or (recorded is not None and recorded.through > 0)
+        encrypted = bool(destroyed or erased_before) or bool(await log.encrypted_under())
     named = f"subject {args.subject!r} of tenant {args.tenant!r}"
-    if not destroyed and not held and not args.if_present:
+    if not destroyed and not erased_before and not args.if_present:
         raise CommandError(f"{named} holds no data key{_why_nothing(encrypted)}",
                            EXIT_NOTHING)
     if context.json:
         context.print_json({"tenant": args.tenant, "subject": args.subject,
-                            "destroyed": destroyed, "erased_before": bool(held)})
+                            "destroyed": destroyed, "erased_before": erased_before})
     elif destroyed:
         context.out.print(f"erased {named}: {destroyed} data key(s) destroyed, the erasure "
                           "recorded")
-    elif held:
+    elif erased_before:
         context.out.print(f"{named} was erased before (its keys destroyed at "
-                          f"{held[-1].erased_at}): nothing left to destroy")
+                          f"{when}): nothing left to destroy")
     else:
         context.out.print(f"{named} holds no data key: nothing to erase (--if-present)")
     return EXIT_OK

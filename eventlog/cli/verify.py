@@ -36,6 +36,8 @@ UNDECODABLE = "undecodable_event"
 """The finding kind of an event whose bytes do not decode as its type."""
 NOT_THE_WRITERS = ("forged", "unsigned")
 """The finding kinds of an event the writer key did not sign."""
+KEY_RESTORED = "key_restored"
+"""The finding kind of a data key held for a generation the log erased."""
 
 
 @dataclass(frozen=True)
@@ -55,8 +57,13 @@ class Findings:
         """The streams' own problems (the blobs' and undecodable events' have their
         sections)."""
         return [problem for problem in self.report.problems
-                if problem.blob is None and problem.kind != UNDECODABLE
+                if problem.blob is None and problem.kind not in (UNDECODABLE, KEY_RESTORED)
                 and problem.kind not in NOT_THE_WRITERS]
+
+    @property
+    def restored_keys(self) -> list[StreamProblem]:
+        """Each data key held for a generation its subject's erasure record erased."""
+        return [problem for problem in self.report.problems if problem.kind == KEY_RESTORED]
 
     @property
     def signatures(self) -> list[StreamProblem]:
@@ -296,6 +303,7 @@ def _as_json(findings: Findings) -> dict[str, Any]:
             "checked": report.signatures_checked, "keys": list(findings.writer_keys),
             "signed_events": report.signed_events, "signing_starts": report.signing_starts,
             "problems": [_problem_json(problem) for problem in findings.signatures]},
+        "erasure_problems": [_problem_json(problem) for problem in findings.restored_keys],
         "blobs_checked": report.blobs,
         "blobs_withheld": report.withheld_blobs,
         "blob_problems": [_blob_json(problem) for problem in findings.blobs],
@@ -350,6 +358,7 @@ def _print(context: Context, findings: Findings) -> None:
                           problem.kind, problem.detail)
         out.print(table)
     _print_signatures(context, findings)
+    _print_restored_keys(context, findings)
     _print_blobs(context, findings)
     if findings.digest is not None:
         _print_digest(context, findings.digest)
@@ -414,6 +423,22 @@ def _print_signatures(context: Context, findings: Findings) -> None:
             table.add_row(problem.tenant_id, problem.stream_id, str(problem.version),
                           problem.kind, problem.detail)
         out.print(table)
+
+
+def _print_restored_keys(context: Context, findings: Findings) -> None:
+    """Each data key the key table holds for a generation its subject's erasure record
+    erased (silent when there is none)."""
+    found = findings.restored_keys
+    if not found:
+        return
+    held = plural(len(found), "erased key is", "erased keys are")
+    context.out.print(verdict("Erasures", False, f"{held} held again (refused, not served)"))
+    table = Table("tenant", "subject", "erasure record", "detail",
+                  title="Keys held after their erasure", title_justify="left")
+    for problem in found:
+        table.add_row(problem.tenant_id, problem.stream_id.removeprefix("erasure:"),
+                      f"{problem.stream_id} v{problem.version}", problem.detail)
+    context.out.print(table)
 
 
 def _print_blobs(context: Context, findings: Findings) -> None:

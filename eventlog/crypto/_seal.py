@@ -1,8 +1,16 @@
 """Sealing bytes under a subject's data key: AES-256-GCM in a self-describing envelope.
 
-    envelope = MAGIC ‖ header ‖ nonce (12) ‖ ciphertext+tag
+    envelope = magic ‖ header ‖ nonce (12) ‖ ciphertext+tag
     header   = len ‖ subject ‖ generation (u32) ‖ len ‖ stream ‖ len ‖ kind
-    AD       = MAGIC ‖ len ‖ tenant ‖ header
+               [‖ len ‖ record]                            (the second form only)
+    AD       = magic ‖ len ‖ tenant ‖ header
+
+Two forms, told by their magic: ``MAGIC`` (the first: state blobs, and every sealed field
+written before records were bound) and ``MAGIC_RECORD``, whose header also names the
+record (a checkpoint's, a batch's id, as its event type says: `Event.sealed_record`) the
+value belongs to, so a value a view row holds is bound to that row's record, not only to
+its stream: one copied into another record's row of the same stream is refused too. A
+reader reads both forms; a writer writes the second wherever the event names a record.
 
 The header is in the clear (subject and stream are ids, clear everywhere else too; kind
 says what the bytes are: ``state``, or an event type's field) so a reader knows which key
@@ -26,6 +34,8 @@ from typing import NamedTuple
 
 MAGIC = b"\x00els1"
 """Every sealed envelope starts with these bytes (a JSON or pickle payload never does)."""
+MAGIC_RECORD = b"\x00els2"
+"""The magic of the form whose header names a record too (`Header.record`)."""
 _NONCE = 12
 _GENERATION = struct.Struct(">I")
 
@@ -37,6 +47,8 @@ class Header(NamedTuple):
     generation: int
     stream: str
     kind: str
+    record: str = ""
+    """The record the bytes belong to (the second form); empty in the first."""
 
 
 def _field(value: str) -> bytes:
@@ -45,26 +57,34 @@ def _field(value: str) -> bytes:
 
 
 def encode_header(header: Header) -> bytes:
-    return (_field(header.subject) + _GENERATION.pack(header.generation)
-            + _field(header.stream) + _field(header.kind))
+    """The envelope's head: its magic (by form) and the header's fields."""
+    fields = (_field(header.subject) + _GENERATION.pack(header.generation)
+              + _field(header.stream) + _field(header.kind))
+    if header.record:
+        return MAGIC_RECORD + fields + _field(header.record)
+    return MAGIC + fields
 
 
 def parse(envelope: bytes) -> tuple[Header, int] | None:
     """The header of a sealed envelope and where its nonce starts; None if ``envelope``
     is not one (plaintext, or damaged beyond reading)."""
-    if not envelope.startswith(MAGIC):
+    bound = envelope.startswith(MAGIC_RECORD)
+    if not bound and not envelope.startswith(MAGIC):
         return None
+    record = ""
     try:
         at = len(MAGIC)
         subject, at = _take(envelope, at)
         (generation,) = _GENERATION.unpack_from(envelope, at)
         stream, at = _take(envelope, at + _GENERATION.size)
         kind, at = _take(envelope, at)
+        if bound:
+            record, at = _take(envelope, at)
     except (struct.error, UnicodeDecodeError, IndexError):
         return None
-    if len(envelope) < at + _NONCE + 16:
+    if len(envelope) < at + _NONCE + 16 or (bound and not record):
         return None
-    return Header(subject, generation, stream, kind), at
+    return Header(subject, generation, stream, kind, record), at
 
 
 def _take(data: bytes, at: int) -> tuple[str, int]:
@@ -99,7 +119,7 @@ class DataKey:
 
     def seal(self, tenant: str, header: Header, plaintext: bytes, *, derived: bool) -> bytes:
         """The envelope of ``plaintext``; a ``derived`` nonce makes it deterministic."""
-        head = MAGIC + encode_header(header)
+        head = encode_header(header)
         ad = _ad(tenant, head)
         nonce = (hmac.new(self._nonce_key, ad + plaintext, hashlib.sha256).digest()[:_NONCE]
                  if derived else secrets.token_bytes(_NONCE))
@@ -117,4 +137,5 @@ class DataKey:
 
 
 def _ad(tenant: str, head: bytes) -> bytes:
-    return MAGIC + _field(tenant) + head[len(MAGIC):]
+    magic = len(MAGIC)  # both forms' magics are as long
+    return head[:magic] + _field(tenant) + head[magic:]

@@ -30,6 +30,7 @@ from eventlog.errors import (
 )
 from eventlog.events._sealed import SEALED as SEALED
 from eventlog.events._sealed import Path as Path
+from eventlog.events._sealed import record_key as record_key
 from eventlog.events._sealed import sealed_paths
 
 
@@ -53,6 +54,13 @@ class Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
         can fold into another subject's view rows.
         """
         return None
+
+    def sealed_record(self) -> str:
+        """The view record this event's sealed fields are folded into (`record_key` of its
+        key: a checkpoint's, a batch's), or empty for none. An encrypted log binds each
+        sealed value of the event to it (with its subject and stream), so a value copied
+        into another record's view row, even of the same stream, is refused on read."""
+        return ""
 
     def blob_releases(self) -> Mapping[bytes, int] | None:
         """The blob references this event gives up, by digest (none by default).

@@ -34,6 +34,13 @@ from eventlog.errors import InvalidEvent
 SEALED = msgspec.Meta(extra={"eventlog": "sealed"})
 """The annotation of a field an encrypted log seals: ``Annotated[str, SEALED]``."""
 
+def record_key(*parts: str) -> str:
+    """The id of a view record as a sealed value's envelope names it (`Event.sealed_record`)
+    and as a view's sealed row binding computes it from the row (`projections.views.
+    SealedRow`): its key's parts, as a JSON list (so no two keys read alike)."""
+    return msgspec.json.encode(list(parts)).decode()
+
+
 Path = tuple[str, ...]
 """Where a sealed field is in an event's JSON: keys by encoded name, ``*`` for each item
 of a list."""

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 import msgspec
 
-from eventlog.events import SEALED, Event, register_event
+from eventlog.events import SEALED, Event, record_key, register_event
 
 SESSION_STREAM_PREFIX = "session:"
 """A session's events go to the stream ``session:<session id>``."""
@@ -52,6 +52,10 @@ class CheckpointCreated(Event, tag="checkpoint_created", frozen=True, kw_only=Tr
     def home_stream(self) -> str | None:
         """The session's stream."""
         return SESSION_STREAM_PREFIX + self.session_id
+
+    def sealed_record(self) -> str:
+        """The checkpoint's record: its session's rows bind its metadata to its id."""
+        return record_key(self.checkpoint_id)
 
 
 @register_event

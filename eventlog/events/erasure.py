@@ -25,6 +25,10 @@ class SubjectKeyDestroyed(Event, tag="subject_erased", frozen=True, kw_only=True
     actor: str = ""
     generations: int = msgspec.field(default=0)
     """How many key generations this erasure destroyed."""
+    through: int = msgspec.field(default=0)
+    """The highest key generation this erasure erased: every generation up to it is
+    erased, whatever the key table holds (`eventlog.log._erasures`). 0 in an erasure
+    recorded before this field: then it erased ``generations`` more than the previous one."""
 
     def home_stream(self) -> str | None:
         """The subject's erasure stream."""

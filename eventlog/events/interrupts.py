@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from eventlog.events import SEALED, Event, register_event
+from eventlog.events import SEALED, Event, record_key, register_event
 
 # -- what the events carry: AG-UI's shapes, also the store's inputs ----------------------
 
@@ -77,6 +77,10 @@ class BatchCreated(_InBatchStream, Event, tag="interrupt.batch_created", frozen=
     operation_version: str
     interrupts: tuple[Interrupt, ...]
     approval_expires_at: datetime
+
+    def sealed_record(self) -> str:
+        """The batch's record: its row binds the interrupts' sealed fields to its id."""
+        return record_key(self.batch_id)
 
 
 @register_event
@@ -194,6 +198,10 @@ BATCH_EVENTS: tuple[type[Event], ...] = (
 """Every event type of a batch stream."""
 
 
+BATCH_STREAM_PREFIX = "interrupt-batch:"
+"""Every batch's stream id starts with this (`batch_stream`)."""
+
+
 def batch_stream(batch_id: str) -> str:
     """The stream a batch's events go to."""
-    return f"interrupt-batch:{batch_id}"
+    return f"{BATCH_STREAM_PREFIX}{batch_id}"

@@ -22,7 +22,7 @@ from typing import Annotated, Any
 
 import msgspec
 
-from eventlog.events import SEALED, Event, register_event
+from eventlog.events import SEALED, Event, record_key, register_event
 from eventlog.events.checkpoints import HexDigest
 
 THREAD_STREAM_PREFIX = "thread:"
@@ -115,6 +115,11 @@ class ThreadCheckpointPut(ThreadEvent, tag="thread_checkpoint_put", frozen=True,
     subject: str | None = None
     """The subject the caller named (as `CheckpointCreated.subject`); None when it is the
     thread's own id."""
+
+    def sealed_record(self) -> str:
+        """The checkpoint's record: its thread's rows bind its metadata to its namespace
+        and id."""
+        return record_key(self.namespace, self.checkpoint_id)
 
     def blob_digests(self) -> tuple[bytes, ...]:
         """The checkpoint's state blob and the blob of each channel value it stores (and,

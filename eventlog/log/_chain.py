@@ -10,8 +10,10 @@ import msgspec
 
 from eventlog.errors import CorruptEvent
 from eventlog.events import EventRegistry
+from eventlog.events.erasure import ERASURE_STREAM_PREFIX
 from eventlog.hashing import GENESIS_HASH, recompute_hash
 from eventlog.log._blobs import BlobCheck, BlobLedger, check_blobs
+from eventlog.log._erasures import Erasure, fold_erasure
 from eventlog.log._signed import signature_finding
 from eventlog.records import StoredEvent, StreamProblem, VerifyReport
 from eventlog.storage.base import StorageBackend
@@ -41,8 +43,12 @@ async def verify_chains(
     checker = ChainChecker(heads, keeps_heads=keeps_heads, keys=writer_keys, starts=starts)
     ledger = BlobLedger(registry)
     stored_before = await storage.count_events(tenant_id)
+    erasures: dict[tuple[str, str], Erasure] = {}
     async for stored in storage.scan_streams(tenant_id):
         checker.feed(stored)
+        if stored.stream_id.startswith(ERASURE_STREAM_PREFIX):
+            subject = (stored.tenant_id, stored.stream_id[len(ERASURE_STREAM_PREFIX):])
+            erasures[subject] = fold_erasure(erasures.get(subject, Erasure()), stored)
         event = ledger.feed(stored)
         if isinstance(event, CorruptEvent):
             checker.undecodable(stored, event)
@@ -54,6 +60,7 @@ async def verify_chains(
         where = {"tenant_id": tenant, "stream_id": stream}
         if not await storage.query(ViewQuery(STREAM_HEADS, where)):
             checker.still_headless((tenant, stream))
+    await _check_erased_keys(storage, checker, erasures)
     tenants = ledger.tenants | set(stored_before)
     try:
         blobs = await _lasting_blob_problems(storage, registry, ledger, tenants)
@@ -66,6 +73,29 @@ async def verify_chains(
         ledger.close()
     return msgspec.structs.replace(checker.finish(), blobs=blobs.checked,
                                    withheld_blobs=blobs.withheld)
+
+
+async def _check_erased_keys(storage: StorageBackend, checker: ChainChecker,
+                             erasures: dict[tuple[str, str], Erasure]) -> None:
+    """Name each key row that holds a key of a generation its subject's erasure stream
+    erased (``key_restored``: written back from a backup, or imported): the log refuses it
+    as erased, and it should not be there. An erasure stream with a problem of its own
+    (broken, forged, unsigned) decides nothing: that problem is reported."""
+    doubtful = {(problem.tenant_id, problem.stream_id) for problem in checker.problems}
+    for (tenant, subject), erasure in sorted(erasures.items()):
+        stream = ERASURE_STREAM_PREFIX + subject
+        if not erasure.through or (tenant, stream) in doubtful:
+            continue
+        for row in await storage.subject_keys(tenant, subject):
+            if row.wrapped is not None and row.generation <= erasure.through:
+                checker.problems.append(StreamProblem(
+                    tenant_id=tenant, stream_id=stream, version=erasure.version,
+                    kind="key_restored",
+                    detail=f"subject {subject!r}: the key table holds its data key of "
+                           f"generation {row.generation}, which the log erased (version "
+                           f"{erasure.version} of {stream!r}): a key row written back "
+                           "after the erasure (a backup, an import); it is refused, not "
+                           "served; `eventlog erase` destroys it again"[:400]))
 
 
 def signing_of(checker: ChainChecker) -> dict[str, Any]:

@@ -44,6 +44,7 @@ from eventlog.log._append import (
     check_required,
 )
 from eventlog.log._chain import verify_chains
+from eventlog.log._erasures import Erasure, ErasureLedger
 from eventlog.log._heads import HeadCache
 from eventlog.log._mode import EncryptionMode, read_mode
 from eventlog.log._queries import check_history, check_query
@@ -74,6 +75,7 @@ from eventlog.records import (
 )
 from eventlog.storage.base import StorageBackend
 from eventlog.storage.contracts import caught_up
+from eventlog.storage.contracts.consumers import ConsumerRow, ConsumerSeal
 from eventlog.storage.contracts.keys import KeyRow
 from eventlog.telemetry import (
     Database,
@@ -176,6 +178,11 @@ class EventLog:
         self._signing_starts: dict[str, int] = {}
         # Whether the log is encrypted, and under which keyrings: checked before writes.
         self._mode = EncryptionMode(storage, None if sealer is None else sealer.provider)
+        # Each subject's erasure as its (checked) erasure stream says: the key rows obey it.
+        self._erasures = ErasureLedger(SignedReads(storage, self._decoded,
+                                                   writer_keys or None, self._signing_starts))
+        if sealer is not None:
+            sealer.erasures = self._erasures
         self.actor = None if actor is None else check_actor(actor)
         # Shared (not copied) by `on_primary`'s twin, the face and `sibling`, so a block
         # acting as someone reaches the stores' appends too.
@@ -204,6 +211,10 @@ class EventLog:
         self._sealed_columns: dict[str, Mapping[str, Any]] = {
             table: columns for projection in self.projections
             for table, columns in getattr(projection, "sealed_columns", {}).items()}
+        # Whose the sealed values of each such table's rows are: table → `SealedRow`.
+        self._sealed_rows: dict[str, Any] = {
+            table: binding for projection in self.projections
+            for table, binding in getattr(projection, "sealed_rows", {}).items()}
         self._as_stored = False
         self.wakeups = Wakeups()
         """Wakes this log's subscribers (and its siblings') after each of its appends."""
@@ -514,7 +525,9 @@ class EventLog:
         a stream whose chain ends before the version its head row records (a truncated
         tail, or a stream whose events are gone altogether). Every blob the events
         reference is read and hashed: a blob that is missing, whose bytes do not hash to
-        its digest, or whose reference count differs from the events' is reported too.
+        its digest, or whose reference count differs from the events' is reported too,
+        and so is each data key the key table holds for a generation its subject's
+        erasure record erased (``key_restored``: written back after the erasure).
 
         Each event that is not the application's is named: ``forged`` (its signature does
         not hold under the writer public keys: the log's own, from its keyring, and
@@ -671,39 +684,68 @@ class EventLog:
         self._check_open("read")
         return Watch(self)
 
+    @property
+    def consumer_seal(self) -> ConsumerSeal:
+        """How this log signs and checks its consumers' rows: with its writer key when its
+        keyring holds one, against its writer public keys when it knows any; a log that
+        knows none trusts the rows as stored (docs/decisions/consumers.md)."""
+        signer, keys = self.signer, self.writer_keys
+        return ConsumerSeal(sign=None if signer is None else signer.sign_consumer_row,
+                            check=keys.check_consumer_row if keys else None)
+
     async def consumers(self, *, lag_limit: int = 100_000) -> list[ConsumerInfo]:
         """Every durable consumer, by name: its scope, position, holder (None once its
         lease has lapsed) and lag: the events of its scope after its position (counted up
-        to ``lag_limit``) and how long the oldest of them has waited."""
+        to ``lag_limit``) and how long the oldest of them has waited. A consumer whose row
+        the application did not write (unreadable; unsigned or wrongly signed in a log
+        with a writer key), or whose position is no cursor of this log, is listed with its
+        `ConsumerInfo.problem` (and no lag), never failing the others."""
         self._check_open("read")
         check_positive_limit("lag_limit", lag_limit, maximum=10_000_000)
         now = read_clock(self.clock)
+        seal = self.consumer_seal
         infos = []
         for row in await self.storage.consumers():
-            waiting: list[StoredEvent] = []
-            cursor = row.cursor
-            while len(waiting) < lag_limit:
-                page = await self.storage.read_with_cursors(
-                    cursor, min(_PAGE * 10, lag_limit - len(waiting)), row.tenant_id)
-                if not page:
-                    break
-                waiting += [stored for stored, _ in page]
-                cursor = page[-1][1]
-            events, seconds = lag_of(row, waiting, now)
-            observe_consumer_lag(row.name, events)
+            found = seal.problem(row)
+            problem = None if found is None else f"{found[0]}: {found[1]}"
+            events, seconds = 0, 0.0
+            if problem is None:
+                try:
+                    events, seconds = await self._lag(row, lag_limit, now)
+                except InvalidInput as error:  # a cursor that is not this log's
+                    problem = f"unreadable: its position is not a cursor of this log ({error})"
+            if problem is None:
+                observe_consumer_lag(row.name, events)
             held = row.lease_until is not None and row.lease_until > now
             infos.append(ConsumerInfo(
                 name=row.name, tenant_id=row.tenant_id, types=row.types, cursor=row.cursor,
                 holder=row.holder if held else None, lease_until=row.lease_until if held
                 else None, token=row.token, updated_at=row.updated_at, lag_events=events,
-                lag_seconds=seconds, lag_limit=lag_limit))
+                lag_seconds=seconds, lag_limit=lag_limit, problem=problem))
         return infos
+
+    async def _lag(self, row: ConsumerRow, lag_limit: int, now: datetime) -> tuple[int, float]:
+        """(events, seconds) the consumer of ``row`` is behind (`lag_of`)."""
+        waiting: list[StoredEvent] = []
+        cursor = row.cursor
+        while len(waiting) < lag_limit:
+            page = await self.storage.read_with_cursors(
+                cursor, min(_PAGE * 10, lag_limit - len(waiting)), row.tenant_id)
+            if not page:
+                break
+            waiting += [stored for stored, _ in page]
+            cursor = page[-1][1]
+        return lag_of(row, waiting, now)
 
     async def reset_consumer(self, name: str, to: str = "beginning") -> None:
         """Move a consumer's position to ``to`` (``"beginning"``, ``"end"`` or a cursor)
         and fence its holder: a projection reset to the beginning replays every event
         (its handler should write idempotently, or clear its tables first).
-        `UnknownConsumer` when there is none of that name."""
+        `UnknownConsumer` when there is none of that name. In a log with a writer key the
+        reset row is signed: this is how an operator adopts a row the log refuses
+        (`ConsumerTampered`: an unsigned row from before signing, or an edited one), after
+        checking its scope in `consumers`; a row not readable as written cannot be reset,
+        only dropped."""
         self._check_open("consumer")
         check_id("name", name)
         if to == "beginning":
@@ -713,7 +755,8 @@ class EventLog:
         else:
             await self.read_all(after=to, limit=1)  # refuses what is not this log's cursor
             cursor = to
-        if not await self.storage.reset_consumer(name, cursor, read_clock(self.clock)):
+        if not await self.storage.reset_consumer(name, cursor, read_clock(self.clock),
+                                                 self.consumer_seal):
             raise UnknownConsumer(name)
 
     async def drop_consumer(self, name: str) -> None:
@@ -744,12 +787,10 @@ class EventLog:
         if self.sealer is not None and any(isinstance(wanted, JsonContains)
                                            for wanted in query.where.values()):
             return await self._query_sealed_json(query)
-        rows = await self.reader.query(query)
-        if self.sealer is not None:
-            sealed = self._sealed_columns
-            await self.sealer.open_rows(
-                query.where.get("tenant_id"), rows, sealed.get(query.table, {}),
-                [(related.name, sealed.get(related.table, {})) for related in query.related])
+        if self.sealer is None:
+            rows = await self.reader.query(query)
+        else:
+            rows = await self._query_sealed(query, self.sealer)
         if query.with_blob is not None or query.related:
             await self._open_row_blobs(query, rows)
         return rows
@@ -931,16 +972,32 @@ class EventLog:
                                           "destroyed)")
         # Before a key is destroyed: a log with another keyring may not record the erasure.
         await self._mode.before_write(seals=False, now=read_clock(self.clock))
+        stream = ERASURE_STREAM_PREFIX + subject
+        check_id("subject", stream)
         destroyed = await self.storage.destroy_subject_keys(tenant_id, subject,
                                                             read_clock(self.clock))
         if self.sealer is not None:
             self.sealer.forget(tenant_id, subject)
         if destroyed:
-            stream = ERASURE_STREAM_PREFIX + subject
-            check_id("subject", stream)
+            # Every generation it holds is erased: the record says up to which, so a row
+            # of one written back later is refused (`eventlog.log._erasures`).
+            through = max([row.generation for row in await self.storage.subject_keys(
+                tenant_id, subject)] + [(await self._erasures.erasure(
+                    tenant_id, subject)).through])
             await self.append(tenant_id, stream, [SubjectKeyDestroyed(
-                subject=subject, reason=reason, actor=actor, generations=destroyed)])
+                subject=subject, reason=reason, actor=actor, generations=destroyed,
+                through=through)])
         return destroyed
+
+    async def erasure_of(self, tenant_id: str, subject: str) -> Erasure:
+        """What the log's erasure stream of the subject says (`Erasure`): every key
+        generation up to ``through`` is erased (0: none), whatever the key table holds.
+        Read from the checked stream: `ForgedEvent` for an erasure record that is not
+        the application's. Needs no keyring."""
+        self._check_open("read")
+        check_id("tenant_id", tenant_id)
+        check_id("subject", subject)
+        return await self._erasures.erasure(tenant_id, subject)
 
     async def encrypted_under(self) -> tuple[str, ...]:
         """The ids of the key-encryption keys the log is encrypted under, as it records
@@ -954,28 +1011,49 @@ class EventLog:
                            *, page: int = 1000) -> list[KeyRow]:
         """The data key rows (wrapped under the key-encryption key, or erased) of one
         subject, or of the whole tenant in key order when ``subject`` is None; never a key
-        in the clear. What an export carries."""
+        in the clear. What an export carries. They obey the log: a row of a generation the
+        subject's erasure stream erased is given as erased, whatever it holds (a row
+        written back from a backup is never handed on)."""
         self._check_open("read")
         check_id("tenant_id", tenant_id)
         if subject is not None:
-            return list(await self.storage.subject_keys(tenant_id, check_id("subject", subject)))
+            return await self._obeyed(list(await self.storage.subject_keys(
+                tenant_id, check_id("subject", subject))))
         rows: list[KeyRow] = []
         after = (tenant_id, "", 0)  # no subject is empty: the tenant's first row comes after
         while True:
             found = await self.storage.subject_keys_page(after, page)
             rows.extend(row for row in found if row.tenant_id == tenant_id)
             if len(found) < page or found[-1].tenant_id != tenant_id:
-                return rows
+                return await self._obeyed(rows)
             after = (tenant_id, found[-1].subject, found[-1].generation)
+
+    async def _obeyed(self, rows: list[KeyRow]) -> list[KeyRow]:
+        """``rows`` with each one that holds a key of a generation its log erased given
+        as erased (at the erasure's time)."""
+        obeyed = []
+        for row in rows:
+            if row.wrapped is not None:
+                erasure = await self._erasures.erasure(row.tenant_id, row.subject)
+                if row.generation <= erasure.through:
+                    row = dataclasses.replace(row, wrapped=None,
+                                              erased_at=row.erased_at or erasure.at)
+            obeyed.append(row)
+        return obeyed
 
     async def add_subject_keys(self, tenant_id: str, rows: Sequence[KeyRow]) -> None:
         """Store key rows another log exported (wrapped as they were), those the log
-        lacks; a row already held is left as it is. What an import takes in."""
+        lacks; a row already held is left as it is, and a key of a generation this log
+        erased is not stored (its erasure stream decides). What an import takes in."""
         self._check_open("append")
         check_id("tenant_id", tenant_id)
         for row in rows:
             if row.tenant_id != tenant_id:
                 raise InvalidInput("rows", f"a key row of another tenant ({row.subject!r})")
+        for row in rows:
+            if row.wrapped is not None and row.generation <= (
+                    await self._erasures.erasure(tenant_id, row.subject)).through:
+                continue
             await self.storage.add_subject_key(row)
 
     async def destroy_subject_keys(self, tenant_id: str, subject: str, at: datetime) -> int:
@@ -1063,9 +1141,10 @@ class EventLog:
                     tenant_id, f"thread:{source}", attach, payloads, now=now,
                     subject=self._subject.get()))
         sealed = []
-        for tag, data, _event in encoded:
+        for tag, data, event in encoded:
             data = sealer.seal_event(tenant_id, header, key, tag, data, renames,
-                                     self.registry.sealed_fields(tag))
+                                     self.registry.sealed_fields(tag),
+                                     record=event.sealed_record())
             if len(data) > self.max_payload_bytes:
                 raise PayloadTooLarge(f"event {tag!r} (sealed)", len(data),
                                       self.max_payload_bytes)
@@ -1099,6 +1178,27 @@ class EventLog:
         event = self.registry.decode(stored.type, data, stream_id=stored.stream_id,
                                      version=stored.version)
         return RecordedEvent.of(stored, event)
+
+    async def _query_sealed(self, query: ViewQuery, sealer: Sealer) -> list[dict[str, Any]]:
+        """The query's rows with their sealed columns opened, each value checked to be
+        its row's own (`Sealer.open_rows`): the columns saying whose a row's values are
+        are read with it when the query picks a sealed column without them."""
+        sealed, bindings = self._sealed_columns, self._sealed_rows
+        binding = bindings.get(query.table)
+        extra: tuple[str, ...] = ()
+        if binding is not None and query.columns is not None and any(
+                column in sealed.get(query.table, {}) for column in query.columns):
+            extra = tuple(c for c in binding.columns if c not in query.columns)
+            query = dataclasses.replace(query, columns=(*query.columns, *extra))
+        rows = await self.reader.query(query)
+        await sealer.open_rows(
+            query.where.get("tenant_id"), rows, sealed.get(query.table, {}),
+            [(related.name, sealed.get(related.table, {}), bindings.get(related.table))
+             for related in query.related], binding)
+        for row in rows if extra else ():
+            for column in extra:
+                del row[column]
+        return rows
 
     async def _query_sealed_json(self, query: ViewQuery) -> list[dict[str, Any]]:
         """A query whose ``JsonContains`` conditions name sealed columns: the database

@@ -40,19 +40,24 @@ import hashlib
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 import msgspec
 
+from eventlog._logging import get_logger
 from eventlog.crypto._keyring import KeyProvider
 from eventlog.crypto._seal import MAGIC, DataKey, Header, parse
 from eventlog.errors import KeyringRequired, KeyUnavailable, SealRefused, SubjectErased
 from eventlog.events import Path
 from eventlog.hashing import content_digest
+from eventlog.log._erasures import ErasureLedger
 from eventlog.storage.contracts.events import EventStorage
 from eventlog.storage.contracts.keys import KeyRow, KeyStorage
 from eventlog.validation import DEFAULT_KEY_CACHE_SECONDS
+
+logger = get_logger(__name__)
 
 SEALED = "$sealed"
 _SEALED_TEXT = "$sealed:"
@@ -70,6 +75,17 @@ PLAINTEXT_HINT = (" (data written before the log had a keyring is not read with 
 _MARKER_TEXT = b'"$sealed'
 _ADDRESSES = 16384
 """Sealed addresses a process remembers by plain digest (`Sealer.addresses`)."""
+
+
+Owner = tuple[str, str, str | None]
+"""Whose a view row's sealed values must be: (stream, record, subject or None)."""
+
+
+class RowBinding(Protocol):
+    """How a view table's rows say whose their sealed values are
+    (`projections.views.SealedRow`)."""
+
+    def expected(self, row: Mapping[str, Any]) -> Owner | None: ...
 
 
 def _kind(tag: str, path: tuple[str, ...]) -> str:
@@ -101,6 +117,11 @@ class Sealer:
         """When each cached subject's key rows were last read, and the rows read then."""
         self._batches: dict[tuple[str, str], str] = {}
         self._addresses: OrderedDict[tuple[str, Header, bytes], bytes] = OrderedDict()
+        self.erasures: ErasureLedger | None = None
+        """What the log says of each subject's erasure (set by the log): the key rows
+        obey it (`_rows`)."""
+        self._refused: set[tuple[str, str, int]] = set()
+        """Key rows already logged as refused (restored after their erasure)."""
 
     # -- keys ----------------------------------------------------------------------------
 
@@ -112,15 +133,17 @@ class Sealer:
         if cached is not None and await self._still_held(tenant, subject):
             return cached
         for _ in range(8):
-            rows = await self.keys.subject_keys(tenant, subject)
+            rows, through = await self._rows(tenant, subject)
             self._seen(tenant, subject, rows)
             if rows and rows[-1].wrapped is not None:
                 key = self._unwrap(rows[-1])
                 self._current[(tenant, subject)] = (rows[-1].generation, key)
                 return rows[-1].generation, key
-            if rows and not reopen:
+            if (rows or through) and not reopen:
                 raise SubjectErased(tenant, subject)
-            generation = rows[-1].generation + 1 if rows else 1
+            # A reopening is a generation above every one the log erased, even when
+            # their rows are gone: a generation the log erased is never made again.
+            generation = max(rows[-1].generation if rows else 0, through) + 1
             key = DataKey.new()
             wrapped = self.provider.wrap(key.raw, context_of(tenant, subject, generation))
             made = KeyRow(tenant, subject, generation, self.provider.key_id, wrapped, now)
@@ -137,8 +160,10 @@ class Sealer:
             found = self._opened.get((tenant, header.subject, header.generation))
             if found is not None:
                 return found
-        rows = await self.keys.subject_keys(tenant, header.subject)
+        rows, through = await self._rows(tenant, header.subject)
         self._seen(tenant, header.subject, rows)
+        if header.generation <= through:
+            raise SubjectErased(tenant, header.subject)
         row = next((row for row in rows if row.generation == header.generation), None)
         if row is None:
             raise KeyUnavailable(tenant, header.subject, (
@@ -170,12 +195,35 @@ class Sealer:
         now = self._monotonic()
         if checked is not None and now - checked[0] < self.cache_seconds:
             return True
-        rows = tuple(await self.keys.subject_keys(tenant, subject))
+        rows = tuple((await self._rows(tenant, subject))[0])
         if checked is not None and _same_keys(checked[1], rows):
             self._checked[(tenant, subject)] = (now, rows)
             return True
         self.forget(tenant, subject)
         return False
+
+    async def _rows(self, tenant: str, subject: str) -> tuple[list[KeyRow], int]:
+        """The subject's key rows as its log has them, and the highest generation the log
+        erased (0: none): a row of an erased generation that still holds a key (written
+        back from a backup, or imported) reads as erased, and is logged as refused."""
+        rows = await self.keys.subject_keys(tenant, subject)
+        if self.erasures is None:
+            return rows, 0
+        erasure = await self.erasures.erasure(tenant, subject)
+        through = erasure.through
+        if not through or all(row.wrapped is None for row in rows
+                              if row.generation <= through):
+            return rows, through
+        obeyed = []
+        for row in rows:
+            if row.generation <= through and row.wrapped is not None:
+                if (tenant, subject, row.generation) not in self._refused:
+                    self._refused.add((tenant, subject, row.generation))
+                    logger.warning("erased_key_refused", tenant=tenant, subject=subject,
+                                   generation=row.generation, erasure_version=erasure.version)
+                row = replace(row, wrapped=None, erased_at=row.erased_at or erasure.at)
+            obeyed.append(row)
+        return obeyed, through
 
     def _seen(self, tenant: str, subject: str, rows: Sequence[KeyRow]) -> None:
         self._checked[(tenant, subject)] = (self._monotonic(), tuple(rows))
@@ -263,9 +311,10 @@ class Sealer:
                 for payload, envelope in zip(attach, sealed, strict=True)}
 
     def seal_event(self, tenant: str, header: Header, key: DataKey, tag: str, data: bytes,
-                   renames: dict[bytes, bytes], paths: Sequence[Path]) -> bytes:
+                   renames: dict[bytes, bytes], paths: Sequence[Path], *,
+                   record: str = "") -> bytes:
         """The event's bytes with every renamed digest and every sealed field (its type's
-        ``paths``) sealed."""
+        ``paths``) sealed, each bound to ``record`` (`Event.sealed_record`) when given."""
         for plain, sealed in renames.items():
             if plain in data:
                 data = data.replace(plain, sealed)
@@ -273,7 +322,7 @@ class Sealer:
             return data
         body = msgspec.json.decode(data)
         for path in paths:
-            field = header._replace(kind=_kind(tag, path))
+            field = header._replace(kind=_kind(tag, path), record=record)
             _walk(body, path, lambda value, field=field: _seal_value(tenant, field, key, value))
         return msgspec.json.encode(body)
 
@@ -306,22 +355,27 @@ class Sealer:
 
     async def open_rows(self, tenant: str | None, rows: list[dict[str, Any]],
                         columns: Mapping[str, Sequence[Path]],
-                        related: Sequence[tuple[str, Mapping[str, Sequence[Path]]]] = ()
-                        ) -> list[dict[str, Any]]:
+                        related: Sequence[tuple[str, Mapping[str, Sequence[Path]],
+                                                RowBinding | None]] = (),
+                        binding: RowBinding | None = None) -> list[dict[str, Any]]:
         """View rows with the sealed markers of their sealed ``columns`` (column → the
         paths in its JSON that hold sealed values, as the view's projection declares
         them) opened in place; ``related`` names each list of related rows a row
-        carries, with its table's sealed columns. Plaintext where a sealed value belongs
-        is refused (`SealRefused`)."""
+        carries, with its table's sealed columns and binding. Plaintext where a sealed
+        value belongs is refused (`SealRefused`), and so is a value whose envelope names
+        another stream, record or subject than the row's ``binding`` (the table's, as
+        its projection declares it: `projections.views.SealedRow`) gives: copied from
+        another row behind the log's back."""
         for row in rows:
-            await self._open_row(tenant, row, columns)
-            for name, nested in related:
+            await self._open_row(tenant, row, columns, binding)
+            for name, nested, nested_binding in related:
                 for item in row.get(name) or ():
-                    await self._open_row(tenant, item, nested)
+                    await self._open_row(tenant, item, nested, nested_binding)
         return rows
 
     async def _open_row(self, tenant: str | None, row: dict[str, Any],
-                        columns: Mapping[str, Sequence[Path]]) -> None:
+                        columns: Mapping[str, Sequence[Path]],
+                        binding: RowBinding | None) -> None:
         for column, paths in columns.items():
             value = row.get(column)
             raw = value.encode() if isinstance(value, str) else value
@@ -329,8 +383,9 @@ class Sealer:
                 continue
             _refuse_plain_view(tenant, column, raw, paths)
             if _MARKER_TEXT in raw:
+                owner = None if binding is None else binding.expected(row)
                 opened = await self._open_tree(row.get("tenant_id", tenant),
-                                               msgspec.json.decode(raw))
+                                               msgspec.json.decode(raw), owner)
                 encoded = msgspec.json.encode(opened)
                 row[column] = encoded.decode() if isinstance(value, str) else encoded
 
@@ -340,17 +395,18 @@ class Sealer:
         sealed, or was sealed elsewhere."""
         return await self._open_value(tenant, value, (stream, kind))
 
-    async def _open_tree(self, tenant: Any, value: Any) -> Any:
+    async def _open_tree(self, tenant: Any, value: Any, owner: Owner | None) -> Any:
         if _is_marker(value):
-            return await self._open_value(tenant, value, None)
+            return await self._open_value(tenant, value, None, owner)
         if isinstance(value, dict):
-            return {name: await self._open_tree(tenant, item) for name, item in value.items()}
+            return {name: await self._open_tree(tenant, item, owner)
+                    for name, item in value.items()}
         if isinstance(value, list):
-            return [await self._open_tree(tenant, item) for item in value]
+            return [await self._open_tree(tenant, item, owner) for item in value]
         return value
 
-    async def _open_value(self, tenant: str, value: Any, expected: tuple[str, str] | None
-                          ) -> Any:
+    async def _open_value(self, tenant: str, value: Any, expected: tuple[str, str] | None,
+                          owner: Owner | None = None) -> Any:
         if value is None or value == {} or value == []:
             return value
         text = isinstance(value, str)
@@ -367,6 +423,8 @@ class Sealer:
             raise SealRefused(tenant, header.subject, (
                 f"a sealed field of {header.stream!r} ({header.kind}) was found in "
                 f"{expected[0]!r} ({expected[1]}): moved, refused"))
+        if owner is not None:
+            _refuse_copied(tenant, header, owner)
         try:
             key = await self._key(tenant, header)
         except SubjectErased:
@@ -383,6 +441,21 @@ class Sealer:
             raise SealRefused(tenant, header.subject, (
                 f"sealed data of subject {header.subject!r} does not open in tenant "
                 f"{tenant!r}: changed, or moved from another tenant; refused")) from None
+
+
+def _refuse_copied(tenant: str, header: Header, owner: Owner) -> None:
+    """`SealRefused` unless the envelope ``header`` is the view row's own: sealed in its
+    stream, for its record (an envelope of the first form names none: its stream and
+    subject are checked) and, where the row names one, for its subject."""
+    stream, record, subject = owner
+    if (header.stream == stream and (not header.record or header.record == record)
+            and (subject is None or header.subject == subject)):
+        return
+    raise SealRefused(tenant, header.subject, (
+        f"a sealed value of {header.stream!r} (record {header.record or 'unnamed'}, subject "
+        f"{header.subject!r}) was found in a view row of {stream!r} (record {record}"
+        + ("" if subject is None else f", subject {subject!r}")
+        + "): copied from another row, refused"))
 
 
 def _same_keys(before: Sequence[KeyRow], now: Sequence[KeyRow]) -> bool:

@@ -21,7 +21,7 @@ before signed appends existed) passes, so such a log decides as it always did an
 held to signatures from its first signed event on. What this cannot tell: a row the
 administrator inserts unsigned, at a position chosen before that first signed event, into
 a stream no signed event has extended; `verify` cannot either. Signed tree heads held by
-witnesses pin the events before them (docs/decisions.md, "Signed appends").
+witnesses pin the events before them (docs/decisions/transparency.md, "Signed appends").
 """
 
 from __future__ import annotations
@@ -45,6 +45,9 @@ class _Reader(Protocol):
                           limit: int) -> list[StoredEvent]: ...
 
     async def signing_starts(self, tenant_id: str | None) -> dict[str, int]: ...
+
+    def scan_streams(self, tenant_id: str | None, prefix: str = ""
+                     ) -> AsyncIterator[StoredEvent]: ...
 
 
 def signature_finding(
@@ -76,7 +79,7 @@ class SignedReads:
         self, storage: _Reader, decode: Callable[[StoredEvent], Awaitable[RecordedEvent]],
         keys: WriterKeys | None, starts: dict[str, int],
     ) -> None:
-        self._storage = storage
+        self.storage = storage
         self._decode = decode
         self.keys = keys
         self._starts = starts  # found starts only: shared by the log and its twins
@@ -93,18 +96,35 @@ class SignedReads:
         application's, after which nothing more is read."""
         previous, version, signed = GENESIS_HASH, 0, False
         while True:
-            page = await self._storage.read_stream(tenant_id, stream_id, version + 1, _PAGE)
+            page = await self.storage.read_stream(tenant_id, stream_id, version + 1, _PAGE)
             for stored in page:
                 version += 1
-                await self._check(stored, version, previous, signed)
+                await self.check(stored, version, previous, signed)
                 signed |= stored.signature is not None
                 previous = stored.hash
                 yield await self._decode(stored)
             if len(page) < _PAGE:
                 return
 
-    async def _check(self, stored: StoredEvent, version: int, previous: bytes,
-                     signed: bool) -> None:
+    async def read_streams(self, tenant_id: str, prefix: str) -> AsyncIterator[StoredEvent]:
+        """Every event of every stream of the tenant whose id starts with ``prefix``, by
+        (stream, version), each checked as `read_stream` checks it and yielded as stored
+        (undecoded, its sealed fields as their markers: `EventLog.decode` decodes it);
+        `ForgedEvent` at the first that is not the application's. One ordered scan of
+        the streams' key range, not a read per stream: what a decision about every
+        stream of a kind (retention's open interrupt batches) reads."""
+        stream, previous, version, signed = None, GENESIS_HASH, 0, False
+        async for stored in self.storage.scan_streams(tenant_id, prefix):
+            if stored.stream_id != stream:
+                stream, previous, version, signed = stored.stream_id, GENESIS_HASH, 0, False
+            version += 1
+            await self.check(stored, version, previous, signed)
+            signed |= stored.signature is not None
+            previous = stored.hash
+            yield stored
+
+    async def check(self, stored: StoredEvent, version: int, previous: bytes,
+                    signed: bool) -> None:
         """`ForgedEvent` unless ``stored`` is the ``version``-th event of its stream,
         linked to ``previous`` and the application's (``signed``: an earlier event is)."""
         broken = _broken(stored, version, previous)
@@ -126,7 +146,7 @@ class SignedReads:
         behind the log's back."""
         start = self._starts.get(tenant_id)
         if start is None:
-            start = (await self._storage.signing_starts(tenant_id)).get(tenant_id)
+            start = (await self.storage.signing_starts(tenant_id)).get(tenant_id)
             if start is not None:
                 self._starts[tenant_id] = start
         return start

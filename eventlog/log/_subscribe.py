@@ -8,6 +8,11 @@ lease with a fencing token (`eventlog.storage.contracts.consumers`): before it h
 an event it makes sure its lease was renewed recently enough that nobody else can have
 taken it over, and a holder that was taken over is refused (`ConsumerFenced`).
 
+In a log with a writer key the row is signed (`ConsumerSeal`): a claim refuses a row the
+application did not write, and each write of the holder replaces only the row it wrote
+last, so an edit made under it (a cursor moved, a token taken back) is named at its next
+write (`ConsumerTampered`) instead of obeyed.
+
 Waiting for new events is `eventlog.log._waiting.Waiter`'s: the log's own appends wake
 its subscribers at once; on PostgreSQL a subscriber also LISTENs for the append trigger's
 notification, holding the listening lock only while it sleeps; and it polls every
@@ -27,12 +32,20 @@ from datetime import datetime, timedelta
 from types import TracebackType
 from typing import Any
 
+import msgspec
+
 from eventlog._logging import get_logger
 from eventlog.clock import read_clock
-from eventlog.errors import ConsumerFenced, ConsumerHeld, InvalidInput
+from eventlog.errors import (
+    ConsumerError,
+    ConsumerFenced,
+    ConsumerHeld,
+    ConsumerTampered,
+    InvalidInput,
+)
 from eventlog.log._waiting import Waiter
 from eventlog.records import RecordedEvent, StoredEvent
-from eventlog.storage.contracts.consumers import ConsumerClaim, ConsumerRow
+from eventlog.storage.contracts.consumers import ConsumerClaim, ConsumerRow, ConsumerSeal
 from eventlog.telemetry import Database, storage_call, traced
 from eventlog.validation import check_id
 
@@ -133,6 +146,8 @@ class Subscription:
         self._waiter = Waiter(log)
         self._open = False
         self._fenced = False
+        self._row: ConsumerRow | None = None  # the row as this holder wrote it last
+        self._writing = asyncio.Lock()  # one write at a time: each replaces the last one
 
     # -- opening and closing -------------------------------------------------------------
 
@@ -145,7 +160,8 @@ class Subscription:
             try:
                 row = await storage.claim_consumer(ConsumerClaim(
                     name=self.name, tenant_id=self.tenant_id, types=self.types, start=start,
-                    holder=self.holder, now=now, lease_until=now + timedelta(seconds=self.lease)))
+                    holder=self.holder, now=now, lease_until=now + timedelta(seconds=self.lease)),
+                    self._seal)
                 break
             except ConsumerHeld:
                 if not self._wait:
@@ -161,11 +177,58 @@ class Subscription:
                         trace: TracebackType | None) -> None:
         self._open = False
         await self._waiter.close()
-        if not self._fenced:
+        if not self._fenced and self._row is not None:
             try:
-                await self._log.storage.release_consumer(self.name, self.token)
+                async with self._writing:
+                    row = self._seal.signed(msgspec.structs.replace(
+                        self._row, holder=None, lease_until=None))
+                    if await self._log.storage.write_consumer(row, self._row):
+                        self._row = row
             except Exception:
                 logger.warning("consumer_release_failed", consumer=self.name)
+
+    @property
+    def _seal(self) -> ConsumerSeal:
+        seal: ConsumerSeal = self._log.consumer_seal
+        return seal
+
+    async def _write(self, changed: ConsumerRow) -> None:
+        """Store ``changed`` (this holder's row with a new position or lease), signed, in
+        place of the row this holder wrote last; `ConsumerFenced` or `ConsumerTampered`
+        (`_refusal`) when that row is no longer there, having stored nothing."""
+        assert self._row is not None
+        async with self._writing:
+            row = self._seal.signed(changed)
+            if not await self._log.storage.write_consumer(row, self._row):
+                self._fenced = True
+                raise await self._refusal()
+            self._row = row
+
+    async def _refusal(self) -> ConsumerError:
+        """Why this holder's write found its row changed: `ConsumerFenced` when a newer
+        claim or a reset (a valid row with a higher token) or a drop did it, otherwise
+        `ConsumerTampered`: the row is not the application's, or it went back (a lower
+        token; or this holder's token with another row than it wrote last)."""
+        stored = await self._log.storage.consumer(self.name)
+        if stored is None:
+            return ConsumerFenced(self.name, self.token)
+        found = self._seal.problem(stored)
+        if found is not None:
+            error: ConsumerError = ConsumerTampered(self.name, *found)
+        elif stored.token > self.token:
+            return ConsumerFenced(self.name, self.token)
+        elif stored.token < self.token:
+            error = ConsumerTampered(
+                self.name, "rolled_back", f"its fencing token went back from {self.token} to "
+                                          f"{stored.token} under its holder (a row from "
+                                          "before, written back)")
+        else:
+            error = ConsumerTampered(
+                self.name, "rolled_back", "it is no longer the row its holder wrote last "
+                                          f"under token {self.token} (a row from before, "
+                                          "written back)")
+        logger.warning("consumer_tampered", consumer=self.name, reason=error.args[0][:200])
+        return error
 
     @property
     def pushed(self) -> bool:
@@ -188,6 +251,7 @@ class Subscription:
         return self._start
 
     def _taken(self, row: ConsumerRow, began: float) -> None:
+        self._row = row
         self.token = row.token
         self._cursor = self._acked = row.cursor
         self._renewed = began
@@ -232,7 +296,12 @@ class Subscription:
                   outcome=_found)
     async def _read_page(self) -> bool:
         """Read the next page into the pending events; whether it held any event."""
-        rows = await self._log.storage.read_with_cursors(self._cursor, PAGE, self.tenant_id)
+        try:
+            rows = await self._log.storage.read_with_cursors(self._cursor, PAGE,
+                                                             self.tenant_id)
+        except InvalidInput as error:  # only a stored position can be no cursor here
+            raise ConsumerTampered(self.name, "unreadable", "its stored position is not a "
+                                   f"cursor of this log ({error})") from None
         for stored, cursor in rows:
             self._take(stored, cursor)
         return bool(rows)
@@ -280,9 +349,8 @@ class Subscription:
             return
         began = time.monotonic()
         until = read_clock(self._log.clock) + timedelta(seconds=self.lease)
-        if not await self._log.storage.renew_consumer(self.name, self.token, until):
-            self._fenced = True
-            raise ConsumerFenced(self.name, self.token)
+        assert self._row is not None
+        await self._write(msgspec.structs.replace(self._row, lease_until=until))
         self._renewed = began
 
     # -- acknowledging ---------------------------------------------------------------------
@@ -303,10 +371,10 @@ class Subscription:
     async def _store(self, cursor: str) -> None:
         began = time.monotonic()
         now = read_clock(self._log.clock)
-        if not await self._log.storage.ack_consumer(
-                self.name, self.token, cursor, now, now + timedelta(seconds=self.lease)):
-            self._fenced = True
-            raise ConsumerFenced(self.name, self.token)
+        assert self._row is not None
+        await self._write(msgspec.structs.replace(
+            self._row, cursor=cursor, updated_at=now,
+            lease_until=now + timedelta(seconds=self.lease)))
         self._acked = cursor
         self._renewed = began
 
@@ -329,19 +397,25 @@ class Subscription:
         cursor = self._delivered[batch[-1].event_id]
         began = time.monotonic()
         now = read_clock(self._log.clock)
-        try:
-            async with self._log.storage.consumer_transaction(
-                    self.name, self.token, cursor, now,
-                    now + timedelta(seconds=self.lease)) as connection:
-                for event in batch:
-                    await handler(event, connection)
-        except ConsumerFenced:
-            self._fenced = True
-            raise
-        except BaseException:
-            # Nothing committed: these events are delivered again, from the stored position.
-            self._rewind()
-            raise
+        assert self._row is not None
+        async with self._writing:
+            row = self._seal.signed(msgspec.structs.replace(
+                self._row, cursor=cursor, updated_at=now,
+                lease_until=now + timedelta(seconds=self.lease)))
+            try:
+                async with self._log.storage.consumer_transaction(
+                        row, self._row) as connection:
+                    for event in batch:
+                        await handler(event, connection)
+            except ConsumerFenced:
+                self._fenced = True
+                raise await self._refusal() from None
+            except BaseException:
+                # Nothing committed: these events are delivered again, from the stored
+                # position.
+                self._rewind()
+                raise
+            self._row = row
         self._acked = cursor
         self._renewed = began
         self._forget_through(batch[-1].event_id)

@@ -19,7 +19,13 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from eventlog.errors import ForgedEvent, InvalidInput, TreeDamaged, TreeRebuildRefused
+from eventlog.errors import (
+    ForgedEvent,
+    InvalidInput,
+    TreeDamaged,
+    TreeMismatch,
+    TreeRebuildRefused,
+)
 from eventlog.log._signed import signature_finding
 from eventlog.merkle import (
     EMPTY_ROOT,
@@ -68,6 +74,17 @@ class TreeRebuild:
     discarded: tuple[TreeFinding, ...] = ()
 
 
+@dataclass(frozen=True)
+class _Checked:
+    """A tree head this process checked against the events: its size, the `read_all`
+    cursor after its last leaf's event, and its perfect subtrees' hashes (all a later
+    check needs to hash only the leaves added since)."""
+
+    size: int
+    cursor: str | None
+    frontier: dict[Node, bytes]
+
+
 def perfect_nodes(size: int) -> list[Node]:
     """Every perfect subtree of a tree of ``size`` leaves, level by level."""
     nodes: list[Node] = []
@@ -87,6 +104,9 @@ class Tree:
         self.keys = keys
         self.starts = {} if starts is None else starts
         """Each tenant's first signed position once found (the log's, shared)."""
+        self.checked: dict[str, _Checked] = {}
+        """Each tenant's last head checked against its events, in this process (kept in
+        memory, where the database administrator cannot reach it)."""
 
     async def integrate(self, tenant_id: str) -> TreeState:
         """Extend the tenant's stored tree over every event readable now; its new state.
@@ -130,8 +150,42 @@ class Tree:
                 raise ForgedEvent(tenant_id, event.stream_id, event.version, *found)
 
     async def head(self, tenant_id: str) -> TreeHead:
+        """The head of the tenant's integrated tree, checked against its events first
+        (`TreeMismatch` when the stored tree is not theirs): what an operator signs."""
         state = await self.integrate(tenant_id)
-        return TreeHead(state.size, await self.root(tenant_id, state.size))
+        root = await self.root(tenant_id, state.size)
+        await self._check_head(tenant_id, state.size, root)
+        return TreeHead(state.size, root)
+
+    async def _check_head(self, tenant_id: str, size: int, root: bytes) -> None:
+        """`TreeMismatch` unless ``root`` is the root of the tenant's first ``size`` events.
+
+        The stored tree is derived data the database administrator can write: a tree
+        state of 15 leaves over 10 events, or leaves of events that are not the log's,
+        would otherwise be signed as the log's head. The leaves added since the last head
+        this process checked (all of them, in a new process) are read from the events
+        (`read_all`, exactly as many as the head covers) and hashed onto that head's
+        frontier; the root they give must be the stored one."""
+        known = self.checked.get(tenant_id, _Checked(0, None, {}))
+        if size < known.size:
+            raise TreeMismatch(tenant_id, f"it holds {size} leaves, fewer than the "
+                                          f"{known.size} of a head checked before")
+        leaves: list[bytes] = []
+        cursor = known.cursor
+        while len(leaves) < size - known.size:
+            wanted = min(PAGE, size - known.size - len(leaves))
+            page, cursor = await self.storage.read_all(cursor, wanted, tenant_id)
+            if not page:
+                raise TreeMismatch(tenant_id, f"it holds {size} leaves, the log "
+                                              f"{known.size + len(leaves)} events of the "
+                                              "tenant")
+            leaves += [leaf_hash(e.hash) for e in page]
+        nodes = {**known.frontier, **new_nodes(known.size, leaves, known.frontier)}
+        if size and range_hash(0, size, nodes) != root:
+            raise TreeMismatch(tenant_id, f"its root over {size} leaves is not the root "
+                                          "the events give")
+        frontier = {node: nodes[node] for node in perfect_subtrees(0, size)}
+        self.checked[tenant_id] = _Checked(size, cursor, frontier)
 
     async def root(self, tenant_id: str, size: int) -> bytes:
         """The root of the tenant's stored tree of ``size`` (at most its integrated size)."""
@@ -218,7 +272,10 @@ class Tree:
         when the stored tree is evidence against the events: it holds more leaves than
         the tenant has events (a cut), or a stored leaf differs from its event's while the
         stored tree's root is not the events' (a rewrite after integration, or damage
-        that cannot be told from one). Damage the events contradict is repaired: a node
+        that cannot be told from one); or when there is no evidence left to check them
+        against: a stored leaf past every kept head is missing (or no tree is stored at
+        all) and no stored root the events give vouches for it. Damage the events
+        contradict is repaired: a node
         that is not the hash of its leaves, a missing node, a stored leaf whose tree's
         root the events still give.
         """
@@ -233,7 +290,8 @@ class Tree:
                                          overridable=False)
             old_nodes = perfect_nodes(state.size)
             stored = await self.storage.tree_nodes(tenant_id, old_nodes)
-            evidence = self._evidence(state.size, stored, leaves, events)
+            vouched = max((head.size for head in heads), default=0)  # each holds
+            evidence = self._evidence(state.size, stored, leaves, events, vouched)
             if evidence and not accept_new_root:
                 raise TreeRebuildRefused(tenant_id, [(f.kind, f.detail) for f in evidence],
                                          overridable=True)
@@ -241,6 +299,7 @@ class Tree:
             rebuilt = TreeExtension(TreeState(len(leaves), cursor), nodes,
                                     [(e.event_id, i) for i, e in enumerate(events)])
             if await self.storage.replace_tree(tenant_id, state, rebuilt):
+                self.checked.pop(tenant_id, None)  # the tree checked before is replaced
                 return TreeRebuild(len(leaves), root_of(leaves), state.size,
                                    sum(stored.get(node) != nodes.get(node) for node in old_nodes),
                                    tuple(evidence))
@@ -249,21 +308,37 @@ class Tree:
                                               "try again")], overridable=False)
 
     def _evidence(self, size: int, stored: dict[Node, bytes], leaves: list[bytes],
-                  events: list[StoredEvent]) -> list[TreeFinding]:
+                  events: list[StoredEvent], vouched: int) -> list[TreeFinding]:
         """What the stored tree of ``size`` says that the events contradict, as evidence
-        of the log changing (not of the tree's damage)."""
+        of the log changing (not of the tree's damage), or that leaves past ``vouched``
+        (the largest kept head, which the events still give) cannot be checked at all: a
+        missing stored leaf is no evidence for its event, so without a stored root the
+        events give it is ``unchecked`` (a tree whose rows were deleted proves nothing)."""
         if len(leaves) < size:
             return [TreeFinding("cut", f"the stored tree holds {size} leaves, the log only "
                                        f"{len(leaves)} events of the tenant: "
                                        f"{size - len(leaves)} were cut after they were "
                                        "integrated")]
-        differing = [i for i in range(size) if stored.get((0, i), leaves[i]) != leaves[i]]
-        if not differing:
+        if size == 0:
+            return [] if len(leaves) <= vouched else [TreeFinding("unchecked", (
+                f"no stored tree is left to check the tenant's {len(leaves)} events against "
+                f"(a kept head covers {vouched}): the rebuilt root cannot be checked against "
+                "evidence"))]
+        differing = [i for i in range(size) if (0, i) in stored and stored[(0, i)] != leaves[i]]
+        missing = [i for i in range(vouched, size) if (0, i) not in stored]
+        if not differing and not missing:
             return []  # the events are the leaves integrated: only the nodes above are wrong
         frontier = perfect_subtrees(0, size)
         top = range_hash(0, size, stored) if all(n in stored for n in frontier) else None
         if top == root_of(leaves[:size]):
             return []  # the stored root is the events': the stored leaves are what broke
+        if not differing:
+            first = missing[0]
+            more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
+            return [TreeFinding("unchecked", (
+                f"the stored tree's leaf {first} (event {events[first].event_id}){more} is "
+                f"missing and its root {'is missing' if top is None else 'is not the events'}"
+                ": the rebuilt root cannot be checked against evidence"))]
         first = differing[0]
         more = f" and {len(differing) - 1} more" if len(differing) > 1 else ""
         stored_leaves = [stored.get((0, i), leaves[i]) for i in range(size)]

@@ -24,6 +24,15 @@ Decisions made here:
   and a pass refuse with `ForgedEvent` (exit status 1 in the CLI) rather than purge on its
   say-so. Refused, not skipped: a log with a forged row needs someone to look at it, and
   a pass that went on would still be deciding from a stream the writer did not write.
+- **Holds by subject too**: when the tenant has holds, a stream about to lose records
+  is also checked against the subjects its own checked events name (a record's
+  ``subject``; the tenant's session and thread streams scanned at a pass's start), so a
+  ``subject`` column the DBA cleared frees nothing.
+- **Open batches come from their events too**: which interrupt batches are open (so keep
+  their session or thread whole) is folded from the batch streams' checked events
+  (`SignedReads.read_streams`, one scan of the tenant's ``interrupt-batch:`` key range),
+  never from the ``interrupt_batches`` view, whose rows the database administrator can
+  set to ``expired``.
 - **Kept whole**: a session or thread under legal hold (by its id, or by a subject one
   of its records names: read with the rows the plan decides from, after the version
   its append is fenced on, so a record naming a held subject that commits meanwhile
@@ -56,7 +65,8 @@ from eventlog.checkpoints.threads import ThreadRemoval
 from eventlog.clock import read_clock
 from eventlog.errors import InvalidInput, VersionConflict
 from eventlog.events import Event
-from eventlog.events.checkpoints import SESSION_STREAM_PREFIX
+from eventlog.events.checkpoints import SESSION_STREAM_PREFIX, CheckpointCreated
+from eventlog.events.interrupts import BATCH_STREAM_PREFIX
 from eventlog.events.retention import (
     RETENTION_STREAM,
     LegalHoldPlaced,
@@ -65,7 +75,7 @@ from eventlog.events.retention import (
     RetentionApplied,
     RetentionPurged,
 )
-from eventlog.events.threads import THREAD_STREAM_PREFIX
+from eventlog.events.threads import THREAD_STREAM_PREFIX, ThreadCheckpointPut
 from eventlog.ids import uuid7
 from eventlog.log import EventLog
 from eventlog.log.fencing import Retries, decide_fenced
@@ -74,8 +84,8 @@ from eventlog.retention import decisions as decide
 from eventlog.retention.decisions import LegalHold, RetentionPolicy
 from eventlog.validation import check_id, check_positive_limit
 from projections.checkpoints import CHECKPOINTS, SESSIONS
-from projections.interrupts import BATCHES
-from projections.query import In, ViewQuery
+from projections.interrupts import batch_state
+from projections.query import ViewQuery
 from projections.threads import THREAD_CHECKPOINTS
 
 logger = get_logger(__name__)
@@ -95,6 +105,11 @@ _HOLD_RETRIES = Retries(seconds=REMOVAL_TIMEOUT_S, backoff=backoff_delay)
 retention stream: as a removal waits, by time."""
 _PAGE = 500
 _MAX_REASON = 1000
+
+_NAMING_TAGS = frozenset(kind.__struct_config__.tag
+                         for kind in (CheckpointCreated, ThreadCheckpointPut))
+"""The tags of the events that name a record's subject (decoded only these)."""
+
 
 class Erase(Protocol):
     """What a pass calls for each fully expired subject: ``log.erase`` has this shape."""
@@ -340,6 +355,22 @@ class RetentionStore:
                 ThreadRemoval(reason="retention", keep=policy.keep_latest), whole=True)
         return _Planned(plan, subjects)
 
+    async def _event_subjects(self, tenant_id: str) -> dict[str, set[str]]:
+        """The subjects the records of each of the tenant's session and thread streams
+        name, by stream (streams naming none left out), from their events read through
+        the checked read side: not from the views' ``subject`` column, which the database
+        administrator can clear to free a held subject's records. One scan of each key
+        range, read only when the tenant has holds."""
+        found: dict[str, set[str]] = {}
+        for prefix in (SESSION_STREAM_PREFIX, THREAD_STREAM_PREFIX):
+            async for stored in self._log.signed.read_streams(tenant_id, prefix):
+                if stored.type not in _NAMING_TAGS:
+                    continue
+                event = self._log.decode(stored).event
+                if isinstance(event, CheckpointCreated | ThreadCheckpointPut) and event.subject:
+                    found.setdefault(stored.stream_id, set()).add(event.subject)
+        return found
+
     async def _targets(self, tenant_id: str) -> AsyncIterator[_Target]:
         """The tenant's sessions (by id), then its threads (by id), a page at a time."""
         after: tuple[Any, ...] | None = None
@@ -367,11 +398,22 @@ class RetentionStore:
             after = (rows[-1]["thread_id"], rows[-1]["namespace"], rows[-1]["checkpoint_id"])
 
     async def _open_subjects(self, tenant_id: str) -> set[str]:
-        """The thread ids (sessions or threads) named by the tenant's open batches."""
-        rows = await self._log.query(ViewQuery(
-            BATCHES, {"tenant_id": tenant_id, "state": In(decide.OPEN_BATCH_STATES)},
-            columns=("thread_id",)))
-        return {row["thread_id"] for row in rows}
+        """The thread ids (sessions or threads) named by the tenant's open batches,
+        decided from the batches' own events read through the checked read side (one
+        scan of the tenant's batch streams), never from ``interrupt_batches``: a row the
+        database administrator set to ``expired`` must not let a pass purge what a
+        pending batch still needs, and a forged batch event refuses the pass
+        (`ForgedEvent`)."""
+        found: set[str] = set()
+        stream: str | None = None
+        events: builtins.list[Event] = []
+        async for stored in self._log.signed.read_streams(tenant_id, BATCH_STREAM_PREFIX):
+            if stored.stream_id != stream:
+                _open_batch(events, found)
+                stream, events = stored.stream_id, []
+            events.append(self._log.decode(stored).event)
+        _open_batch(events, found)
+        return found
 
     @property
     def log(self) -> EventLog:
@@ -391,12 +433,17 @@ class _Pass:
         self.holds = _Holds(0, {})
         self.open: set[str] = set()
         self.released: Counter[bytes] = Counter()
+        self.subjects: dict[str, set[str]] | None = None
+        """Each stream's subjects as its events name them (`RetentionStore.
+        _event_subjects`), when holds stood at the pass's start."""
         self.named: dict[tuple[str, str], set[str]] = {}
         """The subjects each planned stream's records name (for ``expired_subjects``)."""
 
     async def run(self) -> None:
         self.holds = await self.store._holds(self.tenant)
         self.open = await self.store._open_subjects(self.tenant)
+        if self.holds.holds:  # read here, never inside a held stream's transaction
+            self.subjects = await self.store._event_subjects(self.tenant)
         async for target in self.store._targets(self.tenant):
             await self._take(target)
         await self._flush()
@@ -431,13 +478,19 @@ class _Pass:
         if plan is None:
             return None
         self.named.setdefault((target.kind, target.id), set()).update(planned.subjects)
-        if not self.holds.holds.keys().isdisjoint({target.id, *planned.subjects}):
+        named = {target.id, *planned.subjects, *self._event_subjects(target)}
+        if not self.holds.holds.keys().isdisjoint(named):
             _note(self.report.held, target.id)
             return None
         if target.id in self.open:
             _note(self.report.open_batches, target.id)
             return None
         return plan
+
+    def _event_subjects(self, target: _Target) -> set[str]:
+        """The subjects the target's records name as its checked events say (read at the
+        pass's start when holds stand, or once a hold placed meanwhile is seen)."""
+        return set() if self.subjects is None else self.subjects.get(_stream_of(target), set())
 
     def _size(self) -> int:
         return sum(len(plan.checkpoints) for _, plan in self.batch)
@@ -468,6 +521,8 @@ class _Pass:
             if lost:
                 await asyncio.sleep(backoff_delay(lost))
                 self.holds = await self.store._holds(self.tenant)
+                if self.holds.holds and self.subjects is None:  # a hold placed meanwhile
+                    self.subjects = await self.store._event_subjects(self.tenant)
             hold: AbstractAsyncContextManager[None] = (
                 self.log.hold_stream(self.tenant, stream) if lost >= 2 else nullcontext())
             try:
@@ -514,6 +569,13 @@ class _Pass:
                                                     plan.emptied))
             self.report.released += sum(plan.releases.values())
             self.released.update(plan.releases)
+
+
+def _open_batch(events: builtins.list[Event], found: set[str]) -> None:
+    """Add the thread of the batch whose events these are to ``found`` if it is open."""
+    state = batch_state(events)
+    if state is not None and state[1] in decide.OPEN_BATCH_STATES:
+        found.add(state[0])
 
 
 def _stream_of(target: _Target) -> str:

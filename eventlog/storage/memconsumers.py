@@ -14,16 +14,16 @@ from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-import msgspec
-
 from eventlog import cursors
 from eventlog.errors import ConsumerFenced
 from eventlog.records import StoredEvent
 from eventlog.storage.contracts.consumers import (
     ConsumerClaim,
     ConsumerRow,
+    ConsumerSeal,
     ConsumerStorage,
     decide_claim,
+    decide_reset,
 )
 
 
@@ -58,48 +58,38 @@ class InProcessConsumers(PositionCursors):
         last = self._last_position()
         return cursors.encode_position(last) if last else None
 
-    async def claim_consumer(self, claim: ConsumerClaim) -> ConsumerRow:
-        row = decide_claim(self.consumer_rows.get(claim.name), claim)
+    async def claim_consumer(self, claim: ConsumerClaim, seal: ConsumerSeal) -> ConsumerRow:
+        row = seal.signed(decide_claim(self.consumer_rows.get(claim.name), claim, seal))
         self._store(row)
         return row
 
-    async def renew_consumer(self, name: str, token: int, lease_until: datetime) -> bool:
-        row = self._held(name, token)
-        if row is not None:
-            self._store(msgspec.structs.replace(row, lease_until=lease_until))
-        return row is not None
-
-    async def ack_consumer(self, name: str, token: int, cursor: str, now: datetime,
-                           lease_until: datetime) -> bool:
-        row = self._held(name, token)
-        if row is not None:
-            self._store(msgspec.structs.replace(row, cursor=cursor, updated_at=now,
-                                                lease_until=lease_until))
-        return row is not None
-
-    async def release_consumer(self, name: str, token: int) -> None:
-        row = self._held(name, token)
-        if row is not None:
-            self._store(msgspec.structs.replace(row, holder=None, lease_until=None))
+    async def write_consumer(self, row: ConsumerRow, previous: ConsumerRow) -> bool:
+        held = self._held(row, previous)
+        if held:
+            self._store(row)
+        return held
 
     @asynccontextmanager
     async def consumer_transaction(
-        self, name: str, token: int, cursor: str, now: datetime, lease_until: datetime
+        self, row: ConsumerRow, previous: ConsumerRow
     ) -> AsyncIterator[Any]:
-        if self._held(name, token) is None:
-            raise ConsumerFenced(name, token)
+        if not self._held(row, previous):
+            raise ConsumerFenced(row.name, row.token)
         yield None
-        if not await self.ack_consumer(name, token, cursor, now, lease_until):
-            raise ConsumerFenced(name, token)
+        if not await self.write_consumer(row, previous):
+            raise ConsumerFenced(row.name, row.token)
+
+    async def consumer(self, name: str) -> ConsumerRow | None:
+        return self.consumer_rows.get(name)
 
     async def consumers(self) -> list[ConsumerRow]:
         return [self.consumer_rows[name] for name in sorted(self.consumer_rows)]
 
-    async def reset_consumer(self, name: str, cursor: str | None, now: datetime) -> bool:
+    async def reset_consumer(self, name: str, cursor: str | None, now: datetime,
+                             seal: ConsumerSeal) -> bool:
         row = self.consumer_rows.get(name)
         if row is not None:
-            self._store(msgspec.structs.replace(row, cursor=cursor, token=row.token + 1,
-                                                holder=None, lease_until=None, updated_at=now))
+            self._store(seal.signed(decide_reset(row, cursor, now)))
         return row is not None
 
     async def drop_consumer(self, name: str) -> bool:
@@ -108,9 +98,11 @@ class InProcessConsumers(PositionCursors):
             self.consumers_changed()
         return found
 
-    def _held(self, name: str, token: int) -> ConsumerRow | None:
-        row = self.consumer_rows.get(name)
-        return row if row is not None and row.token == token else None
+    def _held(self, row: ConsumerRow, previous: ConsumerRow) -> bool:
+        stored = self.consumer_rows.get(row.name)
+        return stored is not None and stored.token == row.token and (
+            previous.signature is None or (stored.signature, stored.cursor) == (
+                previous.signature, previous.cursor))
 
     def _store(self, row: ConsumerRow) -> None:
         self.consumer_rows[row.name] = row

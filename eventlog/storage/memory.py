@@ -159,9 +159,10 @@ class MemoryBackend(InProcess, BlobsByDigest, KeysInMemory, InProcessConsumers, 
                     break
         return page, cursors.encode_position(page[-1].position) if page else after
 
-    async def scan_streams(self, tenant_id: str | None) -> AsyncIterator[StoredEvent]:
+    async def scan_streams(self, tenant_id: str | None, prefix: str = ""
+                           ) -> AsyncIterator[StoredEvent]:
         for key in sorted(self.streams):
-            if tenant_id is None or key[0] == tenant_id:
+            if tenant_id in (None, key[0]) and key[1].startswith(prefix):
                 for event in list(self.streams[key]):
                     yield event
 

@@ -4,7 +4,8 @@ listen for.
 Reads follow the log exactly as `read_all` does (its statement, its horizon, its
 ``x:<transaction id>:<position>`` cursors), each event with the cursor just after it. A
 claim locks the consumer's row (``FOR UPDATE``; a first claim's insert meets a racing one
-at the primary key) around `decide_claim`; every later write names the holder's token.
+at the primary key) around `decide_claim`; every later write names the holder's token (and
+the signature of the row it wrote last, in a log with a writer key).
 
 Wake-ups: every insert into ``events`` fires a statement trigger (migrations 0014 and
 0016) that calls ``pg_notify`` on the log's channel inside the append's transaction, so
@@ -38,10 +39,12 @@ from eventlog.records import ENVELOPE_SIZE, StoredEvent
 from eventlog.storage.contracts.consumers import (
     ConsumerClaim,
     ConsumerRow,
+    ConsumerSeal,
     ConsumerStorage,
     decide_claim,
+    decide_reset,
 )
-from eventlog.storage.sqlconsumers import COLUMNS, consumer_row, row_values
+from eventlog.storage.sqlconsumers import COLUMNS, consumer_row, row_values, written_values
 from eventlog.storage.sqltext import quote
 
 logger = get_logger(__name__)
@@ -58,6 +61,10 @@ _STILL_WRITING = f"SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE {_WRITER}
 _LOCK_TRIES = 200
 _SELECT = ", ".join(COLUMNS)
 _PLACES = ", ".join(f"${n}" for n in range(1, len(COLUMNS) + 1))
+_WRITTEN = ", ".join(f"{column} = ${n}" for n, column in enumerate(
+    ("cursor", "holder", "lease_until", "updated_at", "signature"), start=3))
+"""What a holder's write sets ($1 the name, $2 the token; $8 and $9 the signature and
+cursor of the row it wrote last)."""
 
 
 def channel_name(schema: str | None) -> str:
@@ -243,14 +250,14 @@ class PostgresConsumers(ConsumerStorage):
             return None
         return Listener(self._dsn, channel_name(self.schema), wake)
 
-    async def claim_consumer(self, claim: ConsumerClaim) -> ConsumerRow:
+    async def claim_consumer(self, claim: ConsumerClaim, seal: ConsumerSeal) -> ConsumerRow:
         table = self._consumer_table
         try:
             async with self.driver_connection() as driver, driver.transaction():
                 found = await driver.fetchrow(
                     f"SELECT {_SELECT} FROM {table} WHERE name = $1 FOR UPDATE", claim.name)
                 existing = None if found is None else consumer_row(found)
-                row = decide_claim(existing, claim)
+                row = seal.signed(decide_claim(existing, claim, seal))
                 values = list(row_values(row).values())
                 if existing is None:
                     # A racing first claim's insert makes this one wait, then fail on the
@@ -260,67 +267,87 @@ class PostgresConsumers(ConsumerStorage):
                 else:
                     await driver.execute(
                         f"UPDATE {table} SET token = $2, holder = $3, lease_until = $4, "
-                        "updated_at = $5 WHERE name = $1",
-                        row.name, row.token, row.holder, row.lease_until, row.updated_at)
+                        "updated_at = $5, signature = $6 WHERE name = $1",
+                        row.name, row.token, row.holder, row.lease_until, row.updated_at,
+                        row.signature)
         except EventLogError:
             raise
         except asyncpg.UniqueViolationError:
-            return await self.claim_consumer(claim)  # now the row exists: decide again
+            return await self.claim_consumer(claim, seal)  # now the row exists: decide again
         except Exception as error:
             raise self.translate(error, "consumer") from error
         return row
 
-    async def _execute(self, sql: str, *args: Any) -> bool:
+    def _write_sql(self, previous: ConsumerRow) -> str:
+        fence = "" if previous.signature is None else (
+            " AND signature = $8 AND cursor IS NOT DISTINCT FROM $9")
+        return (f"UPDATE {self._consumer_table} SET {_WRITTEN} WHERE name = $1 "
+                f"AND token = $2{fence}")
+
+    @staticmethod
+    def _write_args(row: ConsumerRow, previous: ConsumerRow) -> list[Any]:
+        args = [row.name, row.token, *written_values(row).values()]
+        if previous.signature is None:
+            return args
+        return [*args, previous.signature, previous.cursor]
+
+    async def write_consumer(self, row: ConsumerRow, previous: ConsumerRow) -> bool:
         try:
             async with self.driver_connection() as driver:
-                status: str = await driver.execute(sql, *args)
+                status: str = await driver.execute(self._write_sql(previous),
+                                                   *self._write_args(row, previous))
         except Exception as error:
             raise self.translate(error, "consumer") from error
         return status.endswith(" 1")
 
-    async def renew_consumer(self, name: str, token: int, lease_until: datetime) -> bool:
-        return await self._execute(
-            f"UPDATE {self._consumer_table} SET lease_until = $3 WHERE name = $1 "
-            "AND token = $2", name, token, lease_until)
-
-    async def ack_consumer(self, name: str, token: int, cursor: str, now: datetime,
-                           lease_until: datetime) -> bool:
-        return await self._execute(
-            f"UPDATE {self._consumer_table} SET cursor = $3, updated_at = $4, "
-            "lease_until = $5 WHERE name = $1 AND token = $2",
-            name, token, cursor, now, lease_until)
-
-    async def release_consumer(self, name: str, token: int) -> None:
-        await self._execute(
-            f"UPDATE {self._consumer_table} SET holder = NULL, lease_until = NULL "
-            "WHERE name = $1 AND token = $2", name, token)
-
     @asynccontextmanager
     async def consumer_transaction(
-        self, name: str, token: int, cursor: str, now: datetime, lease_until: datetime
+        self, row: ConsumerRow, previous: ConsumerRow
     ) -> AsyncIterator[Any]:
         async with self.driver_connection() as driver, driver.transaction():
             # The row stays locked until the commit: no claim or reset moves the token
             # between the handler's writes and the position.
-            status = await driver.execute(
-                f"UPDATE {self._consumer_table} SET cursor = $3, updated_at = $4, "
-                "lease_until = $5 WHERE name = $1 AND token = $2",
-                name, token, cursor, now, lease_until)
+            status = await driver.execute(self._write_sql(previous),
+                                          *self._write_args(row, previous))
             if not status.endswith(" 1"):
-                raise ConsumerFenced(name, token)
+                raise ConsumerFenced(row.name, row.token)
             yield driver
+
+    async def consumer(self, name: str) -> ConsumerRow | None:
+        rows = await self._fetch(
+            "read", f"SELECT {_SELECT} FROM {self._consumer_table} WHERE name = $1", [name])
+        return consumer_row(rows[0]) if rows else None
 
     async def consumers(self) -> list[ConsumerRow]:
         rows = await self._fetch(
             "read", f"SELECT {_SELECT} FROM {self._consumer_table} ORDER BY name", [])
         return [consumer_row(row) for row in rows]
 
-    async def reset_consumer(self, name: str, cursor: str | None, now: datetime) -> bool:
-        return await self._execute(
-            f"UPDATE {self._consumer_table} SET cursor = $2, token = token + 1, "
-            "holder = NULL, lease_until = NULL, updated_at = $3 WHERE name = $1",
-            name, cursor, now)
+    async def reset_consumer(self, name: str, cursor: str | None, now: datetime,
+                             seal: ConsumerSeal) -> bool:
+        table = self._consumer_table
+        try:
+            async with self.driver_connection() as driver, driver.transaction():
+                found = await driver.fetchrow(
+                    f"SELECT {_SELECT} FROM {table} WHERE name = $1 FOR UPDATE", name)
+                if found is None:
+                    return False
+                row = seal.signed(decide_reset(consumer_row(found), cursor, now))
+                await driver.execute(
+                    f"UPDATE {table} SET cursor = $2, token = $3, holder = NULL, "
+                    "lease_until = NULL, updated_at = $4, signature = $5 WHERE name = $1",
+                    name, row.cursor, row.token, row.updated_at, row.signature)
+        except EventLogError:
+            raise
+        except Exception as error:
+            raise self.translate(error, "consumer") from error
+        return True
 
     async def drop_consumer(self, name: str) -> bool:
-        return await self._execute(
-            f"DELETE FROM {self._consumer_table} WHERE name = $1", name)
+        try:
+            async with self.driver_connection() as driver:
+                status: str = await driver.execute(
+                    f"DELETE FROM {self._consumer_table} WHERE name = $1", name)
+        except Exception as error:
+            raise self.translate(error, "consumer") from error
+        return status.endswith(" 1")

@@ -185,7 +185,7 @@ write-ahead log at every commit; a ``WITHOUT ROWID`` table is one b-tree ordered
 key. Measured with `benchmarks.sqlite_pages`: an adapter ``aput`` from 25.6 pages a commit
 to 23.6, a create from 15.9 to 15.4. The events table keeps its rowid (its position is the
 rowid, ``AUTOINCREMENT``); so do the blobs, whose ~2 KB rows an index b-tree would spill
-into overflow pages (measured: more pages, not fewer; docs/decisions.md)."""
+into overflow pages (measured: more pages, not fewer; docs/decisions/storage.md)."""
 
 
 CONSUMER_TABLE = "consumers"
@@ -206,6 +206,8 @@ def _consumer_table(metadata: sa.MetaData) -> None:
         sa.Column("holder", ID, nullable=True),
         sa.Column("lease_until", sa.DateTime(timezone=True), nullable=True),
         sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+        # The writer key's signature of the row (migration 0023; NULL in a log without one).
+        sa.Column("signature", sa.LargeBinary, nullable=True),
     )
 
 
@@ -227,7 +229,7 @@ VACUUM frees for reuse but does not give back. At 128 every payload past ~100 by
 moved to the TOAST table, which an update that leaves ``data`` alone does not rewrite:
 the update copies a ~100-byte row. Measured on the chat thread of
 `benchmarks.bench_elements` at 200 steps (after VACUUM): 4.57 MB → 4.08 MB (migration
-0018; docs/decisions.md, issue 33 §1, pg15)."""
+0018; docs/decisions/adapters.md, element storage on PostgreSQL)."""
 
 
 BYTEWISE = "C"

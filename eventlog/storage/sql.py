@@ -172,6 +172,16 @@ EVENT_READ_COLUMNS = tuple(
 table calls ``version`` ``stream_version``), so a row builds one positionally."""
 SCAN_PAGE = 1000
 """Events per page of `StorageBackend.scan_streams`."""
+
+
+def prefix_end(prefix: str) -> str:
+    """The least text above every text starting with ``prefix`` (compared bytewise, as
+    every backend compares text): with ``>= prefix`` the key range of the prefix."""
+    while prefix and prefix[-1] == "\U0010ffff":
+        prefix = prefix[:-1]
+    if not prefix:
+        return "\U0010ffff" * 2
+    return prefix[:-1] + chr(ord(prefix[-1]) + 1)
 CHECKED_COLUMNS = frozenset(
     {"event_id", "stream_version", "recorded_at", "type", "data", "prev_hash", "hash", "actor",
      "signature"})

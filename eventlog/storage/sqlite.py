@@ -48,6 +48,7 @@ from eventlog.storage.sql import (
     SCAN_PAGE,
     SqlBackend,
     normalise_row,
+    prefix_end,
     stored_event,
 )
 from eventlog.storage.sqlconsumers import SqliteConsumers
@@ -364,7 +365,8 @@ class SqliteBackend(OneWriter, SqlBackend[AsyncConnection], SqliteTree, SqliteKe
         rows = await self._fetch_events(statement.order_by(events.c.position).limit(limit))
         return rows, cursors.encode_position(rows[-1].position) if rows else after
 
-    async def scan_streams(self, tenant_id: str | None) -> AsyncIterator[StoredEvent]:
+    async def scan_streams(self, tenant_id: str | None, prefix: str = ""
+                           ) -> AsyncIterator[StoredEvent]:
         events = self.events
         order = (events.c.tenant_id, events.c.stream_id, events.c.stream_version)
         last: tuple[str, str, int] | None = None
@@ -372,6 +374,9 @@ class SqliteBackend(OneWriter, SqlBackend[AsyncConnection], SqliteTree, SqliteKe
             statement = self._select_events().order_by(*order).limit(SCAN_PAGE)
             if tenant_id is not None:
                 statement = statement.where(events.c.tenant_id == tenant_id)
+            if prefix:
+                statement = statement.where(events.c.stream_id >= prefix,
+                                            events.c.stream_id < prefix_end(prefix))
             if last is not None:
                 statement = statement.where(sa.tuple_(*order) > sa.tuple_(*last))
             page = await self._fetch_events(statement)

@@ -308,6 +308,24 @@ class SqlDialect(abc.ABC):
     """Whether a lookup seeks inside a ``LATERAL`` subquery (else a ``CROSS JOIN`` that
     the dialect's planner always runs key first)."""
 
+    ranges_ordered_keys: bool = False
+    """Whether a ``where`` equality on a column the query also orders by is written as a
+    closed range (``c >= $n AND c <= $n``). Equal rows, the same result; what changes is
+    the plan. PostgreSQL drops an ORDER BY column fixed by ``=`` from the order it needs,
+    so ``thread_id = $2 AND namespace = $3 ORDER BY checkpoint_id DESC LIMIT 1`` is
+    ordered as well by any index on ``(tenant_id, checkpoint_id)``: on tables whose
+    statistics are missing or stale it walked the tenant's checkpoints newest first and
+    filtered them by thread (500 rows removed for one). Kept as a range, the column stays
+    in the order, and only the index whose columns are the query's equalities, then its
+    ORDER BY, serves the order without a sort; every other index is dominated (fewer
+    index conditions and a sort), whatever the statistics say. A store names the key
+    columns it seeks in ``order_by`` (``("namespace", "checkpoint_id")``) to choose its
+    index (tests/test_read_plans_without_statistics.py)."""
+
+    kept_equal: frozenset[str] = frozenset()
+    """Columns whose equality is never written as a range (Citus routes a statement to
+    one worker by an equality on the distribution column)."""
+
     nests: bool = False
     """Whether a query's `Related` rows are read in its own statement (`related_sql`),
     else by `Lookup` queries after it (`projections.query.read_related`)."""
@@ -344,6 +362,7 @@ class PostgresDialect(SqlDialect):
 
     lateral = True
     nests = True
+    ranges_ordered_keys = True
 
     def key_set(self, lookup: Lookup, param: Param) -> Callable[[], tuple[str, str]]:
         slots = param.extend([[key[n] for key in lookup.keys]
@@ -378,6 +397,8 @@ class SqliteDialect(SqlDialect):
     def json_text(self, column: str, key: str) -> str:
         # Compared as a value: ``->>`` would read a key starting with "$" as a path.
         return f"(SELECT j.value FROM json_each({column}) AS j WHERE j.key = {key})"
+
+    ranges_ordered_keys = True  # without sqlite_stat1 its planner guessed as badly
 
     def order_term(self, column: str, *, descending: bool, nullable: bool) -> str:
         # SQLite sorts NULL before every value; PostgreSQL, and so we, after.
@@ -437,6 +458,9 @@ def place_query(query: ViewQuery, tables: Mapping[str, str], dialect: SqlDialect
             conditions.append((name, dialect.member(value, param)))
         elif isinstance(value, JsonContains):
             conditions.append((name, dialect.contains(value, param)))
+        elif (dialect.ranges_ordered_keys and name in query.order_by
+              and name not in dialect.kept_equal):
+            conditions.append((name, _pinned(param(value))))
         else:
             conditions.append((name, _equals(param(value))))
     after = (param.extend(query.after)
@@ -448,6 +472,11 @@ def place_query(query: ViewQuery, tables: Mapping[str, str], dialect: SqlDialect
 
 def _equals(slot: str) -> Condition:
     return lambda column: f"{column} = {slot}"
+
+
+def _pinned(slot: str) -> Condition:
+    # Equal, written as a closed range: see `SqlDialect.ranges_ordered_keys`.
+    return lambda column: f"{column} >= {slot} AND {column} <= {slot}"
 
 
 def _query_text(

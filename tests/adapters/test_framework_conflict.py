@@ -2,7 +2,7 @@
 
 Both adapters write the stream ``thread:<name>``: the second framework to use a name is
 refused with `FrameworkConflict`, in either order, on SQLite and PostgreSQL, with the real
-compiled graph and the real workflow of the README; never the other framework's error.
+compiled graph and the real workflow of the guide; never the other framework's error.
 """
 
 from __future__ import annotations

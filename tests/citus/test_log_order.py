@@ -1,7 +1,7 @@
 """read_all on the cluster: the late-committer tests of one server, with the writer held
 open on one worker and the reader following the whole log and one tenant.
 
-The order is the coordinator's transaction ids (docs/decisions.md, "Citus"): a writer held
+The order is the coordinator's transaction ids (docs/decisions/storage.md, "Citus"): a writer held
 open through the coordinator holds back every reader, of its tenant or any other, on any
 worker, until it ends; when it commits it comes first.
 """

@@ -74,7 +74,7 @@ def test_a_schema_without_a_log_is_named_with_reading_advice(
 def test_schema_in_the_url_is_the_schema(
     target: BackendTarget, own_story: Story, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """``postgresql://…?schema=NAME`` (as the README's table shows) reads that schema."""
+    """``postgresql://…?schema=NAME`` (as the backends page's table shows) reads that schema."""
     url = f"{PG_URL}?schema={target.schema}"
     ran = run_bare(capsys, "timeline", own_story.tenant, own_story.session, "--url", url,
                    "--json")

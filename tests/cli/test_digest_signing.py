@@ -189,7 +189,7 @@ def test_a_digest_covering_none_of_the_scope_is_an_error(
 
 @pytest.mark.skipif(shutil.which("openssl") is None, reason="needs openssl (.ci/run installs it)")
 def test_the_documented_openssl_commands_make_keys_eventlog_reads(tmp_path: Path) -> None:
-    """The README's `openssl genpkey`/`openssl pkey -pubout` files sign and check."""
+    """The guide's `openssl genpkey`/`openssl pkey -pubout` files sign and check."""
     private, public = tmp_path / "digest-key.pem", tmp_path / "digest-key.pub.pem"
     subprocess.run(["openssl", "genpkey", "-algorithm", "ed25519", "-out", str(private)],
                    check=True, capture_output=True)

@@ -23,6 +23,7 @@ from eventlog.cli.thread_story import build_thread_story
 from eventlog.events import Event
 from eventlog.events.threads import ThreadCheckpointPut, ThreadWritesPut, WriteRef
 from tests.cli.test_report_page import recorded
+from tests.guide import guide_text
 
 _SERDE = JsonPlusSerializer()
 
@@ -71,14 +72,14 @@ def test_a_long_caption_is_shortened_visibly() -> None:
 
 def test_the_adapters_default_tenant_is_the_documented_one() -> None:
     """Every adapter entry point that takes tenant_id defaults it to DEFAULT_TENANT, the
-    tenant the README names."""
+    tenant the guide names."""
     from eventlog.adapters.langgraph import AsyncEventlogSaver, EventlogSaver
     from eventlog.adapters.maf import EventlogCheckpointStorage
 
     defaults = {inspect.signature(call).parameters["tenant_id"].default for call in (
         AsyncEventlogSaver, AsyncEventlogSaver.from_conn_string, EventlogSaver.from_conn_string,
         EventlogCheckpointStorage, EventlogCheckpointStorage.from_url)}
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    readme = guide_text()
     assert ({DEFAULT_TENANT}, True) == (
         defaults, f'tenant `"{DEFAULT_TENANT}"`' in readme)
 

@@ -215,7 +215,7 @@ async def _count(target: BackendTarget) -> int:
 def test_the_demo_without_the_keyring_cannot_write_into_an_encrypted_log(
         capsys: pytest.CaptureFixture[str], target: BackendTarget, tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """The README's encryption section, then the demo again without EVENTLOG_KEYRING on
+    """The guide's encryption page, then the demo again without EVENTLOG_KEYRING on
     the same log: refused (exit 3, naming the key-encryption key the log expects), nothing
     written; `verify` and `timeline` of the envelope still work without the keyring."""
     monkeypatch.chdir(tmp_path)  # where the demo writes its report
@@ -240,7 +240,7 @@ def test_the_demo_without_the_keyring_cannot_write_into_an_encrypted_log(
 def test_the_demo_with_a_keyring_cannot_write_into_a_plain_log(
         capsys: pytest.CaptureFixture[str], target: BackendTarget, tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """The README's set-up (a plain demo), then the encryption section's demo with a
+    """The README's set-up (a plain demo), then the encryption page's demo with a
     keyring on the same log: refused (LogNotEncrypted, exit 2), nothing written; the
     plain log's report still reads."""
     monkeypatch.chdir(tmp_path)

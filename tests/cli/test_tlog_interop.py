@@ -65,7 +65,7 @@ def test_our_heads_and_proofs_hold_by_the_specs(
     """Each tenant's head opens with the verifier key verifier-key prints, whose name is
     the head's origin (``NAME/`` and the tenant percent-encoded); every event's inclusion
     proof and the consistency proof to a later head hold by RFC 9162's algorithms, each
-    leaf computed from the proof's envelope by the README's recipe."""
+    leaf computed from the proof's envelope by the guide's recipe."""
     _, private, public = keys
     checked = []
     for number, tenant in enumerate(TENANTS):

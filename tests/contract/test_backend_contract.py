@@ -1,7 +1,8 @@
 """The shipped contract suite, `eventlog.testing.BackendContract`, on each built-in backend.
 
-Each class is what a backend author writes for their own backend (README, "Writing a
-backend"); PostgreSQL runs every test in a fresh schema, dropped afterwards.
+Each class is what a backend author writes for their own backend (the guide's "Writing a
+backend", docs/writing-a-backend.md); PostgreSQL runs every test in a fresh schema, dropped
+afterwards.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """An independent verifier of heads and proofs, written for the tests from the texts alone:
 C2SP ``signed-note`` and ``tlog-checkpoint`` (c2sp.org), RFC 9162 §2.1.3.2 (verifying an
 inclusion proof) and §2.1.4.2 (verifying consistency between two tree heads), and the
-leaf recipe the README gives (envelope bytes → event hash → leaf). It imports nothing of
-the code under test: only hashlib, base64 and `cryptography`'s Ed25519.
+leaf recipe the guide gives (docs/transparency.md: envelope bytes → event hash → leaf). It
+imports nothing of the code under test: only hashlib, base64 and `cryptography`'s Ed25519.
 """
 
 from __future__ import annotations
@@ -184,7 +184,7 @@ def consistency_holds(first: int, second: int, first_hash: bytes, second_hash: b
     return fr == first_hash and sr == second_hash and sn == 0  # 7
 
 
-# -- the leaf recipe (README, "Computing a leaf") -------------------------------------------
+# -- the leaf recipe (docs/transparency.md, "Computing a leaf") ----------------------------
 
 DOMAIN = b"checkpoint-eventlog/chain/v1"
 

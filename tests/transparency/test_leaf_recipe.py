@@ -1,6 +1,6 @@
-"""The whole leaf recipe an auditor reads in the README (issue 42 §3): envelope bytes →
-event hash → RFC 9162 leaf, pinned by a test vector that `eventlog.hashing` and the
-README's recipe (written out in `tests.transparency.spec`, which imports none of our code)
+"""The whole leaf recipe an auditor reads in the guide (docs/transparency.md): envelope
+bytes → event hash → RFC 9162 leaf, pinned by a test vector that `eventlog.hashing` and the
+guide's recipe (written out in `tests.transparency.spec`, which imports none of our code)
 both give; and an export plus its header suffices to compute every leaf and the root a
 signed head signs."""
 
@@ -19,14 +19,14 @@ from eventlog import open_log
 from eventlog.hashing import GENESIS_HASH, event_hash
 from eventlog.testing.events import Noted
 from eventlog.transfer import export_log
+from tests.guide import guide_text
 from tests.transparency import spec
 
-ROOT = Path(__file__).resolve().parents[2]
 LINE = {"kind": "event", "stream": "session:trip-1", "version": 1,
         "id": "01a24c2e-e356-740d-a5db-5cde4d039c0e", "type": "checkpoint_created",
         "recorded_at": 1893499200123456, "data": "eyJzZXNzaW9uX2lkIjoidHJpcC0xIn0=",
         "prev_hash": "00" * 32}
-"""The README's vector: an export's event line, in an export of tenant ``acme``."""
+"""The guide's vector: an export's event line, in an export of tenant ``acme``."""
 EVENT_HASH = "49889dd8312e6702e17dd1cc81e634c56df5948ca19ba264d5eb0271bba157c2"
 LEAF = "f9b4c440af450890d7c0490690c8a39abd3186f835143176f48d26c4f682e491"
 WITH_ACTOR = "a13db4d8bee76c8d4b04844df1ccd6e249315f8e4ada0396bc857a6be8b664c1"
@@ -60,7 +60,7 @@ def test_an_actor_is_the_tenth_part() -> None:
 
 def test_the_readme_states_the_recipe_and_the_vector() -> None:
     """Where an auditor reads: the domain string, the parts, the leaf and the vector."""
-    readme = " ".join((ROOT / "README.md").read_text().split())
+    readme = " ".join(guide_text().split())
     assert [] == [text for text in (
         "checkpoint-eventlog/chain/v1", "8-byte big-endian", "SHA-256(0x00 || event hash)",
         json.dumps(LINE, separators=(",", ":")), f"event hash {EVENT_HASH}",

@@ -1,4 +1,4 @@
-"""``pool_mode``: how a PostgreSQL log reaches its server (README, "Behind PgBouncer").
+"""``pool_mode``: how a PostgreSQL log reaches its server (docs/backends.md, "Behind PgBouncer").
 
 ``?pool_mode=transaction`` in the URL (or ``pool_mode="transaction"`` to `open_log`) says
 a pooler hands out a server connection per transaction: the log's connections then keep no

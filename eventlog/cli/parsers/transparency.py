@@ -20,7 +20,9 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         "transparency:run_head",
         description="Extend the tenant's RFC 9162 Merkle tree over every event readable now "
         "and write its head (size and root) as a C2SP signed note (tlog-checkpoint), signed "
-        "with the operator's Ed25519 private key. Its origin is NAME/TENANT (the tenant id "
+        "with the operator's Ed25519 private key once the stored tree is checked against "
+        "the events (a stored tree they do not give, such as more leaves than events, is "
+        "refused with exit status 1). Its origin is NAME/TENANT (the tenant id "
         "percent-encoded, so any id gives a valid origin), and so is its key name, as the "
         "spec recommends; `eventlog verifier-key` prints the verifier key other tlog tools "
         "(Go's note.Open) check it with. An unknown tenant is refused. "
@@ -123,7 +125,9 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         "events, or nothing is written and the cut or rewrite is named (exit status 1). "
         "Without a head the stored tree is the evidence: a rebuild that would replace its "
         "leaves with other events (cut, or rewritten and re-chained since they were "
-        "integrated) is refused the same way, unless --accept-new-root.")
+        "integrated) is refused the same way, unless --accept-new-root; so is one where "
+        "stored leaves past every --head are gone and no stored root the events give "
+        "vouches for them (a deleted tree is no evidence).")
     rebuild.add_argument("tenant", metavar="TENANT", help="the tenant whose tree to rebuild")
     rebuild.add_argument("--head", metavar="FILE", action="append", default=[],
                          help="a signed tree head that was kept (repeatable): the rebuilt "
@@ -133,7 +137,8 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
                               "(needed with --head)")
     rebuild.add_argument("--accept-new-root", action="store_true",
                          help="rebuild even where the stored tree holds other leaves than "
-                              "the events (never past a --head): heads signed before may no "
+                              "the events, or none left to check them against (never past "
+                              "a --head): heads signed before may no "
                               "longer be provable, and witnesses will see a fork")
 
 

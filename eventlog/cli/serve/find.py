@@ -4,7 +4,7 @@ The list is the log's own view of its streams (``stream_heads``: one row per str
 by tenant and stream) read newest first by the position of each stream's last event, a
 keyset cursor (that position) paging it: each page is one query of the tenant's rows,
 never a read of the log. No index orders a tenant's rows by that position (it would take
-a migration), so that query sorts the tenant's stream heads: docs/decisions.md.
+a migration), so that query sorts the tenant's stream heads: docs/decisions/cli.md.
 An id prefix reads a range of the view's key per kind instead (ids compare bytewise on
 every backend). Filters the row answers (kind, time range) are applied as rows are read;
 the actor filter reads each candidate's last event, the framework one seek of its root

@@ -9,20 +9,30 @@ projection's transaction) names its token and is refused once another claim (or 
 moved it on. Clocks only decide when a lease may be taken over, never whether a write is
 valid. The decisions are `decide_claim` (no I/O); a backend reads and writes the row
 around it inside one transaction.
+
+The database administrator can edit the row (issue 40 §5): move its cursor (events
+skipped), set it past the end (delivery stops), take its token back (a fenced holder's
+acks admitted again). So in a log with a writer key every row the application writes
+carries the writer key's signature of its `row_digest` (`ConsumerSeal`), a claim refuses a
+row whose signature does not hold (`ConsumerTampered`), and every later write of a holder
+replaces only the row it wrote itself (its signature and cursor in the ``WHERE``), so an
+edit made under a running holder is named at its next write. Without a writer key rows are not
+signed and the administrator is trusted, as for events (docs/decisions/consumers.md).
 """
 
 from __future__ import annotations
 
 import abc
+import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import msgspec
 
-from eventlog.errors import ConsumerHeld, ConsumerScopeChanged
+from eventlog.errors import ConsumerHeld, ConsumerScopeChanged, ConsumerTampered, InvalidInput
 from eventlog.records import StoredEvent
 from eventlog.storage.contracts.lifecycle import StorageLifecycle
 
@@ -45,6 +55,12 @@ class ConsumerRow(msgspec.Struct, frozen=True, kw_only=True):
     """When the holder's lease ends unless renewed (an ack renews it)."""
     updated_at: datetime
     """When it was last claimed, acknowledged or reset."""
+    signature: bytes | None = None
+    """The writer key's signature of its `row_digest` (key id first, as an event's), or
+    None where the log has no writer key."""
+    damage: str | None = None
+    """Why the stored row could not be read as written (a token that is no number, types
+    that are no list, ...), the other fields then being placeholders; None when it could."""
 
     @property
     def scope(self) -> str:
@@ -81,15 +97,98 @@ def decode_types(text: str | None) -> tuple[str, ...] | None:
     return None if text is None else tuple(str(each) for each in json.loads(text))
 
 
-def decide_claim(existing: ConsumerRow | None, claim: ConsumerClaim) -> ConsumerRow:
-    """The row a claim leaves: a new consumer at ``claim.start``, or the existing one with
-    the claimant as holder under the next token. Raises `ConsumerHeld` while another
-    holder's lease runs (or the same holder name's: a second opener in one process is a
-    second holder), `ConsumerScopeChanged` when the scope differs from the stored one."""
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _micros(moment: datetime | None) -> int | None:
+    """Microseconds since the epoch, exactly (what the database keeps of a time)."""
+    if moment is None:
+        return None
+    aware = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
+    return (aware - _EPOCH) // timedelta(microseconds=1)
+
+
+def row_digest(row: ConsumerRow) -> bytes:
+    """The SHA-256 the writer key signs for a consumer's row: of its name, scope, cursor,
+    token, holder, lease and update time (every column but the signature)."""
+    fields = [row.name, row.tenant_id, None if row.types is None else list(row.types),
+              row.cursor, row.token, row.holder, _micros(row.lease_until),
+              _micros(row.updated_at)]
+    return hashlib.sha256(msgspec.json.encode(fields)).digest()
+
+
+def damaged_row(name: Any, damage: str) -> ConsumerRow:
+    """A placeholder for a stored row that could not be read as written: listed with its
+    damage, refused by a claim, replaced by a reset."""
+    return ConsumerRow(name=str(name), tenant_id=None, types=None, cursor=None, token=0,
+                       holder=None, lease_until=None, updated_at=_EPOCH, damage=damage[:300])
+
+
+class ConsumerSeal:
+    """How a log signs and checks its consumers' rows: ``sign`` is the writer key's
+    (`eventlog.writer_keys.EventSigner.sign_consumer_row`), ``check`` the writer public
+    keys' (`eventlog.writer_keys.WriterKeys.check_consumer_row`). With no ``check`` (a log
+    without a writer key) rows are trusted as stored and none is signed; with ``check``
+    and no ``sign`` (public keys only) rows are checked and none can be written."""
+
+    def __init__(self, sign: Callable[[bytes], bytes] | None = None,
+                 check: Callable[[bytes, bytes], str | None] | None = None) -> None:
+        self._sign = sign
+        self._check = check
+
+    @property
+    def checks(self) -> bool:
+        """Whether rows must carry a writer signature."""
+        return self._check is not None
+
+    def signed(self, row: ConsumerRow) -> ConsumerRow:
+        """``row`` with its signature (None when the log signs nothing)."""
+        if self._sign is None:
+            if self._check is not None:
+                raise InvalidInput("keyring", "holds no writer key: this log's consumer rows "
+                                              "are signed, and a log opened with writer "
+                                              "public keys only can check them, not write "
+                                              "them")
+            return msgspec.structs.replace(row, signature=None, damage=None)
+        return msgspec.structs.replace(row, signature=self._sign(row_digest(row)),
+                                       damage=None)
+
+    def problem(self, row: ConsumerRow) -> tuple[str, str] | None:
+        """Why ``row`` is not one the application wrote, as (reason, detail), or None."""
+        if row.damage is not None:
+            return "unreadable", row.damage
+        if self._check is None:
+            return None
+        if row.signature is None:
+            return "unsigned", ("it carries no writer signature, and this log's consumer rows "
+                                "are signed")
+        why = self._check(row_digest(row), row.signature)
+        return None if why is None else ("forged", why)
+
+    def refuse(self, row: ConsumerRow) -> None:
+        """Raise `ConsumerTampered` unless ``row`` is one the application wrote."""
+        found = self.problem(row)
+        if found is not None:
+            raise ConsumerTampered(row.name, *found)
+
+
+TRUSTING = ConsumerSeal()
+"""The seal of a log without a writer key: nothing signed, every readable row trusted."""
+
+
+def decide_claim(existing: ConsumerRow | None, claim: ConsumerClaim,
+                 seal: ConsumerSeal = TRUSTING) -> ConsumerRow:
+    """The row a claim leaves (not yet signed): a new consumer at ``claim.start``, or the
+    existing one with the claimant as holder under the next token. Raises
+    `ConsumerTampered` for an existing row the application did not write (``seal``),
+    `ConsumerHeld` while another holder's lease runs (or the same holder name's: a second
+    opener in one process is a second holder), `ConsumerScopeChanged` when the scope
+    differs from the stored one."""
     if existing is None:
         return ConsumerRow(
             name=claim.name, tenant_id=claim.tenant_id, types=claim.types, cursor=claim.start,
             token=1, holder=claim.holder, lease_until=claim.lease_until, updated_at=claim.now)
+    seal.refuse(existing)
     if (existing.tenant_id, existing.types) != (claim.tenant_id, claim.types):
         raise ConsumerScopeChanged(claim.name, existing.scope,
                                    describe_scope(claim.tenant_id, claim.types))
@@ -97,7 +196,22 @@ def decide_claim(existing: ConsumerRow | None, claim: ConsumerClaim) -> Consumer
             and existing.lease_until > claim.now):
         raise ConsumerHeld(claim.name, existing.holder, existing.lease_until.isoformat())
     return msgspec.structs.replace(existing, token=existing.token + 1, holder=claim.holder,
-                                   lease_until=claim.lease_until, updated_at=claim.now)
+                                   lease_until=claim.lease_until, updated_at=claim.now,
+                                   signature=None)
+
+
+def decide_reset(existing: ConsumerRow, cursor: str | None, now: datetime) -> ConsumerRow:
+    """The row a reset leaves (not yet signed): the position at ``cursor``, no holder, the
+    next token. A reset is the operator's repair: it takes whatever the row holds (a
+    tampered row included: its scope as read). A row not readable as written is refused
+    (`ConsumerTampered`, ``unreadable``): its scope cannot be told, so it is dropped and
+    made again instead."""
+    if existing.damage is not None:
+        raise ConsumerTampered(existing.name, "unreadable",
+                               existing.damage + " (a reset cannot tell its scope: drop it)")
+    return msgspec.structs.replace(existing, cursor=cursor, token=existing.token + 1,
+                                   holder=None, lease_until=None, updated_at=now,
+                                   signature=None, damage=None)
 
 
 class ConsumerStorage(StorageLifecycle):
@@ -116,45 +230,46 @@ class ConsumerStorage(StorageLifecycle):
         that becomes readable later; None when the log is empty."""
 
     @abc.abstractmethod
-    async def claim_consumer(self, claim: ConsumerClaim) -> ConsumerRow:
-        """In ONE transaction, read the consumer's row, decide with `decide_claim` and
-        store what it returns: the row, now held by the claimant. Two concurrent claims
-        never both succeed while either's lease runs. Its errors pass through."""
+    async def claim_consumer(self, claim: ConsumerClaim, seal: ConsumerSeal) -> ConsumerRow:
+        """In ONE transaction, read the consumer's row, decide with `decide_claim` (under
+        ``seal``), sign what it returns (`ConsumerSeal.signed`) and store it: the row, now
+        held by the claimant. Two concurrent claims never both succeed while either's
+        lease runs. Its errors pass through."""
 
     @abc.abstractmethod
-    async def renew_consumer(self, name: str, token: int, lease_until: datetime) -> bool:
-        """Move the lease of the holder of ``token`` to ``lease_until``; False (changing
-        nothing) when ``token`` is no longer the consumer's."""
-
-    @abc.abstractmethod
-    async def ack_consumer(self, name: str, token: int, cursor: str, now: datetime,
-                           lease_until: datetime) -> bool:
-        """Store ``cursor`` as the consumer's position (and renew the lease) if ``token``
-        is still its own; False, changing nothing, otherwise."""
-
-    @abc.abstractmethod
-    async def release_consumer(self, name: str, token: int) -> None:
-        """End the lease of the holder of ``token`` (nothing if it is no longer its own)."""
+    async def write_consumer(self, row: ConsumerRow, previous: ConsumerRow) -> bool:
+        """Store ``row``'s position, holder, lease, update time and signature (an ack, a
+        renewal, a release) if its token is still the consumer's and, when ``previous``
+        (the row as this holder wrote it last) is signed, the stored row still has its
+        signature and cursor; False, changing nothing, otherwise."""
 
     @abc.abstractmethod
     def consumer_transaction(
-        self, name: str, token: int, cursor: str, now: datetime, lease_until: datetime
+        self, row: ConsumerRow, previous: ConsumerRow
     ) -> AbstractAsyncContextManager[Any]:
-        """A write transaction for a projection: it first locks the consumer's row if
-        ``token`` is still its own (else raises `ConsumerFenced`, having written nothing),
-        yields the connection the caller writes its own tables on (asyncpg's on
-        PostgreSQL, SQLAlchemy's ``AsyncConnection`` on SQLite, None in memory), and
-        stores ``cursor`` as the position in the same transaction as it commits. Rolled
-        back, the position included, if the block raises."""
+        """A write transaction for a projection: it first writes ``row`` as
+        `write_consumer` does, locking the row (else raises `ConsumerFenced`, having
+        written nothing), yields the connection the caller writes its own tables on
+        (asyncpg's on PostgreSQL, SQLAlchemy's ``AsyncConnection`` on SQLite, None in
+        memory), and commits the position with them. Rolled back, the position included,
+        if the block raises."""
+
+    @abc.abstractmethod
+    async def consumer(self, name: str) -> ConsumerRow | None:
+        """The consumer's row as stored (`ConsumerRow.damage` when it is not readable as
+        written), or None."""
 
     @abc.abstractmethod
     async def consumers(self) -> list[ConsumerRow]:
-        """Every consumer, by name."""
+        """Every consumer, by name; one whose row is not readable as written is listed
+        with its `ConsumerRow.damage` (never failing the listing)."""
 
     @abc.abstractmethod
-    async def reset_consumer(self, name: str, cursor: str | None, now: datetime) -> bool:
-        """Set the consumer's position to ``cursor`` and fence its holder (the next token,
-        no holder); False when there is no such consumer."""
+    async def reset_consumer(self, name: str, cursor: str | None, now: datetime,
+                             seal: ConsumerSeal) -> bool:
+        """In ONE transaction, read the row (whatever it holds), and store `decide_reset`'s
+        row signed under ``seal``: the position at ``cursor``, its holder fenced; False
+        when there is no such consumer."""
 
     @abc.abstractmethod
     async def drop_consumer(self, name: str) -> bool:
@@ -162,11 +277,16 @@ class ConsumerStorage(StorageLifecycle):
 
 
 __all__ = [
+    "TRUSTING",
     "ConsumerClaim",
     "ConsumerRow",
+    "ConsumerSeal",
     "ConsumerStorage",
+    "damaged_row",
     "decide_claim",
+    "decide_reset",
     "decode_types",
     "describe_scope",
     "encode_types",
+    "row_digest",
 ]

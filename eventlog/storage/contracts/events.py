@@ -118,8 +118,12 @@ class EventStorage(StorageLifecycle):
         """
 
     @abc.abstractmethod
-    def scan_streams(self, tenant_id: str | None) -> AsyncIterator[StoredEvent]:
-        """Every event, ordered by (tenant, stream, version): the order verify reads in."""
+    def scan_streams(self, tenant_id: str | None, prefix: str = ""
+                     ) -> AsyncIterator[StoredEvent]:
+        """Every event, ordered by (tenant, stream, version): the order verify reads in.
+        With a ``prefix``, only the events of streams whose id starts with it (read from
+        the events themselves, by their key's range: what a decision about every stream
+        of one kind reads, such as retention's open interrupt batches)."""
 
     @abc.abstractmethod
     async def count_events(self, tenant_id: str | None) -> dict[str, int]:

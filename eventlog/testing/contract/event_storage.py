@@ -87,6 +87,22 @@ class EventStorageCalls(ContractBase):
         assert sorted(every) == every
         assert (6, [("t", "a"), ("t", "b"), ("t", "b")]) == (len(every), only_t)
 
+    async def test_scan_streams_with_a_prefix_reads_only_those_streams(
+        self, log: EventLog
+    ) -> None:
+        """`scan_streams` with ``prefix`` gives the events of the tenant's streams whose id
+        starts with it, in order, and no other: not a stream that sorts just before or
+        after the prefix's range (``ab`` before it, ``ab;`` and ``ac`` after ``ab:``), nor
+        another tenant's."""
+        for tenant, stream in (("t", "ab"), ("t", "ab:2"), ("t", "ab:1"), ("t", "ab;"),
+                               ("t", "ac"), ("u", "ab:1")):
+            await log.append(tenant, stream, [Noted(text="x"), Noted(text="y")])
+        storage = log.storage
+        found = [(e.stream_id, e.version) async for e in storage.scan_streams("t", "ab:")]
+        everyone = [(e.tenant_id, e.stream_id) async for e in storage.scan_streams(None, "ab:")]
+        assert [("ab:1", 1), ("ab:1", 2), ("ab:2", 1), ("ab:2", 2)] == found
+        assert [("t", "ab:1")] * 2 + [("t", "ab:2")] * 2 + [("u", "ab:1")] * 2 == everyone
+
     async def test_count_events_counts_per_tenant(self, log: EventLog) -> None:
         """`count_events` counts every tenant's events, or only the tenant asked about."""
         await fill(log)
