@@ -47,9 +47,11 @@ async def run(context: Context) -> int:
         async def opened() -> AsyncIterator[EventLog]:
             yield log
 
-        loopback = args.host in LOOPBACK
+        # Starlette's host check cuts the Host header at its first ":", so a bracketed
+        # IPv6 name ("[::1]:8421") never matches: on ::1 the check is left off.
+        loopback = args.host in LOOPBACK and ":" not in args.host
         app = build_app(opened, access, heads, context.shown_url(),
-                        hosts=sorted(LOOPBACK) if loopback else None)
+                        hosts=sorted(LOOPBACK - {"::1"}) if loopback else None)
         server = uvicorn.Server(uvicorn.Config(
             app, host=args.host, port=args.port, log_level="warning", access_log=False,
             lifespan="on", timeout_graceful_shutdown=SHUTDOWN_S))
