@@ -17,7 +17,7 @@ from pathlib import Path
 SECTIONS = ("append", "checkpoints", "sqlite", "concurrency", "reads", "large", "threads",
             "writecost", "writes", "langgraph", "adopt", "fenced", "tree", "telemetry",
             "crypt", "signing", "bigstate",
-            "subscriptions", "elements", "statistics")
+            "subscriptions", "elements", "statistics", "console")
 """``writecost`` is WAL bytes and client CPU per write, on a private cluster it starts;
 ``writes`` is issue 30's write table (create and the adapter's ``aput`` beside LangGraph's
 ``aput`` on PostgreSQL and SQLite: speed, round trips, client and server CPU, WAL);
@@ -38,7 +38,9 @@ a multiple of the value;
 ``elements`` the bytes of a chat thread (issue 33 §1) with element storage beside LangGraph's
 savers and beside whole values, at 50, 100, 150 and 200 steps, and ``aget_tuple``'s time;
 ``statistics`` thread reads on tables never analyzed and analyzed: a small thread beside a
-4,000-step one, and ``aget_tuple`` / ``alist`` beside LangGraph's (issue 41)."""
+4,000-step one, and ``aget_tuple`` / ``alist`` beside LangGraph's (issue 41);
+``console`` `eventlog serve`'s list pages (first, filtered) in a tenant of 10,000 threads beside
+one of 1,000, a 1,000-step thread's page, and ``eventlog timeline`` on it (issue 43)."""
 ON_REQUEST = ("citus",)
 """Sections run only when ``--only`` names them: ``citus`` needs a Citus cluster."""
 

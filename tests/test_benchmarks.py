@@ -43,7 +43,8 @@ def test_quick_run_writes_every_ratio(tmp_path: Path) -> None:
                      "SQLite aput ÷ LangGraph aput: calls/s",
                      "tree inclusion at", "appends while the tree",
                      "big state 10 KB SQLite: write MB/s", "big state 10 KB PostgreSQL: read peak",
-                     "elements: PostgreSQL thread bytes", "elements: SQLite thread bytes"):
+                     "elements: PostgreSQL thread bytes", "elements: SQLite thread bytes",
+                     "console sqlite: first page", "console postgresql: first page"):
         assert expected in names
     for ratio in ratios:
         assert {"name", "baseline", "ratio", "medians", "rounds"} <= set(ratio)

@@ -219,6 +219,17 @@ def test_wheel_ships_migrations_inside_eventlog(wheel: Path) -> None:
     assert "eventlog/py.typed" in names
 
 
+def test_wheel_ships_the_consoles_assets(wheel: Path) -> None:
+    """`eventlog serve`'s templates, style sheet and script are in the wheel (no CDN: an
+    air-gapped host has what the pages load)."""
+    names = set(zipfile.ZipFile(wheel).namelist())
+    package = ROOT / "eventlog" / "cli" / "serve"
+    assets = sorted(str(path.relative_to(ROOT)) for folder in ("templates", "static")
+                    for path in (package / folder).iterdir())
+    assert len(assets) >= 8
+    assert [] == [asset for asset in assets if asset not in names]
+
+
 def test_installed_wheel_migrates_from_its_own_scripts(wheel: Path, tmp_path: Path) -> None:
     """Unpacked away from the repo, the package upgrades a fresh SQLite file to head."""
     site = tmp_path / "site"

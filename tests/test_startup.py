@@ -30,8 +30,10 @@ BUDGET = 1.3
 """The most a case may cost, as a multiple of the floor's median."""
 ROUNDS = 5
 LAZY = ("jsonschema", "rfc3987_syntax", "rich", "structlog", "alembic", "cryptography",
-        "langgraph", "agent_framework", "asyncpg", "opentelemetry")
-"""What the library and ``eventlog --help`` load only when a call needs it."""
+        "langgraph", "agent_framework", "asyncpg", "opentelemetry",
+        "starlette", "uvicorn", "jinja2", "eventlog.cli.serve")
+"""What the library and ``eventlog --help`` load only when a call needs it (the console's
+web stack, the ``[serve]`` extra, only when ``eventlog serve`` runs)."""
 
 HELP = (
     "import sys\n"
@@ -156,6 +158,35 @@ def test_a_first_checkpoint_loads_nothing_it_does_not_use(tmp_path: Path) -> Non
         "asyncio.run(main())\n"
     )
     assert ({"alembic"}, set()) == (_loaded(code), _loaded(code))
+
+
+WEB_STACK = ("starlette", "uvicorn", "jinja2", "eventlog.cli.serve")
+"""What only ``eventlog serve`` imports (the ``[serve]`` extra and the console)."""
+
+
+@pytest.mark.parametrize("command", [["log"], ["timeline", "t", "s"], ["report", "t", "s",
+                                     "-o", "-"], ["verify"], ["stats"]], ids=" ".join)
+def test_the_other_commands_load_no_web_stack(command: list[str], tmp_path: Path) -> None:
+    """A command that reads a real log (the report too, whose model the console shares)
+    imports neither Starlette, uvicorn, Jinja2 nor the console."""
+    url = f"sqlite:///{tmp_path / 'read.db'}"
+    write = (
+        "import asyncio, uuid\n"
+        "from eventlog import CheckpointRecord, open_log\n"
+        "async def main():\n"
+        f"    async with open_log({url!r}) as log:\n"
+        "        await log.checkpoints.create(CheckpointRecord(\n"
+        "            tenant_id='t', session_id='s', run_id=uuid.uuid4(), state={'n': 1}))\n"
+        "asyncio.run(main())\n"
+    )
+    subprocess.run([sys.executable, "-c", write], check=True, cwd=ROOT)
+    code = (f"try:\n    exec({HELP!r})\nexcept SystemExit:\n    pass\n"
+            "import json, sys\n"
+            f"print(json.dumps(sorted(m for m in sys.modules if any(\n"
+            f"    m == p or m.startswith(p + '.') for p in {WEB_STACK!r}))))")
+    done = subprocess.run([sys.executable, "-c", code, *command, "--url", url], check=True,
+                          capture_output=True, text=True, cwd=ROOT)
+    assert [] == json.loads(done.stdout.splitlines()[-1])
 
 
 def test_the_shipped_head_read_from_the_scripts_is_alembics() -> None:

@@ -57,6 +57,7 @@ COMMANDS: dict[str, tuple[str, str | None]] = {
                 "one interrupt batch and its audit trail, or one checkpoint of a thread"),
     "replay": ("replay", "show the views as they stood at a past position or time"),
     "report": ("report", "write the incident report: one self-contained HTML file"),
+    "serve": ("serve", "serve a read-only investigation console over the log"),
     "verify": ("verify", "check every hash chain and every view against the log"),
     "digest": ("digest", "write every stream's head and one digest over them"),
     "tree-head": ("transparency", "sign the head of a tenant's transparency tree"),

@@ -36,6 +36,11 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
         ("eventlog log --follow --type interrupt.effect_started", "tail the dispatches"),
         ("eventlog log --from-position 120 --limit 5 --full", "five events, every field"),
     ),
+    "serve": (
+        ("eventlog serve", "the console on http://127.0.0.1:8421, a token printed"),
+        ("eventlog serve --url postgresql://me@db/prod --tokens tokens.toml",
+         "each analyst sees their tenants"),
+    ),
     "timeline": (("eventlog timeline acme trip-1", "the session's story"),
                  ("eventlog timeline acme trip-1 --scan", "also batches retired from the "
                                                           "views")),

@@ -42,9 +42,17 @@ class Entry:
     details: str
     duplicate_of: int | None = None
     """The position of the earlier record this checkpoint repeats."""
-    fields: dict[str, Any] = field(default_factory=dict)
     actor: str | None = None
     """Who appended the event (None: nobody named)."""
+    source: RecordedEvent | None = field(default=None, repr=False, compare=False)
+    """The event itself, for `fields`."""
+
+    @property
+    def fields(self) -> dict[str, Any]:
+        """The event's fields as `event_fields` shows them, worked out when asked (the
+        timeline's JSON asks; the report and the console do not: decoding every event's
+        fields was half of a 1,000-step thread's page)."""
+        return event_fields(self.source) if self.source is not None else {}
 
 
 @dataclass
@@ -179,7 +187,7 @@ class _Builder:
         self.timeline.entries.append(Entry(
             position=event.position, recorded_at=event.recorded_at, stream_id=event.stream_id,
             version=event.version, type=event.type, lane=lane, what=what, details=details,
-            duplicate_of=duplicate_of, fields=event_fields(event), actor=event.actor,
+            duplicate_of=duplicate_of, actor=event.actor, source=event,
         ))
 
 

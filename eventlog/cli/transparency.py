@@ -57,7 +57,7 @@ async def run_head(context: Context) -> int:
 
 async def run_prove(context: Context) -> int:
     """Write an inclusion or a consistency proof under the given head."""
-    from eventlog.proofs import consistency_document, inclusion_document
+    from eventlog.proofs import consistency_document
 
     args = context.args
     if (args.event_id is None) == (args.old_head is None):
@@ -68,9 +68,9 @@ async def run_prove(context: Context) -> int:
     event_id = _event_id(args.event_id) if args.event_id is not None else None
     document: dict[str, Any]
     async with context.open() as log:
-        await _same_tree(log, head)
+        await same_tree(log, head)
         if old is not None:
-            await _same_tree(log, old)
+            await same_tree(log, old)
             if old.checkpoint.size > head.checkpoint.size:
                 raise CommandError(f"--from is a head of {plural(old.checkpoint.size, 'event')}, "
                                    f"larger than --head's {head.checkpoint.size}: swap them")
@@ -79,13 +79,18 @@ async def run_prove(context: Context) -> int:
             document = consistency_document(old, head, hashes)
         else:
             assert event_id is not None
-            document = await _inclusion(log, args.tenant, event_id, head, inclusion_document)
+            document = await inclusion_proof(log, args.tenant, event_id, head)
     write_output(args.output, (json.dumps(document, indent=2) + "\n").encode())
     return EXIT_OK
 
 
-async def _inclusion(log: Any, tenant: str, event_id: uuid.UUID, head: Any,
-                     make: Any) -> dict[str, Any]:
+async def inclusion_proof(log: Any, tenant: str, event_id: uuid.UUID, head: Any
+                          ) -> dict[str, Any]:
+    """The inclusion proof document of the tenant's event under ``head`` (what `prove`
+    writes and `check-proof` checks); a `CommandError` when the head's tree does not hold
+    it, or holds another leaf where it should be."""
+    from eventlog.proofs import inclusion_document
+
     proof = await log.prove_inclusion(tenant, event_id, head.checkpoint.size)
     event = await log.find_event(tenant, event_id) if proof is not None else None
     if proof is None or event is None:
@@ -100,8 +105,7 @@ async def _inclusion(log: Any, tenant: str, event_id: uuid.UUID, head: Any,
         raise CommandError(f"event {event_id}, as the log holds it now, is not the leaf the "
                            "tree this head signs holds: the log was rewritten (see `eventlog "
                            "verify --head`)", EXIT_FINDINGS)
-    document: dict[str, Any] = make(head, event, proof)
-    return document
+    return inclusion_document(head, event, proof)
 
 
 async def run_rebuild(context: Context) -> int:
@@ -174,6 +178,16 @@ def read_signed_head(file: str, key: PublicKey,
     return head
 
 
+def read_head(file: str) -> Any:
+    """The unchecked head in ``file`` of the tenant its origin names (`prove` and the
+    console prove under it; `check-proof` checks its signature)."""
+    from eventlog.proofs import open_head
+
+    head = open_head(_read_text(file, "head"), None, f"head {file}")
+    _tenant_of(file, head)
+    return head
+
+
 def _head_for(file: str, tenant: str) -> Any:
     from eventlog.proofs import open_head
 
@@ -190,7 +204,7 @@ def _tenant_of(file: str, head: SignedHead) -> str:
     return head.tenant_id
 
 
-async def _same_tree(log: Any, head: Any) -> None:
+async def same_tree(log: Any, head: Any) -> None:
     """The head must be of this log's tree: the log's tree of its size has its root, which
     the log's current tree proves it extends (so the log was neither cut nor rewritten)."""
     from eventlog.merkle import TreeHead, consistency_holds

@@ -97,17 +97,16 @@ async def build_page(
     as_of = as_of_moment.value if as_of_moment is not None else None
     scan, verify = await _read(context, log, tenant, session, as_of)
     keys = collect.latest_sessions(scan, max_sessions)
-    await collect.read_chosen(log, scan, keys)
-    reports = await collect.session_reports(log, scan, keys, verify)
+    drawn = await collect.draw(log, scan, keys, verify, as_of)
+    reports = drawn.reports
     data = ReportData(
-        title=_title(tenant, session, reports), source=context.shown_url(),
+        title=report_title(tenant, session, reports), source=context.shown_url(),
         generated_at=datetime.now(UTC), verify=verify, sessions=reports,
         index=index_lines(scan.tallies, {(r.tenant, r.session): asked(r) for r in reports},
                           collect.findings_by_subject(scan, verify))
         if session is None else [],
         as_of=collect.moment_text(as_of_moment, scan.last), left_after=scan.after_moment,
-        states=await collect.states(log, reports, as_of),
-        values=await collect.state_values(log, scan, reports),
+        states=drawn.states, values=drawn.values,
     )
     return _Page(render_page(data), verify.ok, len(reports))
 
@@ -138,7 +137,9 @@ def asked(report: SessionReport) -> int:
             + sum(len(story.questions) for story in report.stories))
 
 
-def _title(tenant: str | None, session: str | None, reports: list[SessionReport]) -> str:
+def report_title(tenant: str | None, session: str | None, reports: list[SessionReport]
+                 ) -> str:
+    """The report's title for its scope."""
     if session is not None:
         kind = reports[0].framework if reports else "session"
         return f"Incident report: {kind} {session} of tenant {tenant}"

@@ -287,6 +287,32 @@ async def session_reports(
     return reports
 
 
+@dataclass
+class Drawn:
+    """What is drawn of each chosen session: the report's model of it (and of its
+    framework threads), the views' state, and each listed checkpoint's state with its
+    difference from its parent's. The report's page and the console's thread page both
+    draw from this, built once here."""
+
+    reports: list[SessionReport]
+    states: dict[str, list[tuple[str, str]]]
+    values: dict[int, StateView]
+
+
+async def draw(
+    log: EventLog, scan: Scan, keys: Sequence[SessionKey], verify: VerifySummary,
+    as_of: int | datetime | None, *, past_states: bool = True,
+) -> Drawn:
+    """Read the chosen sessions whole (`read_chosen`) and build what is drawn of them.
+    ``past_states=False`` leaves out the views' state at an earlier ``as_of`` (a rebuild of
+    the whole log into a temporary file: the console does not do that per page view)."""
+    await read_chosen(log, scan, keys)
+    reports = await session_reports(log, scan, keys, verify)
+    shown = (await states(log, reports, as_of) if as_of is None or past_states
+             else {})
+    return Drawn(reports, shown, await state_values(log, scan, reports))
+
+
 def moment_text(as_of: Moment | None, last: RecordedEvent | None) -> str | None:
     """How the page says what it is "as of"."""
     if as_of is None:

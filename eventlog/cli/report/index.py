@@ -52,7 +52,7 @@ class Tally:
         if self.first_recorded is None:
             self.first_recorded = event.recorded_at
         self.last_recorded, self.last_position = event.recorded_at, event.position
-        kind = _kind(event)
+        kind = kind_of_event(event)
         if kind is not None and kind not in self.kinds:
             self.kinds.append(kind)
         payload = event.event
@@ -86,7 +86,8 @@ def tally(events: Iterable[RecordedEvent]) -> Tally:
     return counted
 
 
-def _kind(event: RecordedEvent) -> str | None:
+def kind_of_event(event: RecordedEvent) -> str | None:
+    """What wrote a subject, as its checkpoint ``event`` tells (None: not a checkpoint)."""
     payload = event.event
     if isinstance(payload, CheckpointCreated):
         return SESSION
