@@ -53,12 +53,14 @@ def test_a_process_that_cached_a_key_refuses_within_the_bound_after_another_eras
         first = reader.stdout.readline()
         erased = subprocess.run(
             [sys.executable, "-c", _CLI, "erase", "t", "s1", "--url", url, *cli,
+             "--keyring", str(keyring.path),  # its writer key signs the erasure record
              "--reason", "asked"], capture_output=True, text=True, timeout=60)
         done = time.monotonic()
         lines = [line.split() for line in reader.stdout]
     finally:
         reader.kill()
         reader.wait()
+    assert (0, "") == (erased.returncode, erased.stderr)
     refused = float(next(line[1] for line in lines if line[0] == "erased"))
     print(f"refused {refused - done:.3f} s after the erasure returned")
     assert (0, "read", True, ["write", "refused"]) == (
