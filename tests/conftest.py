@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import sys
 import tempfile
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -192,6 +193,23 @@ class BackendTarget:
         """`open_log` on this store with ``extra`` options added (as the contract suite's
         `ContractBackend.open`; `eventlog.testing.interrupts.open_interrupt_log` takes either)."""
         return open_log(self.url, **self.options(), **extra)
+
+
+@pytest.fixture(autouse=True)
+def _structlog_left_as_found() -> Iterator[None]:
+    """A test leaves structlog unconfigured when it found it so.
+
+    structlog's ``capture_logs`` *configures* structlog on its way out (its processors put
+    back), and from then on the library routes its events through structlog, whose
+    defaults print every debug line on standard output: a later test in the same worker
+    that parses a command's ``--json`` output read a log line first (which tests ran
+    before it decided, so it failed only in some orders)."""
+    loaded = sys.modules.get("structlog")
+    was = loaded is not None and loaded.is_configured()
+    yield
+    loaded = sys.modules.get("structlog")
+    if loaded is not None and not was and loaded.is_configured():
+        loaded.reset_defaults()
 
 
 CAMPAIGN_COUNTS: list[str] = []

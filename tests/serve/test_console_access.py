@@ -38,9 +38,9 @@ def test_a_tokens_file_maps_names_to_tokens_and_tenants(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("text", "said"), [
     ("[tokens.a]\ntoken = 1\ntenants = ['x']\n", "needs token"),
     ("[tokens.a]\ntoken = 'short'\ntenants = ['x']\n", "at least 16"),
-    ("[tokens.a]\ntoken = '0123456789abcdefXYZ'\n", "needs tenants"),
-    ("[tokens.a]\ntoken = '0123456789abcdefXYZ'\ntenants = []\n", "needs tenants"),
-    ("[tokens.a]\n" + GOOD + "[tokens.b]\n" + GOOD, "repeats another name's token"),
+    ("[tokens.a]\ntoken = '0123456789abcdefXYZ'\n", "must have tenants"),
+    ("[tokens.a]\ntoken = '0123456789abcdefXYZ'\ntenants = []\n", "must have tenants"),
+    ("[tokens.a]\n" + GOOD + "[tokens.b]\n" + GOOD, "has the token of another name"),
     ("[tokens.a]\n" + GOOD + "admin = true\n", "unknown keys: admin"),
     ("[other]\nx = 1\n", "no [tokens.NAME] tables"),
     ("not toml [", "is not TOML"),

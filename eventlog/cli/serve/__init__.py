@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+from eventlog.cli.console import plural
 from eventlog.cli.context import Context
 from eventlog.cli.errors import EXIT_OK, EXIT_USAGE, CommandError
 from eventlog.log import EventLog
@@ -59,7 +60,7 @@ async def run(context: Context) -> int:
         where = f"http://{host}:{args.port}"
         if args.tokens:
             context.err.print(f"serving {context.shown_url()} read-only at {where} "
-                              f"({len(access.grants)} tokens from {args.tokens})")
+                              f"({plural(len(access.grants), 'token')} from {args.tokens})")
         else:
             sys.stderr.write(f"serving {context.shown_url()} read-only at {where}\n"
                              f"open {where}/login?token={access.grants[0].token}\n"

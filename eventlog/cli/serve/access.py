@@ -93,10 +93,10 @@ def read_tokens(file: str) -> Access:
             raise CommandError(f"{where} needs token = \"…\" of at least {MIN_TOKEN_LENGTH} "
                                "characters", EXIT_USAGE)
         if token in seen:
-            raise CommandError(f"{where} repeats another name's token", EXIT_USAGE)
+            raise CommandError(f"{where} has the token of another name", EXIT_USAGE)
         if (not isinstance(tenants, list) or not tenants
                 or not all(isinstance(t, str) and t for t in tenants)):
-            raise CommandError(f"{where} needs tenants = [\"…\"], a list of tenant ids",
+            raise CommandError(f"{where} must have tenants = [\"…\"], a list of tenant ids",
                                EXIT_USAGE)
         unknown = set(table) - {"token", "tenants"}
         if unknown:
