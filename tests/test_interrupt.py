@@ -62,4 +62,15 @@ def test_ctrl_c_stops_the_run_and_prints_what_ran(workers: str) -> None:
     took, out = _interrupted(workers)
     summary = out.strip().splitlines()[-1]
     assert (True, True, True, False) == (
-        took < 30, "KeyboardInterrupt" in out, "1 passed" in summary, "Traceback" in out), out
+        took < 30, "KeyboardInterrupt" in out, "1 passed" in summary,
+        "Traceback" in _without_unraisable_warnings(out)), out
+
+
+def _without_unraisable_warnings(out: str) -> str:
+    """``out`` less pytest's warnings of an exception ignored in a ``__del__``: the signal
+    can land while the garbage collector finalizes an event loop's transport (under load,
+    now and then), and Python reports that KeyboardInterrupt as unraisable; it is no
+    traceback of the run's teardown."""
+    return re.sub(r"PytestUnraisableExceptionWarning: Exception ignored in.*?"
+                  r"warnings\.warn\(pytest\.PytestUnraisableExceptionWarning\(msg\)\)",
+                  "", out, flags=re.DOTALL)
