@@ -41,6 +41,10 @@ async def take(subscription: Any, count: int) -> list[RecordedEvent]:
 async def note(log: EventLog, *texts: str, tenant: str = "t", stream: str = "s") -> None:
     for text in texts:
         await log.append(tenant, stream, [Noted(text=text)])
+    # Readable before the test reads: on a server another test's open transaction holds
+    # the read horizon back (on Citus the xdist workers share one cluster), and a read
+    # with ``until_idle`` would otherwise find the log idle.
+    await log.wait_readable()
 
 
 def texts(events: list[RecordedEvent]) -> list[str]:
