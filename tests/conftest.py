@@ -38,6 +38,7 @@ from tests.pg_template import create_migrated_schema
 from tests.pg_template import problem as template_problem
 from tests.pg_worker_db import drop_worker_database, worker_url
 from tests.pgbouncer import pgbouncer_program, start_pgbouncer
+from tests.sqlite_template import fresh_sqlite_url
 
 SHARED_PG_URL = os.environ.get("EVENTLOG_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
 """The configured test database."""
@@ -297,8 +298,7 @@ def target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BackendTa
 
         keyring = init_keyring(tmp_path / "keyring.json")
         if name == "sqlite-sealed":
-            yield BackendTarget("sqlite", f"sqlite:///{tmp_path / 'log.db'}",
-                                keyring=str(keyring.path))
+            yield BackendTarget("sqlite", fresh_sqlite_url(tmp_path), keyring=str(keyring.path))
         else:
             for plain in postgres_target(request):
                 plain.keyring = str(keyring.path)
@@ -306,7 +306,8 @@ def target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BackendTa
     elif name == "memory":
         yield BackendTarget(name, "memory://")
     elif name == "sqlite":
-        yield BackendTarget(name, f"sqlite:///{tmp_path / 'log.db'}")
+        # A copy of one migrated, empty file (tests/sqlite_template.py), not a migration.
+        yield BackendTarget(name, fresh_sqlite_url(tmp_path))
     elif name == "file":
         yield BackendTarget(name, f"file://{tmp_path / 'store'}")
     elif name == "citus":

@@ -14,6 +14,7 @@ import pytest
 
 from eventlog.testing import BackendContract
 from tests.conftest import PG_URL
+from tests.sqlite_template import fresh_sqlite_url
 
 
 class TestMemoryBackend(BackendContract):
@@ -26,10 +27,11 @@ class TestMemoryBackend(BackendContract):
 
 
 class TestSqliteBackend(BackendContract):
-    """sqlite:///: a database file in the test's directory."""
+    """sqlite:///: a database file in the test's directory (a copy of one migrated, empty
+    file: tests/sqlite_template.py)."""
 
     def backend_url(self, tmp_path: Path) -> str:
-        return f"sqlite:///{tmp_path / 'log.db'}"
+        return fresh_sqlite_url(tmp_path)
 
 
 class TestFileBackend(BackendContract):
