@@ -158,6 +158,24 @@ class Tree:
         return TreeHead(state.size, root)
 
     async def _check_head(self, tenant_id: str, size: int, root: bytes) -> None:
+        """`TreeMismatch` unless ``root`` is the root of the tenant's first ``size`` events:
+        checked from the last head this process checked and, before refusing, once more
+        from the first leaf after every committed event is readable (a head whose leaves
+        the integrator read just before this read's horizon, or a continuation cursor that
+        an older transaction's late commit sorts behind, is not a mismatch)."""
+        known = self.checked.get(tenant_id)
+        if known is not None and size < known.size:
+            raise TreeMismatch(tenant_id, f"it holds {size} leaves, fewer than the "
+                                          f"{known.size} of a head checked before")
+        try:
+            await self._check_head_from(tenant_id, size, root, known)
+        except TreeMismatch:
+            await self.storage.wait_readable(30.0)
+            self.checked.pop(tenant_id, None)
+            await self._check_head_from(tenant_id, size, root, None)
+
+    async def _check_head_from(self, tenant_id: str, size: int, root: bytes,
+                               known_head: _Checked | None) -> None:
         """`TreeMismatch` unless ``root`` is the root of the tenant's first ``size`` events.
 
         The stored tree is derived data the database administrator can write: a tree
@@ -166,7 +184,7 @@ class Tree:
         this process checked (all of them, in a new process) are read from the events
         (`read_all`, exactly as many as the head covers) and hashed onto that head's
         frontier; the root they give must be the stored one."""
-        known = self.checked.get(tenant_id, _Checked(0, None, {}))
+        known = known_head or _Checked(0, None, {})
         if size < known.size:
             raise TreeMismatch(tenant_id, f"it holds {size} leaves, fewer than the "
                                           f"{known.size} of a head checked before")
