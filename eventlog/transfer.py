@@ -344,12 +344,12 @@ async def _export_keys(log: EventLog, writer: _ExportWriter, tenant_id: str,
     other subject); how many. Wrapped keys only, never a key in the clear, and as the log
     has them: a key the file's erasure records erased goes as erased, whatever the key
     table holds (a row written back from a backup is never handed on)."""
-    if session_id is None:  # the tenant's rows a page at a time, as the log keeps them
-        rows = [row async for row in _tenant_key_rows(log, tenant_id)
+    if session_id is None:  # the tenant's rows, as the key table holds them
+        rows = [row for row in await log.subject_keys(tenant_id, page=_PAGE, as_stored=True)
                 if row.subject in writer.subjects]
     else:
         rows = [row for subject in sorted(writer.subjects)
-                for row in await log.storage.subject_keys(tenant_id, subject)]
+                for row in await log.subject_keys(tenant_id, subject, as_stored=True)]
     for row in rows:
         erasure = writer.erasures.get(row.subject)
         if erasure is not None and row.wrapped is not None and (
@@ -357,20 +357,6 @@ async def _export_keys(log: EventLog, writer: _ExportWriter, tenant_id: str,
             row = dataclasses.replace(row, wrapped=None, erased_at=row.erased_at or erasure.at)
         writer.line(key_record(row))
     return len(rows)
-
-
-async def _tenant_key_rows(log: EventLog, tenant_id: str) -> AsyncIterator[KeyRow]:
-    """The tenant's key rows as stored, in key order, a page per query."""
-    after = (tenant_id, "", 0)  # no subject is empty: the tenant's first row comes after
-    while True:
-        found = await log.storage.subject_keys_page(after, _PAGE)
-        for row in found:
-            if row.tenant_id != tenant_id:
-                return
-            yield row
-        if len(found) < _PAGE:
-            return
-        after = (tenant_id, found[-1].subject, found[-1].generation)
 
 
 def key_record(row: KeyRow) -> dict[str, Any]:
@@ -412,8 +398,8 @@ async def _plan_keys(log: EventLog, plan: _FilePlan) -> None:
                 await log.erasure_of(tenant, row.subject)).through:
             continue  # erased here, which it stays
         kept.append(row)
-        held = {have.generation: have for have in await log.storage.subject_keys(
-            row.tenant_id, row.subject)}.get(row.generation)
+        held = {have.generation: have for have in await log.subject_keys(
+            row.tenant_id, row.subject, as_stored=True)}.get(row.generation)
         if held is None or held.wrapped is None or row.wrapped is None:
             continue  # new here; or erased here, which it stays
         if held.kek_id == row.kek_id and held.wrapped != row.wrapped:
@@ -421,9 +407,9 @@ async def _plan_keys(log: EventLog, plan: _FilePlan) -> None:
                 "the target holds another data key for this subject and generation: its "
                 "ciphertext would not open; nothing was imported"))
     plan.keys = kept
-    signs = bool(log.writer_keys) or bool(await log.storage.signing_starts(tenant))
+    signs = bool(log.writer_keys) or await log.signed.signing_start(tenant) is not None
     for subject, erasure in sorted(plan.erasures.items()):
-        if not [row for row in await log.storage.subject_keys(tenant, subject)
+        if not [row for row in await log.subject_keys(tenant, subject, as_stored=True)
                 if row.wrapped is not None and row.generation <= erasure.through]:
             continue
         if signs and not plan.erasure_signed.get(subject, False):

@@ -1008,25 +1008,29 @@ class EventLog:
         return mode.kek_ids if mode.kind == "encrypted" else ()
 
     async def subject_keys(self, tenant_id: str, subject: str | None = None,
-                           *, page: int = 1000) -> list[KeyRow]:
+                           *, page: int = 1000, as_stored: bool = False) -> list[KeyRow]:
         """The data key rows (wrapped under the key-encryption key, or erased) of one
         subject, or of the whole tenant in key order when ``subject`` is None; never a key
-        in the clear. What an export carries. They obey the log: a row of a generation the
-        subject's erasure stream erased is given as erased, whatever it holds (a row
-        written back from a backup is never handed on)."""
+        in the clear. They obey the log: a row of a generation the subject's erasure
+        stream erased is given as erased, whatever it holds (a row written back from a
+        backup is never handed on). ``as_stored=True`` gives them as the key table holds
+        them instead: for an export, which applies the erasure records it writes itself
+        (a later erasure is not in its file), and an import, which compares a file's key
+        with the one the table holds."""
         self._check_open("read")
         check_id("tenant_id", tenant_id)
-        if subject is not None:
-            return await self._obeyed(list(await self.storage.subject_keys(
-                tenant_id, check_id("subject", subject))))
         rows: list[KeyRow] = []
-        after = (tenant_id, "", 0)  # no subject is empty: the tenant's first row comes after
-        while True:
-            found = await self.storage.subject_keys_page(after, page)
-            rows.extend(row for row in found if row.tenant_id == tenant_id)
-            if len(found) < page or found[-1].tenant_id != tenant_id:
-                return await self._obeyed(rows)
-            after = (tenant_id, found[-1].subject, found[-1].generation)
+        if subject is not None:
+            rows = list(await self.storage.subject_keys(tenant_id, check_id("subject", subject)))
+        else:
+            after = (tenant_id, "", 0)  # no subject is empty: the tenant's first row is after
+            while True:
+                found = await self.storage.subject_keys_page(after, page)
+                rows.extend(row for row in found if row.tenant_id == tenant_id)
+                if len(found) < page or found[-1].tenant_id != tenant_id:
+                    break
+                after = (tenant_id, found[-1].subject, found[-1].generation)
+        return rows if as_stored else await self._obeyed(rows)
 
     async def _obeyed(self, rows: list[KeyRow]) -> list[KeyRow]:
         """``rows`` with each one that holds a key of a generation its log erased given
