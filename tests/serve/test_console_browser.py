@@ -9,7 +9,6 @@ after another process appends. Screenshots of the list and the thread page go to
 
 from __future__ import annotations
 
-import os
 import socket
 import subprocess
 import sys
@@ -27,6 +26,7 @@ from eventlog.cli import EXIT_OK, main
 from eventlog.signing import generate_key_pair
 from tests.cli.helpers import url_args
 from tests.cli.test_report_browser import _chromium
+from tests.cli.test_report_browser import screenshots as screenshots  # the fixture
 from tests.serve.fixtures import APPROVER, TOKEN_A, Logged, logged_on
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -119,13 +119,6 @@ def served(logged: Logged, keys: Path) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
-
-
-@pytest.fixture
-def screenshots(tmp_path: Path) -> Path:
-    where = Path(os.environ.get("EVENTLOG_SCREENSHOTS") or tmp_path)
-    where.mkdir(parents=True, exist_ok=True)
-    return where
 
 
 def test_without_a_token_the_server_answers_401(served: str, logged: Logged) -> None:
