@@ -40,7 +40,7 @@ from eventlog import CheckpointRecord, EventLog, open_log
 from eventlog.storage.sqlite import encode_value
 from projections.query import ViewQuery
 from tests.conftest import PG_URL
-from tests.test_thread_read_plans import T, _fill
+from tests.test_thread_read_plans import T, _fill, sql_literal
 
 
 @dataclass(frozen=True)
@@ -170,24 +170,6 @@ async def _captured_postgres(log: EventLog, reads: dict[str, Callable[[], Awaita
     return seen
 
 
-def _literal(value: Any) -> str:
-    if value is None:
-        return "NULL"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, bytes):
-        return f"'\\x{value.hex()}'::bytea"
-    if isinstance(value, uuid.UUID):
-        return f"'{value}'::uuid"
-    if isinstance(value, list):
-        kind = "bytea" if value and isinstance(value[0], bytes) else "text"
-        return "ARRAY[" + ", ".join(map(_literal, value)) + f"]::{kind}[]"
-    assert isinstance(value, str)
-    return "'" + value.replace("'", "''") + "'"
-
-
 def _scans(plan: dict[str, Any]) -> list[dict[str, Any]]:
     """The plan's scans of a table, each with its index (a bitmap scan's, from the
     bitmap index scan under it)."""
@@ -250,7 +232,7 @@ async def test_postgres_hot_reads_take_their_index(pg_schema: str, analyzed: boo
         problems = []
         for number, (read, sql, params) in enumerate(captured):
             await connection.execute(f"PREPARE q{number} AS {sql}")
-            arguments = ", ".join(map(_literal, params))
+            arguments = ", ".join(map(sql_literal, params))
             for mode in ("force_custom_plan", "force_generic_plan"):
                 await connection.execute(f"SET plan_cache_mode = {mode}")
                 explained = await connection.fetchval(

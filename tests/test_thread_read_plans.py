@@ -22,6 +22,7 @@ import json
 import random
 import re
 import sqlite3
+import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -113,15 +114,21 @@ async def _captured(log: EventLog) -> list[tuple[str, str, list[Any]]]:
     return seen
 
 
-def _literal(value: Any) -> str:
+def sql_literal(value: Any) -> str:
+    """``value`` as a SQL literal, for a statement EXPLAIN runs with its parameters in."""
     if value is None:
         return "NULL"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
         return str(value)
+    if isinstance(value, bytes):
+        return f"'\\x{value.hex()}'::bytea"
+    if isinstance(value, uuid.UUID):
+        return f"'{value}'::uuid"
     if isinstance(value, list):
-        return "ARRAY[" + ", ".join(map(_literal, value)) + "]::text[]"
+        kind = "bytea" if value and isinstance(value[0], bytes) else "text"
+        return "ARRAY[" + ", ".join(map(sql_literal, value)) + f"]::{kind}[]"
     assert isinstance(value, str)
     return "'" + value.replace("'", "''") + "'"
 
@@ -152,7 +159,7 @@ async def test_postgres_thread_reads_seek_their_rows(pg_schema: str) -> None:
             problems = []
             for number, (read, sql, params) in enumerate(await _captured(log)):
                 await connection.execute(f"PREPARE q{number} AS {sql}")
-                arguments = ", ".join(map(_literal, params))
+                arguments = ", ".join(map(sql_literal, params))
                 for mode in ("force_custom_plan", "force_generic_plan"):
                     await connection.execute(f"SET plan_cache_mode = {mode}")
                     explained = await connection.fetchval(
