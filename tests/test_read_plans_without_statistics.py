@@ -69,7 +69,7 @@ SMALL_RUN = uuid.UUID("00000000-0000-4000-8000-000000000002")
 MAX_REMOVED = 10
 """Rows a scan may drop by filter: a by-id read may meet a few other threads' rows."""
 TABLES = ("thread_checkpoints", "thread_channel_values", "thread_writes", "blobs",
-          "checkpoints", "checkpoint_sessions", "stream_heads")
+          "checkpoints", "checkpoint_sessions", "stream_heads", "events")
 EXPECTED = {
     "latest": ("thread_checkpoints", "thread_checkpoints_pkey"),
     "latest, subgraph": ("thread_checkpoints", "thread_checkpoints_pkey"),
@@ -85,9 +85,12 @@ EXPECTED = {
     "session record by id": ("checkpoints", "checkpoints_by_checkpoint_id"),
     "session records": ("checkpoints", "checkpoints_pkey"),
     "run records": ("checkpoints", "checkpoints_by_run"),
+    "newest events": ("events", "events_tenant_log_order"),
+    "newest events after": ("events", "events_tenant_log_order"),
 }
 """Each hot read: the table it reads and the index it must read it through."""
-_ALSO = {"by id": {"thread_checkpoints_by_thread", "thread_checkpoints_by_id"},
+_ALSO = {"newest events after": {"events_tenant_log_order", "events_pkey"},  # its event
+"by id": {"thread_checkpoints_by_thread", "thread_checkpoints_by_id"},
          "session records": {"checkpoints_by_checkpoint_id", "checkpoints_by_parent"}}
 """Other indexes that seek the same rows: a read by the whole key through an index that
 holds the thread and the id, or the id and the tenant; a session's records (a bitmap
@@ -145,6 +148,10 @@ def _reads(log: EventLog, shape: Shape, digests: list[bytes], record: str
         "session record by id": lambda: sessions.read_encoded(T, "session-big", record),
         "session records": lambda: sessions.list(T, "session-7"),
         "run records": lambda: sessions.list_by_run(T, SMALL_RUN),
+        # The console's newest-first list (`eventlog serve`): the tenant's log order
+        # backwards, from the top and from an event in the middle.
+        "newest events": lambda: log.events_newest_first(T, None, 200),
+        "newest events after": lambda: log.events_newest_first(T, len(ids) // 2, 200),
     }
 
 

@@ -827,6 +827,20 @@ class EventLog:
         stored = await self.reader.find_event(tenant_id, event_id)
         return None if stored is None else await self._decoded(stored)
 
+    @storage_call("events_newest_first", _reader, collection="events", describe=_TENANT)
+    async def events_newest_first(self, tenant_id: str, before: int | None = None,
+                                  limit: int = _PAGE) -> list[tuple[str, int, int]]:
+        """Up to ``limit`` of the tenant's events newest first in log order (after the event
+        at position ``before`` in that walk, when given), as (stream id, version, position):
+        where each stream was last written, for a list of streams by activity
+        (`EventStorage.events_newest_first`; not gap-safe)."""
+        self._check_open("read")
+        check_id("tenant_id", tenant_id)
+        check_positive_limit("limit", limit, maximum=10_000)
+        if before is not None and (isinstance(before, bool) or not isinstance(before, int)):
+            raise InvalidInput("before", f"must be a log position, not {before!r}"[:200])
+        return await self.reader.events_newest_first(tenant_id, before, limit)
+
     async def blob_refs(self, tenant_id: str) -> dict[bytes, int]:
         """Reference counts of a tenant's stored blobs, by digest."""
         self._check_open("read")

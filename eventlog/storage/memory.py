@@ -180,6 +180,18 @@ class MemoryBackend(InProcess, BlobsByDigest, KeysInMemory, InProcessConsumers, 
                 starts.setdefault(event.tenant_id, event.position)
         return starts
 
+    async def events_newest_first(self, tenant_id: str, before: int | None, limit: int
+                                  ) -> list[tuple[str, int, int]]:
+        # Positions are 1, 2, ...: the event at position p is self.events[p - 1].
+        end = len(self.events) if before is None else min(len(self.events), before - 1)
+        found: list[tuple[str, int, int]] = []
+        for event in reversed(self.events[:max(end, 0)]):
+            if event.tenant_id == tenant_id:
+                found.append((event.stream_id, event.version, event.position))
+                if len(found) == limit:
+                    break
+        return found
+
     async def find_event(self, tenant_id: str, event_id: uuid.UUID) -> StoredEvent | None:
         return self.by_id.get((tenant_id, event_id))
 

@@ -622,6 +622,29 @@ class PostgresBackend(SqlBackend[Any], ReplicaStorage, PostgresTree, PostgresKey
                                      [tenant_id])
         return {str(row[0]): int(row[1]) for row in rows}
 
+    async def events_newest_first(self, tenant_id: str, before: int | None, limit: int
+                                  ) -> list[tuple[str, int, int]]:
+        # Newest first in log order, (writer transaction, position): the tenant's log-order
+        # index read backwards (there is no (tenant, position) index here). The tenant is a
+        # closed range ordered on, not an equality, so no other index can serve the order
+        # (with statistics of a one-tenant table the planner took events_log_order and
+        # filtered by tenant). ``before`` is an event of the tenant; the walk goes on below
+        # where it stands in that order.
+        # (Citus keeps the equality: it is what routes the read to the tenant's worker.)
+        events = self.qualified["events"]
+        tenant = ("tenant_id = $1" if "tenant_id" in self.sql_dialect.kept_equal
+                  else "tenant_id >= $1 AND tenant_id <= $1")
+        select = f"SELECT stream_id, stream_version, position FROM {events} WHERE {tenant}"
+        order = " ORDER BY tenant_id DESC, tx_id DESC, position DESC LIMIT $2"
+        if before is None:
+            rows = await self._fetch("read", select + order, [tenant_id, limit])
+        else:
+            rows = await self._fetch(
+                "read", f"{select} AND (tx_id, position) < (SELECT tx_id, position "
+                f"FROM {events} WHERE tenant_id = $1 AND position = $3){order}",
+                [tenant_id, limit, before])
+        return [(str(row[0]), int(row[1]), int(row[2])) for row in rows]
+
     async def find_event(self, tenant_id: str, event_id: uuid.UUID) -> StoredEvent | None:
         rows = await self._fetch(
             "read", f"{self._select_events} WHERE tenant_id = $1 AND event_id = $2",

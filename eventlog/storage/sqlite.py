@@ -405,6 +405,19 @@ class SqliteBackend(OneWriter, SqlBackend[AsyncConnection], SqliteTree, SqliteKe
             rows = await connection.execute(statement)
             return {str(tenant): int(start) for tenant, start in rows}
 
+    async def events_newest_first(self, tenant_id: str, before: int | None, limit: int
+                                  ) -> list[tuple[str, int, int]]:
+        events = self.events
+        statement = (sa.select(events.c.stream_id, events.c.stream_version, events.c.position)
+                     .where(events.c.tenant_id == tenant_id)
+                     .order_by(events.c.position.desc()).limit(limit))
+        if before is not None:
+            statement = statement.where(events.c.position < before)
+        async with self.read_connection() as connection:
+            rows = await connection.execute(statement)
+            return [(str(stream), int(version), int(position))
+                    for stream, version, position in rows]
+
     async def find_event(self, tenant_id: str, event_id: uuid.UUID) -> StoredEvent | None:
         if self._reading() is not None:
             found = await self._read_events("id", (tenant_id, encode_value(event_id)))

@@ -1,15 +1,17 @@
 """Find: a tenant's sessions, threads and interrupt batches, newest first, cursor-paged.
 
-The list is the log's own view of its streams (``stream_heads``: one row per stream, keyed
-by tenant and stream) read newest first by the position of each stream's last event, a
-keyset cursor (that position) paging it: each page is one query of the tenant's rows,
-never a read of the log. No index orders a tenant's rows by that position (it would take
-a migration), so that query sorts the tenant's stream heads: docs/decisions/cli.md.
-An id prefix reads a range of the view's key per kind instead (ids compare bytewise on
-every backend). Filters the row answers (kind, time range) are applied as rows are read;
-the actor filter reads each candidate's last event, the framework one seek of its root
-checkpoint row. A request examines at most `SCAN_BUDGET` rows: a sparse filter on a large
-tenant returns what it found with a cursor to go on from. ``pending`` lists the batches
+The list is newest first by the position of each stream's last event: the tenant's events
+read backwards by the (tenant, position) index the log already keeps (ids, versions and
+positions only), each stream listed where the stream view (``stream_heads``) says its last
+event is, a keyset cursor (a position) paging it. So the first page costs what the newest
+events hold, flat in how many streams the tenant has, and no index is added to the write
+path for it (an index on the view's last position would be written by every append):
+docs/decisions/cli.md. An id prefix reads a range of the view's key per kind instead (ids
+compare bytewise on every backend). Filters the row answers (kind, time range) are applied
+as rows are read; the actor filter reads each candidate's last event, the framework one
+seek of its root checkpoint row. A request reads at most `EVENTS_BUDGET` events (or
+`SCAN_BUDGET` stream rows): a sparse filter on a large tenant returns what it found with a
+cursor to go on from. ``pending`` lists the batches
 awaiting an answer through the interrupt view's own index (tenant, state, creation
 position); ``question``, ``erased`` and ``held``: see `STATES`.
 """
@@ -37,14 +39,18 @@ from projections.views import STREAM_HEADS
 
 PAGE_SIZE = 50
 SCAN_BUDGET = 5_000
-"""The most stream rows one request examines."""
+"""The most stream rows one request examines (an id prefix, the erased)."""
+EVENTS_BUDGET = 20_000
+"""The most events one request of the newest-first list reads."""
 _CHUNK = 500
+_EVENTS_CHUNK = 2_000
 _TOGETHER = 25
 """Rows whose reads (a framework seek, a last event) go out together: on PostgreSQL each
 on a connection of the pool; at most this many read for nothing past a full page."""
 
 KINDS = {"session:": "session", "thread:": "thread", "interrupt-batch:": "batch"}
 """Stream prefixes the console lists, and what it calls each."""
+_LISTED = tuple(KINDS)
 FRAMEWORKS = {"native": SESSION, "langgraph": LANGGRAPH, "agent-framework": MAF,
               "thread": THREAD}
 """The framework filter's values and the report's names for them."""
@@ -110,31 +116,46 @@ async def find(log: EventLog, tenant: str, filters: Filters, after: int | None) 
         return await _held(log, tenant, filters)
     if filters.prefix:
         return await _by_prefix(log, tenant, filters, after)
+    return await _newest(log, tenant, filters, after)
+
+
+async def _newest(log: EventLog, tenant: str, filters: Filters, after: int | None) -> Found:
+    """The tenant's subjects newest first: its events read backwards from the cursor (the
+    (tenant, position) index; only ids, versions and positions), each stream listed at
+    the event that is its last (the stream view's row says which), so a page costs what
+    the newest events hold, not how many streams the tenant has. The cursor is the
+    position of the last event read; a stream written since an earlier page moves to the
+    top and is not listed again below it. At most `SCAN_BUDGET` events are read."""
     found = Found()
-    cursor = after
-    chunk = PAGE_SIZE + 1  # enough for a page nothing filters out; more once rows are
-    while True:            # filtered out (a large LIMIT costs even when few rows are used)
-        rows = await log.query(ViewQuery(
-            STREAM_HEADS, {"tenant_id": tenant}, order_by=("last_position",),
-            descending=True, after=(cursor,) if cursor is not None else None, limit=chunk,
-            columns=("stream_id", "version", "last_position", "updated_at")))
+    before = after
+    chunk = PAGE_SIZE * 4
+    while found.examined < EVENTS_BUDGET:
+        newest = await log.events_newest_first(tenant, before, chunk)
+        listed = [stream for stream in dict.fromkeys(s for s, _, _ in newest)
+                  if stream.startswith(_LISTED)]
+        heads = {row["stream_id"]: row for row in await log.query(ViewQuery(
+            STREAM_HEADS, {"tenant_id": tenant, "stream_id": In(tuple(listed))},
+            columns=("stream_id", "version", "last_position", "updated_at")))} if listed else {}
+        rows = [(position, heads[stream]) for stream, _, position in newest
+                if stream in heads and heads[stream]["last_position"] == position]
         for start in range(0, len(rows), _TOGETHER):
             group = rows[start:start + _TOGETHER]
-            items = await asyncio.gather(*(_item(log, tenant, row, filters) for row in group))
-            for row, item in zip(group, items, strict=True):
-                found.examined += 1
-                cursor = row["last_position"]
+            items = await asyncio.gather(*(_item(log, tenant, row, filters)
+                                           for _, row in group))
+            for (position, _row), item in zip(group, items, strict=True):
                 if item is not None:
                     found.items.append(item)
                     if len(found.items) == PAGE_SIZE:
-                        found.cursor = cursor
+                        found.examined += sum(1 for *_, p in newest if p >= position)
+                        found.cursor = position
                         return found
-        if len(rows) < chunk:
+        found.examined += len(newest)
+        if len(newest) < chunk:
             return found
-        chunk = min(_CHUNK, chunk * 4)
-        if found.examined >= SCAN_BUDGET:
-            found.cursor, found.exhausted_budget = cursor, True
-            return found
+        before = newest[-1][2]
+        chunk = min(_EVENTS_CHUNK, chunk * 4)
+    found.cursor, found.exhausted_budget = before, True
+    return found
 
 
 async def _by_prefix(log: EventLog, tenant: str, filters: Filters, after: int | None

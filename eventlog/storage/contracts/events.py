@@ -146,5 +146,20 @@ class EventStorage(StorageLifecycle):
         """
 
     @abc.abstractmethod
+    async def events_newest_first(self, tenant_id: str, before: int | None, limit: int
+                                  ) -> list[tuple[str, int, int]]:
+        """Up to ``limit`` of one tenant's events, newest first in log order, each as
+        (stream id, version, position); with ``before`` (the position of an event of the
+        tenant this returned), those after it in that walk.
+
+        Log order is position order on single-writer backends and (writer transaction,
+        position) on PostgreSQL, so a stream's events come highest version first. What a
+        list of a tenant's streams by their last activity walks: the tenant's log-order
+        index read backwards, no event body decoded, so a page costs what the newest events
+        hold however many streams the tenant has. Not gap-safe (an event still committing
+        can later appear above one returned): a listing, not a cursor to follow the log by.
+        """
+
+    @abc.abstractmethod
     async def find_event(self, tenant_id: str, event_id: uuid.UUID) -> StoredEvent | None:
         """The event with this id in this tenant, if it was committed."""
