@@ -15,7 +15,7 @@ import pytest
 
 from eventlog.cli import EXIT_USAGE, main
 from eventlog.cli.errors import CommandError
-from eventlog.cli.serve.access import Access, read_tokens
+from eventlog.cli.serve.access import Access, Grant, read_tokens
 from tests.serve.test_console_browser import EVENTLOG, ROOT, _free_port
 
 GOOD = 'token = "0123456789abcdefXYZ"\ntenants = ["acme"]\n'
@@ -155,3 +155,25 @@ def test_an_interrupted_console_closes_its_live_feeds(tmp_path: Path) -> None:
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+def test_a_browser_session_ends_after_its_lifetime(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A session answers until `SESSION_TTL_S` after its login, then never again, and
+    the server no longer holds it; past `MAX_SESSIONS` the oldest is logged out."""
+    from eventlog.cli.serve import access as module
+
+    now = [1000.0]
+    monkeypatch.setattr(module.time, "monotonic", lambda: now[0])
+    access = Access([Grant("a", "t" * 20, None)])
+    grant = access.grants[0]
+    first = access.open_session(grant)
+    now[0] += module.SESSION_TTL_S - 1
+    second = access.open_session(grant)
+    assert (grant, grant) == (access.by_session(first), access.by_session(second))
+    now[0] += 1
+    assert (None, grant) == (access.by_session(first), access.by_session(second))
+    assert [second] == list(access._sessions)
+    monkeypatch.setattr(module, "MAX_SESSIONS", 2)
+    third, fourth = access.open_session(grant), access.open_session(grant)
+    assert (None, grant, grant) == (access.by_session(second), access.by_session(third),
+                                    access.by_session(fourth))

@@ -92,3 +92,68 @@ async def test_the_first_page_reads_the_newest_events_not_every_stream(
         found = await find(log, "t", Filters(), None)
     assert [f"s{n:03}" for n in range(309, 299, -1)] == [i.ident for i in found.items]
     assert 0 < sum(asked) <= 4 * 10, asked
+
+
+@pytest.mark.parametrize("target", ["sqlite", "postgresql"], indirect=True)
+async def test_unresolved_lists_the_batches_whose_effect_has_no_outcome(
+        target: BackendTarget, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``unresolved``: a batch whose effect is running and one whose claim ran out after
+    its effect began (awaiting reconciliation), newest first, paged; not the pending
+    batch nor the finished one. ``pending`` lists the pending one alone."""
+    from eventlog.interrupts import Finish, Resume, ResumeInput
+    from eventlog.interrupts.models import Interrupt
+    from eventlog.testing.interrupts import APPROVAL, OPTIONS, PAY, FakeClock
+
+    monkeypatch.setattr(finding, "PAGE_SIZE", 1)
+    clock = FakeClock()
+    asked = [Interrupt(id="a", reason="confirmation", response_schema=APPROVAL)]
+    async with target.open(operations=[PAY], interrupt_options=OPTIONS, clock=clock) as log:
+        batches = {}
+        for thread in ("stuck", "running", "done", "pending"):  # stuck: before the clock moves
+            batch = await log.interrupts.create("t", thread, asked, "c1", operation=PAY)
+            batches[thread] = batch.batch_id
+            if thread == "pending":
+                continue
+            claim = (await log.interrupts.try_claim("t", ResumeInput(
+                thread_id=thread, batch_id=batch.batch_id, responses=[Resume(
+                    interrupt_id="a", status="resolved", payload={"approved": True})]))).claim
+            assert claim is not None
+            assert await log.interrupts.try_start_effect(claim)
+            if thread == "done":
+                await log.interrupts.finish(claim, Finish.FINALIZE)
+            if thread == "stuck":  # its worker died: the lease runs out
+                clock.advance(hours=2)
+                await log.interrupts.cleanup()
+        pages, cursor = [], None
+        for _ in range(5):
+            found = await find(log, "t", Filters(state="unresolved"), cursor)
+            pages.append([(item.thread, item.state) for item in found.items])
+            if found.cursor is None:
+                break
+            cursor = found.cursor
+        pending = await find(log, "t", Filters(state="pending"), None)
+    assert [[("running", "effect_started")], [("stuck", "unresolved")], []] == pages[:3]
+    assert [batches["pending"]] == [item.ident for item in pending.items]
+
+
+@pytest.mark.parametrize("target", ["sqlite", "postgresql"], indirect=True)
+async def test_question_finds_a_workflow_waiting_for_an_answer(target: BackendTarget) -> None:
+    """An Agent Framework workflow paused on a request for information is found by the
+    ``question`` filter; one answered and finished is not; both are Agent Framework's."""
+    from agent_framework import WorkflowBuilder
+
+    from eventlog.adapters.maf import EventlogCheckpointStorage
+    from tests.forensic_threads import Ask, Plan, maf_workflow
+
+    async with target.open() as log:
+        await maf_workflow(log, "t", "answered")
+        storage = EventlogCheckpointStorage(log, tenant_id="t")
+        plan, ask = Plan(id="plan"), Ask(id="ask")
+        paused = await WorkflowBuilder(name="waiting", start_executor=plan,
+                                       checkpoint_storage=storage).add_edge(plan, ask).build(
+                                       ).run("order")
+        assert paused.get_request_info_events()
+        asking = await find(log, "t", Filters(state="question"), None)
+        theirs = await find(log, "t", Filters(framework="agent-framework"), None)
+    assert ["waiting"] == [item.ident for item in asking.items]
+    assert ["waiting", "answered"] == [item.ident for item in theirs.items]

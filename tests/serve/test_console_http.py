@@ -137,16 +137,17 @@ def test_a_token_for_every_tenant_sees_both(logged: Logged) -> None:
 
 def test_a_browser_exchanges_the_token_once_for_a_cookie(
         logged: Logged, client: TestClient) -> None:
-    """The login form sets an HttpOnly, SameSite=Strict cookie that is not the token;
+    """The login form sets an HttpOnly, SameSite=Strict cookie that is not the token and
+    ends in 12 hours;
     the printed ``/login?token=`` URL does the same; a wrong token is 401."""
     client.cookies.clear()
     wrong = client.post("/login", data={"token": "wrong"}, follow_redirects=False)
     assert 401 == wrong.status_code
     done = client.post("/login", data={"token": TOKEN_A}, follow_redirects=False)
     cookie = done.headers["set-cookie"]
-    assert (303, True, True, False) == (
+    assert (303, True, True, False, True) == (
         done.status_code, "httponly" in cookie.lower(), "samesite=strict" in cookie.lower(),
-        TOKEN_A in cookie)
+        TOKEN_A in cookie, "max-age=43200" in cookie.lower())
     assert 200 == client.get(url(logged, logged.tenant, "s", logged.trip)).status_code
     client.cookies.clear()
     again = client.get(f"/login?token={TOKEN_B}", follow_redirects=False)
@@ -359,7 +360,9 @@ def test_verify_runs_on_request_in_the_background(logged: Logged, client: TestCl
 
 
 def test_verify_names_a_changed_event(tmp_path: Path) -> None:
-    """An event changed behind the log's back (sqlite3, outside the library) is named."""
+    """An event changed behind the log's back (sqlite3, outside the library) is named, and
+    the ``failing`` filter lists its thread with the problem (before any verify: a note
+    saying to run one)."""
     import sqlite3
 
     from eventlog.checkpoints.thread_records import Payload
@@ -379,11 +382,20 @@ def test_verify_names_a_changed_event(tmp_path: Path) -> None:
     with sqlite3.connect(tmp_path / "log.db") as db:
         db.execute("UPDATE events SET data = CAST('{}' AS BLOB) WHERE stream_version = 2")
     access = Access([Grant("a", TOKEN_A, frozenset({"acme"}))])
+    as_json = {**A, "accept": "application/json"}
     with TestClient(build_app(opener(target), access, {}, "t")) as client:
+        before = client.get("/t/acme?state=failing", headers=as_json).json()
         status = _verified(client, "/t/acme/verify")
         page = client.get("/t/acme/verify", headers=A).text
+        failing = client.get("/t/acme?state=failing", headers=as_json).json()
+        listed = client.get("/t/acme?state=failing", headers=A).text
     assert (False, {"thread:t"}) == (status["ok"], {p["stream"] for p in status["problems"]})
     assert ("problems" in page, "thread:t" in page) == (True, True)
+    assert ([], "no verify of this tenant has finished: run it, then ask again") == (
+        before["items"], before["note"])
+    assert [("thread", "t")] == [(i["kind"], i["id"]) for i in failing["items"]]
+    assert failing["items"][0]["state"].startswith(status["problems"][0]["kind"])
+    assert status["problems"][0]["kind"] in listed
 
 
 def test_a_thread_as_of_an_earlier_position(logged: Logged, client: TestClient) -> None:

@@ -8,13 +8,17 @@ start, as Jupyter does). ``--tokens FILE`` is TOML, one table per name under ``[
     tenants = ["acme", "globex"]
 
 A token is compared in constant time; a browser exchanges it once for a session cookie
-holding a random session id (never the token itself).
+holding a random session id (never the token itself). A session lasts `SESSION_TTL_S`
+from its login (the cookie's Max-Age says the same): a cookie left on a shared machine
+stops working, and the server forgets sessions as they end, so its memory holds only live
+ones (at most `MAX_SESSIONS`; past it the oldest is logged out).
 """
 
 from __future__ import annotations
 
 import hmac
 import secrets
+import time
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +29,10 @@ MIN_TOKEN_LENGTH = 16
 """A shorter token is refused: it could be guessed."""
 ALL_TENANTS = None
 """A `Grant`'s ``tenants`` when it sees every tenant (the printed token)."""
+SESSION_TTL_S = 12 * 3600
+"""How long a browser session lasts from its login: a working day."""
+MAX_SESSIONS = 10_000
+"""The most browser sessions held at once."""
 
 
 @dataclass(frozen=True)
@@ -45,7 +53,8 @@ class Access:
 
     def __init__(self, grants: list[Grant]) -> None:
         self.grants = grants
-        self._sessions: dict[str, Grant] = {}
+        self._sessions: dict[str, tuple[Grant, float]] = {}
+        """Session id → (grant, when it ends on the monotonic clock), oldest first."""
 
     @classmethod
     def random(cls) -> Access:
@@ -61,14 +70,32 @@ class Access:
         return found
 
     def open_session(self, grant: Grant) -> str:
-        """A new browser session for ``grant``: the cookie's value."""
+        """A new browser session for ``grant``, lasting `SESSION_TTL_S`: the cookie's
+        value."""
+        self._forget_ended()
+        while len(self._sessions) >= MAX_SESSIONS:
+            del self._sessions[next(iter(self._sessions))]
         session = secrets.token_urlsafe(32)
-        self._sessions[session] = grant
+        self._sessions[session] = (grant, time.monotonic() + SESSION_TTL_S)
         return session
 
     def by_session(self, session: str) -> Grant | None:
-        """The grant a browser session was opened with, or None."""
-        return self._sessions.get(session)
+        """The grant a browser session was opened with, or None (never opened, or
+        ended)."""
+        found = self._sessions.get(session)
+        if found is None or found[1] <= time.monotonic():
+            self._forget_ended()
+            return None
+        return found[0]
+
+    def _forget_ended(self) -> None:
+        # Sessions end in the order they began (one lifetime for all): drop from the front.
+        now = time.monotonic()
+        while self._sessions:
+            first = next(iter(self._sessions))
+            if self._sessions[first][1] > now:
+                return
+            del self._sessions[first]
 
 
 def read_tokens(file: str) -> Access:

@@ -50,8 +50,8 @@ from eventlog.cli.report.assets import CSS as REPORT_CSS
 from eventlog.cli.report.assets import SCRIPT as REPORT_SCRIPT
 from eventlog.cli.report.page import VerifySummary, event_data, session_section
 from eventlog.cli.scope import session_streams
-from eventlog.cli.serve.access import Access, Grant
-from eventlog.cli.serve.find import FRAMEWORKS, KINDS, STATES, Filters, find
+from eventlog.cli.serve.access import SESSION_TTL_S, Access, Grant
+from eventlog.cli.serve.find import FRAMEWORKS, KINDS, STATES, Failing, Filters, find
 from eventlog.cli.thread_report import checkpoint_view
 from eventlog.cli.thread_story import ThreadStory
 from eventlog.cli.transparency import inclusion_proof, same_tree
@@ -182,7 +182,7 @@ class Console:
             return self.page("login.html", 401, failed=True)
         response = RedirectResponse("/", 303)
         response.set_cookie(COOKIE, self.access.open_session(grant), httponly=True,
-                            samesite="strict", path="/")
+                            samesite="strict", path="/", max_age=SESSION_TTL_S)
         return response
 
     async def home(self, request: Request) -> Response:
@@ -203,10 +203,11 @@ class Console:
             after = _cursor(query.get("after"))
         except ValueError as error:
             return PlainTextResponse(f"{error}\n", 400)
-        found = await find(self.opened, tenant, filters, after)
+        found = await find(self.opened, tenant, filters, after, self._failing(tenant))
         if request.headers.get("accept", "").startswith("application/json"):
             return JSONResponse({
                 "tenant": tenant, "cursor": found.cursor, "examined": found.examined,
+                "note": found.note,
                 "items": [{"kind": i.kind, "id": i.ident, "position": i.position,
                            "updated_at": i.updated_at.isoformat(), "events": i.events,
                            "framework": i.framework, "actor": i.actor, "thread": i.thread,
@@ -217,6 +218,18 @@ class Console:
         return self.page("list.html", tenant=tenant, found=found, filters=filters,
                          query=kept, following=following, kinds=sorted(set(KINDS.values())),
                          frameworks=list(FRAMEWORKS), states=STATES, source=self.source)
+
+    def _failing(self, tenant: str) -> Failing:
+        """What the tenant's last finished verify found, stream by stream."""
+        run = self.verifies.get(tenant)
+        if run is None or not run.task.done() or run.task.cancelled() or (
+                run.task.exception() is not None):
+            return Failing(None)
+        streams: dict[str, list[str]] = {}
+        for problem in run.task.result().problems:
+            streams.setdefault(problem.stream_id, []).append(
+                f"{problem.kind} at version {problem.version}: {problem.detail}"[:300])
+        return Failing(streams)
 
     async def subject(self, request: Request) -> Response:
         """Look: a session's or thread's page, drawn from the report's model of it."""

@@ -20,16 +20,19 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import msgspec
 
 from eventlog.cli.report.index import LANGGRAPH, MAF, SESSION, THREAD
 from eventlog.cli.thread_story.graph import INTERRUPT, RESUME
-from eventlog.cli.thread_story.values import MAF_ENCODING
+from eventlog.cli.thread_story.values import MAF_ENCODING, decode
+from eventlog.cli.thread_story.workflow import requests_pending
+from eventlog.errors import EventLogError
 from eventlog.events.erasure import ERASURE_STREAM_PREFIX
 from eventlog.events.interrupts import batch_stream
+from eventlog.events.threads import ThreadCheckpointPut
 from eventlog.face import OpenLog
 from eventlog.log import EventLog
 from projections.interrupts import BATCHES
@@ -54,10 +57,16 @@ _LISTED = tuple(KINDS)
 FRAMEWORKS = {"native": SESSION, "langgraph": LANGGRAPH, "agent-framework": MAF,
               "thread": THREAD}
 """The framework filter's values and the report's names for them."""
-STATES = ("question", "pending", "erased", "held")
-"""``question``: threads whose latest checkpoint has a question (an interrupt) not yet
-answered; ``pending``: interrupt batches awaiting an answer; ``erased``: erased subjects;
+STATES = ("question", "pending", "unresolved", "failing", "erased", "held")
+"""``question``: threads whose latest checkpoint asks a question not yet answered (a
+LangGraph interrupt without a resume among its pending writes; an Agent Framework request
+for information pending in its state); ``pending``: interrupt batches awaiting an answer;
+``unresolved``: interrupt batches whose effect began and has no known outcome (still
+running, or its claim ended without finishing: awaiting reconciliation); ``failing``: the
+streams the tenant's last verify found a problem in; ``erased``: erased subjects;
 ``held``: subjects under legal hold."""
+UNRESOLVED = ("effect_started", "unresolved")
+"""The batch states of an effect whose outcome is not known."""
 
 
 @dataclass(frozen=True)
@@ -95,6 +104,14 @@ class Item:
     state: str = ""
 
 
+@dataclass(frozen=True)
+class Failing:
+    """What the tenant's last verify found, for the ``failing`` filter: each stream's
+    problems in words (None: no verify has finished)."""
+
+    streams: dict[str, list[str]] | None
+
+
 @dataclass
 class Found:
     """A page of the list, and where the next starts (None: no more)."""
@@ -103,13 +120,21 @@ class Found:
     cursor: int | None = None
     examined: int = 0
     exhausted_budget: bool = False
+    note: str = ""
+    """Why the page says less than asked (no verify has run for ``failing``)."""
 
 
-async def find(log: EventLog, tenant: str, filters: Filters, after: int | None) -> Found:
+async def find(log: EventLog, tenant: str, filters: Filters, after: int | None,
+               failing: Failing = Failing(None)) -> Found:
     """A page of the tenant's subjects matching ``filters``, newest first, after the
-    cursor ``after`` (the last position the previous page showed)."""
+    cursor ``after`` (the last position the previous page showed); ``failing``: what the
+    tenant's last verify found (the ``failing`` filter lists it)."""
     if filters.state == "pending":
-        return await _pending(log, tenant, filters, after)
+        return await _batches(log, tenant, filters, after, ("pending",))
+    if filters.state == "unresolved":
+        return await _batches(log, tenant, filters, after, UNRESOLVED)
+    if filters.state == "failing":
+        return await _failing(log, tenant, filters, failing)
     if filters.state == "erased":
         return await _erased(log, tenant, filters)
     if filters.state == "held":
@@ -220,8 +245,8 @@ async def _item(log: EventLog, tenant: str, row: dict[str, Any], filters: Filter
     if filters.framework and (kind == "batch"
                               or item.framework != FRAMEWORKS.get(filters.framework)):
         return None
-    if filters.state == "question" and (kind != "thread"
-                                        or not await _asks(log, tenant, ident)):
+    if filters.state == "question" and (kind != "thread" or not await _asks(
+            log, tenant, ident, item.framework, row["version"])):
         return None
     if filters.actor:  # the last event's principal: one read by stream and version
         last = [e async for e in log.read_stream(tenant, stream, row["version"], limit=1)]
@@ -236,10 +261,19 @@ async def _item(log: EventLog, tenant: str, row: dict[str, Any], filters: Filter
     return item
 
 
-async def _asks(log: EventLog, tenant: str, thread: str) -> bool:
-    """Whether the thread waits on a question: its latest root checkpoint (one seek of the
-    view's key, descending) has an interrupt among its pending writes and no resume (a
-    subgraph's question is written again in the root namespace as it bubbles up)."""
+async def _asks(log: EventLog, tenant: str, thread: str, framework: str, version: int
+                ) -> bool:
+    """Whether the thread waits on a question (`STATES`)."""
+    if framework == MAF:
+        return await _requests_pending(log, tenant, thread, version)
+    return await _interrupted(log, tenant, thread)
+
+
+async def _interrupted(log: EventLog, tenant: str, thread: str) -> bool:
+    """A LangGraph thread's latest root checkpoint (one seek of the view's key,
+    descending: its ids are time-ordered) has an interrupt among its pending writes and no
+    resume (a subgraph's question is written again in the root namespace as it bubbles
+    up)."""
     latest = await log.query(ViewQuery(
         THREAD_CHECKPOINTS, {"tenant_id": tenant, "thread_id": thread, "namespace": ""},
         order_by=("checkpoint_id",), descending=True, limit=1, columns=("checkpoint_id",)))
@@ -250,6 +284,29 @@ async def _asks(log: EventLog, tenant: str, thread: str) -> bool:
                         "checkpoint_id": latest[0]["checkpoint_id"]}, columns=("channel",)))
     channels = {row["channel"] for row in writes}
     return INTERRUPT in channels and RESUME not in channels
+
+
+_TAIL = 16
+"""The events read back from a workflow thread's head for its latest checkpoint."""
+
+
+async def _requests_pending(log: EventLog, tenant: str, thread: str, version: int) -> bool:
+    """An Agent Framework thread's latest root checkpoint (the last one in the stream's
+    tail: its ids are random, not ordered) holds a request for information pending; its
+    state is read by the report's safe decoder (JSON, no code)."""
+    tail = [event async for event in log.read_stream(
+        tenant, f"thread:{thread}", max(1, version - _TAIL + 1), limit=_TAIL)]
+    put = next((e.event for e in reversed(tail) if isinstance(e.event, ThreadCheckpointPut)
+                and e.event.namespace == ""), None)
+    if put is None:
+        return False
+    digest = bytes.fromhex(put.state_digest)
+    try:
+        data = (await log.get_blobs(tenant, [digest])).get(digest)
+    except EventLogError:  # sealed without the keyring, erased: nothing to tell
+        return False
+    document = decode(put.state_encoding, data) if data is not None else None
+    return isinstance(document, dict) and bool(requests_pending(document))
 
 
 async def _framework(log: EventLog, tenant: str, thread: str) -> str:
@@ -269,14 +326,20 @@ async def _framework(log: EventLog, tenant: str, thread: str) -> str:
     return LANGGRAPH if isinstance(metadata, dict) and "source" in metadata else THREAD
 
 
-async def _pending(log: EventLog, tenant: str, filters: Filters, after: int | None) -> Found:
-    """The batches awaiting an answer, newest first, by the view's (tenant, state,
-    created position) index."""
-    rows = await log.query(ViewQuery(
-        BATCHES, {"tenant_id": tenant, "state": "pending"}, order_by=("created_position",),
-        descending=True, after=(after,) if after is not None else None, limit=PAGE_SIZE,
-        columns=("batch_id", "thread_id", "state", "version", "created_position",
-                 "updated_at", "updated_position")))
+async def _batches(log: EventLog, tenant: str, filters: Filters, after: int | None,
+                   states: tuple[str, ...]) -> Found:
+    """The batches in one of ``states``, newest first, by the view's (tenant, state,
+    created position) index: a page of each state, merged."""
+    rows: list[dict[str, Any]] = []
+    for state in states:
+        rows += await log.query(ViewQuery(
+            BATCHES, {"tenant_id": tenant, "state": state}, order_by=("created_position",),
+            descending=True, after=(after,) if after is not None else None,
+            limit=PAGE_SIZE, columns=("batch_id", "thread_id", "state", "version",
+                                      "created_position", "updated_at", "updated_position")))
+    rows = sorted(rows, key=lambda row: row["created_position"], reverse=True)
+    more = len(rows) >= PAGE_SIZE  # the next page starts below this one's last batch
+    rows = rows[:PAGE_SIZE]
     found = Found(examined=len(rows))
     for row in rows:
         ident = row["batch_id"]
@@ -286,7 +349,33 @@ async def _pending(log: EventLog, tenant: str, filters: Filters, after: int | No
         found.items.append(Item("batch", ident, batch_stream(ident), row["updated_position"],
                                 row["updated_at"], row["version"], thread=row["thread_id"],
                                 state=row["state"]))
-    found.cursor = rows[-1]["created_position"] if len(rows) == PAGE_SIZE else None
+    found.cursor = rows[-1]["created_position"] if more else None
+    return found
+
+
+async def _failing(log: EventLog, tenant: str, filters: Filters, failing: Failing) -> Found:
+    """The streams the tenant's last verify found problems in, each with them in words
+    (its sessions and threads linked; any other stream named as it is)."""
+    if failing.streams is None:
+        return Found(note="no verify of this tenant has finished: run it, then ask again")
+    found = Found()
+    rows = {row["stream_id"]: row for row in await log.query(ViewQuery(
+        STREAM_HEADS, {"tenant_id": tenant, "stream_id": In(tuple(failing.streams))},
+        columns=("stream_id", "version", "last_position", "updated_at")))
+    } if failing.streams else {}
+    for stream, problems in failing.streams.items():
+        kind = next((name for prefix, name in KINDS.items() if stream.startswith(prefix)),
+                    "stream")
+        ident = stream.split(":", 1)[1] if kind != "stream" else (stream or "state blobs")
+        if filters.prefix and not ident.startswith(filters.prefix):
+            continue
+        row = rows.get(stream)
+        found.examined += 1
+        found.items.append(Item(
+            kind, ident, stream, row["last_position"] if row else 0,
+            row["updated_at"] if row else datetime.min.replace(tzinfo=UTC),
+            row["version"] if row else 0, state="; ".join(problems)))
+    found.items.sort(key=lambda item: item.position, reverse=True)
     return found
 
 

@@ -62,7 +62,7 @@ class WorkflowReader:
         found.changed = [Change(key, value) for key, value in _state(document).items()
                          if before.get(key, _MISSING) != value
                          and not (key not in before and value in ({}, None))]
-        for request_id, request in _requests(document).items():
+        for request_id, request in requests_pending(document).items():
             asker = str(_field(request, "_source_executor_id", "source_executor_id") or "?")
             found.requests.append(f"{request_id} from {asker}: "
                                   f"{short(_field(request, 'data'))}")
@@ -95,7 +95,8 @@ def _messages(document: Mapping[str, Any]) -> list[Any]:
     return [m for items in found.values() for m in items] if isinstance(found, dict) else []
 
 
-def _requests(document: Mapping[str, Any]) -> dict[str, Any]:
+def requests_pending(document: Mapping[str, Any]) -> dict[str, Any]:
+    """A workflow checkpoint's requests for information not yet answered, by request id."""
     found = document.get("pending_request_info_events") or {}
     return found if isinstance(found, dict) else {}
 
@@ -137,7 +138,7 @@ def _ran(before: list[Any], after: list[Any], document: Mapping[str, Any],
         source = str(_field(message, "source_id") or "")
         if source and not source.startswith(INTERNAL):
             ran.append(source)
-    for request_id, request in _requests(document).items():
-        if request_id not in _requests(parent):
+    for request_id, request in requests_pending(document).items():
+        if request_id not in requests_pending(parent):
             ran.append(str(_field(request, "_source_executor_id", "source_executor_id")))
     return list(dict.fromkeys(ran))
