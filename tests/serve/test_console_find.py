@@ -5,6 +5,7 @@ tenant's streams never appear; a page reads the newest events, not every stream.
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 
 import pytest
@@ -12,11 +13,14 @@ import pytest
 from eventlog import CheckpointRecord, EventLog
 from eventlog.cli.serve import find as finding
 from eventlog.cli.serve.find import Filters, find
+from eventlog.testing.interrupts import OPTIONS, PAY, FakeClock
 from tests.conftest import PGBOUNCER, BackendTarget
 
 every_sql_backend = pytest.mark.parametrize("target", ["sqlite", "postgresql", PGBOUNCER],
                                             indirect=True)
 RUN = uuid.UUID("00000000-0000-4000-8000-0000000000aa")
+CLOCK = FakeClock()
+"""The interrupt tests' clock (moved forward only: each test's log is new)."""
 
 
 async def _write(log: EventLog, tenant: str, session: str, steps: int = 1) -> None:
@@ -94,36 +98,43 @@ async def test_the_first_page_reads_the_newest_events_not_every_stream(
     assert 0 < sum(asked) <= 4 * 10, asked
 
 
+async def _four_batches(log: EventLog) -> dict[str, str]:
+    """Batches on four threads of tenant ``t``: ``stuck`` (its effect began, then its
+    lease ran out: unresolved), ``running`` (effect began), ``done`` (finalized) and
+    ``pending``; their ids by thread."""
+    from eventlog.interrupts import Finish, Resume, ResumeInput
+    from eventlog.interrupts.models import Interrupt
+    from eventlog.testing.interrupts import APPROVAL, PAY
+
+    asked = [Interrupt(id="a", reason="confirmation", response_schema=APPROVAL)]
+    batches = {}
+    for thread in ("stuck", "running", "done", "pending"):  # stuck: before the clock moves
+        batch = await log.interrupts.create("t", thread, asked, "c1", operation=PAY)
+        batches[thread] = batch.batch_id
+        if thread == "pending":
+            continue
+        claim = (await log.interrupts.try_claim("t", ResumeInput(
+            thread_id=thread, batch_id=batch.batch_id, responses=[Resume(
+                interrupt_id="a", status="resolved", payload={"approved": True})]))).claim
+        assert claim is not None
+        assert await log.interrupts.try_start_effect(claim)
+        if thread == "done":
+            await log.interrupts.finish(claim, Finish.FINALIZE)
+        if thread == "stuck":  # its worker died: the lease runs out
+            CLOCK.advance(hours=2)
+            await log.interrupts.cleanup()
+    return batches
+
+
 @pytest.mark.parametrize("target", ["sqlite", "postgresql"], indirect=True)
 async def test_unresolved_lists_the_batches_whose_effect_has_no_outcome(
         target: BackendTarget, monkeypatch: pytest.MonkeyPatch) -> None:
     """``unresolved``: a batch whose effect is running and one whose claim ran out after
     its effect began (awaiting reconciliation), newest first, paged; not the pending
     batch nor the finished one. ``pending`` lists the pending one alone."""
-    from eventlog.interrupts import Finish, Resume, ResumeInput
-    from eventlog.interrupts.models import Interrupt
-    from eventlog.testing.interrupts import APPROVAL, OPTIONS, PAY, FakeClock
-
     monkeypatch.setattr(finding, "PAGE_SIZE", 1)
-    clock = FakeClock()
-    asked = [Interrupt(id="a", reason="confirmation", response_schema=APPROVAL)]
-    async with target.open(operations=[PAY], interrupt_options=OPTIONS, clock=clock) as log:
-        batches = {}
-        for thread in ("stuck", "running", "done", "pending"):  # stuck: before the clock moves
-            batch = await log.interrupts.create("t", thread, asked, "c1", operation=PAY)
-            batches[thread] = batch.batch_id
-            if thread == "pending":
-                continue
-            claim = (await log.interrupts.try_claim("t", ResumeInput(
-                thread_id=thread, batch_id=batch.batch_id, responses=[Resume(
-                    interrupt_id="a", status="resolved", payload={"approved": True})]))).claim
-            assert claim is not None
-            assert await log.interrupts.try_start_effect(claim)
-            if thread == "done":
-                await log.interrupts.finish(claim, Finish.FINALIZE)
-            if thread == "stuck":  # its worker died: the lease runs out
-                clock.advance(hours=2)
-                await log.interrupts.cleanup()
+    async with target.open(operations=[PAY], interrupt_options=OPTIONS, clock=CLOCK) as log:
+        batches = await _four_batches(log)
         pages, cursor = [], None
         for _ in range(5):
             found = await find(log, "t", Filters(state="unresolved"), cursor)
@@ -134,6 +145,42 @@ async def test_unresolved_lists_the_batches_whose_effect_has_no_outcome(
         pending = await find(log, "t", Filters(state="pending"), None)
     assert [[("running", "effect_started")], [("stuck", "unresolved")], []] == pages[:3]
     assert [batches["pending"]] == [item.ident for item in pending.items]
+
+
+@pytest.mark.parametrize("target", ["sqlite", "postgresql"], indirect=True)
+def test_a_batch_page_tells_its_claims_effect_and_state(target: BackendTarget) -> None:
+    """A batch's page: its state row and each event in words (created, claimed with its
+    generation, effect started, lease run out); linked from the list; another tenant's
+    batch and a missing one are the same 404."""
+    from starlette.testclient import TestClient
+
+    from eventlog.cli.serve.access import Access, Grant
+    from eventlog.cli.serve.app import NOT_FOUND, build_app
+    from tests.serve.fixtures import TOKEN_A, TOKEN_B, opener
+
+    async def write() -> dict[str, str]:
+        async with target.open(operations=[PAY], interrupt_options=OPTIONS,
+                               clock=CLOCK) as log:
+            return await _four_batches(log)
+
+    batches = asyncio.run(write())
+    access = Access([Grant("a", TOKEN_A, frozenset({"t"})),
+                     Grant("b", TOKEN_B, frozenset({"u"}))])
+    with TestClient(build_app(opener(target), access, {}, "test")) as client:
+        page = client.get(f"/t/t/b/{batches['stuck']}",
+                          headers={"authorization": f"Bearer {TOKEN_A}"})
+        listing = client.get("/t/t?state=unresolved",
+                             headers={"authorization": f"Bearer {TOKEN_A}"}).text
+        theirs = client.get(f"/t/u/b/{batches['stuck']}",
+                            headers={"authorization": f"Bearer {TOKEN_B}"})
+        missing = client.get(f"/t/t/b/{uuid.uuid4()}",
+                             headers={"authorization": f"Bearer {TOKEN_A}"})
+    assert 200 == page.status_code, page.text
+    for words in ("unresolved", "claimed", "generation 1", "effect started",
+                  "needs a reconcile", 'href="/t/t/s/stuck"'):
+        assert words in page.text, words
+    assert f'href="/t/t/b/{batches["stuck"]}"' in listing
+    assert [(404, NOT_FOUND)] * 2 == [(r.status_code, r.content) for r in (theirs, missing)]
 
 
 @pytest.mark.parametrize("target", ["sqlite", "postgresql"], indirect=True)

@@ -52,13 +52,17 @@ from eventlog.cli.report.page import VerifySummary, event_data, session_section
 from eventlog.cli.scope import session_streams
 from eventlog.cli.serve.access import SESSION_TTL_S, Access, Grant
 from eventlog.cli.serve.find import FRAMEWORKS, KINDS, STATES, Failing, Filters, find
+from eventlog.cli.story import build_timeline
 from eventlog.cli.thread_report import checkpoint_view
 from eventlog.cli.thread_story import ThreadStory
 from eventlog.cli.transparency import inclusion_proof, same_tree
 from eventlog.errors import InvalidInput
+from eventlog.events.interrupts import BatchCreated, batch_stream
 from eventlog.log import EventLog
 from eventlog.records import VerifyReport
 from eventlog.validation import check_id
+from projections.interrupts import BATCHES
+from projections.query import ViewQuery
 
 COOKIE = "eventlog_console"
 NOT_FOUND = b"not found\n"
@@ -262,6 +266,25 @@ class Console:
             last=last, proofs=tenant in self.heads, source=self.source, as_of=as_of,
             later=scan.after_moment, checkpoint=checkpoint)
 
+    async def batch(self, request: Request) -> Response:
+        """Look: an interrupt batch, its state (the view's row) and each of its events in
+        words (claims and their generations, effects, captures, reconciliation), each with
+        its proof when the console proves."""
+        _grant, tenant = self.tenant(request)
+        batch_id = request.path_params["batch"]
+        log = self.opened
+        events = [event async for event in log.read_stream(tenant, batch_stream(batch_id),
+                                                            limit=_BATCH_EVENTS)]
+        if not events:
+            return _not_found()
+        rows = await log.query(ViewQuery(BATCHES, {"tenant_id": tenant, "batch_id": batch_id},
+                                         limit=1))
+        created = events[0].event
+        thread = created.thread_id if isinstance(created, BatchCreated) else ""
+        return self.page("batch.html", tenant=tenant, batch=batch_id, thread=thread,
+                         row=rows[0] if rows else None, source=self.source,
+                         entries=build_timeline(events).entries, proofs=tenant in self.heads)
+
     async def report(self, request: Request) -> Response:
         """The CLI's incident report of the session, as ``eventlog report TENANT SESSION``
         writes it (one self-contained file, downloaded): the same model, with the tenant's
@@ -404,6 +427,8 @@ class VerifyRun:
 
 
 _MAX_FORM = 4096
+_BATCH_EVENTS = 10_000
+"""The most events a batch page shows (a batch's claims are bounded by its capacity)."""
 _ASSETS = {"console.css": "text/css", "console.js": "text/javascript"}
 _UNVERIFIED = VerifySummary(streams=0, events=0, problems=[], view_differences=[],
                             scope="not run by the page")
@@ -524,6 +549,7 @@ def build_app(open_log: Opener, access: Access, heads: Mapping[str, Any] | None 
         Route("/t/{tenant}/verify", console.verify),
         Route("/t/{tenant}/report/{session:path}", console.report),
         Route("/t/{tenant}/s/{session:path}", console.subject),
+        Route("/t/{tenant}/b/{batch}", console.batch),
     ]
     async def invalid(_request: Request, _error: Exception) -> Response:
         return _not_found()  # an id no stream can have (too long, a control character)
