@@ -145,12 +145,13 @@ async def find(log: EventLog, tenant: str, filters: Filters, after: int | None,
 
 
 async def _newest(log: EventLog, tenant: str, filters: Filters, after: int | None) -> Found:
-    """The tenant's subjects newest first: its events read backwards from the cursor (the
-    (tenant, position) index; only ids, versions and positions), each stream listed at
-    the event that is its last (the stream view's row says which), so a page costs what
-    the newest events hold, not how many streams the tenant has. The cursor is the
-    position of the last event read; a stream written since an earlier page moves to the
-    top and is not listed again below it. At most `SCAN_BUDGET` events are read."""
+    """The tenant's subjects newest first: its events read backwards in log order from
+    the cursor (`EventLog.events_newest_first`: only ids, versions and positions), each
+    stream listed at the event that is its last (the stream view's row says which), so a
+    page costs what the newest events hold, not how many streams the tenant has. The
+    cursor is the position of the last event read; a stream written since an earlier
+    page moves to the top and is not listed again below it. At most `EVENTS_BUDGET`
+    events are read."""
     found = Found()
     before = after
     chunk = PAGE_SIZE * 4
