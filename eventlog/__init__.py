@@ -7,10 +7,9 @@ log nor a backend, and no import cycle runs through this file.
 
 from __future__ import annotations
 
-import ast
-import importlib
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from eventlog._lazy import attach, deferred_names
 
 if TYPE_CHECKING:  # the one list of public names: each `from MODULE import NAME as NAME`
     from eventlog.checkpoints import CheckpointRecord as CheckpointRecord
@@ -97,35 +96,16 @@ if TYPE_CHECKING:  # the one list of public names: each `from MODULE import NAME
     from eventlog.records import VerifyReport as VerifyReport
 
 
-def _homes() -> dict[str, str]:
-    """Each public name and the module it is loaded from, read from the imports above.
-
-    They are the one list of the package's names: type checkers read them (the ``as``
-    re-exports each), and this reads them again from the source at import, as
-    ``lazy_loader.attach_stub`` reads a stub, so nothing is written twice.
-    """
-    tree = ast.parse(Path(__file__).read_text(encoding="utf-8"))
-    block = next(node for node in tree.body if isinstance(node, ast.If)
-                 and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING")
-    return {alias.name: str(node.module) for node in block.body
-            if isinstance(node, ast.ImportFrom) for alias in node.names}
-
-
-_HOME_OF = _homes()
-"""Where each public name lives: loaded from there on first use."""
+_HOME_OF = deferred_names(__file__)
+"""Where each public name lives, read from the imports above: loaded from there on first
+use. They are the one list of the package's names: type checkers read them (the ``as``
+re-exports each), and `eventlog._lazy` reads them again from the source."""
 
 __all__ = sorted(_HOME_OF)
 
 
 if not TYPE_CHECKING:  # type checkers read the imports above, so a typo stays an error
-
-    def __getattr__(name: str) -> Any:
-        module = _HOME_OF.get(name)
-        if module is None:
-            raise AttributeError(f"module 'eventlog' has no attribute {name!r}")
-        value = getattr(importlib.import_module(module), name)
-        globals()[name] = value
-        return value
+    __getattr__ = attach(globals(), _HOME_OF)
 
 
 def __dir__() -> list[str]:

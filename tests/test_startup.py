@@ -142,6 +142,65 @@ def test_help_loads_nothing_optional(arguments: list[str]) -> None:
                             *arguments)
 
 
+OPENS_A_LOG = ("eventlog.log", "eventlog.storage", "eventlog.face", "eventlog.opening",
+               "eventlog.checkpoints", "eventlog.interrupts", "projections", "sqlalchemy",
+               "aiosqlite", "asyncpg", "sqlite3")
+"""What can open a database, or what only a log's reader needs (each with its submodules)."""
+
+
+def _imported(code: str, packages: tuple[str, ...], *arguments: str) -> list[str]:
+    """The modules of ``packages`` (each with its submodules) a fresh process has imported
+    after running ``code`` with ``arguments``."""
+    probe = (f"{code}\nimport json, sys\n"
+             f"print(json.dumps(sorted(m for m in sys.modules if any(\n"
+             f"    m == p or m.startswith(p + '.') for p in {packages!r}))))\n")
+    done = subprocess.run([sys.executable, "-c", probe, *arguments], check=True,
+                          capture_output=True, text=True, cwd=ROOT)
+    return list(json.loads(done.stdout.splitlines()[-1]))
+
+
+def test_importing_open_log_loads_nothing_that_opens_a_log() -> None:
+    """``import eventlog`` and ``from eventlog import open_log`` import neither the log, its
+    storage, a driver, the stores, the projections nor SQLAlchemy: `open_log` loads them
+    when it first opens a log."""
+    opening = tuple(p for p in OPENS_A_LOG if p != "eventlog.opening")
+    assert [] == _imported("import eventlog\nfrom eventlog import open_log", opening)
+
+
+@pytest.mark.parametrize("arguments", [["--help"], ["--version"]], ids=" ".join)
+def test_help_loads_nothing_that_opens_a_log(arguments: list[str]) -> None:
+    """``eventlog --help`` (and ``--version``) imports nothing that opens a log, and no
+    event loop (asyncio loads when a command runs)."""
+    assert [] == _imported(f"try:\n    exec({HELP!r})\nexcept SystemExit:\n    pass",
+                           (*OPENS_A_LOG, "asyncio"), *arguments)
+
+
+STORES = ("eventlog.log", "eventlog.storage", "eventlog.face", "eventlog.checkpoints.store",
+          "eventlog.checkpoints.threads", "eventlog.interrupts.store", "projections",
+          "sqlalchemy", "aiosqlite", "asyncpg", "sqlite3")
+"""What the stores import (the log, its storage, the projections they fold, SQLAlchemy)."""
+
+HEAVY_NAMES = ("CheckpointStore", "EventLog", "InterruptStore", "OpenLog", "SpilledViews",
+               "Subscription", "TypedCheckpointStore")
+"""The public names that are the log, a store or the face: naming one loads `STORES`."""
+
+
+def test_naming_a_record_or_an_option_loads_no_store() -> None:
+    """Importing every public name but the log, the stores and the face (the records,
+    events, errors, ``InterruptOptions``, ``Operation``...) imports nothing the stores do."""
+    import eventlog
+
+    light = ", ".join(name for name in eventlog.__all__ if name not in HEAVY_NAMES)
+    assert [] == _imported(f"from eventlog import {light}", STORES)
+
+
+def test_naming_a_store_loads_what_it_needs() -> None:
+    """``from eventlog import CheckpointStore`` does load the log, the projections and
+    SQLAlchemy (what the test above looks for is what a store brings)."""
+    loaded = _imported("from eventlog import CheckpointStore", STORES)
+    assert {"eventlog.log", "projections", "sqlalchemy"} <= set(loaded)
+
+
 def test_a_first_checkpoint_loads_nothing_it_does_not_use(tmp_path: Path) -> None:
     """A fresh process that creates and reads a checkpoint on an existing SQLite log
     imports no schema validator, rich, structlog, alembic (the stamp is current),
@@ -238,12 +297,6 @@ def test_a_command_parsed_alone_is_the_command_parsed_with_all(command: str) -> 
 def test_the_listing_is_the_whole_command_lines_help() -> None:
     """``eventlog --help`` without any command module reads as with all of them."""
     assert build_parser().format_help() == _parser_for(["--help"]).format_help()
-
-
-OPENS_A_LOG = ("eventlog.log", "eventlog.storage", "eventlog.face", "eventlog.opening",
-               "eventlog.checkpoints", "eventlog.interrupts", "projections", "sqlalchemy",
-               "aiosqlite", "asyncpg", "sqlite3")
-"""What can open a database, or what only a log's reader needs (each with its submodules)."""
 
 
 @pytest.fixture(scope="module")

@@ -10,10 +10,17 @@ validation and events, no I/O), `thread_fence` (single-writer threads: fenced pu
 writes), `removal` (how a removal waits after losing a race), `elements` (growing values
 stored element by element: manifests, deltas, their reads), `element_copies` (a copy's
 manifests rebuilt under the target's sealed addresses, on an encrypted log).
+
+The records and events load with the package; the stores (`CheckpointStore`,
+`ThreadCheckpoints`, `TypedCheckpointStore`) on first use (PEP 562, `eventlog._lazy`):
+they import the log, its storage and the projections, SQLAlchemy with them, which a
+program that only names a record (``from eventlog import CheckpointRecord``) never needs.
 """
 
+from typing import TYPE_CHECKING
+
+from eventlog._lazy import attach, deferred_names
 from eventlog.checkpoints.records import CheckpointRecord, RunInfo, SessionInfo
-from eventlog.checkpoints.store import CheckpointStore
 from eventlog.checkpoints.thread_records import (
     AdoptedWrites,
     Adoption,
@@ -24,8 +31,6 @@ from eventlog.checkpoints.thread_records import (
     ThreadCheckpoint,
     ThreadWrite,
 )
-from eventlog.checkpoints.threads import ThreadCheckpoints
-from eventlog.checkpoints.typed import TypedCheckpointStore
 from eventlog.events.checkpoints import CheckpointCreated, SessionDeleted
 from eventlog.events.threads import (
     AdoptedCheckpoint,
@@ -37,6 +42,13 @@ from eventlog.events.threads import (
     ThreadWritesPut,
 )
 from eventlog.ids import uuid7
+
+if TYPE_CHECKING:  # the stores, loaded on first use: each `from MODULE import NAME as NAME`
+    from eventlog.checkpoints.store import CheckpointStore as CheckpointStore
+    from eventlog.checkpoints.threads import ThreadCheckpoints as ThreadCheckpoints
+    from eventlog.checkpoints.typed import TypedCheckpointStore as TypedCheckpointStore
+else:
+    __getattr__ = attach(globals(), deferred_names(__file__))
 
 __all__ = [
     "AdoptedCheckpoint",

@@ -11,7 +11,6 @@ completion`` (which describes every command) builds every declaration.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import difflib
 import importlib
 import json
@@ -184,6 +183,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    # asyncio (with ssl, socket and inspect) loads for a command that runs, not for the
+    # parser: ``eventlog --help`` and ``--version`` need no event loop.
+    import asyncio
+
     context = Context(args, parser)
     handler: Handler = args.handler
     try:

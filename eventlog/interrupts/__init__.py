@@ -20,10 +20,18 @@ The approve-a-payment flow::
 
 A worker that dies after ``try_start_effect`` leaves the batch ``unresolved`` once its
 lease runs out: it is never claimable again, and an operator ends it with ``reconcile``.
+
+The models load with the package; `InterruptStore` on first use (PEP 562,
+`eventlog._lazy`): it imports the checkpoint store, the log, its storage and the
+projections, SQLAlchemy with them, which naming an option or an operation
+(``from eventlog import InterruptOptions, Operation``) never needs.
 """
 
+from typing import TYPE_CHECKING
+
+from eventlog._lazy import attach, deferred_names
+from eventlog.errors import CapacityExceeded
 from eventlog.events.interrupts import BATCH_EVENTS, batch_stream
-from eventlog.interrupts.inputs import CapacityExceeded
 from eventlog.interrupts.models import (
     AuditEntry,
     BatchInspection,
@@ -50,7 +58,11 @@ from eventlog.interrupts.models import (
     Resume,
     ResumeInput,
 )
-from eventlog.interrupts.store import InterruptStore
+
+if TYPE_CHECKING:  # the store, loaded on first use: `from MODULE import NAME as NAME`
+    from eventlog.interrupts.store import InterruptStore as InterruptStore
+else:
+    __getattr__ = attach(globals(), deferred_names(__file__))
 
 __all__ = [
     "BATCH_EVENTS",
