@@ -23,7 +23,9 @@ on PostgreSQL the WAL insert position around every call, after a ``CHECKPOINT``,
 relations each call's records touch (``pg_walinspect``). Then ``--rounds`` timed rounds,
 the contestants in a seeded random order each round, a fresh thread each. Caveats: one
 machine, shared, load printed at the start; counts are exact (they repeat run to run),
-times are medians over the rounds with the per-round range of the ratio; the WAL position
+times are medians over the rounds with the per-round range of the ratio ("graph steps/s"
+is the whole ``ainvoke``, LangGraph's runtime and this harness's bookkeeping between calls
+included; "step calls/s" counts only the time inside the calls); the WAL position
 is cluster-wide, so anything else the cluster writes during a call lands in that call
 (nothing else writes to the private cluster); server CPU counts every process of the
 cluster, its background writers included; a page whose b-tree changed after it was
