@@ -336,6 +336,19 @@ def _lsn(text: str) -> int:
     return (int(high, 16) << 32) + int(low, 16)
 
 
+async def _flushed(wal: Wal, end: str) -> str:
+    """``end``, once the WAL is flushed that far (pg_walinspect refuses a later end); on a
+    shared server another session's records can sit above the flush position a while,
+    so after a second the flush position itself (a record of ours is flushed when its
+    call commits)."""
+    for _ in range(50):
+        flushed = str(await wal.connection.fetchval("SELECT pg_current_wal_flush_lsn()::text"))
+        if _lsn(flushed) >= _lsn(end):
+            return end
+        await asyncio.sleep(0.02)
+    return flushed
+
+
 async def attribute_wal(wal: Wal, calls: list[Call]) -> Wal41:
     """Each call's WAL bytes (the insert position's move), bytes without full-page
     images, and the relations its records touch."""
@@ -344,8 +357,10 @@ async def attribute_wal(wal: Wal, calls: list[Call]) -> Wal41:
     rows = await wal.connection.fetch(
         "SELECT start_lsn::text, fpi_length, block_ref "
         "FROM pg_get_wal_records_info($1::text::pg_lsn, $2::text::pg_lsn)",
-        calls[0].span[0], calls[-1].span[1]) if wal.inspect else []
+        calls[0].span[0], await _flushed(wal, calls[-1].span[1])) if wal.inspect else []
     names = await wal.relation_names()
+    database = str(await wal.connection.fetchval(
+        "SELECT oid FROM pg_database WHERE datname = current_database()"))
     records = sorted((_lsn(row[0]), int(row[1]), str(row[2] or "")) for row in rows)
     found = Wal41([], [], [])
     for call in calls:
@@ -356,7 +371,8 @@ async def attribute_wal(wal: Wal, calls: list[Call]) -> Wal41:
         found.without_fpi.append(end - start - sum(fpi for _, fpi, _ in mine))
         found.relations.append({
             names.get(int(match.group(3)), f"filenode {match.group(3)}").split(".", 1)[-1]
-            for _, _, refs in mine for match in RELATION.finditer(refs)})
+            for _, _, refs in mine for match in RELATION.finditer(refs)
+            if match.group(2) == database})  # not another database's, on a shared server
     return found
 
 
