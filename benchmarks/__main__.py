@@ -17,7 +17,7 @@ from pathlib import Path
 SECTIONS = ("append", "checkpoints", "sqlite", "concurrency", "reads", "large", "threads",
             "writecost", "writes", "langgraph", "adopt", "fenced", "tree", "telemetry",
             "crypt", "signing", "bigstate",
-            "subscriptions", "elements", "statistics", "console")
+            "subscriptions", "elements", "statistics", "console", "steps")
 """``writecost`` is WAL bytes and client CPU per write, on a private cluster it starts;
 ``writes`` is issue 30's write table (create and the adapter's ``aput`` beside LangGraph's
 ``aput`` on PostgreSQL and SQLite: speed, round trips, client and server CPU, WAL);
@@ -40,7 +40,11 @@ savers and beside whole values, at 50, 100, 150 and 200 steps, and ``aget_tuple`
 ``statistics`` thread reads on tables never analyzed and analyzed: a small thread beside a
 4,000-step one, and ``aget_tuple`` / ``alist`` beside LangGraph's (issue 41);
 ``console`` `eventlog serve`'s list pages (first, filtered) in a tenant of 10,000 threads beside
-one of 1,000, a 1,000-step thread's page, and ``eventlog timeline`` on it (issue 43)."""
+one of 1,000, a 1,000-step thread's page, and ``eventlog timeline`` on it (issue 43);
+``steps`` a real compiled graph's ``aput`` and ``aput_writes`` calls (a chat thread of 200
+steps, and the small state) on our saver beside LangGraph's, SQLite and PostgreSQL: b-trees,
+pages, relations and WAL per call, calls/s, client and server CPU (issue 41; its own table,
+its ratios in the summary)."""
 ON_REQUEST = ("citus",)
 """Sections run only when ``--only`` names them: ``citus`` needs a Citus cluster."""
 

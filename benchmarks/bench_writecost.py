@@ -66,7 +66,8 @@ THREAD = 100
 LISTED = 40
 """Lines of the by-relation breakdown printed per contestant."""
 Operation = Callable[[int], Awaitable[object]]
-_RELATION = re.compile(r"rel (\d+)/(\d+)/(\d+)")
+RELATION = re.compile(r"rel (\d+)/(\d+)/(\d+)")
+"""A WAL block reference's relation: tablespace, database and file node."""
 
 
 class Wal:
@@ -86,6 +87,14 @@ class Wal:
     async def lsn(self) -> str:
         return str(await self.connection.fetchval("SELECT pg_current_wal_insert_lsn()::text"))
 
+    async def relation_names(self) -> dict[int, str]:
+        """Each relation of the database (``schema.name``) by its file node, the number
+        a WAL record's block reference names it by."""
+        return {int(row[0]): str(row[1]) for row in await self.connection.fetch(
+            "SELECT pg_relation_filenode(c.oid), n.nspname || '.' || c.relname "
+            "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE pg_relation_filenode(c.oid) IS NOT NULL")}
+
     async def between(self, start: str, end: str) -> tuple[int, int, int, dict[str, int]]:
         """(bytes, bytes without full-page images, records, bytes by relation)."""
         total = int(await self.connection.fetchval(
@@ -96,13 +105,10 @@ class Wal:
         rows = await self.connection.fetch(
             "SELECT resource_manager, record_type, record_length, fpi_length, block_ref "
             "FROM pg_get_wal_records_info($1::text::pg_lsn, $2::text::pg_lsn)", start, end)
-        names = {int(row[0]): str(row[1]) for row in await self.connection.fetch(
-            "SELECT pg_relation_filenode(c.oid), n.nspname || '.' || c.relname "
-            "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-            "WHERE pg_relation_filenode(c.oid) IS NOT NULL")}
+        names = await self.relation_names()
         by_relation: dict[str, int] = {}
         for row in rows:
-            found = _RELATION.search(row["block_ref"] or "")
+            found = RELATION.search(row["block_ref"] or "")
             where = (names.get(int(found.group(3)), f"filenode {found.group(3)}")
                      if found else f"({row['resource_manager']})")
             relation = where.split(".", 1)[-1]

@@ -102,21 +102,34 @@ class ServerCpu:
         except (OSError, ValueError, asyncpg.PostgresError):
             return cls(None)
 
-    def seconds(self) -> float | None:
+    def processes(self) -> list[int]:
+        """The ids of the postmaster and its children now (empty where unreadable)."""
         if self.postmaster is None:
-            return None
-        total = 0.0
+            return []
+        found = []
         for entry in os.scandir("/proc"):
             if not entry.name.isdigit():
                 continue
             try:
                 fields = Path(entry.path, "stat").read_text().rsplit(")", 1)[1].split()
-                if int(entry.name) != self.postmaster and int(fields[1]) != self.postmaster:
-                    continue
-                # schedstat's first field: nanoseconds on a CPU (stat's ticks are 10 ms).
-                total += int(Path(entry.path, "schedstat").read_text().split()[0]) / 1e9
-            except (OSError, IndexError, ValueError):
+            except (OSError, IndexError):
                 continue
+            if int(entry.name) == self.postmaster or int(fields[1]) == self.postmaster:
+                found.append(int(entry.name))
+        return found
+
+    def seconds(self, processes: list[int] | None = None) -> float | None:
+        """CPU seconds so far of ``processes`` (default: the cluster's processes now;
+        a list read once is cheaper to sum call by call than a scan of ``/proc``)."""
+        if self.postmaster is None:
+            return None
+        total = 0.0
+        for pid in self.processes() if processes is None else processes:
+            try:
+                # schedstat's first field: nanoseconds on a CPU (stat's ticks are 10 ms).
+                total += int(Path(f"/proc/{pid}/schedstat").read_text().split()[0]) / 1e9
+            except (OSError, IndexError, ValueError):
+                continue  # a backend that has exited since
         return total
 
 

@@ -13,6 +13,7 @@ import pytest
 from tests.conftest import PG_URL, require_postgres
 
 ROOT = Path(__file__).resolve().parent.parent
+TIMES = "\N{MULTIPLICATION SIGN}"
 
 
 @pytest.mark.examples
@@ -44,7 +45,9 @@ def test_quick_run_writes_every_ratio(tmp_path: Path) -> None:
                      "tree inclusion at", "appends while the tree",
                      "big state 10 KB SQLite: write MB/s", "big state 10 KB PostgreSQL: read peak",
                      "elements: PostgreSQL thread bytes", "elements: SQLite thread bytes",
-                     "console sqlite: first page", "console postgresql: first page"):
+                     "console sqlite: first page", "console postgresql: first page",
+                     "steps chat SQLite: aput pages per commit",
+                     "steps chat PostgreSQL: aput WAL bytes"):
         assert expected in names
     for ratio in ratios:
         assert {"name", "baseline", "ratio", "medians", "rounds"} <= set(ratio)
@@ -65,3 +68,37 @@ def test_a_job_reports_its_own_peak_memory_not_its_parents() -> None:
     done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, check=True,
                           capture_output=True, text=True, timeout=120)
     assert 0 < int(done.stdout) < 200 * 1024, done.stdout
+
+
+def test_steps_benchmark_prints_every_figure(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """`benchmarks.bench_steps` on a 3-step chat thread: LangGraph's runtime makes the calls
+    the shape implies, and every count, rate and ratio of issue 41 is printed, sane."""
+    require_postgres()
+    monkeypatch.setenv("EVENTLOG_BENCH_WAL_PG", PG_URL)  # no private cluster: seconds
+    import asyncio
+
+    from benchmarks.bench_steps import StepResults, measure
+
+    results = StepResults()
+    asyncio.run(measure(results, 3, 1, shapes=("chat",)))
+    out = capsys.readouterr().out
+    assert out.count("ours 5 aput, 4 aput_writes; LangGraph 5 aput, 4 aput_writes") == 2
+    figures = {(line[:45].strip(), line[45:58].strip()): line[58:].split()
+               for line in out.splitlines() if line.startswith("    ") and TIMES in line}
+    for backend_figure in ("b-trees written (median; page 1 apart)", "pages per commit",
+                           "relations written (median)", "WAL bytes"):
+        for kind in ("aput", "aput_writes"):
+            ours, theirs, ratio = figures[backend_figure, kind]
+            assert float(ours.replace(",", "")) > 0
+            assert float(theirs.replace(",", "")) > 0
+            assert ratio.endswith(TIMES)
+    names = [ratio.name for ratio in results.ratios]
+    for expected in ("steps chat SQLite: step calls/s, all steps",
+                     "steps chat SQLite: client CPU µs/step, all steps",
+                     "steps chat SQLite: ours aput CPU, last 50 ÷ first 50",
+                     "steps chat PostgreSQL: aput WAL bytes",
+                     "steps chat PostgreSQL: step calls/s, steps 1-50",
+                     "steps chat PostgreSQL: client CPU µs/step, steps 1-50"):
+        assert expected in names
+    assert all(ratio.ratio > 0 for ratio in results.ratios)
