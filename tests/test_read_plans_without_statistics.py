@@ -96,6 +96,8 @@ _ALSO = {"newest events after": {"events_tenant_log_order", "events_pkey"},  # i
 holds the thread and the id, or the id and the tenant; a session's records (a bitmap
 scan, then a sort) through any index led by (tenant_id, session_id). PostgreSQL chooses
 among them by the statistics; each reads the read's own rows only."""
+UNSORTED = {"newest events", "newest events after"}
+"""Walks that must stop after their LIMIT: no Sort may read the tenant's rows first."""
 TINY = 256
 """Rows of a table of a few pages, which any plan reads about as fast as a seek: with no
 statistics PostgreSQL's estimates for it are all one row, and the index whose b-tree is
@@ -163,9 +165,9 @@ async def _captured_postgres(log: EventLog, reads: dict[str, Callable[[], Awaita
     seen: list[tuple[str, str, list[Any]]] = []
     name = ""
 
-    async def spy(operation: str, sql: str, params: list[Any]) -> list[Any]:
+    async def spy(operation: str, sql: str, params: list[Any], **options: Any) -> list[Any]:
         seen.append((name, sql, params))
-        return list(await fetch(operation, sql, params))
+        return list(await fetch(operation, sql, params, **options))
 
     storage._fetch = spy
     try:
@@ -190,6 +192,11 @@ def _scans(plan: dict[str, Any]) -> list[dict[str, Any]]:
     return found
 
 
+def _sorts(plan: dict[str, Any]) -> bool:
+    return plan["Node Type"] in ("Sort", "Incremental Sort") or any(
+        _sorts(child) for child in plan.get("Plans", []))
+
+
 def _problems(read: str, plan: dict[str, Any], sizes: dict[str, int]) -> list[str]:
     """What is wrong with one read's plan (see the module docstring); a table of at
     most `TINY` rows may be read any way."""
@@ -199,6 +206,8 @@ def _problems(read: str, plan: dict[str, Any], sizes: dict[str, int]) -> list[st
     used = {scan.get("Index Name") for scan in scans if scan["Relation Name"] == table}
     if sizes.get(table, 0) > TINY and used != {index} and not used <= _ALSO.get(read, set()):
         problems.append(f"reads {table} through {used}, not {index}")
+    if read in UNSORTED and _sorts(plan):
+        problems.append("sorts the rows before its LIMIT instead of reading the index's order")
     for scan in scans:
         relation = scan["Relation Name"]
         if sizes.get(relation, 0) <= TINY:
@@ -240,6 +249,9 @@ async def test_postgres_hot_reads_take_their_index(pg_schema: str, analyzed: boo
         for number, (read, sql, params) in enumerate(captured):
             await connection.execute(f"PREPARE q{number} AS {sql}")
             arguments = ", ".join(map(sql_literal, params))
+            # The backend reads its ordered walks with sorting off (`_fetch_unsorted`).
+            sorting = "off" if read in UNSORTED else "on"
+            await connection.execute(f"SET enable_sort = {sorting}")
             for mode in ("force_custom_plan", "force_generic_plan"):
                 await connection.execute(f"SET plan_cache_mode = {mode}")
                 explained = await connection.fetchval(

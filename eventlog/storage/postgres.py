@@ -637,12 +637,12 @@ class PostgresBackend(SqlBackend[Any], ReplicaStorage, PostgresTree, PostgresKey
         select = f"SELECT stream_id, stream_version, position FROM {events} WHERE {tenant}"
         order = " ORDER BY tenant_id DESC, tx_id DESC, position DESC LIMIT $2"
         if before is None:
-            rows = await self._fetch("read", select + order, [tenant_id, limit])
+            rows = await self._fetch("read", select + order, [tenant_id, limit], index_order=True)
         else:
             rows = await self._fetch(
                 "read", f"{select} AND (tx_id, position) < (SELECT tx_id, position "
                 f"FROM {events} WHERE tenant_id = $1 AND position = $3){order}",
-                [tenant_id, limit, before])
+                [tenant_id, limit, before], index_order=True)
         return [(str(row[0]), int(row[1]), int(row[2])) for row in rows]
 
     async def find_event(self, tenant_id: str, event_id: uuid.UUID) -> StoredEvent | None:
@@ -665,7 +665,8 @@ class PostgresBackend(SqlBackend[Any], ReplicaStorage, PostgresTree, PostgresKey
             "AND digest > $2 ORDER BY digest LIMIT $3", [tenant_id, after, limit])
         return [(bytes(row[0]), int(row[1])) for row in rows]
 
-    async def _fetch(self, operation: str, sql: str, params: list[Any]) -> list[Any]:
+    async def _fetch(self, operation: str, sql: str, params: list[Any], *,
+                     index_order: bool = False) -> list[Any]:
         # A read is safe to repeat: one whose connection the server had ended (a restart,
         # pg_terminate_backend) is tried again on another; each dead one is dropped, so
         # a pool full of them costs at most its size in retries.
@@ -673,6 +674,8 @@ class PostgresBackend(SqlBackend[Any], ReplicaStorage, PostgresTree, PostgresKey
         for attempt in range(attempts):
             try:
                 async with self.driver_connection() as driver:
+                    if index_order:
+                        return await _fetch_unsorted(driver, sql, params)
                     rows: list[Any] = await driver.fetch(sql, *params)
                     return rows
             except Exception as error:
@@ -805,6 +808,20 @@ def _stored(row: Any) -> StoredEvent:
     bytes, timestamptz an aware UTC datetime, uuid a `uuid.UUID`): no conversions; its
     first columns are the envelope's fields in order (`EVENT_READ_COLUMNS`)."""
     return StoredEvent(*row[:ENVELOPE_SIZE])
+
+
+async def _fetch_unsorted(driver: Any, sql: str, params: list[Any]) -> list[Any]:
+    """``sql``'s rows with sorting off for it alone: for a walk that must stop after its
+    LIMIT. On tables never analyzed PostgreSQL estimates a tenant at a few rows, reads all
+    of them (a bitmap scan) and sorts them for the LIMIT, so a page of a tenant's newest
+    events cost its whole history; with sorting off only the index's own order serves
+    it. ``SET LOCAL`` lasts the transaction, so PgBouncer's transaction pooling keeps it
+    to this read; Citus plans the routed statement on the worker (its equality's index
+    scan)."""
+    async with driver.transaction():
+        await driver.execute("SET LOCAL enable_sort = off")
+        rows: list[Any] = await driver.fetch(sql, *params)
+        return rows
 
 
 async def _run_statements(
