@@ -76,6 +76,7 @@ from eventlog.records import (
 from eventlog.storage.base import StorageBackend
 from eventlog.storage.contracts import caught_up
 from eventlog.storage.contracts.consumers import ConsumerRow, ConsumerSeal
+from eventlog.storage.contracts.events import NewestEvent
 from eventlog.storage.contracts.keys import KeyRow
 from eventlog.telemetry import (
     Database,
@@ -829,9 +830,10 @@ class EventLog:
 
     @storage_call("events_newest_first", _reader, collection="events", describe=_TENANT)
     async def events_newest_first(self, tenant_id: str, before: int | None = None,
-                                  limit: int = _PAGE) -> list[tuple[str, int, int]]:
+                                  limit: int = _PAGE) -> list[NewestEvent]:
         """Up to ``limit`` of the tenant's events newest first in log order (after the event
-        at position ``before`` in that walk, when given), as (stream id, version, position):
+        at position ``before`` in that walk, when given), as (stream id, version, position,
+        actor):
         where each stream was last written, for a list of streams by activity
         (`EventStorage.events_newest_first`; not gap-safe)."""
         self._check_open("read")

@@ -16,6 +16,7 @@ from eventlog.merkle import Node
 from eventlog.records import StoredEvent
 from eventlog.storage.base import AppendRequest, StorageBackend, StreamVersionTaken
 from eventlog.storage.contracts.consumers import ConsumerRow
+from eventlog.storage.contracts.events import NewestEvent
 from eventlog.storage.contracts.tree import EMPTY_TREE, TreeExtension, TreeState
 from eventlog.storage.defaults import BlobsByDigest, InProcess
 from eventlog.storage.memconsumers import InProcessConsumers
@@ -181,13 +182,13 @@ class MemoryBackend(InProcess, BlobsByDigest, KeysInMemory, InProcessConsumers, 
         return starts
 
     async def events_newest_first(self, tenant_id: str, before: int | None, limit: int
-                                  ) -> list[tuple[str, int, int]]:
+                                  ) -> list[NewestEvent]:
         # Positions are 1, 2, ...: the event at position p is self.events[p - 1].
         end = len(self.events) if before is None else min(len(self.events), before - 1)
-        found: list[tuple[str, int, int]] = []
+        found: list[NewestEvent] = []
         for event in reversed(self.events[:max(end, 0)]):
             if event.tenant_id == tenant_id:
-                found.append((event.stream_id, event.version, event.position))
+                found.append((event.stream_id, event.version, event.position, event.actor))
                 if len(found) == limit:
                     break
         return found

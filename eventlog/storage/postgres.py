@@ -47,6 +47,7 @@ from eventlog.records import ENVELOPE_SIZE, StoredEvent
 from eventlog.storage import pgstream
 from eventlog.storage.base import AppendRequest, StreamVersionTaken
 from eventlog.storage.contracts import ReplicaStorage
+from eventlog.storage.contracts.events import NewestEvent
 from eventlog.storage.pgbatch import BatchStatements
 from eventlog.storage.pgconsumers import PostgresConsumers
 from eventlog.storage.pgpool import ConnectionPool
@@ -623,7 +624,7 @@ class PostgresBackend(SqlBackend[Any], ReplicaStorage, PostgresTree, PostgresKey
         return {str(row[0]): int(row[1]) for row in rows}
 
     async def events_newest_first(self, tenant_id: str, before: int | None, limit: int
-                                  ) -> list[tuple[str, int, int]]:
+                                  ) -> list[NewestEvent]:
         # Newest first in log order, (writer transaction, position): the tenant's log-order
         # index read backwards (there is no (tenant, position) index here). The tenant is a
         # closed range ordered on, not an equality, so no other index can serve the order
@@ -634,7 +635,8 @@ class PostgresBackend(SqlBackend[Any], ReplicaStorage, PostgresTree, PostgresKey
         events = self.qualified["events"]
         tenant = ("tenant_id = $1" if "tenant_id" in self.sql_dialect.kept_equal
                   else "tenant_id >= $1 AND tenant_id <= $1")
-        select = f"SELECT stream_id, stream_version, position FROM {events} WHERE {tenant}"
+        select = (f"SELECT stream_id, stream_version, position, actor FROM {events} "
+                  f"WHERE {tenant}")
         order = " ORDER BY tenant_id DESC, tx_id DESC, position DESC LIMIT $2"
         if before is None:
             rows = await self._fetch("read", select + order, [tenant_id, limit], index_order=True)
@@ -643,7 +645,7 @@ class PostgresBackend(SqlBackend[Any], ReplicaStorage, PostgresTree, PostgresKey
                 "read", f"{select} AND (tx_id, position) < (SELECT tx_id, position "
                 f"FROM {events} WHERE tenant_id = $1 AND position = $3){order}",
                 [tenant_id, limit, before], index_order=True)
-        return [(str(row[0]), int(row[1]), int(row[2])) for row in rows]
+        return [(str(row[0]), int(row[1]), int(row[2]), row[3]) for row in rows]
 
     async def find_event(self, tenant_id: str, event_id: uuid.UUID) -> StoredEvent | None:
         rows = await self._fetch(

@@ -40,6 +40,7 @@ from eventlog.errors import (
 )
 from eventlog.records import StoredEvent
 from eventlog.storage.base import AppendRequest, StreamVersionTaken
+from eventlog.storage.contracts.events import NewestEvent
 from eventlog.storage.defaults import OneWriter
 from eventlog.storage.filewatch import FileListener
 from eventlog.storage.sql import (
@@ -59,6 +60,8 @@ from eventlog.storage.sqltree import SqliteTree
 from eventlog.telemetry import Database
 from projections.query import ViewQuery, read_related_now
 
+_PAST_EVERY_POSITION = 2**63 - 1
+"""Above every position (SQLite's largest integer)."""
 _WRITE = "eventlog_write"
 _SET_UP = "eventlog_set_up"
 BUSY_TIMEOUT_MS = 60_000
@@ -145,6 +148,8 @@ class SqliteBackend(OneWriter, SqlBackend[AsyncConnection], SqliteTree, SqliteKe
             "id": f"SELECT {columns} FROM {events} WHERE tenant_id = ? AND event_id = ?",
             "head": f"SELECT stream_version, hash FROM {events} WHERE tenant_id = ? "
                     "AND stream_id = ? ORDER BY stream_version DESC LIMIT 1",
+            "newest": f"SELECT stream_id, stream_version, position, actor FROM {events} "
+                      "WHERE tenant_id = ? AND position < ? ORDER BY position DESC LIMIT ?",
         }
         """The hot reads of the log as plain SQL for the reader: the same rows (the driver's
         values, as `_select_events` reads them) without SQLAlchemy compiling each call."""
@@ -406,17 +411,18 @@ class SqliteBackend(OneWriter, SqlBackend[AsyncConnection], SqliteTree, SqliteKe
             return {str(tenant): int(start) for tenant, start in rows}
 
     async def events_newest_first(self, tenant_id: str, before: int | None, limit: int
-                                  ) -> list[tuple[str, int, int]]:
-        events = self.events
-        statement = (sa.select(events.c.stream_id, events.c.stream_version, events.c.position)
-                     .where(events.c.tenant_id == tenant_id)
-                     .order_by(events.c.position.desc()).limit(limit))
-        if before is not None:
-            statement = statement.where(events.c.position < before)
-        async with self.read_connection() as connection:
-            rows = await connection.execute(statement)
-            return [(str(stream), int(version), int(position))
-                    for stream, version, position in rows]
+                                  ) -> list[NewestEvent]:
+        # ``before`` past any position when None: one statement, by the (tenant, position)
+        # index read backwards (the plain SQL of the reader, as the hot event reads).
+        sql = self._event_sql["newest"]
+        params = (tenant_id, _PAST_EVERY_POSITION if before is None else before, limit)
+        if self._reading() is not None:
+            rows = await self._read(lambda c: c.execute(sql, params).fetchall())
+        else:
+            async with self.read_connection() as connection:
+                rows = list(await connection.exec_driver_sql(sql, params))
+        return [(str(stream), int(version), int(position), actor)
+                for stream, version, position, actor in rows]
 
     async def find_event(self, tenant_id: str, event_id: uuid.UUID) -> StoredEvent | None:
         if self._reading() is not None:

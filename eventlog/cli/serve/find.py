@@ -157,12 +157,14 @@ async def _newest(log: EventLog, tenant: str, filters: Filters, after: int | Non
     chunk = PAGE_SIZE * 4
     while found.examined < EVENTS_BUDGET:
         newest = await log.events_newest_first(tenant, before, chunk)
-        listed = [stream for stream in dict.fromkeys(s for s, _, _ in newest)
+        listed = [stream for stream in dict.fromkeys(event[0] for event in newest)
                   if stream.startswith(_LISTED)]
         heads = {row["stream_id"]: row for row in await log.query(ViewQuery(
             STREAM_HEADS, {"tenant_id": tenant, "stream_id": In(tuple(listed))},
             columns=("stream_id", "version", "last_position", "updated_at")))} if listed else {}
-        rows = [(position, heads[stream]) for stream, _, position in newest
+        # A stream at its last event; that event's actor is the stream's last actor.
+        rows = [(position, {**heads[stream], "actor": actor or ""})
+                for stream, _, position, actor in newest
                 if stream in heads and heads[stream]["last_position"] == position]
         for start in range(0, len(rows), _TOGETHER):
             group = rows[start:start + _TOGETHER]
@@ -172,7 +174,7 @@ async def _newest(log: EventLog, tenant: str, filters: Filters, after: int | Non
                 if item is not None:
                     found.items.append(item)
                     if len(found.items) == PAGE_SIZE:
-                        found.examined += sum(1 for *_, p in newest if p >= position)
+                        found.examined += sum(1 for event in newest if event[2] >= position)
                         found.cursor = position
                         return found
         found.examined += len(newest)
@@ -249,9 +251,12 @@ async def _item(log: EventLog, tenant: str, row: dict[str, Any], filters: Filter
     if filters.state == "question" and (kind != "thread" or not await _asks(
             log, tenant, ident, item.framework, row["version"])):
         return None
-    if filters.actor:  # the last event's principal: one read by stream and version
-        last = [e async for e in log.read_stream(tenant, stream, row["version"], limit=1)]
-        item.actor = (last[0].actor or "") if last else ""
+    if filters.actor:  # the last event's principal: the walk read it, else one read
+        if "actor" in row:
+            item.actor = row["actor"]
+        else:
+            last = [e async for e in log.read_stream(tenant, stream, row["version"], limit=1)]
+            item.actor = (last[0].actor or "") if last else ""
         if item.actor != filters.actor:
             return None
     if kind == "batch":

@@ -16,6 +16,10 @@ from eventlog.records import StoredEvent
 from eventlog.storage.contracts.lifecycle import StorageLifecycle
 from eventlog.storage.requests import AppendRequest
 
+NewestEvent = tuple[str, int, int, str | None]
+"""An event as `EventStorage.events_newest_first` gives it: (stream id, version, position,
+actor or None)."""
+
 
 class EventStorage(StorageLifecycle):
     """Appends and reads of the log's events. Every method is a coroutine unless said
@@ -147,9 +151,9 @@ class EventStorage(StorageLifecycle):
 
     @abc.abstractmethod
     async def events_newest_first(self, tenant_id: str, before: int | None, limit: int
-                                  ) -> list[tuple[str, int, int]]:
+                                  ) -> list[NewestEvent]:
         """Up to ``limit`` of one tenant's events, newest first in log order, each as
-        (stream id, version, position); with ``before`` (the position of an event of the
+        (stream id, version, position, actor); with ``before`` (the position of an event of the
         tenant this returned), those after it in that walk.
 
         Log order is position order on single-writer backends and (writer transaction,

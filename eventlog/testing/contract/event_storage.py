@@ -47,18 +47,21 @@ class EventStorageCalls(ContractBase):
     async def test_events_newest_first_walk_one_tenant_back_from_a_position(
         self, log: EventLog
     ) -> None:
-        """`events_newest_first` gives a tenant's (stream, version, position) newest first,
-        below ``before``, at most ``limit``; another tenant's events never."""
+        """`events_newest_first` gives a tenant's (stream, version, position, actor) newest
+        first, below ``before``, at most ``limit``; another tenant's events never."""
+        with log.acting_as("ops@t"):
+            await log.append("t", "a", [Noted(text="a2")])
         await fill(log)
         storage = log.storage
-        mine = [(e.stream_id, e.version, e.position)
+        mine = [(e.stream_id, e.version, e.position, e.actor)
                 for e in (await log.read_all(tenant_id="t")).events][::-1]
         newest = await storage.events_newest_first("t", None, 10)
-        assert ([("a", 1), ("b", 2), ("b", 1)], mine, mine[:1], mine[1:], []) == (
-            [(stream, version) for stream, version, _ in newest], newest,
+        assert ([("a", 2), ("b", 2), ("b", 1), ("a", 1)], mine, mine[:1], mine[1:], []) == (
+            [(stream, version) for stream, version, *_ in newest], newest,
             await storage.events_newest_first("t", None, 1),
             await storage.events_newest_first("t", mine[0][2], 10),
             await storage.events_newest_first("v", None, 10))
+        assert ("ops@t", None) == (newest[-1][3], newest[0][3])
 
     async def test_read_stream_gives_a_limited_slice_from_a_version(
         self, log: EventLog
