@@ -84,6 +84,7 @@ from langgraph.checkpoint.base import (
     get_serializable_checkpoint_metadata,
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from eventlog.adapters import _spans
 from eventlog.adapters._actors import acting, chosen_actor, sealing
@@ -93,7 +94,8 @@ from eventlog.adapters._frameworks import (
     ThreadClaims,
     refuse_foreign,
 )
-from eventlog.adapters._langgraph_serde import AllowedTypes, strict_serde
+from eventlog.adapters._langgraph_memo import MessageMemo
+from eventlog.adapters._langgraph_serde import AllowedTypes, StrictSerializer, strict_serde
 from eventlog.adapters._loops import (
     BackgroundLoop,
     NotRunning,
@@ -133,6 +135,10 @@ writes, whatever the saver's ``fenced``."""
 
 R = TypeVar("R")
 
+_MEMO_SERDES = (StrictSerializer, JsonPlusSerializer)
+"""Serializers whose bytes for a LangChain message `MessageMemo` knows to be a function
+of its fields (LangGraph's; an application's own serde is always called)."""
+
 
 class AsyncEventlogSaver(BaseCheckpointSaver[str]):
     """A LangGraph checkpointer over an open log (`open_log`'s `OpenLog`, which the application
@@ -159,6 +165,7 @@ class AsyncEventlogSaver(BaseCheckpointSaver[str]):
         self.tenant_id = check_id("tenant_id", tenant_id)
         self.loop: asyncio.AbstractEventLoop | None = _current_loop()
         self._claims = ThreadClaims(log, self.tenant_id, LANGGRAPH)
+        self._memo = MessageMemo()
 
     @classmethod
     @asynccontextmanager
@@ -423,7 +430,11 @@ class AsyncEventlogSaver(BaseCheckpointSaver[str]):
         """A value as stored: a ``list`` element by element (each message of a chat
         stored once per tenant however many checkpoints carry it), else whole."""
         if self.elements and type(value) is list:
-            return Elements(tuple(self._dump(item) for item in value))
+            if type(self.serde) not in _MEMO_SERDES:
+                return Elements(tuple(self._dump(item) for item in value))
+            # LangGraph's own encoding: a message unchanged since it was last serialized
+            # is not serialized again (`MessageMemo`), so a put costs what is new.
+            return Elements(self._memo.dump_all(value, self._dump))
         return self._dump(value)
 
     def _dump(self, value: Any) -> Payload:

@@ -29,13 +29,15 @@ What the promises become:
 - **Reads** read the manifests and elements after the view row (`resolve`): the
   checkpoint's statement, then one read of the chains (none when `ManifestCache` holds
   them) and one of the elements, for every row of the read however many.
-- **A put costs what is new** (issue 41): the planner remembers, per channel, the bytes of
-  the elements its last put stored and the digest each was addressed by (`Seen`, within a
-  budget of `_SEEN_BYTES`). An element of the next put whose bytes equal one of those (a
-  memcmp, or nothing when they are the same bytes object) takes that digest and is not
-  checked again; any other is checked and hashed. Equal bytes have one digest under one
-  address function, so this is exact, never a guess: an element changed in place has
-  other bytes and is hashed as new.
+- **A put costs what is new** (issue 41): the planner remembers, per channel, the
+  elements its last put stored and the digest each was addressed by (`Seen`, within a
+  budget of `_SEEN_BYTES`). A next put that starts with the very same `Payload` objects
+  (the same bytes and encoding objects: LangGraph's adapter hands the same payload for an
+  unchanged message) takes their items whole, compared by identity in C; otherwise an
+  element whose bytes equal one of those (a memcmp) takes that digest and is not checked
+  again; any other is checked and hashed. Equal bytes have one digest under one address
+  function, so this is exact, never a guess: an element changed in place has other bytes
+  and is hashed as new.
 
 Nothing here does I/O but `resolve` and `copied_values` (through a ``get_blobs`` they
 are given).
@@ -46,6 +48,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from operator import attrgetter, is_
 from typing import Any
 
 import msgspec
@@ -136,13 +139,29 @@ Item = tuple[str, bytes]
 
 @dataclass(frozen=True)
 class Seen:
-    """The elements one channel's last put stored: each one's bytes to its checked
-    `Item`, under the ``address`` they were addressed by (valid for that function only)."""
+    """The elements one channel's last put stored, in order: the `Payload` objects given,
+    their data and encodings as they were then, and the checked `Item` each became under
+    ``address`` (valid for that function only)."""
 
     address: Address
-    items: dict[bytes, Item]
+    payloads: tuple[Any, ...]
+    datas: tuple[Any, ...]
+    encodings: tuple[Any, ...]
+    items: tuple[Item, ...]
     size: int
     """The bytes of the elements held."""
+
+
+_DATA = attrgetter("data")
+_ENCODING = attrgetter("encoding")
+
+
+def seen(value: Elements, items: Sequence[Item], address: Address) -> Seen:
+    """What to remember of a value just planned (its items already checked)."""
+    payloads = tuple(value.items)
+    datas = tuple(map(_DATA, payloads))
+    return Seen(address, payloads, datas, tuple(map(_ENCODING, payloads)), tuple(items),
+                sum(map(len, datas)))
 
 
 @dataclass
@@ -194,36 +213,72 @@ class Plan:
         return msgspec.structs.replace(event, channels=refs), attach + extra
 
 
-def split(value: Elements, address: Address = content_digest, seen: Seen | None = None,
-          field_name: str = "value") -> tuple[list[Item], dict[bytes, bytes], dict[bytes, Item]]:
-    """A value's items checked and addressed in one pass: its ``(encoding, digest)`` items,
-    its elements' data by digest, and each element's bytes to its item (the next `Seen`).
-    An element whose bytes ``seen`` holds under the same encoding and ``address`` takes
-    its item as it is (checked and hashed when it was seen); every other is checked as
+def split(value: Elements, address: Address = content_digest, before: Seen | None = None,
+          field_name: str = "value") -> list[Item]:
+    """A value's ``(encoding, digest)`` items, checked and addressed in one pass.
+
+    What ``before`` (the channel's last put, under the same ``address``) saw is not done
+    again: when the value starts with the very same `Payload` objects holding the very
+    same data and encoding objects, their items are taken whole (identity, compared in
+    C); otherwise an element whose bytes it saw, under the same encoding, takes that
+    item (a dict lookup and a memcmp). Every other element is checked as
     `check_elements` checks it and hashed."""
     if not isinstance(value, Elements) or not isinstance(value.items, tuple | list):
         raise InvalidInput(field_name, "must be Elements(a sequence of Payload)")
-    known = seen.items if seen is not None and seen.address is address else {}
-    items: list[Item] = []
-    data: dict[bytes, bytes] = {}
-    fresh: dict[bytes, Item] = {}
-    for n, element in enumerate(value.items):
-        if not isinstance(element, Payload):
-            raise InvalidInput(f"{field_name}[{n}]", "must be a Payload(encoding, bytes)")
-        payload = element.data
-        # Only exact bytes and str are looked up: a subclass may redefine equality.
-        exact = type(payload) is bytes and type(element.encoding) is str
-        item = known.get(payload) if exact else None
-        if item is None or item[0] != element.encoding:
-            if not isinstance(payload, bytes):
-                raise InvalidInput(f"{field_name}[{n}]", "must be a Payload(encoding, bytes)")
-            check_id(f"{field_name}[{n}].encoding", element.encoding)
-            item = (element.encoding, address(payload))
-        items.append(item)
-        data.setdefault(item[1], payload)
-        if exact:
-            fresh[payload] = item
-    return items, data, fresh
+    usable = before if before is not None and before.address is address else None
+    start = _unchanged(value.items, usable)
+    items = list(usable.items[:start]) if usable is not None and start else []
+    known = _lookup(usable) if usable is not None and start < len(value.items) else {}
+    for n in range(start, len(value.items)):
+        items.append(_item(value.items[n], known, address, f"{field_name}[{n}]"))
+    return items
+
+
+def _unchanged(elements: Sequence[Any], before: Seen | None) -> int:
+    """How many leading elements are the very objects ``before`` saw (all or none)."""
+    if before is None or not before.payloads or len(elements) < len(before.payloads):
+        return 0
+    prefix = tuple(elements[:len(before.payloads)])
+    if (all(map(is_, prefix, before.payloads))  # Payloads first: then they have fields
+            and all(map(is_, map(_DATA, prefix), before.datas))
+            and all(map(is_, map(_ENCODING, prefix), before.encodings))):
+        return len(prefix)
+    return 0
+
+
+def _lookup(before: Seen) -> dict[bytes, Item]:
+    # Exact bytes and str only: a subclass may redefine equality.
+    return {data: item for data, encoding, item in zip(before.datas, before.encodings,
+                                                       before.items, strict=True)
+            if type(data) is bytes and type(encoding) is str}
+
+
+def _item(element: Any, known: Mapping[bytes, Item], address: Address, where: str) -> Item:
+    if not isinstance(element, Payload):
+        raise InvalidInput(where, "must be a Payload(encoding, bytes)")
+    data, encoding = element.data, element.encoding
+    if type(data) is bytes and type(encoding) is str:
+        item = known.get(data)
+        if item is not None and item[0] == encoding:
+            return item
+    if not isinstance(data, bytes):
+        raise InvalidInput(where, "must be a Payload(encoding, bytes)")
+    check_id(f"{where}.encoding", encoding)
+    return (encoding, address(data))
+
+
+def added_data(value: Elements, items: Sequence[Item], added: Sequence[bytes]) -> list[bytes]:
+    """The data of each digest of ``added`` (a manifest's additions: the end of
+    ``items``, the checked items of ``value``), found from the end."""
+    wanted = set(added)
+    found: dict[bytes, bytes] = {}
+    for n in range(len(items) - 1, -1, -1):
+        if len(found) == len(wanted):
+            break
+        digest = items[n][1]
+        if digest in wanted and digest not in found:
+            found[digest] = value.items[n].data
+    return [found[digest] for digest in added]
 
 
 def plan_value(items: list[Item], base: Known | None
@@ -277,11 +332,11 @@ class ElementPlanner:
         remember: list[tuple[_Key, Known, Seen]] = []
         for name, given in channels.items():
             if isinstance(given, Elements):  # content addressed: the manifest's digest
-                items, data, _ = split(given, address, None, f"channels[{name!r}]")
+                items = split(given, address, None, f"channels[{name!r}]")
                 manifest, added, _ = plan_value(items, None)
                 plan.channels[name] = Payload(ELEMENTS_ENCODING, manifest)
-                plan.planned[name] = _Planned(name, manifest, [data[d] for d in added], "",
-                                              None, _content(added, address))
+                plan.planned[name] = _Planned(name, manifest, added_data(given, items, added),
+                                              "", None, _content(added, address))
             elif isinstance(given, ChannelValue) and isinstance(given.value, Elements):
                 key = (tenant_id, thread_id, namespace, name)
                 remember.append(self._plan_channel(plan, key, given, deltas, address))
@@ -299,9 +354,9 @@ class ElementPlanner:
         """Plan one channel's value as a manifest (a delta where this store knows a base),
         and what to remember of it."""
         name = key[3]
-        assert isinstance(given.value, Elements)
-        items, data, fresh = split(given.value, address, self._seen.get(key),
-                                   f"channels[{name!r}].value")
+        assert isinstance(given.value, Elements)  # the caller's test
+        value = given.value
+        items = split(value, address, self._seen.get(key), f"channels[{name!r}].value")
         known = self._known.get(key) if deltas else None
         if known is not None and known.version == given.version:
             known = known.before  # the same version again: the same manifest
@@ -310,8 +365,8 @@ class ElementPlanner:
         manifest, added, chain = plan_value(items, known)
         base = known.version if chain and known is not None else ""
         plan.channels[name] = ChannelValue(given.version, Payload(ELEMENTS_ENCODING, manifest))
-        plan.planned[name] = _Planned(name, manifest, [data[d] for d in added], base, known,
-                                      _content(added, address))
+        plan.planned[name] = _Planned(name, manifest, added_data(value, items, added), base,
+                                      known, _content(added, address))
         if base:
             plan.require.append(RowRequired(
                 THREAD_VALUES,
@@ -319,8 +374,9 @@ class ElementPlanner:
                  "channel": name, "channel_version": base},
                 BASE_FIELD, f"channel {name!r}: its base version {base!r} is gone"))
         before = None if known is None else replace(known, before=None)
-        return key, Known(given.version, tuple(items), address(manifest), chain, before), \
-            Seen(address, fresh, sum(map(len, fresh)))
+        frozen = tuple(items)
+        return (key, Known(given.version, frozen, address(manifest), chain, before),
+                seen(value, frozen, address))
 
     def _remember(self, key: _Key, known: Known, seen: Seen) -> None:
         self._known[key] = known
@@ -371,9 +427,9 @@ def check_elements(field_name: str, value: Any) -> Elements:
 def write_manifest(value: Elements, address: Address = content_digest
                    ) -> tuple[bytes, list[bytes]]:
     """A pending write's value as a full manifest and the distinct elements' data."""
-    items, data, _ = split(value, address)
+    items = split(value, address)
     manifest, added, _ = plan_value(items, None)
-    return manifest, [data[digest] for digest in added]
+    return manifest, added_data(value, items, added)
 
 
 def added_digests(manifest: Manifest) -> list[str]:
