@@ -25,12 +25,11 @@ import statistics
 import tempfile
 import time
 import uuid
-from collections.abc import Callable
 from typing import Any
 
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import Checkpoint, empty_checkpoint
+from langgraph.checkpoint.base import ChannelVersions, Checkpoint, empty_checkpoint
 
 from eventlog.adapters.langgraph import AsyncEventlogSaver
 
@@ -63,7 +62,8 @@ async def thread(saver: AsyncEventlogSaver, name: str, steps: int,
         text = "".join(rng.choice("abcdefghij klmnop") for _ in range(1000))
         messages = [*messages, AIMessage(text, id=f"ai-{step}")]
         version = saver.get_next_version(version, None)
-        versions = {"messages": version, "step_count": version, "status": version}
+        versions: ChannelVersions = {"messages": version, "step_count": version,
+                                     "status": version}
         checkpoint: Checkpoint = {
             **empty_checkpoint(), "id": str(uuid.uuid4()),
             "channel_versions": dict(versions),
@@ -106,10 +106,10 @@ async def run(steps: int, rounds: int, profile: bool) -> None:
           f"last 50 {last * 1e3:.3f} ms, ratio {last / first:.2f}; "
           f"a thread's total {sum(by_step):.3f} s")
     for label in PARTS:
-        median: Callable[[bool], float] = lambda early, label=label: statistics.median(  # noqa: E731
-            window(round_[label], early) for round_ in parts)
-        print(f"  of which {label} (loop thread): steps 1-50 {median(True) * 1e3:.3f} ms, "
-              f"last 50 {median(False) * 1e3:.3f} ms")
+        early, late = (statistics.median(window(round_[label], first) for round_ in parts)
+                       for first in (True, False))
+        print(f"  of which {label} (loop thread): steps 1-50 {early * 1e3:.3f} ms, "
+              f"last 50 {late * 1e3:.3f} ms")
     if profiler is not None:
         pstats.Stats(profiler).sort_stats("tottime").print_stats(25)
 

@@ -48,7 +48,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from operator import attrgetter, is_
+from operator import is_
 from typing import Any
 
 import msgspec
@@ -139,29 +139,24 @@ Item = tuple[str, bytes]
 
 @dataclass(frozen=True)
 class Seen:
-    """The elements one channel's last put stored, in order: the `Payload` objects given,
-    their data and encodings as they were then, and the checked `Item` each became under
-    ``address`` (valid for that function only)."""
+    """The elements one channel's last put stored, in order: the `Payload` objects given
+    and the checked `Item` each became under ``address`` (valid for that function only)."""
 
     address: Address
     payloads: tuple[Any, ...]
-    datas: tuple[Any, ...]
-    encodings: tuple[Any, ...]
     items: tuple[Item, ...]
     size: int
     """The bytes of the elements held."""
 
 
-_DATA = attrgetter("data")
-_ENCODING = attrgetter("encoding")
-
-
-def seen(value: Elements, items: Sequence[Item], address: Address) -> Seen:
-    """What to remember of a value just planned (its items already checked)."""
+def seen(value: Elements, items: tuple[Item, ...], address: Address,
+         before: Seen | None = None, start: int = 0) -> Seen:
+    """What to remember of a value just planned (its items checked), of which the first
+    ``start`` elements are those ``before`` saw."""
     payloads = tuple(value.items)
-    datas = tuple(map(_DATA, payloads))
-    return Seen(address, payloads, datas, tuple(map(_ENCODING, payloads)), tuple(items),
-                sum(map(len, datas)))
+    size = (before.size if before is not None and start else 0) + sum(
+        len(payload.data) for payload in payloads[start:])
+    return Seen(address, payloads, items, size)
 
 
 @dataclass
@@ -214,43 +209,44 @@ class Plan:
 
 
 def split(value: Elements, address: Address = content_digest, before: Seen | None = None,
-          field_name: str = "value") -> list[Item]:
-    """A value's ``(encoding, digest)`` items, checked and addressed in one pass.
+          field_name: str = "value") -> tuple[list[Item], int]:
+    """A value's ``(encoding, digest)`` items, checked and addressed in one pass, and how
+    many leading elements were taken from ``before``.
 
     What ``before`` (the channel's last put, under the same ``address``) saw is not done
-    again: when the value starts with the very same `Payload` objects holding the very
-    same data and encoding objects, their items are taken whole (identity, compared in
-    C); otherwise an element whose bytes it saw, under the same encoding, takes that
-    item (a dict lookup and a memcmp). Every other element is checked as
-    `check_elements` checks it and hashed."""
+    again: when the value starts with the very same `Payload` objects (frozen, holding
+    immutable bytes and str: the very same element), their items are taken whole
+    (identity, compared in C), and the elements after them are checked and hashed;
+    otherwise an element whose bytes it saw, under the same encoding, takes that item (a
+    dict lookup and a memcmp). Every other element is checked as `check_elements` checks
+    it and hashed."""
     if not isinstance(value, Elements) or not isinstance(value.items, tuple | list):
         raise InvalidInput(field_name, "must be Elements(a sequence of Payload)")
     usable = before if before is not None and before.address is address else None
     start = _unchanged(value.items, usable)
     items = list(usable.items[:start]) if usable is not None and start else []
-    known = _lookup(usable) if usable is not None and start < len(value.items) else {}
+    # Past a whole unchanged prefix the rest is new (a list that grew): a lookup by bytes
+    # (built over every element seen) pays only when the prefix did not hold.
+    known = _lookup(usable) if usable is not None and not start else {}
     for n in range(start, len(value.items)):
         items.append(_item(value.items[n], known, address, f"{field_name}[{n}]"))
-    return items
+    return items, start
 
 
 def _unchanged(elements: Sequence[Any], before: Seen | None) -> int:
     """How many leading elements are the very objects ``before`` saw (all or none)."""
     if before is None or not before.payloads or len(elements) < len(before.payloads):
         return 0
-    prefix = tuple(elements[:len(before.payloads)])
-    if (all(map(is_, prefix, before.payloads))  # Payloads first: then they have fields
-            and all(map(is_, map(_DATA, prefix), before.datas))
-            and all(map(is_, map(_ENCODING, prefix), before.encodings))):
-        return len(prefix)
+    if all(map(is_, elements[:len(before.payloads)], before.payloads)):
+        return len(before.payloads)
     return 0
 
 
 def _lookup(before: Seen) -> dict[bytes, Item]:
     # Exact bytes and str only: a subclass may redefine equality.
-    return {data: item for data, encoding, item in zip(before.datas, before.encodings,
-                                                       before.items, strict=True)
-            if type(data) is bytes and type(encoding) is str}
+    return {payload.data: item for payload, item in zip(before.payloads, before.items,
+                                                        strict=True)
+            if type(payload.data) is bytes and type(payload.encoding) is str}
 
 
 def _item(element: Any, known: Mapping[bytes, Item], address: Address, where: str) -> Item:
@@ -332,7 +328,7 @@ class ElementPlanner:
         remember: list[tuple[_Key, Known, Seen]] = []
         for name, given in channels.items():
             if isinstance(given, Elements):  # content addressed: the manifest's digest
-                items = split(given, address, None, f"channels[{name!r}]")
+                items, _ = split(given, address, None, f"channels[{name!r}]")
                 manifest, added, _ = plan_value(items, None)
                 plan.channels[name] = Payload(ELEMENTS_ENCODING, manifest)
                 plan.planned[name] = _Planned(name, manifest, added_data(given, items, added),
@@ -356,7 +352,8 @@ class ElementPlanner:
         name = key[3]
         assert isinstance(given.value, Elements)  # the caller's test
         value = given.value
-        items = split(value, address, self._seen.get(key), f"channels[{name!r}].value")
+        last = self._seen.get(key)
+        items, start = split(value, address, last, f"channels[{name!r}].value")
         known = self._known.get(key) if deltas else None
         if known is not None and known.version == given.version:
             known = known.before  # the same version again: the same manifest
@@ -376,7 +373,7 @@ class ElementPlanner:
         before = None if known is None else replace(known, before=None)
         frozen = tuple(items)
         return (key, Known(given.version, frozen, address(manifest), chain, before),
-                seen(value, frozen, address))
+                seen(value, frozen, address, last, start))
 
     def _remember(self, key: _Key, known: Known, seen: Seen) -> None:
         self._known[key] = known
@@ -427,7 +424,7 @@ def check_elements(field_name: str, value: Any) -> Elements:
 def write_manifest(value: Elements, address: Address = content_digest
                    ) -> tuple[bytes, list[bytes]]:
     """A pending write's value as a full manifest and the distinct elements' data."""
-    items = split(value, address)
+    items, _ = split(value, address)
     manifest, added, _ = plan_value(items, None)
     return manifest, added_data(value, items, added)
 
