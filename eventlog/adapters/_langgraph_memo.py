@@ -8,22 +8,24 @@ in place), so neither its identity nor its id says that it is unchanged. What do
 
 - LangGraph's serializer writes a pydantic model as its class's module and name and its
   ``model_dump()`` (`langgraph.checkpoint.serde.jsonplus._msgpack_default`), and for the
-  message classes of `_CLASSES` (no computed field, no serializer of their own: checked
-  when the set is built) ``model_dump()`` is a function of the model's fields, its
-  ``__dict__`` and ``__pydantic_extra__``.
-- `_fields` pickles those fields with a pickler that refuses every object but the exact
+  message classes of `_message_classes` (no computed field, no serializer of their own
+  or in a field's type: checked when the set is built) ``model_dump()`` is a function
+  of the model's fields, its ``__dict__`` and ``__pydantic_extra__``.
+- `_Pickling.fields` pickles those fields with a pickler that refuses every object but the exact
   builtin str, bytes, int, float, bool, None, list, tuple, dict, set, frozenset and
   bytearray, which pickle type for type and value for value (``1``, ``1.0`` and ``True``
   apart, ``0.0`` and ``-0.0`` apart, dicts in order): equal pickles are equal fields,
   and equal fields serialize to equal bytes. The pickle runs in C, several times faster
   than the serialization it saves.
 
-So `MessageMemo.dump` keys each message's serialized `Payload` by its class and that
+So `MessageMemo.dump_all` keys each message's serialized `Payload` by its class and that
 pickle: a message whose fields hold what they held when it was serialized gets the same
 bytes back (the very bytes object, which the element planner then recognizes at once); a
 message changed in place pickles differently and is serialized again; a message holding
-anything else (a model in a field, a str subclass) is always serialized. The memo holds
-`_MEMO_BYTES` (least recently used dropped first) and is safe across threads.
+anything else (a model in a field, a str subclass) is always serialized. A message is
+remembered only if it pickles the same after it was serialized (another thread could
+change it meanwhile). The memo holds `_MEMO_BYTES` (least recently used dropped first)
+and is safe across threads.
 """
 
 from __future__ import annotations
@@ -67,7 +69,10 @@ def _message_classes() -> frozenset[type]:
         decorators = getattr(kind, "__pydantic_decorators__", None)
         if (kind is not None and decorators is not None
                 and not getattr(kind, "__pydantic_computed_fields__", True)
-                and not decorators.field_serializers and not decorators.model_serializers):
+                and not decorators.field_serializers and not decorators.model_serializers
+                # nor a serializer in a field's type (Annotated[..., PlainSerializer(f)])
+                and "'serialization'" not in repr(getattr(kind, "__pydantic_core_schema__",
+                                                          "'serialization'"))):
             found.add(kind)
     return frozenset(found)
 

@@ -150,3 +150,18 @@ def test_the_memo_holds_no_more_than_its_budget() -> None:
     memo.dump_all(messages, lambda value: Payload(*serde.dumps_typed(value)))
     assert memo._bytes <= 20_000
     assert 0 < len(memo._held) < 40
+
+
+def test_a_refused_pickle_leaves_the_next_one_whole() -> None:
+    """After a message refused mid-pickle, the next message pickles as a fresh pickler
+    pickles it (nothing of the refused one left in the pickler or its sink)."""
+    from eventlog.adapters._langgraph_memo import _Pickling, _pickling
+
+    class Label(str):
+        pass
+
+    message = AIMessage("text", id="m", additional_kwargs={"a": {"b": [1, 2, {"c": 3}]}})
+    refused = AIMessage("x" * 5000, id="r", additional_kwargs={"a": [[{"b": Label("x")}]]})
+    assert _pickling.fields(refused) is None
+    assert _Pickling().fields(message) == _pickling.fields(message)
+    assert _pickling.fields(message) is not None
