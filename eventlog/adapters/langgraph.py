@@ -269,7 +269,8 @@ class AsyncEventlogSaver(BaseCheckpointSaver[str]):
         put = self._threads.put(
             self.tenant_id, thread_id, checkpoint["id"], namespace=namespace,
             state=self._dump(state),
-            channels=self._channels(checkpoint["channel_versions"], new_versions, values),
+            channels=self._channels(checkpoint["channel_versions"], new_versions, values,
+                                    (thread_id, namespace)),
             parent_id=get_checkpoint_id(config),
             run_key=None if run is None else str(run),
             step=step if isinstance(step, int) and not isinstance(step, bool) else None,
@@ -412,29 +413,35 @@ class AsyncEventlogSaver(BaseCheckpointSaver[str]):
         return await on_loop(self.loop, coroutine)
 
     def _channels(
-        self, versions: ChannelVersions, new_versions: ChannelVersions, values: dict[str, Any]
+        self, versions: ChannelVersions, new_versions: ChannelVersions, values: dict[str, Any],
+        thread: tuple[str, str],
     ) -> dict[str, ChannelValue]:
         """Each channel at its version, with its value only where the version is new: an
         unchanged channel names the value an earlier checkpoint stored. Like LangGraph's
-        own savers, a new version without a value (an emptied channel) carries nothing."""
+        own savers, a new version without a value (an emptied channel) carries nothing.
+        ``thread``: its id and namespace (what a list put last is remembered by)."""
         channels: dict[str, ChannelValue] = {}
         for name, version in versions.items():
             if name not in new_versions:
                 channels[name] = ChannelValue(str(version))
             elif name in values:
                 channels[name] = ChannelValue(str(new_versions[name]),
-                                              self._value(values[name]))
+                                              self._value(values[name], (*thread, name)))
         return channels
 
-    def _value(self, value: Any) -> Payload | Elements:
+    def _value(self, value: Any, channel: tuple[str, str, str] | None = None
+               ) -> Payload | Elements:
         """A value as stored: a ``list`` element by element (each message of a chat
-        stored once per tenant however many checkpoints carry it), else whole."""
+        stored once per tenant however many checkpoints carry it), else whole.
+        ``channel``: the thread, namespace and channel a put's value is of."""
         if self.elements and type(value) is list:
             if type(self.serde) not in _MEMO_SERDES:
                 return Elements(tuple(self._dump(item) for item in value))
             # LangGraph's own encoding: a message unchanged since it was last serialized
             # is not serialized again (`MessageMemo`), so a put costs what is new.
-            return Elements(self._memo.dump_all(value, self._dump))
+            if channel is None:
+                return Elements(self._memo.dump_all(value, self._dump))
+            return Elements(self._memo.dump_list(channel, value, self._dump))
         return self._dump(value)
 
     def _dump(self, value: Any) -> Payload:

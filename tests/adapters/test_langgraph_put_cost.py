@@ -7,8 +7,9 @@ is serialized again and read back as changed. Counted through wrappers, not time
 
 from __future__ import annotations
 
+import random
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -89,7 +90,8 @@ async def test_a_message_changed_in_place_is_stored_as_changed(
     """Messages mutated between puts (a field set, a nested dict and list changed in
     place, a key added to the extra fields) are read back as they are now."""
     messages: list[Any] = [HumanMessage("hello", id="h"), AIMessage("first", id="a"),
-                           AIMessage("second", id="b", additional_kwargs={"k": [1]})]
+                           AIMessage("second", id="b", additional_kwargs={"k": [1]}),
+                           AIMessage("third", id="c"), AIMessage("fourth", id="d")]
     config = await put(saver, start(), messages, 0)
     messages[0].content = "hello again"
     messages[2].additional_kwargs["k"].append(2)
@@ -165,3 +167,57 @@ def test_a_refused_pickle_leaves_the_next_one_whole() -> None:
     assert _pickling.fields(refused) is None
     assert _Pickling().fields(message) == _pickling.fields(message)
     assert _pickling.fields(message) is not None
+
+
+def serializer() -> Callable[[Any], Payload]:
+    serde = StrictSerializer()
+    return lambda value: Payload(*serde.dumps_typed(value))
+
+
+def test_a_list_s_payloads_are_always_its_messages_as_they_are() -> None:
+    """Random lists of a pool of messages, changed in place between calls (content, a
+    nested dict, 1 for True, a key added, a message of another class with the same
+    fields): every payload the memo gives is what serializing that message now gives."""
+    rng = random.Random(41)
+    dump = serializer()
+    memo = MessageMemo()
+    pool: list[Any] = [AIMessage(f"m{n}", id=f"m{n}", additional_kwargs={"k": [1]})
+                       for n in range(12)]
+    value = pool[:6]
+    for _ in range(300):
+        edit = rng.randrange(6)
+        target = rng.choice(pool)
+        if edit == 0:
+            value = [*value, rng.choice(pool)]
+        elif edit == 1:
+            target.content = f"{target.content}!"
+        elif edit == 2:
+            target.additional_kwargs["k"][0] = rng.choice([1, True, 1.0])
+        elif edit == 3:
+            target.response_metadata[f"r{rng.randrange(3)}"] = None
+        elif edit == 4 and len(value) > 4:
+            del value[rng.randrange(len(value))]
+        else:
+            value[rng.randrange(len(value))] = HumanMessage(**target.__dict__ | {
+                "type": "human"})
+        assert [dump(message) for message in value] == list(
+            memo.dump_list("chat", value, dump))
+
+
+def test_a_message_changed_while_serialized_is_not_remembered_so() -> None:
+    """A message another thread changes while its list is serialized, and changes back:
+    the next call gives it as it is then (what was serialized is not remembered as what
+    the list held before)."""
+    dump = serializer()
+    memo = MessageMemo()
+    messages: list[Any] = [AIMessage(f"m{n}", id=str(n)) for n in range(5)]
+    memo.dump_list("chat", messages[:4], dump)
+
+    def racing(value: Any) -> Payload:
+        value.content = "changed meanwhile"
+        return dump(value)
+
+    memo.dump_list("chat", messages, racing)
+    messages[4].content = "m4"
+    assert [dump(message) for message in messages] == list(
+        memo.dump_list("chat", messages, dump))
