@@ -84,6 +84,7 @@ from langgraph.checkpoint.base import (
     get_serializable_checkpoint_metadata,
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from eventlog.adapters import _spans
 from eventlog.adapters._actors import acting, chosen_actor, sealing
@@ -93,7 +94,8 @@ from eventlog.adapters._frameworks import (
     ThreadClaims,
     refuse_foreign,
 )
-from eventlog.adapters._langgraph_serde import AllowedTypes, strict_serde
+from eventlog.adapters._langgraph_memo import MessageMemo
+from eventlog.adapters._langgraph_serde import AllowedTypes, StrictSerializer, strict_serde
 from eventlog.adapters._loops import (
     BackgroundLoop,
     NotRunning,
@@ -133,6 +135,10 @@ writes, whatever the saver's ``fenced``."""
 
 R = TypeVar("R")
 
+_MEMO_SERDES = (StrictSerializer, JsonPlusSerializer)
+"""Serializers whose bytes for a LangChain message `MessageMemo` knows to be a function
+of its fields (LangGraph's; an application's own serde is always called)."""
+
 
 class AsyncEventlogSaver(BaseCheckpointSaver[str]):
     """A LangGraph checkpointer over an open log (`open_log`'s `OpenLog`, which the application
@@ -159,6 +165,7 @@ class AsyncEventlogSaver(BaseCheckpointSaver[str]):
         self.tenant_id = check_id("tenant_id", tenant_id)
         self.loop: asyncio.AbstractEventLoop | None = _current_loop()
         self._claims = ThreadClaims(log, self.tenant_id, LANGGRAPH)
+        self._memo = MessageMemo()
 
     @classmethod
     @asynccontextmanager
@@ -262,7 +269,8 @@ class AsyncEventlogSaver(BaseCheckpointSaver[str]):
         put = self._threads.put(
             self.tenant_id, thread_id, checkpoint["id"], namespace=namespace,
             state=self._dump(state),
-            channels=self._channels(checkpoint["channel_versions"], new_versions, values),
+            channels=self._channels(checkpoint["channel_versions"], new_versions, values,
+                                    (thread_id, namespace)),
             parent_id=get_checkpoint_id(config),
             run_key=None if run is None else str(run),
             step=step if isinstance(step, int) and not isinstance(step, bool) else None,
@@ -405,25 +413,35 @@ class AsyncEventlogSaver(BaseCheckpointSaver[str]):
         return await on_loop(self.loop, coroutine)
 
     def _channels(
-        self, versions: ChannelVersions, new_versions: ChannelVersions, values: dict[str, Any]
+        self, versions: ChannelVersions, new_versions: ChannelVersions, values: dict[str, Any],
+        thread: tuple[str, str],
     ) -> dict[str, ChannelValue]:
         """Each channel at its version, with its value only where the version is new: an
         unchanged channel names the value an earlier checkpoint stored. Like LangGraph's
-        own savers, a new version without a value (an emptied channel) carries nothing."""
+        own savers, a new version without a value (an emptied channel) carries nothing.
+        ``thread``: its id and namespace (what a list put last is remembered by)."""
         channels: dict[str, ChannelValue] = {}
         for name, version in versions.items():
             if name not in new_versions:
                 channels[name] = ChannelValue(str(version))
             elif name in values:
                 channels[name] = ChannelValue(str(new_versions[name]),
-                                              self._value(values[name]))
+                                              self._value(values[name], (*thread, name)))
         return channels
 
-    def _value(self, value: Any) -> Payload | Elements:
+    def _value(self, value: Any, channel: tuple[str, str, str] | None = None
+               ) -> Payload | Elements:
         """A value as stored: a ``list`` element by element (each message of a chat
-        stored once per tenant however many checkpoints carry it), else whole."""
+        stored once per tenant however many checkpoints carry it), else whole.
+        ``channel``: the thread, namespace and channel a put's value is of."""
         if self.elements and type(value) is list:
-            return Elements(tuple(self._dump(item) for item in value))
+            if type(self.serde) not in _MEMO_SERDES:
+                return Elements(tuple(self._dump(item) for item in value))
+            # LangGraph's own encoding: a message unchanged since it was last serialized
+            # is not serialized again (`MessageMemo`), so a put costs what is new.
+            if channel is None:
+                return Elements(self._memo.dump_all(value, self._dump))
+            return Elements(self._memo.dump_list(channel, value, self._dump))
         return self._dump(value)
 
     def _dump(self, value: Any) -> Payload:

@@ -29,6 +29,15 @@ What the promises become:
 - **Reads** read the manifests and elements after the view row (`resolve`): the
   checkpoint's statement, then one read of the chains (none when `ManifestCache` holds
   them) and one of the elements, for every row of the read however many.
+- **A put costs what is new** (issue 41): the planner remembers, per channel, the
+  elements its last put stored and the digest each was addressed by (`Seen`, within a
+  budget of `_SEEN_BYTES`). A next put that starts with the very same `Payload` objects
+  (the same bytes and encoding objects: LangGraph's adapter hands the same payload for an
+  unchanged message) takes their items whole, compared by identity in C; otherwise an
+  element whose bytes equal one of those (a memcmp) takes that digest and is not checked
+  again; any other is checked and hashed. Equal bytes have one digest under one address
+  function, so this is exact, never a guess: an element changed in place has other bytes
+  and is hashed as new.
 
 Nothing here does I/O but `resolve` and `copied_values` (through a ``get_blobs`` they
 are given).
@@ -38,7 +47,8 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from operator import is_
 from typing import Any
 
 import msgspec
@@ -61,6 +71,9 @@ BASE_FIELD = "elements_base"
 """The field of the refusal a delta put gets when its base is gone (then put in full)."""
 _KNOWN = 4096
 """Channels whose last manifest a store remembers (least recently put forgotten)."""
+_SEEN_BYTES = 64 << 20
+"""The element bytes a planner holds (`Seen`, least recently put channel dropped first):
+beyond it a channel's next put hashes every element again, as a new process would."""
 
 
 class Manifest(msgspec.Struct, frozen=True, array_like=True):
@@ -101,6 +114,11 @@ def resolve_items(manifest: Manifest, blobs: Mapping[bytes, bytes]
     return items
 
 
+Address = Callable[[bytes], bytes]
+"""The digest a blob is stored under: its SHA-256 (`content_digest`) on a plain log, its
+sealed address on an encrypted one (`EventLog.blob_addresses`)."""
+
+
 @dataclass(frozen=True)
 class Known:
     """The last manifest this store put for one channel: its version, items, digest and
@@ -111,6 +129,34 @@ class Known:
     digest: bytes
     chain: tuple[bytes, ...]
     before: Known | None = None
+    """One level only (its own ``before`` dropped): a chain of every version a channel
+    ever had would grow with the thread."""
+
+
+Item = tuple[str, bytes]
+"""An element as a manifest names it: its encoding and its digest (address)."""
+
+
+@dataclass(frozen=True)
+class Seen:
+    """The elements one channel's last put stored, in order: the `Payload` objects given
+    and the checked `Item` each became under ``address`` (valid for that function only)."""
+
+    address: Address
+    payloads: tuple[Any, ...]
+    items: tuple[Item, ...]
+    size: int
+    """The bytes of the elements held."""
+
+
+def seen(value: Elements, items: tuple[Item, ...], address: Address,
+         before: Seen | None = None, start: int = 0) -> Seen:
+    """What to remember of a value just planned (its items checked), of which the first
+    ``start`` elements are those ``before`` saw."""
+    payloads = tuple(value.items)
+    size = (before.size if before is not None and start else 0) + sum(
+        len(payload.data) for payload in payloads[start:])
+    return Seen(address, payloads, items, size)
 
 
 @dataclass
@@ -121,6 +167,9 @@ class _Planned:
     """The data of each distinct element the manifest adds (one reference each)."""
     base: str
     known: Known | None
+    digests: list[bytes] | None = None
+    """The content digest of each of ``elements`` when already known (a plain log's
+    address is its content digest), so that they are not hashed again."""
 
 
 @dataclass
@@ -150,35 +199,88 @@ class Plan:
             if planned is None:
                 refs.append(ref)
                 continue
+            digests = planned.digests
+            if digests is None:
+                digests = [content_digest(data) for data in planned.elements]
             refs.append(msgspec.structs.replace(
-                ref, base=planned.base,
-                elements=[content_digest(data).hex() for data in planned.elements]))
+                ref, base=planned.base, elements=[digest.hex() for digest in digests]))
             extra += planned.elements
         return msgspec.structs.replace(event, channels=refs), attach + extra
 
 
-Address = Callable[[bytes], bytes]
-"""The digest a blob is stored under: its SHA-256 (`content_digest`) on a plain log, its
-sealed address on an encrypted one (`EventLog.blob_addresses`)."""
+def split(value: Elements, address: Address = content_digest, before: Seen | None = None,
+          field_name: str = "value") -> tuple[list[Item], int]:
+    """A value's ``(encoding, digest)`` items, checked and addressed in one pass, and how
+    many leading elements were taken from ``before``.
+
+    What ``before`` (the channel's last put, under the same ``address``) saw is not done
+    again: when the value starts with the very same `Payload` objects (frozen, holding
+    immutable bytes and str: the very same element), their items are taken whole
+    (identity, compared in C), and the elements after them are checked and hashed;
+    otherwise an element whose bytes it saw, under the same encoding, takes that item (a
+    dict lookup and a memcmp). Every other element is checked as `check_elements` checks
+    it and hashed."""
+    if not isinstance(value, Elements) or not isinstance(value.items, tuple | list):
+        raise InvalidInput(field_name, "must be Elements(a sequence of Payload)")
+    usable = before if before is not None and before.address is address else None
+    start = _unchanged(value.items, usable)
+    items = list(usable.items[:start]) if usable is not None and start else []
+    # Past a whole unchanged prefix the rest is new (a list that grew): a lookup by bytes
+    # (built over every element seen) pays only when the prefix did not hold.
+    known = _lookup(usable) if usable is not None and not start else {}
+    for n in range(start, len(value.items)):
+        items.append(_item(value.items[n], known, address, f"{field_name}[{n}]"))
+    return items, start
 
 
-def split(value: Elements, address: Address = content_digest
-          ) -> tuple[list[tuple[str, bytes]], dict[bytes, bytes]]:
-    """A value's ``(encoding, digest)`` items and its elements' data by digest (each
-    element's ``address``)."""
-    items = []
-    data: dict[bytes, bytes] = {}
-    for element in value.items:
-        digest = address(element.data)
-        items.append((element.encoding, digest))
-        data.setdefault(digest, element.data)
-    return items, data
+def _unchanged(elements: Sequence[Any], before: Seen | None) -> int:
+    """How many leading elements are the very objects ``before`` saw (all or none)."""
+    if before is None or not before.payloads or len(elements) < len(before.payloads):
+        return 0
+    if all(map(is_, elements[:len(before.payloads)], before.payloads)):
+        return len(before.payloads)
+    return 0
 
 
-def plan_value(items: list[tuple[str, bytes]], data: Mapping[bytes, bytes],
-               base: Known | None) -> tuple[bytes, list[bytes], tuple[bytes, ...]]:
+def _lookup(before: Seen) -> dict[bytes, Item]:
+    # Exact bytes and str only: a subclass may redefine equality.
+    return {payload.data: item for payload, item in zip(before.payloads, before.items,
+                                                        strict=True)
+            if type(payload.data) is bytes and type(payload.encoding) is str}
+
+
+def _item(element: Any, known: Mapping[bytes, Item], address: Address, where: str) -> Item:
+    if not isinstance(element, Payload):
+        raise InvalidInput(where, "must be a Payload(encoding, bytes)")
+    data, encoding = element.data, element.encoding
+    if type(data) is bytes and type(encoding) is str:
+        item = known.get(data)
+        if item is not None and item[0] == encoding:
+            return item
+    if not isinstance(data, bytes):
+        raise InvalidInput(where, "must be a Payload(encoding, bytes)")
+    check_id(f"{where}.encoding", encoding)
+    return (encoding, address(data))
+
+
+def added_data(value: Elements, items: Sequence[Item], added: Sequence[bytes]) -> list[bytes]:
+    """The data of each digest of ``added`` (a manifest's additions: the end of
+    ``items``, the checked items of ``value``), found from the end."""
+    wanted = set(added)
+    found: dict[bytes, bytes] = {}
+    for n in range(len(items) - 1, -1, -1):
+        if len(found) == len(wanted):
+            break
+        digest = items[n][1]
+        if digest in wanted and digest not in found:
+            found[digest] = value.items[n].data
+    return [found[digest] for digest in added]
+
+
+def plan_value(items: list[Item], base: Known | None
+               ) -> tuple[bytes, list[bytes], tuple[bytes, ...]]:
     """The manifest of ``items`` (a delta on ``base`` when one is given and its chain is
-    short enough), the data of the distinct elements it adds, and its chain."""
+    short enough), the digests of the distinct elements it adds, and its chain."""
     if base is not None and len(base.chain) < MAX_CHAIN:
         keep = _common_prefix(base.items, items)
         chain = (base.digest, *base.chain)
@@ -186,11 +288,12 @@ def plan_value(items: list[tuple[str, bytes]], data: Mapping[bytes, bytes],
         keep, chain = 0, ()
     added = items[keep:]
     manifest = _encoder.encode(Manifest(list(chain), keep, added))
-    distinct = list(dict.fromkeys(digest for _, digest in added))
-    return manifest, [data[digest] for digest in distinct], chain
+    return manifest, list(dict.fromkeys(digest for _, digest in added)), chain
 
 
-def _common_prefix(old: Sequence[tuple[str, bytes]], new: Sequence[tuple[str, bytes]]) -> int:
+def _common_prefix(old: Sequence[Item], new: Sequence[Item]) -> int:
+    if len(old) <= len(new) and tuple(new[:len(old)]) == old:
+        return len(old)  # a list that only grew: one comparison in C (items shared)
     count = 0
     for left, right in zip(old, new, strict=False):
         if left != right:
@@ -199,13 +302,21 @@ def _common_prefix(old: Sequence[tuple[str, bytes]], new: Sequence[tuple[str, by
     return count
 
 
+_Key = tuple[str, str, str, str]
+"""A channel: tenant, thread, namespace and name."""
+
+
 class ElementPlanner:
     """Plans puts of element-stored values from what this store last put per channel
-    (kept in memory, `_KNOWN` channels): nothing is read to plan a delta, and the base it
-    names is required to exist as the put commits."""
+    (kept in memory, `_KNOWN` channels, and the element bytes of `Seen` within
+    `_SEEN_BYTES`): nothing is read to plan a delta, and the base it names is required
+    to exist as the put commits. What a put teaches is kept only once it is appended
+    (the ``commit`` `plan` returns), so a failed write leaves what was known as it was."""
 
     def __init__(self) -> None:
-        self._known: OrderedDict[tuple[str, str, str, str], Known] = OrderedDict()
+        self._known: OrderedDict[_Key, Known] = OrderedDict()
+        self._seen: OrderedDict[_Key, Seen] = OrderedDict()
+        self._seen_bytes = 0
 
     def plan(self, tenant_id: str, thread_id: str, namespace: str,
              channels: Mapping[str, Payload | ChannelValue | Elements], *,
@@ -214,53 +325,84 @@ class ElementPlanner:
         """The plan of one put, and what to call once it is appended (remember it);
         manifests name elements and bases by ``address``."""
         plan = Plan(channels={})
-        remember: list[tuple[tuple[str, str, str, str], Known]] = []
+        remember: list[tuple[_Key, Known, Seen]] = []
         for name, given in channels.items():
             if isinstance(given, Elements):  # content addressed: the manifest's digest
-                items, data = split(check_elements(f"channels[{name!r}]", given), address)
-                manifest, elements, _ = plan_value(items, data, None)
+                items, _ = split(given, address, None, f"channels[{name!r}]")
+                manifest, added, _ = plan_value(items, None)
                 plan.channels[name] = Payload(ELEMENTS_ENCODING, manifest)
-                plan.planned[name] = _Planned(name, manifest, elements, "", None)
-                continue
-            if not isinstance(given, ChannelValue) or not isinstance(given.value, Elements):
+                plan.planned[name] = _Planned(name, manifest, added_data(given, items, added),
+                                              "", None, _content(added, address))
+            elif isinstance(given, ChannelValue) and isinstance(given.value, Elements):
+                key = (tenant_id, thread_id, namespace, name)
+                remember.append(self._plan_channel(plan, key, given, deltas, address))
+            else:
                 plan.channels[name] = given
-                continue
-            check_elements(f"channels[{name!r}].value", given.value)
-            key = (tenant_id, thread_id, namespace, name)
-            known = self._known.get(key) if deltas else None
-            if known is not None and known.version == given.version:
-                known = known.before  # the same version again: the same manifest
-            if known is not None and known.version == given.version:
-                known = None
-            items, data = split(given.value, address)
-            manifest, elements, chain = plan_value(items, data, known)
-            base = known.version if chain and known is not None else ""
-            plan.channels[name] = ChannelValue(given.version,
-                                               Payload(ELEMENTS_ENCODING, manifest))
-            plan.planned[name] = _Planned(name, manifest, elements, base, known)
-            if base:
-                plan.require.append(RowRequired(
-                    THREAD_VALUES,
-                    {"tenant_id": tenant_id, "thread_id": thread_id, "namespace": namespace,
-                     "channel": name,
-                     "channel_version": base},
-                    BASE_FIELD, f"channel {name!r}: its base version {base!r} is gone"))
-            remember.append((key, Known(given.version, tuple(items), address(manifest),
-                                        chain, known)))
 
         def commit() -> None:
-            for key, known in remember:
-                self._known[key] = known
-                self._known.move_to_end(key)
-                if len(self._known) > _KNOWN:
-                    self._known.popitem(last=False)
+            for key, known, seen in remember:
+                self._remember(key, known, seen)
 
         return plan, commit
+
+    def _plan_channel(self, plan: Plan, key: _Key, given: ChannelValue, deltas: bool,
+                      address: Address) -> tuple[_Key, Known, Seen]:
+        """Plan one channel's value as a manifest (a delta where this store knows a base),
+        and what to remember of it."""
+        name = key[3]
+        assert isinstance(given.value, Elements)  # the caller's test
+        value = given.value
+        last = self._seen.get(key)
+        items, start = split(value, address, last, f"channels[{name!r}].value")
+        known = self._known.get(key) if deltas else None
+        if known is not None and known.version == given.version:
+            known = known.before  # the same version again: the same manifest
+        if known is not None and known.version == given.version:
+            known = None
+        manifest, added, chain = plan_value(items, known)
+        base = known.version if chain and known is not None else ""
+        plan.channels[name] = ChannelValue(given.version, Payload(ELEMENTS_ENCODING, manifest))
+        plan.planned[name] = _Planned(name, manifest, added_data(value, items, added), base,
+                                      known, _content(added, address))
+        if base:
+            plan.require.append(RowRequired(
+                THREAD_VALUES,
+                {"tenant_id": key[0], "thread_id": key[1], "namespace": key[2],
+                 "channel": name, "channel_version": base},
+                BASE_FIELD, f"channel {name!r}: its base version {base!r} is gone"))
+        before = None if known is None else replace(known, before=None)
+        frozen = tuple(items)
+        return (key, Known(given.version, frozen, address(manifest), chain, before),
+                seen(value, frozen, address, last, start))
+
+    def _remember(self, key: _Key, known: Known, seen: Seen) -> None:
+        self._known[key] = known
+        self._known.move_to_end(key)
+        if len(self._known) > _KNOWN:
+            self._drop(self._known.popitem(last=False)[0])
+        old = self._seen.pop(key, None)
+        self._seen_bytes -= 0 if old is None else old.size
+        self._seen[key] = seen
+        self._seen_bytes += seen.size
+        while self._seen_bytes > _SEEN_BYTES and self._seen:
+            self._seen_bytes -= self._seen.popitem(last=False)[1].size
+
+    def _drop(self, key: _Key) -> None:
+        self._known.pop(key, None)
+        old = self._seen.pop(key, None)
+        self._seen_bytes -= 0 if old is None else old.size
 
     def forget(self, tenant_id: str, thread_id: str) -> None:
         """Forget what was put to the thread (after a refused delta)."""
         for key in [key for key in self._known if key[:2] == (tenant_id, thread_id)]:
-            del self._known[key]
+            self._drop(key)
+        for key in [key for key in self._seen if key[:2] == (tenant_id, thread_id)]:
+            self._drop(key)
+
+
+def _content(digests: list[bytes], address: Address) -> list[bytes] | None:
+    """``digests`` when they are content digests (a plain log's addresses), else None."""
+    return digests if address is content_digest else None
 
 
 def is_base_refusal(error: InvalidInput) -> bool:
@@ -282,9 +424,9 @@ def check_elements(field_name: str, value: Any) -> Elements:
 def write_manifest(value: Elements, address: Address = content_digest
                    ) -> tuple[bytes, list[bytes]]:
     """A pending write's value as a full manifest and the distinct elements' data."""
-    items, data = split(value, address)
-    manifest, elements, _ = plan_value(items, data, None)
-    return manifest, elements
+    items, _ = split(value, address)
+    manifest, added, _ = plan_value(items, None)
+    return manifest, added_data(value, items, added)
 
 
 def added_digests(manifest: Manifest) -> list[str]:
