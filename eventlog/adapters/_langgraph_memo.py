@@ -47,7 +47,7 @@ from eventlog.checkpoints.thread_records import Payload
 
 __all__ = ["MessageMemo"]
 
-_MEMO_BYTES = 32 << 20
+_MEMO_BYTES = 16 << 20
 """The pickles and serialized bytes a memo holds."""
 
 

@@ -71,7 +71,7 @@ BASE_FIELD = "elements_base"
 """The field of the refusal a delta put gets when its base is gone (then put in full)."""
 _KNOWN = 4096
 """Channels whose last manifest a store remembers (least recently put forgotten)."""
-_SEEN_BYTES = 64 << 20
+_SEEN_BYTES = 32 << 20
 """The element bytes a planner holds (`Seen`, least recently put channel dropped first):
 beyond it a channel's next put hashes every element again, as a new process would."""
 
