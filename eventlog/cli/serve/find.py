@@ -241,6 +241,15 @@ async def _item(log: EventLog, tenant: str, row: dict[str, Any], filters: Filter
             filters.until is not None and updated > filters.until):
         return None
     item = Item(kind, ident, stream, row["last_position"], updated, row["version"])
+    # The cheapest check first: the walk read the actor (else one read of the last event)
+    if filters.actor:  # before a framework's seek or a question's reads
+        if "actor" in row:
+            item.actor = row["actor"]
+        else:
+            last = [e async for e in log.read_stream(tenant, stream, row["version"], limit=1)]
+            item.actor = (last[0].actor or "") if last else ""
+        if item.actor != filters.actor:
+            return None
     if kind == "session":
         item.framework = SESSION
     elif kind == "thread":
@@ -251,14 +260,6 @@ async def _item(log: EventLog, tenant: str, row: dict[str, Any], filters: Filter
     if filters.state == "question" and (kind != "thread" or not await _asks(
             log, tenant, ident, item.framework, row["version"])):
         return None
-    if filters.actor:  # the last event's principal: the walk read it, else one read
-        if "actor" in row:
-            item.actor = row["actor"]
-        else:
-            last = [e async for e in log.read_stream(tenant, stream, row["version"], limit=1)]
-            item.actor = (last[0].actor or "") if last else ""
-        if item.actor != filters.actor:
-            return None
     if kind == "batch":
         batch = await log.query(ViewQuery(BATCHES, {"tenant_id": tenant, "batch_id": ident},
                                           columns=("thread_id", "state"), limit=1))
