@@ -85,7 +85,7 @@ async def load_ours(saver: AsyncEventlogSaver, thread: str, steps: int) -> str:
         # Lists are stored element by element, as `ThreadCheckpoints.put` plans them.
         plan, remember = saver._threads._elements.plan(
             saver.tenant_id, thread, "",
-            saver._channels(checkpoint["channel_versions"], new, values))
+            saver._channels(checkpoint["channel_versions"], new, values, (thread, "")))
         event, blobs = decide.put_event(
             thread_id=thread, namespace="", checkpoint_id=checkpoint["id"], parent_id=parent,
             run_key=None, step=metadata["step"], state=saver._dump(state),
