@@ -52,6 +52,7 @@ class EventStorageCalls(ContractBase):
         with log.acting_as("ops@t"):
             await log.append("t", "a", [Noted(text="a2")])
         await fill(log)
+        await settle(log)  # read_all's horizon: every event committed so far readable
         storage = log.storage
         mine = [(e.stream_id, e.version, e.position, e.actor)
                 for e in (await log.read_all(tenant_id="t")).events][::-1]
