@@ -63,7 +63,7 @@ from benchmarks.bench_writecost import MESSAGES, RELATION, Wal
 from benchmarks.bench_writes import ServerCpu
 from benchmarks.common import Results, quick, rounds, section
 from benchmarks.sqlite_pages import page_owners, wal_frames
-from benchmarks.walcluster import private_cluster
+from benchmarks.walcluster import scratch_database
 from eventlog.adapters.langgraph import AsyncEventlogSaver
 
 WINDOW = 50
@@ -610,18 +610,10 @@ async def on_sqlite(results: StepResults, steps: int, count: int, shapes: tuple[
 
 async def on_postgres(results: StepResults, steps: int, count: int, shapes: tuple[str, ...]
                       ) -> None:
-    with private_cluster() as dsn:
-        admin = await asyncpg.connect(dsn)
-        database = f"steps_{uuid.uuid4().hex[:8]}"
-        await admin.execute(f'CREATE DATABASE "{database}"')
-        url = dsn.rsplit("/", 1)[0] + f"/{database}"
-        print(f"  PostgreSQL {admin.get_server_version().major} at {url.rsplit('@', 1)[-1]}")
-        try:
-            for shape in shapes:
-                await _postgres_shape(results, url, shape, steps, count)
-        finally:
-            await admin.execute(f'DROP DATABASE "{database}" WITH (FORCE)')
-            await admin.close()
+    async with scratch_database("steps") as (url, version):
+        print(f"  PostgreSQL {version} at {url.rsplit('@', 1)[-1]}")
+        for shape in shapes:
+            await _postgres_shape(results, url, shape, steps, count)
 
 
 async def _postgres_shape(results: StepResults, url: str, shape: str, steps: int, count: int

@@ -39,7 +39,7 @@ import asyncpg
 
 from benchmarks.bench_threads import chat_steps
 from benchmarks.common import Results, rounds, section, size
-from benchmarks.walcluster import private_cluster
+from benchmarks.walcluster import scratch_database
 from eventlog import CheckpointRecord, open_log
 from eventlog.adapters.langgraph import AsyncEventlogSaver
 
@@ -157,17 +157,9 @@ async def run(results: Results) -> None:
     except ImportError:
         print("  (LangGraph not installed: pip install -e '.[bench]')")
         return
-    with private_cluster() as dsn:
-        admin = await asyncpg.connect(dsn)
-        database = f"writecost_{uuid.uuid4().hex[:8]}"
-        await admin.execute(f'CREATE DATABASE "{database}"')
-        url = dsn.rsplit("/", 1)[0] + f"/{database}"
-        print(f"  measured on {url} (pg {admin.get_server_version().major})")
-        try:
-            await _run(results, url, count, AsyncPostgresSaver)
-        finally:
-            await admin.execute(f'DROP DATABASE "{database}" WITH (FORCE)')
-            await admin.close()
+    async with scratch_database("writecost") as (url, version):
+        print(f"  measured on {url} (pg {version})")
+        await _run(results, url, count, AsyncPostgresSaver)
 
 
 async def _run(results: Results, url: str, count: int, saver_class: Any) -> None:

@@ -19,7 +19,8 @@ import shutil
 import socket
 import subprocess
 import tempfile
-from collections.abc import Iterator
+import uuid
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 
@@ -98,3 +99,20 @@ def _start(binaries: Path, data: Path, root: Path, attempts: int = 3) -> int:
             continue
         return port
     raise AssertionError("unreachable")
+
+
+@contextlib.asynccontextmanager
+async def scratch_database(prefix: str) -> AsyncIterator[tuple[str, int]]:
+    """A new database on a `private_cluster`: its URL and the server's major version;
+    dropped (and the cluster stopped) afterwards."""
+    import asyncpg
+
+    with private_cluster() as dsn:
+        admin = await asyncpg.connect(dsn)
+        database = f"{prefix}_{uuid.uuid4().hex[:8]}"
+        await admin.execute(f'CREATE DATABASE "{database}"')
+        try:
+            yield dsn.rsplit("/", 1)[0] + f"/{database}", admin.get_server_version().major
+        finally:
+            await admin.execute(f'DROP DATABASE "{database}" WITH (FORCE)')
+            await admin.close()
