@@ -91,7 +91,7 @@ from eventlog.validation import check_actor, check_id, check_optional_id
 from eventlog.writer_keys import SIGNATURE_SIZE, WriterKeys
 from projections.checkpoints import CHECKPOINTS
 from projections.query import ViewQuery
-from projections.threads import THREAD_RECORDS, THREAD_VALUE_RECORDS, THREAD_WRITE_RECORDS
+from projections.thread_holdings import fold_thread
 from projections.views import STREAM_HEADS
 
 logger = get_logger(__name__)
@@ -454,16 +454,9 @@ async def _blob_refs(log: EventLog, tenant_id: str, session_id: str | None) -> d
 
 
 async def _thread_blob_refs(log: EventLog, tenant_id: str, thread_id: str) -> Counter[bytes]:
-    """The live blob references of the framework thread of this id: its puts' (a record's
-    space-separated hex digests), its stored channel values' and its writes'."""
-    where = {"tenant_id": tenant_id, "thread_id": thread_id}
-    counts: Counter[bytes] = Counter()
-    for row in await log.query(ViewQuery(THREAD_RECORDS, where, columns=("digests",))):
-        counts.update(bytes.fromhex(digest) for digest in row["digests"].split())
-    for table in (THREAD_VALUE_RECORDS, THREAD_WRITE_RECORDS):
-        for row in await log.query(ViewQuery(table, where, columns=("digest",))):
-            counts[bytes(row["digest"])] += 1
-    return counts
+    """The live blob references of the framework thread of this id: its puts', its stored
+    channel values' and its writes' (folded from its events)."""
+    return Counter((await fold_thread(log, tenant_id, thread_id)).everything())
 
 
 async def count_events(log: EventLog, tenant_id: str | None = None) -> int:

@@ -1,7 +1,6 @@
-"""The thread views: each checkpoint of a thread by id, its channel values, its writes, and
-the records that hold their blobs.
+"""The thread views: each checkpoint of a thread by id, its channel values and its writes.
 
-Six tables, keyed from ``tenant_id``, folded from the events of
+Three tables, keyed from ``tenant_id``, folded from the events of
 `eventlog.events.threads`:
 
 - ``thread_checkpoints``: one row per (tenant, thread, namespace, checkpoint id), the
@@ -17,13 +16,12 @@ Six tables, keyed from ``tenant_id``, folded from the events of
 - ``thread_writes``: one row per (tenant, thread, namespace, checkpoint id, task, idx).
   A write with idx ≥ 0 is inserted if absent (the first write wins); a negative (special)
   index overwrites.
-- ``thread_checkpoint_records``, ``thread_value_records``, ``thread_write_records``: one
-  row per put event (its state blob), per stored value and per write of each event, with
-  the digests they hold a blob reference for. They are exactly what a tombstone releases,
-  so a retried put, a value stored twice or a write that lost to an earlier one never
-  orphans a reference, and no put or write needs to decide anything from a view.
 
-`ThreadDeleted` deletes the thread's rows from all six; `ThreadCheckpointsRemoved`
+What each put, value and write holds a blob reference for is not a table: a removal
+folds it from the thread's events (`projections.thread_holdings`; the three record
+tables every put used to write went in migration 0025).
+
+`ThreadDeleted` deletes the thread's rows from all three; `ThreadCheckpointsRemoved`
 deletes the listed checkpoints' rows (with their writes) and the listed values'.
 Re-delivery is harmless: every change is keyed.
 """
@@ -44,7 +42,7 @@ from eventlog.events.threads import (
     ThreadWritesPut,
 )
 from eventlog.records import RecordedEvent
-from projections.changes import AT_POSITION, Change, Delete, Insert, InsertIfAbsent, Upsert
+from projections.changes import AT_POSITION, Change, Delete, InsertIfAbsent, Upsert
 from projections.views import (
     ID,
     SEALED_VALUE,
@@ -55,11 +53,8 @@ from projections.views import (
 )
 
 THREAD_CHECKPOINTS = "thread_checkpoints"
-THREAD_RECORDS = "thread_checkpoint_records"
 THREAD_WRITES = "thread_writes"
-THREAD_WRITE_RECORDS = "thread_write_records"
 THREAD_VALUES = "thread_channel_values"
-THREAD_VALUE_RECORDS = "thread_value_records"
 
 thread_checkpoints = sa.Table(
     THREAD_CHECKPOINTS,
@@ -96,22 +91,6 @@ sa.Index("thread_checkpoints_by_run", thread_checkpoints.c.run_key,
 sa.Index("thread_checkpoints_by_thread", thread_checkpoints.c.tenant_id,
          thread_checkpoints.c.thread_id, thread_checkpoints.c.checkpoint_id)
 
-thread_checkpoint_records = sa.Table(
-    THREAD_RECORDS,
-    metadata,
-    sa.Column("tenant_id", ID, primary_key=True),
-    sa.Column("thread_id", ID, primary_key=True),
-    sa.Column("version", sa.BigInteger, primary_key=True),
-    sa.Column("namespace", sa.Text, nullable=False),
-    sa.Column("checkpoint_id", ID, nullable=False),
-    sa.Column("digests", sa.Text, nullable=False),
-)
-# A removal deletes the record rows of a checkpoint, or of a value, by what they hold
-# (their key is by version): these serve those deletes (migration 0017).
-sa.Index("thread_checkpoint_records_by_checkpoint", thread_checkpoint_records.c.tenant_id,
-         thread_checkpoint_records.c.thread_id, thread_checkpoint_records.c.namespace,
-         thread_checkpoint_records.c.checkpoint_id)
-
 thread_writes = sa.Table(
     THREAD_WRITES,
     metadata,
@@ -128,21 +107,6 @@ thread_writes = sa.Table(
     sa.Column("version", sa.BigInteger, nullable=False),
 )
 
-thread_write_records = sa.Table(
-    THREAD_WRITE_RECORDS,
-    metadata,
-    sa.Column("tenant_id", ID, primary_key=True),
-    sa.Column("thread_id", ID, primary_key=True),
-    sa.Column("version", sa.BigInteger, primary_key=True),
-    sa.Column("slot", sa.BigInteger, primary_key=True),
-    sa.Column("namespace", sa.Text, nullable=False),
-    sa.Column("checkpoint_id", ID, nullable=False),
-    sa.Column("digest", sa.LargeBinary, nullable=False),
-)
-sa.Index("thread_write_records_by_checkpoint", thread_write_records.c.tenant_id,
-         thread_write_records.c.thread_id, thread_write_records.c.namespace,
-         thread_write_records.c.checkpoint_id)
-
 thread_channel_values = sa.Table(
     THREAD_VALUES,
     metadata,
@@ -155,32 +119,16 @@ thread_channel_values = sa.Table(
     sa.Column("digest", sa.LargeBinary, nullable=False),
 )
 
-thread_value_records = sa.Table(
-    THREAD_VALUE_RECORDS,
-    metadata,
-    sa.Column("tenant_id", ID, primary_key=True),
-    sa.Column("thread_id", ID, primary_key=True),
-    sa.Column("version", sa.BigInteger, primary_key=True),
-    sa.Column("slot", sa.BigInteger, primary_key=True),
-    sa.Column("namespace", sa.Text, nullable=False),
-    sa.Column("channel", sa.Text, nullable=False),
-    sa.Column("channel_version", sa.Text, nullable=False),
-    sa.Column("digest", sa.LargeBinary, nullable=False),
-)
-sa.Index("thread_value_records_by_value", thread_value_records.c.tenant_id,
-         thread_value_records.c.thread_id, thread_value_records.c.namespace,
-         thread_value_records.c.channel, thread_value_records.c.channel_version)
-
 _versions_encoder = msgspec.json.Encoder()
 
-CHECKPOINT_TABLES = (THREAD_CHECKPOINTS, THREAD_RECORDS, THREAD_WRITES, THREAD_WRITE_RECORDS)
+CHECKPOINT_TABLES = (THREAD_CHECKPOINTS, THREAD_WRITES)
 """The tables whose rows belong to one checkpoint (namespace, checkpoint id)."""
-VALUE_TABLES = (THREAD_VALUES, THREAD_VALUE_RECORDS)
+VALUE_TABLES = (THREAD_VALUES,)
 """The tables whose rows belong to one stored value (namespace, channel, version)."""
 
 
 class ThreadViews:
-    """Folds thread events into the thread checkpoints, records and writes views."""
+    """Folds thread events into the thread checkpoints, values and writes views."""
 
     name: str = "threads"
     tables: tuple[str, ...] = CHECKPOINT_TABLES + VALUE_TABLES
@@ -234,47 +182,26 @@ def _put(recorded: RecordedEvent, put: ThreadCheckpointPut) -> tuple[Change, ...
         "recorded_at": recorded.recorded_at,
         "subject": put.subject,
     }
-    record = {
-        **thread,
-        "version": recorded.version,
-        "namespace": put.namespace,
-        "checkpoint_id": put.checkpoint_id,
-        "digests": put.state_digest,
-    }
-    # The record rows are keyed by the event's version (and a slot in it): new whenever
-    # the event is (`Insert`).
-    return (Upsert(THREAD_CHECKPOINTS, row), Insert(THREAD_RECORDS, record),
+    return (Upsert(THREAD_CHECKPOINTS, row),
             *_values(recorded, put.thread_id, put.namespace, put.channels))
 
 
 def _values(
     recorded: RecordedEvent, thread_id: str, namespace: str, stored: list[BlobRef]
 ) -> tuple[Change, ...]:
-    changes: list[Change] = []
-    extra = len(stored)  # the slots of element references follow the values'
-    for slot, ref in enumerate(stored):
-        key = {"tenant_id": recorded.tenant_id, "thread_id": thread_id,
-               "namespace": namespace, "channel": ref.name,
-               "channel_version": ref.channel_version}
-        digest = bytes.fromhex(ref.digest)
-        changes.append(InsertIfAbsent(THREAD_VALUES,
-                                      {**key, "encoding": ref.encoding, "digest": digest}))
-        changes.append(Insert(THREAD_VALUE_RECORDS, {
-            **key, "version": recorded.version, "slot": slot, "digest": digest,
-        }))
-        for element in ref.elements:  # a value stored as elements holds what it adds
-            changes.append(Insert(THREAD_VALUE_RECORDS, {
-                **key, "version": recorded.version, "slot": extra,
-                "digest": bytes.fromhex(element),
-            }))
-            extra += 1
-    return tuple(changes)
+    return tuple(
+        InsertIfAbsent(THREAD_VALUES, {
+            "tenant_id": recorded.tenant_id, "thread_id": thread_id, "namespace": namespace,
+            "channel": ref.name, "channel_version": ref.channel_version,
+            "encoding": ref.encoding, "digest": bytes.fromhex(ref.digest),
+        })
+        for ref in stored
+    )
 
 
 def _writes(recorded: RecordedEvent, put: ThreadWritesPut) -> tuple[Change, ...]:
     changes: list[Change] = []
-    extra = len(put.writes)  # the slots of element references follow the writes'
-    for slot, write in enumerate(put.writes):
+    for write in put.writes:
         row = {
             "tenant_id": recorded.tenant_id,
             "thread_id": put.thread_id,
@@ -290,16 +217,4 @@ def _writes(recorded: RecordedEvent, put: ThreadWritesPut) -> tuple[Change, ...]
         }
         changes.append(Upsert(THREAD_WRITES, row) if write.idx < 0
                        else InsertIfAbsent(THREAD_WRITES, row))
-        changes.append(Insert(THREAD_WRITE_RECORDS, {
-            "tenant_id": recorded.tenant_id, "thread_id": put.thread_id,
-            "version": recorded.version, "slot": slot, "namespace": put.namespace,
-            "checkpoint_id": put.checkpoint_id, "digest": bytes.fromhex(write.digest),
-        }))
-        for element in write.elements:  # a write stored as elements holds its elements
-            changes.append(Insert(THREAD_WRITE_RECORDS, {
-                "tenant_id": recorded.tenant_id, "thread_id": put.thread_id,
-                "version": recorded.version, "slot": extra, "namespace": put.namespace,
-                "checkpoint_id": put.checkpoint_id, "digest": bytes.fromhex(element),
-            }))
-            extra += 1
     return tuple(changes)

@@ -235,13 +235,9 @@ def plan_writes(
     return plan
 
 
-def releases_of(records: Iterable[str], writes: Iterable[bytes]) -> dict[bytes, int]:
-    """The references held by put records (their space-separated hex digests) and write
-    records (one digest each)."""
-    counts: Counter[bytes] = Counter(writes)
-    for digests in records:
-        counts.update(bytes.fromhex(digest) for digest in digests.split())
-    return dict(counts)
+def releases_of(digests: Iterable[bytes]) -> dict[bytes, int]:
+    """The references ``digests`` name, counted (a digest once per reference)."""
+    return dict(Counter(digests))
 
 
 def keys_to_prune(rows: Iterable[Mapping[str, Any]], keep: int) -> list[CheckpointKey]:

@@ -13,14 +13,15 @@ writes hang off a checkpoint. Decisions made here:
   each channel value, stored once per (namespace, channel, version) by the put that
   carries it; later checkpoints name the version (`ChannelValue` without a value), so an
   unchanged channel is never stored again. Each put, stored value and write holds one
-  reference per payload in a record view (``thread_checkpoint_records``,
-  ``thread_value_records``, ``thread_write_records``), and a removal releases exactly
-  those of what it removes: the checkpoints, their writes, and the values no remaining
-  checkpoint carries.
+  reference per payload, and a removal releases exactly those of what it removes: the
+  checkpoints, their writes, and the values no remaining checkpoint carries. What they
+  hold is folded from the thread's own events at removal (`ThreadHoldings`), not kept
+  in tables every put would write (issue 41; migration 0025).
 - **Puts and writes append without a fence** (``ANY``) and read nothing: every put and
-  every write holds its own blob references (the record views), so what the views keep
+  every write holds its own blob references (in its event), so what the views keep
   (one row per id, the first write per index) needs no decision. **Deletes, removals**
-  decide from the views, so they read the stream version first and append fenced on it.
+  decide from the views and the stream, so they read the stream version first and
+  append fenced on it.
   After a lost race they back off (full jitter) and decide again *holding* the thread's
   stream (`EventLog.hold_stream`: no other process's put commits meanwhile), so a
   delete under a stream of puts completes instead of losing every race; they give up
@@ -92,14 +93,8 @@ from eventlog.records import AppendResult
 from eventlog.validation import check_id, check_positive_limit
 from projections.query import In, JsonContains, Related, ViewQuery
 from projections.thread_history import HistoryQuery, HistoryRow
-from projections.threads import (
-    THREAD_CHECKPOINTS,
-    THREAD_RECORDS,
-    THREAD_VALUE_RECORDS,
-    THREAD_VALUES,
-    THREAD_WRITE_RECORDS,
-    THREAD_WRITES,
-)
+from projections.thread_holdings import ThreadHoldings, fold_thread
+from projections.threads import THREAD_CHECKPOINTS, THREAD_VALUES, THREAD_WRITES
 from projections.views import STREAM_HEADS
 
 logger = get_logger(__name__)
@@ -418,12 +413,8 @@ class ThreadCheckpoints:
         if version is None:
             version = await self._stream_version(tenant_id, stream)
         thread = {"tenant_id": tenant_id, "thread_id": thread_id}
-        records = await self._log.query(ViewQuery(THREAD_RECORDS, thread, columns=("digests",)))
-        held = [
-            row for table in (THREAD_WRITE_RECORDS, THREAD_VALUE_RECORDS)
-            for row in await self._log.query(ViewQuery(table, thread, columns=("digest",)))
-        ]
-        if not records and not held:
+        holdings = await self.holdings(tenant_id, thread_id, version)
+        if not holdings:
             return None
         rows = await self._log.query(
             ViewQuery(THREAD_CHECKPOINTS, thread, columns=("namespace", "checkpoint_id"))
@@ -431,9 +422,7 @@ class ThreadCheckpoints:
         writes = len(await self._log.query(
             ViewQuery(THREAD_WRITES, thread, columns=("idx",))
         ))
-        releases = decide.releases_of(
-            (row["digests"] for row in records), (row["digest"] for row in held)
-        )
+        releases = decide.releases_of(holdings.everything())
         tombstone = ThreadDeleted(thread_id=thread_id, checkpoints=len(rows), writes=writes,
                                   released=_hex(releases), heads=decide.heads_of(rows))
         return StreamRemoval(stream, version, tombstone, releases, _named(rows), emptied=True)
@@ -517,26 +506,12 @@ class ThreadCheckpoints:
             columns=("namespace", "channel", "channel_version", "encoding", "digest"),
         ))
         values = decide.values_to_release(remaining, stored)
-        records = await self._log.query(ViewQuery(
-            THREAD_RECORDS, thread, columns=("namespace", "checkpoint_id", "digests"),
-        ))
-        writes = await self._log.query(ViewQuery(
-            THREAD_WRITE_RECORDS, thread, columns=("namespace", "checkpoint_id", "digest"),
-        ))
-        held = await self._log.query(ViewQuery(
-            THREAD_VALUE_RECORDS, thread,
-            columns=("namespace", "channel", "channel_version", "digest"),
-        ))
-        values = await self._keep_chains(tenant_id, stored, values, held)
-        released = {(key.namespace, key.channel, key.version) for key in values}
-        releases = decide.releases_of(
-            (row["digests"] for row in records
-             if (row["namespace"], row["checkpoint_id"]) in gone),
-            [*(row["digest"] for row in writes
-               if (row["namespace"], row["checkpoint_id"]) in gone),
-             *(row["digest"] for row in held
-               if (row["namespace"], row["channel"], row["channel_version"]) in released)],
-        )
+        holdings = await self.holdings(tenant_id, thread_id, version)
+        values = await self._keep_chains(tenant_id, stored, values, holdings)
+        releases = decide.releases_of([
+            *holdings.of_checkpoints(gone),
+            *holdings.of_values((key.namespace, key.channel, key.version) for key in values),
+        ])
         tombstone = ThreadCheckpointsRemoved(
             thread_id=thread_id, reason=removal.reason, removed=keys,
             run_keys=removal.run_keys, keep=removal.keep, values=values,
@@ -546,9 +521,15 @@ class ThreadCheckpoints:
                        for key in keys)
         return StreamRemoval(stream, version, tombstone, releases, named, emptied=False)
 
+    async def holdings(self, tenant_id: str, thread_id: str,
+                       version: int | None = None) -> ThreadHoldings:
+        """What the thread's remaining checkpoints, values and writes hold, from its
+        events through ``version`` (`projections.thread_holdings.fold_thread`)."""
+        return await fold_thread(self._log, tenant_id, thread_id, version)
+
     async def _keep_chains(
         self, tenant_id: str, stored: builtins.list[dict[str, Any]],
-        values: builtins.list[ValueKey], held: builtins.list[dict[str, Any]],
+        values: builtins.list[ValueKey], holdings: ThreadHoldings,
     ) -> builtins.list[ValueKey]:
         """``values`` (to release) without those on the manifest chain of a value that
         stays (stored as elements, it rests on them: `eventlog.checkpoints.elements`)."""
@@ -560,8 +541,7 @@ class ThreadCheckpoints:
             return values
         needed = element_storage.chain_digests(
             (await self._blobs(tenant_id, staying)).values())
-        kept = {(row["namespace"], row["channel"], row["channel_version"])
-                for row in held if row["digest"] in needed}
+        kept = holdings.value_holding(needed)
         return [key for key in values if (key.namespace, key.channel, key.version) not in kept]
 
     async def copy_thread(self, tenant_id: str, source_thread_id: str,

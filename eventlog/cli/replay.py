@@ -28,21 +28,13 @@ from projections.interrupts import BATCHES
 from projections.memory import Row, ViewTables
 from projections.query import ViewQuery
 from projections.rebuilding import rebuild
-from projections.threads import (
-    THREAD_CHECKPOINTS,
-    THREAD_RECORDS,
-    THREAD_VALUE_RECORDS,
-    THREAD_VALUES,
-    THREAD_WRITE_RECORDS,
-    THREAD_WRITES,
-)
+from projections.threads import THREAD_CHECKPOINTS, THREAD_VALUES, THREAD_WRITES
 from projections.views import STREAM_HEADS, key_columns, metadata
 
 DEFAULT_TABLES = (SESSIONS, RUNS, CHECKPOINTS, BATCHES, THREAD_CHECKPOINTS, THREAD_WRITES)
 """The views shown unless --table says otherwise (the session, run, interrupt and
 framework-thread views)."""
-OTHER_TABLES = (STREAM_HEADS, THREAD_VALUES, THREAD_RECORDS, THREAD_VALUE_RECORDS,
-                THREAD_WRITE_RECORDS)
+OTHER_TABLES = (STREAM_HEADS, THREAD_VALUES)
 """The other views --table may name."""
 
 COLUMNS: Mapping[str, tuple[str, ...]] = {

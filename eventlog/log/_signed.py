@@ -94,16 +94,27 @@ class SignedReads:
         before it is decoded or opened) and then yielded as `EventLog.read_stream` gives
         it; `ForgedEvent` (tenant, stream, version, reason) at the first that is not the
         application's, after which nothing more is read."""
+        async for stored in self.stored_stream(tenant_id, stream_id):
+            yield await self._decode(stored)
+
+    async def stored_stream(
+        self, tenant_id: str, stream_id: str, through: int | None = None
+    ) -> AsyncIterator[StoredEvent]:
+        """The stream's events from version 1 through ``through`` (None: all), each
+        checked as `read_stream` checks it and yielded as stored (undecoded, its sealed
+        fields as their markers): what a decision that needs no sealed field reads (a
+        removal's blob references, `projections.thread_holdings`)."""
         previous, version, signed = GENESIS_HASH, 0, False
-        while True:
-            page = await self.storage.read_stream(tenant_id, stream_id, version + 1, _PAGE)
+        while through is None or version < through:
+            want = _PAGE if through is None else min(_PAGE, through - version)
+            page = await self.storage.read_stream(tenant_id, stream_id, version + 1, want)
             for stored in page:
                 version += 1
                 await self.check(stored, version, previous, signed)
                 signed |= stored.signature is not None
                 previous = stored.hash
-                yield await self._decode(stored)
-            if len(page) < _PAGE:
+                yield stored
+            if len(page) < want:
                 return
 
     async def read_streams(self, tenant_id: str, prefix: str) -> AsyncIterator[StoredEvent]:

@@ -172,11 +172,8 @@ SQLITE_WITHOUT_ROWID = (
     "checkpoint_sessions",
     "checkpoint_runs",
     "thread_checkpoints",
-    "thread_checkpoint_records",
     "thread_writes",
-    "thread_write_records",
     "thread_channel_values",
-    "thread_value_records",
 )
 """The SQLite tables stored ``WITHOUT ROWID`` (migration 0015): the view tables an append
 writes. A rowid table with a declared primary key is two b-trees (the rows by rowid, and

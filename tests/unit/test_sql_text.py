@@ -13,7 +13,8 @@ from eventlog.storage.postgres import PostgresBackend
 from eventlog.storage.sql import EVENT_READ_COLUMNS
 from eventlog.storage.sqltext import ChangeStatements, Numbered, Positional
 from projections.changes import AT_POSITION, Delete, Insert, InsertIfAbsent, Update, Upsert
-from projections.threads import THREAD_CHECKPOINTS, THREAD_RECORDS
+from projections.checkpoints import CHECKPOINTS
+from projections.threads import THREAD_CHECKPOINTS
 from tests.conftest import PG_URL
 
 MOMENT = datetime(2030, 1, 1, tzinfo=UTC)
@@ -99,16 +100,18 @@ def test_an_insert_is_plain_only_beside_its_event() -> None:
     the statement first), and INSERT … ON CONFLICT DO NOTHING anywhere else (a catch-up
     delivery, the sequential path), so a second delivery leaves the row as it is."""
     backend = PostgresBackend(PG_URL, schema="never_opened")
-    record = {"tenant_id": "acme", "thread_id": "t", "version": 1, "namespace": "",
-              "checkpoint_id": "c1", "digests": "{}"}
-    insert = Insert(THREAD_RECORDS, record)
+    record = {"tenant_id": "acme", "session_id": "s", "version": 1, "position": AT_POSITION,
+              "run_id": uuid.uuid4(), "checkpoint_id": "c1", "parent_id": None, "step": 0,
+              "state_digest": b"d" * 32, "state_encoding": "json", "state_size": 2,
+              "metadata": "{}", "recorded_at": MOMENT, "subject": None}
+    insert = Insert(CHECKPOINTS, record)
     statement = backend.single_statement(AppendRequest(
-        tenant_id="acme", stream_id="thread:t", events=[pending(1)], changes=[(0, insert)]))
+        tenant_id="acme", stream_id="session:s", events=[pending(1)], changes=[(0, insert)]))
     assert statement is not None
     assert "ON CONFLICT" not in statement[0]
-    sql, _ = ChangeStatements({THREAD_RECORDS: "r"}, {THREAD_RECORDS: ["tenant_id",
-                              "thread_id", "version"]}, Positional)(insert, 1)
-    assert sql.endswith('ON CONFLICT ("tenant_id", "thread_id", "version") DO NOTHING')
+    sql, _ = ChangeStatements({CHECKPOINTS: "c"}, {CHECKPOINTS: ["tenant_id",
+                              "session_id", "version"]}, Positional)(insert, 1)
+    assert sql.endswith('ON CONFLICT ("tenant_id", "session_id", "version") DO NOTHING')
 
 
 def test_only_rows_updated_in_place_are_updated_first() -> None:

@@ -14,8 +14,7 @@ DEFAULT_TABLES = ("checkpoint_sessions", "checkpoint_runs", "checkpoints", "inte
                   "thread_checkpoints", "thread_writes")
 """The views shown unless --table says otherwise, by name (`eventlog.cli.replay` names
 them from the projections; a test holds the two equal)."""
-OTHER_TABLES = ("stream_heads", "thread_channel_values", "thread_checkpoint_records",
-                "thread_value_records", "thread_write_records")
+OTHER_TABLES = ("stream_heads", "thread_channel_values")
 """The other views --table may name."""
 
 
