@@ -70,6 +70,7 @@ from typing import IO, Any
 import msgspec
 
 from eventlog._logging import get_logger
+from eventlog.checkpoints.holdings import fold_thread
 from eventlog.clock import read_clock
 from eventlog.crypto._keyring import KeyProvider
 from eventlog.errors import EventLogError, ForgedEvent, InvalidInput, ReleaseNotHeld
@@ -91,7 +92,6 @@ from eventlog.validation import check_actor, check_id, check_optional_id
 from eventlog.writer_keys import SIGNATURE_SIZE, WriterKeys
 from projections.checkpoints import CHECKPOINTS
 from projections.query import ViewQuery
-from projections.thread_holdings import fold_thread
 from projections.views import STREAM_HEADS
 
 logger = get_logger(__name__)

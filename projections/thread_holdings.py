@@ -6,9 +6,10 @@ element blobs its manifest added) and each write an event carried (the one that 
 an earlier write of the same task and idx too). Until issue 41 three view tables
 (``thread_checkpoint_records``, ``thread_value_records``, ``thread_write_records``) kept
 one row per such reference, written by every put and every write so that a removal, rare,
-could read them. They are gone (migration 0025): a removal folds the thread's stream with
-`ThreadHoldings` instead, at the version it is fenced on, so the write path writes none of
-them and a removal decides from checked events, not from rows anyone could edit.
+could read them. They are gone (migration 0025): a removal folds the thread's
+stream with `ThreadHoldings` instead (`eventlog.checkpoints.holdings.fold_thread`), at
+the version it is fenced on, so the write path writes none of them and a removal
+decides from checked events, not from rows anyone could edit.
 
 The fold is the old tables' fold, kept in memory: keyed the same way, deleted by the same
 tombstones (`ThreadDeleted` all, `ThreadCheckpointsRemoved` the listed checkpoints' and
@@ -18,19 +19,14 @@ values'), so what it holds is what those tables held at the same version.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING
 
 from eventlog.events import Event
 from eventlog.events.threads import (
-    THREAD_STREAM_PREFIX,
     ThreadCheckpointPut,
     ThreadCheckpointsRemoved,
     ThreadDeleted,
     ThreadWritesPut,
 )
-
-if TYPE_CHECKING:
-    from eventlog.log import EventLog
 
 CheckpointAt = tuple[str, str]
 """(namespace, checkpoint id)."""
@@ -98,15 +94,3 @@ class ThreadHoldings:
         return {key for key, held in self.values.items()
                 if any(digest in digests for digest in held)}
 
-
-async def fold_thread(log: EventLog, tenant_id: str, thread_id: str,
-                      version: int | None = None) -> ThreadHoldings:
-    """What the thread's remaining checkpoints, values and writes hold, folded from its
-    stream's events through ``version`` (None: all), each checked as it is read
-    (`EventLog.signed`: `ForgedEvent` at one that is not the application's) and decoded
-    without opening a sealed field (none of them is needed)."""
-    holdings = ThreadHoldings()
-    stream = THREAD_STREAM_PREFIX + thread_id
-    async for stored in log.signed.stored_stream(tenant_id, stream, version):
-        holdings.fold(log.decode(stored).event)
-    return holdings

@@ -59,6 +59,7 @@ from eventlog.checkpoints import element_copies
 from eventlog.checkpoints import elements as element_storage
 from eventlog.checkpoints import thread_decisions as decide
 from eventlog.checkpoints.decisions import normalise_metadata
+from eventlog.checkpoints.holdings import fold_thread
 from eventlog.checkpoints.removal import REMOVAL_RETRIES, StreamRemoval
 from eventlog.checkpoints.thread_fence import HEAD_ORDERS, ThreadFence
 from eventlog.checkpoints.thread_records import (
@@ -93,7 +94,7 @@ from eventlog.records import AppendResult
 from eventlog.validation import check_id, check_positive_limit
 from projections.query import In, JsonContains, Related, ViewQuery
 from projections.thread_history import HistoryQuery, HistoryRow
-from projections.thread_holdings import ThreadHoldings, fold_thread
+from projections.thread_holdings import ThreadHoldings
 from projections.threads import THREAD_CHECKPOINTS, THREAD_VALUES, THREAD_WRITES
 from projections.views import STREAM_HEADS
 

@@ -48,7 +48,8 @@ def downgrade() -> None:
     schema = context.config.attributes.get("schema")
     sqlite = context.get_context().dialect.name == "sqlite"
     text = _text()
-    key = [sa.Column("tenant_id", text, primary_key=True),
+    key: list[sa.Column[Any]] = [
+           sa.Column("tenant_id", text, primary_key=True),
            sa.Column("thread_id", text, primary_key=True),
            sa.Column("version", sa.BigInteger, primary_key=True)]
     extra = {"sqlite_with_rowid": False} if sqlite else {}  # 0015: WITHOUT ROWID

@@ -1,0 +1,274 @@
+"""Issue 41: the thread record views left the write path (migration 0025). A removal folds
+what the thread's checkpoints, values and writes hold from its events
+(`projections.thread_holdings`); an existing log upgrades in place and removes as before.
+
+The SQLite fixture was written by the code before 0025 (`tests/fixtures/records_before_41`):
+its record tables are what that code wrote, so the fold is checked against them row for
+row, and the downgrade's refill against them to the row. On PostgreSQL (plain and
+encrypted) today's code writes the same history, the downgrade refills the tables from the
+events, and the upgrade takes them away again.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+import sqlite3
+import uuid
+from collections import Counter
+from collections.abc import AsyncIterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import asyncpg
+import pytest
+import sqlalchemy as sa
+from alembic import command
+from sqlalchemy.ext.asyncio import create_async_engine
+
+from eventlog import ForgedEvent, OpenLog, open_log
+from eventlog.checkpoints.holdings import fold_thread
+from eventlog.checkpoints.thread_records import Payload
+from eventlog.crypto import init_keyring
+from eventlog.events.threads import ThreadCheckpointPut, ThreadWritesPut, WriteRef
+from eventlog.storage.migrate import alembic_config, head_revision
+from eventlog.storage.schema import build_metadata
+from projections.thread_holdings import ThreadHoldings
+from tests.conftest import PG_URL, BackendTarget
+from tests.signing_outside import forge
+
+FIXTURE = Path(__file__).parent / "fixtures" / "records_before_41"
+RECORD_TABLES = ("thread_checkpoint_records", "thread_value_records", "thread_write_records")
+BEFORE = "0024_reads"
+
+
+def _maker() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("records_before_41", FIXTURE / "make.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+MAKE = _maker()
+
+
+def _text(value: str) -> Payload:
+    return Payload("json", json.dumps(value).encode())
+
+
+def _sqlite_records(path: Path) -> dict[str, list[tuple[Any, ...]]]:
+    connection = sqlite3.connect(path)
+    try:
+        return {table: sorted(connection.execute(f"SELECT * FROM {table}").fetchall(), key=repr)
+                for table in RECORD_TABLES}
+    finally:
+        connection.close()
+
+
+def _sqlite_tables(path: Path) -> set[str]:
+    connection = sqlite3.connect(path)
+    try:
+        return {name for (name,) in connection.execute(
+            "SELECT name FROM sqlite_schema WHERE type = 'table'")}
+    finally:
+        connection.close()
+
+
+def _sqlite_migrate(path: Path, revision: str, *, down: bool) -> None:
+    engine = sa.create_engine(f"sqlite:///{path}")
+    try:
+        with engine.begin() as connection:
+            config = alembic_config(connection, None, build_metadata("sqlite", None))
+            (command.downgrade if down else command.upgrade)(config, revision)
+    finally:
+        engine.dispose()
+
+
+def _held_by_records(records: dict[str, list[tuple[Any, ...]]]) -> dict[tuple[str, str], Any]:
+    """What the record rows hold, per (tenant, thread): each checkpoint's digests and each
+    value's, as `ThreadHoldings` keeps them (counted, order aside)."""
+    held: dict[tuple[str, str], ThreadHoldings] = {}
+    for tenant, thread, _version, namespace, checkpoint, digests in records[RECORD_TABLES[0]]:
+        found = held.setdefault((tenant, thread), ThreadHoldings())
+        found.checkpoints.setdefault((namespace, checkpoint), []).extend(
+            bytes.fromhex(digest) for digest in digests.split())
+    for tenant, thread, _version, _slot, namespace, checkpoint, digest in records[
+            RECORD_TABLES[2]]:
+        found = held.setdefault((tenant, thread), ThreadHoldings())
+        found.checkpoints.setdefault((namespace, checkpoint), []).append(bytes(digest))
+    for tenant, thread, _version, _slot, namespace, channel, version, digest in records[
+            RECORD_TABLES[1]]:
+        found = held.setdefault((tenant, thread), ThreadHoldings())
+        found.values.setdefault((namespace, channel, version), []).append(bytes(digest))
+    return {key: _counted(value) for key, value in held.items()}
+
+
+def _counted(holdings: ThreadHoldings) -> dict[str, Any]:
+    return {"checkpoints": {key: Counter(value) for key, value in holdings.checkpoints.items()},
+            "values": {key: Counter(value) for key, value in holdings.values.items()}}
+
+
+async def _folded(log: OpenLog) -> dict[tuple[str, str], Any]:
+    found = {}
+    for tenant, names in MAKE.THREADS.items():
+        for name in names:
+            holdings = await fold_thread(log, tenant, name)
+            if holdings:
+                found[(tenant, name)] = _counted(holdings)
+    return found
+
+
+async def _remove_and_check(log: OpenLog) -> None:
+    """Removals after the upgrade release what they should: each thread's removed
+    checkpoints' own blobs go, the kept ones read as before, and the log verifies."""
+    threads = log.checkpoints.threads
+    before = await MAKE.reads(log)
+    counts = Counter(item.namespace for item in await threads.page("t", "chat", limit=100))
+    assert await threads.prune("t", "chat", keep_latest=2) == sum(
+        count - 2 for count in counts.values() if count > 2)
+    assert await threads.delete_runs("t", ["r0"]) > 0
+    assert await threads.delete_thread("t", "copy") > 0
+    report = await log.verify()
+    assert report.ok, report
+    after = await MAKE.reads(log)
+
+    def key(item: dict[str, Any]) -> tuple[str, ...]:
+        return (item["tenant_id"], item["thread_id"], item["namespace"], item["checkpoint_id"])
+
+    kept = {key(item) for item in after}
+    assert len(kept) < len(before)
+    assert [item for item in before if key(item) in kept] == after
+    # Nothing removed is still referenced: the tenant's counts are exactly what its
+    # streams' remaining events hold (what verify counts by), and a pruned checkpoint's
+    # own state blob is gone.
+    refs = await log.blob_refs("t")
+    held: Counter[bytes] = Counter()
+    for name in MAKE.THREADS["t"]:
+        held.update((await fold_thread(log, "t", name)).everything())
+    assert {digest: count for digest, count in refs.items() if count} == dict(held)
+
+
+async def test_a_log_written_before_0025_upgrades_and_removes_as_before(tmp_path: Path) -> None:
+    """The fixture (written with the record views) opens: the tables go, the log verifies,
+    every checkpoint reads as that code read it, the fold holds exactly what the record
+    rows held, a downgrade refills them to the row, and removals release correctly."""
+    path = tmp_path / "log.db"
+    shutil.copy(FIXTURE / "log.db", path)
+    written = _sqlite_records(path)
+    assert all(written.values())  # the fixture holds rows in every record table
+    async with open_log(f"sqlite:///{path}") as log:
+        assert log.schema_revision == head_revision()
+        assert (await log.verify()).ok
+        assert await MAKE.reads(log) == json.loads((FIXTURE / "reads.json").read_text())
+        assert await _folded(log) == _held_by_records(written)
+    assert not set(RECORD_TABLES) & _sqlite_tables(path)
+    _sqlite_migrate(path, BEFORE, down=True)
+    assert _sqlite_records(path) == written
+    async with open_log(f"sqlite:///{path}") as log:
+        assert not set(RECORD_TABLES) & _sqlite_tables(path)
+        await _remove_and_check(log)
+
+
+@pytest.fixture
+async def pg_schema_name() -> AsyncIterator[str]:
+    schema = f"folded_{uuid.uuid4().hex[:10]}"
+    try:
+        yield schema
+    finally:
+        connection = await asyncpg.connect(PG_URL)
+        try:
+            await connection.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+        finally:
+            await connection.close()
+
+
+async def _pg_migrate(schema: str, revision: str) -> None:
+    engine = create_async_engine(PG_URL.replace("postgresql://", "postgresql+asyncpg://"))
+    try:
+        async with engine.begin() as connection:
+            await connection.run_sync(lambda sync: command.downgrade(
+                alembic_config(sync, schema, build_metadata("postgresql", schema)), revision))
+    finally:
+        await engine.dispose()
+
+
+async def _pg_records(schema: str) -> dict[str, list[tuple[Any, ...]]] | None:
+    connection = await asyncpg.connect(PG_URL)
+    try:
+        found = {}
+        for table in RECORD_TABLES:
+            exists = await connection.fetchval("SELECT to_regclass($1)", f'"{schema}".{table}')
+            if exists is None:
+                return None
+            found[table] = sorted((tuple(row) for row in await connection.fetch(
+                f'SELECT * FROM "{schema}".{table}')), key=repr)
+        return found
+    finally:
+        await connection.close()
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("encrypted", [False, True], ids=["plain", "encrypted"])
+async def test_a_postgres_log_downgrades_and_upgrades_in_place(
+    pg_schema_name: str, tmp_path: Path, encrypted: bool,
+) -> None:
+    """Today's code writes the fixture's history on PostgreSQL (plain, and encrypted);
+    taken back to 0024 the record tables hold what the fold holds; upgraded again (by
+    opening) they are gone, the log verifies, reads the same and removes correctly."""
+    options: dict[str, Any] = {"schema": pg_schema_name}
+    if encrypted:
+        options["keyring"] = init_keyring(tmp_path / "kek.json")
+    async with open_log(PG_URL, **options) as log:
+        await MAKE.populate(log)
+        read = await MAKE.reads(log)
+        folded = await _folded(log)
+    assert await _pg_records(pg_schema_name) is None
+    await _pg_migrate(pg_schema_name, BEFORE)
+    records = await _pg_records(pg_schema_name)
+    assert records is not None
+    assert all(records.values())
+    assert _held_by_records(records) == folded
+    async with open_log(PG_URL, **options) as log:
+        assert log.schema_revision == head_revision()
+        assert await _pg_records(pg_schema_name) is None
+        assert (await log.verify()).ok
+        assert await MAKE.reads(log) == read
+        await _remove_and_check(log)
+
+
+@pytest.mark.parametrize("target", ["sqlite-sealed", "postgresql-sealed"], indirect=True)
+async def test_a_forged_write_in_a_thread_refuses_its_removal(target: BackendTarget) -> None:
+    """The DBA appends a correctly chained `ThreadWritesPut` to thread ``a`` naming thread
+    ``b``'s state blob (signed logs), so that pruning ``a`` would give up ``b``'s reference:
+    the prune folds ``a``'s checked events, refuses with ForgedEvent naming the forged
+    one, appends nothing, and ``b`` reads whole."""
+    async with target.open() as log:
+        threads = log.checkpoints.threads
+        for name in ("a", "b"):
+            for step in range(3):
+                await threads.put("t", name, f"{step:04}", state=_text(f"{name} {step}"))
+        victim = await threads.get("t", "b", "0000")
+        assert victim is not None
+        assert victim.state is not None
+    async with target.open() as log:
+        events = [event.event async for event in log.read_stream("t", "thread:b")]
+        put = events[0]
+        assert isinstance(put, ThreadCheckpointPut)
+        addressed = bytes.fromhex(put.state_digest)  # keyed on an encrypted log
+        assert (await log.blob_refs("t")).get(addressed) == 1
+    version = await forge(target, "t", "thread:a", ThreadWritesPut(
+        thread_id="a", checkpoint_id="0000", task_id="x",
+        writes=[WriteRef(idx=0, channel="c", encoding="json", digest=addressed.hex())]))
+    async with target.open() as log:
+        with pytest.raises(ForgedEvent) as refused:
+            await log.checkpoints.threads.prune("t", "a", keep_latest=1)
+        stream_version = len([event async for event in log.read_stream("t", "thread:a")])
+        b = await log.checkpoints.threads.get("t", "b", "0000")
+    assert (refused.value.stream_id, refused.value.version) == ("thread:a", version)
+    assert stream_version == version
+    assert b is not None
+    assert b.state == victim.state
