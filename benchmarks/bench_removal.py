@@ -1,21 +1,25 @@
-"""What a thread removal costs, and what the indexes serving it cost a write (issue 32 §6).
+"""What a thread removal costs now that it folds the thread's events (issue 41; before,
+issue 32 §6, it read the thread record views every put wrote).
 
     python -m benchmarks.bench_removal [sqlite|postgresql ...]
 
-Contestants on each backend, in one run:
+On each backend, in one run:
 
-- ``indexed``: the schema as migrated (0017's indexes on the thread record views);
-- ``bare``: the same with those three indexes dropped (the schema before 0017);
-- ``bare, one by one`` (PostgreSQL only): ``bare`` with a sequential append's statements
-  sent one round trip each, as before pipelining (`eventlog.storage.postgres._run_statements`).
+- **The fold against its floor**: `eventlog.checkpoints.holdings.fold_thread` over a thread
+  of ``CHECKPOINTS`` graph steps (a `ThreadCheckpoints.put` with two channels, then
+  `put_writes` of two writes: two events a step), beside the same stream read as stored
+  events through the log's checked reads with nothing folded (`SignedReads.stored_stream`)
+  and beside `EventLog.read_stream` (which decodes and opens every event): medians of
+  ``ROUNDS``, and ``fold ÷ checked read``.
+- **A retention pass** purging all but 3 of that thread's checkpoints (batch_size=100):
+  its seconds, its longest batch (`RetentionReport.longest_batch_s`: the plan with its
+  fold, and the append with the fold of the stream that checks its releases) and its
+  longest transaction (the storage's ``append_batch``: what a writer of the thread waits
+  for); on PostgreSQL beside the same pass with each statement sent one round trip at a
+  time, as before pipelining (`eventlog.storage.postgres._run_statements`).
+- **A graph step** (put + put_writes), median of ``ROUNDS`` rounds of ``STEPS``: what the
+  write path costs without the record views (bench_steps counts its b-trees and WAL).
 
-Writes: interleaved rounds of ``STEPS`` graph steps (a `ThreadCheckpoints.put` with two
-channels, then `put_writes` of two writes), the median seconds a step, as a ratio of
-``indexed`` to ``bare``. Removal: each contestant's own thread of ``CHECKPOINTS``
-checkpoints (and writes) is purged by one retention pass (keep_latest=3, batch_size=100):
-the pass's seconds, its longest batch (`RetentionReport.longest_batch_s`: the append,
-with the fold of the thread's references that checks its releases) and its longest
-transaction (the storage's ``append_batch``: what a writer of the thread waits for).
 Figures from a loaded machine are noisy: compare the ratios, run it 2-3 times.
 """
 
@@ -36,11 +40,10 @@ import asyncpg
 
 import eventlog.storage.postgres as pg_storage
 from eventlog import OpenLog, open_log
+from eventlog.checkpoints.holdings import fold_thread
 from eventlog.checkpoints.thread_records import Payload
 
 PG_URL = "postgresql://postgres@127.0.0.1:5432/test"
-INDEXES = ("thread_checkpoint_records_by_checkpoint", "thread_write_records_by_checkpoint",
-           "thread_value_records_by_value")
 STEPS = 150
 ROUNDS = 3
 CHECKPOINTS = {"sqlite": 2000, "postgresql": 1000}
@@ -56,7 +59,7 @@ async def _step(log: OpenLog, thread: str, n: int) -> None:
                                   (1, "step", Payload("json", b"%d" % n))])
 
 
-def _opened(backend: str, bare: bool, where: Path) -> AbstractAsyncContextManager[OpenLog]:
+def _opened(backend: str, where: Path) -> AbstractAsyncContextManager[OpenLog]:
     @asynccontextmanager
     async def opened() -> AsyncIterator[OpenLog]:
         if backend == "sqlite":
@@ -65,8 +68,6 @@ def _opened(backend: str, bare: bool, where: Path) -> AbstractAsyncContextManage
             url, options = PG_URL, {"schema": f"bench_rm_{uuid.uuid4().hex[:10]}"}
         async with open_log(url, **options) as log:
             assert isinstance(log, OpenLog)
-            if bare:
-                await _drop_indexes(backend, url, options)
             try:
                 yield log
             finally:
@@ -75,20 +76,6 @@ def _opened(backend: str, bare: bool, where: Path) -> AbstractAsyncContextManage
                     await connection.execute(f'DROP SCHEMA "{options["schema"]}" CASCADE')
                     await connection.close()
     return opened()
-
-
-async def _drop_indexes(backend: str, url: str, options: dict[str, Any]) -> None:
-    if backend == "sqlite":
-        import sqlite3
-
-        with sqlite3.connect(url.removeprefix("sqlite:///")) as connection:
-            for name in INDEXES:
-                connection.execute(f"DROP INDEX {name}")
-        return
-    connection = await asyncpg.connect(PG_URL)
-    for name in INDEXES:
-        await connection.execute(f'DROP INDEX "{options["schema"]}"."{name}"')
-    await connection.close()
 
 
 async def _one_by_one(statements: Any, driver: Any) -> list[int]:
@@ -103,11 +90,38 @@ async def _one_by_one(statements: Any, driver: Any) -> list[int]:
         return positions
 
 
-async def _removal(log: OpenLog, count: int, sequential: bool) -> tuple[float, float, float]:
-    """The pass's seconds, its longest batch, and the longest of its transactions (the
-    storage's ``append_batch``: what holds the streams a writer waits for)."""
+async def _fill(log: OpenLog, count: int) -> None:
     for n in range(count):
         await _step(log, "big", n)
+
+
+async def _folds(log: OpenLog) -> dict[str, float]:
+    """Median seconds of the fold and of its two floors over the filled thread."""
+    timings: dict[str, list[float]] = {"fold": [], "checked read": [], "read_stream": []}
+
+    async def checked() -> None:
+        async for _stored in log.signed.stored_stream("t", "thread:big"):
+            pass
+
+    async def decoded() -> None:
+        async for _event in log.read_stream("t", "thread:big"):
+            pass
+
+    async def fold() -> None:
+        await fold_thread(log, "t", "big")
+
+    for _round in range(ROUNDS):
+        for name, run in (("fold", fold), ("checked read", checked),
+                          ("read_stream", decoded)):
+            started = time.perf_counter()
+            await run()
+            timings[name].append(time.perf_counter() - started)
+    return {name: statistics.median(values) for name, values in timings.items()}
+
+
+async def _removal(log: OpenLog, sequential: bool) -> tuple[float, float, float]:
+    """The pass's seconds, its longest batch, and the longest of its transactions (the
+    storage's ``append_batch``: what holds the streams a writer waits for)."""
     pipelined = pg_storage._run_statements
     if sequential:
         pg_storage._run_statements = _one_by_one  # type: ignore[assignment]
@@ -133,29 +147,35 @@ async def _removal(log: OpenLog, count: int, sequential: bool) -> tuple[float, f
 
 
 async def bench(backend: str) -> None:
+    count = CHECKPOINTS[backend]
     with tempfile.TemporaryDirectory() as scratch:
-        names = ["indexed", "bare"] + (["bare, one by one"] if backend == "postgresql" else [])
-        steps: dict[str, list[float]] = {name: [] for name in names[:2]}
-        async with _opened(backend, False, Path(scratch)) as indexed, \
-                _opened(backend, True, Path(scratch)) as bare:
+        async with _opened(backend, Path(scratch)) as log:
+            started = time.monotonic()
+            await _fill(log, count)
+            filled = time.monotonic() - started
+            folds = await _folds(log)
+            steps = []
             for round_ in range(ROUNDS):
-                for name, log in (("indexed", indexed), ("bare", bare))[::1 - 2 * (round_ % 2)]:
-                    started = time.monotonic()
-                    for n in range(STEPS):
-                        await _step(log, f"w{round_}", n)
-                    steps[name].append((time.monotonic() - started) / STEPS)
-        medians = {name: statistics.median(values) for name, values in steps.items()}
-        ratio = medians["indexed"] / medians["bare"]
-        print(f"{backend}: a graph step (put + put_writes), median of {ROUNDS} rounds of "
-              f"{STEPS}: indexed {medians['indexed'] * 1e3:.2f} ms, bare "
-              f"{medians['bare'] * 1e3:.2f} ms (indexed/bare {ratio:.2f})")
+                started = time.monotonic()
+                for n in range(STEPS):
+                    await _step(log, f"w{round_}", n)
+                steps.append((time.monotonic() - started) / STEPS)
+        print(f"{backend}: filling a thread of {count} steps took {filled:.1f} s; a graph step "
+              f"(put + put_writes), median of {ROUNDS} rounds of {STEPS}: "
+              f"{statistics.median(steps) * 1e3:.2f} ms")
+        print(f"{backend}: folding the thread's {2 * count} events: fold "
+              f"{folds['fold'] * 1e3:.1f} ms, checked read {folds['checked read'] * 1e3:.1f} ms, "
+              f"read_stream {folds['read_stream'] * 1e3:.1f} ms "
+              f"(fold / checked read {folds['fold'] / folds['checked read']:.2f}, "
+              f"fold / read_stream {folds['fold'] / folds['read_stream']:.2f})")
+        names = ["pipelined"] + (["one by one"] if backend == "postgresql" else [])
         for name in names:
-            async with _opened(backend, name != "indexed", Path(scratch)) as log:
-                seconds, longest, held = await _removal(log, CHECKPOINTS[backend],
-                                                        name == "bare, one by one")
-            print(f"{backend}: a pass purging {CHECKPOINTS[backend] - 3} of "
-                  f"{CHECKPOINTS[backend]} checkpoints of one thread, {name}: {seconds:.2f} s, "
-                  f"longest batch {longest:.3f} s, longest transaction {held:.3f} s")
+            async with _opened(backend, Path(scratch)) as log:
+                await _fill(log, count)
+                seconds, longest, held = await _removal(log, name == "one by one")
+            print(f"{backend}: a pass purging {count - 3} of {count} checkpoints of one "
+                  f"thread, {name}: {seconds:.2f} s, longest batch {longest:.3f} s, longest "
+                  f"transaction {held:.3f} s")
 
 
 if __name__ == "__main__":
