@@ -65,6 +65,13 @@ class ThreadHoldings:
             for value in event.values:
                 self.values.pop((value.namespace, value.channel, value.version), None)
 
+    def copy(self) -> ThreadHoldings:
+        """An independent copy (folding into it leaves this one as it is)."""
+        copied = ThreadHoldings()
+        copied.checkpoints = {key: list(held) for key, held in self.checkpoints.items()}
+        copied.values = {key: list(held) for key, held in self.values.items()}
+        return copied
+
     def fold_all(self, events: Iterable[Event]) -> ThreadHoldings:
         """Take in each event in order; returns itself."""
         for event in events:

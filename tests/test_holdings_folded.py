@@ -37,7 +37,7 @@ from eventlog.storage.migrate import alembic_config, head_revision
 from eventlog.storage.schema import build_metadata
 from projections.thread_holdings import ThreadHoldings
 from tests.conftest import PG_URL, BackendTarget
-from tests.signing_outside import forge
+from tests.signing_outside import forge, rows
 
 FIXTURE = Path(__file__).parent / "fixtures" / "records_before_41"
 RECORD_TABLES = ("thread_checkpoint_records", "thread_value_records", "thread_write_records")
@@ -272,3 +272,71 @@ async def test_a_forged_write_in_a_thread_refuses_its_removal(target: BackendTar
     assert stream_version == version
     assert b is not None
     assert b.state == victim.state
+
+
+async def _steps(log: OpenLog, thread: str, first: int, count: int) -> None:
+    threads = log.checkpoints.threads
+    for step in range(first, first + count):
+        await threads.put("t", thread, f"{step:04}", state=_text(f"{thread} {step}"),
+                          channels={"n": _text(str(step))})
+        await threads.put_writes("t", thread, f"{step:04}", "task", [(0, "n", _text("w"))])
+
+
+async def _consistent(log: OpenLog) -> None:
+    """The log verifies and the tenant's live blob references are exactly what its
+    threads' events hold (folded afresh, no cache)."""
+    report = await log.verify()
+    assert report.ok, report
+    held: Counter[bytes] = Counter()
+    for name in ("long", "other"):
+        held.update((await fold_thread(log, "t", name)).everything())
+    refs = await log.blob_refs("t")
+    assert {digest: count for digest, count in refs.items() if count} == dict(held)
+
+
+@pytest.mark.parametrize("target", ["sqlite", "postgresql"], indirect=True)
+async def test_removals_in_a_row_read_each_event_once(target: BackendTarget) -> None:
+    """A retention pass removing a long thread batch by batch, and prunes in a row with
+    puts between them, fold the thread's events once in all (the cached fold is extended
+    by what came after it), and release exactly what a fold from scratch says."""
+    async with target.open() as log:
+        await _steps(log, "long", 0, 60)  # 120 events
+        await _steps(log, "other", 0, 5)
+        cache = log.checkpoints.threads._holdings
+        report = await log.retention.apply("t", keep_latest=5, batch_size=10)
+        assert report.checkpoints == 55
+        assert report.batches >= 6
+        first = cache.events_read
+        tombstones = len([e async for e in log.read_stream("t", "thread:long")]) - 120
+        # Each batch read the events after the previous batch's fold: the thread's 120
+        # events and the tombstones, less the last (no batch after it); "other" in full
+        # (it holds fewer than keep_latest + 1: nothing to remove, nothing folded).
+        assert tombstones >= 6
+        assert first <= 120 + tombstones
+        await _consistent(log)
+        for round_ in range(3):
+            await _steps(log, "long", 100 + 10 * round_, 10)
+            before = cache.events_read
+            assert await log.checkpoints.threads.prune("t", "long", keep_latest=5) == 10
+            assert cache.events_read - before <= 21  # the 20 new events and the last tombstone
+            await _consistent(log)
+
+
+@pytest.mark.parametrize("target", ["sqlite", "postgresql"], indirect=True)
+async def test_a_cached_fold_is_not_used_once_its_last_event_is_rewritten(
+    target: BackendTarget,
+) -> None:
+    """After a prune the cache holds the thread's fold to its tombstone; the DBA then
+    rewrites that tombstone's stored hash. The next removal does not trust the cache: it
+    folds from the first event, finds the broken link and refuses (ForgedEvent), and
+    appends nothing."""
+    async with target.open() as log:
+        await _steps(log, "long", 0, 6)
+        assert await log.checkpoints.threads.prune("t", "long", keep_latest=3) == 3
+        tail = len([e async for e in log.read_stream("t", "thread:long")])
+        await rows(target, "UPDATE events SET hash = $1 WHERE tenant_id = $2 AND stream_id = $3 "
+                           "AND stream_version = $4", b"\x01" * 32, "t", "thread:long", tail)
+        with pytest.raises(ForgedEvent) as refused:
+            await log.checkpoints.threads.prune("t", "long", keep_latest=1)
+        assert refused.value.stream_id == "thread:long"
+        assert len([e async for e in log.read_stream("t", "thread:long")]) == tail

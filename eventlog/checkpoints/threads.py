@@ -59,7 +59,7 @@ from eventlog.checkpoints import element_copies
 from eventlog.checkpoints import elements as element_storage
 from eventlog.checkpoints import thread_decisions as decide
 from eventlog.checkpoints.decisions import normalise_metadata
-from eventlog.checkpoints.holdings import fold_thread
+from eventlog.checkpoints.holdings import HoldingsCache
 from eventlog.checkpoints.removal import REMOVAL_RETRIES, StreamRemoval
 from eventlog.checkpoints.thread_fence import HEAD_ORDERS, ThreadFence
 from eventlog.checkpoints.thread_records import (
@@ -144,6 +144,7 @@ class ThreadCheckpoints:
         self._fence = ThreadFence(log, self._lock)
         self._elements = element_storage.ElementPlanner()
         self._manifests = element_storage.ManifestCache()
+        self._holdings = HoldingsCache(log)
 
     async def put(
         self,
@@ -525,8 +526,9 @@ class ThreadCheckpoints:
     async def holdings(self, tenant_id: str, thread_id: str,
                        version: int | None = None) -> ThreadHoldings:
         """What the thread's remaining checkpoints, values and writes hold, from its
-        events through ``version`` (`projections.thread_holdings.fold_thread`)."""
-        return await fold_thread(self._log, tenant_id, thread_id, version)
+        events through ``version`` (`eventlog.checkpoints.holdings`: the last fold of a
+        few threads is kept and extended, so removals in a row read each event once)."""
+        return await self._holdings.fold(tenant_id, thread_id, version)
 
     async def _keep_chains(
         self, tenant_id: str, stored: builtins.list[dict[str, Any]],

@@ -27,7 +27,7 @@ witnesses pin the events before them (docs/decisions/transparency.md, "Signed ap
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from eventlog.errors import ForgedEvent
 from eventlog.hashing import GENESIS_HASH, recompute_hash
@@ -69,6 +69,16 @@ def signature_finding(
     return None
 
 
+class StreamLink(NamedTuple):
+    """Where a checked read of a stream got to: the version of the last event it checked,
+    that event's hash, and whether it or an earlier event of the stream was signed (what
+    checking the next event needs)."""
+
+    version: int
+    hash: bytes
+    signed: bool
+
+
 class SignedReads:
     """Reads of a log that check what they read (`EventLog.signed`); see the module
     docstring. ``keys`` are the writer public keys signatures are checked against (None:
@@ -98,13 +108,16 @@ class SignedReads:
             yield await self._decode(stored)
 
     async def stored_stream(
-        self, tenant_id: str, stream_id: str, through: int | None = None
+        self, tenant_id: str, stream_id: str, through: int | None = None, *,
+        after: StreamLink | None = None,
     ) -> AsyncIterator[StoredEvent]:
-        """The stream's events from version 1 through ``through`` (None: all), each
-        checked as `read_stream` checks it and yielded as stored (undecoded, its sealed
-        fields as their markers): what a decision that needs no sealed field reads (a
-        removal's blob references, `projections.thread_holdings`)."""
-        previous, version, signed = GENESIS_HASH, 0, False
+        """The stream's events from version 1 (or from just after ``after``, an event
+        already read and checked) through ``through`` (None: all), each checked as
+        `read_stream` checks it and yielded as stored (undecoded, its sealed fields as
+        their markers): what a decision that needs no sealed field reads (a removal's blob
+        references, `projections.thread_holdings`)."""
+        previous, version, signed = (GENESIS_HASH, 0, False) if after is None else (
+            after.hash, after.version, after.signed)
         while through is None or version < through:
             want = _PAGE if through is None else min(_PAGE, through - version)
             page = await self.storage.read_stream(tenant_id, stream_id, version + 1, want)
@@ -116,6 +129,12 @@ class SignedReads:
                 yield stored
             if len(page) < want:
                 return
+
+    async def stored_hash(self, tenant_id: str, stream_id: str, version: int) -> bytes | None:
+        """The hash stored with the stream's event ``version`` (None: there is none): what
+        tells a reader that an event it checked before is still the one stored."""
+        page = await self.storage.read_stream(tenant_id, stream_id, version, 1)
+        return page[0].hash if page and page[0].version == version else None
 
     async def read_streams(self, tenant_id: str, prefix: str) -> AsyncIterator[StoredEvent]:
         """Every event of every stream of the tenant whose id starts with ``prefix``, by
