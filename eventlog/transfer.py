@@ -70,7 +70,6 @@ from typing import IO, Any
 import msgspec
 
 from eventlog._logging import get_logger
-from eventlog.checkpoints.holdings import fold_thread
 from eventlog.clock import read_clock
 from eventlog.crypto._keyring import KeyProvider
 from eventlog.errors import EventLogError, ForgedEvent, InvalidInput, ReleaseNotHeld
@@ -79,7 +78,7 @@ from eventlog.errors import ImportRefused as ImportRefused
 from eventlog.events import Event, EventRegistry, fold_blob_references, release_beyond
 from eventlog.events.erasure import ERASURE_STREAM_PREFIX
 from eventlog.events.interrupts import BatchCreated
-from eventlog.events.threads import ThreadEvent
+from eventlog.events.threads import THREAD_STREAM_PREFIX, ThreadEvent
 from eventlog.events.transfer import IMPORT_STREAM_PREFIX, StateWithheld
 from eventlog.hashing import GENESIS_HASH, content_digest, recompute_hash, to_micros
 from eventlog.ids import uuid7
@@ -92,6 +91,7 @@ from eventlog.validation import check_actor, check_id, check_optional_id
 from eventlog.writer_keys import SIGNATURE_SIZE, WriterKeys
 from projections.checkpoints import CHECKPOINTS
 from projections.query import ViewQuery
+from projections.thread_holdings import ThreadHoldings
 from projections.views import STREAM_HEADS
 
 logger = get_logger(__name__)
@@ -455,8 +455,13 @@ async def _blob_refs(log: EventLog, tenant_id: str, session_id: str | None) -> d
 
 async def _thread_blob_refs(log: EventLog, tenant_id: str, thread_id: str) -> Counter[bytes]:
     """The live blob references of the framework thread of this id: its puts', its stored
-    channel values' and its writes' (folded from its events)."""
-    return Counter((await fold_thread(log, tenant_id, thread_id)).everything())
+    channel values' and its writes' (folded from its events as the export carries them:
+    unchecked, as an export is no decision, and a forged event travels to be named by the
+    importing side's checks)."""
+    holdings = ThreadHoldings()
+    async for recorded in log.read_stream(tenant_id, THREAD_STREAM_PREFIX + thread_id):
+        holdings.fold(recorded.event)
+    return Counter(holdings.everything())
 
 
 async def count_events(log: EventLog, tenant_id: str | None = None) -> int:
