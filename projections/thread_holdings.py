@@ -72,12 +72,6 @@ class ThreadHoldings:
         copied.values = {key: list(held) for key, held in self.values.items()}
         return copied
 
-    def fold_all(self, events: Iterable[Event]) -> ThreadHoldings:
-        """Take in each event in order; returns itself."""
-        for event in events:
-            self.fold(event)
-        return self
-
     def __bool__(self) -> bool:
         return bool(self.checkpoints) or bool(self.values)
 

@@ -415,7 +415,7 @@ class ThreadCheckpoints:
         if version is None:
             version = await self._stream_version(tenant_id, stream)
         thread = {"tenant_id": tenant_id, "thread_id": thread_id}
-        holdings = await self.holdings(tenant_id, thread_id, version)
+        holdings = await self._held(tenant_id, thread_id, version)
         if not holdings:
             return None
         rows = await self._log.query(
@@ -508,7 +508,7 @@ class ThreadCheckpoints:
             columns=("namespace", "channel", "channel_version", "encoding", "digest"),
         ))
         values = decide.values_to_release(remaining, stored)
-        holdings = await self.holdings(tenant_id, thread_id, version)
+        holdings = await self._held(tenant_id, thread_id, version)
         values = await self._keep_chains(tenant_id, stored, values, holdings)
         releases = decide.releases_of([
             *holdings.of_checkpoints(gone),
@@ -523,8 +523,8 @@ class ThreadCheckpoints:
                        for key in keys)
         return StreamRemoval(stream, version, tombstone, releases, named, emptied=False)
 
-    async def holdings(self, tenant_id: str, thread_id: str,
-                       version: int | None = None) -> ThreadHoldings:
+    async def _held(self, tenant_id: str, thread_id: str,
+                    version: int | None = None) -> ThreadHoldings:
         """What the thread's remaining checkpoints, values and writes hold, from its
         events through ``version`` (`eventlog.checkpoints.holdings`: the last fold of a
         few threads is kept and extended, so removals in a row read each event once)."""

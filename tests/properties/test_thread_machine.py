@@ -24,6 +24,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_stat
 
 from eventlog import EventLog, content_digest, open_log
 from eventlog.checkpoints import ChannelValue, Payload
+from eventlog.checkpoints.holdings import fold_thread
 from projections import compare_views
 
 # Model-based runs: 200 examples each under CI=true, minutes in all (pytest -m properties).
@@ -236,6 +237,22 @@ class ThreadMachine(RuleBasedStateMachine):
         expected.update(digest for _, digest in self.write_refs)
         expected.update(digest for _, digest in self.value_refs)
         assert dict(expected) == dict(self.run(self.log.blob_refs(T)))
+
+
+    @invariant()
+    def holdings_agree(self) -> None:
+        """What each thread's events hold, folded afresh and through the store's cached
+        fold (extended step by step), is what the tenant's counts say: the references a
+        removal may release are exactly those."""
+        store = self.log.checkpoints.threads
+        fresh: Counter[bytes] = Counter()
+        for thread in THREADS:
+            folded = self.run(fold_thread(self.log, T, thread))
+            cached = self.run(store._held(T, thread))
+            assert (folded.checkpoints, folded.values) == (cached.checkpoints, cached.values)
+            fresh.update(folded.everything())
+        assert dict(fresh) == {digest: count for digest, count in
+                               self.run(self.log.blob_refs(T)).items() if count}
 
 
 class SqliteThreadMachine(ThreadMachine):
