@@ -15,16 +15,13 @@ import importlib.util
 import json
 import shutil
 import sqlite3
-import uuid
 from collections import Counter
-from collections.abc import AsyncIterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import asyncpg
 import pytest
-import sqlalchemy as sa
 from alembic import command
 from sqlalchemy.ext.asyncio import create_async_engine
 
@@ -38,6 +35,7 @@ from eventlog.storage.schema import build_metadata
 from projections.thread_holdings import ThreadHoldings
 from tests.conftest import PG_URL, BackendTarget
 from tests.signing_outside import forge, rows
+from tests.test_sqlite_without_rowid import _migrate as migrate_sqlite
 
 FIXTURE = Path(__file__).parent / "fixtures" / "records_before_41"
 RECORD_TABLES = ("thread_checkpoint_records", "thread_value_records", "thread_write_records")
@@ -76,16 +74,6 @@ def _sqlite_tables(path: Path) -> set[str]:
             "SELECT name FROM sqlite_schema WHERE type = 'table'")}
     finally:
         connection.close()
-
-
-def _sqlite_migrate(path: Path, revision: str, *, down: bool) -> None:
-    engine = sa.create_engine(f"sqlite:///{path}")
-    try:
-        with engine.begin() as connection:
-            config = alembic_config(connection, None, build_metadata("sqlite", None))
-            (command.downgrade if down else command.upgrade)(config, revision)
-    finally:
-        engine.dispose()
 
 
 def _held_by_records(records: dict[str, list[tuple[Any, ...]]]) -> dict[tuple[str, str], Any]:
@@ -166,24 +154,11 @@ async def test_a_log_written_before_0025_upgrades_and_removes_as_before(tmp_path
         assert await MAKE.reads(log) == json.loads((FIXTURE / "reads.json").read_text())
         assert await _folded(log) == _held_by_records(written)
     assert not set(RECORD_TABLES) & _sqlite_tables(path)
-    _sqlite_migrate(path, BEFORE, down=True)
+    migrate_sqlite(path, BEFORE, down=True)
     assert _sqlite_records(path) == written
     async with open_log(f"sqlite:///{path}") as log:
         assert not set(RECORD_TABLES) & _sqlite_tables(path)
         await _remove_and_check(log)
-
-
-@pytest.fixture
-async def pg_schema_name() -> AsyncIterator[str]:
-    schema = f"folded_{uuid.uuid4().hex[:10]}"
-    try:
-        yield schema
-    finally:
-        connection = await asyncpg.connect(PG_URL)
-        try:
-            await connection.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
-        finally:
-            await connection.close()
 
 
 async def _pg_migrate(schema: str, revision: str) -> None:
@@ -214,27 +189,27 @@ async def _pg_records(schema: str) -> dict[str, list[tuple[Any, ...]]] | None:
 @pytest.mark.postgres
 @pytest.mark.parametrize("encrypted", [False, True], ids=["plain", "encrypted"])
 async def test_a_postgres_log_downgrades_and_upgrades_in_place(
-    pg_schema_name: str, tmp_path: Path, encrypted: bool,
+    pg_schema: str, tmp_path: Path, encrypted: bool,
 ) -> None:
     """Today's code writes the fixture's history on PostgreSQL (plain, and encrypted);
     taken back to 0024 the record tables hold what the fold holds; upgraded again (by
     opening) they are gone, the log verifies, reads the same and removes correctly."""
-    options: dict[str, Any] = {"schema": pg_schema_name}
+    options: dict[str, Any] = {"schema": pg_schema}
     if encrypted:
         options["keyring"] = init_keyring(tmp_path / "kek.json")
     async with open_log(PG_URL, **options) as log:
         await MAKE.populate(log)
         read = await MAKE.reads(log)
         folded = await _folded(log)
-    assert await _pg_records(pg_schema_name) is None
-    await _pg_migrate(pg_schema_name, BEFORE)
-    records = await _pg_records(pg_schema_name)
+    assert await _pg_records(pg_schema) is None
+    await _pg_migrate(pg_schema, BEFORE)
+    records = await _pg_records(pg_schema)
     assert records is not None
     assert all(records.values())
     assert _held_by_records(records) == folded
     async with open_log(PG_URL, **options) as log:
         assert log.schema_revision == head_revision()
-        assert await _pg_records(pg_schema_name) is None
+        assert await _pg_records(pg_schema) is None
         assert (await log.verify()).ok
         assert await MAKE.reads(log) == read
         await _remove_and_check(log)

@@ -18,8 +18,7 @@ from collections import OrderedDict
 from typing import NamedTuple
 
 from eventlog.events.threads import THREAD_STREAM_PREFIX
-from eventlog.log import EventLog
-from eventlog.log._signed import StreamLink
+from eventlog.log import EventLog, StreamLink
 from projections.thread_holdings import ThreadHoldings
 
 CACHED_THREADS = 16

@@ -9,6 +9,7 @@ backend. `_spill` holds
 """
 
 from eventlog.log._log import EventLog
+from eventlog.log._signed import StreamLink
 from eventlog.log._spill import SpilledViews
 from eventlog.log._subscribe import Subscription
 from eventlog.log._tree import TreeFinding
@@ -16,4 +17,4 @@ from eventlog.storage.contracts.keys import KeyringRow, KeyRow
 from eventlog.validation import DEFAULT_MAX_PAYLOAD_BYTES
 
 __all__ = ["DEFAULT_MAX_PAYLOAD_BYTES", "EventLog", "KeyRow", "KeyringRow", "SpilledViews",
-           "Subscription", "TreeFinding"]
+           "StreamLink", "Subscription", "TreeFinding"]
