@@ -56,7 +56,9 @@ def build_metadata(dialect: str, schema: str | None) -> sa.MetaData:
             "tenant_id", "stream_id", "stream_version", name="events_stream_version_key"
         ),
         sa.UniqueConstraint("tenant_id", "event_id", name="events_event_id_key"),
-        sqlite_autoincrement=True,  # a bare rowid could be reused after deleting the last row
+        # No AUTOINCREMENT on SQLite (migration 0026): its counter table is one more
+        # b-tree written at every commit, and guarded only against deleting the last
+        # events, which the library never does and whoever can do it can also rewind.
     )
     if postgres:
         events.append_column(
@@ -181,8 +183,9 @@ the key's automatic index pointing at them), so each insert wrote a page of both
 write-ahead log at every commit; a ``WITHOUT ROWID`` table is one b-tree ordered by its
 key. Measured with `benchmarks.sqlite_pages`: an adapter ``aput`` from 25.6 pages a commit
 to 23.6, a create from 15.9 to 15.4. The events table keeps its rowid (its position is the
-rowid, ``AUTOINCREMENT``); so do the blobs, whose ~2 KB rows an index b-tree would spill
-into overflow pages (measured: more pages, not fewer; docs/decisions/storage.md)."""
+rowid, without ``AUTOINCREMENT`` since migration 0026); so do the blobs, whose ~2 KB rows
+an index b-tree would spill into overflow pages (measured: more pages, not fewer;
+docs/decisions/storage.md)."""
 
 
 CONSUMER_TABLE = "consumers"
