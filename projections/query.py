@@ -88,6 +88,11 @@ class ViewQuery:
     such blob), read in the same query, so a reader needs no second round trip for them.
     ``lookup`` keeps only the rows whose columns equal one of its keys (`Lookup`).
     ``related`` reads each row's rows of other tables with it (`Related`).
+    ``split`` is a plan, not a filter: ``(column, index)``, a limited read is answered
+    as the merge of the rows where the text ``column`` is empty, read through the
+    primary key, and of the others (``length(column) > 0``), read through ``index`` (a
+    partial index of them), each half in order and limited on its own; the rows are the
+    same without it.
     """
 
     table: str
@@ -100,6 +105,7 @@ class ViewQuery:
     with_blob: str | None = None
     lookup: Lookup | None = None
     related: tuple[Related, ...] = ()
+    split: tuple[str, str] | None = None
 
 
 @dataclass(frozen=True, slots=True)

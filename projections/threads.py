@@ -7,7 +7,8 @@ Three tables, keyed from ``tenant_id``, folded from the events of
   latest put of that id (a put of an existing id overwrites the row, so a retried put
   never adds a row), with the version of each channel value it carries. Reads: newest
   first by checkpoint id within a thread and namespace (the primary key), within a thread
-  across its namespaces (``thread_checkpoints_by_thread``); by checkpoint id in any
+  across its namespaces (the primary key's main namespace merged with
+  ``thread_checkpoints_by_thread``, which holds the other namespaces); by checkpoint id in any
   thread (``thread_checkpoints_by_id``), by run (``thread_checkpoints_by_run``).
 - ``thread_channel_values``: one row per (tenant, thread, namespace, channel, channel
   version): the value's blob, stored by the first put that carried it (later puts of the
@@ -88,8 +89,14 @@ sa.Index("thread_checkpoints_by_id", thread_checkpoints.c.checkpoint_id,
          thread_checkpoints.c.tenant_id)
 sa.Index("thread_checkpoints_by_run", thread_checkpoints.c.run_key,
          thread_checkpoints.c.tenant_id)
+# A page across a thread's namespaces merges the main graph's rows (namespace '', read
+# through the primary key) with the subgraphs' (through this index: `ViewQuery.split`),
+# so it holds only the subgraphs' rows and a main-graph put writes no entry into it
+# (migration 0027). Its predicate is the one the page's second half says, word for word.
+_SUBGRAPHS = sa.func.length(thread_checkpoints.c.namespace) > 0
 sa.Index("thread_checkpoints_by_thread", thread_checkpoints.c.tenant_id,
-         thread_checkpoints.c.thread_id, thread_checkpoints.c.checkpoint_id)
+         thread_checkpoints.c.thread_id, thread_checkpoints.c.checkpoint_id,
+         postgresql_where=_SUBGRAPHS, sqlite_where=_SUBGRAPHS)
 
 thread_writes = sa.Table(
     THREAD_WRITES,

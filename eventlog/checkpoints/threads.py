@@ -123,10 +123,15 @@ _IN_TENANT = ("tenant_id", "checkpoint_id")
 """The orders of a read of one namespace of a thread, of a thread across its namespaces,
 and of a whole tenant: newest first by id, each naming the column its equality fixes
 just before the id, so the read takes the index of exactly those columns (the primary
-key, ``thread_checkpoints_by_thread``) whatever PostgreSQL's statistics say
+key, ``thread_checkpoints_by_thread``; across namespaces, a merge of the primary key's
+main namespace and that index's other namespaces: `ViewQuery.split`) whatever
+PostgreSQL's statistics say
 (`eventlog.storage.sqltext.SqlDialect.ranges_ordered_keys`). A whole tenant's page has
 no such index (``thread_checkpoints_by_id`` leads with the id: migration 0024): it sorts
 the tenant's rows, where ordered by the id alone it could walk every tenant's."""
+_SPLIT = ("namespace", "thread_checkpoints_by_thread")
+"""A page across a thread's namespaces: the main graph's by the primary key, the
+subgraphs' by their partial index (`ViewQuery.split`, migration 0027)."""
 _ROW_COLUMNS = (
     "thread_id", "namespace", "checkpoint_id", "parent_id", "run_key", "step", "metadata",
     "position", "recorded_at", "state_encoding", "state_digest", "channels",
@@ -363,6 +368,7 @@ class ThreadCheckpoints:
             limit=limit,
             columns=_ROW_COLUMNS, with_blob="state_digest" if payloads else None,
             related=_PAYLOADS if payloads else (),
+            split=_SPLIT if order is _IN_THREAD else None,
         ))
         if not payloads:
             return [_checkpoint(tenant_id, row) for row in rows]

@@ -326,6 +326,17 @@ class SqlDialect(abc.ABC):
     """Columns whose equality is never written as a range (Citus routes a statement to
     one worker by an equality on the distribution column)."""
 
+    splits_keep_equalities: bool = False
+    """Whether a `ViewQuery.split` read writes its equalities as equalities (SQLite), its
+    first half as a read of one value of the split column (a range, ordered by it, as a
+    read of one namespace is) and its second half ``INDEXED BY`` its index. SQLite seeks
+    an index by its columns only up to the first range: with the thread written as a
+    range the first half could not seek ``namespace = ''`` in the primary key and sorted
+    every namespace of the thread; with plain equalities, after ``ANALYZE`` it chose a
+    skip-scan of ``thread_checkpoints_by_run`` and sorted (``NOT INDEXED`` did not stop
+    it). PostgreSQL keeps its ranges and takes each half's index without being told
+    (tests/test_read_plans_without_statistics.py)."""
+
     nests: bool = False
     """Whether a query's `Related` rows are read in its own statement (`related_sql`),
     else by `Lookup` queries after it (`projections.query.read_related`)."""
@@ -399,6 +410,7 @@ class SqliteDialect(SqlDialect):
         return f"(SELECT j.value FROM json_each({column}) AS j WHERE j.key = {key})"
 
     ranges_ordered_keys = True  # without sqlite_stat1 its planner guessed as badly
+    splits_keep_equalities = True
 
     def order_term(self, column: str, *, descending: bool, nullable: bool) -> str:
         # SQLite sorts NULL before every value; PostgreSQL, and so we, after.
@@ -446,11 +458,12 @@ class SqliteDialect(SqlDialect):
 
 
 def place_query(query: ViewQuery, tables: Mapping[str, str], dialect: SqlDialect,
-                param: Param, nullable: Collection[str] = ()) -> Callable[[], str]:
+                param: Param, nullable: Collection[str] = (), *,
+                limit_in_text: bool = False) -> Callable[[], str]:
     """Record ``query``'s values through ``param``; what writes the SELECT that answers it
     (``tables`` maps table names to their qualified names; the view is ``v``, and
     ``with_blob`` joins the tenant's blob as ``b``; ``nullable`` names the table's columns
-    that may hold NULL)."""
+    that may hold NULL; ``limit_in_text``: the limit is written, not sent)."""
     keys = None if query.lookup is None else dialect.key_set(query.lookup, param)
     conditions: list[tuple[str, Condition]] = []
     for name, value in query.where.items():
@@ -459,13 +472,15 @@ def place_query(query: ViewQuery, tables: Mapping[str, str], dialect: SqlDialect
         elif isinstance(value, JsonContains):
             conditions.append((name, dialect.contains(value, param)))
         elif (dialect.ranges_ordered_keys and name in query.order_by
-              and name not in dialect.kept_equal):
+              and name not in dialect.kept_equal
+              and not (query.split is not None and dialect.splits_keep_equalities)):
             conditions.append((name, _pinned(param(value))))
         else:
             conditions.append((name, _equals(param(value))))
     after = (param.extend(query.after)
              if query.after is not None and query.order_by else None)
-    limit = None if query.limit is None else param(query.limit)
+    limit = (None if query.limit is None
+             else str(int(query.limit)) if limit_in_text else param(query.limit))
     return lambda: _query_text(query, tables, dialect, nullable, keys, conditions, after,
                                limit)
 
@@ -494,6 +509,9 @@ def _query_text(
         prefix, key_set = keys()
     conditions = [condition(column(name)) for name, condition in placed]
     order = ", ".join(map(column, query.order_by))
+    ordering = ", ".join(
+        dialect.order_term(column(n), descending=query.descending, nullable=n in nullable)
+        for n in query.order_by)
     if after is not None:
         conditions.append(f"({order}) {'<' if query.descending else '>'} ({', '.join(after)})")
     if query.lookup is not None:
@@ -508,6 +526,9 @@ def _query_text(
         conditions = []
     elif query.lookup is not None:
         source = f"{key_set} CROSS JOIN {source}"  # SQLite runs a CROSS JOIN's left side first
+    elif query.split is not None and limit is not None and query.order_by:
+        source = _split_source(query, dialect, source, conditions, ordering, limit)
+        conditions = []
     if query.with_blob is not None:
         sql += ", b.data AS blob"
         source += (f" LEFT JOIN {tables['blobs']} AS b ON b.tenant_id = v.tenant_id "
@@ -516,12 +537,42 @@ def _query_text(
     if conditions:
         sql += " WHERE " + " AND ".join(conditions)
     if query.order_by:
-        sql += " ORDER BY " + ", ".join(
-            dialect.order_term(column(n), descending=query.descending, nullable=n in nullable)
-            for n in query.order_by)
+        sql += " ORDER BY " + ordering
     if limit is not None:
         sql += f" LIMIT {limit}"
     return sql
+
+
+def _split_source(query: ViewQuery, dialect: SqlDialect, source: str, conditions: list[str],
+                  ordering: str, limit: str) -> str:
+    """`ViewQuery.split`: the rows as two ordered, limited halves, merged by the outer
+    ORDER BY and LIMIT (at most twice the limit rows to merge; see
+    `SqlDialect.splits_keep_equalities`). The second half says ``length(column) > 0``, as
+    its partial index does, rather than ``column <> ''``: PostgreSQL proves ``<> ''``
+    from a read of one non-empty value (``namespace >= 'child:1' AND namespace <=
+    'child:1'``) and could then read that one namespace through the partial index,
+    filtering the others; ``length`` it cannot reason about, so only a read that says so
+    takes it."""
+    assert query.split is not None
+    name, index = query.split
+    named = "v." + quote(name)
+    first, second = f"{named} = ''", f"length({named}) > 0"
+    first_order = second_order = ordering
+    hint = ""
+    if dialect.splits_keep_equalities:
+        first = f"{named} >= '' AND {named} <= ''"
+        first_order = ", ".join(
+            dialect.order_term("v." + quote(column), descending=query.descending,
+                               nullable=False)
+            for column in (name, query.order_by[-1]))
+        hint = f" INDEXED BY {quote(index)}"
+    halves = [
+        f"SELECT * FROM (SELECT v.* FROM {source}{index_hint} WHERE "
+        f"{' AND '.join([*conditions, half])} ORDER BY {order} LIMIT {limit}) AS h{n}"
+        for n, (half, order, index_hint) in enumerate(
+            ((first, first_order, ""), (second, second_order, hint)))
+    ]
+    return f"({' UNION ALL '.join(halves)}) AS v"
 
 
 def query_sql(query: ViewQuery, tables: Mapping[str, str], dialect: SqlDialect,
@@ -537,7 +588,7 @@ def query_shape(query: ViewQuery, dialect: SqlDialect) -> Hashable:
         query.table,
         tuple((name, dialect.condition_shape(value)) for name, value in query.where.items()),
         query.order_by, query.descending, query.after is not None, query.limit is not None,
-        query.columns, query.with_blob,
+        query.columns, query.with_blob, query.split,
         None if query.lookup is None
         else (query.lookup.columns, dialect.key_set_shape(query.lookup)),
     )
@@ -554,11 +605,9 @@ def place_related(query: ViewQuery, tables: Mapping[str, str], dialect: SqlDiale
     0`` keeps the subquery from becoming a join the planner could hash); one of ``on``
     alone by the key's prefix. Every related row is of the row's own tenant. A small
     limit is written into the text (`inline_limit`), not sent."""
-    inlined = inline_limit(query)
-    inner = place_query(dataclasses.replace(query, related=(), with_blob=None, columns=None,
-                                            limit=None if inlined else query.limit),
-                        tables, dialect, param, nullable)
-    return lambda: _related_text(query, tables, dialect, nullable, inner(), inlined)
+    inner = place_query(dataclasses.replace(query, related=(), with_blob=None, columns=None),
+                        tables, dialect, param, nullable, limit_in_text=inline_limit(query))
+    return lambda: _related_text(query, tables, dialect, nullable, inner())
 
 
 def related_sql(query: ViewQuery, tables: Mapping[str, str], dialect: SqlDialect,
@@ -568,13 +617,11 @@ def related_sql(query: ViewQuery, tables: Mapping[str, str], dialect: SqlDialect
 
 
 def _related_text(query: ViewQuery, tables: Mapping[str, str], dialect: SqlDialect,
-                  nullable: Collection[str], inner: str, inlined: bool) -> str:
+                  nullable: Collection[str], inner: str) -> str:
     """The statement of `place_related`, around ``inner`` (the query's own SELECT)."""
     def column(name: str) -> str:
         return "v." + quote(name)
 
-    if inlined:
-        inner += f" LIMIT {int(query.limit or 0)}"
     sql = "SELECT " + (", ".join(map(column, query.columns)) if query.columns else "v.*")
     source = f"({inner}) AS v"
     if query.with_blob is not None:
