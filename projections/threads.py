@@ -10,8 +10,8 @@ Three tables, keyed from ``tenant_id``, folded from the events of
   across its namespaces (the primary key's main namespace merged with
   ``thread_checkpoints_by_thread``, which holds the other namespaces); by checkpoint id in any
   thread (``thread_checkpoints_by_id``), by run (``thread_checkpoints_by_run``).
-- ``thread_channel_values``: one row per (tenant, thread, namespace, channel, channel
-  version): the value's blob, stored by the first put that carried it (later puts of the
+- ``thread_channel_values``: one row per (tenant, thread, namespace, channel version,
+  channel): the value's blob, stored by the first put that carried it (later puts of the
   same version change nothing), so an unchanged channel is stored once. Read by key
   only (a `projections.query.Lookup` of the versions a checkpoint names).
 - ``thread_writes``: one row per (tenant, thread, namespace, checkpoint id, task, idx).
@@ -117,13 +117,19 @@ thread_writes = sa.Table(
 thread_channel_values = sa.Table(
     THREAD_VALUES,
     metadata,
-    sa.Column("tenant_id", ID, primary_key=True),
-    sa.Column("thread_id", ID, primary_key=True),
-    sa.Column("namespace", sa.Text, primary_key=True),
-    sa.Column("channel", sa.Text, primary_key=True),
-    sa.Column("channel_version", sa.Text, primary_key=True),
+    sa.Column("tenant_id", ID, nullable=False),
+    sa.Column("thread_id", ID, nullable=False),
+    sa.Column("namespace", sa.Text, nullable=False),
+    sa.Column("channel", sa.Text, nullable=False),
+    sa.Column("channel_version", sa.Text, nullable=False),
     sa.Column("encoding", ID, nullable=False),
     sa.Column("digest", sa.LargeBinary, nullable=False),
+    # The version before the channel (migration 0028): LangGraph gives every channel a
+    # step changes the same new version, which grows step by step, so a put's rows sit
+    # side by side at the end of the thread's range, on one leaf, where ordered by
+    # channel first each went to its channel's own leaf (4.3 SQLite pages a chat put).
+    sa.PrimaryKeyConstraint("tenant_id", "thread_id", "namespace", "channel_version",
+                            "channel", name="thread_channel_values_pkey"),
 )
 
 _versions_encoder = msgspec.json.Encoder()

@@ -81,6 +81,9 @@ EXPECTED: dict[str, tuple[str, str | set[str]]] = {
     # Two halves merged: the main namespace by the key, the subgraphs by the partial index.
     "page, every namespace": ("thread_checkpoints",
                               {"thread_checkpoints_pkey", "thread_checkpoints_by_thread"}),
+    "page before, every namespace": ("thread_checkpoints",
+                                     {"thread_checkpoints_pkey",
+                                      "thread_checkpoints_by_thread"}),
     "page, small thread": ("thread_checkpoints", "thread_checkpoints_pkey"),
     "blobs": ("blobs", "blobs_pkey"),
     "blob sizes": ("blobs", "blobs_pkey"),
@@ -146,6 +149,8 @@ def _reads(log: EventLog, shape: Shape, digests: list[bytes], record: str
         "page before": lambda: threads.page(T, "big", namespace="", before=ids[-3],
                                             limit=10),
         "page, every namespace": lambda: threads.page(T, "big", limit=10),
+        "page before, every namespace": lambda: threads.page(
+            T, "big", before=ids[len(ids) // 2], limit=10),
         "page, small thread": lambda: threads.page(T, "small-005", namespace="", limit=10),
         "blobs": lambda: log.get_blobs(T, digests),
         "blob sizes": lambda: log.reader.blob_sizes(T, digests),
@@ -276,6 +281,8 @@ SQLITE_EXPECTED: dict[str, tuple[str, str | set[str]]] = {
     "page before": ("thread_checkpoints", "PRIMARY KEY"),
     "page, every namespace": ("thread_checkpoints",
                               {"PRIMARY KEY", "thread_checkpoints_by_thread"}),
+    "page before, every namespace": ("thread_checkpoints",
+                                     {"PRIMARY KEY", "thread_checkpoints_by_thread"}),
     "page, small thread": ("thread_checkpoints", "PRIMARY KEY"),
     "session latest": ("checkpoint_sessions", "PRIMARY KEY"),
     "session record by id": ("checkpoints", "checkpoints_by_checkpoint_id"),

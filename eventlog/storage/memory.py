@@ -226,8 +226,9 @@ class MemoryBackend(InProcess, BlobsByDigest, KeysInMemory, InProcessConsumers, 
         rows = history_rows(
             query,
             lambda checkpoint_id: views.row("thread_checkpoints", (*thread, checkpoint_id)),
+            # Keyed by version, then channel (migration 0028's order).
             lambda channel, version: views.row("thread_channel_values",
-                                               (*thread, channel, version)),
+                                               (*thread, version, channel)),
             lambda checkpoint_id: writes.get(checkpoint_id, []),
         )
         for row in rows:

@@ -327,14 +327,13 @@ class SqlDialect(abc.ABC):
     one worker by an equality on the distribution column)."""
 
     splits_keep_equalities: bool = False
-    """Whether a `ViewQuery.split` read writes its equalities as equalities (SQLite), its
-    first half as a read of one value of the split column (a range, ordered by it, as a
-    read of one namespace is) and its second half ``INDEXED BY`` its index. SQLite seeks
-    an index by its columns only up to the first range: with the thread written as a
-    range the first half could not seek ``namespace = ''`` in the primary key and sorted
-    every namespace of the thread; with plain equalities, after ``ANALYZE`` it chose a
-    skip-scan of ``thread_checkpoints_by_run`` and sorted (``NOT INDEXED`` did not stop
-    it). PostgreSQL keeps its ranges and takes each half's index without being told
+    """Whether the second half of a `ViewQuery.split` read (`_Halves`) writes its
+    equalities plainly and names its index (``INDEXED BY``): SQLite's, which with the
+    thread as a range seeks no further than the thread, and with plain equalities and no
+    hint chose, after ``ANALYZE``, a skip-scan of ``thread_checkpoints_by_run`` and a sort
+    (``NOT INDEXED`` on the first half did not stop it either: the first half is written
+    as a read of one namespace instead). PostgreSQL keeps its ranges, which keep
+    ``thread_checkpoints_by_id`` (led by the id) from serving the order
     (tests/test_read_plans_without_statistics.py)."""
 
     nests: bool = False
@@ -466,23 +465,27 @@ def place_query(query: ViewQuery, tables: Mapping[str, str], dialect: SqlDialect
     that may hold NULL; ``limit_in_text``: the limit is written, not sent)."""
     keys = None if query.lookup is None else dialect.key_set(query.lookup, param)
     conditions: list[tuple[str, Condition]] = []
+    equalities: list[tuple[str, Condition]] = []  # the same, no equality as a range
     for name, value in query.where.items():
         if isinstance(value, In):
             conditions.append((name, dialect.member(value, param)))
         elif isinstance(value, JsonContains):
             conditions.append((name, dialect.contains(value, param)))
         elif (dialect.ranges_ordered_keys and name in query.order_by
-              and name not in dialect.kept_equal
-              and not (query.split is not None and dialect.splits_keep_equalities)):
-            conditions.append((name, _pinned(param(value))))
+              and name not in dialect.kept_equal):
+            slot = param(value)
+            conditions.append((name, _pinned(slot)))
+            equalities.append((name, _equals(slot)))
+            continue
         else:
             conditions.append((name, _equals(param(value))))
+        equalities.append(conditions[-1])
     after = (param.extend(query.after)
              if query.after is not None and query.order_by else None)
     limit = (None if query.limit is None
              else str(int(query.limit)) if limit_in_text else param(query.limit))
     return lambda: _query_text(query, tables, dialect, nullable, keys, conditions, after,
-                               limit)
+                               limit, equalities)
 
 
 def _equals(slot: str) -> Condition:
@@ -498,8 +501,10 @@ def _query_text(
     query: ViewQuery, tables: Mapping[str, str], dialect: SqlDialect,
     nullable: Collection[str], keys: Callable[[], tuple[str, str]] | None,
     placed: list[tuple[str, Condition]], after: list[str] | None, limit: str | None,
+    equalities: list[tuple[str, Condition]],
 ) -> str:
-    """The SELECT of `place_query`, from the placeholders it recorded."""
+    """The SELECT of `place_query`, from the placeholders it recorded (``equalities``:
+    ``placed`` with no equality written as a range)."""
     def column(name: str) -> str:
         return "v." + quote(name)
 
@@ -527,7 +532,9 @@ def _query_text(
     elif query.lookup is not None:
         source = f"{key_set} CROSS JOIN {source}"  # SQLite runs a CROSS JOIN's left side first
     elif query.split is not None and limit is not None and query.order_by:
-        source = _split_source(query, dialect, source, conditions, ordering, limit)
+        halves = _Halves(query, dialect, source, ordering, limit, after)
+        source = halves.text([c(column(n)) for n, c in placed],
+                             [c(column(n)) for n, c in equalities])
         conditions = []
     if query.with_blob is not None:
         sql += ", b.data AS blob"
@@ -543,36 +550,61 @@ def _query_text(
     return sql
 
 
-def _split_source(query: ViewQuery, dialect: SqlDialect, source: str, conditions: list[str],
-                  ordering: str, limit: str) -> str:
+@dataclasses.dataclass(frozen=True)
+class _Halves:
     """`ViewQuery.split`: the rows as two ordered, limited halves, merged by the outer
-    ORDER BY and LIMIT (at most twice the limit rows to merge; see
-    `SqlDialect.splits_keep_equalities`). The second half says ``length(column) > 0``, as
-    its partial index does, rather than ``column <> ''``: PostgreSQL proves ``<> ''``
-    from a read of one non-empty value (``namespace >= 'child:1' AND namespace <=
-    'child:1'``) and could then read that one namespace through the partial index,
-    filtering the others; ``length`` it cannot reason about, so only a read that says so
-    takes it."""
-    assert query.split is not None
-    name, index = query.split
-    named = "v." + quote(name)
-    first, second = f"{named} = ''", f"length({named}) > 0"
-    first_order = second_order = ordering
-    hint = ""
-    if dialect.splits_keep_equalities:
-        first = f"{named} >= '' AND {named} <= ''"
-        first_order = ", ".join(
-            dialect.order_term("v." + quote(column), descending=query.descending,
-                               nullable=False)
-            for column in (name, query.order_by[-1]))
-        hint = f" INDEXED BY {quote(index)}"
-    halves = [
-        f"SELECT * FROM (SELECT v.* FROM {source}{index_hint} WHERE "
-        f"{' AND '.join([*conditions, half])} ORDER BY {order} LIMIT {limit}) AS h{n}"
-        for n, (half, order, index_hint) in enumerate(
-            ((first, first_order, ""), (second, second_order, hint)))
-    ]
-    return f"({' UNION ALL '.join(halves)}) AS v"
+    ORDER BY and LIMIT (at most twice the limit rows to merge).
+
+    The first half (the empty value) is written as a read of one value of the split
+    column is: every other equality plain, the split column a closed range, ordered by it
+    and the order's last column, its keyset on those two; so each backend seeks the
+    primary key to the end of the value's rows and reads them in order (with the thread
+    as a range, PostgreSQL started at the end of the thread, among the other values'
+    rows, and SQLite sorted the thread's rows). The second half keeps the read's own
+    conditions and order (PostgreSQL: the ranges that keep ``thread_checkpoints_by_id``
+    out; SQLite: plain equalities, ``INDEXED BY`` its index, `SqlDialect.
+    splits_keep_equalities`) and says ``length(column) > 0``, as its partial index does,
+    rather than ``column <> ''``: PostgreSQL proves ``<> ''`` from a read of one non-empty
+    value (``namespace >= 'child:1' AND namespace <= 'child:1'``) and could then read
+    that namespace through the partial index, filtering the others; ``length`` it cannot
+    reason about, so only a read that says so takes it. Every order column but the last
+    is fixed by an equality, so a keyset on the last column alone is the same keyset."""
+
+    query: ViewQuery
+    dialect: SqlDialect
+    source: str
+    ordering: str
+    limit: str
+    after: list[str] | None
+
+    def text(self, conditions: list[str], equalities: list[str]) -> str:
+        query, dialect = self.query, self.dialect
+        assert query.split is not None
+        assert all(name in query.where for name in query.order_by[:-1])
+        name, index = query.split
+        named, last = "v." + quote(name), "v." + quote(query.order_by[-1])
+        before = "<" if query.descending else ">"
+        first = [*(condition for condition in equalities), f"{named} >= ''",
+                 f"{named} <= ''"]
+        first_order = ", ".join(dialect.order_term(term, descending=query.descending,
+                                                   nullable=False) for term in (named, last))
+        second = [*(equalities if dialect.splits_keep_equalities else conditions),
+                  f"length({named}) > 0"]
+        if self.after is not None:
+            first.append(f"({named}, {last}) {before} ('', {self.after[-1]})")
+            # As the read says it (a row comparison PostgreSQL starts its scan at); with
+            # the equalities plain, SQLite seeks the last column's range.
+            order = ", ".join("v." + quote(column) for column in query.order_by)
+            second.append(f"{last} {before} {self.after[-1]}" if dialect.splits_keep_equalities
+                          else f"({order}) {before} ({', '.join(self.after)})")
+        hint = f" INDEXED BY {quote(index)}" if dialect.splits_keep_equalities else ""
+        halves = [
+            f"SELECT * FROM (SELECT v.* FROM {self.source}{index_hint} WHERE "
+            f"{' AND '.join(where)} ORDER BY {order} LIMIT {self.limit}) AS h{n}"
+            for n, (where, order, index_hint) in enumerate(
+                ((first, first_order, ""), (second, self.ordering, hint)))
+        ]
+        return f"({' UNION ALL '.join(halves)}) AS v"
 
 
 def query_sql(query: ViewQuery, tables: Mapping[str, str], dialect: SqlDialect,
