@@ -268,6 +268,8 @@ class Pages:
     trees: list[set[str]]
     pages: list[int]
     commits: list[int]
+    by_tree: list[Counter[str]] = field(default_factory=list)
+    """Each call's pages, by the b-tree owning each."""
 
 
 def attribute_frames(path: Path, calls: list[Call]) -> Pages:
@@ -282,6 +284,7 @@ def attribute_frames(path: Path, calls: list[Call]) -> Pages:
         first, last = ((max(0, size - 32)) // (24 + page_size) for size in call.span)
         written = frames[first:last]
         pages.trees.append({_owner(owners, page) for page, _ in written})
+        pages.by_tree.append(Counter(_owner(owners, page) for page, _ in written))
         pages.pages.append(len(written))
         pages.commits.append(sum(1 for _, commit in written if commit))
     return pages
@@ -329,6 +332,9 @@ class Wal41:
     total: list[int]
     without_fpi: list[int]
     relations: list[set[str]]
+    by_relation: list[Counter[str]] = field(default_factory=list)
+    """Each call's WAL bytes, by the relation of each record's first block (or its
+    resource manager, for a record of none)."""
 
 
 def _lsn(text: str) -> int:
@@ -355,24 +361,36 @@ async def attribute_wal(wal: Wal, calls: list[Call]) -> Wal41:
     assert calls[0].span is not None
     assert calls[-1].span is not None
     rows = await wal.connection.fetch(
-        "SELECT start_lsn::text, fpi_length, block_ref "
+        "SELECT start_lsn::text, fpi_length, block_ref, record_length, resource_manager "
         "FROM pg_get_wal_records_info($1::text::pg_lsn, $2::text::pg_lsn)",
         calls[0].span[0], await _flushed(wal, calls[-1].span[1])) if wal.inspect else []
     names = await wal.relation_names()
     database = str(await wal.connection.fetchval(
         "SELECT oid FROM pg_database WHERE datname = current_database()"))
-    records = sorted((_lsn(row[0]), int(row[1]), str(row[2] or "")) for row in rows)
+    records = sorted((_lsn(row[0]), int(row[1]), str(row[2] or ""), int(row[3]), str(row[4]))
+                     for row in rows)
     found = Wal41([], [], [])
+
+    def relation(refs: str, manager: str) -> str:
+        match = RELATION.search(refs)
+        if match is None:
+            return f"({manager})"
+        return names.get(int(match.group(3)), f"filenode {match.group(3)}").split(".", 1)[-1]
+
     for call in calls:
         assert call.span is not None
         start, end = (_lsn(position) for position in call.span)
         mine = [r for r in records if start <= r[0] < end]
         found.total.append(end - start)
-        found.without_fpi.append(end - start - sum(fpi for _, fpi, _ in mine))
+        found.without_fpi.append(end - start - sum(record[1] for record in mine))
         found.relations.append({
             names.get(int(match.group(3)), f"filenode {match.group(3)}").split(".", 1)[-1]
-            for _, _, refs in mine for match in RELATION.finditer(refs)
+            for _, _, refs, _, _ in mine for match in RELATION.finditer(refs)
             if match.group(2) == database})  # not another database's, on a shared server
+        by_relation: Counter[str] = Counter()
+        for _, _, refs, length, manager in mine:
+            by_relation[relation(refs, manager)] += length
+        found.by_relation.append(by_relation)
     return found
 
 
@@ -555,6 +573,24 @@ def report(results: StepResults, backend: str, shape: str, steps: int,
                                 initial_indent=f"      {name} {kind}: ",
                                 subsequent_indent=" " * 8).replace("\N{NO-BREAK SPACE}", " "))
     first, last = windows(steps)
+    print(f"    {'pages' if backend == 'SQLite' else 'WAL bytes'} by "
+          f"{'b-tree' if backend == 'SQLite' else 'relation'}, mean per call at steps "
+          f"{first[0]}-{first[1]}:")
+    for name, (calls, found) in counted.items():
+        volumes = found.by_tree if backend == "SQLite" else found.by_relation
+        for kind in KINDS:
+            chosen = [i for i, c in enumerate(calls)
+                      if c.kind == kind and first[0] <= c.step <= first[1]]
+            total: Counter[str] = Counter()
+            for i in chosen:
+                total.update(volumes[i])
+            entries = [f"{tree} {amount / len(chosen):,.{1 if backend == 'SQLite' else 0}f}"
+                       .replace(" ", "\N{NO-BREAK SPACE}")
+                       for tree, amount in total.most_common()
+                       if amount / len(chosen) >= (0.05 if backend == "SQLite" else 5)]
+            print(textwrap.fill(", ".join(entries), width=100, break_long_words=False,
+                                initial_indent=f"      {name} {kind}: ",
+                                subsequent_indent=" " * 8).replace("\N{NO-BREAK SPACE}", " "))
     print(f"\n  {backend}, {shape} shape, timed: medians of {_rounds(figures)} rounds "
           f"(per-round range of the ratio); 'steps 1-50' are steps {first[0]}-{first[1]}, "
           f"'last 50' steps {last[0]}-{last[1]}")

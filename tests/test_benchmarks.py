@@ -93,6 +93,14 @@ def test_steps_benchmark_prints_every_figure(
             assert float(ours.replace(",", "")) > 0
             assert float(theirs.replace(",", "")) > 0
             assert ratio.endswith(TIMES)
+    # Where each call's pages and WAL bytes went: ours and LangGraph's, both kinds.
+    for heading, table in (("pages by b-tree", "sqlite_autoindex_events_1"),
+                           ("WAL bytes by relation", "events_stream_version_key")):
+        listing = out.split(heading, 1)[1].split("\n\n", 1)[0]
+        for who in ("ours aput:", "ours aput_writes:", "LangGraph aput:",
+                    "LangGraph aput_writes:"):
+            assert who in listing, listing
+        assert table in listing.split("ours aput_writes:")[1], listing
     names = [ratio.name for ratio in results.ratios]
     for expected in ("steps chat SQLite: step calls/s, all steps",
                      "steps chat SQLite: client CPU µs/step, all steps",
