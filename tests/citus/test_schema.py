@@ -5,14 +5,19 @@ from __future__ import annotations
 
 import asyncpg
 import pytest
+from alembic import command
+from sqlalchemy.ext.asyncio import create_async_engine
 
 from eventlog import StreamAppend, open_log
 from eventlog.errors import InvalidInput, SchemaError
-from eventlog.storage.schema import KEY_TABLE, TREE_TABLES
+from eventlog.storage.migrate import alembic_config
+from eventlog.storage.schema import KEY_TABLE, TREE_TABLES, build_metadata
 from projections import compare_views
 from tests.citus import cluster
 from tests.events import Noted
 from tests.procs.settle import settle
+from tests.test_thread_read_plans import T
+from tests.test_thread_read_plans import _fill as fill_thread
 
 pytestmark = pytest.mark.citus
 
@@ -142,3 +147,63 @@ async def test_opening_a_distributed_log_asks_the_server_to_describe_no_type(
         async with open_log(cluster.URL, schema=citus_schema, distributed=True) as log:
             await log.append("t", "s", [Noted(text="x")])
     assert [] == described
+
+
+async def _citus_downgrade(schema: str, revision: str) -> None:
+    engine = create_async_engine(cluster.BASE_URL.replace("postgresql://",
+                                                          "postgresql+asyncpg://"))
+    try:
+        async with engine.begin() as connection:
+            await connection.run_sync(lambda sync: command.downgrade(
+                alembic_config(sync, schema, build_metadata("postgresql", schema)), revision))
+    finally:
+        await engine.dispose()
+
+
+async def _issue_41_shape(schema: str) -> tuple[str, list[str]]:
+    """The thread index's definition and the values' key columns, on the coordinator."""
+    connection = await asyncpg.connect(cluster.BASE_URL)
+    try:
+        index = await connection.fetchval(
+            "SELECT indexdef FROM pg_indexes WHERE schemaname = $1 "
+            "AND indexname = 'thread_checkpoints_by_thread'", schema)
+        key = await connection.fetch(
+            "SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid "
+            "AND a.attnum = ANY(i.indkey) WHERE i.indrelid = $1::regclass AND i.indisprimary "
+            "ORDER BY array_position(i.indkey, a.attnum)",
+            f'"{schema}".thread_channel_values')
+    finally:
+        await connection.close()
+    return str(index), [str(row[0]) for row in key]
+
+
+async def test_a_distributed_log_takes_migrations_0027_and_0028_in_place(
+    citus_schema: str,
+) -> None:
+    """The thread index made partial (0027) and the values re-keyed (0028) on distributed
+    tables: a distributed log taken down to 0026 and opened again reads every page and
+    checkpoint of a thread with a subgraph as before, each migration applied both ways."""
+    async with open_log(cluster.URL, schema=citus_schema, distributed=True) as log:
+        await fill_thread(log, "x", [f"{n:04}" for n in range(0, 40, 2)])
+        await fill_thread(log, "x", [f"{n:04}" for n in range(1, 40, 4)], namespace="child:a")
+        threads = log.checkpoints.threads  # type: ignore[attr-defined]
+        page = [(c.checkpoint_id, c.namespace) for c in await threads.page(T, "x", limit=7)]
+        latest = await threads.get(T, "x")
+    index, key = await _issue_41_shape(citus_schema)
+    assert index.endswith("WHERE (length(namespace) > 0)")
+    assert ["tenant_id", "thread_id", "namespace", "channel_version", "channel"] == key
+
+    await _citus_downgrade(citus_schema, "0026_positions_without_sequence")
+    index, key = await _issue_41_shape(citus_schema)
+    assert "WHERE" not in index
+    assert ["tenant_id", "thread_id", "namespace", "channel", "channel_version"] == key
+
+    async with open_log(cluster.URL, schema=citus_schema, distributed=True) as log:
+        threads = log.checkpoints.threads  # type: ignore[attr-defined]
+        assert page == [(c.checkpoint_id, c.namespace)
+                        for c in await threads.page(T, "x", limit=7)]
+        assert latest == await threads.get(T, "x")
+        assert (await log.verify()).ok
+    index, key = await _issue_41_shape(citus_schema)
+    assert index.endswith("WHERE (length(namespace) > 0)")
+    assert ["tenant_id", "thread_id", "namespace", "channel_version", "channel"] == key
