@@ -47,8 +47,11 @@ def _rekey(old: tuple[str, ...], new: tuple[str, ...]) -> None:
         return
     schema = context.config.attributes.get("schema")
     table = f'"{schema}"."{_TABLE}"' if schema else f'"{_TABLE}"'
-    op.execute(f'ALTER TABLE {table} DROP CONSTRAINT "{_CONSTRAINT}", '
-               f'ADD CONSTRAINT "{_CONSTRAINT}" PRIMARY KEY ({", ".join(new)})')
+    # Two statements (in the migration's one transaction): Citus refuses ADD CONSTRAINT
+    # beside another subcommand of one ALTER TABLE on a distributed table.
+    op.execute(f'ALTER TABLE {table} DROP CONSTRAINT "{_CONSTRAINT}"')
+    op.execute(f'ALTER TABLE {table} ADD CONSTRAINT "{_CONSTRAINT}" '
+               f'PRIMARY KEY ({", ".join(new)})')
 
 
 def _rebuild_sqlite(old: tuple[str, ...], new: tuple[str, ...]) -> None:
