@@ -161,8 +161,9 @@ async def test_a_log_written_before_0025_upgrades_and_removes_as_before(tmp_path
         await _remove_and_check(log)
 
 
-async def _pg_migrate(schema: str, revision: str) -> None:
-    engine = create_async_engine(PG_URL.replace("postgresql://", "postgresql+asyncpg://"))
+async def _pg_migrate(schema: str, revision: str, url: str = PG_URL) -> None:
+    """Take ``schema`` down to ``revision`` (on the server at ``url``)."""
+    engine = create_async_engine(url.replace("postgresql://", "postgresql+asyncpg://"))
     try:
         async with engine.begin() as connection:
             await connection.run_sync(lambda sync: command.downgrade(

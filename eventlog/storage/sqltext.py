@@ -327,7 +327,7 @@ class SqlDialect(abc.ABC):
     one worker by an equality on the distribution column)."""
 
     splits_keep_equalities: bool = False
-    """Whether the second half of a `ViewQuery.split` read (`_Halves`) writes its
+    """Whether the second half of a `ViewQuery.split` read (`_split_source`) writes its
     equalities plainly and names its index (``INDEXED BY``): SQLite's, which with the
     thread as a range seeks no further than the thread, and with plain equalities and no
     hint chose, after ``ANALYZE``, a skip-scan of ``thread_checkpoints_by_run`` and a sort
@@ -512,7 +512,8 @@ def _query_text(
     prefix = key_set = ""
     if keys is not None:
         prefix, key_set = keys()
-    conditions = [condition(column(name)) for name, condition in placed]
+    where = [condition(column(name)) for name, condition in placed]
+    conditions = list(where)
     order = ", ".join(map(column, query.order_by))
     ordering = ", ".join(
         dialect.order_term(column(n), descending=query.descending, nullable=n in nullable)
@@ -532,9 +533,9 @@ def _query_text(
     elif query.lookup is not None:
         source = f"{key_set} CROSS JOIN {source}"  # SQLite runs a CROSS JOIN's left side first
     elif query.split is not None and limit is not None and query.order_by:
-        halves = _Halves(query, dialect, source, ordering, limit, after)
-        source = halves.text([c(column(n)) for n, c in placed],
-                             [c(column(n)) for n, c in equalities])
+        source = _split_source(query, dialect, source, where,
+                               [c(column(n)) for n, c in equalities], order, ordering,
+                               limit, after)
         conditions = []
     if query.with_blob is not None:
         sql += ", b.data AS blob"
@@ -550,8 +551,9 @@ def _query_text(
     return sql
 
 
-@dataclasses.dataclass(frozen=True)
-class _Halves:
+def _split_source(query: ViewQuery, dialect: SqlDialect, source: str, conditions: list[str],
+                  equalities: list[str], order: str, ordering: str, limit: str,
+                  after: list[str] | None) -> str:
     """`ViewQuery.split`: the rows as two ordered, limited halves, merged by the outer
     ORDER BY and LIMIT (at most twice the limit rows to merge).
 
@@ -569,42 +571,30 @@ class _Halves:
     that namespace through the partial index, filtering the others; ``length`` it cannot
     reason about, so only a read that says so takes it. Every order column but the last
     is fixed by an equality, so a keyset on the last column alone is the same keyset."""
-
-    query: ViewQuery
-    dialect: SqlDialect
-    source: str
-    ordering: str
-    limit: str
-    after: list[str] | None
-
-    def text(self, conditions: list[str], equalities: list[str]) -> str:
-        query, dialect = self.query, self.dialect
-        assert query.split is not None
-        assert all(name in query.where for name in query.order_by[:-1])
-        name, index = query.split
-        named, last = "v." + quote(name), "v." + quote(query.order_by[-1])
-        before = "<" if query.descending else ">"
-        first = [*(condition for condition in equalities), f"{named} >= ''",
-                 f"{named} <= ''"]
-        first_order = ", ".join(dialect.order_term(term, descending=query.descending,
-                                                   nullable=False) for term in (named, last))
-        second = [*(equalities if dialect.splits_keep_equalities else conditions),
-                  f"length({named}) > 0"]
-        if self.after is not None:
-            first.append(f"({named}, {last}) {before} ('', {self.after[-1]})")
-            # As the read says it (a row comparison PostgreSQL starts its scan at); with
-            # the equalities plain, SQLite seeks the last column's range.
-            order = ", ".join("v." + quote(column) for column in query.order_by)
-            second.append(f"{last} {before} {self.after[-1]}" if dialect.splits_keep_equalities
-                          else f"({order}) {before} ({', '.join(self.after)})")
-        hint = f" INDEXED BY {quote(index)}" if dialect.splits_keep_equalities else ""
-        halves = [
-            f"SELECT * FROM (SELECT v.* FROM {self.source}{index_hint} WHERE "
-            f"{' AND '.join(where)} ORDER BY {order} LIMIT {self.limit}) AS h{n}"
-            for n, (where, order, index_hint) in enumerate(
-                ((first, first_order, ""), (second, self.ordering, hint)))
-        ]
-        return f"({' UNION ALL '.join(halves)}) AS v"
+    assert query.split is not None
+    assert all(name in query.where for name in query.order_by[:-1])
+    name, index = query.split
+    named, last = "v." + quote(name), "v." + quote(query.order_by[-1])
+    before = "<" if query.descending else ">"
+    first = [*equalities, f"{named} >= ''", f"{named} <= ''"]
+    first_order = ", ".join(dialect.order_term(term, descending=query.descending,
+                                               nullable=False) for term in (named, last))
+    indexed = dialect.splits_keep_equalities
+    second = [*(equalities if indexed else conditions), f"length({named}) > 0"]
+    if after is not None:
+        first.append(f"({named}, {last}) {before} ('', {after[-1]})")
+        # As the read says it (a row comparison PostgreSQL starts its scan at); with the
+        # equalities plain, SQLite seeks the last column's range.
+        second.append(f"{last} {before} {after[-1]}" if indexed
+                      else f"({order}) {before} ({', '.join(after)})")
+    halves = [
+        f"SELECT * FROM (SELECT v.* FROM {source}{hint} WHERE {' AND '.join(where)} "
+        f"ORDER BY {half_order} LIMIT {limit}) AS h{n}"
+        for n, (where, half_order, hint) in enumerate((
+            (first, first_order, ""),
+            (second, ordering, f" INDEXED BY {quote(index)}" if indexed else "")))
+    ]
+    return f"({' UNION ALL '.join(halves)}) AS v"
 
 
 def query_sql(query: ViewQuery, tables: Mapping[str, str], dialect: SqlDialect,

@@ -5,17 +5,15 @@ from __future__ import annotations
 
 import asyncpg
 import pytest
-from alembic import command
-from sqlalchemy.ext.asyncio import create_async_engine
 
 from eventlog import StreamAppend, open_log
 from eventlog.errors import InvalidInput, SchemaError
-from eventlog.storage.migrate import alembic_config
-from eventlog.storage.schema import KEY_TABLE, TREE_TABLES, build_metadata
+from eventlog.storage.schema import KEY_TABLE, TREE_TABLES
 from projections import compare_views
 from tests.citus import cluster
 from tests.events import Noted
 from tests.procs.settle import settle
+from tests.test_holdings_folded import _pg_migrate as pg_migrate
 from tests.test_thread_read_plans import T
 from tests.test_thread_read_plans import _fill as fill_thread
 
@@ -30,13 +28,18 @@ async def _placement(schema: str) -> tuple[dict[str, tuple[str, int]], list[str]
             "SELECT c.relname, column_to_column_name(p.logicalrelid, p.partkey), "
             "p.colocationid FROM pg_dist_partition p JOIN pg_class c ON c.oid = p.logicalrelid "
             "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1", schema)
-        key = await connection.fetch(
-            "SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid "
-            "AND a.attnum = ANY(i.indkey) WHERE i.indrelid = $1::regclass AND i.indisprimary "
-            "ORDER BY array_position(i.indkey, a.attnum)", f'"{schema}".events')
+        key = await _primary_key(connection, f'"{schema}".events')
     finally:
         await connection.close()
-    return ({str(r[0]): (str(r[1]), int(r[2])) for r in rows}, [str(r[0]) for r in key])
+    return {str(r[0]): (str(r[1]), int(r[2])) for r in rows}, key
+
+
+async def _primary_key(connection: asyncpg.Connection, table: str) -> list[str]:
+    """The columns of ``table``'s primary key, in its order."""
+    return [str(row[0]) for row in await connection.fetch(
+        "SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid "
+        "AND a.attnum = ANY(i.indkey) WHERE i.indrelid = $1::regclass AND i.indisprimary "
+        "ORDER BY array_position(i.indkey, a.attnum)", table)]
 
 
 async def test_every_table_is_distributed_by_tenant_and_colocated(citus_schema: str) -> None:
@@ -149,17 +152,6 @@ async def test_opening_a_distributed_log_asks_the_server_to_describe_no_type(
     assert [] == described
 
 
-async def _citus_downgrade(schema: str, revision: str) -> None:
-    engine = create_async_engine(cluster.BASE_URL.replace("postgresql://",
-                                                          "postgresql+asyncpg://"))
-    try:
-        async with engine.begin() as connection:
-            await connection.run_sync(lambda sync: command.downgrade(
-                alembic_config(sync, schema, build_metadata("postgresql", schema)), revision))
-    finally:
-        await engine.dispose()
-
-
 async def _issue_41_shape(schema: str) -> tuple[str, list[str]]:
     """The thread index's definition and the values' key columns, on the coordinator."""
     connection = await asyncpg.connect(cluster.BASE_URL)
@@ -167,14 +159,10 @@ async def _issue_41_shape(schema: str) -> tuple[str, list[str]]:
         index = await connection.fetchval(
             "SELECT indexdef FROM pg_indexes WHERE schemaname = $1 "
             "AND indexname = 'thread_checkpoints_by_thread'", schema)
-        key = await connection.fetch(
-            "SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid "
-            "AND a.attnum = ANY(i.indkey) WHERE i.indrelid = $1::regclass AND i.indisprimary "
-            "ORDER BY array_position(i.indkey, a.attnum)",
-            f'"{schema}".thread_channel_values')
+        key = await _primary_key(connection, f'"{schema}".thread_channel_values')
     finally:
         await connection.close()
-    return str(index), [str(row[0]) for row in key]
+    return str(index), key
 
 
 async def test_a_distributed_log_takes_migrations_0027_and_0028_in_place(
@@ -193,7 +181,7 @@ async def test_a_distributed_log_takes_migrations_0027_and_0028_in_place(
     assert index.endswith("WHERE (length(namespace) > 0)")
     assert ["tenant_id", "thread_id", "namespace", "channel_version", "channel"] == key
 
-    await _citus_downgrade(citus_schema, "0026_positions_without_sequence")
+    await pg_migrate(citus_schema, "0026_positions_without_sequence", cluster.BASE_URL)
     index, key = await _issue_41_shape(citus_schema)
     assert "WHERE" not in index
     assert ["tenant_id", "thread_id", "namespace", "channel", "channel_version"] == key
