@@ -8,8 +8,11 @@ Three tables, keyed from ``tenant_id``, folded from the events of
   never adds a row), with the version of each channel value it carries. Reads: newest
   first by checkpoint id within a thread and namespace (the primary key), within a thread
   across its namespaces (the primary key's main namespace merged with
-  ``thread_checkpoints_by_thread``, which holds the other namespaces); by checkpoint id in any
-  thread (``thread_checkpoints_by_id``), by run (``thread_checkpoints_by_run``).
+  ``thread_checkpoints_by_thread``, which holds the other namespaces); by run in any thread
+  (``thread_checkpoints_by_run``: Agent Framework's load by id, whose run key is the id,
+  and ``delete_runs``). No index leads with the checkpoint id (migration 0029): a search by
+  id in any thread (`eventlog.checkpoints.threads.ThreadCheckpoints.find`) reads the
+  tenant's rows, and a put writes one index entry fewer.
 - ``thread_channel_values``: one row per (tenant, thread, namespace, channel version,
   channel): the value's blob, stored by the first put that carried it (later puts of the
   same version change nothing), so an unchanged channel is stored once. Read by key
@@ -82,11 +85,11 @@ thread_checkpoints.info["sealed_row"] = SealedRow(
 sa.Index("thread_checkpoints_by_subject", thread_checkpoints.c.tenant_id,
          thread_checkpoints.c.subject, postgresql_where=thread_checkpoints.c.subject.isnot(None),
          sqlite_where=thread_checkpoints.c.subject.isnot(None))
-# Led by the id and the run, not the tenant: a read of one thread fixes the tenant and
-# the thread, and on tables without statistics PostgreSQL read it through either
-# index by the tenant alone, filtering out the tenant's other threads (migration 0024).
-sa.Index("thread_checkpoints_by_id", thread_checkpoints.c.checkpoint_id,
-         thread_checkpoints.c.tenant_id)
+# Led by the run, not the tenant: a read of one thread fixes the tenant and the thread,
+# and on tables without statistics PostgreSQL read it through an index led by the tenant,
+# filtering out the tenant's other threads (migration 0024). The index led by the
+# checkpoint id beside it went in migration 0029: no hot read used it (Agent Framework's
+# load by id reads by run: its run key is the id), and every put wrote an entry into it.
 sa.Index("thread_checkpoints_by_run", thread_checkpoints.c.run_key,
          thread_checkpoints.c.tenant_id)
 # A page across a thread's namespaces merges the main graph's rows (namespace '', read

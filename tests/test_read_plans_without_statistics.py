@@ -85,6 +85,7 @@ EXPECTED: dict[str, tuple[str, str | set[str]]] = {
                                      {"thread_checkpoints_pkey",
                                       "thread_checkpoints_by_thread"}),
     "page, small thread": ("thread_checkpoints", "thread_checkpoints_pkey"),
+    "run of one checkpoint": ("thread_checkpoints", "thread_checkpoints_by_run"),
     "blobs": ("blobs", "blobs_pkey"),
     "blob sizes": ("blobs", "blobs_pkey"),
     "session latest": ("checkpoint_sessions", "checkpoint_sessions_pkey"),
@@ -96,10 +97,10 @@ EXPECTED: dict[str, tuple[str, str | set[str]]] = {
 }
 """Each hot read: the table it reads and the index it must read it through."""
 _ALSO = {"newest events after": {"events_tenant_log_order", "events_pkey"},  # its event
-"by id": {"thread_checkpoints_by_thread", "thread_checkpoints_by_id"},
+"by id": {"thread_checkpoints_by_thread"},
          "session records": {"checkpoints_by_checkpoint_id", "checkpoints_by_parent"}}
 """Other indexes that seek the same rows: a read by the whole key through an index that
-holds the thread and the id, or the id and the tenant; a session's records (a bitmap
+holds the thread and the id; a session's records (a bitmap
 scan, then a sort) through any index led by (tenant_id, session_id). PostgreSQL chooses
 among them by the statistics; each reads the read's own rows only."""
 UNSORTED = {"newest events", "newest events after"}
@@ -118,6 +119,9 @@ async def _filled(log: EventLog, shape: Shape) -> tuple[list[bytes], str]:
                 namespace="child:1")
     for n in range(shape.small_threads):
         await _fill(log, f"small-{n:03}", [f"2{n:03}{step:03}" for step in range(10)])
+    # Agent Framework's shape: each checkpoint its own run (its id), a workflow a thread.
+    await _fill(log, "workflow", [f"3{step:05}" for step in range(shape.small_threads)],
+                run_key=None)
     store = log.checkpoints
     first = None
     for step in range(shape.session):
@@ -152,6 +156,7 @@ def _reads(log: EventLog, shape: Shape, digests: list[bytes], record: str
         "page before, every namespace": lambda: threads.page(
             T, "big", before=ids[len(ids) // 2], limit=10),
         "page, small thread": lambda: threads.page(T, "small-005", namespace="", limit=10),
+        "run of one checkpoint": lambda: threads.of_run(T, "300007"),
         "blobs": lambda: log.get_blobs(T, digests),
         "blob sizes": lambda: log.reader.blob_sizes(T, digests),
         "session latest": lambda: sessions.latest(T, "session-big"),
@@ -284,6 +289,7 @@ SQLITE_EXPECTED: dict[str, tuple[str, str | set[str]]] = {
     "page before, every namespace": ("thread_checkpoints",
                                      {"PRIMARY KEY", "thread_checkpoints_by_thread"}),
     "page, small thread": ("thread_checkpoints", "PRIMARY KEY"),
+    "run of one checkpoint": ("thread_checkpoints", "thread_checkpoints_by_run"),
     "session latest": ("checkpoint_sessions", "PRIMARY KEY"),
     "session record by id": ("checkpoints", "checkpoints_by_checkpoint_id"),
     "session records": ("checkpoints", "PRIMARY KEY"),
@@ -367,7 +373,7 @@ async def test_sqlite_hot_reads_take_their_index(tmp_path: Path, shape: str) -> 
 
 
 _OLD_INDEXES = [
-    "DROP INDEX {schema}thread_checkpoints_by_id",
+    "DROP INDEX IF EXISTS {schema}thread_checkpoints_by_id",  # none since 0029
     "DROP INDEX {schema}thread_checkpoints_by_run",
     "CREATE INDEX thread_checkpoints_by_id ON {table} (tenant_id, checkpoint_id)",
     "CREATE INDEX thread_checkpoints_by_run ON {table} (tenant_id, run_key)",
@@ -384,8 +390,9 @@ async def _upgraded_reads(url: str, **options: Any) -> list[object]:
 
 
 async def test_postgres_upgrade_reshapes_the_indexes(pg_schema: str) -> None:
-    """A log at the revision before 0024 upgrades in place: both indexes are led by the id
-    and the run afterwards, and the reads find what they found before."""
+    """A log at the revision before 0024 upgrades in place: the run index is led by the
+    run afterwards, the index by id is gone (0029), and the reads find what they found
+    before."""
     async with open_log(PG_URL, schema=pg_schema) as log:
         await _fill(log, "small-001", [f"2001{step:03}" for step in range(10)])
     before = await _upgraded_reads(PG_URL, schema=pg_schema)
@@ -404,7 +411,7 @@ async def test_postgres_upgrade_reshapes_the_indexes(pg_schema: str) -> None:
     finally:
         await connection.close()
     assert version == head_revision()
-    assert definitions["thread_checkpoints_by_id"].endswith("(checkpoint_id, tenant_id)")
+    assert ["thread_checkpoints_by_run"] == list(definitions)
     assert definitions["thread_checkpoints_by_run"].endswith("(run_key, tenant_id)")
 
 
@@ -426,7 +433,7 @@ async def test_sqlite_upgrade_reshapes_the_indexes(tmp_path: Path) -> None:
     finally:
         database.close()
     assert version == head_revision()
-    assert columns == {"thread_checkpoints_by_id": ["checkpoint_id", "tenant_id"],
+    assert columns == {"thread_checkpoints_by_id": [],  # gone (0029)
                        "thread_checkpoints_by_run": ["run_key", "tenant_id"]}
 
 

@@ -46,9 +46,11 @@ OTHERS = {f"other-{n}": [f"2{n}{step:04}" for step in range(40)] for n in range(
 THREAD_TABLES = ("thread_checkpoints", "thread_channel_values", "thread_writes")
 
 
-async def _fill(log: EventLog, thread: str, ids: list[str], namespace: str = "") -> None:
+async def _fill(log: EventLog, thread: str, ids: list[str], namespace: str = "",
+                run_key: str | None = "run", tenant: str = T) -> None:
     """One append of ``ids`` as puts in ``thread``, each changing both channels, each
-    with two writes: the rows a one-node chat graph leaves."""
+    with two writes: the rows a one-node chat graph leaves; ``run_key=None`` saves each
+    under its own id as run key, as Agent Framework's adapter does."""
     events: list[Event] = []
     attach: list[bytes] = []
     parent = None
@@ -60,7 +62,8 @@ async def _fill(log: EventLog, thread: str, ids: list[str], namespace: str = "")
         }
         put, blobs = decide.put_event(
             thread_id=thread, namespace=namespace, checkpoint_id=checkpoint_id,
-            parent_id=parent, run_key="run", step=step, state=Payload("json", b"{}"),
+            parent_id=parent, run_key=run_key or checkpoint_id, step=step,
+            state=Payload("json", b"{}"),
             channels=channels, metadata={"step": step}, max_bytes=1 << 20,
         )
         plan = decide.plan_writes([(0, "messages", Payload("json", b'["hi"]')),
@@ -70,7 +73,7 @@ async def _fill(log: EventLog, thread: str, ids: list[str], namespace: str = "")
                                         task_path="", writes=plan.writes)]
         attach += [*blobs, *plan.attach]
         parent = checkpoint_id
-    await log.append(T, decide.thread_stream(thread), events, attach=attach)
+    await log.append(tenant, decide.thread_stream(thread), events, attach=attach)
 
 
 async def _filled(log: EventLog) -> None:

@@ -187,11 +187,12 @@ class EventlogCheckpointStorage:
     async def _find(self, checkpoint_id: str) -> ThreadCheckpoint | None:
         """The checkpoint with this id in the tenant (its latest save), or None. An id that
         could never have been saved is simply not there."""
-        try:
-            found = await self._threads.find(self.tenant_id, checkpoint_id)
+        try:  # by run: each of this adapter's checkpoints is saved under its id as run key
+            found = await self._threads.of_run(self.tenant_id, checkpoint_id)
         except InvalidInput:
             return None
-        mine = [item for item in found if item.namespace == "" and item.run_key == checkpoint_id]
+        mine = [item for item in found
+                if item.namespace == "" and item.checkpoint_id == checkpoint_id]
         return max(mine, key=lambda item: item.position) if mine else None
 
     def _encode(self, checkpoint: WorkflowCheckpoint) -> Payload:

@@ -127,8 +127,12 @@ key, ``thread_checkpoints_by_thread``; across namespaces, a merge of the primary
 main namespace and that index's other namespaces: `ViewQuery.split`) whatever
 PostgreSQL's statistics say
 (`eventlog.storage.sqltext.SqlDialect.ranges_ordered_keys`). A whole tenant's page has
-no such index (``thread_checkpoints_by_id`` leads with the id: migration 0024): it sorts
-the tenant's rows, where ordered by the id alone it could walk every tenant's."""
+no index led by the id (migration 0029 dropped the one there was): it sorts the tenant's
+rows."""
+_BY_RUN = ("run_key", "tenant_id")
+"""A run's checkpoints in the order of ``thread_checkpoints_by_run``, which this names so
+that the read takes it (on SQLite without statistics it read the tenant's rows by the
+primary key)."""
 _SPLIT = ("namespace", "thread_checkpoints_by_thread")
 """A page across a thread's namespaces: the main graph's by the primary key, the
 subgraphs' by their partial index (`ViewQuery.split`, migration 0027)."""
@@ -375,7 +379,12 @@ class ThreadCheckpoints:
         return await self._complete(tenant_id, rows)
 
     async def find(self, tenant_id: str, checkpoint_id: str) -> builtins.list[ThreadCheckpoint]:
-        """Every checkpoint of the tenant with this id, in any thread (payloads not read)."""
+        """Every checkpoint of the tenant with this id, in any thread (payloads not read).
+
+        A search, not a lookup: no index leads with the checkpoint id (a put would write an
+        entry into it that no hot read uses: migration 0029), so it reads the tenant's
+        checkpoint rows. A checkpoint saved under a run key of its own is found by
+        `of_run` through the run index (Agent Framework's load by id)."""
         check_id("tenant_id", tenant_id)
         rows = await self._log.query(ViewQuery(
             THREAD_CHECKPOINTS,
@@ -383,6 +392,18 @@ class ThreadCheckpoints:
             order_by=("thread_id", "namespace"), columns=_ROW_COLUMNS,
         ))
         return [_checkpoint(tenant_id, row) for row in rows]
+
+    async def of_run(self, tenant_id: str, run_key: str) -> builtins.list[ThreadCheckpoint]:
+        """Every checkpoint of the tenant saved under this run key, in any thread, by thread,
+        namespace and id (payloads not read); read through the run index."""
+        check_id("tenant_id", tenant_id)
+        rows = await self._log.query(ViewQuery(
+            THREAD_CHECKPOINTS,
+            {"tenant_id": tenant_id, "run_key": decide.check_key("run_key", run_key, empty=False)},
+            order_by=_BY_RUN, columns=_ROW_COLUMNS,
+        ))
+        found = [_checkpoint(tenant_id, row) for row in rows]
+        return sorted(found, key=lambda item: (item.thread_id, item.namespace, item.checkpoint_id))
 
     async def namespaces(self, tenant_id: str, thread_id: str) -> builtins.list[str]:
         """The namespaces in which the thread has checkpoints, sorted."""
