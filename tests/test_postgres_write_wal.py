@@ -156,3 +156,38 @@ async def test_a_create_inserts_its_checkpoint_row_without_a_speculative_insert(
                      if relation == "checkpoints"})
     assert 0 == kinds["Heap/HEAP_CONFIRM"], records
     assert 3 == kinds["Heap/INSERT"] + kinds["Heap/INSERT+INIT"], records
+
+
+async def test_a_thread_put_inserts_its_values_and_writes_without_a_speculative_insert(
+        pg_schema: str) -> None:
+    """A thread's channel values and writes are rows only the thread's own appends write
+    (`projections.views.WRITTEN_BY_ITS_STREAM`), so the one-statement append inserts them
+    if absent by ``NOT EXISTS``: their Heap/INSERTs come without the Heap/HEAP_CONFIRM an
+    ``INSERT … ON CONFLICT`` logs after each (issue 41); a write already there is kept (the
+    first write wins) and an unchanged value is not stored again."""
+    from tests.test_thread_read_plans import T, _fill
+
+    connection = await asyncpg.connect(PG_URL)
+    try:
+        await connection.execute("CREATE EXTENSION IF NOT EXISTS pg_walinspect")
+        async with open_log(PG_URL, schema=pg_schema) as log:
+            await _fill(log, "warm", ["0000"])
+            start = await connection.fetchval("SELECT pg_current_wal_insert_lsn()::text")
+            for n in range(1, 4):  # one append each: a put, two values, two writes
+                await _fill(log, "x", [f"{n:04}"])
+            records = await _records(connection, pg_schema, start)
+            threads = log.checkpoints.threads
+            again = await threads.put_writes(T, "x", "0003", "task", [
+                (0, "messages", Payload("json", b'["again"]'))])
+            found = await threads.get(T, "x")
+    finally:
+        await connection.close()
+    for table in ("thread_channel_values", "thread_writes"):
+        kinds = Counter({kind: count for (relation, kind), count in records.items()
+                         if relation == table})
+        assert 0 == kinds["Heap/HEAP_CONFIRM"], (table, records)
+        assert 6 == kinds["Heap/INSERT"] + kinds["Heap/INSERT+INIT"], (table, records)
+    assert found is not None
+    assert found.writes is not None
+    assert [b'["hi"]', b"0"] == [write.value.data  # type: ignore[union-attr]
+                                 for write in found.writes], again

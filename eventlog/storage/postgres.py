@@ -36,6 +36,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 import asyncpg
 import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
+from sqlalchemy.dialects import postgresql
 from sqlalchemy.dialects.postgresql.asyncpg import AsyncAdapt_asyncpg_dbapi
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
@@ -70,6 +71,7 @@ from eventlog.storage.sqltext import (
     blob_row,
     change_text,
     event_row,
+    insert_if_absent_text,
     on_conflict,
     place_change,
     quote,
@@ -87,6 +89,7 @@ from projections.changes import (
     change_shape,
     change_values,
 )
+from projections.views import WRITTEN_BY_ITS_STREAM
 
 R = TypeVar("R")
 MAX_POOL_SIZE = 1000
@@ -196,6 +199,14 @@ class PostgresBackend(SqlBackend[Any], ReplicaStorage, PostgresTree, PostgresKey
                       if url is not None else None)
         self._statements: dict[tuple[Any, ...], str] = {}
         super().__init__(schema=schema)
+        # The view tables only their own stream's appends write, and their keys' names.
+        self._serialized = frozenset(name for name, table in self.views.items()
+                                     if table.info.get(WRITTEN_BY_ITS_STREAM))
+        self._serialized_keys = frozenset(
+            self.views[name].primary_key.name or f"{name}_pkey" for name in self._serialized)
+        self._column_types = {
+            name: {column.name: _cast_type(column.type) for column in self.views[name].columns}
+            for name in self._serialized}
         tables = {**self.views, "events": self.events, "blobs": self.blobs}
         self._batches = BatchStatements(self.qualified, tables, self.view_keys)
         self._read_all_sql = self._build_read_all_sql(tenant=False)
@@ -518,8 +529,12 @@ class PostgresBackend(SqlBackend[Any], ReplicaStorage, PostgresTree, PostgresKey
                         and set(change.row) - set(keys)):
                     ctes += _update_first(number, change, table, keys, slots)
                     continue
-                sql = change_text(change, table, keys, slots, _position_of,
-                                  event_inserted=True)
+                if change.table in self._serialized and isinstance(change, InsertIfAbsent):
+                    sql = insert_if_absent_text(change, table, keys, slots,
+                                                self._column_types[change.table], _position_of)
+                else:
+                    sql = change_text(change, table, keys, slots, _position_of,
+                                      event_inserted=True)
                 ctes.append(f"c{number} AS ({sql})")
             return f"WITH {', '.join(ctes)} SELECT position FROM e ORDER BY stream_version"
         return text
@@ -758,6 +773,11 @@ class PostgresBackend(SqlBackend[Any], ReplicaStorage, PostgresTree, PostgresKey
         constraint = getattr(driver, "constraint_name", None)
         if constraint == "events_stream_version_key":
             return StreamVersionTaken()
+        if operation == "append" and constraint in self._serialized_keys:
+            # A row only its stream's appends write, inserted by a concurrent append of
+            # the same stream (so at the same event version) that committed first: the
+            # lost version race (`sqltext.insert_if_absent_text`).
+            return StreamVersionTaken()
         if constraint == "events_event_id_key":
             # Our own event ids are already stored: an earlier attempt whose outcome we
             # never heard did commit. The log looks them up and reports that append.
@@ -888,6 +908,22 @@ def _connection_lost(error: BaseException) -> bool:
     if type(driver) in _INTERFACE_ERRORS:
         return "closed" in str(driver)
     return type(driver) in _CONNECTION_LOST or isinstance(driver, OSError)
+
+
+def _cast_type(column_type: sa.types.TypeEngine[Any]) -> str:
+    """The type a placeholder bound for a column of ``column_type`` is cast to: the base
+    type, never a length (``::varchar(255)`` would cut a longer value silently, where the
+    insert's own assignment to the column refuses it) nor a collation."""
+    if isinstance(column_type, sa.String):
+        return "text"
+    if isinstance(column_type, sa.Integer):
+        return "bigint"
+    if isinstance(column_type, sa.LargeBinary):
+        return "bytea"
+    if isinstance(column_type, sa.DateTime):
+        return "timestamptz"
+    dialect: Any = postgresql.dialect()  # type: ignore[no-untyped-call]
+    return str(column_type.compile(dialect=dialect))
 
 
 def _driver_error(error: BaseException) -> BaseException:
