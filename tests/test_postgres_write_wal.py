@@ -191,3 +191,30 @@ async def test_a_thread_put_inserts_its_values_and_writes_without_a_speculative_
     assert found.writes is not None
     assert [b'["hi"]', b"0"] == [write.value.data  # type: ignore[union-attr]
                                  for write in found.writes], again
+
+
+async def test_references_to_stored_blobs_are_added_without_locking_their_rows_first(
+        pg_schema: str) -> None:
+    """A put naming blobs already stored (a thread's values, the same bytes put again) adds
+    its references by a plain UPDATE of each row: its Heap/HOT_UPDATE comes without the
+    Heap/LOCK (54 bytes) an ``INSERT … ON CONFLICT DO UPDATE`` logs first, and every
+    count stays right (`verify`)."""
+    from tests.test_thread_read_plans import _fill
+
+    connection = await asyncpg.connect(PG_URL)
+    try:
+        await connection.execute("CREATE EXTENSION IF NOT EXISTS pg_walinspect")
+        async with open_log(PG_URL, schema=pg_schema) as log:
+            await _fill(log, "warm", ["0000"])
+            start = await connection.fetchval("SELECT pg_current_wal_insert_lsn()::text")
+            for n in range(1, 4):  # the same writes' bytes each time: counted, not stored
+                await _fill(log, "x", [f"{n:04}"])
+            records = await _records(connection, pg_schema, start)
+            report = await log.verify()
+    finally:
+        await connection.close()
+    kinds = Counter({kind: count for (relation, kind), count in records.items()
+                     if relation == "blobs"})
+    assert 0 == kinds["Heap/LOCK"], records
+    assert kinds["Heap/HOT_UPDATE"] + kinds["Heap/UPDATE"] >= 6, records
+    assert report.ok, report

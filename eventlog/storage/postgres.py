@@ -67,7 +67,7 @@ from eventlog.storage.sqltext import (
     Numbered,
     PostgresDialect,
     Statement,
-    blob_add_text,
+    blob_add_ctes,
     blob_row,
     change_text,
     event_row,
@@ -521,8 +521,8 @@ class PostgresBackend(SqlBackend[Any], ReplicaStorage, PostgresTree, PostgresKey
                 f"e AS (INSERT INTO {self.qualified['events']} ({', '.join(EVENT_COLUMNS)}) "
                 f"VALUES {values} RETURNING position, stream_version)"
             ]
-            ctes += [f"b{number} AS ({blob_add_text(self.qualified['blobs'], slots)})"
-                     for number, slots in enumerate(blobs)]
+            for number, slots in enumerate(blobs):
+                ctes += blob_add_ctes(f"b{number}", self.qualified["blobs"], slots)
             for number, (change, slots) in enumerate(placed):
                 table, keys = self.qualified[change.table], self.view_keys[change.table]
                 if (isinstance(change, Upsert) and change.table in HOT_FILLFACTOR

@@ -98,6 +98,26 @@ def blob_add_text(table: str, slots: Sequence[str]) -> str:
             "ON CONFLICT (tenant_id, digest) DO UPDATE SET refs = t.refs + EXCLUDED.refs")
 
 
+def blob_add_ctes(name: str, table: str, slots: Sequence[str]) -> list[str]:
+    """`blob_add_text` as two CTEs of one statement, ``{name}u`` and ``{name}``: an UPDATE
+    adding the references to the stored blob, then the INSERT … ON CONFLICT only when the
+    UPDATE found none (a new blob, or one a racing append inserted first).
+
+    Why: ``ON CONFLICT DO UPDATE`` of a row that exists (most of an `aput`'s blobs: the
+    values its writes stored a moment before) first locks it, a 54-byte Heap/LOCK record
+    of WAL before the update's; a plain UPDATE logs the update alone. The placeholders are
+    cast where they first appear (the statement shares one among equal values)."""
+    tenant, digest, size, count, data = slots
+    return [
+        f"{name}u AS (UPDATE {table} SET refs = refs + {count}::bigint "
+        f"WHERE tenant_id = {tenant}::text AND digest = {digest}::bytea RETURNING 1)",
+        f"{name} AS (INSERT INTO {table} AS t (tenant_id, digest, size, refs, data) "
+        f"SELECT {tenant}::text, {digest}::bytea, {size}::bigint, {count}::bigint, "
+        f"{data}::bytea WHERE NOT EXISTS (SELECT FROM {name}u) "
+        "ON CONFLICT (tenant_id, digest) DO UPDATE SET refs = t.refs + EXCLUDED.refs)",
+    ]
+
+
 def blob_add(table: str, param: Param, tenant_id: str, digest: bytes, payload: bytes,
              count: int) -> str:
     """Store a blob, or add ``count`` references to the stored one."""
@@ -827,7 +847,8 @@ Param = Numbered
 
 __all__ = [
     "EVENT_COLUMNS", "ChangeStatements", "Condition", "Numbered", "Positional", "PostgresDialect",
-    "SequentialAppend", "SqlDialect", "SqliteDialect", "Statement", "blob_add", "blob_add_text",
+    "SequentialAppend", "SqlDialect", "SqliteDialect", "Statement", "blob_add", "blob_add_ctes",
+    "blob_add_text",
     "blob_purge", "blob_release", "blob_row", "change_sql", "change_text", "event_insert",
     "event_row", "inline_limit", "insert_if_absent_text", "on_conflict", "place_change",
     "place_query", "place_related", "query_shape", "query_sql", "quote", "related_shape",
