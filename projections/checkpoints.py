@@ -44,7 +44,6 @@ from projections.changes import AT_POSITION, Change, Delete, Insert, InsertIfAbs
 from projections.views import (
     ID,
     SEALED_VALUE,
-    WRITTEN_BY_ITS_STREAM,
     SealedRow,
     metadata,
     sealed_columns_of,
@@ -120,8 +119,6 @@ checkpoint_runs = sa.Table(
     sa.Column("first_step", sa.BigInteger, nullable=False),
     sa.Column("started_at", sa.DateTime(timezone=True), nullable=False),
 )
-# Only the session's own stream writes its runs' rows: its version key orders their inserts.
-checkpoint_runs.info[WRITTEN_BY_ITS_STREAM] = True
 
 
 class CheckpointViews:

@@ -50,7 +50,6 @@ from projections.changes import AT_POSITION, Change, Delete, InsertIfAbsent, Ups
 from projections.views import (
     ID,
     SEALED_VALUE,
-    WRITTEN_BY_ITS_STREAM,
     SealedRow,
     metadata,
     sealed_columns_of,
@@ -135,11 +134,6 @@ thread_channel_values = sa.Table(
     sa.PrimaryKeyConstraint("tenant_id", "thread_id", "namespace", "channel_version",
                             "channel", name="thread_channel_values_pkey"),
 )
-
-# Only the thread's own stream writes its writes and values (a copy or an import appends
-# to the target thread's stream): its version key orders their inserts.
-thread_writes.info[WRITTEN_BY_ITS_STREAM] = True
-thread_channel_values.info[WRITTEN_BY_ITS_STREAM] = True
 
 _versions_encoder = msgspec.json.Encoder()
 

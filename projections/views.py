@@ -33,14 +33,6 @@ stream_heads = sa.Table(
 )
 
 
-WRITTEN_BY_ITS_STREAM = "written_by_its_stream"
-"""Table ``info`` key, True where a row is only ever written by appends to the one stream
-its key names (a thread's rows by the thread's stream): that stream's version key then
-already orders every write of the row, which storage may rely on (PostgreSQL's
-one-statement append inserts such a row if absent by ``NOT EXISTS`` instead of
-``ON CONFLICT``, `eventlog.storage.sqltext.insert_if_absent_text`)."""
-
-
 SealedPaths = tuple[tuple[str, ...], ...]
 """Where sealed values sit inside a view column's JSON: paths by key, ``*`` for each item
 of a list; ``()`` is the whole value."""

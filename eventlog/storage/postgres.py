@@ -36,7 +36,6 @@ from urllib.parse import parse_qs, unquote, urlsplit
 import asyncpg
 import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
-from sqlalchemy.dialects import postgresql
 from sqlalchemy.dialects.postgresql.asyncpg import AsyncAdapt_asyncpg_dbapi
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
@@ -53,7 +52,6 @@ from eventlog.storage.pgbatch import BatchStatements
 from eventlog.storage.pgconsumers import PostgresConsumers
 from eventlog.storage.pgpool import ConnectionPool
 from eventlog.storage.requests import refusal
-from eventlog.storage.schema import HOT_FILLFACTOR
 from eventlog.storage.sql import (
     EVENT_READ_COLUMNS,
     SCAN_PAGE,
@@ -67,12 +65,10 @@ from eventlog.storage.sqltext import (
     Numbered,
     PostgresDialect,
     Statement,
-    blob_add_ctes,
+    blob_add_text,
     blob_row,
     change_text,
     event_row,
-    insert_if_absent_text,
-    on_conflict,
     place_change,
     quote,
     required_where,
@@ -80,16 +76,13 @@ from eventlog.storage.sqltext import (
 from eventlog.storage.sqltree import PostgresTree
 from eventlog.telemetry import Database
 from projections.changes import (
-    AT_POSITION,
     Change,
     Delete,
     InsertIfAbsent,
     Update,
     Upsert,
     change_shape,
-    change_values,
 )
-from projections.views import WRITTEN_BY_ITS_STREAM
 
 R = TypeVar("R")
 MAX_POOL_SIZE = 1000
@@ -199,14 +192,6 @@ class PostgresBackend(SqlBackend[Any], ReplicaStorage, PostgresTree, PostgresKey
                       if url is not None else None)
         self._statements: dict[tuple[Any, ...], str] = {}
         super().__init__(schema=schema)
-        # The view tables only their own stream's appends write, and their keys' names.
-        self._serialized = frozenset(name for name, table in self.views.items()
-                                     if table.info.get(WRITTEN_BY_ITS_STREAM))
-        self._serialized_keys = frozenset(
-            self.views[name].primary_key.name or f"{name}_pkey" for name in self._serialized)
-        self._column_types = {
-            name: {column.name: _cast_type(column.type) for column in self.views[name].columns}
-            for name in self._serialized}
         tables = {**self.views, "events": self.events, "blobs": self.blobs}
         self._batches = BatchStatements(self.qualified, tables, self.view_keys)
         self._read_all_sql = self._build_read_all_sql(tenant=False)
@@ -521,20 +506,12 @@ class PostgresBackend(SqlBackend[Any], ReplicaStorage, PostgresTree, PostgresKey
                 f"e AS (INSERT INTO {self.qualified['events']} ({', '.join(EVENT_COLUMNS)}) "
                 f"VALUES {values} RETURNING position, stream_version)"
             ]
-            for number, slots in enumerate(blobs):
-                ctes += blob_add_ctes(f"b{number}", self.qualified["blobs"], slots)
+            ctes += [f"b{number} AS ({blob_add_text(self.qualified['blobs'], slots)})"
+                     for number, slots in enumerate(blobs)]
             for number, (change, slots) in enumerate(placed):
                 table, keys = self.qualified[change.table], self.view_keys[change.table]
-                if (isinstance(change, Upsert) and change.table in HOT_FILLFACTOR
-                        and set(change.row) - set(keys)):
-                    ctes += _update_first(number, change, table, keys, slots)
-                    continue
-                if change.table in self._serialized and isinstance(change, InsertIfAbsent):
-                    sql = insert_if_absent_text(change, table, keys, slots,
-                                                self._column_types[change.table], _position_of)
-                else:
-                    sql = change_text(change, table, keys, slots, _position_of,
-                                      event_inserted=True)
+                sql = change_text(change, table, keys, slots, _position_of,
+                                  event_inserted=True)
                 ctes.append(f"c{number} AS ({sql})")
             return f"WITH {', '.join(ctes)} SELECT position FROM e ORDER BY stream_version"
         return text
@@ -773,11 +750,6 @@ class PostgresBackend(SqlBackend[Any], ReplicaStorage, PostgresTree, PostgresKey
         constraint = getattr(driver, "constraint_name", None)
         if constraint == "events_stream_version_key":
             return StreamVersionTaken()
-        if operation == "append" and constraint in self._serialized_keys:
-            # A row only its stream's appends write, inserted by a concurrent append of
-            # the same stream (so at the same event version) that committed first: the
-            # lost version race (`sqltext.insert_if_absent_text`).
-            return StreamVersionTaken()
         if constraint == "events_event_id_key":
             # Our own event ids are already stored: an earlier attempt whose outcome we
             # never heard did commit. The log looks them up and reports that append.
@@ -910,22 +882,6 @@ def _connection_lost(error: BaseException) -> bool:
     return type(driver) in _CONNECTION_LOST or isinstance(driver, OSError)
 
 
-def _cast_type(column_type: sa.types.TypeEngine[Any]) -> str:
-    """The type a placeholder bound for a column of ``column_type`` is cast to: the base
-    type, never a length (``::varchar(255)`` would cut a longer value silently, where the
-    insert's own assignment to the column refuses it) nor a collation."""
-    if isinstance(column_type, sa.String):
-        return "text"
-    if isinstance(column_type, sa.Integer):
-        return "bigint"
-    if isinstance(column_type, sa.LargeBinary):
-        return "bytea"
-    if isinstance(column_type, sa.DateTime):
-        return "timestamptz"
-    dialect: Any = postgresql.dialect()  # type: ignore[no-untyped-call]
-    return str(column_type.compile(dialect=dialect))
-
-
 def _driver_error(error: BaseException) -> BaseException:
     """The asyncpg exception inside SQLAlchemy's wrappers (or ``error`` itself)."""
     seen: BaseException = error
@@ -981,34 +937,6 @@ def _coalesce(
         slots[slot] = len(result)
         result.append((index, change))
     return [item for item in result if item is not None]
-
-
-def _update_first(number: int, change: Upsert, table: str, keys: Sequence[str],
-                  placed: Sequence[str]) -> list[str]:
-    """An upsert as two CTEs: an UPDATE of the row, then the INSERT ... ON CONFLICT only
-    when the UPDATE found nothing (or a racing insert won). Only for the tables whose rows
-    appends update in place (`HOT_FILLFACTOR`: a stream's head, a session's latest): a
-    row that is usually new (a thread's checkpoint) would pay the UPDATE's lookup for
-    nothing, and its cached generic plan, made while the table was small, became a
-    sequential scan of the whole table once it had grown (measured: 502,565 rows read
-    over 970 puts after an ANALYZE at 30). The same placeholders serve
-    both (``placed``: `place_change`'s, in `change_values` order). Why: ON CONFLICT DO
-    UPDATE of a row that exists (a stream head, a session's latest checkpoint: every
-    append after a stream's first) logs a Heap/LOCK record (53 bytes of WAL) before its
-    update; a plain UPDATE does not. The UPDATE comes first in the text, so PostgreSQL
-    types each placeholder by its column there (the INSERT's SELECT list alone would take
-    them as text)."""
-    slot = {name: _position_of(each) if value is AT_POSITION else each
-            for (name, value), each in zip(change_values(change), placed, strict=True)}
-    names = list(slot)
-    sets = ", ".join(f"{quote(n)} = {slot[n]}" for n in names if n not in keys)
-    where = " AND ".join(f"{quote(n)} = {slot[n]}" for n in keys)
-    insert = (f"INSERT INTO {table} ({', '.join(map(quote, names))}) "
-              f"SELECT {', '.join(slot[n] for n in names)} "
-              f"WHERE NOT EXISTS (SELECT FROM c{number}u)"
-              + on_conflict(names, keys, keep_existing=False))
-    return [f"c{number}u AS (UPDATE {table} SET {sets} WHERE {where} RETURNING 1)",
-            f"c{number} AS ({insert})"]
 
 
 _GATED = EVENT_COLUMNS.index("type")

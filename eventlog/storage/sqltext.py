@@ -98,26 +98,6 @@ def blob_add_text(table: str, slots: Sequence[str]) -> str:
             "ON CONFLICT (tenant_id, digest) DO UPDATE SET refs = t.refs + EXCLUDED.refs")
 
 
-def blob_add_ctes(name: str, table: str, slots: Sequence[str]) -> list[str]:
-    """`blob_add_text` as two CTEs of one statement, ``{name}u`` and ``{name}``: an UPDATE
-    adding the references to the stored blob, then the INSERT … ON CONFLICT only when the
-    UPDATE found none (a new blob, or one a racing append inserted first).
-
-    Why: ``ON CONFLICT DO UPDATE`` of a row that exists (most of an `aput`'s blobs: the
-    values its writes stored a moment before) first locks it, a 54-byte Heap/LOCK record
-    of WAL before the update's; a plain UPDATE logs the update alone. The placeholders are
-    cast where they first appear (the statement shares one among equal values)."""
-    tenant, digest, size, count, data = slots
-    return [
-        f"{name}u AS (UPDATE {table} SET refs = refs + {count}::bigint "
-        f"WHERE tenant_id = {tenant}::text AND digest = {digest}::bytea RETURNING 1)",
-        f"{name} AS (INSERT INTO {table} AS t (tenant_id, digest, size, refs, data) "
-        f"SELECT {tenant}::text, {digest}::bytea, {size}::bigint, {count}::bigint, "
-        f"{data}::bytea WHERE NOT EXISTS (SELECT FROM {name}u) "
-        "ON CONFLICT (tenant_id, digest) DO UPDATE SET refs = t.refs + EXCLUDED.refs)",
-    ]
-
-
 def blob_add(table: str, param: Param, tenant_id: str, digest: bytes, payload: bytes,
              count: int) -> str:
     """Store a blob, or add ``count`` references to the stored one."""
@@ -176,35 +156,6 @@ def change_text(change: Change, table: str, keys: Sequence[str], placed: Sequenc
     assert isinstance(change, Delete)
     where = " AND ".join(f"{quote(n)} = {slot}" for n, slot in pairs)
     return f"DELETE FROM {table} WHERE {where}"
-
-
-def insert_if_absent_text(change: InsertIfAbsent, table: str, keys: Sequence[str],
-                          placed: Sequence[str], types: Mapping[str, str],
-                          at_position: Callable[[str], str]) -> str:
-    """PostgreSQL's insert of ``change``'s row unless its key is already there, as
-    ``INSERT … SELECT … WHERE NOT EXISTS``: for a table only one stream's appends write
-    (`projections.views.WRITTEN_BY_ITS_STREAM`), inside the one statement that also inserts
-    the append's event.
-
-    Why not ``ON CONFLICT DO NOTHING``: its speculative insertion logs a 48-byte
-    ``HEAP_CONFIRM`` record after every row it inserts (~0.24 KB of an `aput`'s or an
-    `aput_writes`'s WAL). Why it is race-free there: the statement's snapshot shows every
-    row a committed append of the stream wrote; a row it cannot see is an uncommitted
-    append's of the same stream, which then holds the same event version, so this
-    statement fails on one key or the other (the backend reads a unique violation of such
-    a table's key in an append as the lost version race it is, and the log appends again).
-    Each placeholder is cast to its column's type (``types``, by column): a placeholder the
-    statement shares with another column (`Numbered` gives equal values one) would
-    otherwise be typed by both contexts, inconsistently. An `AT_POSITION` value is the
-    position ``at_position`` finds (the event's, inserted by the same statement)."""
-    values = change_values(change)
-    names = [name for name, _ in values]
-    typed = [f"{at_position(slot) if value is AT_POSITION else slot}::{types[name]}"
-             for (name, value), slot in zip(values, placed, strict=True)]
-    where = " AND ".join(f"{quote(name)} = {slot}"
-                         for name, slot in zip(names, typed, strict=True) if name in keys)
-    return (f"INSERT INTO {table} ({', '.join(map(quote, names))}) "
-            f"SELECT {', '.join(typed)} WHERE NOT EXISTS (SELECT FROM {table} WHERE {where})")
 
 
 def change_sql(change: Change, table: str, keys: Sequence[str], param: Param,
@@ -847,10 +798,8 @@ Param = Numbered
 
 __all__ = [
     "EVENT_COLUMNS", "ChangeStatements", "Condition", "Numbered", "Positional", "PostgresDialect",
-    "SequentialAppend", "SqlDialect", "SqliteDialect", "Statement", "blob_add", "blob_add_ctes",
-    "blob_add_text",
+    "SequentialAppend", "SqlDialect", "SqliteDialect", "Statement", "blob_add", "blob_add_text",
     "blob_purge", "blob_release", "blob_row", "change_sql", "change_text", "event_insert",
-    "event_row", "inline_limit", "insert_if_absent_text", "on_conflict", "place_change",
-    "place_query", "place_related", "query_shape", "query_sql", "quote", "related_shape",
-    "related_sql", "unpack_related",
+    "event_row", "inline_limit", "on_conflict", "place_change", "place_query", "place_related",
+    "query_shape", "query_sql", "quote", "related_shape", "related_sql", "unpack_related",
 ]
