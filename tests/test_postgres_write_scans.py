@@ -22,7 +22,8 @@ import uuid
 
 import asyncpg
 
-from eventlog import CheckpointRecord, open_log
+from eventlog import CheckpointRecord, EventLog, open_log
+from eventlog.checkpoints import ChannelValue, Elements, Payload
 from tests.conftest import PG_URL
 from tests.test_thread_read_plans import _fill
 
@@ -38,20 +39,27 @@ async def _scanned(connection: asyncpg.Connection, schema: str) -> dict[str, int
     return {str(row[0]): int(row[1]) for row in rows}
 
 
+async def _step(log: EventLog, n: int) -> None:
+    """A put and its writes; a put of a list grown by one (stored as a delta on the
+    thread's last version of it, which it requires); a create."""
+    await _fill(log, f"thread-{n % 50}", [f"{n:05}"])
+    messages = tuple(Payload("json", f'"message {k}"'.encode()) for k in range(n // 50 + 1))
+    await log.checkpoints.threads.put(
+        "t", f"chat-{n % 50}", f"{n:05}", state=Payload("json", b"{}"),
+        channels={"messages": ChannelValue(f"{n:05}", Elements(messages))})
+    await log.checkpoints.create(CheckpointRecord(
+        tenant_id="t", session_id=f"session-{n % 50}", step=n,
+        run_id=uuid.UUID(int=n % 7 + 1), state={"n": n}))
+
+
 async def test_appends_scan_no_table_after_an_early_analyze(pg_schema: str) -> None:
-    """After an ``ANALYZE`` of tables holding 30 puts and creates, 300 more of each (on
-    50 threads and 50 sessions) read no row by a sequential scan of any table."""
+    """After an ``ANALYZE`` of tables holding 30 steps, 300 more (on 50 threads, 50 chat
+    threads and 50 sessions) read no row by a sequential scan of any table."""
     connection = await asyncpg.connect(PG_URL)
     try:
         async with open_log(PG_URL, schema=pg_schema) as log:
-            async def step(n: int) -> None:
-                await _fill(log, f"thread-{n % 50}", [f"{n:05}"])
-                await log.checkpoints.create(CheckpointRecord(
-                    tenant_id="t", session_id=f"session-{n % 50}", step=n,
-                    run_id=uuid.UUID(int=n % 7 + 1), state={"n": n}))
-
             for n in range(30):
-                await step(n)
+                await _step(log, n)
             await connection.execute(f'ANALYZE "{pg_schema}".events')
             for table in await connection.fetch(
                     "SELECT tablename FROM pg_tables WHERE schemaname = $1", pg_schema):
@@ -60,18 +68,17 @@ async def test_appends_scan_no_table_after_an_early_analyze(pg_schema: str) -> N
         # once a second, and when it exits: the pool above is closed.
         before = await _scanned(connection, pg_schema)
         async with open_log(PG_URL, schema=pg_schema) as log:
-            async def later(n: int) -> None:
-                await _fill(log, f"thread-{n % 50}", [f"{n:05}"])
-                await log.checkpoints.create(CheckpointRecord(
-                    tenant_id="t", session_id=f"session-{n % 50}", step=n,
-                    run_id=uuid.UUID(int=n % 7 + 1), state={"n": n}))
-
             for n in range(30, 30 + PUTS):
-                await later(n)
+                await _step(log, n)
         await asyncio.sleep(1.2)
         after = await _scanned(connection, pg_schema)
+        deltas = await connection.fetchval(  # read after the count: this one scans
+            f'SELECT count(*) FROM "{pg_schema}".events WHERE type = '
+            "'thread_checkpoint_put' AND position(convert_to('\"base\":\"0', 'UTF8') "
+            "IN data) > 0")
     finally:
         await connection.close()
     scanned = {table: after[table] - before.get(table, 0) for table in after
                if after[table] - before.get(table, 0) and table not in OPENING}
     assert {} == scanned
+    assert deltas > PUTS // 2  # most chat puts were deltas, each requiring its base

@@ -83,6 +83,7 @@ from projections.changes import (
     Upsert,
     change_shape,
 )
+from projections.query import RowRequired
 
 R = TypeVar("R")
 MAX_POOL_SIZE = 1000
@@ -480,12 +481,19 @@ class PostgresBackend(SqlBackend[Any], ReplicaStorage, PostgresTree, PostgresKey
         """Record the single statement's values through ``param``; what writes its text."""
         tenant, stream = request.tenant_id, request.stream_id
         rows = [param.extend(event_row(tenant, stream, pending)) for pending in request.events]
+        gates: list[str] = []
         for required in request.required:  # at most one (`single_statement`)
             # The requirement gates the first event's type: NULL when the row is missing,
             # so the insert fails (not_null_violation on events.type, `_gate_refusal`)
             # and the statement writes nothing. Its subquery reads a table, so it is
             # evaluated as the statement runs, never folded while it is planned.
-            where = required_where(required, param.extend(required.where.values()))
+            slots = param.extend(required.where.values())
+            probe = self._key_probe(required, slots)
+            if probe is not None:
+                gates.append(f"g AS ({probe})")
+                rows[0][_GATED] = f"(SELECT {rows[0][_GATED]} WHERE NOT EXISTS (SELECT FROM g))"
+                continue
+            where = required_where(required, slots)
             rows[0][_GATED] = (f"(SELECT {rows[0][_GATED]} WHERE EXISTS (SELECT FROM "
                                f"{self.qualified[required.table]} WHERE {where}))")
         # Blob rows locked in digest order, as in the sequential append (its `statements`):
@@ -502,10 +510,9 @@ class PostgresBackend(SqlBackend[Any], ReplicaStorage, PostgresTree, PostgresKey
 
         def text() -> str:
             values = ", ".join("(" + ", ".join(row) + ")" for row in rows)
-            ctes = [
-                f"e AS (INSERT INTO {self.qualified['events']} ({', '.join(EVENT_COLUMNS)}) "
-                f"VALUES {values} RETURNING position, stream_version)"
-            ]
+            ctes = [*gates,
+                    f"e AS (INSERT INTO {self.qualified['events']} ({', '.join(EVENT_COLUMNS)}) "
+                    f"VALUES {values} RETURNING position, stream_version)"]
             ctes += [f"b{number} AS ({blob_add_text(self.qualified['blobs'], slots)})"
                      for number, slots in enumerate(blobs)]
             for number, (change, slots) in enumerate(placed):
@@ -515,6 +522,37 @@ class PostgresBackend(SqlBackend[Any], ReplicaStorage, PostgresTree, PostgresKey
                 ctes.append(f"c{number} AS ({sql})")
             return f"WITH {', '.join(ctes)} SELECT position FROM e ORDER BY stream_version"
         return text
+
+    def _key_probe(self, required: RowRequired, slots: Sequence[str]) -> str | None:
+        """The requirement as an insert of its row's key that conflicts when the row is
+        there, when it names a whole primary key (else None: a query, `required_where`).
+
+        Why: a ``WHERE key = …`` lookup is planned, and asyncpg prepares every statement;
+        the generic plan PostgreSQL caches for it, made while the table was small and
+        analyzed, scanned the whole table at every put as it grew (an element-stored
+        delta's base: 162,486 rows of ``thread_channel_values`` over a chat graph's puts,
+        `tests/test_postgres_write_scans.py`). The conflict arbiter is the unique index,
+        never planned. When the row is there the probe writes nothing (its conflict is
+        found before any insert); when it is missing it inserts a stand-in row (its other
+        columns the emptiest values of their types), the gate closes, and the statement
+        fails and rolls the stand-in back with everything else."""
+        table = self.views.get(required.table)
+        keys = self.view_keys.get(required.table)
+        if table is None or keys is None or set(keys) != set(required.where):
+            return None
+        names = list(required.where)
+        values = list(slots)
+        for column in table.columns:
+            if column.name in required.where or column.nullable or column.server_default:
+                continue
+            filler = _EMPTIEST.get(_cast_type(column.type))
+            if filler is None:
+                return None
+            names.append(column.name)
+            values.append(filler)
+        return (f"INSERT INTO {self.qualified[required.table]} "
+                f"({', '.join(map(quote, names))}) VALUES ({', '.join(values)}) "
+                f"ON CONFLICT ({', '.join(map(quote, keys))}) DO NOTHING RETURNING 1")
 
     # -- reads the stores make on every call: raw asyncpg, one round trip each ----------
 
@@ -880,6 +918,27 @@ def _connection_lost(error: BaseException) -> bool:
     if type(driver) in _INTERFACE_ERRORS:
         return "closed" in str(driver)
     return type(driver) in _CONNECTION_LOST or isinstance(driver, OSError)
+
+
+_EMPTIEST = {"text": "''", "bigint": "0", "bytea": "''::bytea", "boolean": "false",
+             "timestamptz": "now()"}
+"""A stand-in value of each base type (`PostgresBackend._key_probe`)."""
+
+
+def _cast_type(column_type: sa.types.TypeEngine[Any]) -> str:
+    """The base type of a column's type: text, bigint, bytea, boolean, timestamptz, or
+    what PostgreSQL calls any other."""
+    if isinstance(column_type, sa.String):
+        return "text"
+    if isinstance(column_type, sa.Integer):
+        return "bigint"
+    if isinstance(column_type, sa.LargeBinary):
+        return "bytea"
+    if isinstance(column_type, sa.Boolean):
+        return "boolean"
+    if isinstance(column_type, sa.DateTime):
+        return "timestamptz"
+    return "other"
 
 
 def _driver_error(error: BaseException) -> BaseException:
