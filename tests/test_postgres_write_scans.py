@@ -33,10 +33,21 @@ OPENING = {"alembic_version", "keyrings"}
 
 
 async def _scanned(connection: asyncpg.Connection, schema: str) -> dict[str, int]:
-    rows = await connection.fetch(
-        "SELECT relname, coalesce(seq_tup_read, 0) FROM pg_stat_user_tables "
-        "WHERE schemaname = $1", schema)
-    return {str(row[0]): int(row[1]) for row in rows}
+    """Rows read by sequential scans of each of the schema's tables, once every backend
+    that used them has reported: a backend reports as its transactions end (at most once
+    a second) and as it exits, which a closed pool's do just after they are closed; so
+    the counts are read until they stay the same for a second (at most 30 s)."""
+    last: dict[str, int] | None = None
+    for _ in range(60):
+        rows = await connection.fetch(
+            "SELECT relname, coalesce(seq_tup_read, 0) FROM pg_stat_user_tables "
+            "WHERE schemaname = $1", schema)
+        found = {str(row[0]): int(row[1]) for row in rows}
+        if found == last:
+            return found
+        last = found
+        await asyncio.sleep(1.0)
+    raise AssertionError(f"the scan counts never settled: {last}")
 
 
 async def _step(log: EventLog, n: int) -> None:
@@ -64,13 +75,10 @@ async def test_appends_scan_no_table_after_an_early_analyze(pg_schema: str) -> N
             for table in await connection.fetch(
                     "SELECT tablename FROM pg_tables WHERE schemaname = $1", pg_schema):
                 await connection.execute(f'ANALYZE "{pg_schema}"."{table[0]}"')
-        # Statistics reach pg_stat_user_tables when a backend's transaction ends, at most
-        # once a second, and when it exits: the pool above is closed.
         before = await _scanned(connection, pg_schema)
         async with open_log(PG_URL, schema=pg_schema) as log:
             for n in range(30, 30 + PUTS):
                 await _step(log, n)
-        await asyncio.sleep(1.2)
         after = await _scanned(connection, pg_schema)
         deltas = await connection.fetchval(  # read after the count: this one scans
             f'SELECT count(*) FROM "{pg_schema}".events WHERE type = '
