@@ -5,6 +5,7 @@ before and after the upgrade, downgraded and upgraded again."""
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import asyncpg
@@ -64,7 +65,6 @@ def _check(found: Found) -> None:
 
 
 def _sqlite_index(path: Path) -> list[str]:
-    import sqlite3
     database = sqlite3.connect(path)
     try:
         return [row[2] for row in database.execute(f"PRAGMA index_info({INDEX})")]
@@ -92,8 +92,9 @@ async def test_sqlite_reads_the_same_without_the_index(tmp_path: Path) -> None:
     assert [] == _sqlite_index(path)
 
 
-async def _pg_index(schema: str) -> str | None:
-    connection = await asyncpg.connect(PG_URL)
+async def pg_index(schema: str, url: str = PG_URL) -> str | None:
+    """The index's definition in ``schema`` on the server at ``url``, or None."""
+    connection = await asyncpg.connect(url)
     try:
         found = await connection.fetchval(
             "SELECT indexdef FROM pg_indexes WHERE schemaname = $1 AND indexname = $2",
@@ -109,16 +110,16 @@ async def test_postgres_reads_the_same_without_the_index(pg_schema: str) -> None
         await _filled(log)
         found = await _reads(log)
     _check(found)
-    assert await _pg_index(pg_schema) is None
+    assert await pg_index(pg_schema) is None
 
     await _pg_migrate(pg_schema, BEFORE)
-    definition = await _pg_index(pg_schema)
+    definition = await pg_index(pg_schema)
     assert definition is not None
     assert definition.endswith("(checkpoint_id, tenant_id)")
     async with open_log(PG_URL, schema=pg_schema) as log:
         assert head_revision() == log.schema_revision
         assert found == await _reads(log)
-    assert await _pg_index(pg_schema) is None
+    assert await pg_index(pg_schema) is None
 
 
 async def test_memory_reads_agree() -> None:

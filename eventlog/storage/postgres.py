@@ -545,7 +545,7 @@ class PostgresBackend(SqlBackend[Any], ReplicaStorage, PostgresTree, PostgresKey
         for column in table.columns:
             if column.name in required.where or column.nullable or column.server_default:
                 continue
-            filler = _EMPTIEST.get(_cast_type(column.type))
+            filler = _stand_in(column.type)
             if filler is None:
                 return None
             names.append(column.name)
@@ -920,25 +920,20 @@ def _connection_lost(error: BaseException) -> bool:
     return type(driver) in _CONNECTION_LOST or isinstance(driver, OSError)
 
 
-_EMPTIEST = {"text": "''", "bigint": "0", "bytea": "''::bytea", "boolean": "false",
-             "timestamptz": "now()"}
-"""A stand-in value of each base type (`PostgresBackend._key_probe`)."""
-
-
-def _cast_type(column_type: sa.types.TypeEngine[Any]) -> str:
-    """The base type of a column's type: text, bigint, bytea, boolean, timestamptz, or
-    what PostgreSQL calls any other."""
+def _stand_in(column_type: sa.types.TypeEngine[Any]) -> str | None:
+    """A value of ``column_type`` for a stand-in row (`PostgresBackend._key_probe`), or
+    None for a type without one here."""
     if isinstance(column_type, sa.String):
-        return "text"
+        return "''"
     if isinstance(column_type, sa.Integer):
-        return "bigint"
+        return "0"
     if isinstance(column_type, sa.LargeBinary):
-        return "bytea"
+        return "''::bytea"
     if isinstance(column_type, sa.Boolean):
-        return "boolean"
+        return "false"
     if isinstance(column_type, sa.DateTime):
-        return "timestamptz"
-    return "other"
+        return "now()"
+    return None
 
 
 def _driver_error(error: BaseException) -> BaseException:

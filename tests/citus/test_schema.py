@@ -14,6 +14,7 @@ from tests.citus import cluster
 from tests.events import Noted
 from tests.procs.settle import settle
 from tests.test_holdings_folded import _pg_migrate as pg_migrate
+from tests.test_no_checkpoint_id_index import pg_index
 from tests.test_thread_read_plans import T
 from tests.test_thread_read_plans import _fill as fill_thread
 
@@ -197,17 +198,6 @@ async def test_a_distributed_log_takes_migrations_0027_and_0028_in_place(
     assert ["tenant_id", "thread_id", "namespace", "channel_version", "channel"] == key
 
 
-async def _id_index(schema: str) -> str | None:
-    connection = await asyncpg.connect(cluster.BASE_URL)
-    try:
-        found = await connection.fetchval(
-            "SELECT indexdef FROM pg_indexes WHERE schemaname = $1 "
-            "AND indexname = 'thread_checkpoints_by_id'", schema)
-    finally:
-        await connection.close()
-    return None if found is None else str(found)
-
-
 async def test_a_distributed_log_takes_migration_0029_in_place(citus_schema: str) -> None:
     """The index by checkpoint id dropped (0029) on a distributed table and built again by
     the downgrade; a run's checkpoints and a search by id read the same either way."""
@@ -219,10 +209,10 @@ async def test_a_distributed_log_takes_migration_0029_in_place(citus_schema: str
                  [c.checkpoint_id for c in await threads.of_run(T, "run")],
                  [c.thread_id for c in await threads.find(T, "1004")])
     assert (["2003"], [f"1{n:03}" for n in range(12)], ["lg"]) == found
-    assert await _id_index(citus_schema) is None
+    assert await pg_index(citus_schema, cluster.BASE_URL) is None
 
     await pg_migrate(citus_schema, "0028_values_by_version", cluster.BASE_URL)
-    definition = await _id_index(citus_schema)
+    definition = await pg_index(citus_schema, cluster.BASE_URL)
     assert definition is not None
     assert definition.endswith("(checkpoint_id, tenant_id)")
     async with open_log(cluster.URL, schema=citus_schema, distributed=True) as log:
@@ -230,4 +220,4 @@ async def test_a_distributed_log_takes_migration_0029_in_place(citus_schema: str
         assert found == ([c.checkpoint_id for c in await threads.of_run(T, "2003")],
                          [c.checkpoint_id for c in await threads.of_run(T, "run")],
                          [c.thread_id for c in await threads.find(T, "1004")])
-    assert await _id_index(citus_schema) is None
+    assert await pg_index(citus_schema, cluster.BASE_URL) is None
