@@ -19,7 +19,9 @@ The file (format ``checkpoint-eventlog/export``, version 1) is JSON Lines:
 - ``{"kind": "blob", "digest", "refs", "data" (base64)}`` right before the first event
   that references the blob (`Event.blob_digests`), so an import commits each blob
   together with that event; a blob no exported event references comes last (an import
-  stores it with its ``refs`` unless the target holds it);
+  stores it with its ``refs`` unless the target holds it); ``refs`` is at least 1, but
+  may be 0 for a blob of at most three bytes, which is never counted
+  (`eventlog.storage.requests.TOLD_BY_DIGEST`);
 - on an encrypted log, ``{"kind": "key", "subject", "generation", "kek_id", "wrapped"
   (base64, or null once erased), "created_at", "erased_at"}`` for each data key of the
   exported subjects (a whole tenant's every key; a session's, the subjects its sealed
@@ -87,6 +89,7 @@ from eventlog.log._erasures import ERASURE_TYPE, Erasure, fold_erasure
 from eventlog.log._sealing import Sealer, context_of, sealed_blob_header, sealed_subjects
 from eventlog.log._signed import signature_finding
 from eventlog.records import RecordedEvent, StoredEvent
+from eventlog.storage.requests import uncounted
 from eventlog.validation import check_actor, check_id, check_optional_id
 from eventlog.writer_keys import SIGNATURE_SIZE, WriterKeys
 from projections.checkpoints import CHECKPOINTS
@@ -1123,7 +1126,9 @@ def _blob_of(record: dict[str, Any], number: int) -> tuple[bytes, bytes, int]:
         refs = _whole(record["refs"])
     except (KeyError, TypeError, ValueError, binascii.Error) as error:
         raise InvalidInput("file", f"line {number}: a malformed blob ({error})") from None
-    if refs < 1 or content_digest(payload) != digest:
+    # A blob the digest tells is never counted, so its stored count (what an export
+    # writes) may be 0 (`eventlog.storage.requests.TOLD_BY_DIGEST`).
+    if refs < (0 if uncounted(payload) else 1) or content_digest(payload) != digest:
         raise InvalidInput("file", f"line {number}: blob {digest.hex()[:12]}… does not match "
                                    "its digest or has no references")
     return digest, payload, refs

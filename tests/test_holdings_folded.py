@@ -16,6 +16,7 @@ import json
 import shutil
 import sqlite3
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -31,6 +32,7 @@ from eventlog.checkpoints.thread_records import Payload
 from eventlog.crypto import init_keyring
 from eventlog.events.threads import ThreadCheckpointPut, ThreadWritesPut, WriteRef
 from eventlog.storage.migrate import alembic_config, head_revision
+from eventlog.storage.requests import uncounted
 from eventlog.storage.schema import build_metadata
 from projections.thread_holdings import ThreadHoldings
 from tests.conftest import PG_URL, BackendTarget
@@ -137,7 +139,18 @@ async def _remove_and_check(log: OpenLog) -> None:
     held: Counter[bytes] = Counter()
     for name in MAKE.THREADS["t"]:
         held.update((await fold_thread(log, "t", name)).everything())
-    assert {digest: count for digest, count in refs.items() if count} == dict(held)
+    assert await _counted_refs(log, refs) == await _counted_refs(log, held)
+
+
+async def _counted_refs(log: OpenLog, counts: Mapping[bytes, int]) -> dict[bytes, int]:
+    """The non-zero counts of blobs that are counted: one the digest tells (at most
+    `TOLD_BY_DIGEST` bytes) is never counted, whatever count its row holds."""
+    found = {}
+    for digest, count in counts.items():
+        payload = await log.get_blob("t", digest)
+        if count and (payload is None or not uncounted(payload)):
+            found[digest] = count
+    return found
 
 
 async def test_a_log_written_before_0025_upgrades_and_removes_as_before(tmp_path: Path) -> None:
@@ -267,7 +280,7 @@ async def _consistent(log: OpenLog) -> None:
     for name in ("long", "other"):
         held.update((await fold_thread(log, "t", name)).everything())
     refs = await log.blob_refs("t")
-    assert {digest: count for digest, count in refs.items() if count} == dict(held)
+    assert await _counted_refs(log, refs) == await _counted_refs(log, held)
 
 
 @pytest.mark.parametrize("target", ["sqlite", "postgresql"], indirect=True)

@@ -27,6 +27,7 @@ from eventlog.log._heads import Head, HeadCache, version
 from eventlog.log._holdings import Holdings, refuse_beyond, releasable, releases_any
 from eventlog.records import AppendResult, ExpectedVersion, RecordedEvent, StoredEvent
 from eventlog.storage.base import AppendRequest, PendingEvent, StorageBackend, StreamVersionTaken
+from eventlog.storage.requests import counted_adds
 from eventlog.telemetry import append_span, note_retry
 from eventlog.validation import check_positive_limit
 from projections.base import Projection
@@ -418,7 +419,7 @@ def prepare(
         prev_hash = digest
     return AppendRequest(
         tenant_id=tenant_id, stream_id=stream_id, events=pending, changes=changes,
-        blob_adds=blob_adds, blob_releases=releases, required=required,
+        blob_adds=counted_adds(blob_adds), blob_releases=releases, required=required,
     )
 
 

@@ -3,7 +3,9 @@
 Events carry the digests of the blobs they reference (`Event.blob_digests`) and, for a
 tombstone, the references it releases (`Event.blob_releases`). Folding them stream by
 stream gives the reference count each (tenant, digest) must have; the stored count must
-equal it, and the stored bytes must hash to the digest. A blob that no event names (an
+equal it, and the stored bytes must hash to the digest. A blob of at most
+`eventlog.storage.requests.TOLD_BY_DIGEST` bytes has no count to check (it is never
+counted nor purged), only its bytes. A blob that no event names (an
 application attaching blobs to event types that do not declare them) has only its bytes
 checked. Someone who rewrites a blob (the state a `read` serves), deletes one, or leaves
 a count too low (so that a later delete purges state another session still reads) is
@@ -27,6 +29,7 @@ from eventlog.events.transfer import StateWithheld
 from eventlog.hashing import content_digest
 from eventlog.records import StoredEvent, StreamProblem
 from eventlog.storage.base import StorageBackend
+from eventlog.storage.requests import uncounted
 
 _BLOB_PAGE = 500
 """Blobs' digests and counts read per query while verifying."""
@@ -274,6 +277,8 @@ def _check_blob(
         return problem("blob_missing", f"counted {_references(refs)} but its bytes are gone")
     if content_digest(payload) != digest:
         return problem("blob_corrupt", "the stored bytes do not hash to the digest")
+    if uncounted(payload):
+        return None  # told by its digest: never counted nor purged (TOLD_BY_DIGEST)
     if wanted is not None and refs != wanted and not (withheld and refs < wanted):
         return problem("blob_refs", f"stored count {refs}, the events hold {_references(wanted)}")
     return None

@@ -47,6 +47,7 @@ class MemoryBackend(InProcess, BlobsByDigest, KeysInMemory, InProcessConsumers, 
         self.by_id: dict[tuple[str, uuid.UUID], StoredEvent] = {}
         self.blobs: dict[tuple[str, bytes], bytes] = {}
         self.refs: dict[tuple[str, bytes], int] = {}
+        self.uncounted: set[tuple[str, bytes]] = set()
         self.views = ViewTables()
         self.tree_states: dict[str, TreeState] = {}
         self.tree_hashes: dict[tuple[str, int, int], bytes] = {}
@@ -126,13 +127,20 @@ class MemoryBackend(InProcess, BlobsByDigest, KeysInMemory, InProcessConsumers, 
             self.blobs.pop(key, None)
 
     def _count_refs(self, request: AppendRequest) -> list[tuple[str, bytes]]:
-        """Apply the request's reference changes; return the blobs whose count reached 0."""
+        """Apply the request's reference changes; return the blobs whose count reached 0.
+
+        A blob added with no count (one the digest tells:
+        `eventlog.storage.requests.TOLD_BY_DIGEST`) is kept at 0 and never released."""
         for digest, (_payload, count) in request.blob_adds.items():
             key = (request.tenant_id, digest)
+            if count == 0:
+                self.uncounted.add(key)
             self.refs[key] = self.refs.get(key, 0) + count
         unreferenced = []
         for digest, count in request.blob_releases.items():
             key = (request.tenant_id, digest)
+            if key in self.uncounted:
+                continue
             remaining = self.refs.get(key, 0) - count
             if remaining > 0:
                 self.refs[key] = remaining

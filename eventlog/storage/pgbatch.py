@@ -68,18 +68,21 @@ class BatchStatements:
         for ref, change in changes:
             groups.setdefault(change_shape(change), []).append((ref, change))
         blobs = _blob_rows(requests)
-        key = (bool(blobs), tuple(groups))
+        counted = [row for row in blobs if row[3] != 0]
+        kept = [row for row in blobs if row[3] == 0]
+        key = (bool(counted), bool(kept), tuple(groups))
         sql = self._sql.get(key)
         if sql is None:
-            sql = self._sql[key] = self._statement(bool(blobs), list(groups))
+            sql = self._sql[key] = self._statement(bool(counted), bool(kept), list(groups))
         params: list[Any] = _event_arrays(requests)
-        if blobs:
-            params += [list(column) for column in zip(*blobs, strict=True)]
+        for rows in (counted, kept):
+            if rows:
+                params += [list(column) for column in zip(*rows, strict=True)]
         for shape, members in groups.items():
             params += _change_arrays(requests, shape, members)
         return sql, params
 
-    def _statement(self, blobs: bool, shapes: list[Shape]) -> str:
+    def _statement(self, counted: bool, kept: bool, shapes: list[Shape]) -> str:
         numbers = iter(range(1, 100_000))
         events = self.tables["events"]
         arrays = ", ".join(f"${next(numbers)}::{_array_type(events, c)}" for c in EVENT_COLUMNS)
@@ -89,14 +92,21 @@ class BatchStatements:
             f"SELECT {names} FROM unnest({arrays}) WITH ORDINALITY AS u({names}, ord) "
             "ORDER BY ord RETURNING position, tenant_id, stream_id, stream_version)"
         ]
-        if blobs:
+        # Counted blobs add to the stored count; those the digest tells (count 0) are
+        # stored if absent and otherwise left alone, never locked (listed second, so run
+        # first: `PostgresBackend._place_statement`).
+        for name, wanted, conflict in (
+                ("b", counted, "DO UPDATE SET refs = t.refs + EXCLUDED.refs"),
+                ("k", kept, "DO NOTHING")):
+            if not wanted:
+                continue
             table = self.tables["blobs"]
             arrays = ", ".join(f"${next(numbers)}::{_array_type(table, c)}"
                                for c in _BLOB_COLUMNS)
             ctes.append(
-                f"b AS (INSERT INTO {self.qualified['blobs']} AS t ({', '.join(_BLOB_COLUMNS)}) "
-                f"SELECT * FROM unnest({arrays}) ON CONFLICT (tenant_id, digest) "
-                "DO UPDATE SET refs = t.refs + EXCLUDED.refs)"
+                f"{name} AS (INSERT INTO {self.qualified['blobs']} AS t "
+                f"({', '.join(_BLOB_COLUMNS)}) SELECT * FROM unnest({arrays}) "
+                f"ON CONFLICT (tenant_id, digest) {conflict})"
             )
         for number, shape in enumerate(shapes):
             ctes.append(f"c{number} AS ({self._change_sql(shape, numbers)})")

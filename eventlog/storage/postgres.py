@@ -466,7 +466,7 @@ class PostgresBackend(SqlBackend[Any], ReplicaStorage, PostgresTree, PostgresKey
             return None  # column arrays carry any size in a few parameters
         shape = (
             len(request.events),
-            len(request.blob_adds),
+            blob_shape(request),
             tuple(change_shape(change) for _, change in changes),
             tuple((required.table, tuple(required.where)) for required in request.required),
         )
@@ -501,8 +501,13 @@ class PostgresBackend(SqlBackend[Any], ReplicaStorage, PostgresTree, PostgresKey
         # REVERSE of their order in the statement, so they are listed in descending order.
         # (Listed ascending, a put locked shared blob rows in the opposite order to a
         # delete releasing them, and the two deadlocked: issue 21, item 5.)
-        blobs = [param.extend(blob_row(tenant, digest, payload, count))
-                 for digest, (payload, count) in sorted(request.blob_adds.items(), reverse=True)]
+        # The blobs the digest tells (count 0) are stored if absent and never locked; they
+        # run before the counted ones, as in the sequential append, so two appends wait
+        # for each other's rows in one order.
+        blobs = [(count != 0, param.extend(blob_row(tenant, digest, payload, count)))
+                 for counted in (True, False)
+                 for digest, (payload, count) in sorted(request.blob_adds.items(), reverse=True)
+                 if (count != 0) == counted]
         # An `AT_POSITION` value is recorded as its event's version, which finds the
         # position the events CTE assigned.
         placed = [(change, place_change(change, param, request.events[index].version))
@@ -513,8 +518,9 @@ class PostgresBackend(SqlBackend[Any], ReplicaStorage, PostgresTree, PostgresKey
             ctes = [*gates,
                     f"e AS (INSERT INTO {self.qualified['events']} ({', '.join(EVENT_COLUMNS)}) "
                     f"VALUES {values} RETURNING position, stream_version)"]
-            ctes += [f"b{number} AS ({blob_add_text(self.qualified['blobs'], slots)})"
-                     for number, slots in enumerate(blobs)]
+            ctes += [f"b{number} AS "
+                     f"({blob_add_text(self.qualified['blobs'], slots, counted=counted)})"
+                     for number, (counted, slots) in enumerate(blobs)]
             for number, (change, slots) in enumerate(placed):
                 table, keys = self.qualified[change.table], self.view_keys[change.table]
                 sql = change_text(change, table, keys, slots, _position_of,
@@ -945,6 +951,13 @@ def _driver_error(error: BaseException) -> BaseException:
     if cause is not None and type(cause).__module__.startswith("asyncpg"):
         return cause
     return seen
+
+
+def blob_shape(request: AppendRequest) -> tuple[int, int]:
+    """How many blobs of ``request`` are counted and how many are not: what the single
+    statement's text depends on (each group is listed in digest order)."""
+    kept = sum(1 for _, count in request.blob_adds.values() if count == 0)
+    return len(request.blob_adds) - kept, kept
 
 
 def _coalesce(

@@ -38,6 +38,9 @@ class AppendRequest(msgspec.Struct, frozen=True, kw_only=True):
     produced it, so `AT_POSITION` can be resolved. ``blob_adds`` maps a digest to its bytes
     and how many new references this append makes to it; ``blob_releases`` maps a digest to
     how many references this append drops (a blob whose count reaches zero is deleted).
+    A blob of at most `TOLD_BY_DIGEST` bytes is never counted: its count is 0 here (store
+    it if absent, change nothing if stored), a release of it changes nothing, and it is
+    never deleted (`uncounted`).
     ``required`` are view rows that must exist when the append commits (`RowRequired`):
     when one does not, the backend writes nothing and raises its ``InvalidInput``
     (`refusal`), checked inside the append's transaction (or its one statement).
@@ -50,6 +53,31 @@ class AppendRequest(msgspec.Struct, frozen=True, kw_only=True):
     blob_adds: dict[bytes, tuple[bytes, int]] = {}
     blob_releases: dict[bytes, int] = {}
     required: tuple[RowRequired, ...] = ()
+
+
+TOLD_BY_DIGEST = 3
+"""The most bytes a blob may hold and be told by its digest alone: the events keep the
+digest of every value they name (the chain covers it), and whoever holds one can find a
+payload of three bytes or fewer by hashing every candidate (16.8 million, about a second).
+Deleting such a blob would erase nothing the trail does not still tell, so it is stored
+once per tenant, never reference-counted and never purged: the counters, token counts,
+booleans, nulls and empty values a graph changes at every step cost no count update each
+time a checkpoint names them again (docs/decisions/storage.md, "Values the digest
+tells"). Sealed payloads (an encrypted log) are always longer, so the rule never applies
+to them."""
+
+
+def uncounted(payload: bytes) -> bool:
+    """Whether a blob of these bytes is never counted nor purged (`TOLD_BY_DIGEST`)."""
+    return len(payload) <= TOLD_BY_DIGEST
+
+
+def counted_adds(blob_adds: dict[bytes, tuple[bytes, int]]) -> dict[bytes, tuple[bytes, int]]:
+    """``blob_adds`` with the count of each `uncounted` payload set to 0."""
+    if not any(len(payload) <= TOLD_BY_DIGEST for payload, _ in blob_adds.values()):
+        return blob_adds
+    return {digest: (payload, 0 if len(payload) <= TOLD_BY_DIGEST else count)
+            for digest, (payload, count) in blob_adds.items()}
 
 
 def refusal(required: RowRequired) -> InvalidInput:

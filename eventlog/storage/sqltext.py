@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import msgspec
 
-from eventlog.storage.requests import AppendRequest, refusal
+from eventlog.storage.requests import TOLD_BY_DIGEST, AppendRequest, refusal
 from projections.changes import (
     AT_POSITION,
     Change,
@@ -90,30 +90,38 @@ def blob_row(tenant_id: str, digest: bytes, payload: bytes, count: int) -> tuple
     return tenant_id, digest, len(payload), count, payload
 
 
-def blob_add_text(table: str, slots: Sequence[str]) -> str:
+def blob_add_text(table: str, slots: Sequence[str], *, counted: bool | None = True) -> str:
     """Store a blob, or add references to the stored one (``slots``: the placeholders of
-    a `blob_row`)."""
-    return (f"INSERT INTO {table} AS t (tenant_id, digest, size, refs, data) "
-            f"VALUES ({', '.join(slots)}) "
-            "ON CONFLICT (tenant_id, digest) DO UPDATE SET refs = t.refs + EXCLUDED.refs")
+    a `blob_row`). Not ``counted`` (a payload the digest tells, its count 0:
+    `eventlog.storage.requests.TOLD_BY_DIGEST`): store it if absent, else do nothing (on
+    PostgreSQL even an update that changes nothing locks and rewrites the row). ``None``:
+    either, by the row's count (an update only where it is not 0)."""
+    insert = (f"INSERT INTO {table} AS t (tenant_id, digest, size, refs, data) "
+              f"VALUES ({', '.join(slots)}) ON CONFLICT (tenant_id, digest) ")
+    if counted is False:
+        return insert + "DO NOTHING"
+    update = "DO UPDATE SET refs = t.refs + EXCLUDED.refs"
+    return insert + update + (" WHERE EXCLUDED.refs <> 0" if counted is None else "")
 
 
-def blob_add(table: str, param: Param, tenant_id: str, digest: bytes, payload: bytes,
-             count: int) -> str:
-    """Store a blob, or add ``count`` references to the stored one."""
-    return blob_add_text(table, param.extend(blob_row(tenant_id, digest, payload, count)))
+COUNTED_BLOB = f"length(data) > {TOLD_BY_DIGEST}"
+"""The condition a blob row's release and purge are guarded by: a blob the digest tells is
+never counted nor deleted, whatever count an older library left in its row. By the bytes'
+length (read from the row's header: neither backend loads the bytes for it), not the
+``size`` column, which nothing checks the bytes against."""
 
 
 def blob_release(table: str, param: Param, tenant_id: str, digest: bytes, count: int) -> str:
     """Drop ``count`` references to a blob (then `blob_purge` deletes it at zero)."""
     return (f"UPDATE {table} SET refs = refs - {param(count)} "
-            f"WHERE tenant_id = {param(tenant_id)} AND digest = {param(digest)}")
+            f"WHERE tenant_id = {param(tenant_id)} AND digest = {param(digest)} "
+            f"AND {COUNTED_BLOB}")
 
 
 def blob_purge(table: str, param: Param, tenant_id: str, digest: bytes) -> str:
     """Delete a blob nothing references any more."""
     return (f"DELETE FROM {table} WHERE tenant_id = {param(tenant_id)} "
-            f"AND digest = {param(digest)} AND refs <= 0")
+            f"AND digest = {param(digest)} AND refs <= 0 AND {COUNTED_BLOB}")
 
 
 # -- view changes ------------------------------------------------------------------------
@@ -211,8 +219,12 @@ class SequentialAppend:
         names = tables["events"], tables["blobs"]
         self._event_sql = self._cached("event", lambda p: event_insert(
             names[0], p, [None] * len(EVENT_COLUMNS)))
-        self._blob_add_sql = self._cached("blob+", lambda p: blob_add(
-            names[1], p, "", b"", b"", 0))
+        # One text for counted blobs and those the digest tells (count 0: the update's
+        # condition fails, so SQLite writes nothing), so a put's blobs stay one run of
+        # one statement. (PostgreSQL's one-statement appends leave those alone unlocked:
+        # `blob_add_text`; this path, for releases and large appends, locks them.)
+        self._blob_add_sql = self._cached("blob+", lambda p: blob_add_text(
+            names[1], p.extend(blob_row("", b"", b"", 0)), counted=None))
         self._blob_release_sql = self._cached("blob-", lambda p: blob_release(
             names[1], p, "", b"", 0))
         self._blob_purge_sql = self._cached("blob0", lambda p: blob_purge(names[1], p, "", b""))
@@ -798,7 +810,7 @@ Param = Numbered
 
 __all__ = [
     "EVENT_COLUMNS", "ChangeStatements", "Condition", "Numbered", "Positional", "PostgresDialect",
-    "SequentialAppend", "SqlDialect", "SqliteDialect", "Statement", "blob_add", "blob_add_text",
+    "SequentialAppend", "SqlDialect", "SqliteDialect", "Statement", "blob_add_text",
     "blob_purge", "blob_release", "blob_row", "change_sql", "change_text", "event_insert",
     "event_row", "inline_limit", "on_conflict", "place_change", "place_query", "place_related",
     "query_shape", "query_sql", "quote", "related_shape", "related_sql", "unpack_related",

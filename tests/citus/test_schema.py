@@ -17,6 +17,15 @@ from tests.test_holdings_folded import _pg_migrate as pg_migrate
 from tests.test_no_checkpoint_id_index import pg_index
 from tests.test_thread_read_plans import T
 from tests.test_thread_read_plans import _fill as fill_thread
+from tests.test_values_the_digest_tells import (
+    TINY,
+    check_downgraded,
+    check_head,
+    filled_with_tiny_values,
+    held_references,
+    pg_refs,
+)
+from tests.test_values_the_digest_tells import reads as tiny_reads
 
 pytestmark = pytest.mark.citus
 
@@ -221,3 +230,20 @@ async def test_a_distributed_log_takes_migration_0029_in_place(citus_schema: str
                          [c.checkpoint_id for c in await threads.of_run(T, "run")],
                          [c.thread_id for c in await threads.find(T, "1004")])
     assert await pg_index(citus_schema, cluster.BASE_URL) is None
+
+
+async def test_a_distributed_log_takes_migration_0030_in_place(citus_schema: str) -> None:
+    """Tiny blobs' counts zeroed (0030) on the distributed blobs table, given back from the
+    events by the downgrade and zeroed again; the thread reads the same and verifies."""
+    async with open_log(cluster.URL, schema=citus_schema, distributed=True) as log:
+        await filled_with_tiny_values(log)
+        held, found = await held_references(log), await tiny_reads(log)
+    check_head(await pg_refs(citus_schema, cluster.BASE_URL))
+
+    await pg_migrate(citus_schema, "0029_no_checkpoint_id_index", cluster.BASE_URL)
+    check_downgraded(await pg_refs(citus_schema, cluster.BASE_URL), held)
+    async with open_log(cluster.URL, schema=citus_schema, distributed=True) as log:
+        assert found == await tiny_reads(log)
+        assert (await log.verify()).ok
+    refs = await pg_refs(citus_schema, cluster.BASE_URL)
+    assert {count for digest, count in refs.items() if digest in TINY} == {0}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import msgspec
 import pytest
 
 from eventlog import InvalidInput, OpenLog, content_digest
@@ -14,7 +15,9 @@ T = "tenant"
 
 
 def state(text: str) -> Payload:
-    return Payload("json", text.encode())
+    """A JSON list of the text: even a one-letter text is a payload of more than
+    `eventlog.storage.requests.TOLD_BY_DIGEST` bytes, counted and purged like any state."""
+    return Payload("json", msgspec.json.encode([text]))
 
 
 def threads(log: OpenLog) -> ThreadCheckpoints:

@@ -60,6 +60,38 @@ class LogBlobsContract(ContractBase):
         await log.append("t", "s", [gives()], release={DIGEST: 1})
         assert ({}, None) == (dict(await log.blob_refs("t")), await log.get_blob("t", DIGEST))
 
+    async def test_a_blob_the_digest_tells_is_stored_once_never_counted_nor_purged(
+        self, log: EventLog
+    ) -> None:
+        """A payload of at most three bytes (`TOLD_BY_DIGEST`) is stored, its count stays 0
+        however often it is attached, a release changes nothing and never purges it, and
+        the log verifies throughout; a four-byte payload beside it is counted and purged."""
+        small, four = b"\x0a", b"abcd"
+        told, counted = content_digest(small), content_digest(four)
+        holds = Holding(text="holds", blobs=[told.hex(), counted.hex()])
+        await log.append("t", "s", [holds, holds], attach=[small, four, small, four])
+        assert {told: 0, counted: 2} == dict(await log.blob_refs("t"))
+        assert (await log.verify()).ok
+        gives_both = Holding(text="gives", released={told.hex(): 2, counted.hex(): 2})
+        await log.append("t", "s", [gives_both], release={told: 2, counted: 2})
+        assert ({told: 0}, small, None) == (
+            dict(await log.blob_refs("t")), await log.get_blob("t", told),
+            await log.get_blob("t", counted))
+        assert (await log.verify()).ok
+        # Attached again later, it is still one row at 0.
+        await log.append("t", "s2", [Holding(text="again", blobs=[told.hex()])],
+                         attach=[small])
+        assert {told: 0} == dict(await log.blob_refs("t"))
+        assert (await log.verify()).ok
+
+    async def test_an_empty_payload_is_a_blob_the_digest_tells(self, log: EventLog) -> None:
+        """The empty payload (a null channel's) is stored and read back as empty bytes,
+        never counted."""
+        empty = content_digest(b"")
+        await log.append("t", "s", [Holding(text="holds", blobs=[empty.hex()])], attach=[b""])
+        assert (b"", {empty: 0}) == (await log.get_blob("t", empty),
+                                    dict(await log.blob_refs("t")))
+
     async def test_releasing_more_than_the_stream_holds_is_refused(self, log: EventLog) -> None:
         """A release beyond the references the stream's events hold raises ReleaseNotHeld."""
         await log.append("t", "s", [HOLDS], attach=[STATE])
