@@ -9,10 +9,11 @@ Three tables, keyed from ``tenant_id``, folded from the events of
   first by checkpoint id within a thread and namespace (the primary key), within a thread
   across its namespaces (the primary key's main namespace merged with
   ``thread_checkpoints_by_thread``, which holds the other namespaces); by run in any thread
-  (``thread_checkpoints_by_run``: Agent Framework's load by id, whose run key is the id,
-  and ``delete_runs``). No index leads with the checkpoint id (migration 0029): a search by
-  id in any thread (`eventlog.checkpoints.threads.ThreadCheckpoints.find`) reads the
-  tenant's rows, and a put writes one index entry fewer.
+  (``thread_checkpoints_by_run``, of the rows with a run key only, migration 0031: Agent
+  Framework's load by id, whose run key is the id, and ``delete_runs``). No index leads
+  with the checkpoint id (migration 0029): a search by id in any thread
+  (`eventlog.checkpoints.threads.ThreadCheckpoints.find`) reads the tenant's rows, and a
+  put writes one index entry fewer.
 - ``thread_channel_values``: one row per (tenant, thread, namespace, channel version,
   channel): the value's blob, stored by the first put that carried it (later puts of the
   same version change nothing), so an unchanged channel is stored once. Read by key
@@ -90,8 +91,12 @@ sa.Index("thread_checkpoints_by_subject", thread_checkpoints.c.tenant_id,
 # filtering out the tenant's other threads (migration 0024). The index led by the
 # checkpoint id beside it went in migration 0029: no hot read used it (Agent Framework's
 # load by id reads by run: its run key is the id), and every put wrote an entry into it.
+# Only the rows with a run key (migration 0031): a put without one (LangGraph invoked
+# without a run id) wrote a NULL entry no read could find; the reads' ``run_key =`` and
+# ``run_key IN`` imply the predicate on both databases.
+_KEYED = thread_checkpoints.c.run_key.isnot(None)
 sa.Index("thread_checkpoints_by_run", thread_checkpoints.c.run_key,
-         thread_checkpoints.c.tenant_id)
+         thread_checkpoints.c.tenant_id, postgresql_where=_KEYED, sqlite_where=_KEYED)
 # A page across a thread's namespaces merges the main graph's rows (namespace '', read
 # through the primary key) with the subgraphs' (through this index: `ViewQuery.split`),
 # so it holds only the subgraphs' rows and a main-graph put writes no entry into it

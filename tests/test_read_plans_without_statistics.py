@@ -37,6 +37,7 @@ import asyncpg
 import pytest
 
 from eventlog import CheckpointRecord, EventLog, open_log
+from eventlog.checkpoints.threads import runs_query
 from eventlog.storage.migrate import head_revision
 from eventlog.storage.sqlite import encode_value
 from projections.query import ViewQuery
@@ -86,6 +87,7 @@ EXPECTED: dict[str, tuple[str, str | set[str]]] = {
                                       "thread_checkpoints_by_thread"}),
     "page, small thread": ("thread_checkpoints", "thread_checkpoints_pkey"),
     "run of one checkpoint": ("thread_checkpoints", "thread_checkpoints_by_run"),
+    "runs to remove": ("thread_checkpoints", "thread_checkpoints_by_run"),
     "blobs": ("blobs", "blobs_pkey"),
     "blob sizes": ("blobs", "blobs_pkey"),
     "session latest": ("checkpoint_sessions", "checkpoint_sessions_pkey"),
@@ -157,6 +159,8 @@ def _reads(log: EventLog, shape: Shape, digests: list[bytes], record: str
             T, "big", before=ids[len(ids) // 2], limit=10),
         "page, small thread": lambda: threads.page(T, "small-005", namespace="", limit=10),
         "run of one checkpoint": lambda: threads.of_run(T, "300007"),
+        # What delete_runs reads first, a run at a time (the partial index, 0031).
+        "runs to remove": lambda: log.query(runs_query(T, "300011")),
         "blobs": lambda: log.get_blobs(T, digests),
         "blob sizes": lambda: log.reader.blob_sizes(T, digests),
         "session latest": lambda: sessions.latest(T, "session-big"),
@@ -290,6 +294,7 @@ SQLITE_EXPECTED: dict[str, tuple[str, str | set[str]]] = {
                                      {"PRIMARY KEY", "thread_checkpoints_by_thread"}),
     "page, small thread": ("thread_checkpoints", "PRIMARY KEY"),
     "run of one checkpoint": ("thread_checkpoints", "thread_checkpoints_by_run"),
+    "runs to remove": ("thread_checkpoints", "thread_checkpoints_by_run"),
     "session latest": ("checkpoint_sessions", "PRIMARY KEY"),
     "session record by id": ("checkpoints", "checkpoints_by_checkpoint_id"),
     "session records": ("checkpoints", "PRIMARY KEY"),
@@ -391,8 +396,8 @@ async def _upgraded_reads(url: str, **options: Any) -> list[object]:
 
 async def test_postgres_upgrade_reshapes_the_indexes(pg_schema: str) -> None:
     """A log at the revision before 0024 upgrades in place: the run index is led by the
-    run afterwards, the index by id is gone (0029), and the reads find what they found
-    before."""
+    run afterwards and partial (0031), the index by id is gone (0029), and the reads find
+    what they found before."""
     async with open_log(PG_URL, schema=pg_schema) as log:
         await _fill(log, "small-001", [f"2001{step:03}" for step in range(10)])
     before = await _upgraded_reads(PG_URL, schema=pg_schema)
@@ -412,7 +417,9 @@ async def test_postgres_upgrade_reshapes_the_indexes(pg_schema: str) -> None:
         await connection.close()
     assert version == head_revision()
     assert ["thread_checkpoints_by_run"] == list(definitions)
-    assert definitions["thread_checkpoints_by_run"].endswith("(run_key, tenant_id)")
+    # Led by the run (0024), holding only the rows with a run key (0031).
+    assert definitions["thread_checkpoints_by_run"].endswith(
+        "(run_key, tenant_id) WHERE (run_key IS NOT NULL)")
 
 
 async def test_sqlite_upgrade_reshapes_the_indexes(tmp_path: Path) -> None:

@@ -92,7 +92,7 @@ from eventlog.log import EventLog
 from eventlog.log.fencing import Retried, decide_fenced, held_after_first
 from eventlog.records import AppendResult
 from eventlog.validation import check_id, check_positive_limit
-from projections.query import In, JsonContains, Related, ViewQuery
+from projections.query import JsonContains, Related, ViewQuery
 from projections.thread_history import HistoryQuery, HistoryRow
 from projections.thread_holdings import ThreadHoldings
 from projections.threads import THREAD_CHECKPOINTS, THREAD_VALUES, THREAD_WRITES
@@ -133,6 +133,17 @@ _BY_RUN = ("run_key", "tenant_id")
 """A run's checkpoints in the order of ``thread_checkpoints_by_run``, which this names so
 that the read takes it (on SQLite without statistics it read the tenant's rows by the
 primary key)."""
+def runs_query(tenant_id: str, run_key: str) -> ViewQuery:
+    """The threads of the checkpoints of one run (what `ThreadCheckpoints.delete_runs`
+    reads first, run by run): by ``thread_checkpoints_by_run``, whose rows all have a run
+    key (migration 0031). One equality a run, not ``run_key = ANY(...)``: PostgreSQL
+    proves ``IS NOT NULL`` from an equality, never from an array parameter that may be
+    empty, and on tables never analyzed read the tenant's rows by the primary key
+    instead (tests/test_read_plans_without_statistics.py)."""
+    return ViewQuery(THREAD_CHECKPOINTS, {"tenant_id": tenant_id, "run_key": run_key},
+                     columns=("thread_id",))
+
+
 _SPLIT = ("namespace", "thread_checkpoints_by_thread")
 """A page across a thread's namespaces: the main graph's by the primary key, the
 subgraphs' by their partial index (`ViewQuery.split`, migration 0027)."""
@@ -463,10 +474,8 @@ class ThreadCheckpoints:
         wanted = {decide.check_key("run_key", key, empty=False) for key in run_keys}
         if not wanted:
             return 0
-        rows = await self._log.query(ViewQuery(
-            THREAD_CHECKPOINTS, {"tenant_id": tenant_id, "run_key": In(tuple(sorted(wanted)))},
-            columns=("thread_id",),
-        ))
+        rows = [row for key in sorted(wanted)
+                for row in await self._log.query(runs_query(tenant_id, key))]
         removed = 0
         for thread_id in sorted({row["thread_id"] for row in rows}):
             removed += await self._removal(tenant_id, thread_id, partial(

@@ -7,6 +7,7 @@ import asyncpg
 import pytest
 
 from eventlog import StreamAppend, open_log
+from eventlog.checkpoints import Payload
 from eventlog.errors import InvalidInput, SchemaError
 from eventlog.storage.schema import KEY_TABLE, TREE_TABLES
 from projections import compare_views
@@ -247,3 +248,36 @@ async def test_a_distributed_log_takes_migration_0030_in_place(citus_schema: str
         assert (await log.verify()).ok
     refs = await pg_refs(citus_schema, cluster.BASE_URL)
     assert {count for digest, count in refs.items() if digest in TINY} == {0}
+
+
+async def test_a_distributed_log_takes_migration_0031_in_place(citus_schema: str) -> None:
+    """The run index made partial (0031) on a distributed table, whole again by the
+    downgrade and partial once more; a run's checkpoints read the same throughout."""
+    async with open_log(cluster.URL, schema=citus_schema, distributed=True) as log:
+        await fill_thread(log, "lg", [f"1{n:03}" for n in range(8)])
+        threads = log.checkpoints.threads  # type: ignore[attr-defined]
+        for n in range(5):
+            await threads.put(T, "plain", f"3{n:03}", state=Payload("json", b'{"s": 1}'))
+        found = [c.checkpoint_id for c in await threads.of_run(T, "run")]
+    assert [f"1{n:03}" for n in range(8)] == found
+    definition = await run_index(citus_schema)
+    assert definition.endswith("WHERE (run_key IS NOT NULL)")
+
+    await pg_migrate(citus_schema, "0030_values_the_digest_tells", cluster.BASE_URL)
+    assert (await run_index(citus_schema)).endswith("(run_key, tenant_id)")
+    async with open_log(cluster.URL, schema=citus_schema, distributed=True) as log:
+        threads = log.checkpoints.threads  # type: ignore[attr-defined]
+        assert found == [c.checkpoint_id for c in await threads.of_run(T, "run")]
+        assert 8 == await threads.delete_runs(T, ["run"])
+    assert (await run_index(citus_schema)).endswith("WHERE (run_key IS NOT NULL)")
+
+
+async def run_index(schema: str) -> str:
+    """The run index's definition in ``schema`` on the coordinator."""
+    connection = await asyncpg.connect(cluster.BASE_URL)
+    try:
+        return str(await connection.fetchval(
+            "SELECT indexdef FROM pg_indexes WHERE schemaname = $1 "
+            "AND indexname = 'thread_checkpoints_by_run'", schema))
+    finally:
+        await connection.close()
