@@ -14,6 +14,7 @@ from collections import Counter
 from typing import Any
 
 import asyncpg
+import msgspec
 
 from eventlog import CheckpointRecord, open_log
 from eventlog.checkpoints import Payload
@@ -157,3 +158,58 @@ async def test_a_create_inserts_its_checkpoint_row_without_a_speculative_insert(
                      if relation == "checkpoints"})
     assert 0 == kinds["Heap/HEAP_CONFIRM"], records
     assert 3 == kinds["Heap/INSERT"] + kinds["Heap/INSERT+INIT"], records
+
+
+def _state(text: str) -> Payload:
+    return Payload("json", msgspec.json.encode([text, "x" * 40]))
+
+
+async def test_a_put_and_its_writes_insert_thread_rows_without_speculative_inserts(
+        pg_schema: str) -> None:
+    """A thread put's checkpoint and channel-value rows and a task's write rows are new as
+    a rule: the one-statement append inserts them plainly (`NEW_AS_A_RULE`), so no
+    Heap/HEAP_CONFIRM (48 bytes a row) is logged for those tables; a row already there
+    (the same writes again, a checkpoint put again) makes the append write the statement
+    again with its conflict clauses, and what the rows say is what those clauses decide:
+    the first write of an index wins, a special index's last write, a checkpoint's last
+    put."""
+    tables = {"thread_checkpoints", "thread_channel_values", "thread_writes"}
+    connection = await asyncpg.connect(PG_URL)
+    seen: list[bool] = []
+    try:
+        await connection.execute("CREATE EXTENSION IF NOT EXISTS pg_walinspect")
+        async with open_log(PG_URL, schema=pg_schema) as log:
+            threads = log.checkpoints.threads
+            backend: Any = log.storage
+            single = backend.single_statement
+
+            def spied(request: Any, *, plain: bool = False) -> Any:
+                seen.append(plain)
+                return single(request, plain=plain)
+
+            backend.single_statement = spied
+            start = await connection.fetchval("SELECT pg_current_wal_insert_lsn()::text")
+            for step in range(4):
+                await threads.put("t", "th", f"c{step}", state=_state(f"s{step}"),
+                                  channels={"a": _state(f"a{step}"), "b": _state(f"b{step}")})
+                await threads.put_writes("t", "th", f"c{step}", "task",
+                                         [(0, "a", _state(f"w{step}")),
+                                          (-1, "__error__", _state(f"e{step}"))])
+            records = await _records(connection, pg_schema, start)
+            assert [True] * 8 == seen
+            # Again: each row is there, so each append is written twice.
+            await threads.put_writes("t", "th", "c3", "task",
+                                     [(0, "a", _state("late")), (-1, "__error__", _state("e9"))])
+            await threads.put("t", "th", "c3", state=_state("again"),
+                              channels={"a": _state("a3"), "b": _state("b3")})
+            assert [True] * 8 + [True, False, True, False] == seen
+            found = await threads.get("t", "th", "c3")
+    finally:
+        await connection.close()
+    kinds = Counter(kind for (relation, kind), count in records.items()
+                    for _ in range(count) if relation in tables)
+    assert 0 == kinds["Heap/HEAP_CONFIRM"], records
+    assert kinds["Heap/INSERT"] + kinds["Heap/INSERT+INIT"] >= 4 * (1 + 2 + 2), records
+    assert found is not None
+    assert found.state == _state("again")
+    assert {w.idx: w.value for w in found.writes or []} == {0: _state("w3"), -1: _state("e9")}

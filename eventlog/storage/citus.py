@@ -112,7 +112,8 @@ class CitusBackend(PostgresBackend):
 
     # -- appends: routed transactions, one tenant each -----------------------------------
 
-    def single_statement(self, request: AppendRequest) -> tuple[str, list[Any]] | None:
+    def single_statement(self, request: AppendRequest, *, plain: bool = False
+                         ) -> tuple[str, list[Any]] | None:
         # Citus refuses data-modifying CTEs with subqueries in an INSERT; the sequential
         # statements of one tenant route to its worker as one transaction.
         return None

@@ -195,6 +195,10 @@ class PostgresBackend(SqlBackend[Any], ReplicaStorage, PostgresTree, PostgresKey
         super().__init__(schema=schema)
         tables = {**self.views, "events": self.events, "blobs": self.blobs}
         self._batches = BatchStatements(self.qualified, tables, self.view_keys)
+        # The primary keys a plain insert of `NEW_AS_A_RULE` may meet (PostgreSQL names
+        # a key it is not told to name <table>_pkey).
+        self._plain_keys = frozenset(
+            self.views[name].primary_key.name or f"{name}_pkey" for name in NEW_AS_A_RULE)
         self._read_all_sql = self._build_read_all_sql(tenant=False)
         self._read_all_tenant_sql = self._build_read_all_sql(tenant=True)
         events = self.qualified["events"]
@@ -346,10 +350,18 @@ class PostgresBackend(SqlBackend[Any], ReplicaStorage, PostgresTree, PostgresKey
                     raise  # a lost reservation goes round again; anything else ends it
 
     async def append(self, request: AppendRequest) -> list[int]:
-        statement = self.single_statement(request)
+        statement = self.single_statement(request, plain=True)
         if statement is None:
             return (await self.append_batch([request]))[0]
-        rows = await self._append_statement(*statement, request=request)
+        try:
+            rows = await self._append_statement(*statement, request=request)
+        except _RowTaken:
+            # A view row the plain insert expected to be new was there (a put of a
+            # checkpoint id again, writes of a task again): nothing was written; the same
+            # statement with its conflict clauses decides what the row becomes.
+            statement = self.single_statement(request)
+            assert statement is not None  # the same shape, only its clauses differ
+            rows = await self._append_statement(*statement, request=request)
         return [int(row[0]) for row in rows]
 
     async def _append_statement(
@@ -376,6 +388,10 @@ class PostgresBackend(SqlBackend[Any], ReplicaStorage, PostgresTree, PostgresKey
             refused = None if request is None else _gate_refusal(request, error)
             if refused is not None:
                 raise refused from None
+            driver = _driver_error(error)
+            if (isinstance(driver, asyncpg.UniqueViolationError)
+                    and getattr(driver, "constraint_name", None) in self._plain_keys):
+                raise _RowTaken from error
             raise self.translate(error, "append") from error
 
     async def append_batch(self, requests: Sequence[AppendRequest]) -> list[list[int]]:
@@ -450,21 +466,26 @@ class PostgresBackend(SqlBackend[Any], ReplicaStorage, PostgresTree, PostgresKey
         )
         return {(row[0], row[1]): (int(row[2]), bytes(row[3])) for row in rows}
 
-    def single_statement(self, request: AppendRequest) -> tuple[str, list[Any]] | None:
+    def single_statement(self, request: AppendRequest, *, plain: bool = False
+                         ) -> tuple[str, list[Any]] | None:
         """The whole append as one statement and its parameters, or None if it cannot be.
 
         The SQL text depends only on the request's shape, so it is built once per shape
         and cached; asyncpg then reuses its prepared statement for every such append.
+        ``plain``: the rows of the tables whose rows are new as a rule (`NEW_AS_A_RULE`)
+        are inserted without a conflict clause (`append` writes the statement again with
+        them when one was there).
         """
         changes = _coalesce(request.changes, self.view_keys)
         if changes is None or request.blob_releases or len(request.required) > 1 or (
                 len(request.events) + len(request.blob_adds) + len(changes) > MAX_SINGLE_PARTS):
             return None
         param = Numbered()
-        text = self._place_statement(request, changes, param)
+        text = self._place_statement(request, changes, param, plain=plain)
         if len(param.values) > MAX_PARAMS:
             return None  # column arrays carry any size in a few parameters
         shape = (
+            plain,
             len(request.events),
             blob_shape(request),
             tuple(change_shape(change) for _, change in changes),
@@ -476,7 +497,8 @@ class PostgresBackend(SqlBackend[Any], ReplicaStorage, PostgresTree, PostgresKey
         return sql, param.values
 
     def _place_statement(
-        self, request: AppendRequest, changes: list[tuple[int, Change]], param: Numbered
+        self, request: AppendRequest, changes: list[tuple[int, Change]], param: Numbered,
+        *, plain: bool = False,
     ) -> Callable[[], str]:
         """Record the single statement's values through ``param``; what writes its text."""
         tenant, stream = request.tenant_id, request.stream_id
@@ -524,7 +546,8 @@ class PostgresBackend(SqlBackend[Any], ReplicaStorage, PostgresTree, PostgresKey
             for number, (change, slots) in enumerate(placed):
                 table, keys = self.qualified[change.table], self.view_keys[change.table]
                 sql = change_text(change, table, keys, slots, _position_of,
-                                  event_inserted=True)
+                                  event_inserted=True,
+                                  plain=plain and change.table in NEW_AS_A_RULE)
                 ctes.append(f"c{number} AS ({sql})")
             return f"WITH {', '.join(ctes)} SELECT position FROM e ORDER BY stream_version"
         return text
@@ -951,6 +974,24 @@ def _driver_error(error: BaseException) -> BaseException:
     if cause is not None and type(cause).__module__.startswith("asyncpg"):
         return cause
     return seen
+
+
+NEW_AS_A_RULE = frozenset({"thread_checkpoints", "thread_channel_values", "thread_writes"})
+"""The view tables whose rows an append inserts new as a rule (a checkpoint, a channel's
+new version, a task's writes), so the one-statement append inserts them with no conflict
+clause, and only writes the statement again with its clauses when a row was there.
+
+Why: ``INSERT ... ON CONFLICT`` is a speculative insertion, which writes a 48-byte
+``HEAP_CONFIRM`` WAL record for every row it inserts; a plain insert does not. The
+conflict is still found by the unique index (never a planned lookup: issue 41's scans
+under stale plans), and a failed statement writes nothing. The tables whose rows an
+append finds there as a rule (a stream's head, a session's latest, the blobs a put names
+again) keep their clauses."""
+
+
+class _RowTaken(Exception):
+    """A plain insert met a row already there (`NEW_AS_A_RULE`): write the append again
+    with its conflict clauses. Nothing was written."""
 
 
 def blob_shape(request: AppendRequest) -> tuple[int, int]:

@@ -136,7 +136,7 @@ def place_change(change: Change, param: Param, position: Any) -> list[str]:
 
 def change_text(change: Change, table: str, keys: Sequence[str], placed: Sequence[str],
                 at_position: Callable[[str], str] | None = None, *,
-                event_inserted: bool = False) -> str:
+                event_inserted: bool = False, plain: bool = False) -> str:
     """The statement that applies ``change`` to ``table`` (whose primary key is ``keys``),
     ``placed`` holding the placeholders of its `change_values` in order (`place_change`).
 
@@ -144,7 +144,10 @@ def change_text(change: Change, table: str, keys: Sequence[str], placed: Sequenc
     finds the event's position (a subquery), if the value recorded is not the position.
     With ``event_inserted`` (the statement inserts the change's event itself, whose
     unique version refuses a second run of it), an `Insert` is a plain insert; otherwise
-    it leaves a row already there as it is, as `InsertIfAbsent` does.
+    it leaves a row already there as it is, as `InsertIfAbsent` does. ``plain`` writes
+    an `InsertIfAbsent` or `Upsert` as a plain insert too: one that fails on a row
+    already there, which its caller then writes again without ``plain``
+    (`eventlog.storage.postgres.PostgresBackend.append`).
     """
     pairs = [(name, at_position(slot) if at_position is not None and value is AT_POSITION
               else slot)
@@ -153,7 +156,7 @@ def change_text(change: Change, table: str, keys: Sequence[str], placed: Sequenc
         names = [name for name, _ in pairs]
         sql = (f"INSERT INTO {table} ({', '.join(map(quote, names))}) "
                f"VALUES ({', '.join(slot for _, slot in pairs)})")
-        if isinstance(change, Insert) and event_inserted:
+        if (isinstance(change, Insert) and event_inserted) or plain:
             return sql
         return sql + on_conflict(names, keys, keep_existing=not isinstance(change, Upsert))
     if isinstance(change, Update):
