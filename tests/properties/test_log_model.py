@@ -37,6 +37,7 @@ from eventlog import (
     open_log,
 )
 from eventlog.hashing import content_digest
+from eventlog.storage.requests import uncounted
 from tests.conftest import BackendTarget
 from tests.events import Holding, Noted
 
@@ -81,11 +82,16 @@ class Model:
                release: bytes | None) -> None:
         self.streams.setdefault(key, []).extend(texts)
         held = self.held.setdefault(key, Counter())
+        # A payload of at most TOLD_BY_DIGEST bytes is stored at 0, never counted nor
+        # purged; the stream's events still hold it.
         if attach is not None:
-            self.refs[(key[0], attach)] = self.refs.get((key[0], attach), 0) + 1
+            self.refs[(key[0], attach)] = (
+                0 if uncounted(attach) else self.refs.get((key[0], attach), 0) + 1)
             held[attach] += 1
         if release is not None:
             held[release] -= 1
+            if uncounted(release):
+                return
             remaining = self.refs.get((key[0], release), 0) - 1
             if remaining > 0:
                 self.refs[(key[0], release)] = remaining
