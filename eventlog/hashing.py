@@ -102,3 +102,20 @@ _MICROSECOND = timedelta(microseconds=1)
 def content_digest(payload: bytes) -> bytes:
     """The SHA-256 digest that content-addresses a blob."""
     return hashlib.sha256(payload).digest()
+
+
+TOLD_BY_DIGEST = 3
+"""The most bytes a blob may hold and be told by its digest alone: the events keep the
+digest of every value they name (the chain covers it), and whoever holds one can find a
+payload of three bytes or fewer by hashing every candidate (16.8 million, about a second).
+Deleting such a blob would erase nothing the trail does not still tell, so it is stored
+once per tenant, never reference-counted and never purged: the counters, token counts,
+booleans, nulls and empty values a graph changes at every step cost no count update each
+time a checkpoint names them again (docs/decisions/storage.md, "Values the digest
+tells"). Sealed payloads (an encrypted log) are always longer, so the rule never applies
+to them."""
+
+
+def uncounted(payload: bytes) -> bool:
+    """Whether a blob of these bytes is never counted nor purged (`TOLD_BY_DIGEST`)."""
+    return len(payload) <= TOLD_BY_DIGEST

@@ -21,7 +21,7 @@ The file (format ``checkpoint-eventlog/export``, version 1) is JSON Lines:
   together with that event; a blob no exported event references comes last (an import
   stores it with its ``refs`` unless the target holds it); ``refs`` is at least 1, but
   may be 0 for a blob of at most three bytes, which is never counted
-  (`eventlog.storage.requests.TOLD_BY_DIGEST`);
+  (`eventlog.hashing.TOLD_BY_DIGEST`);
 - on an encrypted log, ``{"kind": "key", "subject", "generation", "kek_id", "wrapped"
   (base64, or null once erased), "created_at", "erased_at"}`` for each data key of the
   exported subjects (a whole tenant's every key; a session's, the subjects its sealed
@@ -82,14 +82,13 @@ from eventlog.events.erasure import ERASURE_STREAM_PREFIX
 from eventlog.events.interrupts import BatchCreated
 from eventlog.events.threads import THREAD_STREAM_PREFIX, ThreadEvent
 from eventlog.events.transfer import IMPORT_STREAM_PREFIX, StateWithheld
-from eventlog.hashing import GENESIS_HASH, content_digest, recompute_hash, to_micros
+from eventlog.hashing import GENESIS_HASH, content_digest, recompute_hash, to_micros, uncounted
 from eventlog.ids import uuid7
 from eventlog.log import DEFAULT_MAX_PAYLOAD_BYTES, EventLog, KeyRow
 from eventlog.log._erasures import ERASURE_TYPE, Erasure, fold_erasure
 from eventlog.log._sealing import Sealer, context_of, sealed_blob_header, sealed_subjects
 from eventlog.log._signed import signature_finding
 from eventlog.records import RecordedEvent, StoredEvent
-from eventlog.storage.requests import uncounted
 from eventlog.validation import check_actor, check_id, check_optional_id
 from eventlog.writer_keys import SIGNATURE_SIZE, WriterKeys
 from projections.checkpoints import CHECKPOINTS
@@ -1127,7 +1126,7 @@ def _blob_of(record: dict[str, Any], number: int) -> tuple[bytes, bytes, int]:
     except (KeyError, TypeError, ValueError, binascii.Error) as error:
         raise InvalidInput("file", f"line {number}: a malformed blob ({error})") from None
     # A blob the digest tells is never counted, so its stored count (what an export
-    # writes) may be 0 (`eventlog.storage.requests.TOLD_BY_DIGEST`).
+    # writes) may be 0 (`eventlog.hashing.TOLD_BY_DIGEST`).
     if refs < (0 if uncounted(payload) else 1) or content_digest(payload) != digest:
         raise InvalidInput("file", f"line {number}: blob {digest.hex()[:12]}… does not match "
                                    "its digest or has no references")

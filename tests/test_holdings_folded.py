@@ -31,8 +31,8 @@ from eventlog.checkpoints.holdings import fold_thread
 from eventlog.checkpoints.thread_records import Payload
 from eventlog.crypto import init_keyring
 from eventlog.events.threads import ThreadCheckpointPut, ThreadWritesPut, WriteRef
+from eventlog.hashing import uncounted
 from eventlog.storage.migrate import alembic_config, head_revision
-from eventlog.storage.requests import uncounted
 from eventlog.storage.schema import build_metadata
 from projections.thread_holdings import ThreadHoldings
 from tests.conftest import PG_URL, BackendTarget

@@ -1,5 +1,5 @@
 """Blobs of at most three bytes are never counted (migration 0030,
-`eventlog.storage.requests.TOLD_BY_DIGEST`): a graph's counters and nulls cost no count
+`eventlog.hashing.TOLD_BY_DIGEST`): a graph's counters and nulls cost no count
 update each time a checkpoint names them again; the upgrade zeroes the counts an older
 library kept, and the downgrade gives them back from the events, on SQLite and PostgreSQL.
 """

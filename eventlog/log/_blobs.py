@@ -4,7 +4,7 @@ Events carry the digests of the blobs they reference (`Event.blob_digests`) and,
 tombstone, the references it releases (`Event.blob_releases`). Folding them stream by
 stream gives the reference count each (tenant, digest) must have; the stored count must
 equal it, and the stored bytes must hash to the digest. A blob of at most
-`eventlog.storage.requests.TOLD_BY_DIGEST` bytes has no count to check (it is never
+`eventlog.hashing.TOLD_BY_DIGEST` bytes has no count to check (it is never
 counted nor purged), only its bytes. A blob that no event names (an
 application attaching blobs to event types that do not declare them) has only its bytes
 checked. Someone who rewrites a blob (the state a `read` serves), deletes one, or leaves
@@ -26,10 +26,9 @@ from dataclasses import dataclass, field
 from eventlog.errors import CorruptEvent, EventLogError
 from eventlog.events import Event, EventRegistry, fold_blob_references
 from eventlog.events.transfer import StateWithheld
-from eventlog.hashing import content_digest
+from eventlog.hashing import content_digest, uncounted
 from eventlog.records import StoredEvent, StreamProblem
 from eventlog.storage.base import StorageBackend
-from eventlog.storage.requests import uncounted
 
 _BLOB_PAGE = 500
 """Blobs' digests and counts read per query while verifying."""

@@ -130,7 +130,7 @@ class MemoryBackend(InProcess, BlobsByDigest, KeysInMemory, InProcessConsumers, 
         """Apply the request's reference changes; return the blobs whose count reached 0.
 
         A blob added with no count (one the digest tells:
-        `eventlog.storage.requests.TOLD_BY_DIGEST`) is kept at 0 and never released."""
+        `eventlog.hashing.TOLD_BY_DIGEST`) is kept at 0 and never released."""
         for digest, (_payload, count) in request.blob_adds.items():
             key = (request.tenant_id, digest)
             if count == 0:

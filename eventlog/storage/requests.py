@@ -10,6 +10,7 @@ from typing import Any
 import msgspec
 
 from eventlog.errors import InvalidInput
+from eventlog.hashing import TOLD_BY_DIGEST
 from projections.changes import Change
 from projections.query import RowRequired
 
@@ -53,23 +54,6 @@ class AppendRequest(msgspec.Struct, frozen=True, kw_only=True):
     blob_adds: dict[bytes, tuple[bytes, int]] = {}
     blob_releases: dict[bytes, int] = {}
     required: tuple[RowRequired, ...] = ()
-
-
-TOLD_BY_DIGEST = 3
-"""The most bytes a blob may hold and be told by its digest alone: the events keep the
-digest of every value they name (the chain covers it), and whoever holds one can find a
-payload of three bytes or fewer by hashing every candidate (16.8 million, about a second).
-Deleting such a blob would erase nothing the trail does not still tell, so it is stored
-once per tenant, never reference-counted and never purged: the counters, token counts,
-booleans, nulls and empty values a graph changes at every step cost no count update each
-time a checkpoint names them again (docs/decisions/storage.md, "Values the digest
-tells"). Sealed payloads (an encrypted log) are always longer, so the rule never applies
-to them."""
-
-
-def uncounted(payload: bytes) -> bool:
-    """Whether a blob of these bytes is never counted nor purged (`TOLD_BY_DIGEST`)."""
-    return len(payload) <= TOLD_BY_DIGEST
 
 
 def counted_adds(blob_adds: dict[bytes, tuple[bytes, int]]) -> dict[bytes, tuple[bytes, int]]:

@@ -29,7 +29,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import msgspec
 
-from eventlog.storage.requests import TOLD_BY_DIGEST, AppendRequest, refusal
+from eventlog.hashing import TOLD_BY_DIGEST
+from eventlog.storage.requests import AppendRequest, refusal
 from projections.changes import (
     AT_POSITION,
     Change,
@@ -93,7 +94,7 @@ def blob_row(tenant_id: str, digest: bytes, payload: bytes, count: int) -> tuple
 def blob_add_text(table: str, slots: Sequence[str], *, counted: bool | None = True) -> str:
     """Store a blob, or add references to the stored one (``slots``: the placeholders of
     a `blob_row`). Not ``counted`` (a payload the digest tells, its count 0:
-    `eventlog.storage.requests.TOLD_BY_DIGEST`): store it if absent, else do nothing (on
+    `eventlog.hashing.TOLD_BY_DIGEST`): store it if absent, else do nothing (on
     PostgreSQL even an update that changes nothing locks and rewrites the row). ``None``:
     either, by the row's count (an update only where it is not 0)."""
     insert = (f"INSERT INTO {table} AS t (tenant_id, digest, size, refs, data) "

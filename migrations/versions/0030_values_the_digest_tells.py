@@ -5,7 +5,7 @@ bytes, and every checkpoint names them again: each put added a reference to each
 PostgreSQL a locked, rewritten row; on SQLite a rewritten page). Whoever holds a digest
 (the events keep them all) finds a payload of three bytes or fewer by hashing every
 candidate, so purging one erases nothing: such a blob is now stored once per tenant,
-never counted and never purged (`eventlog.storage.requests.TOLD_BY_DIGEST`). This
+never counted and never purged (`eventlog.hashing.TOLD_BY_DIGEST`). This
 revision sets the count of every such row to 0, what new appends leave in it, so a row
 says the same whichever library wrote it, and an older library (which would count it
 again, and purge it) does not open the upgraded schema.
@@ -29,7 +29,7 @@ branch_labels = None
 depends_on = None
 
 _TOLD = 3
-"""`eventlog.storage.requests.TOLD_BY_DIGEST` as this revision knew it."""
+"""`eventlog.hashing.TOLD_BY_DIGEST` as this revision knew it."""
 
 
 def _blobs() -> str:

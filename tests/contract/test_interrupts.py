@@ -18,8 +18,8 @@ async def test_every_interrupt_append_is_one_postgresql_statement(pg_schema: str
         shapes: list[bool] = []
         single = storage.single_statement
 
-        def spy(request: Any) -> Any:
-            statement = single(request)
+        def spy(request: Any, **options: Any) -> Any:
+            statement = single(request, **options)
             shapes.append(statement is not None)
             return statement
 

@@ -48,9 +48,9 @@ from hypothesis.stateful import (
 from eventlog import CheckpointRecord, EventLog, InvalidInput, open_log
 from eventlog.checkpoints import RunInfo, SessionInfo
 from eventlog.checkpoints.decisions import check_record, encode_state, parent_required
+from eventlog.hashing import uncounted
 from eventlog.records import RecordedEvent
 from eventlog.storage.postgres import PostgresBackend
-from eventlog.storage.requests import uncounted
 from eventlog.storage.sqlite import SqliteBackend
 from projections import ViewQuery, compare_views, fold_events
 from projections.rebuilding import diff_snapshots

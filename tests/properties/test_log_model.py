@@ -36,8 +36,7 @@ from eventlog import (
     VersionConflict,
     open_log,
 )
-from eventlog.hashing import content_digest
-from eventlog.storage.requests import uncounted
+from eventlog.hashing import content_digest, uncounted
 from tests.conftest import BackendTarget
 from tests.events import Holding, Noted
 

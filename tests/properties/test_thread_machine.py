@@ -25,7 +25,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_stat
 from eventlog import EventLog, content_digest, open_log
 from eventlog.checkpoints import ChannelValue, Payload
 from eventlog.checkpoints.holdings import fold_thread
-from eventlog.storage.requests import uncounted
+from eventlog.hashing import uncounted
 from projections import compare_views
 
 # Model-based runs: 200 examples each under CI=true, minutes in all (pytest -m properties).

@@ -3,7 +3,7 @@
 A blob is written (or its count raised) and released (its count lowered; deleted at zero)
 only inside an append (`AppendRequest.blob_adds` and ``blob_releases``), so the event
 contract's transaction covers it; this contract reads blobs and their counts back. A
-blob of at most `eventlog.storage.requests.TOLD_BY_DIGEST` bytes comes with a count of 0:
+blob of at most `eventlog.hashing.TOLD_BY_DIGEST` bytes comes with a count of 0:
 stored if absent, never counted, never released nor deleted (its count reads back as 0).
 """
 

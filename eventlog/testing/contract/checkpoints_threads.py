@@ -16,7 +16,7 @@ T = "tenant"
 
 def state(text: str) -> Payload:
     """A JSON list of the text: even a one-letter text is a payload of more than
-    `eventlog.storage.requests.TOLD_BY_DIGEST` bytes, counted and purged like any state."""
+    `eventlog.hashing.TOLD_BY_DIGEST` bytes, counted and purged like any state."""
     return Payload("json", msgspec.json.encode([text]))
 
 
