@@ -91,6 +91,16 @@ class _Outcome:
             ) from error
 
 
+class _Turn:
+    """The in-process queue of one stream's single appends (`Appender.turn`)."""
+
+    __slots__ = ("lock", "users")
+
+    def __init__(self) -> None:
+        self.lock = asyncio.Lock()
+        self.users = 0
+
+
 class Appender:
     """Commits prepared appends: the retry loop and commit-outcome resolution."""
 
@@ -104,6 +114,7 @@ class Appender:
         self.registry = registry
         self.sign = sign
         """The writer key's signature of an event hash (`EventSigner`); None signs nothing."""
+        self._turns: dict[tuple[int, str, str], _Turn] = {}
 
     async def commit(
         self,
@@ -147,7 +158,37 @@ class Appender:
             sum(len(draft.data) for part in parts for draft in part.drafts)
             + sum(len(payload) for part in parts for payload, _ in part.blob_adds.values()),
         ):
-            return await self._attempts(parts, single=single)
+            if not single:
+                return await self._attempts(parts, single=single)
+            async with self.turn(first.tenant_id, first.stream_id):
+                return await self._attempts(parts, single=single)
+
+    @asynccontextmanager
+    async def turn(self, tenant_id: str, stream_id: str) -> AsyncIterator[None]:
+        """One single append of the stream at a time from this process (its event loop).
+
+        Concurrent appends to one stream (LangGraph's parallel tasks each writing to
+        the thread) all chained onto the same cached head, so all but one lost the race
+        and went round again (a failed statement, a backoff, then the stream's lock:
+        `append_at_head`); queued here, each chains onto the head the one before it
+        left in the cache. Appends from other processes still race, as before. Inside a
+        hold (`hold`) the holding task appends without queueing: it already has the
+        stream."""
+        if _HOLDING.get():
+            yield
+            return
+        key = (id(asyncio.get_running_loop()), tenant_id, stream_id)
+        turn = self._turns.get(key)
+        if turn is None:
+            turn = self._turns[key] = _Turn()
+        turn.users += 1
+        try:
+            async with turn.lock:
+                yield
+        finally:
+            turn.users -= 1
+            if not turn.users:
+                del self._turns[key]
 
     async def _attempts(self, parts: list[Part], *, single: bool) -> list[AppendResult]:
         """The one retry loop: read the heads, check the expected versions and releases,
