@@ -1,7 +1,8 @@
 """Single appends to one stream from one process take turns (`Appender.turn`) instead of
 racing for the next version: concurrent creates of one session no longer lose races and
-fall back on the stream's lock, on every backend and behind PgBouncer; other streams do
-not wait; a hold's own appends do not queue behind it; nothing is left behind."""
+fall back on the stream's lock, on every backend, behind PgBouncer and on Citus; other
+streams do not wait; a hold's own appends do not queue behind it; nothing is left
+behind."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 
 from eventlog import CheckpointRecord, EventLog
 from eventlog.testing.events import Noted
-from tests.conftest import BackendTarget
+from tests.conftest import CITUS, PGBOUNCER, BackendTarget
 
 
 def _spied(log: EventLog) -> dict[str, int]:
@@ -36,7 +37,7 @@ def _record(step: int, session: str = "s") -> CheckpointRecord:
                             step=step, state={"step": step})
 
 
-@pytest.mark.parametrize("target", ["sqlite", "postgresql", "pgbouncer", "memory"],
+@pytest.mark.parametrize("target", ["memory", "sqlite", "postgresql", PGBOUNCER, CITUS],
                          indirect=True)
 async def test_concurrent_appends_to_one_stream_take_turns(target: BackendTarget) -> None:
     """Ten rounds of eight concurrent creates of one session: 80 appends, each chained
