@@ -523,9 +523,9 @@ class PostgresBackend(SqlBackend[Any], ReplicaStorage, PostgresTree, PostgresKey
         # REVERSE of their order in the statement, so they are listed in descending order.
         # (Listed ascending, a put locked shared blob rows in the opposite order to a
         # delete releasing them, and the two deadlocked: issue 21, item 5.)
-        # The blobs the digest tells (count 0) are stored if absent and never locked; they
-        # run before the counted ones, as in the sequential append, so two appends wait
-        # for each other's rows in one order.
+        # The blobs the digest tells (count 0) are stored if absent (`DO NOTHING` takes no
+        # lock on a row already there); listed after the counted ones, they run first,
+        # so the counted rows are still locked in digest order after them.
         blobs = [(count != 0, param.extend(blob_row(tenant, digest, payload, count)))
                  for counted in (True, False)
                  for digest, (payload, count) in sorted(request.blob_adds.items(), reverse=True)
