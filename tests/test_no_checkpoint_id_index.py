@@ -92,13 +92,14 @@ async def test_sqlite_reads_the_same_without_the_index(tmp_path: Path) -> None:
     assert [] == _sqlite_index(path)
 
 
-async def pg_index(schema: str, url: str = PG_URL) -> str | None:
-    """The index's definition in ``schema`` on the server at ``url``, or None."""
+async def pg_index(schema: str, url: str = PG_URL, index: str = INDEX) -> str | None:
+    """An index's definition (by default the one by id) in ``schema`` on the server at
+    ``url``, or None."""
     connection = await asyncpg.connect(url)
     try:
         found = await connection.fetchval(
             "SELECT indexdef FROM pg_indexes WHERE schemaname = $1 AND indexname = $2",
-            schema, INDEX)
+            schema, index)
     finally:
         await connection.close()
     return None if found is None else str(found)

@@ -8,13 +8,12 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-import asyncpg
-
 from eventlog import EventLog, open_log
 from eventlog.checkpoints import Payload
 from eventlog.storage.migrate import head_revision
 from tests.conftest import PG_URL
 from tests.test_holdings_folded import _pg_migrate
+from tests.test_no_checkpoint_id_index import pg_index
 from tests.test_sqlite_without_rowid import _migrate as migrate_sqlite
 from tests.test_thread_read_plans import T
 
@@ -98,13 +97,7 @@ async def test_sqlite_index_holds_only_keyed_checkpoints(tmp_path: Path) -> None
 
 
 async def _pg_definition(schema: str) -> str:
-    connection = await asyncpg.connect(PG_URL)
-    try:
-        return str(await connection.fetchval(
-            "SELECT indexdef FROM pg_indexes WHERE schemaname = $1 AND indexname = $2",
-            schema, INDEX))
-    finally:
-        await connection.close()
+    return str(await pg_index(schema, index=INDEX))
 
 
 async def test_postgres_index_holds_only_keyed_checkpoints(pg_schema: str) -> None:

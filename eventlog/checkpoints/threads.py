@@ -133,6 +133,15 @@ _BY_RUN = ("run_key", "tenant_id")
 """A run's checkpoints in the order of ``thread_checkpoints_by_run``, which this names so
 that the read takes it (on SQLite without statistics it read the tenant's rows by the
 primary key)."""
+_SPLIT = ("namespace", "thread_checkpoints_by_thread")
+"""A page across a thread's namespaces: the main graph's by the primary key, the
+subgraphs' by their partial index (`ViewQuery.split`, migration 0027)."""
+_ROW_COLUMNS = (
+    "thread_id", "namespace", "checkpoint_id", "parent_id", "run_key", "step", "metadata",
+    "position", "recorded_at", "state_encoding", "state_digest", "channels",
+)
+
+
 def runs_query(tenant_id: str, run_key: str) -> ViewQuery:
     """The threads of the checkpoints of one run (what `ThreadCheckpoints.delete_runs`
     reads first, run by run): by ``thread_checkpoints_by_run``, whose rows all have a run
@@ -142,15 +151,6 @@ def runs_query(tenant_id: str, run_key: str) -> ViewQuery:
     instead (tests/test_read_plans_without_statistics.py)."""
     return ViewQuery(THREAD_CHECKPOINTS, {"tenant_id": tenant_id, "run_key": run_key},
                      columns=("thread_id",))
-
-
-_SPLIT = ("namespace", "thread_checkpoints_by_thread")
-"""A page across a thread's namespaces: the main graph's by the primary key, the
-subgraphs' by their partial index (`ViewQuery.split`, migration 0027)."""
-_ROW_COLUMNS = (
-    "thread_id", "namespace", "checkpoint_id", "parent_id", "run_key", "step", "metadata",
-    "position", "recorded_at", "state_encoding", "state_digest", "channels",
-)
 
 
 class ThreadCheckpoints:

@@ -10,7 +10,7 @@ from typing import Any
 import msgspec
 
 from eventlog.errors import InvalidInput
-from eventlog.hashing import TOLD_BY_DIGEST
+from eventlog.hashing import uncounted
 from projections.changes import Change
 from projections.query import RowRequired
 
@@ -58,9 +58,9 @@ class AppendRequest(msgspec.Struct, frozen=True, kw_only=True):
 
 def counted_adds(blob_adds: dict[bytes, tuple[bytes, int]]) -> dict[bytes, tuple[bytes, int]]:
     """``blob_adds`` with the count of each `uncounted` payload set to 0."""
-    if not any(len(payload) <= TOLD_BY_DIGEST for payload, _ in blob_adds.values()):
+    if not any(uncounted(payload) for payload, _ in blob_adds.values()):
         return blob_adds
-    return {digest: (payload, 0 if len(payload) <= TOLD_BY_DIGEST else count)
+    return {digest: (payload, 0 if uncounted(payload) else count)
             for digest, (payload, count) in blob_adds.items()}
 
 

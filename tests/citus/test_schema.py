@@ -274,10 +274,4 @@ async def test_a_distributed_log_takes_migration_0031_in_place(citus_schema: str
 
 async def run_index(schema: str) -> str:
     """The run index's definition in ``schema`` on the coordinator."""
-    connection = await asyncpg.connect(cluster.BASE_URL)
-    try:
-        return str(await connection.fetchval(
-            "SELECT indexdef FROM pg_indexes WHERE schemaname = $1 "
-            "AND indexname = 'thread_checkpoints_by_run'", schema))
-    finally:
-        await connection.close()
+    return str(await pg_index(schema, cluster.BASE_URL, "thread_checkpoints_by_run"))
