@@ -27,6 +27,7 @@ from eventlog.hashing import GENESIS_HASH, event_hash
 from projections import compare_views
 from tests.conftest import PG_URL, PGBOUNCER, fresh_id
 from tests.events import Noted
+from tests.pg_worker_db import with_database
 from tests.procs.settle import settle
 
 pytestmark = pytest.mark.postgres
@@ -331,3 +332,55 @@ async def test_tenant_follower_is_gap_safe_too(pg_log: EventLog, pg_schema: str)
     await settle(pg_log)
     page = await pg_log.read_all(tenant_id=tenant)
     assert ([], ["held", "later"]) == (hidden.events, [event.stream_id for event in page.events])
+
+
+async def other_database_churn(url: str, stop: asyncio.Event, ended: list[int]) -> None:
+    """Transactions of the database at ``url`` (not the log's), each holding an id a few
+    milliseconds, until ``stop``; counts them in ``ended``."""
+    connection = await asyncpg.connect(url)
+    try:
+        while not stop.is_set():
+            async with connection.transaction():
+                await connection.fetchval("SELECT pg_current_xact_id()")
+                await asyncio.sleep(0.001 + 0.003 * (ended[0] % 4) / 4)
+            ended[0] += 1
+    finally:
+        await connection.close()
+
+
+async def test_an_event_once_read_stays_readable_while_other_databases_commit(
+    pg_log: EventLog,
+) -> None:
+    """The horizon counts a transaction whose backend it cannot find as ours: one of
+    another database that ends between the statement's snapshot and its read of
+    pg_stat_activity held the horizon back for that statement, so a read from the start
+    showed fewer events than the read before it (96 of 900 reads, beside four connections
+    of another database committing; the tree's heads then covered events `read_all` did
+    not show). A backend's reads never go below the highest transaction it has read."""
+    await reads_stay_readable(pg_log, with_database(PG_URL, "postgres"))
+
+
+async def reads_stay_readable(log: EventLog, other_database: str) -> None:
+    """Append 200 events, each read three times from the start (whole log and tenant)
+    beside four connections of ``other_database`` committing: no read shows fewer events
+    than one before it."""
+    stop, ended = asyncio.Event(), [0]
+    churn = [asyncio.create_task(other_database_churn(other_database, stop, ended))
+             for _ in range(4)]
+    tenant = fresh_id("t")
+    fewer: list[tuple[int, int]] = []
+    try:
+        seen = seen_in_tenant = 0
+        for number in range(200):
+            await log.append(tenant, "s", [Noted(text=str(number))])
+            for _ in range(3):
+                in_tenant = len((await log.read_all(tenant_id=tenant)).events)
+                everything = len((await log.read_all()).events)
+                if in_tenant < seen_in_tenant or everything < seen:
+                    fewer.append((number, in_tenant))
+                seen, seen_in_tenant = max(seen, everything), max(seen_in_tenant, in_tenant)
+    finally:
+        stop.set()
+        await asyncio.gather(*churn)
+    assert ended[0] > 100, "the other database's transactions did not run"
+    assert [] == fewer

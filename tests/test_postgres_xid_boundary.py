@@ -241,7 +241,7 @@ async def test_read_query_pages_in_numeric_order_at_any_width(
         cursor: str | None = None
         while True:
             after_tx, after_position = cursors.decode_xid(cursor)
-            rows = await connection.fetch(sql, str(after_tx), after_position, limit)
+            rows = await connection.fetch(sql, str(after_tx), after_position, limit, "0")
             if not rows:
                 break
             read += [(int(row[-1]), int(row[0])) for row in rows]

@@ -213,12 +213,13 @@ class PostgresConsumers(ConsumerStorage):
         transaction_pooling: bool
         read_horizon: str
         _dsn: str | None
-        _read_all_sql: str
-        _read_all_tenant_sql: str
+        read_floor: int
 
         def driver_connection(self) -> AbstractAsyncContextManager[Any]: ...
         async def _fetch(self, operation: str, sql: str, params: list[Any]) -> list[Any]: ...
         def translate(self, error: BaseException, operation: str) -> BaseException: ...
+        async def read_rows(self, after: str | None, limit: int,
+                            tenant_id: str | None) -> list[Any]: ...
 
     @property
     def _consumer_table(self) -> str:
@@ -228,19 +229,15 @@ class PostgresConsumers(ConsumerStorage):
     async def read_with_cursors(
         self, after: str | None, limit: int, tenant_id: str | None
     ) -> list[tuple[StoredEvent, str]]:
-        tx_id, position = cursors.decode_xid(after)
-        args: list[Any] = [str(tx_id), position, limit]
-        if tenant_id is not None:
-            args.append(tenant_id)
-        rows = await self._fetch("read", self._read_all_sql if tenant_id is None
-                                 else self._read_all_tenant_sql, args)
+        rows = await self.read_rows(after, limit, tenant_id)
         return [(StoredEvent(*row[:ENVELOPE_SIZE]),
                  cursors.encode_xid(int(row[ENVELOPE_SIZE]), int(row[0]))) for row in rows]
 
     async def end_cursor(self) -> str | None:
         # Every transaction below the horizon has ended: the events they wrote are all
         # before (horizon, 0), and every event readable later comes after it.
-        rows = await self._fetch("read", f"SELECT {self.read_horizon}::text", [])
+        rows = await self._fetch("read", f"SELECT GREATEST({self.read_horizon}, "
+                                         "$1::text::xid8)::text", [str(self.read_floor)])
         return cursors.encode_xid(int(rows[0][0]), 0)
 
     def listener(self, wake: Callable[[], None]) -> Listener | None:

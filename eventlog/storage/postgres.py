@@ -95,6 +95,10 @@ MAX_POOL_SIZE = 1000
 # On a hot standby the snapshot's in-progress list is EMPTY (PostgreSQL keeps the
 # primary's running ids, as replayed, apart from it) while its xmin is the oldest of them:
 # there the horizon is that xmin ("reads from a standby" in docs/decisions/log.md).
+# Reads take the greater of it and the backend's `read_floor`: an id whose backend ended
+# between the snapshot and the read of pg_stat_activity counts as ours, so for one
+# statement the horizon could fall below one an earlier read had (docs/decisions/log.md,
+# "a read never shows less").
 READ_HORIZON = (
     "(WITH s AS (SELECT pg_current_snapshot() AS snap) SELECT CASE "
     "WHEN pg_is_in_recovery() THEN (SELECT pg_snapshot_xmin(snap) FROM s) ELSE COALESCE("
@@ -104,7 +108,7 @@ READ_HORIZON = (
     "(SELECT pg_snapshot_xmax(snap) FROM s)) END)"
 )
 _HORIZON_NOW = "SELECT pg_snapshot_xmax(pg_current_snapshot())::text"
-_HORIZON_PASSED = f"SELECT {READ_HORIZON} >= $1::text::xid8"
+_HORIZON_PASSED = f"SELECT GREATEST({READ_HORIZON}, $2::text::xid8) >= $1::text::xid8"
 # Has this server replayed (a standby) or written (a primary) the WAL up to $1?
 _REPLAYED = (
     "SELECT COALESCE(pg_last_wal_replay_lsn(), pg_current_wal_lsn()) >= $1::text::pg_lsn"
@@ -199,6 +203,9 @@ class PostgresBackend(SqlBackend[Any], ReplicaStorage, PostgresTree, PostgresKey
         # a key it is not told to name <table>_pkey).
         self._plain_keys = frozenset(
             self.views[name].primary_key.name or f"{name}_pkey" for name in NEW_AS_A_RULE)
+        # The highest transaction id a read of this backend returned a row of, plus one:
+        # every later read shows at least what it showed (`read_floor`).
+        self.read_floor = 0
         self._read_all_sql = self._build_read_all_sql(tenant=False)
         self._read_all_tenant_sql = self._build_read_all_sql(tenant=True)
         events = self.qualified["events"]
@@ -753,7 +760,8 @@ class PostgresBackend(SqlBackend[Any], ReplicaStorage, PostgresTree, PostgresKey
         try:
             async with self.driver_connection() as driver:
                 horizon = await driver.fetchval(_HORIZON_NOW)
-                while not await driver.fetchval(_HORIZON_PASSED, horizon):
+                while not await driver.fetchval(_HORIZON_PASSED, horizon,
+                                                str(self.read_floor)):
                     if loop.time() > deadline:
                         return False
                     await asyncio.sleep(0.005)
@@ -778,7 +786,7 @@ class PostgresBackend(SqlBackend[Any], ReplicaStorage, PostgresTree, PostgresKey
     # -- gap-safe reads ------------------------------------------------------------------
 
     def _build_read_all_sql(self, *, tenant: bool) -> str:
-        tenant_filter = "AND e.tenant_id = $4 " if tenant else ""
+        tenant_filter = "AND e.tenant_id = $5 " if tenant else ""
         # The transaction id goes out as text (asyncpg has no xid8 codec) under a name of
         # its own, and ORDER BY names the table's columns: an output column named `tx_id`
         # would shadow the column in ORDER BY and sort the page as text ('100000' <
@@ -788,7 +796,7 @@ class PostgresBackend(SqlBackend[Any], ReplicaStorage, PostgresTree, PostgresKey
             "e.recorded_at, e.type, e.data, e.prev_hash, e.hash, e.actor, e.signature, "
             "e.tx_id::text AS cursor_tx "
             f"FROM {self.qualified['events']} AS e "
-            f"WHERE e.tx_id < {READ_HORIZON} "
+            f"WHERE e.tx_id < GREATEST({READ_HORIZON}, $4::text::xid8) "
             f"AND (e.tx_id, e.position) > ($1::text::xid8, $2::bigint) {tenant_filter}"
             "ORDER BY e.tx_id, e.position LIMIT $3"
         )
@@ -796,17 +804,27 @@ class PostgresBackend(SqlBackend[Any], ReplicaStorage, PostgresTree, PostgresKey
     async def read_all(
         self, after: str | None, limit: int, tenant_id: str | None
     ) -> tuple[list[StoredEvent], str | None]:
+        rows = await self.read_rows(after, limit, tenant_id)
+        events = [_stored(row) for row in rows]
+        if not rows:
+            return events, after
+        return events, cursors.encode_xid(int(rows[-1][ENVELOPE_SIZE]), int(rows[-1][0]))
+
+    async def read_rows(self, after: str | None, limit: int,
+                        tenant_id: str | None) -> list[Any]:
+        """The rows of a `read_all` page (each an event's columns, then its transaction id
+        as text), raising `read_floor` past the last one's transaction."""
         tx_id, position = cursors.decode_xid(after)
-        args: list[Any] = [str(tx_id), position, limit]
+        args: list[Any] = [str(tx_id), position, limit, str(self.read_floor)]
         sql = self._read_all_sql
         if tenant_id is not None:
             args.append(tenant_id)
             sql = self._read_all_tenant_sql
         rows = await self._fetch("read", sql, args)
-        events = [_stored(row) for row in rows]
-        if not rows:
-            return events, after
-        return events, cursors.encode_xid(int(rows[-1][ENVELOPE_SIZE]), int(rows[-1][0]))
+        if rows:
+            # Rows come in transaction order: the last one's is the highest.
+            self.read_floor = max(self.read_floor, int(rows[-1][ENVELOPE_SIZE]) + 1)
+        return rows
 
     # -- errors --------------------------------------------------------------------------
 
