@@ -19,6 +19,7 @@ from sqlalchemy import Connection, MetaData, column, inspect, select, table
 
 from eventlog._logging import get_logger
 from eventlog.errors import SchemaNotCurrent, UnknownSchemaRevision
+from eventlog.storage.headschema import create_at_head
 
 if TYPE_CHECKING:
     from alembic.config import Config
@@ -75,15 +76,15 @@ def shipped_head() -> str | None:
     return heads.pop() if len(heads) == 1 else None
 
 
-def _stamp(connection: Connection, schema: str | None) -> str | None:
-    """The database's one revision stamp read with SQLAlchemy (None: no stamp table,
-    or not exactly one stamp)."""
+def _stamps(connection: Connection, schema: str | None) -> list[str] | None:
+    """The database's revision stamps read with SQLAlchemy; None when it has no stamp
+    table (a schema no migration ever touched)."""
     if not inspect(connection).has_table(VERSION_TABLE, schema=schema):
         return None
     stamps: Sequence[object] = connection.execute(
         select(column("version_num")).select_from(table(VERSION_TABLE, schema=schema))
     ).scalars().all()
-    return str(stamps[0]) if len(stamps) == 1 else None
+    return [str(stamp) for stamp in stamps]
 
 
 def current_revision(connection: Connection, schema: str | None) -> str | None:
@@ -103,9 +104,13 @@ def upgrade_sync(
     Returns the revision now in use.
     """
     head = shipped_head()
-    if head is not None and _stamp(connection, schema) == head:
-        return head
-    from alembic import command
+    if head is not None:
+        stamps = _stamps(connection, schema)
+        if stamps == [head]:
+            return head
+        if stamps is None and upgrade and create_at_head(connection, schema, head):
+            logger.info("schema_created", schema=schema, revision=head)
+            return head
     from alembic.script import ScriptDirectory
     from alembic.util.exc import CommandError
     config = alembic_config(connection, schema, metadata)
@@ -123,6 +128,13 @@ def upgrade_sync(
         return head
     if not upgrade:
         raise SchemaNotCurrent(found, head, schema)
-    command.upgrade(config, "head")
+    replay(connection, schema, metadata)
     logger.info("schema_upgraded", schema=schema, from_revision=found, to_revision=head)
     return head
+
+
+def replay(connection: Connection, schema: str | None, metadata: MetaData) -> None:
+    """Run every migration the database's stamp has not seen, up to the newest (what a
+    schema the shipped head script did not create goes through)."""
+    from alembic import command
+    command.upgrade(alembic_config(connection, schema, metadata), "head")

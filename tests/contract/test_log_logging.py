@@ -1,4 +1,4 @@
-"""The SQL stores log their schema upgrade through structlog. (The append and conflict
+"""The SQL stores log their schema's creation through structlog. (The append and conflict
 logging contract ships in `eventlog.testing`.)"""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from eventlog import open_log
+from eventlog.storage.migrate import shipped_head
 from tests.conftest import PG_URL, BackendTarget
 
 
@@ -21,8 +22,9 @@ def empty(request: pytest.FixtureRequest, tmp_path: Path) -> BackendTarget:
     return BackendTarget("postgresql", PG_URL, str(request.getfixturevalue("pg_schema")))
 
 
-async def test_first_open_logs_schema_upgraded(empty: BackendTarget) -> None:
-    """Opening an empty database logs "schema_upgraded" once; reopening logs nothing."""
+async def test_first_open_logs_schema_created(empty: BackendTarget) -> None:
+    """Opening an empty database logs "schema_created" once, at the newest revision (the
+    shipped head script made it); reopening logs nothing."""
     target = empty
     with capture_logs() as first:
         async with open_log(target.url, **target.options()):
@@ -30,6 +32,7 @@ async def test_first_open_logs_schema_upgraded(empty: BackendTarget) -> None:
     with capture_logs() as second:
         async with open_log(target.url, **target.options()):
             pass
-    upgraded = [entry for entry in first if entry["event"] == "schema_upgraded"]
-    assert [None] == [entry["from_revision"] for entry in upgraded]
-    assert [] == [entry for entry in second if entry["event"] == "schema_upgraded"]
+    created = [entry for entry in first if entry["event"] == "schema_created"]
+    assert [shipped_head()] == [entry["revision"] for entry in created]
+    assert [] == [entry for entry in first if entry["event"] == "schema_upgraded"]
+    assert [] == [entry for entry in second if entry["event"].startswith("schema_")]
