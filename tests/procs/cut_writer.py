@@ -1,9 +1,10 @@
 """A child process appending through a connection that may be cut at any moment.
 
-    python -m tests.procs.cut_writer URL SCHEMA TENANT WRITER COUNT [SECONDS]
+    python -m tests.procs.cut_writer URL SCHEMA TENANT WRITER COUNT [SECONDS [STOP_FILE]]
 
 Makes COUNT appends (or, with SECONDS, as many as it can in that time, pausing 50 ms after
-an error) with expected version ANY over a few streams shared with the other writers (so
+an error; with STOP_FILE too, until that file exists, SECONDS being only a cap) with
+expected version ANY over a few streams shared with the other writers (so
 version races and cuts meet), every fourth one attaching a blob (its event names it) and
 releasing the one it attached to that stream before (the multi-statement transaction
 path). Prints one JSON line per append that returned (``{"ack": text, "event_id": …}``),
@@ -17,8 +18,10 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import os
 import sys
 import time
+from pathlib import Path
 
 import structlog
 import structlog.testing
@@ -29,12 +32,14 @@ from tests.events import Holding
 
 
 async def main(url: str, schema: str, tenant: str, writer: str, count: int,
-               seconds: float) -> None:
+               seconds: float, stop_file: Path | None = None) -> None:
     deadline = time.monotonic() + seconds
     async with open_log(url, schema=schema, pool_size=3) as log:
         held: dict[str, bytes] = {}  # the blob this writer attached to each stream last
         for number in itertools.count(1):
             if (seconds and time.monotonic() > deadline) or (not seconds and number > count):
+                break
+            if stop_file is not None and os.path.exists(stop_file):  # noqa: ASYNC240
                 break
             text = f"{writer}:{number}"
             stream = f"s{number % 3}"
@@ -73,6 +78,7 @@ async def main(url: str, schema: str, tenant: str, writer: str, count: int,
 if __name__ == "__main__":
     url, schema, tenant, writer, count, *rest = sys.argv[1:]
     with structlog.testing.capture_logs() as logs:
-        asyncio.run(main(url, schema, tenant, writer, int(count), float(rest[0]) if rest else 0))
+        asyncio.run(main(url, schema, tenant, writer, int(count), float(rest[0]) if rest else 0,
+                         Path(rest[1]) if len(rest) > 1 else None))
     resolved = sum(entry["event"] == "commit_outcome_resolved" for entry in logs)
     print(json.dumps({"resolved_committed": resolved}), flush=True)
