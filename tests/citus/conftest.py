@@ -15,7 +15,7 @@ from tests.citus import cluster
 @pytest.fixture
 def citus_schema() -> Iterator[str]:
     """A fresh schema name on the running cluster (nothing in it yet: the test's first open
-    migrates and distributes it), dropped after the test."""
+    makes its tables, from the head script, and distributes them), dropped after the test."""
     cluster.ensure_cluster()
     schema = cluster.fresh_schema()
     yield schema

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import asyncpg
 import pytest
+from structlog.testing import capture_logs
 
 from eventlog import StreamAppend, open_log
 from eventlog.checkpoints import Payload
 from eventlog.errors import InvalidInput, SchemaError
 from eventlog.storage.schema import KEY_TABLE, TREE_TABLES
 from projections import compare_views
+from tests import head_schema
 from tests.citus import cluster
 from tests.events import Noted
 from tests.procs.settle import settle
@@ -275,3 +277,28 @@ async def test_a_distributed_log_takes_migration_0031_in_place(citus_schema: str
 async def run_index(schema: str) -> str:
     """The run index's definition in ``schema`` on the coordinator."""
     return str(await pg_index(schema, cluster.BASE_URL, "thread_checkpoints_by_run"))
+
+
+async def test_a_new_distributed_schema_from_the_script_is_the_migrated_one(
+    citus_schema: str,
+) -> None:
+    """An empty schema opened with distributed=True is made by the shipped head script
+    (one round trip through the coordinator), then distributed: pg_dump on the
+    coordinator of it equals that of a schema every migration made, distributed after
+    (eventlog/storage/headschema.py)."""
+    migrated = cluster.fresh_schema()
+    try:
+        await head_schema.migrated_postgres(cluster.BASE_URL, migrated)
+        async with open_log(cluster.URL, schema=migrated, distributed=True):
+            pass
+        with capture_logs() as entries:
+            async with open_log(cluster.URL, schema=citus_schema, distributed=True):
+                pass
+        assert ["schema_created"] == [entry["event"] for entry in entries
+                                      if entry["event"].startswith("schema_")]
+        assert head_schema.pg_dump(cluster.BASE_URL, migrated) == head_schema.pg_dump(
+            cluster.BASE_URL, citus_schema)
+        assert set((await _placement(migrated))[0]) == set(
+            (await _placement(citus_schema))[0])
+    finally:
+        await cluster.drop_schema(migrated)
