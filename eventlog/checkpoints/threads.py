@@ -72,6 +72,7 @@ from eventlog.checkpoints.thread_records import (
     ThreadCheckpoint,
     ThreadWrite,
 )
+from eventlog.checkpoints.write_batches import WriteBatches
 from eventlog.errors import BlobMissing, InvalidInput, VersionConflict
 from eventlog.events import Event
 from eventlog.events.threads import (
@@ -165,6 +166,7 @@ class ThreadCheckpoints:
         self._elements = element_storage.ElementPlanner()
         self._manifests = element_storage.ManifestCache()
         self._holdings = HoldingsCache(log)
+        self._writes = WriteBatches(log, self._lock, decide.thread_stream)
 
     async def put(
         self,
@@ -272,7 +274,9 @@ class ThreadCheckpoints:
         """Attach a task's ``(idx, channel, value)`` writes to a checkpoint; return how many
         were appended. The views keep the first write per (task, idx ≥ 0) and the last per
         negative (special) idx; every appended write holds its payload until its checkpoint
-        or thread is removed, so nothing needs deciding here and nothing is read.
+        or thread is removed, so nothing needs deciding here and nothing is read. Writes of
+        several tasks that wait for the thread at once are appended together, as one
+        append of several events (`eventlog.checkpoints.write_batches`).
 
         ``fenced``: only if the checkpoint is the namespace's head or after it, and was not
         removed (see `thread_fence`), else `NotThreadHead` and nothing is written."""
@@ -293,9 +297,7 @@ class ThreadCheckpoints:
         if fenced:
             await self._fence.append(tenant_id, event, plan.attach)
             return len(plan.writes)
-        async with self._lock(tenant_id, thread_id):
-            await self._log.append(tenant_id, decide.thread_stream(thread_id), [event],
-                                   attach=plan.attach)
+        await self._writes.append(tenant_id, thread_id, event, plan.attach)
         return len(plan.writes)
 
     async def get(

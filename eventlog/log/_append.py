@@ -269,6 +269,11 @@ class Appender:
             actual_head = await self.heads.get(first.tenant_id, first.stream_id, fresh=True)
             raise VersionConflict(first.stream_id, "any", version(actual_head))
 
+    @staticmethod
+    def holding() -> bool:
+        """Whether the current task is inside a hold (`hold`)."""
+        return _HOLDING.get()
+
     @asynccontextmanager
     async def hold(self, tenant_id: str, stream_id: str) -> AsyncIterator[None]:
         """The storage's hold of one stream (`EventLog.hold_stream`), known to this task's

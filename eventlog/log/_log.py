@@ -909,6 +909,11 @@ class EventLog:
         outside every block (the log's own ``actor`` is not one)."""
         return self._acting.get()
 
+    def holding_stream(self) -> bool:
+        """Whether the calling task is inside `hold_stream` (its appends go through the
+        hold's transaction, and must not wait for anyone else's)."""
+        return self._appender.holding()
+
     @property
     def acting(self) -> str | None:
         """Who an append made here and now is recorded as appended by (None: nobody)."""
