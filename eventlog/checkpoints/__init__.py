@@ -7,7 +7,8 @@ without this store); ids are minted by `eventlog.ids` (UUIDv7). Modules:
 (`ThreadCheckpoints`, ``log.checkpoints.threads``: checkpoints addressed by id, as
 frameworks need), `thread_records` (what it takes and returns), `thread_decisions` (its
 validation and events, no I/O), `thread_fence` (single-writer threads: fenced puts and
-writes), `removal` (how a removal waits after losing a race), `holdings` (what a
+writes), `write_batches` (tasks' writes waiting for one thread, appended together),
+`removal` (how a removal waits after losing a race), `holdings` (what a
 thread's checkpoints, values and writes hold, folded from its events for a removal),
 `elements` (growing values
 stored element by element: manifests, deltas, their reads), `element_copies` (a copy's
