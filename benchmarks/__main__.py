@@ -17,7 +17,7 @@ from pathlib import Path
 SECTIONS = ("append", "checkpoints", "sqlite", "concurrency", "reads", "large", "threads",
             "writecost", "writes", "langgraph", "adopt", "fenced", "tree", "telemetry",
             "crypt", "signing", "bigstate",
-            "subscriptions", "elements", "statistics", "console", "steps")
+            "subscriptions", "elements", "statistics", "console", "steps", "fanout")
 """``writecost`` is WAL bytes and client CPU per write, on a private cluster it starts;
 ``writes`` is issue 30's write table (create and the adapter's ``aput`` beside LangGraph's
 ``aput`` on PostgreSQL and SQLite: speed, round trips, client and server CPU, WAL);
@@ -44,7 +44,9 @@ one of 1,000, a 1,000-step thread's page, and ``eventlog timeline`` on it (issue
 ``steps`` a real compiled graph's ``aput`` and ``aput_writes`` calls (a chat thread of 200
 steps, and the small state) on our saver beside LangGraph's, SQLite and PostgreSQL: b-trees,
 pages, relations and WAL per call, calls/s, client and server CPU (issue 41; its own table,
-its ratios in the summary)."""
+its ratios in the summary);
+``fanout`` a super-step's parallel writes: five tasks' ``aput_writes`` at once after each
+put, our saver beside LangGraph's on SQLite and PostgreSQL (steps/s)."""
 ON_REQUEST = ("citus",)
 """Sections run only when ``--only`` names them: ``citus`` needs a Citus cluster."""
 
