@@ -15,8 +15,8 @@ A script is used only for a schema with no table in it, only when its revision l
 names the newest shipped migration (a script left behind by a new migration is never
 used), and inside a savepoint: if the server refuses it (an older PostgreSQL than the
 one it was written from), nothing of it stays and the migrations run as before.
-Upgrades, Citus (its tables are distributed after the migrations) and every stamped
-schema take Alembic's path unchanged.
+Upgrades and every stamped schema take Alembic's path unchanged; on Citus the tables made
+here are distributed after, as migrated ones were (`eventlog.storage.citus`).
 """
 
 from __future__ import annotations
