@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-import shutil
 import sqlite3
 import subprocess
 import sys
@@ -31,16 +30,10 @@ from eventlog.storage import migrate
 from eventlog.storage.headschema import REVISION_LINE, SCHEMA_TOKEN, SCRIPTS
 from eventlog.storage.schema import build_metadata
 from eventlog.storage.sqltext import quote
+from tests.pg_template import drop, pg_dump_program
 
 PG_DUMP_HEADER = re.compile(r"^--\n-- (?:Data for )?Name: .*; Type: (?P<type>[A-Z ]+); .*\n--\n",
                             re.MULTILINE)
-
-
-def pg_dump_program() -> str | None:
-    """The newest ``pg_dump`` of the machine's PostgreSQL (Debian keeps it out of PATH)."""
-    found = sorted(Path("/usr/lib/postgresql").glob("*/bin/pg_dump"),
-                   key=lambda path: int(path.parts[-3]) if path.parts[-3].isdigit() else 0)
-    return str(found[-1]) if found else shutil.which("pg_dump")
 
 
 def pg_dump(url: str, schema: str) -> str:
@@ -135,14 +128,6 @@ def sqlite_script(path: Path, revision: str) -> str:
     return f"{REVISION_LINE}{revision}\n" + "\n".join(statements) + "\n"
 
 
-async def _drop(url: str, schema: str) -> None:
-    connection = await asyncpg.connect(url)
-    try:
-        await connection.execute(f"DROP SCHEMA IF EXISTS {quote(schema)} CASCADE")
-    finally:
-        await connection.close()
-
-
 def write(url: str) -> list[Path]:
     """Write both scripts from freshly migrated databases; the files written."""
     revision = migrate.head_revision()
@@ -151,7 +136,7 @@ def write(url: str) -> list[Path]:
         asyncio.run(migrated_postgres(url, schema))
         postgres = postgres_script(pg_dump(url, schema), revision)
     finally:
-        asyncio.run(_drop(url, schema))
+        asyncio.run(drop(url, schema))
     with tempfile.TemporaryDirectory() as directory:
         path = Path(directory) / "log.db"
         migrated_sqlite(path)

@@ -34,7 +34,7 @@ _problem: str | None = None
 _tried = False
 
 
-def _pg_dump() -> str | None:
+def pg_dump_program() -> str | None:
     """The newest ``pg_dump`` of the machine's PostgreSQL (Debian keeps it out of PATH)."""
     found = sorted(Path("/usr/lib/postgresql").glob("*/bin/pg_dump"),
                    key=lambda path: int(path.parts[-3]) if path.parts[-3].isdigit() else 0)
@@ -62,7 +62,8 @@ def _dump(url: str, schema: str, program: str) -> str:
     return script.replace(schema, _TOKEN)
 
 
-async def _drop(url: str, schema: str) -> None:
+async def drop(url: str, schema: str) -> None:
+    """Drop ``schema`` and everything in it."""
     connection = await asyncpg.connect(url)
     try:
         await connection.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
@@ -80,7 +81,7 @@ def template_script(url: str) -> str | None:
     if os.environ.get("EVENTLOG_TEST_MIGRATE_EACH") == "1":
         _problem = "EVENTLOG_TEST_MIGRATE_EACH=1"
         return None
-    program = _pg_dump()
+    program = pg_dump_program()
     if program is None:
         _problem = "pg_dump is not installed"
         return None
@@ -91,7 +92,7 @@ def template_script(url: str) -> str | None:
     except (OSError, subprocess.SubprocessError, RuntimeError) as error:
         _problem = f"{type(error).__name__}: {error}"
     finally:
-        asyncio.run(_drop(url, schema))
+        asyncio.run(drop(url, schema))
     return _script
 
 

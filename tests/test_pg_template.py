@@ -10,13 +10,13 @@ import pytest
 
 from eventlog import open_log
 from tests.conftest import PG_URL, drop_schema, require_postgres
-from tests.pg_template import _pg_dump, create_migrated_schema
+from tests.pg_template import create_migrated_schema, pg_dump_program
 
 pytestmark = pytest.mark.postgres
 
 
 def _dump(schema: str) -> str:
-    program = _pg_dump()
+    program = pg_dump_program()
     assert program is not None
     output = subprocess.run(
         [program, "--dbname", PG_URL, "--schema", schema, "--inserts", "--no-owner"],
@@ -27,7 +27,7 @@ def _dump(schema: str) -> str:
 
 def test_a_copied_schema_is_the_migrated_schema_to_the_letter() -> None:
     require_postgres()
-    if _pg_dump() is None:
+    if pg_dump_program() is None:
         pytest.skip("pg_dump is not installed: the tests migrate each schema instead")
     migrated, copied = (f"m_{uuid.uuid4().hex[:12]}", f"c_{uuid.uuid4().hex[:12]}")
 
