@@ -17,7 +17,7 @@ import pytest
 from eventlog import EventLog, open_log
 from eventlog.log import _waiting
 from eventlog.storage.pgconsumers import LISTENING_LOCK
-from tests.conftest import PG_URL, PGBOUNCER, BackendTarget
+from tests.conftest import CITUS, PG_URL, PGBOUNCER, BackendTarget
 from tests.events import Noted
 
 POLL = 5.0
@@ -98,6 +98,41 @@ async def test_behind_pgbouncer_it_polls_and_delivers_everything(target: Backend
                 got += [event.event.text for event in batch]  # type: ignore[attr-defined]
                 await sub.ack(batch[-1])
     assert [str(number) for number in range(50)] == sorted(got, key=int)
+
+
+def server_url(target: BackendTarget) -> str:
+    """A plain URL of the server ``target``'s log is on (the Citus coordinator for the
+    cluster), for a connection of the test's own."""
+    if "distributed=true" in target.url:
+        from tests.citus import cluster
+
+        return cluster.BASE_URL
+    return PG_URL
+
+
+@pytest.mark.parametrize("target", ["postgresql", PGBOUNCER, CITUS], indirect=True)
+async def test_an_own_append_hidden_behind_an_older_writer_is_delivered_when_it_ends(
+        target: BackendTarget) -> None:
+    """The log's own append wakes its subscriber while an older transaction still hides
+    the event from reads; the subscriber waits for it to become readable rather than
+    sleeping its whole 600 s poll, on every PostgreSQL deployment, with LISTEN
+    (plain) or without (PgBouncer, Citus)."""
+    async with target.open() as log, log.subscribe("hidden", poll_interval=600) as sub:
+        holder = await asyncpg.connect(server_url(target))
+        try:
+            older = holder.transaction()
+            await older.start()
+            await holder.execute("SELECT pg_current_xact_id()")  # an xid, as a writer has
+            waiting = asyncio.create_task(sub.next_batch(1))
+            await asyncio.sleep(0.2)
+            await log.append("t", "s", [Noted(text="hidden")])
+            await asyncio.sleep(0.5)  # woken, the subscriber reads: nothing is readable yet
+            assert not waiting.done()
+            await older.rollback()
+            (event,) = await asyncio.wait_for(waiting, 20)
+        finally:
+            await holder.close()
+    assert "hidden" == event.event.text  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize("target", ["postgresql"], indirect=True)

@@ -124,13 +124,19 @@ class Waiter:
     async def awake(self, woken: bool, seconds: float) -> None:
         """After sleeping (``woken``: by a wake-up, not the time): reconnect a lost
         listener; or, woken, give the listening lock up while reading (appends need not
-        notify until it sleeps again) and wait until the notified event is readable (every
-        transaction older than it has ended: the horizon of `read_all`)."""
+        notify until it sleeps again) and wait until the event that woke it is readable
+        (every transaction older than it has ended: the horizon of `read_all`).
+
+        The wait is for every wake-up, the log's own appends' too, and with no listener
+        (Citus, PgBouncer): an append's commit can stay hidden behind an older
+        transaction, and a read that finds nothing consumes the wake-up, so without the
+        wait the follower slept its whole poll interval with the event committed."""
         if self.listener is not None and not self.listener.listening:
             await listen(self.listener, seconds)
-        elif self.pushed and woken:
-            await self.listener.disarm()
-            self._linger_again()
+        elif woken:
+            if self.pushed:
+                await self.listener.disarm()
+                self._linger_again()
             await self._log.reader.wait_readable(seconds)
 
 
