@@ -414,12 +414,14 @@ def database_call(
     current: _Instruments, operation: str, database: Database | None,
     collection: str | None, attributes: Mapping[str, AttributeValue], *,
     described: Mapping[str, AttributeValue] | None = None, batch: int | None = None,
+    links: Sequence[Any] = (),
 ) -> Iterator[Any]:
     """One storage call as the conventions' database client span, current while it runs,
     and its ``db.client.operation.duration``: named ``{db.operation.name} {target}``
     (``BATCH append`` for an append of ``batch`` ≥ 2 streams), CLIENT (INTERNAL on the
-    in-memory backend). ``attributes`` are set when it starts, ``described`` (what the
-    caller's arguments say) when it ends, unless the arguments were refused."""
+    in-memory backend), linked to the span contexts ``links``. ``attributes`` are set
+    when it starts, ``described`` (what the caller's arguments say) when it ends, unless
+    the arguments were refused."""
     name = f"BATCH {operation}" if batch is not None and batch >= 2 else operation
     span_name, kind, metric = _client(name, database, collection)
     started = time.perf_counter()
@@ -427,7 +429,7 @@ def database_call(
     batched = {"db.operation.batch.size": batch} if batch is not None and batch >= 2 else {}
     try:
         with _span(current, span_name, {**metric, **batched, **attributes}, kind,
-                   described) as span:
+                   described, links) as span:
             try:
                 yield span
             except BaseException as error:
@@ -462,13 +464,18 @@ def _record(current: _Instruments, metric: Mapping[str, Any], seconds: float,
 
 @contextmanager
 def _span(current: _Instruments, name: str, attributes: Mapping[str, AttributeValue],
-          kind: Any, described: Mapping[str, AttributeValue] | None = None) -> Iterator[Any]:
+          kind: Any, described: Mapping[str, AttributeValue] | None = None,
+          links: Sequence[Any] = ()) -> Iterator[Any]:
     """A span current while the block runs, with ``attributes`` from its start and
     ``described`` (what the caller's arguments say) set at its end, unless the call
-    refused them (`InvalidInput`: then they are the caller's bad values). A failure is
-    recorded our way (`_failed`), never the SDK's, which copies the exception's message
-    and with it the caller's value."""
+    refused them (`InvalidInput`: then they are the caller's bad values); linked to the
+    span contexts ``links``. A failure is recorded our way (`_failed`), never the SDK's,
+    which copies the exception's message and with it the caller's value."""
     options: dict[str, Any] = {} if kind is None else {"kind": kind}
+    if links:
+        from opentelemetry.trace import Link
+
+        options["links"] = [Link(context) for context in links]
     with current.tracer.start_as_current_span(
             name, attributes=attributes, record_exception=False,
             set_status_on_exception=False, **options) as span:
@@ -552,6 +559,35 @@ class _AppendTally:
 
 _tally: ContextVar[_AppendTally | None] = ContextVar("eventlog_append_tally", default=None)
 
+_carried: ContextVar[tuple[Any, ...]] = ContextVar("eventlog_append_carries", default=())
+"""The span contexts of other callers whose writes the next append carries
+(`carrying`)."""
+
+
+def caller_context() -> Any | None:
+    """The current span's context when someone listens and a span is recording, else
+    None: what a caller whose work another task will append hands over (`carrying`)."""
+    if _current() is None:
+        return None
+    from opentelemetry import trace
+
+    context = trace.get_current_span().get_span_context()
+    return context if context.is_valid else None
+
+
+@contextmanager
+def carrying(contexts: Sequence[Any]) -> Iterator[None]:
+    """Appends made in the block carry other callers' writes (a thread's queued task
+    writes, `eventlog.checkpoints.write_batches`): each append span links to their span
+    contexts (None ones left out), so each caller's trace reaches the append that stored
+    its writes, though the span's parent is the caller who committed them. The
+    conventions' way for one operation done on behalf of several."""
+    token = _carried.set(tuple(context for context in contexts if context is not None))
+    try:
+        yield
+    finally:
+        _carried.reset(token)
+
 
 @contextmanager
 def append_span(database: Database, backend: str, tenant_id: str, stream_id: str,
@@ -571,7 +607,7 @@ def append_span(database: Database, backend: str, tenant_id: str, stream_id: str
     outcome = "error"
     try:
         with database_call(current, "append", database, None, attributes,
-                           batch=streams) as span:
+                           batch=streams, links=_carried.get()) as span:
             try:
                 yield
             except BaseException as error:

@@ -27,6 +27,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 from eventlog import EventLog, InvalidInput, VersionConflict, open_log, telemetry
 from eventlog.adapters.langgraph import AsyncEventlogSaver
+from eventlog.checkpoints import Payload
 from eventlog.events import Event, register_event
 from eventlog.records import ExpectedVersion, StreamAppend
 from eventlog.testing.interrupts import FakeClock, open_interrupt_log, whole_flow
@@ -531,3 +532,50 @@ async def test_a_consumer_s_reads_and_acks_are_spans_and_its_lag_a_gauge(
     lags = [point.value for point in otel.metric("eventlog.consumer.lag")
             if point.attributes.get("eventlog.consumer") == name]
     assert [2] == lags
+
+
+@pytest.mark.parametrize("target", ["memory", "sqlite", "postgresql", PGBOUNCER, CITUS],
+                         indirect=True)
+async def test_an_append_of_queued_writes_links_every_other_callers_span(
+        otel: Telemetry, target: BackendTarget) -> None:
+    """Tasks' writes that queued behind an append of their thread go in one append
+    (`eventlog.checkpoints.write_batches`): its span is a child of the caller who
+    committed it and links to each other caller's span, so every task's trace reaches
+    the append that stored its writes; an append of one caller's writes links nothing."""
+    tracer = otel.tracer_provider.get_tracer("the-agent")
+    async with target.open() as log:
+        threads = log.checkpoints.threads
+        await threads.put("t", "th", "c1", state=Payload("json", b'"s"'))
+        storage: Any = log.storage
+        original, gate, entered = storage.append, asyncio.Event(), asyncio.Event()
+
+        async def held(request: Any, *args: Any, **kwargs: Any) -> Any:
+            entered.set()
+            await gate.wait()
+            return await original(request, *args, **kwargs)
+
+        storage.append = held
+
+        async def task(number: int) -> Any:
+            with tracer.start_as_current_span(f"task-{number}") as span:
+                await threads.put_writes("t", "th", "c1", f"task-{number}",
+                                         [(0, "ch", Payload("json", b'"v"'))])
+                return span.get_span_context()
+
+        first = asyncio.create_task(task(0))
+        await entered.wait()
+        queued = [asyncio.create_task(task(number)) for number in (1, 2, 3)]
+        await asyncio.sleep(0.1)  # all three wait behind the first append
+        gate.set()
+        alone, *together = await asyncio.gather(first, *queued)
+    appends = {(span.attributes or {})["eventlog.events"]: span
+               for span in otel.calls("append")
+               if (span.attributes or {}).get("eventlog.stream_id") == "thread:th"}
+    assert {1, 3} <= set(appends)
+    batch = appends[3]
+    assert batch.parent is not None
+    assert {context.span_id for context in together} == {
+        batch.parent.span_id, *(link.context.span_id for link in batch.links)}
+    assert 2 == len(batch.links)
+    assert alone.span_id == appends[1].parent.span_id
+    assert () == tuple(appends[1].links)

@@ -24,10 +24,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from eventlog.errors import InvalidInput
 from eventlog.events import Event
 from eventlog.log import EventLog
+from eventlog.telemetry import caller_context, carrying
 
 
 @dataclass(eq=False)
@@ -37,6 +39,9 @@ class _Queued:
     event: Event
     attach: list[bytes]
     done: asyncio.Future[None] = field(repr=False)
+    context: Any = field(default=None, repr=False)
+    """The caller's span context (`telemetry.caller_context`): the batch's append links
+    to it when another caller commits it."""
 
 
 def _retrieved(future: asyncio.Future[None]) -> None:
@@ -69,7 +74,7 @@ class WriteBatches:
             return
         loop = asyncio.get_running_loop()
         key = (id(loop), tenant_id, thread_id, log.acting, log.sealing_subject)
-        mine = _Queued(event, attach, loop.create_future())
+        mine = _Queued(event, attach, loop.create_future(), caller_context())
         mine.done.add_done_callback(_retrieved)
         self._queues.setdefault(key, []).append(mine)
         try:
@@ -79,7 +84,7 @@ class WriteBatches:
                     # Shielded: cancelling this caller must not abandon the others' writes
                     # (its turn ends; a batch taken meanwhile may then race this one, as
                     # two processes' appends do).
-                    await asyncio.shield(self._commit(tenant_id, stream, batch))
+                    await asyncio.shield(self._commit(tenant_id, stream, batch, mine))
         finally:
             if not mine.done.done():
                 self._leave(key, mine)
@@ -94,18 +99,22 @@ class WriteBatches:
             if not waiting:
                 del self._queues[key]
 
-    async def _commit(self, tenant_id: str, stream: str, batch: list[_Queued]) -> None:
-        """Append the batch as one; each caller's answer set from it."""
+    async def _commit(self, tenant_id: str, stream: str, batch: list[_Queued],
+                      starter: _Queued) -> None:
+        """Append the batch as one (in ``starter``'s context, its span the append's
+        parent, linked to the other callers' spans); each caller's answer set from it."""
         try:
-            await self._log.append(tenant_id, stream, [queued.event for queued in batch],
-                                   attach=[blob for queued in batch for blob in queued.attach])
+            with carrying([queued.context for queued in batch if queued is not starter]):
+                await self._log.append(
+                    tenant_id, stream, [queued.event for queued in batch],
+                    attach=[blob for queued in batch for blob in queued.attach])
         except InvalidInput as error:
             if len(batch) == 1:
                 batch[0].done.set_exception(error)
                 return
             # Refused before anything was written: each write alone gets its own answer.
             for queued in batch:
-                await self._commit(tenant_id, stream, [queued])
+                await self._commit(tenant_id, stream, [queued], starter)
             return
         except asyncio.CancelledError:
             for queued in batch:
