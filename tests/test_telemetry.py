@@ -565,7 +565,11 @@ async def test_an_append_of_queued_writes_links_every_other_callers_span(
         first = asyncio.create_task(task(0))
         await entered.wait()
         queued = [asyncio.create_task(task(number)) for number in (1, 2, 3)]
-        await asyncio.sleep(0.1)  # all three wait behind the first append
+        queues = threads._writes._queues
+        for _ in range(1000):  # until all three wait behind the first append
+            if 3 == sum(map(len, queues.values())):
+                break
+            await asyncio.sleep(0.01)
         gate.set()
         alone, *together = await asyncio.gather(first, *queued)
     appends = {(span.attributes or {})["eventlog.events"]: span
