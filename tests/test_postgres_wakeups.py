@@ -135,6 +135,66 @@ async def test_an_own_append_hidden_behind_an_older_writer_is_delivered_when_it_
     assert "hidden" == event.event.text  # type: ignore[attr-defined]
 
 
+@pytest.mark.parametrize("target", ["postgresql", PGBOUNCER, CITUS], indirect=True)
+async def test_a_subscriber_waiting_for_a_hidden_event_keeps_its_lease(
+        target: BackendTarget) -> None:
+    """An older transaction hides the woken subscriber's event for longer than its lease
+    (3 s): it waits a third of the lease at a time, renewing the lease between, so it
+    still holds the consumer while it waits, and it delivers the event soon after the
+    transaction ends, long before its 600 s poll."""
+    async with target.open() as log, log.subscribe("kept", poll_interval=600, lease=3,
+                                                   holder="me") as sub:
+        holder = await asyncpg.connect(server_url(target))
+        try:
+            older = holder.transaction()
+            await older.start()
+            await holder.execute("SELECT pg_current_xact_id()")
+            waiting = asyncio.create_task(sub.next_batch(1))
+            await asyncio.sleep(0.2)
+            await log.append("t", "s", [Noted(text="late")])
+            await asyncio.sleep(4.0)  # past the lease
+            (consumer,) = await log.consumers()
+            assert not waiting.done()
+            await older.rollback()
+            (event,) = await asyncio.wait_for(waiting, 20)
+        finally:
+            await holder.close()
+        await sub.ack(event)
+    assert ("me", "late") == (consumer.holder, event.event.text)  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("target", ["postgresql"], indirect=True)
+async def test_a_writer_that_outlasts_the_listeners_settling_is_not_left_to_the_poll(
+        target: BackendTarget) -> None:
+    """Another writer's append ran while the subscriber did not hold the listening lock
+    (so its commit notifies nobody) and stays open past the subscriber's 3 s lease: taking
+    the lock again, the subscriber waits for that writer a third of the lease at a time,
+    renewing the lease between (it still holds the consumer while the writer is open),
+    and delivers the event soon after the writer commits, not at its 600 s poll."""
+    async with target.open() as writer, target.open() as log, log.subscribe(
+            "unsettled", poll_interval=600, lease=3, holder="me") as sub:
+        listener = sub._waiter.listener
+        assert sub.pushed
+        await listener.disarm()  # as a woken subscriber reading: appends do not notify
+        release = asyncio.Event()
+
+        async def open_writer() -> None:
+            async with writer.hold_stream("t", "s"):
+                await writer.append("t", "s", [Noted(text="unheard")])
+                await release.wait()
+
+        writing = asyncio.create_task(open_writer())
+        await asyncio.sleep(0.3)  # its statement has run: it asked for the lock, unheld
+        waiting = asyncio.create_task(sub.next_batch(1))
+        await asyncio.sleep(3.8)  # past the lease
+        (consumer,) = await log.consumers()
+        assert not waiting.done()
+        release.set()
+        await writing
+        (event,) = await asyncio.wait_for(waiting, 20)
+    assert ("unheard", "me") == (event.event.text, consumer.holder)  # type: ignore[attr-defined]
+
+
 @pytest.mark.parametrize("target", ["postgresql"], indirect=True)
 async def test_the_notification_is_in_the_append_transaction(target: BackendTarget) -> None:
     """An append that rolls back notifies nobody: the trigger runs inside the transaction."""

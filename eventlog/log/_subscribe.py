@@ -168,7 +168,7 @@ class Subscription:
                     raise
                 await asyncio.sleep(min(self.poll_interval, self.lease / 4))
         self._taken(row, began)
-        await self._waiter.open(self.poll_interval)
+        await self._waiter.open(self._wait_at_most)
         logger.info("consumer_claimed", consumer=self.name, token=self.token,
                     cursor=self._cursor, pushed=self.pushed)
         return self
@@ -281,7 +281,7 @@ class Subscription:
             if not wait:
                 return []
             await self._settle_idle()
-            if await self._waiter.read_again(self.poll_interval):
+            if await self._waiter.read_again(self._wait_at_most):
                 continue  # lingered while the log is busy, or listens again: read again
             await self._sleep()
         await self._check_lease()
@@ -328,7 +328,17 @@ class Subscription:
             self._idle_cursor = None
 
     async def _sleep(self) -> None:
-        """Wait for a wake-up or the poll interval, renewing the lease as it comes due."""
+        """Wait for a wake-up or the poll interval, renewing the lease as it comes due.
+
+        Woken, it waits (up to a third of the lease at a time, renewing it between) until
+        the event that woke it is readable: an older transaction still open on the
+        server hides it from reads, and a read that finds nothing must not send the
+        subscriber back to sleep its whole poll interval, nor a long wait let its lease
+        lapse."""
+        if self._waiter.behind:
+            await self._waiter.catch_up(self._wait_at_most)
+            await self._check_lease()
+            return
         left, woken = self.poll_interval, False
         while left > 0:
             step = min(left, self.lease / 3)
@@ -340,7 +350,13 @@ class Subscription:
                 continue
             woken = True
             break
-        await self._waiter.awake(woken, self.poll_interval)
+        await self._waiter.awake(woken, self._wait_at_most)
+
+    @property
+    def _wait_at_most(self) -> float:
+        """The longest one wait for other transactions may take: the poll interval, and
+        never more than a third of the lease, which is renewed between waits."""
+        return min(self.poll_interval, self.lease / 3)
 
     async def _check_lease(self) -> None:
         """Renew the lease once a third of it has passed since the last renewal began, so

@@ -78,6 +78,10 @@ class Waiter:
         self.woken = asyncio.Event()
         self.listener: Any = None
         self._lingers: list[float] = []  # what is left to linger before sleeping
+        self.behind = False
+        """Whether the event of the last wake-up was still hidden (an older transaction
+        open on the server) when `awake` stopped waiting for it: the follower waits for it
+        again (`catch_up`) rather than sleeping its poll interval."""
 
     async def open(self, seconds: float) -> None:
         """Take the log's wake-ups, and on PostgreSQL LISTEN (waiting up to ``seconds``
@@ -87,6 +91,7 @@ class Waiter:
         if make_listener is not None:
             self.listener = make_listener(self.woken.set)
             await listen(self.listener, seconds)
+            self._note_settled()
 
     async def close(self) -> None:
         """Give the wake-ups up and close the listening connection."""
@@ -119,7 +124,15 @@ class Waiter:
         if self._lingers:
             await asyncio.sleep(min(self._lingers.pop(0), seconds))
             return True
-        return bool(await listener.arm(seconds))
+        armed = bool(await listener.arm(seconds))
+        self._note_settled()
+        return armed
+
+    def _note_settled(self) -> None:
+        """A listener that took its lock without seeing every earlier writer end (its
+        ``settled``): one of them may commit unheard, so the follower is `behind`."""
+        if not getattr(self.listener, "settled", True):
+            self.behind = True
 
     async def awake(self, woken: bool, seconds: float) -> None:
         """After sleeping (``woken``: by a wake-up, not the time): reconnect a lost
@@ -133,11 +146,17 @@ class Waiter:
         wait the follower slept its whole poll interval with the event committed."""
         if self.listener is not None and not self.listener.listening:
             await listen(self.listener, seconds)
+            self._note_settled()
         elif woken:
             if self.pushed:
                 await self.listener.disarm()
                 self._linger_again()
-            await self._log.reader.wait_readable(seconds)
+            await self.catch_up(seconds)
+
+    async def catch_up(self, seconds: float) -> None:
+        """Wait up to ``seconds`` until what committed before now is readable; `behind`
+        says whether the wait gave up first."""
+        self.behind = not await self._log.reader.wait_readable(seconds)
 
 
 class Watch:
@@ -170,6 +189,9 @@ class Watch:
             waiter.found()
         self._reads = 0
         if await waiter.read_again(seconds):
+            return
+        if waiter.behind:  # woken for an event still hidden: wait for it, not the poll
+            await waiter.catch_up(seconds)
             return
         try:
             await asyncio.wait_for(waiter.woken.wait(), seconds)

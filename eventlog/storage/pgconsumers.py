@@ -101,6 +101,9 @@ class Listener:
         self.listening = False
         self.armed = False
         """Whether this connection holds the listening lock (appends notify it)."""
+        self.settled = True
+        """Whether the last taking of the lock saw every writer begun before it end
+        (`_settle` within its time); if not, one of them may commit unheard."""
 
     async def reconnect(self, seconds: float) -> bool:
         """Connect, LISTEN and take the lock unless already listening, then `_settle` (up
@@ -153,7 +156,7 @@ class Listener:
         try:
             locked = await self._take_listening_lock()
             if locked:
-                await self._settle(seconds)
+                self.settled = await self._settle(seconds)
         except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as error:
             logger.info(failure, channel=self._channel, error=str(error)[:200])
             locked = False
@@ -161,10 +164,11 @@ class Listener:
             await self.close()
         return locked
 
-    async def _settle(self, seconds: float) -> None:
+    async def _settle(self, seconds: float) -> bool:
         """Wait, up to ``seconds``, until every transaction of this database that had
-        begun writing has ended (when the time runs out, the poll interval covers what is
-        left). The read horizon's snapshot alone would not do: a
+        begun writing has ended; whether they all did (if not, the follower waits for the
+        read horizon before it sleeps: `eventlog.log._waiting.Waiter.behind`). The read
+        horizon's snapshot alone would not do: a
         transaction holding the newest transaction id, with none newer ended, is running
         yet above the snapshot's xmax. So the writers are named by backend and id
         (``pg_stat_activity``), which costs no transaction id of our own."""
@@ -173,8 +177,9 @@ class Listener:
         deadline = loop.time() + seconds
         while writing and await self._connection.fetchval(_STILL_WRITING, writing):
             if loop.time() > deadline:
-                break
+                return False
             await asyncio.sleep(0.005)
+        return True
 
     async def _take_listening_lock(self) -> bool:
         # An append holds the lock exclusively for an instant while it asks: try again.
