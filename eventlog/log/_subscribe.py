@@ -274,12 +274,13 @@ class Subscription:
         if not self._open:
             raise InvalidInput("subscription", "is not open: use it in `async with`")
         while not self._pending:
-            self._waiter.woken.clear()  # before the read: an append after it wakes the sleep
+            self._waiter.clear()  # before the read: an append after it wakes the sleep
             if await self._read_page():
                 self._waiter.found()
                 continue
             if not wait:
                 return []
+            self._waiter.read_nothing()
             await self._settle_idle()
             if await self._waiter.read_again(self._wait_at_most):
                 continue  # lingered while the log is busy, or listens again: read again

@@ -27,6 +27,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from eventlog.storage.defaults import OneWriter
+
 LINGER = 0.02
 """Seconds a woken follower waits after an empty read before reading again (rather than
 listening, which makes every append pay for a notification). Below a human's notice and
@@ -78,6 +80,7 @@ class Waiter:
         self.woken = asyncio.Event()
         self.listener: Any = None
         self._lingers: list[float] = []  # what is left to linger before sleeping
+        self._woken_before_read = False
         self.behind = False
         """Whether the event of the last wake-up was still hidden (an older transaction
         open on the server) when `awake` stopped waiting for it: the follower waits for it
@@ -154,9 +157,34 @@ class Waiter:
             await self.catch_up(seconds)
 
     async def catch_up(self, seconds: float) -> None:
-        """Wait up to ``seconds`` until what committed before now is readable; `behind`
-        says whether the wait gave up first."""
-        self.behind = not await self._log.reader.wait_readable(seconds)
+        """Wait up to ``seconds`` in all until the writers the listener did not see end
+        when it took its lock have ended (they notify nobody), and what committed before
+        now is readable; `behind` says whether the wait gave up first."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + seconds
+        settle_again = getattr(self.listener, "settle_again", None)
+        if settle_again is not None and not await settle_again(seconds):
+            self.behind = True
+            return
+        left = max(deadline - loop.time(), 0.0)
+        self.behind = not await self._log.reader.wait_readable(left)
+
+    def clear(self) -> None:
+        """Forget earlier wake-ups before a read, remembering whether there was one
+        (`read_nothing` asks)."""
+        self._woken_before_read = self.woken.is_set()
+        self.woken.clear()
+
+    def read_nothing(self) -> None:
+        """The read after `clear` found nothing. If a wake-up had come before it, its
+        event may be committed yet still hidden by an older transaction (the read
+        horizon: on PostgreSQL and Citus, even a moment after `catch_up`, when a
+        transaction of another database ends between a read's snapshot and its look at
+        the server's activity), and the wake-up is spent: so the follower is `behind`
+        and waits for the horizon, rather than sleeping its poll interval. A backend
+        with one writer shows every commit at once: nothing to wait for."""
+        if self._woken_before_read and not isinstance(self._log.reader, OneWriter):
+            self.behind = True
 
 
 class Watch:
@@ -178,13 +206,14 @@ class Watch:
 
     def clear(self) -> None:
         """Forget earlier wake-ups: call before each read."""
-        self._waiter.woken.clear()
+        self._waiter.clear()
         self._reads += 1
 
     async def wait(self, seconds: float) -> None:
         """After a read that found nothing: until a wake-up since `clear`, or
         ``seconds``."""
         waiter = self._waiter
+        waiter.read_nothing()
         if self._reads > 1:  # every read but the last found events
             waiter.found()
         self._reads = 0

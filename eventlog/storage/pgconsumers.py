@@ -103,7 +103,9 @@ class Listener:
         """Whether this connection holds the listening lock (appends notify it)."""
         self.settled = True
         """Whether the last taking of the lock saw every writer begun before it end
-        (`_settle` within its time); if not, one of them may commit unheard."""
+        (`_settle` within its time); if not, one of them may commit unheard, and
+        `settle_again` waits for the rest of them."""
+        self._unsettled: list[str] = []  # the writers `_settle` stopped waiting for
 
     async def reconnect(self, seconds: float) -> bool:
         """Connect, LISTEN and take the lock unless already listening, then `_settle` (up
@@ -156,6 +158,7 @@ class Listener:
         try:
             locked = await self._take_listening_lock()
             if locked:
+                self._unsettled = await self._writing_now()
                 self.settled = await self._settle(seconds)
         except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as error:
             logger.info(failure, channel=self._channel, error=str(error)[:200])
@@ -164,22 +167,42 @@ class Listener:
             await self.close()
         return locked
 
+    async def _writing_now(self) -> list[str]:
+        """The transactions of this database writing now (by backend and id)."""
+        return list(await self._connection.fetchval(_WRITING_NOW) or ())
+
     async def _settle(self, seconds: float) -> bool:
-        """Wait, up to ``seconds``, until every transaction of this database that had
-        begun writing has ended; whether they all did (if not, the follower waits for the
-        read horizon before it sleeps: `eventlog.log._waiting.Waiter.behind`). The read
-        horizon's snapshot alone would not do: a
-        transaction holding the newest transaction id, with none newer ended, is running
-        yet above the snapshot's xmax. So the writers are named by backend and id
-        (``pg_stat_activity``), which costs no transaction id of our own."""
-        writing = await self._connection.fetchval(_WRITING_NOW)
+        """Wait, up to ``seconds``, until every transaction in `_unsettled` (those of
+        this database that had begun writing when the lock was taken) has ended; whether
+        they all did (if not, the follower waits for them again before it sleeps:
+        `settle_again`, `eventlog.log._waiting.Waiter.behind`). The read horizon's
+        snapshot alone would not do: a transaction holding the newest transaction id,
+        with none newer ended, is running yet above the snapshot's xmax. So the writers
+        are named by backend and id (``pg_stat_activity``), which costs no transaction
+        id of our own."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + seconds
-        while writing and await self._connection.fetchval(_STILL_WRITING, writing):
+        while self._unsettled and await self._connection.fetchval(_STILL_WRITING,
+                                                                 self._unsettled):
             if loop.time() > deadline:
                 return False
             await asyncio.sleep(0.005)
+        self._unsettled = []
         return True
+
+    async def settle_again(self, seconds: float) -> bool:
+        """Wait, up to ``seconds``, for the writers the last `_settle` gave up on;
+        whether they have all ended (a lost connection ends the listener: polling
+        covers the rest)."""
+        if self.settled or self._connection is None:
+            return True
+        try:
+            self.settled = await self._settle(seconds)
+        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as error:
+            logger.info("listen_lost", channel=self._channel, error=str(error)[:200])
+            await self.close()
+            return True
+        return self.settled
 
     async def _take_listening_lock(self) -> bool:
         # An append holds the lock exclusively for an instant while it asks: try again.
@@ -201,6 +224,7 @@ class Listener:
     async def close(self) -> None:
         """Close the listening connection (if any)."""
         self.listening = self.armed = False
+        self.settled, self._unsettled = True, []  # polling and the next listen cover them
         connection, self._connection = self._connection, None
         if connection is not None:
             connection.remove_termination_listener(self._lost)

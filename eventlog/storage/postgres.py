@@ -767,6 +767,11 @@ class PostgresBackend(SqlBackend[Any], ReplicaStorage, PostgresTree, PostgresKey
                     await asyncio.sleep(0.005)
         except Exception as error:
             raise self.translate(error, "read") from error
+        # Once passed, reads stay past it: every transaction of this database below it
+        # had ended, and no id below it is handed out again, so one still running later
+        # is another database's (the read floor's argument: docs/decisions/log.md). A
+        # read right after no longer depends on its own look at the server's activity.
+        self.read_floor = max(self.read_floor, int(horizon))
         return True
 
     async def replication_mark(self) -> str | None:
