@@ -136,6 +136,30 @@ async def test_an_own_append_hidden_behind_an_older_writer_is_delivered_when_it_
 
 
 @pytest.mark.parametrize("target", ["postgresql", PGBOUNCER, CITUS], indirect=True)
+async def test_a_wake_up_spent_on_a_read_of_nothing_is_not_left_to_the_poll(
+        target: BackendTarget) -> None:
+    """The log's own append wakes its subscriber before it reads, while an older
+    transaction still hides the event: the read finds nothing and spends the wake-up.
+    The subscriber then waits for the horizon and delivers the event once that
+    transaction ends, not at its 600 s poll."""
+    async with target.open() as log, log.subscribe("spent", poll_interval=600) as sub:
+        holder = await asyncpg.connect(server_url(target))
+        try:
+            older = holder.transaction()
+            await older.start()
+            await holder.execute("SELECT pg_current_xact_id()")
+            await log.append("t", "s", [Noted(text="spent")])  # wakes it: not reading yet
+            waiting = asyncio.create_task(sub.next_batch(1))
+            await asyncio.sleep(0.5)
+            assert not waiting.done()
+            await older.rollback()
+            (event,) = await asyncio.wait_for(waiting, 20)
+        finally:
+            await holder.close()
+    assert "spent" == event.event.text  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("target", ["postgresql", PGBOUNCER, CITUS], indirect=True)
 async def test_a_subscriber_waiting_for_a_hidden_event_keeps_its_lease(
         target: BackendTarget) -> None:
     """An older transaction hides the woken subscriber's event for longer than its lease
