@@ -69,6 +69,19 @@ async def listen(listener: Any, seconds: float) -> None:
     await listener.reconnect(seconds)
 
 
+class _Woken(asyncio.Event):
+    """An `asyncio.Event` that counts how often it was set: which wake-ups a successful
+    `Waiter.catch_up` has already covered."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.count = 0
+
+    def set(self) -> None:
+        self.count += 1
+        super().set()
+
+
 class Waiter:
     """One follower's wake-ups (``log`` is the `EventLog` it reads): `woken` is set by
     the log's appends and PostgreSQL's notifications. Its reader calls `found` after a
@@ -77,10 +90,11 @@ class Waiter:
 
     def __init__(self, log: Any) -> None:
         self._log = log
-        self.woken = asyncio.Event()
+        self.woken = _Woken()
         self.listener: Any = None
         self._lingers: list[float] = []  # what is left to linger before sleeping
         self._woken_before_read = False
+        self._caught_up = 0  # the wake-ups (`_Woken.count`) a successful catch_up covers
         self.behind = False
         """Whether the event of the last wake-up was still hidden (an older transaction
         open on the server) when `awake` stopped waiting for it: the follower waits for it
@@ -162,17 +176,20 @@ class Waiter:
         now is readable; `behind` says whether the wait gave up first."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + seconds
+        wakes = self.woken.count  # each fired after its commit: covered if this succeeds
         settle_again = getattr(self.listener, "settle_again", None)
         if settle_again is not None and not await settle_again(seconds):
             self.behind = True
             return
         left = max(deadline - loop.time(), 0.0)
         self.behind = not await self._log.reader.wait_readable(left)
+        if not self.behind:
+            self._caught_up = max(self._caught_up, wakes)
 
     def clear(self) -> None:
-        """Forget earlier wake-ups before a read, remembering whether there was one
-        (`read_nothing` asks)."""
-        self._woken_before_read = self.woken.is_set()
+        """Forget earlier wake-ups before a read, remembering whether one came that no
+        successful `catch_up` covers (`read_nothing` asks)."""
+        self._woken_before_read = self.woken.count > self._caught_up
         self.woken.clear()
 
     def read_nothing(self) -> None:
