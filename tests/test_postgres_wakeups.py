@@ -9,7 +9,8 @@ from __future__ import annotations
 import asyncio
 import statistics
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 
 import asyncpg
 import pytest
@@ -110,6 +111,21 @@ def server_url(target: BackendTarget) -> str:
     return PG_URL
 
 
+@asynccontextmanager
+async def older_transaction(target: BackendTarget) -> AsyncIterator[Callable[[], Awaitable[None]]]:
+    """A transaction holding a transaction id (as a writer's does) on the server of
+    ``target``'s log, begun before anything the block appends, which it hides from reads
+    until the block calls what this yields (a rollback)."""
+    holder = await asyncpg.connect(server_url(target))
+    try:
+        older = holder.transaction()
+        await older.start()
+        await holder.execute("SELECT pg_current_xact_id()")
+        yield older.rollback
+    finally:
+        await holder.close()
+
+
 @pytest.mark.parametrize("target", ["postgresql", PGBOUNCER, CITUS], indirect=True)
 async def test_an_own_append_hidden_behind_an_older_writer_is_delivered_when_it_ends(
         target: BackendTarget) -> None:
@@ -117,21 +133,15 @@ async def test_an_own_append_hidden_behind_an_older_writer_is_delivered_when_it_
     the event from reads; the subscriber waits for it to become readable rather than
     sleeping its whole 600 s poll, on every PostgreSQL deployment, with LISTEN
     (plain) or without (PgBouncer, Citus)."""
-    async with target.open() as log, log.subscribe("hidden", poll_interval=600) as sub:
-        holder = await asyncpg.connect(server_url(target))
-        try:
-            older = holder.transaction()
-            await older.start()
-            await holder.execute("SELECT pg_current_xact_id()")  # an xid, as a writer has
-            waiting = asyncio.create_task(sub.next_batch(1))
-            await asyncio.sleep(0.2)
-            await log.append("t", "s", [Noted(text="hidden")])
-            await asyncio.sleep(0.5)  # woken, the subscriber reads: nothing is readable yet
-            assert not waiting.done()
-            await older.rollback()
-            (event,) = await asyncio.wait_for(waiting, 20)
-        finally:
-            await holder.close()
+    async with target.open() as log, log.subscribe("hidden", poll_interval=600) as sub, \
+            older_transaction(target) as end:
+        waiting = asyncio.create_task(sub.next_batch(1))
+        await asyncio.sleep(0.2)
+        await log.append("t", "s", [Noted(text="hidden")])
+        await asyncio.sleep(0.5)  # woken, the subscriber reads: nothing is readable yet
+        assert not waiting.done()
+        await end()
+        (event,) = await asyncio.wait_for(waiting, 20)
     assert "hidden" == event.event.text  # type: ignore[attr-defined]
 
 
@@ -142,20 +152,14 @@ async def test_a_wake_up_spent_on_a_read_of_nothing_is_not_left_to_the_poll(
     transaction still hides the event: the read finds nothing and spends the wake-up.
     The subscriber then waits for the horizon and delivers the event once that
     transaction ends, not at its 600 s poll."""
-    async with target.open() as log, log.subscribe("spent", poll_interval=600) as sub:
-        holder = await asyncpg.connect(server_url(target))
-        try:
-            older = holder.transaction()
-            await older.start()
-            await holder.execute("SELECT pg_current_xact_id()")
-            await log.append("t", "s", [Noted(text="spent")])  # wakes it: not reading yet
-            waiting = asyncio.create_task(sub.next_batch(1))
-            await asyncio.sleep(0.5)
-            assert not waiting.done()
-            await older.rollback()
-            (event,) = await asyncio.wait_for(waiting, 20)
-        finally:
-            await holder.close()
+    async with target.open() as log, log.subscribe("spent", poll_interval=600) as sub, \
+            older_transaction(target) as end:
+        await log.append("t", "s", [Noted(text="spent")])  # wakes it: not reading yet
+        waiting = asyncio.create_task(sub.next_batch(1))
+        await asyncio.sleep(0.5)
+        assert not waiting.done()
+        await end()
+        (event,) = await asyncio.wait_for(waiting, 20)
     assert "spent" == event.event.text  # type: ignore[attr-defined]
 
 
@@ -168,21 +172,15 @@ async def test_a_subscriber_waiting_for_a_hidden_event_keeps_its_lease(
     transaction ends, long before its 600 s poll."""
     async with target.open() as log, log.subscribe("kept", poll_interval=600, lease=3,
                                                    holder="me") as sub:
-        holder = await asyncpg.connect(server_url(target))
-        try:
-            older = holder.transaction()
-            await older.start()
-            await holder.execute("SELECT pg_current_xact_id()")
+        async with older_transaction(target) as end:
             waiting = asyncio.create_task(sub.next_batch(1))
             await asyncio.sleep(0.2)
             await log.append("t", "s", [Noted(text="late")])
             await asyncio.sleep(4.0)  # past the lease
             (consumer,) = await log.consumers()
             assert not waiting.done()
-            await older.rollback()
+            await end()
             (event,) = await asyncio.wait_for(waiting, 20)
-        finally:
-            await holder.close()
         await sub.ack(event)
     assert ("me", "late") == (consumer.holder, event.event.text)  # type: ignore[attr-defined]
 
@@ -199,6 +197,7 @@ async def test_a_writer_that_outlasts_the_listeners_settling_is_not_left_to_the_
             "unsettled", poll_interval=600, lease=3, holder="me") as sub:
         listener = sub._waiter.listener
         assert sub.pushed
+        await sub._waiter.catch_up(1.0)  # the wake-up of opening is covered: no read waits
         await listener.disarm()  # as a woken subscriber reading: appends do not notify
         release = asyncio.Event()
 

@@ -95,10 +95,7 @@ class Waiter:
         self._lingers: list[float] = []  # what is left to linger before sleeping
         self._woken_before_read = False
         self._caught_up = 0  # the wake-ups (`_Woken.count`) a successful catch_up covers
-        self.behind = False
-        """Whether the event of the last wake-up was still hidden (an older transaction
-        open on the server) when `awake` stopped waiting for it: the follower waits for it
-        again (`catch_up`) rather than sleeping its poll interval."""
+        self._hidden = False  # a woken-for event may still be hidden: `behind`
 
     async def open(self, seconds: float) -> None:
         """Take the log's wake-ups, and on PostgreSQL LISTEN (waiting up to ``seconds``
@@ -108,7 +105,6 @@ class Waiter:
         if make_listener is not None:
             self.listener = make_listener(self.woken.set)
             await listen(self.listener, seconds)
-            self._note_settled()
 
     async def close(self) -> None:
         """Give the wake-ups up and close the listening connection."""
@@ -141,15 +137,16 @@ class Waiter:
         if self._lingers:
             await asyncio.sleep(min(self._lingers.pop(0), seconds))
             return True
-        armed = bool(await listener.arm(seconds))
-        self._note_settled()
-        return armed
+        return bool(await listener.arm(seconds))
 
-    def _note_settled(self) -> None:
-        """A listener that took its lock without seeing every earlier writer end (its
-        ``settled``): one of them may commit unheard, so the follower is `behind`."""
-        if not getattr(self.listener, "settled", True):
-            self.behind = True
+    @property
+    def behind(self) -> bool:
+        """Whether the follower must wait (`catch_up`) rather than sleep its poll
+        interval: the event of a wake-up was still hidden (an older transaction open on
+        the server) when the last wait gave up, or a read after it found nothing; or the
+        listener took its lock without seeing every writer begun before it end (its
+        ``settled``: one of them may commit unheard)."""
+        return self._hidden or not getattr(self.listener, "settled", True)
 
     async def awake(self, woken: bool, seconds: float) -> None:
         """After sleeping (``woken``: by a wake-up, not the time): reconnect a lost
@@ -163,7 +160,6 @@ class Waiter:
         wait the follower slept its whole poll interval with the event committed."""
         if self.listener is not None and not self.listener.listening:
             await listen(self.listener, seconds)
-            self._note_settled()
         elif woken:
             if self.pushed:
                 await self.listener.disarm()
@@ -179,11 +175,10 @@ class Waiter:
         wakes = self.woken.count  # each fired after its commit: covered if this succeeds
         settle_again = getattr(self.listener, "settle_again", None)
         if settle_again is not None and not await settle_again(seconds):
-            self.behind = True
             return
         left = max(deadline - loop.time(), 0.0)
-        self.behind = not await self._log.reader.wait_readable(left)
-        if not self.behind:
+        self._hidden = not await self._log.reader.wait_readable(left)
+        if not self._hidden:
             self._caught_up = max(self._caught_up, wakes)
 
     def clear(self) -> None:
@@ -201,7 +196,7 @@ class Waiter:
         and waits for the horizon, rather than sleeping its poll interval. A backend
         with one writer shows every commit at once: nothing to wait for."""
         if self._woken_before_read and not isinstance(self._log.reader, OneWriter):
-            self.behind = True
+            self._hidden = True
 
 
 class Watch:

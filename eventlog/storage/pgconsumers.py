@@ -101,11 +101,14 @@ class Listener:
         self.listening = False
         self.armed = False
         """Whether this connection holds the listening lock (appends notify it)."""
-        self.settled = True
+        self._unsettled: list[str] = []  # the writers `_settle` stopped waiting for
+
+    @property
+    def settled(self) -> bool:
         """Whether the last taking of the lock saw every writer begun before it end
         (`_settle` within its time); if not, one of them may commit unheard, and
         `settle_again` waits for the rest of them."""
-        self._unsettled: list[str] = []  # the writers `_settle` stopped waiting for
+        return not self._unsettled
 
     async def reconnect(self, seconds: float) -> bool:
         """Connect, LISTEN and take the lock unless already listening, then `_settle` (up
@@ -159,7 +162,7 @@ class Listener:
             locked = await self._take_listening_lock()
             if locked:
                 self._unsettled = await self._writing_now()
-                self.settled = await self._settle(seconds)
+                await self._settle(seconds)
         except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as error:
             logger.info(failure, channel=self._channel, error=str(error)[:200])
             locked = False
@@ -197,12 +200,11 @@ class Listener:
         if self.settled or self._connection is None:
             return True
         try:
-            self.settled = await self._settle(seconds)
+            return await self._settle(seconds)
         except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as error:
             logger.info("listen_lost", channel=self._channel, error=str(error)[:200])
             await self.close()
             return True
-        return self.settled
 
     async def _take_listening_lock(self) -> bool:
         # An append holds the lock exclusively for an instant while it asks: try again.
@@ -224,7 +226,7 @@ class Listener:
     async def close(self) -> None:
         """Close the listening connection (if any)."""
         self.listening = self.armed = False
-        self.settled, self._unsettled = True, []  # polling and the next listen cover them
+        self._unsettled = []  # polling and the next listen cover them
         connection, self._connection = self._connection, None
         if connection is not None:
             connection.remove_termination_listener(self._lost)
