@@ -178,13 +178,21 @@ class Timed:
             wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
             after_server = self._server()
             after = None if self.position is None else await self.position()
-            spent = None if server is None or after_server is None else after_server - server
+            spent = None if server is None or after_server is None else sum(
+                seconds - server[pid] for pid, seconds in after_server.items() if pid in server)
             self.calls.append(Call(kind, step, wall, cpu, spent,
                                    None if self.position is None else (before, after)))
             return result
 
-    def _server(self) -> float | None:
-        return None if self.server is None else self.server.seconds(self.processes)
+    def _server(self) -> dict[int, float] | None:
+        """Each listed server process's CPU seconds so far. A call's server CPU sums each
+        process's own growth: on a shared server (``EVENTLOG_BENCH_WAL_PG``) other
+        sessions' backends exit during a call, and a total over the list lost their
+        seconds (a call's figure came out negative, the smoke test's ratio below 0)."""
+        if self.server is None:
+            return None
+        found = {pid: self.server.seconds([pid]) for pid in self.processes}
+        return {pid: seconds for pid, seconds in found.items() if seconds}
 
 
 async def run_thread(timed: Timed, shape: str, steps: int, thread: str) -> list[Call]:
