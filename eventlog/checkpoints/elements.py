@@ -101,17 +101,47 @@ def resolve_items(manifest: Manifest, blobs: Mapping[bytes, bytes]
                   ) -> list[tuple[str, bytes]] | None:
     """The ordered ``(encoding, digest)`` of the value ``manifest`` is, its chain's
     manifests read from ``blobs``; None when one is missing or damaged."""
-    manifests = [manifest]
-    for digest in manifest.chain:
-        data = blobs.get(digest)
-        found = None if data is None else decode_manifest(data)
-        if found is None:
-            return None
-        manifests.append(found)
-    items: list[tuple[str, bytes]] = []
-    for step in reversed(manifests):
-        items = items[:step.keep] + [(encoding, digest) for encoding, digest in step.add]
-    return items
+    return ChainFolds(blobs).items(manifest)
+
+
+class ChainFolds:
+    """Resolves many manifests over one set of blobs, folding each chain suffix once.
+
+    A thread's manifests share their chains: the next version's chain is this version's
+    digest, then this version's chain. Resolved one by one, a page of 1,000 checkpoints
+    decoded ~32 chain manifests each (half of ``alist``'s client time); here each chain
+    manifest is decoded once and the items after folding the chain from its far end down
+    to any manifest are kept, keyed by that whole suffix of digests (not by the manifest
+    alone: a value is what its own chain says, whatever chain its base names)."""
+
+    def __init__(self, blobs: Mapping[bytes, bytes]) -> None:
+        self._blobs = blobs
+        self._decoded: dict[bytes, Manifest | None] = {}
+        self._folded: dict[tuple[bytes, ...], list[tuple[str, bytes]]] = {}
+
+    def items(self, manifest: Manifest) -> list[tuple[str, bytes]] | None:
+        """The ordered ``(encoding, digest)`` of ``manifest``'s value; None when a chain
+        manifest is missing or damaged."""
+        chain = manifest.chain
+        start, items = len(chain), []
+        for index in range(len(chain)):
+            found = self._folded.get(tuple(chain[index:]))
+            if found is not None:
+                start, items = index, found
+                break
+        for index in range(start - 1, -1, -1):
+            step = self._manifest(chain[index])
+            if step is None:
+                return None
+            items = items[:step.keep] + list(step.add)
+            self._folded[tuple(chain[index:])] = items
+        return items[:manifest.keep] + list(manifest.add)
+
+    def _manifest(self, digest: bytes) -> Manifest | None:
+        if digest not in self._decoded:
+            data = self._blobs.get(digest)
+            self._decoded[digest] = None if data is None else decode_manifest(data)
+        return self._decoded[digest]
 
 
 Address = Callable[[bytes], bytes]
@@ -489,8 +519,9 @@ async def resolve(manifests: Iterable[bytes], get_blobs: GetBlobs,
         blobs.update(fetched)
         if cache is not None:
             cache[0].hold(cache[1], fetched)
+    folds = ChainFolds(blobs)
     items: dict[bytes, list[tuple[str, bytes]] | None] = {
-        data: None if found is None else resolve_items(found, blobs)
+        data: None if found is None else folds.items(found)
         for data, found in decoded.items()
     }
     wanted = list(dict.fromkeys(digest for found in items.values() if found

@@ -26,11 +26,14 @@ import asyncpg
 
 class ConnectionPool:
     """At most ``max_size`` asyncpg connections to ``dsn``, opened on demand with
-    ``connect_options`` (keyword arguments of `asyncpg.connect`)."""
+    ``connect_options`` (keyword arguments of `asyncpg.connect`), each new one given
+    ``setup`` (a statement run once, before its first use) if there is one."""
 
-    def __init__(self, dsn: str, max_size: int, **connect_options: Any) -> None:
+    def __init__(self, dsn: str, max_size: int, *, setup: str | None = None,
+                 **connect_options: Any) -> None:
         self.dsn = dsn
         self.max_size = max_size
+        self.setup = setup
         self.connect_options = connect_options
         self._idle: list[Any] = []
         self._open = 0
@@ -73,7 +76,7 @@ class ConnectionPool:
             if self._open < self.max_size:
                 self._open += 1
                 try:
-                    return await asyncpg.connect(self.dsn, **self.connect_options)
+                    return await self._connect()
                 except BaseException:
                     self._open -= 1
                     self._wake_one()
@@ -85,6 +88,16 @@ class ConnectionPool:
             finally:
                 if waiter in self._waiters:
                     self._waiters.remove(waiter)
+
+    async def _connect(self) -> Any:
+        connection = await asyncpg.connect(self.dsn, **self.connect_options)
+        if self.setup is not None:
+            try:
+                await connection.execute(self.setup)
+            except BaseException:
+                connection.terminate()
+                raise
+        return connection
 
     def _release(self, connection: Any) -> None:
         if self._closed or connection.is_closed() or connection.is_in_transaction():

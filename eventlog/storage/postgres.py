@@ -31,7 +31,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Generator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import parse_qs, parse_qsl, unquote, urlsplit
 
 import asyncpg
 import sqlalchemy as sa
@@ -83,7 +83,7 @@ from projections.changes import (
     Upsert,
     change_shape,
 )
-from projections.query import RowRequired
+from projections.query import RowRequired, ViewQuery
 
 R = TypeVar("R")
 MAX_POOL_SIZE = 1000
@@ -193,7 +193,8 @@ class PostgresBackend(SqlBackend[Any], ReplicaStorage, PostgresTree, PostgresKey
             {"statement_cache_size": 0} if self.transaction_pooling else {})
         # Connections open on demand, so the pool can exist before `open` (a replica is
         # asked how far it has replayed before it is opened).
-        self._pool = (ConnectionPool(url, pool_size, **self._connect_options)
+        self._pool = (ConnectionPool(url, pool_size, setup=session_setup(
+                          url, self.transaction_pooling), **self._connect_options)
                       if url is not None else None)
         self._statements: dict[tuple[Any, ...], str] = {}
         super().__init__(schema=schema)
@@ -597,6 +598,18 @@ class PostgresBackend(SqlBackend[Any], ReplicaStorage, PostgresTree, PostgresKey
     ) -> list[dict[str, Any]]:
         return [dict(row.items()) for row in await self._fetch("read", sql, params)]
 
+    async def fetch_query_rows(self, query: ViewQuery, sql: str, values: list[Any]
+                               ) -> list[dict[str, Any]]:
+        # Our own session connections have JIT off (`NO_JIT`); a transaction pooler's
+        # and an application engine's are not ours to set, so a read with related rows
+        # whose estimate may pass jit_above_cost (a whole thread's checkpoints: ~850 a
+        # row) turns it off for its own transaction.
+        large = query.related and (query.limit is None or query.limit > SMALL_RELATED_READ)
+        if not (large and (self.transaction_pooling or self._pool is None)):
+            return await self.fetch_view_rows(query.table, sql, values)
+        rows = await self._fetch("read", sql, values, settings="SET LOCAL jit = off")
+        return [dict(row.items()) for row in rows]
+
     async def get_blob(self, tenant_id: str, digest: bytes) -> bytes | None:
         rows = await self._fetch(
             "read",
@@ -734,7 +747,7 @@ class PostgresBackend(SqlBackend[Any], ReplicaStorage, PostgresTree, PostgresKey
         return [(bytes(row[0]), int(row[1])) for row in rows]
 
     async def _fetch(self, operation: str, sql: str, params: list[Any], *,
-                     index_order: bool = False) -> list[Any]:
+                     index_order: bool = False, settings: str | None = None) -> list[Any]:
         # A read is safe to repeat: one whose connection the server had ended (a restart,
         # pg_terminate_backend) is tried again on another; each dead one is dropped, so
         # a pool full of them costs at most its size in retries.
@@ -743,7 +756,10 @@ class PostgresBackend(SqlBackend[Any], ReplicaStorage, PostgresTree, PostgresKey
             try:
                 async with self.driver_connection() as driver:
                     if index_order:
-                        return await _fetch_unsorted(driver, sql, params)
+                        return await _fetch_with(driver, sql, params,
+                                                 "SET LOCAL enable_sort = off")
+                    if settings is not None:
+                        return await _fetch_with(driver, sql, params, settings)
                     rows: list[Any] = await driver.fetch(sql, *params)
                     return rows
             except Exception as error:
@@ -864,6 +880,30 @@ class PostgresBackend(SqlBackend[Any], ReplicaStorage, PostgresTree, PostgresKey
         return StorageError("postgresql", operation, detail)
 
 
+NO_JIT = "SET jit = off"
+"""What each connection of our own pool runs first, unless it is shared by transaction
+(docs/decisions/storage.md, "No JIT on the log's connections")."""
+
+
+SMALL_RELATED_READ = 100
+"""The most rows a read with related rows may ask for and still be planned below
+PostgreSQL's default ``jit_above_cost`` (100,000; a thread checkpoint with its channel
+values and writes is estimated at ~850)."""
+
+
+def session_setup(url: str, transaction_pooling: bool) -> str | None:
+    """The statement a new pool connection runs first: `NO_JIT`, unless a transaction
+    pooler shares the server connection (a session setting would outlive our
+    transaction and reach another client's) or the URL sets ``jit`` itself (a ``jit``
+    parameter, or ``-c jit=…`` in ``options``: the deployment's choice stands)."""
+    if transaction_pooling:
+        return None
+    for name, value in parse_qsl(urlsplit(url).query):
+        if name == "jit" or (name == "options" and "jit" in value):
+            return None
+    return NO_JIT
+
+
 def check_pool_mode(pool_mode: Any, engine: bool) -> bool:
     """Whether ``pool_mode`` (one of `POOL_MODES`) is ``transaction``; `InvalidInput`
     otherwise, and for an application's engine, whose connections its own options make."""
@@ -894,16 +934,18 @@ def _stored(row: Any) -> StoredEvent:
     return StoredEvent(*row[:ENVELOPE_SIZE])
 
 
-async def _fetch_unsorted(driver: Any, sql: str, params: list[Any]) -> list[Any]:
-    """``sql``'s rows with sorting off for it alone: for a walk that must stop after its
-    LIMIT. On tables never analyzed PostgreSQL estimates a tenant at a few rows, reads all
-    of them (a bitmap scan) and sorts them for the LIMIT, so a page of a tenant's newest
-    events cost its whole history; with sorting off only the index's own order serves
-    it. ``SET LOCAL`` lasts the transaction, so PgBouncer's transaction pooling keeps it
-    to this read; Citus plans the routed statement on the worker (its equality's index
-    scan)."""
+async def _fetch_with(driver: Any, sql: str, params: list[Any], settings: str) -> list[Any]:
+    """``sql``'s rows with ``settings`` (a ``SET LOCAL``) for it alone. ``SET LOCAL``
+    lasts the transaction, so PgBouncer's transaction pooling keeps it to this read.
+
+    Sorting off: for a walk that must stop after its LIMIT. On tables never analyzed
+    PostgreSQL estimates a tenant at a few rows, reads all of them (a bitmap scan) and
+    sorts them for the LIMIT, so a page of a tenant's newest events cost its whole
+    history; with sorting off only the index's own order serves it (Citus plans the
+    routed statement on the worker: its equality's index scan). JIT off: a large read
+    behind a transaction pooler (`NO_JIT`)."""
     async with driver.transaction():
-        await driver.execute("SET LOCAL enable_sort = off")
+        await driver.execute(settings)
         rows: list[Any] = await driver.fetch(sql, *params)
         return rows
 

@@ -131,8 +131,14 @@ class SqlBackend(StorageBackend, abc.ABC, Generic[Held]):
         if query.related and not self.sql_dialect.nests:
             return await read_related(query, self.query)
         sql, values = self.view_sql(query)
-        rows = await self.fetch_view_rows(query.table, sql, values)
+        rows = await self.fetch_query_rows(query, sql, values)
         return unpack_related(query, rows) if query.related else rows
+
+    async def fetch_query_rows(self, query: ViewQuery, sql: str, values: list[Any]
+                               ) -> list[dict[str, Any]]:
+        """Run ``query``'s text (`view_sql`); a backend may run a kind of query its own
+        way (PostgreSQL behind a transaction pooler: a large read without JIT)."""
+        return await self.fetch_view_rows(query.table, sql, values)
 
     def view_sql(self, query: ViewQuery) -> tuple[str, list[Any]]:
         """The text of ``query`` (cached by its shape) and its values (with its related
