@@ -71,6 +71,9 @@ BASE_FIELD = "elements_base"
 """The field of the refusal a delta put gets when its base is gone (then put in full)."""
 _KNOWN = 4096
 """Channels whose last manifest a store remembers (least recently put forgotten)."""
+_FOLDED_ITEMS = 1 << 18
+"""Items (and chain digests) of the chain folds a store holds (`ManifestCache.fold`):
+references to tuples other folds share, ~2 MB of them at most."""
 _SEEN_BYTES = 32 << 20
 """The element bytes a planner holds (`Seen`, least recently put channel dropped first):
 beyond it a channel's next put hashes every element again, as a new process would."""
@@ -112,30 +115,56 @@ class ChainFolds:
     decoded ~32 chain manifests each (half of ``alist``'s client time); here each chain
     manifest is decoded once and the items after folding the chain from its far end down
     to any manifest are kept, keyed by that whole suffix of digests (not by the manifest
-    alone: a value is what its own chain says, whatever chain its base names)."""
+    alone: a value is what its own chain says, whatever chain its base names). With a
+    store's ``cache`` (a `ManifestCache` and the tenant) the folds of earlier reads and
+    puts count too, so the latest checkpoint of a thread read again after a put folds
+    one manifest, not its whole chain."""
 
-    def __init__(self, blobs: Mapping[bytes, bytes]) -> None:
-        self._blobs = blobs
+    def __init__(self, blobs: Mapping[bytes, bytes] | None = None,
+                 cache: tuple[ManifestCache, str] | None = None) -> None:
+        self._blobs: dict[bytes, bytes] = dict(blobs or {})
+        self._cache = cache
         self._decoded: dict[bytes, Manifest | None] = {}
         self._folded: dict[tuple[bytes, ...], list[tuple[str, bytes]]] = {}
+
+    def add_blobs(self, blobs: Mapping[bytes, bytes]) -> None:
+        """More stored manifests (by digest) to fold with."""
+        self._blobs.update(blobs)
+
+    def wanting(self, manifest: Manifest) -> list[bytes]:
+        """The chain manifests ``manifest``'s value needs that no fold known yet covers."""
+        start, _ = self._known(manifest.chain)
+        return [digest for digest in manifest.chain[:start]
+                if digest not in self._blobs and digest not in self._decoded]
 
     def items(self, manifest: Manifest) -> list[tuple[str, bytes]] | None:
         """The ordered ``(encoding, digest)`` of ``manifest``'s value; None when a chain
         manifest is missing or damaged."""
         chain = manifest.chain
-        start, items = len(chain), []
-        for index in range(len(chain)):
-            found = self._folded.get(tuple(chain[index:]))
-            if found is not None:
-                start, items = index, found
-                break
+        start, items = self._known(chain)
         for index in range(start - 1, -1, -1):
             step = self._manifest(chain[index])
             if step is None:
                 return None
             items = items[:step.keep] + list(step.add)
             self._folded[tuple(chain[index:])] = items
+        if start > 0 and self._cache is not None:
+            self._cache[0].keep_fold(self._cache[1], tuple(chain), items)
         return items[:manifest.keep] + list(manifest.add)
+
+    def _known(self, chain: list[bytes]) -> tuple[int, list[tuple[str, bytes]]]:
+        """Where the longest known fold of a suffix of ``chain`` starts, and its items
+        (``len(chain)`` and none: nothing known)."""
+        for index in range(len(chain)):
+            key = tuple(chain[index:])
+            found = self._folded.get(key)
+            if found is None and self._cache is not None:
+                found = self._cache[0].fold(self._cache[1], key)
+                if found is not None:
+                    self._folded[key] = found
+            if found is not None:
+                return index, found
+        return len(chain), []
 
     def _manifest(self, digest: bytes) -> Manifest | None:
         if digest not in self._decoded:
@@ -477,6 +506,31 @@ class ManifestCache:
 
     def __init__(self) -> None:
         self._held: OrderedDict[tuple[str, bytes], bytes] = OrderedDict()
+        self._folds: OrderedDict[tuple[str, tuple[bytes, ...]], list[tuple[str, bytes]]] = (
+            OrderedDict())
+        self._fold_items = 0
+
+    def fold(self, tenant_id: str, chain: tuple[bytes, ...]
+             ) -> list[tuple[str, bytes]] | None:
+        """The items a chain folds to, if a fold of it is held (`ChainFolds`)."""
+        found = self._folds.get((tenant_id, chain))
+        if found is not None:
+            self._folds.move_to_end((tenant_id, chain))
+        return found
+
+    def keep_fold(self, tenant_id: str, chain: tuple[bytes, ...],
+                  items: list[tuple[str, bytes]]) -> None:
+        """Hold what ``chain`` folds to (never changed by a reader: each fold step makes
+        a new list), the least recently used dropped past `_FOLDED_ITEMS` items."""
+        key = (tenant_id, chain)
+        if key in self._folds:
+            self._folds.move_to_end(key)
+            return
+        self._folds[key] = items
+        self._fold_items += len(items) + len(chain)
+        while self._fold_items > _FOLDED_ITEMS and len(self._folds) > 1:
+            (_, dropped_chain), dropped = self._folds.popitem(last=False)
+            self._fold_items -= len(dropped) + len(dropped_chain)
 
     def get(self, tenant_id: str, digests: Iterable[bytes]) -> dict[bytes, bytes]:
         """The cached manifests among ``digests``."""
@@ -510,8 +564,10 @@ async def resolve(manifests: Iterable[bytes], get_blobs: GetBlobs,
     decoded = {data: decode_manifest(data) for data in dict.fromkeys(manifests)}
     if not decoded:
         return {}
+    folds = ChainFolds(cache=cache)
     chains = list(dict.fromkeys(
-        digest for found in decoded.values() if found is not None for digest in found.chain))
+        digest for found in decoded.values() if found is not None
+        for digest in folds.wanting(found)))
     blobs = {} if cache is None else cache[0].get(cache[1], chains)
     missing = [digest for digest in chains if digest not in blobs]
     if missing:
@@ -519,7 +575,7 @@ async def resolve(manifests: Iterable[bytes], get_blobs: GetBlobs,
         blobs.update(fetched)
         if cache is not None:
             cache[0].hold(cache[1], fetched)
-    folds = ChainFolds(blobs)
+    folds.add_blobs(blobs)
     items: dict[bytes, list[tuple[str, bytes]] | None] = {
         data: None if found is None else folds.items(found)
         for data, found in decoded.items()
