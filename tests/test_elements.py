@@ -9,13 +9,13 @@ import io
 import pytest
 
 from eventlog import open_log
-from eventlog.checkpoints import ChannelValue, Payload
+from eventlog.checkpoints import ChannelValue, Payload, elements
 from eventlog.checkpoints.elements import ELEMENTS_ENCODING, MAX_CHAIN, decode_manifest
 from eventlog.checkpoints.thread_records import Elements
 from eventlog.events.threads import ThreadCheckpointPut
 from eventlog.hashing import content_digest
 from eventlog.transfer import export_log, import_log
-from tests.conftest import BackendTarget
+from tests.conftest import SEALED_SQLITE, BackendTarget
 from tests.test_tamper import sql
 
 every_backend = pytest.mark.parametrize("target", ["memory", "file", "sqlite", "postgresql"],
@@ -186,3 +186,40 @@ async def test_elements_are_checked_before_anything_is_written() -> None:
                 channels={"messages": ChannelValue("v1", Elements((
                     Payload("b", b"ok"), b"not a payload")))})  # type: ignore[arg-type]
         assert [] == [event async for event in log.read_stream(T, "thread:chat")]
+
+
+@pytest.mark.parametrize("target", ["memory", "sqlite", "postgresql", SEALED_SQLITE],
+                         indirect=True)
+async def test_the_latest_checkpoint_after_a_put_decodes_no_manifest(
+        target: BackendTarget, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The store that put a thread's list keeps what each manifest's chain folds to, so
+    reading the latest checkpoint (again after one more put) decodes none of the chain's
+    manifests; a store opened afresh folds the chain and reads the same list."""
+    decoded: list[bytes] = []
+    decode = elements.decode_manifest
+
+    def counted(data: bytes) -> elements.Manifest | None:
+        decoded.append(data)
+        return decode(data)
+
+    async with open_log(target.url, **target.options()) as log:
+        await grow(log, "chat", 40)
+        monkeypatch.setattr(elements, "decode_manifest", counted)
+        for start in (40, 41):
+            if start == 41:
+                await grow(log, "chat", 1, start=40)
+            decoded.clear()
+            found = await log.checkpoints.threads.get(T, "chat")
+            assert found is not None
+            assert found.channels is not None
+            assert chat(start) == found.channels["messages"]
+            assert len(decoded) <= 1  # the read's own manifest, not its chain
+    if target.name == "memory":
+        return
+    async with open_log(target.url, **target.options()) as fresh:
+        decoded.clear()
+        found = await fresh.checkpoints.threads.get(T, "chat")
+        assert found is not None
+        assert found.channels is not None
+        assert chat(41) == found.channels["messages"]
+        assert len(decoded) > 10

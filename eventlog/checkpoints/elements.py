@@ -240,6 +240,9 @@ class Plan:
     channels: dict[str, Payload | ChannelValue]
     planned: dict[str, _Planned] = field(default_factory=dict)
     require: list[RowRequired] = field(default_factory=list)
+    folds: dict[tuple[bytes, ...], tuple[tuple[str, bytes], ...]] = field(default_factory=dict)
+    """What each stored manifest's digest followed by its chain folds to (its value's
+    items): a later read's `ChainFolds` of the next version starts from it."""
 
     def manifests(self) -> list[bytes]:
         """The manifests this put stores."""
@@ -431,7 +434,9 @@ class ElementPlanner:
                 BASE_FIELD, f"channel {name!r}: its base version {base!r} is gone"))
         before = None if known is None else replace(known, before=None)
         frozen = tuple(items)
-        return (key, Known(given.version, frozen, address(manifest), chain, before),
+        digest = address(manifest)
+        plan.folds[(digest, *chain)] = frozen
+        return (key, Known(given.version, frozen, digest, chain, before),
                 seen(value, frozen, address, last, start))
 
     def _remember(self, key: _Key, known: Known, seen: Seen) -> None:
@@ -553,6 +558,12 @@ class ManifestCache:
             self._held[(tenant_id, digest)] = data
             if len(self._held) > _KNOWN:
                 self._held.popitem(last=False)
+
+    def put_plan(self, tenant_id: str, plan: Plan, address: Address) -> None:
+        """Remember what an appended put stored: its manifests and their folds."""
+        self.put(tenant_id, plan.manifests(), address)
+        for chain, items in plan.folds.items():
+            self.keep_fold(tenant_id, chain, list(items))
 
 
 async def resolve(manifests: Iterable[bytes], get_blobs: GetBlobs,

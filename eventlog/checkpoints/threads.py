@@ -246,7 +246,7 @@ class ThreadCheckpoints:
                     require=plan.require,
                 )
         remember()
-        self._manifests.put(tenant_id, plan.manifests(), address)
+        self._manifests.put_plan(tenant_id, plan, address)
         return result
 
     async def _addresses(self, tenant_id: str, thread_id: str, values: Iterable[object]
