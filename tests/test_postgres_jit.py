@@ -16,8 +16,9 @@ from typing import Any
 
 import asyncpg
 import pytest
+from sqlalchemy.ext.asyncio import create_async_engine
 
-from eventlog import EventLog
+from eventlog import EventLog, open_log
 from eventlog.storage.postgres import session_setup
 from projections.query import ViewQuery
 from tests.conftest import PGBOUNCER, BackendTarget
@@ -99,25 +100,45 @@ async def test_the_logs_connections_read_a_whole_thread_without_jit(
     assert not any(map(_jit, ours))
 
 
-@pytest.mark.parametrize("target", [PGBOUNCER], indirect=True)
-async def test_behind_a_transaction_pooler_a_large_read_turns_jit_off_for_itself(
-        target: BackendTarget) -> None:
-    """Behind PgBouncer in transaction mode no session setting is made (the server
-    connection is shared); the whole-thread read runs with ``SET LOCAL jit = off``, which
-    is what keeps its statement from JIT there, and a page of 10 runs as it is."""
-    async with target.open() as log:
-        statements, settings = await _whole_thread_read(log)
-        (sql, values), = statements
-        storage: Any = log.storage
-        assert settings == "SET LOCAL jit = off"
-        plain = await storage._fetch("read", "EXPLAIN " + sql, values)
-        without = await storage._fetch("read", "EXPLAIN " + sql, values, settings=settings)
-        jit_of_session = await storage._fetch("read", "SHOW jit", [])
-        page = await log.checkpoints.threads.page(T, "long", namespace="", limit=10)
+async def _check_own_transaction(log: EventLog) -> None:
+    """No session setting on the log's connections; the whole-thread read runs with
+    ``SET LOCAL jit = off``, which is what keeps its statement from JIT, and a page of 10
+    runs as it is."""
+    statements, settings = await _whole_thread_read(log)
+    (sql, values), = statements
+    storage: Any = log.storage
+    assert settings == "SET LOCAL jit = off"
+    plain = await storage._fetch("read", "EXPLAIN " + sql, values)
+    without = await storage._fetch("read", "EXPLAIN " + sql, values, settings=settings)
+    jit_of_session = await storage._fetch("read", "SHOW jit", [])
+    page = await log.checkpoints.threads.page(T, "long", namespace="", limit=10)
     assert len(page) == 10
     assert jit_of_session[0][0] == "on"
     assert _jit(plain), "the thread is too small to tell"
     assert not _jit(without)
+
+
+@pytest.mark.parametrize("target", [PGBOUNCER], indirect=True)
+async def test_behind_a_transaction_pooler_a_large_read_turns_jit_off_for_itself(
+        target: BackendTarget) -> None:
+    """Behind PgBouncer in transaction mode the server connection is shared: a large read
+    turns JIT off in its own transaction."""
+    async with target.open() as log:
+        await _check_own_transaction(log)
+
+
+@pytest.mark.parametrize("target", ["postgresql"], indirect=True)
+async def test_on_an_applications_engine_a_large_read_turns_jit_off_for_itself(
+        target: BackendTarget) -> None:
+    """An application's engine's connections are the application's: the same as behind a
+    pooler."""
+    engine = create_async_engine("postgresql+asyncpg://", pool_size=2, max_overflow=0,
+                                 async_creator=lambda: asyncpg.connect(target.url))
+    try:
+        async with open_log(engine, schema=target.schema) as log:
+            await _check_own_transaction(log)
+    finally:
+        await engine.dispose()
 
 
 def test_a_url_that_sets_jit_keeps_its_setting() -> None:
