@@ -143,7 +143,7 @@ class Subscription:
         self._delivered: OrderedDict[Any, str] = OrderedDict()
         self._idle_cursor: str | None = None  # read past, none delivered since the last ack
         self._renewed = 0.0
-        self._waiter = Waiter(log)
+        self._waiter = Waiter(log, log.storage)  # it reads the primary: `_read`
         self._open = False
         self._fenced = False
         self._row: ConsumerRow | None = None  # the row as this holder wrote it last

@@ -83,13 +83,18 @@ class _Woken(asyncio.Event):
 
 
 class Waiter:
-    """One follower's wake-ups (``log`` is the `EventLog` it reads): `woken` is set by
+    """One follower's wake-ups (``log`` is the `EventLog` it follows, ``reads`` the
+    backend it reads from when that is not the log's reader): `woken` is set by
     the log's appends and PostgreSQL's notifications. Its reader calls `found` after a
     read that found events and, after one that found none, asks `read_again` before it
     sleeps on `woken`; once awake it calls `awake`."""
 
-    def __init__(self, log: Any) -> None:
+    def __init__(self, log: Any, reads: Any = None) -> None:
         self._log = log
+        # What the follower reads from: a durable consumer the primary (`EventLog.storage`,
+        # where its cursor is decided), a watch the log's reader (a replica, when there is
+        # one). It waits for the horizon of that backend, whose read floor the wait raises.
+        self._reads = reads
         self.woken = _Woken()
         self.listener: Any = None
         self._lingers: list[float] = []  # what is left to linger before sleeping
@@ -177,7 +182,8 @@ class Waiter:
         if settle_again is not None and not await settle_again(seconds):
             return
         left = max(deadline - loop.time(), 0.0)
-        self._hidden = not await self._log.reader.wait_readable(left)
+        self._hidden = not await (self._log.wait_readable(left) if self._reads is None
+                                  else self._reads.wait_readable(left))
         if not self._hidden:
             self._caught_up = max(self._caught_up, wakes)
 
@@ -195,7 +201,8 @@ class Waiter:
         the server's activity), and the wake-up is spent: so the follower is `behind`
         and waits for the horizon, rather than sleeping its poll interval. A backend
         with one writer shows every commit at once: nothing to wait for."""
-        if self._woken_before_read and not isinstance(self._log.reader, OneWriter):
+        reads = self._log.reader if self._reads is None else self._reads
+        if self._woken_before_read and not isinstance(reads, OneWriter):
             self._hidden = True
 
 

@@ -13,8 +13,10 @@ import json
 import os
 import subprocess
 import sys
+import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import asyncpg
@@ -243,3 +245,86 @@ async def test_inspect_reads_the_batch_from_the_standby(
     finally:
         await control.execute("SELECT pg_wal_replay_resume()")
         await control.close()
+
+
+@asynccontextmanager
+async def replay_paused(standby: Cluster) -> AsyncIterator[Callable[[], Awaitable[None]]]:
+    """The standby's replay paused; yields the call that resumes it (resumed on exit)."""
+    connection = await asyncpg.connect(standby.url())
+    try:
+        await connection.execute("SELECT pg_wal_replay_pause()")
+
+        async def resume() -> None:
+            await connection.execute("SELECT pg_wal_replay_resume()")
+
+        try:
+            yield resume
+        finally:
+            await resume()
+    finally:
+        await connection.close()
+
+
+async def _resume_after(seconds: float, resume: Callable[[], Awaitable[None]]) -> None:
+    await asyncio.sleep(seconds)
+    await resume()
+
+
+POLL = 8.0
+"""A follower's poll interval here: a delivery well under it was not left to the poll."""
+
+
+async def test_a_watch_on_the_standby_waits_for_the_replay_not_its_poll(
+    replicated: EventLog, replication: tuple[Cluster, Cluster]
+) -> None:
+    """A watch reads from the standby: woken by an append its replay has not reached, it
+    waits for the replay (the log's `wait_readable`), and reads the event once the replay
+    resumes, rather than counting the wake-up spent and sleeping its poll interval."""
+    _, standby = replication
+    _, cursor = await read_to_end(replicated)
+    async with replicated.watch() as watch, replay_paused(standby) as resume:
+        await replicated.append("t", "watched", [Noted(text="replayed late")])
+        resuming = asyncio.create_task(_resume_after(0.5, resume))
+        began = time.monotonic()
+        while True:
+            watch.clear()
+            page = await replicated.read_all(after=cursor, limit=100)
+            cursor = page.cursor
+            if page.events:
+                break
+            await watch.wait(POLL)
+        waited = time.monotonic() - began
+        await resuming
+    assert ["watched"] == [event.stream_id for event in page.events]
+    assert waited < POLL / 2
+
+
+async def test_a_subscription_on_a_log_reading_the_standby_waits_for_the_primary(
+    replicated: EventLog, replication: tuple[Cluster, Cluster]
+) -> None:
+    """A durable consumer reads the primary (where its cursor is decided): woken by an
+    append an older primary transaction still hides, it delivers the event as soon as
+    the older one ends, whatever the standby shows (its paused replay never saw that
+    transaction). With LISTEN the listener's settling on the primary already waited for
+    it; the follower's own wait for the horizon is on the primary too (`Waiter(log,
+    log.storage)`), which is what a deployment without LISTEN relies on."""
+    primary, standby = replication
+    async with replicated.subscribe("late", poll_interval=POLL, start="end") as sub, \
+            replay_paused(standby):
+        held = await asyncpg.connect(primary.url())
+        try:
+            transaction = held.transaction()
+            await transaction.start()
+            await held.fetchval("SELECT pg_current_xact_id()")  # an older writer
+            waiting = asyncio.create_task(sub.next_batch(1))
+            await asyncio.sleep(0.05)
+            await replicated.append("t", "followed", [Noted(text="hidden a while")])
+            await asyncio.sleep(0.5)
+            began = time.monotonic()
+            await transaction.commit()
+            found = await asyncio.wait_for(waiting, 3 * POLL)
+            delivered = time.monotonic() - began
+        finally:
+            await held.close()
+    assert ["followed"] == [event.stream_id for event in found]
+    assert delivered < POLL / 2
