@@ -20,12 +20,13 @@ LangGraph's at 1,000 steps as calls/s (issue 41's goals: ``aget_tuple`` ≥ 2, `
 from __future__ import annotations
 
 import statistics
+import time
 from typing import Any
 
 import asyncpg
 
 from benchmarks.bench_threads import Read, load_ours, load_theirs, p50_rounds, reads
-from benchmarks.common import PG_URL, Results, scratch_schema, section, size
+from benchmarks.common import PG_URL, Results, rounds, scratch_schema, section, size
 from eventlog import open_log
 from eventlog.adapters.langgraph import AsyncEventlogSaver
 
@@ -88,9 +89,34 @@ async def run(results: Results) -> None:
                         "ours": _whole(ours["middle"], "thread"),
                         "langgraph": _whole(theirs, "thread")})
                     _versus(results, f"alist of all {middle}, {stats}", whole, middle, 10.0)
+                fresh = await _fresh_reads(schema, theirs_schema, rounds())
+                _versus(results, f"alist of all {middle}, analyzed, first read of a fresh "
+                        "connection", fresh, middle, 10.0)
         finally:
             await connection.execute(f'DROP SCHEMA IF EXISTS "{theirs_schema}" CASCADE')
             await connection.close()
+
+
+async def _fresh_reads(schema: str, theirs_schema: str, times: int) -> dict[str, list[float]]:
+    """``alist`` of the whole middle thread as the first read of a new connection (a
+    process started, a pool grown): PostgreSQL plans a prepared statement's first five
+    executions for their parameters (custom plans; later ones may run a cached generic
+    plan), which is when a costly estimate is JIT-compiled. Each saver opened afresh,
+    taking turns; milliseconds."""
+    from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+
+    figures: dict[str, list[float]] = {"ours": [], "langgraph": []}
+    for _ in range(times):
+        async with open_log(PG_URL, schema=schema) as log:
+            started = time.perf_counter()
+            await _whole(AsyncEventlogSaver(log, tenant_id="middle"), "thread")(0)
+            figures["ours"].append((time.perf_counter() - started) * 1000)
+        async with AsyncPostgresSaver.from_conn_string(
+                PG_URL + f"?options=-csearch_path%3D{theirs_schema}") as theirs:
+            started = time.perf_counter()
+            await _whole(theirs, "thread")(0)
+            figures["langgraph"].append((time.perf_counter() - started) * 1000)
+    return figures
 
 
 def _whole(saver: Any, thread: str) -> Read:
