@@ -74,6 +74,23 @@ def _answering() -> str | None:
 _started: list[str | None] = []
 
 
+FOURTH_WORKER = Path("/tmp/citus-cluster") / f"n{PORT + 3}"
+"""Where ``cluster.sh add-worker`` (the rebalance test's fourth server) keeps its data."""
+
+
+def _fourth_worker_started(where: Path) -> str | None:
+    """Start the fourth worker again when it was ever added (its data is there): it stays
+    in the cluster's metadata, and a cluster with a registered node that is down refuses
+    distributed DDL (as `.ci/run` does it); the problem, or None."""
+    if not (FOURTH_WORKER / "PG_VERSION").is_file():
+        return None
+    done = subprocess.run([str(where / "cluster.sh"), "add-worker"], capture_output=True,
+                          text=True, check=False)
+    if done.returncode != 0:
+        return f"cluster.sh add-worker failed: {(done.stdout + done.stderr)[-600:]}"
+    return None
+
+
 def ensure_cluster() -> None:
     """Build (if need be) and start the cluster once per run; skip, or under CI fail,
     when it cannot be had."""
@@ -91,6 +108,8 @@ def ensure_cluster() -> None:
                 problem = _answering()
         elif problem is not None:
             problem += "; no shared/citus/cluster.sh found (set EVENTLOG_CITUS_DIR)"
+        if problem is None and where is not None:
+            problem = _fourth_worker_started(where)
         _started.append(problem)
     problem = _started[0]
     if problem is None:
