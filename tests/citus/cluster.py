@@ -13,6 +13,7 @@ import atexit
 import contextlib
 import os
 import subprocess
+import time
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -84,11 +85,15 @@ def _fourth_worker_started(where: Path) -> str | None:
     distributed DDL (as `.ci/run` does it); the problem, or None."""
     if not (FOURTH_WORKER / "PG_VERSION").is_file():
         return None
-    done = subprocess.run([str(where / "cluster.sh"), "add-worker"], capture_output=True,
-                          text=True, check=False)
-    if done.returncode != 0:
-        return f"cluster.sh add-worker failed: {(done.stdout + done.stderr)[-600:]}"
-    return None
+    problem = None
+    for _ in range(3):  # another pytest worker may be starting it this very moment
+        done = subprocess.run([str(where / "cluster.sh"), "add-worker"], capture_output=True,
+                              text=True, check=False)
+        if done.returncode == 0:
+            return None
+        problem = f"cluster.sh add-worker failed: {(done.stdout + done.stderr)[-600:]}"
+        time.sleep(1.0)
+    return problem
 
 
 def ensure_cluster() -> None:
