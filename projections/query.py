@@ -77,6 +77,10 @@ class Related:
     with_blob: str | None = None
 
 
+MAX_GUESSED_BLOBS = 10_000
+"""The most digests a query may ask to read with its rows (`ViewQuery.blobs`)."""
+
+
 @dataclass(frozen=True, slots=True)
 class ViewQuery:
     """Rows of ``table`` whose columns equal ``where``, ordered, keyset-paged and limited.
@@ -93,6 +97,11 @@ class ViewQuery:
     primary key, and of the others (``length(column) > 0``), read through ``index`` (a
     partial index of them), each half in order and limited on its own; the rows are the
     same without it.
+    ``blobs`` is a reader's guess at what it reads next: digests of blobs of the row's
+    own tenant, read in the same statement where the backend reads `related` rows in it
+    (PostgreSQL), each row then carrying those found under ``"blobs"`` (digest to bytes;
+    read once per row: meant for a read of one row). Elsewhere, and on an encrypted log,
+    it is ignored and rows carry no ``"blobs"``.
     """
 
     table: str
@@ -106,6 +115,7 @@ class ViewQuery:
     lookup: Lookup | None = None
     related: tuple[Related, ...] = ()
     split: tuple[str, str] | None = None
+    blobs: tuple[bytes, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

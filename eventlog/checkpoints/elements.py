@@ -240,6 +240,8 @@ class Plan:
     channels: dict[str, Payload | ChannelValue]
     planned: dict[str, _Planned] = field(default_factory=dict)
     require: list[RowRequired] = field(default_factory=list)
+    elements: dict[str, tuple[tuple[str, bytes], ...]] = field(default_factory=dict)
+    """Each element-stored channel's items (encoding, digest) as put."""
     folds: dict[tuple[bytes, ...], tuple[tuple[str, bytes], ...]] = field(default_factory=dict)
     """What each stored manifest's digest followed by its chain folds to (its value's
     items): a later read's `ChainFolds` of the next version starts from it."""
@@ -436,6 +438,7 @@ class ElementPlanner:
         frozen = tuple(items)
         digest = address(manifest)
         plan.folds[(digest, *chain)] = frozen
+        plan.elements[name] = frozen
         return (key, Known(given.version, frozen, digest, chain, before),
                 seen(value, frozen, address, last, start))
 
@@ -568,10 +571,12 @@ class ManifestCache:
 
 async def resolve(manifests: Iterable[bytes], get_blobs: GetBlobs,
                   cache: tuple[ManifestCache, str] | None = None,
+                  read: Mapping[bytes, bytes] | None = None,
                   ) -> dict[bytes, Elements | None]:
     """Each manifest's value (keyed by the manifest's bytes), None when a blob it needs is
     gone: one read of every chain's manifests (those not in ``cache``, a cache and the
-    tenant), then one of every element."""
+    tenant), then one of every element not among ``read`` (blobs already read with the
+    rows, by digest: `ViewQuery.blobs`)."""
     decoded = {data: decode_manifest(data) for data in dict.fromkeys(manifests)}
     if not decoded:
         return {}
@@ -593,7 +598,11 @@ async def resolve(manifests: Iterable[bytes], get_blobs: GetBlobs,
     }
     wanted = list(dict.fromkeys(digest for found in items.values() if found
                                 for _, digest in found))
-    elements = await get_blobs(wanted) if wanted else {}
+    elements = {} if read is None else {digest: read[digest] for digest in wanted
+                                        if digest in read}
+    missing = [digest for digest in wanted if digest not in elements]
+    if missing:
+        elements.update(await get_blobs(missing))
     result: dict[bytes, Elements | None] = {}
     for data, found in items.items():
         if found is None or any(digest not in elements for _, digest in found):

@@ -48,6 +48,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 import weakref
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from functools import partial
 from typing import Any
@@ -93,7 +94,7 @@ from eventlog.log import EventLog
 from eventlog.log.fencing import Retried, decide_fenced, held_after_first
 from eventlog.records import AppendResult
 from eventlog.validation import check_id, check_positive_limit
-from projections.query import JsonContains, Related, ViewQuery
+from projections.query import MAX_GUESSED_BLOBS, JsonContains, Related, ViewQuery
 from projections.thread_history import HistoryQuery, HistoryRow
 from projections.thread_holdings import ThreadHoldings
 from projections.threads import THREAD_CHECKPOINTS, THREAD_VALUES, THREAD_WRITES
@@ -102,6 +103,8 @@ from projections.views import STREAM_HEADS
 logger = get_logger(__name__)
 
 _CHUNK = 500
+_GUESSED_THREADS = 1024
+"""Threads whose latest list elements a store remembers (`ThreadCheckpoints._guess`)."""
 _HISTORY_CHANNELS = 62
 """Channels per history statement (each a bit of a 64-bit mask)."""
 _versions = msgspec.json.Decoder(dict[str, str])
@@ -167,6 +170,10 @@ class ThreadCheckpoints:
         self._manifests = element_storage.ManifestCache()
         self._holdings = HoldingsCache(log)
         self._writes = WriteBatches(log, self._lock, decide.thread_stream)
+        # What each thread's latest list values held when this store put them: a read of
+        # the latest checkpoint asks for those elements in its own statement (`_guess`).
+        self._guesses: OrderedDict[tuple[str, str, str], dict[str, tuple[bytes, ...]]] = (
+            OrderedDict())
 
     async def put(
         self,
@@ -247,6 +254,7 @@ class ThreadCheckpoints:
                 )
         remember()
         self._manifests.put_plan(tenant_id, plan, address)
+        self._keep_guess(tenant_id, thread_id, namespace, plan)
         return result
 
     async def _addresses(self, tenant_id: str, thread_id: str, values: Iterable[object]
@@ -317,9 +325,38 @@ class ThreadCheckpoints:
         rows = await self._log.query(ViewQuery(
             THREAD_CHECKPOINTS, where, order_by=_IN_NAMESPACE, descending=True,
             limit=1, columns=_ROW_COLUMNS, with_blob="state_digest", related=_PAYLOADS,
+            blobs=() if checkpoint_id is not None else self._guess(
+                tenant_id, thread_id, namespace),
         ))
         found = await self._complete(tenant_id, rows)
         return found[0] if found else None
+
+    def _keep_guess(self, tenant_id: str, thread_id: str, namespace: str,
+                    plan: element_storage.Plan) -> None:
+        """Remember the elements of each list value an appended put stored."""
+        if not plan.elements or self._log.sealer is not None:
+            return
+        key = (tenant_id, thread_id, namespace)
+        kept = self._guesses.pop(key, {})
+        for channel, items in plan.elements.items():
+            kept[channel] = tuple(digest for _, digest in items)
+        self._guesses[key] = kept
+        if len(self._guesses) > _GUESSED_THREADS:
+            self._guesses.popitem(last=False)
+
+    def _guess(self, tenant_id: str, thread_id: str, namespace: str) -> tuple[bytes, ...]:
+        """The elements the thread's latest checkpoint most likely holds: those of the
+        list values this store last put for it (none known: none). Read in the
+        checkpoint's own statement where the backend can (PostgreSQL), they spare the
+        read of its elements a second statement; an element not guessed is read after,
+        as before, and a guess the checkpoint does not hold costs only its bytes."""
+        kept = self._guesses.get((tenant_id, thread_id, namespace))
+        if not kept:
+            return ()
+        self._guesses.move_to_end((tenant_id, thread_id, namespace))
+        guessed = tuple(dict.fromkeys(digest for digests in kept.values()
+                                      for digest in digests))
+        return guessed if len(guessed) <= MAX_GUESSED_BLOBS else ()
 
     async def history(
         self, tenant_id: str, thread_id: str, checkpoint_id: str,
@@ -764,19 +801,25 @@ class ThreadCheckpoints:
         """Checkpoints from view rows read with their state blob, their channel values
         and their writes (`_PAYLOADS`); values stored as elements resolved (two reads
         for the whole page when any is)."""
+        read: dict[bytes, bytes] = {}
+        for row in rows:
+            read.update(row.pop("blobs", None) or {})
         resolved = await self._resolved(tenant_id, [
-            item for row in rows for part in ("values", "writes") for item in row[part]])
+            item for row in rows for part in ("values", "writes") for item in row[part]],
+            read)
         return [_completed(tenant_id, row, resolved) for row in rows]
 
-    async def _resolved(self, tenant_id: str, items: Sequence[Mapping[str, Any]]
+    async def _resolved(self, tenant_id: str, items: Sequence[Mapping[str, Any]],
+                        read: Mapping[bytes, bytes] | None = None,
                         ) -> dict[bytes, Elements | None]:
-        """The values of the manifests among read rows (of ``encoding`` and ``blob``)."""
+        """The values of the manifests among read rows (of ``encoding`` and ``blob``);
+        ``read``: element blobs read with the rows (`_guess`)."""
         manifests = [item["blob"] for item in items if item["blob"] is not None
                      and item["encoding"] == element_storage.ELEMENTS_ENCODING]
         if not manifests:
             return {}
         return await element_storage.resolve(manifests, partial(self._blobs, tenant_id),
-                                             (self._manifests, tenant_id))
+                                             (self._manifests, tenant_id), read)
 
     async def _blobs(self, tenant_id: str, digests: builtins.list[bytes]) -> dict[bytes, bytes]:
         unique = list(dict.fromkeys(digests))

@@ -9,7 +9,7 @@ from typing import Any, NoReturn
 
 from eventlog.errors import InvalidInput
 from eventlog.validation import check_id
-from projections.query import In, JsonContains, Lookup, Related, ViewQuery
+from projections.query import MAX_GUESSED_BLOBS, In, JsonContains, Lookup, Related, ViewQuery
 from projections.thread_history import HistoryQuery
 from projections.views import metadata as view_metadata
 
@@ -45,6 +45,9 @@ def check_query(query: object) -> ViewQuery:
         _check_lookup(query.lookup, check_column)
     if query.related:
         _check_related(query, check_column)
+    if not isinstance(query.blobs, tuple) or len(query.blobs) > MAX_GUESSED_BLOBS or not all(
+            isinstance(digest, bytes) and 0 < len(digest) <= 64 for digest in query.blobs):
+        _refuse(f"blobs must be a tuple of at most {MAX_GUESSED_BLOBS} digests (bytes)")
     if not isinstance(query.descending, bool):
         _refuse(f"descending must be True or False, not {query.descending!r}")
     if query.after is not None:

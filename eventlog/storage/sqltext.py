@@ -645,7 +645,8 @@ def place_related(query: ViewQuery, tables: Mapping[str, str], dialect: SqlDiale
     limit is written into the text (`inline_limit`), not sent."""
     inner = place_query(dataclasses.replace(query, related=(), with_blob=None, columns=None),
                         tables, dialect, param, nullable, limit_in_text=inline_limit(query))
-    return lambda: _related_text(query, tables, dialect, nullable, inner())
+    guessed = param(list(query.blobs)) if query.blobs else None
+    return lambda: _related_text(query, tables, dialect, nullable, inner(), guessed)
 
 
 def related_sql(query: ViewQuery, tables: Mapping[str, str], dialect: SqlDialect,
@@ -655,8 +656,10 @@ def related_sql(query: ViewQuery, tables: Mapping[str, str], dialect: SqlDialect
 
 
 def _related_text(query: ViewQuery, tables: Mapping[str, str], dialect: SqlDialect,
-                  nullable: Collection[str], inner: str) -> str:
-    """The statement of `place_related`, around ``inner`` (the query's own SELECT)."""
+                  nullable: Collection[str], inner: str, guessed: str | None = None) -> str:
+    """The statement of `place_related`, around ``inner`` (the query's own SELECT); with
+    ``guessed`` (the placeholder of `ViewQuery.blobs`), those blobs of the row's tenant
+    too, each sought by the primary key as `get_blobs` seeks them."""
     def column(name: str) -> str:
         return "v." + quote(name)
 
@@ -690,12 +693,23 @@ def _related_text(query: ViewQuery, tables: Mapping[str, str], dialect: SqlDiale
         source += (f" CROSS JOIN LATERAL (SELECT {', '.join(aggregates)} FROM {rows}{where}) "
                    f"AS r{n}")
         sql += ", " + ", ".join(f"r{n}.{quote(f'{n}.{name}')}" for name in names)
+    if guessed is not None:
+        sql += f", g.digests AS {quote(GUESSED_DIGESTS)}, g.data AS {quote(GUESSED_DATA)}"
+        source += (" CROSS JOIN LATERAL (SELECT array_agg(d.digest) AS digests, "
+                   f"array_agg(f.data) AS data FROM unnest({guessed}::bytea[]) AS d(digest) "
+                   f"CROSS JOIN LATERAL (SELECT data FROM {tables['blobs']} "
+                   "WHERE tenant_id = v.tenant_id AND digest = d.digest OFFSET 0) AS f) AS g")
     sql += f" FROM {source}"
     if query.order_by:
         sql += " ORDER BY " + ", ".join(
             dialect.order_term(column(n), descending=query.descending, nullable=n in nullable)
             for n in query.order_by)
     return sql
+
+
+GUESSED_DIGESTS = "blobs.digest"
+GUESSED_DATA = "blobs.data"
+"""The columns a row of `related_sql` carries the guessed blobs in (`ViewQuery.blobs`)."""
 
 
 INLINE_LIMIT = 100
@@ -718,7 +732,7 @@ def inline_limit(query: ViewQuery) -> bool:
 def related_shape(query: ViewQuery, dialect: SqlDialect) -> Hashable:
     """What `related_sql`'s text depends on: backends cache the text by it."""
     return (query_shape(query, dialect), query.related,
-            query.limit if inline_limit(query) else None)
+            query.limit if inline_limit(query) else None, bool(query.blobs))
 
 
 def unpack_related(query: ViewQuery, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -731,6 +745,12 @@ def unpack_related(query: ViewQuery, rows: list[dict[str, Any]]) -> list[dict[st
             arrays = [row.pop(name) for name in prefixed]
             row[related.name] = [] if arrays[0] is None else [
                 dict(zip(names, values, strict=True)) for values in zip(*arrays, strict=True)]
+    if query.blobs:
+        for row in rows:
+            digests, data = row.pop(GUESSED_DIGESTS, None), row.pop(GUESSED_DATA, None)
+            row["blobs"] = {} if digests is None else {
+                bytes(digest): bytes(found) for digest, found in zip(digests, data, strict=True)
+                if found is not None}
     return rows
 
 
