@@ -76,6 +76,8 @@ EXPECTED: dict[str, tuple[str, str | set[str]]] = {
     "latest": ("thread_checkpoints", "thread_checkpoints_pkey"),
     "latest, subgraph": ("thread_checkpoints", "thread_checkpoints_pkey"),
     "latest, small thread": ("thread_checkpoints", "thread_checkpoints_pkey"),
+    # With the elements the store guesses (`ViewQuery.blobs`): every blob by its key.
+    "latest, guessed blobs": ("blobs", "blobs_pkey"),
     "by id": ("thread_checkpoints", "thread_checkpoints_pkey"),  # or by_thread: _ALSO
     "page": ("thread_checkpoints", "thread_checkpoints_pkey"),
     "page before": ("thread_checkpoints", "thread_checkpoints_pkey"),
@@ -150,6 +152,7 @@ def _reads(log: EventLog, shape: Shape, digests: list[bytes], record: str
         "latest": lambda: threads.get(T, "big"),
         "latest, subgraph": lambda: threads.get(T, "big", namespace="child:1"),
         "latest, small thread": lambda: threads.get(T, "small-005"),
+        "latest, guessed blobs": lambda: _guessed_latest(log, digests),
         "by id": lambda: threads.get(T, "big", ids[len(ids) // 4]),
         "page": lambda: threads.page(T, "big", namespace="", limit=10),
         "page before": lambda: threads.page(T, "big", namespace="", before=ids[-3],
@@ -172,6 +175,14 @@ def _reads(log: EventLog, shape: Shape, digests: list[bytes], record: str
         "newest events": lambda: log.events_newest_first(T, None, 200),
         "newest events after": lambda: log.events_newest_first(T, len(ids) // 2, 200),
     }
+
+
+async def _guessed_latest(log: EventLog, digests: list[bytes]) -> object:
+    """The big thread's latest, the store guessing it holds ``digests`` (as if it had put
+    them: `ThreadCheckpoints._guess`)."""
+    threads: Any = log.checkpoints.threads
+    threads._guesses[(T, "big", "")] = {"messages": tuple(digests)}
+    return await threads.get(T, "big")
 
 
 async def _captured_postgres(log: EventLog, reads: dict[str, Callable[[], Awaitable[object]]]
