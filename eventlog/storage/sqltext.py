@@ -695,8 +695,15 @@ def _related_text(query: ViewQuery, tables: Mapping[str, str], dialect: SqlDiale
         sql += ", " + ", ".join(f"r{n}.{quote(f'{n}.{name}')}" for name in names)
     if guessed is not None:
         sql += f", g.digests AS {quote(GUESSED_DIGESTS)}, g.data AS {quote(GUESSED_DATA)}"
+        # By subscript, not `unnest`: PostgreSQL sizes `unnest` of a parameter at 10 rows
+        # in a generic plan and at the array's length in a custom one, so a short guess
+        # made the generic plan look dearer and every call was planned again (0.4 ms of
+        # planning for 0.15 ms of execution); `generate_subscripts` it sizes the same in
+        # both, and the statement's plan is kept.
         source += (" CROSS JOIN LATERAL (SELECT array_agg(d.digest) AS digests, "
-                   f"array_agg(f.data) AS data FROM unnest({guessed}::bytea[]) AS d(digest) "
+                   "array_agg(f.data) AS data FROM (SELECT "
+                   f"({guessed}::bytea[])[i] AS digest FROM generate_subscripts("
+                   f"{guessed}::bytea[], 1) AS i) AS d "
                    f"CROSS JOIN LATERAL (SELECT data FROM {tables['blobs']} "
                    "WHERE tenant_id = v.tenant_id AND digest = d.digest OFFSET 0) AS f) AS g")
     sql += f" FROM {source}"
