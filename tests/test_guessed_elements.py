@@ -24,6 +24,7 @@ from tests.conftest import (
     SEALED_SQLITE,
     BackendTarget,
 )
+from tests.events import Noted
 from tests.test_elements import T, chat, grow, message
 from tests.test_tamper import sql
 
@@ -152,3 +153,23 @@ async def test_the_guessed_read_keeps_its_plan(target: BackendTarget) -> None:
                 "AND statement NOT LIKE '%pg_prepared_statements%'")
     assert len(plans) == 1
     assert plans[0]["generic_plans"] >= 18, dict(plans[0])
+
+
+@pytest.mark.parametrize("target", ["postgresql"], indirect=True)
+async def test_blob_reads_keep_their_plan(target: BackendTarget) -> None:
+    """`get_blobs` of two digests, twelve times on one connection: the generic plan from
+    the sixth call on (with `unnest` every one of them was planned anew)."""
+    payloads = [f"blob {n} ".encode() * 20 for n in range(50)]
+    async with open_log(target.url, pool_size=1, **target.options()) as log:
+        await log.append(T, "notes", [Noted(text="blobs")], attach=payloads)
+        digests = [content_digest(payload) for payload in payloads[:2]]
+        for _ in range(12):
+            assert dict(zip(digests, payloads[:2], strict=True)) == await log.get_blobs(
+                T, digests)
+        storage: Any = log.storage
+        async with storage.driver_connection() as driver:
+            plans = await driver.fetch(
+                "SELECT generic_plans, custom_plans FROM pg_prepared_statements "
+                "WHERE statement LIKE 'SELECT d.digest, data FROM%'")
+    assert len(plans) == 1
+    assert plans[0]["generic_plans"] >= 6, dict(plans[0])
