@@ -101,19 +101,24 @@ async def test_the_logs_connections_read_a_whole_thread_without_jit(
 
 
 async def _check_own_transaction(log: EventLog) -> None:
-    """No session setting on the log's connections; the whole-thread read runs with
-    ``SET LOCAL jit = off``, which is what keeps its statement from JIT, and a page of 10
-    runs as it is."""
+    """No session setting on the log's connections (none of ours: the pool's `setup`);
+    the whole-thread read runs with ``SET LOCAL jit = off``, which is what keeps its
+    statement from JIT there, and a page of 10 runs as it is.
+
+    Behind PgBouncer the server connections are shared with every other test of the run,
+    some of which open a log through it without ``pool_mode`` (whose session ``SET``
+    then stays on the server connection: docs/decisions/storage.md), so the session's own
+    ``jit`` is not relied on: the control sets it on for its own transaction."""
     statements, settings = await _whole_thread_read(log)
     (sql, values), = statements
     storage: Any = log.storage
+    assert getattr(storage._pool, "setup", None) is None
     assert settings == "SET LOCAL jit = off"
-    plain = await storage._fetch("read", "EXPLAIN " + sql, values)
+    plain = await storage._fetch("read", "EXPLAIN " + sql, values,
+                                 settings="SET LOCAL jit = on")
     without = await storage._fetch("read", "EXPLAIN " + sql, values, settings=settings)
-    jit_of_session = await storage._fetch("read", "SHOW jit", [])
     page = await log.checkpoints.threads.page(T, "long", namespace="", limit=10)
     assert len(page) == 10
-    assert jit_of_session[0][0] == "on"
     assert _jit(plain), "the thread is too small to tell"
     assert not _jit(without)
 
