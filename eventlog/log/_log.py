@@ -506,15 +506,19 @@ class EventLog:
         check_id("tenant_id", tenant_id)
         wanted = [check_digest("digests", digest) for digest in dict.fromkeys(digests)]
         found = await self.reader.get_blobs(tenant_id, wanted) if wanted else {}
+        await self._open_blobs(tenant_id, found)
+        return found
+
+    async def _open_blobs(self, tenant_id: str, found: dict[bytes, bytes]) -> None:
+        """Open blobs read by digest (in place), each only once its bytes hash to its
+        digest (no swap); plain bytes of a plain log are left as they are."""
         if self.sealer is None and not any(payload.startswith(MAGIC)
                                            for payload in found.values()):
-            return found
+            return
         for digest, payload in found.items():
-            # A sealed blob is opened only when its bytes are its address's (no swap).
             if content_digest(payload) != digest:
                 raise CorruptBlob(digest)
             found[digest] = await self._open_blob(tenant_id, payload)
-        return found
 
     @traced("eventlog.verify", _TENANT)
     async def verify(self, tenant_id: str | None = None, *,
@@ -1255,12 +1259,8 @@ class EventLog:
         opened: set[int] = set()  # a related row may be shared by several rows: once
         for row in rows:
             tenant = row.get("tenant_id", query.where.get("tenant_id", ""))
-            guessed = row.get("blobs")
-            if guessed and any(payload.startswith(MAGIC) for payload in guessed.values()):
-                for digest, payload in guessed.items():  # as `get_blobs` opens them
-                    if content_digest(payload) != digest:
-                        raise CorruptBlob(digest)
-                    guessed[digest] = await self._open_blob(tenant, payload)
+            if row.get("blobs"):
+                await self._open_blobs(tenant, row["blobs"])  # as `get_blobs` opens them
             if query.with_blob is not None:
                 await self._open_row_blob(tenant, row, query.with_blob)
             for name, column in nested:

@@ -594,9 +594,10 @@ class PostgresBackend(SqlBackend[Any], ReplicaStorage, PostgresTree, PostgresKey
     # -- reads the stores make on every call: raw asyncpg, one round trip each ----------
 
     async def fetch_view_rows(
-        self, table: str, sql: str, params: list[Any]
+        self, table: str, sql: str, params: list[Any], settings: str | None = None
     ) -> list[dict[str, Any]]:
-        return [dict(row.items()) for row in await self._fetch("read", sql, params)]
+        rows = await self._fetch("read", sql, params, settings=settings)
+        return [dict(row.items()) for row in rows]
 
     async def fetch_query_rows(self, query: ViewQuery, sql: str, values: list[Any]
                                ) -> list[dict[str, Any]]:
@@ -605,10 +606,9 @@ class PostgresBackend(SqlBackend[Any], ReplicaStorage, PostgresTree, PostgresKey
         # whose estimate may pass jit_above_cost (a whole thread's checkpoints: ~850 a
         # row) turns it off for its own transaction.
         large = query.related and (query.limit is None or query.limit > SMALL_RELATED_READ)
-        if not (large and (self.transaction_pooling or self._pool is None)):
-            return await self.fetch_view_rows(query.table, sql, values)
-        rows = await self._fetch("read", sql, values, settings="SET LOCAL jit = off")
-        return [dict(row.items()) for row in rows]
+        own_session = not (self.transaction_pooling or self._pool is None)
+        return await self.fetch_view_rows(
+            query.table, sql, values, None if own_session or not large else LOCAL_NO_JIT)
 
     async def get_blob(self, tenant_id: str, digest: bytes) -> bytes | None:
         rows = await self._fetch(
@@ -724,12 +724,13 @@ class PostgresBackend(SqlBackend[Any], ReplicaStorage, PostgresTree, PostgresKey
                   f"WHERE {tenant}")
         order = " ORDER BY tenant_id DESC, tx_id DESC, position DESC LIMIT $2"
         if before is None:
-            rows = await self._fetch("read", select + order, [tenant_id, limit], index_order=True)
+            rows = await self._fetch("read", select + order, [tenant_id, limit],
+                                    settings=UNSORTED)
         else:
             rows = await self._fetch(
                 "read", f"{select} AND (tx_id, position) < (SELECT tx_id, position "
                 f"FROM {events} WHERE tenant_id = $1 AND position = $3){order}",
-                [tenant_id, limit, before], index_order=True)
+                [tenant_id, limit, before], settings=UNSORTED)
         return [(str(row[0]), int(row[1]), int(row[2]), row[3]) for row in rows]
 
     async def find_event(self, tenant_id: str, event_id: uuid.UUID) -> StoredEvent | None:
@@ -753,7 +754,7 @@ class PostgresBackend(SqlBackend[Any], ReplicaStorage, PostgresTree, PostgresKey
         return [(bytes(row[0]), int(row[1])) for row in rows]
 
     async def _fetch(self, operation: str, sql: str, params: list[Any], *,
-                     index_order: bool = False, settings: str | None = None) -> list[Any]:
+                     settings: str | None = None) -> list[Any]:
         # A read is safe to repeat: one whose connection the server had ended (a restart,
         # pg_terminate_backend) is tried again on another; each dead one is dropped, so
         # a pool full of them costs at most its size in retries.
@@ -761,9 +762,6 @@ class PostgresBackend(SqlBackend[Any], ReplicaStorage, PostgresTree, PostgresKey
         for attempt in range(attempts):
             try:
                 async with self.driver_connection() as driver:
-                    if index_order:
-                        return await _fetch_with(driver, sql, params,
-                                                 "SET LOCAL enable_sort = off")
                     if settings is not None:
                         return await _fetch_with(driver, sql, params, settings)
                     rows: list[Any] = await driver.fetch(sql, *params)
@@ -889,6 +887,12 @@ class PostgresBackend(SqlBackend[Any], ReplicaStorage, PostgresTree, PostgresKey
 NO_JIT = "SET jit = off"
 """What each connection of our own pool runs first, unless it is shared by transaction
 (docs/decisions/storage.md, "No JIT on the log's connections")."""
+
+
+LOCAL_NO_JIT = "SET LOCAL jit = off"
+"""`NO_JIT` for one read's own transaction, where the session is not ours to set."""
+UNSORTED = "SET LOCAL enable_sort = off"
+"""Sorting off for one read's own transaction: a walk that must stop after its LIMIT."""
 
 
 SMALL_RELATED_READ = 100
