@@ -325,3 +325,13 @@ async def log(target: BackendTarget) -> AsyncIterator[EventLog]:
     """An open log on each backend in turn."""
     async with open_log(target.url, **target.options()) as opened:
         yield opened
+
+
+@pytest.fixture
+def full_puts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Thread puts stored as the code before migration 0032 stored them (every channel's
+    version written out): for the tests that write a log and then downgrade it below
+    0032, which refuses a log holding compact puts (the older code would misread them)."""
+    from eventlog.events.threads import ThreadCheckpointPut
+
+    monkeypatch.setattr(ThreadCheckpointPut, "compact", False)

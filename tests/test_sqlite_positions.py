@@ -8,10 +8,15 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from eventlog import Event, open_log, register_event
 from eventlog.storage.migrate import head_revision
 from tests.test_sqlite_without_rowid import _fill
 from tests.test_sqlite_without_rowid import _migrate as migrate_sqlite
+
+# Written as the code before 0032 wrote it: these logs are downgraded below it.
+pytestmark = pytest.mark.usefixtures("full_puts")
 
 BEFORE = "0025_holdings_folded"
 

@@ -21,6 +21,9 @@ from tests.conftest import PG_URL
 from tests.test_sqlite_without_rowid import _migrate as migrate_sqlite
 from tests.test_thread_read_plans import T, _fill
 
+# Written as the code before 0032 wrote it: these logs are downgraded below it.
+pytestmark = pytest.mark.usefixtures("full_puts")
+
 BEFORE = "0026_positions_without_sequence"
 NAMESPACES = ("", "", "", "child:a", "child:b", "child:c|inner:d")
 

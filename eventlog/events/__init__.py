@@ -37,6 +37,12 @@ from eventlog.events._sealed import sealed_paths
 class Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
     """Base class of every event. Subclass with an explicit, stable ``tag=``."""
 
+    def stored_body(self) -> Any | None:
+        """What is stored for this event when it is not the event as it is: builtins that
+        decode back to an equal event (`ThreadCheckpointPut` leaves out what its own fields
+        repeat). None by default: the event is stored as it is."""
+        return None
+
     def blob_digests(self) -> tuple[bytes, ...]:
         """The SHA-256 digests of the blobs this event references (none by default).
 
@@ -148,7 +154,8 @@ class EventRegistry:
             raise InvalidEvent("events", f"{event_type.__name__} is not an Event subclass")
         if self._types.get(tag) is not event_type:
             raise InvalidEvent("events", f"event type {tag!r} is not registered")
-        return tag, _encoder.encode(event)
+        body = event.stored_body()
+        return tag, _encoder.encode(event if body is None else body)
 
     def refuse_unreadable(self, tag: str, data: bytes, stream_id: str) -> None:
         """Raise `UnreadableEvent` when ``data`` (what `encode` made of a ``tag`` event)

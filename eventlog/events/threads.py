@@ -18,7 +18,7 @@ All are registered in `eventlog.default_registry` when this module is imported (
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 
 import msgspec
 
@@ -29,8 +29,14 @@ THREAD_STREAM_PREFIX = "thread:"
 """A thread's events go to the stream ``thread:<thread id>``."""
 
 
-class ThreadEvent(Event, frozen=True, kw_only=True):
-    """An event of one thread: it belongs to the thread's stream and nowhere else."""
+class ThreadEvent(Event, frozen=True, kw_only=True, omit_defaults=True):
+    """An event of one thread: it belongs to the thread's stream and nowhere else.
+
+    A field at its default is not written (``omit_defaults``): a put carries no empty
+    namespace, base or element list, which was ~7 % of a LangGraph put's bytes. So the
+    defaults of the thread events (and of the refs they hold) are part of the stored
+    format: an event read back takes them again, and they never change.
+    """
 
     thread_id: str
 
@@ -39,7 +45,7 @@ class ThreadEvent(Event, frozen=True, kw_only=True):
         return THREAD_STREAM_PREFIX + self.thread_id
 
 
-class BlobRef(msgspec.Struct, frozen=True, kw_only=True):
+class BlobRef(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """A channel's value at one version, stored as a blob by the put that carries it."""
 
     name: str
@@ -63,7 +69,7 @@ class BlobRef(msgspec.Struct, frozen=True, kw_only=True):
         return self.version or self.digest
 
 
-class WriteRef(msgspec.Struct, frozen=True, kw_only=True):
+class WriteRef(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """One pending write: the value of ``channel`` at index ``idx`` of a task's writes."""
 
     idx: int
@@ -75,14 +81,14 @@ class WriteRef(msgspec.Struct, frozen=True, kw_only=True):
     blobs of its manifest, one reference each."""
 
 
-class CheckpointKey(msgspec.Struct, frozen=True, kw_only=True):
+class CheckpointKey(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """A checkpoint of a thread: its namespace and id."""
 
     namespace: str = ""
     checkpoint_id: str
 
 
-class ValueKey(msgspec.Struct, frozen=True, kw_only=True):
+class ValueKey(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """A stored channel value of a thread: its namespace, channel and version."""
 
     namespace: str = ""
@@ -115,6 +121,42 @@ class ThreadCheckpointPut(ThreadEvent, tag="thread_checkpoint_put", frozen=True,
     subject: str | None = None
     """The subject the caller named (as `CheckpointCreated.subject`); None when it is the
     thread's own id."""
+    versions_named: bool = False
+    """Only in stored bytes (`stored_body`): each channel's version is left out, being
+    the one ``versions`` names for it. Read back, the versions are filled in and this is
+    False again, so a put reads back equal to the one appended."""
+
+    def __post_init__(self) -> None:
+        if self.versions_named:
+            # A stored compact put: each channel takes the version ``versions`` names.
+            missing = [ref.name for ref in self.channels
+                       if ref.version or ref.name not in self.versions]
+            if missing:
+                raise ValueError(f"channels {missing} carry a version of their own or have "
+                                 "none in versions, in a put whose versions are named")
+            msgspec.structs.force_setattr(self, "channels", [
+                msgspec.structs.replace(ref, version=self.versions[ref.name])
+                for ref in self.channels])
+            msgspec.structs.force_setattr(self, "versions_named", False)
+
+    compact: ClassVar[bool] = True
+    """Whether puts are stored compact (`stored_body`). Only the migration tests turn it
+    off, to write a log as the code before 0032 wrote it and then downgrade it."""
+
+    def stored_body(self) -> dict[str, Any] | None:
+        """The put as it is stored when each channel's version is the one ``versions``
+        names for it (a LangGraph put's always is): without them (~60 bytes a channel:
+        LangGraph's versions are 51 characters), ``versions_named`` saying so. None (stored
+        as it is) otherwise."""
+        if not self.compact or not self.channels or any(
+                not ref.version or self.versions.get(ref.name) != ref.version
+                for ref in self.channels):
+            return None
+        body: dict[str, Any] = msgspec.to_builtins(self)
+        for ref in body["channels"]:
+            del ref["version"]
+        body["versions_named"] = True
+        return body
 
     def sealed_record(self) -> str:
         """The checkpoint's record: its thread's rows bind its metadata to its namespace

@@ -127,8 +127,10 @@ def _records(schema: str | None) -> Iterator[tuple[str, dict[str, Any]]]:
             channels = event.get("channels", [])
             slot = len(channels)
             for index, ref in enumerate(channels):
+                # A compact put (0032) leaves out the versions ``versions`` names.
+                named = event["versions"][ref["name"]] if event.get("versions_named") else ""
                 value = {**base, "namespace": namespace, "channel": ref["name"],
-                         "channel_version": ref.get("version") or ref["digest"]}
+                         "channel_version": ref.get("version") or named or ref["digest"]}
                 rows.append(("thread_value_records", {
                     **value, "slot": index, "digest": bytes.fromhex(ref["digest"])}))
                 for element in ref.get("elements", []):

@@ -30,7 +30,7 @@ from tests.test_values_the_digest_tells import (
 )
 from tests.test_values_the_digest_tells import reads as tiny_reads
 
-pytestmark = pytest.mark.citus
+pytestmark = [pytest.mark.citus, pytest.mark.usefixtures("full_puts")]
 
 
 async def _placement(schema: str) -> tuple[dict[str, tuple[str, int]], list[str]]:

@@ -1,4 +1,4 @@
--- revision: 0031_runs_index_partial
+-- revision: 0032_compact_puts
 CREATE FUNCTION eventlog_head_schema.eventlog_notify() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
@@ -224,7 +224,7 @@ CREATE TABLE eventlog_head_schema.tree_states (
     cursor character varying(255) COLLATE pg_catalog."C"
 );
 
-INSERT INTO eventlog_head_schema.alembic_version VALUES ('0031_runs_index_partial');
+INSERT INTO eventlog_head_schema.alembic_version VALUES ('0032_compact_puts');
 
 ALTER TABLE ONLY eventlog_head_schema.alembic_version
     ADD CONSTRAINT alembic_version_pkc PRIMARY KEY (version_num);

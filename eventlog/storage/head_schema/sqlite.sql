@@ -1,4 +1,4 @@
--- revision: 0031_runs_index_partial
+-- revision: 0032_compact_puts
 CREATE TABLE alembic_version (
 	version_num VARCHAR(32) NOT NULL, 
 	CONSTRAINT alembic_version_pkc PRIMARY KEY (version_num)
@@ -202,4 +202,4 @@ CREATE TABLE thread_channel_values (
 	PRIMARY KEY (tenant_id, thread_id, namespace, channel_version, channel)
 ) WITHOUT ROWID;
 CREATE INDEX thread_checkpoints_by_run ON thread_checkpoints (run_key, tenant_id) WHERE run_key IS NOT NULL;
-INSERT INTO alembic_version VALUES ('0031_runs_index_partial');
+INSERT INTO alembic_version VALUES ('0032_compact_puts');
