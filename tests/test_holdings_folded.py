@@ -167,7 +167,11 @@ async def test_a_log_written_before_0025_upgrades_and_removes_as_before(tmp_path
     async with open_log(f"sqlite:///{path}") as log:
         assert log.schema_revision == head_revision()
         assert (await log.verify()).ok
-        assert await MAKE.reads(log) == json.loads((FIXTURE / "reads.json").read_text())
+        read = await MAKE.reads(log)
+        # ``versions`` came after the fixture (0032): each names every channel it holds.
+        assert [] == [item for item in read
+                      if not set(item.pop("versions")) >= set(item["channels"])]
+        assert read == json.loads((FIXTURE / "reads.json").read_text())
         assert await _folded(log) == _held_by_records(written)
     assert not set(RECORD_TABLES) & _sqlite_tables(path)
     migrate_sqlite(path, BEFORE, down=True)

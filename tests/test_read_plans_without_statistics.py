@@ -181,7 +181,7 @@ async def _guessed_latest(log: EventLog, digests: list[bytes]) -> object:
     """The big thread's latest, the store guessing it holds ``digests`` (as if it had put
     them: `ThreadCheckpoints._guess`)."""
     threads: Any = log.checkpoints.threads
-    threads._guesses[(T, "big", "")] = {"messages": tuple(digests)}
+    threads._guesses[(T, "big", "")] = {"messages": tuple(("json", d) for d in digests)}
     return await threads.get(T, "big")
 
 

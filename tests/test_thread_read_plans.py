@@ -54,9 +54,12 @@ async def _fill(log: EventLog, thread: str, ids: list[str], namespace: str = "",
     events: list[Event] = []
     attach: list[bytes] = []
     parent = None
+    # LangGraph's versions, their random tails the same in every log this fills (reads
+    # compared across two logs give each checkpoint's versions back).
+    chance = random.Random(f"{tenant}/{thread}/{namespace}")
     for step, checkpoint_id in enumerate(ids):
         channels = {
-            name: ChannelValue(f"{step + 1:032}.{random.random():016}",
+            name: ChannelValue(f"{step + 1:032}.{chance.random():016}",
                                Payload("json", f'["{name}", {step}, "{"x" * 200}"]'.encode()))
             for name in ("messages", "step")
         }

@@ -111,6 +111,7 @@ from eventlog.checkpoints.thread_records import (
 )
 from eventlog.checkpoints.threads import ThreadCheckpoints
 from eventlog.errors import InvalidInput
+from eventlog.events.threads import ThreadCheckpointPut
 from eventlog.face import OpenLog
 from eventlog.opening import open_log
 from eventlog.telemetry import traced, traced_iteration
@@ -266,11 +267,14 @@ class AsyncEventlogSaver(BaseCheckpointSaver[str]):
         step = stored.get("step")
         actor, subject = self._actor(config), self._subject(config)
         await self._on_loop(self._claims.check(thread_id))
+        channels = self._channels(checkpoint["channel_versions"], new_versions, values,
+                                  (thread_id, namespace))
+        if _versions_restorable(state, channels):
+            # The put's versions are these: read back, they are put back (`_tuple`).
+            del state["channel_versions"]
         put = self._threads.put(
             self.tenant_id, thread_id, checkpoint["id"], namespace=namespace,
-            state=self._dump(state),
-            channels=self._channels(checkpoint["channel_versions"], new_versions, values,
-                                    (thread_id, namespace)),
+            state=self._dump(state), channels=channels,
             parent_id=get_checkpoint_id(config),
             run_key=None if run is None else str(run),
             step=step if isinstance(step, int) and not isinstance(step, bool) else None,
@@ -460,6 +464,9 @@ class AsyncEventlogSaver(BaseCheckpointSaver[str]):
         assert found.state is not None
         refuse_foreign(self.tenant_id, found.thread_id, found.state.encoding, LANGGRAPH)
         checkpoint = self._load(found.state)
+        if "channel_versions" not in checkpoint:
+            # Stored without them (`_versions_restorable`): the put's own versions.
+            checkpoint["channel_versions"] = dict(found.versions or {})
         checkpoint["channel_values"] = {
             name: self._load(payload) for name, payload in (found.channels or {}).items()
         }
@@ -507,6 +514,22 @@ class EventlogSaver(AsyncEventlogSaver):
                 background.run(manager.__aexit__(None, None, None))
         finally:
             background.stop()
+
+
+def _versions_restorable(state: dict[str, Any], channels: dict[str, ChannelValue]) -> bool:
+    """Whether the state can be stored without its ``channel_versions``: they are
+    strings (LangGraph's savers' and ours) and exactly the versions the put records
+    (`ThreadCheckpoint.versions` reads them back), and the put stores a value, so its
+    event is stored compact (migration 0032: the code before it refuses the log, and
+    would otherwise find a checkpoint without versions). Their ~60 bytes a channel were
+    stored three times a put: in the state, in the event, and in the view row."""
+    versions = state.get("channel_versions")
+    return (ThreadCheckpointPut.compact and isinstance(versions, dict)
+            and len(versions) == len(channels)
+            and any(channel.value is not None for channel in channels.values())
+            and all(type(version) is str and channels.get(name) is not None
+                    and channels[name].version == version
+                    for name, version in versions.items()))
 
 
 def _msgpack_array(items: Sequence[Payload]) -> bytes:

@@ -61,6 +61,9 @@ class ThreadCheckpoint(msgspec.Struct, frozen=True, kw_only=True):
     state: Payload | None = None
     channels: dict[str, Payload | Elements] | None = None
     writes: list[ThreadWrite] | None = None
+    versions: dict[str, str] | None = None
+    """Each channel's version at this checkpoint (the put's ``versions``), with the
+    payloads; None when the read skipped them."""
 
 
 class ChannelHistory(msgspec.Struct, frozen=True, kw_only=True):

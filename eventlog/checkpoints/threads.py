@@ -172,7 +172,8 @@ class ThreadCheckpoints:
         self._writes = WriteBatches(log, self._lock, decide.thread_stream)
         # What each thread's latest list values held when this store put them: a read of
         # the latest checkpoint asks for those elements in its own statement (`_guess`).
-        self._guesses: OrderedDict[tuple[str, str, str], dict[str, tuple[bytes, ...]]] = (
+        self._guesses: OrderedDict[tuple[str, str, str],
+                                   dict[str, tuple[tuple[str, bytes], ...]]] = (
             OrderedDict())
 
     async def put(
@@ -338,8 +339,10 @@ class ThreadCheckpoints:
             return
         key = (tenant_id, thread_id, namespace)
         kept = self._guesses.pop(key, {})
-        for channel, items in plan.elements.items():
-            kept[channel] = tuple(digest for _, digest in items)
+        # The plan's own (encoding, digest) items, kept as they are: a put of a list of n
+        # elements took n steps more to copy their digests out, while a read that guesses
+        # (`_guess`) is rarer than a put.
+        kept.update(plan.elements)
         self._guesses[key] = kept
         if len(self._guesses) > _GUESSED_THREADS:
             self._guesses.popitem(last=False)
@@ -354,8 +357,8 @@ class ThreadCheckpoints:
         if not kept:
             return ()
         self._guesses.move_to_end((tenant_id, thread_id, namespace))
-        guessed = tuple(dict.fromkeys(digest for digests in kept.values()
-                                      for digest in digests))
+        guessed = tuple(dict.fromkeys(digest for items in kept.values()
+                                      for _, digest in items))
         return guessed if len(guessed) <= MAX_GUESSED_BLOBS else ()
 
     async def history(
@@ -928,6 +931,7 @@ def _completed(tenant_id: str, row: Mapping[str, Any],
     return _checkpoint(
         tenant_id, row, state=_payload(row["state_encoding"], row["blob"]),
         channels={name: value for name, value in values.items() if value is not None},
+        versions=_versions.decode(row["channels"]),
         writes=[
             ThreadWrite(task_id=write["task_id"], idx=write["idx"], channel=write["channel"],
                         task_path=write["task_path"],

@@ -6,7 +6,10 @@ From this revision a thread put whose channels' versions are each the one its
 ``"versions_named": true`` saying so (`ThreadCheckpointPut.stored_body`), and fields at
 their defaults are left out of the thread events (an empty namespace, base or element
 list): a LangGraph put's event is ~22 % smaller. Events are never rewritten, so the
-older puts stay as they were, and both forms read back the same.
+older puts stay as they were, and both forms read back the same. The LangGraph adapter,
+likewise, stores a compact put's state without its ``channel_versions`` (the put's own
+versions, which a read puts back): the code before this revision would read those
+checkpoints without them.
 
 Why a revision: the code before it reads a compact put's channels as content-addressed
 (the digest as the version) and would misread them; a schema at a revision it does not
