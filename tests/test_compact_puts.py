@@ -48,6 +48,8 @@ def test_a_put_naming_its_versions_is_stored_without_them() -> None:
     assert (True, [["name", "encoding", "digest", "base", "elements"],
                    ["name", "encoding", "digest"]]) == (
         body["versions_named"], [list(channel) for channel in body["channels"]])
+    assert ([VERSION, "1"], {"messages": 0, "step": 0, "__start__": 1}, False) == (
+        body["version_list"], body["versions_at"], "versions" in body)
     assert b'"namespace"' not in data
     assert b'"subject"' not in data
     assert put == default_registry.decode(tag, data)
@@ -89,9 +91,14 @@ def test_the_form_older_code_wrote_reads_the_same() -> None:
     b'"versions":{"b":"v1"},"versions_named":true',
     b'"versions":{"a":"v1"},"versions_named":true,"channels":[{"name":"a","encoding":"j",'
     b'"digest":"' + DIGEST.encode() + b'","version":"v9"}]',
+    b'"versions_named":true,"version_list":["v1"],"versions_at":{"a":1}',
+    b'"versions_named":true,"version_list":["v1"],"versions_at":{"a":-1}',
+    b'"versions":{"a":"v2"},"versions_named":true,"version_list":["v1"],"versions_at":{"a":0}',
+    b'"version_list":["v1"],"versions_at":{"a":0}',
 ])
 def test_a_crafted_compact_put_is_corrupt_not_misread(crafted: bytes) -> None:
     """Compact bytes that name no version for a channel, or also give one of its own,
+    or name a version by an index the list does not hold, or name the versions twice,
     do not decode: `CorruptEvent`, never a channel read at a guessed version."""
     head = (b'{"type":"thread_checkpoint_put","thread_id":"t","checkpoint_id":"c",'
             b'"state_encoding":"j","state_digest":"' + DIGEST.encode() + b'","state_size":1,')
@@ -116,7 +123,11 @@ def test_every_put_reads_back_as_appended(channels: list[tuple[str, str]],
     tag, data = default_registry.encode(put)
     compact = bool(channels) and all(version and versions.get(name) == version
                                      for name, version in channels)
-    assert (put, compact) == (default_registry.decode(tag, data), b"versions_named" in data)
+    repeated = len(set(versions.values())) < len(versions)
+    assert (put, compact, compact and repeated) == (
+        default_registry.decode(tag, data), b"versions_named" in data,
+        b"version_list" in data)
+    assert list(versions) == list(default_registry.decode(tag, data).versions)  # in order
 
 
 async def _put_langgraph_shaped(url: str, **options: Any) -> list[Any]:

@@ -160,15 +160,19 @@ async def _opened(log: EventLog) -> list[Any]:
         for recorded in page.events], sort_keys=True))
 
 
+_STORED_FORM = frozenset({"versions_named", "version_list", "versions_at"})
+
+
 def _every_field(value: Any) -> Any:
     """``value`` with each struct as a dict of every field, its defaults included: the
     thread events leave theirs out of their builtins since 0032 (`omit_defaults`), and the
-    fixture wrote them all. ``versions_named`` (0032) is a stored-form flag, False in every
-    event read back, that the fixture's code did not have."""
+    fixture wrote them all. ``versions_named``, ``version_list`` and ``versions_at`` (0032)
+    are stored-form fields, empty in every event read back, that the fixture's code did
+    not have."""
     if isinstance(value, msgspec.Struct):
         config = value.__struct_config__
         fields = {name: _every_field(getattr(value, name)) for name in value.__struct_fields__
-                  if name != "versions_named"}
+                  if name not in _STORED_FORM}
         return fields if config.tag is None else {config.tag_field: config.tag, **fields}
     if isinstance(value, list):
         return [_every_field(item) for item in value]

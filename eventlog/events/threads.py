@@ -125,8 +125,26 @@ class ThreadCheckpointPut(ThreadEvent, tag="thread_checkpoint_put", frozen=True,
     """Only in stored bytes (`stored_body`): each channel's version is left out, being
     the one ``versions`` names for it. Read back, the versions are filled in and this is
     False again, so a put reads back equal to the one appended."""
+    version_list: list[str] = msgspec.field(default_factory=list)
+    """Only in stored bytes, with ``versions_named``: each distinct version once, in the
+    order ``versions`` first names it (LangGraph gives every channel a step changes the
+    same new version); ``versions_at`` then names each channel's by its index. Read
+    back, ``versions`` is filled in (in its order) and both are empty again."""
+    versions_at: dict[str, int] = msgspec.field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        if self.version_list or self.versions_at:
+            # A stored compact put: its versions, each distinct one written once.
+            listed, at = self.version_list, self.versions_at
+            if (not self.versions_named or self.versions
+                    or any(type(index) is not int or not 0 <= index < len(listed)
+                           for index in at.values())):
+                raise ValueError("versions_at names a version version_list does not hold, "
+                                 "or the put names its versions twice")
+            msgspec.structs.force_setattr(self, "versions", {
+                name: listed[index] for name, index in at.items()})
+            msgspec.structs.force_setattr(self, "version_list", [])
+            msgspec.structs.force_setattr(self, "versions_at", {})
         if self.versions_named:
             # A stored compact put: each channel takes the version ``versions`` names.
             missing = [ref.name for ref in self.channels
@@ -146,8 +164,9 @@ class ThreadCheckpointPut(ThreadEvent, tag="thread_checkpoint_put", frozen=True,
     def stored_body(self) -> dict[str, Any] | None:
         """The put as it is stored when each channel's version is the one ``versions``
         names for it (a LangGraph put's always is): without them (~60 bytes a channel:
-        LangGraph's versions are 51 characters), ``versions_named`` saying so. None (stored
-        as it is) otherwise."""
+        LangGraph's versions are 51 characters), ``versions_named`` saying so, and, when
+        ``versions`` repeats a version, each distinct one written once (``version_list``,
+        ``versions_at``). None (stored as it is) otherwise."""
         if not self.compact or not self.channels or any(
                 not ref.version or self.versions.get(ref.name) != ref.version
                 for ref in self.channels):
@@ -156,6 +175,13 @@ class ThreadCheckpointPut(ThreadEvent, tag="thread_checkpoint_put", frozen=True,
         for ref in body["channels"]:
             del ref["version"]
         body["versions_named"] = True
+        listed = list(dict.fromkeys(self.versions.values()))
+        if len(listed) < len(self.versions):
+            index = {version: number for number, version in enumerate(listed)}
+            del body["versions"]
+            body["version_list"] = listed
+            body["versions_at"] = {name: index[version]
+                                   for name, version in self.versions.items()}
         return body
 
     def sealed_record(self) -> str:

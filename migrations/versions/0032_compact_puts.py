@@ -3,7 +3,8 @@ stamp.
 
 From this revision a thread put whose channels' versions are each the one its
 ``versions`` names for that channel (every LangGraph put) is stored without them,
-``"versions_named": true`` saying so (`ThreadCheckpointPut.stored_body`), and fields at
+``"versions_named": true`` saying so (`ThreadCheckpointPut.stored_body`; a version its
+``versions`` repeats is written once, ``version_list`` and ``versions_at``), and fields at
 their defaults are left out of the thread events (an empty namespace, base or element
 list): a LangGraph put's event is ~22 % smaller. Events are never rewritten, so the
 older puts stay as they were, and both forms read back the same. The LangGraph adapter,
