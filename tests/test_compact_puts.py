@@ -5,6 +5,9 @@ was appended; the downgrade below 0032 refuses a log holding one."""
 
 from __future__ import annotations
 
+import base64
+import json
+import shutil
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -195,3 +198,44 @@ async def test_postgres_refuses_to_downgrade_a_log_holding_compact_puts(
         await _pg_migrate(pg_schema, BEFORE)
     async with open_log(PG_URL, schema=pg_schema, keyring=keyring) as log:
         assert "0032_compact_puts" == log.schema_revision
+
+
+async def test_a_log_written_before_upgrades_and_takes_compact_puts(tmp_path: Path) -> None:
+    """A log written by older code (the pre-0025 fixture: every put whole) opens at
+    0032 and takes compact puts in the same thread: its old checkpoints read as that code
+    read them, the new ones read back, the log verifies, its views equal a rebuild from
+    the mixed events, its tree holds its head, and removals afterwards release what the
+    remaining events no longer hold."""
+    from projections import compare_views
+    from tests.test_holdings_folded import FIXTURE, MAKE, _remove_and_check
+
+    path = tmp_path / "log.db"
+    shutil.copy(FIXTURE / "log.db", path)
+    async with open_log(f"sqlite:///{path}") as log:
+        threads = log.checkpoints.threads
+        assert "0032_compact_puts" == log.schema_revision
+        old = await MAKE.reads(log)
+        for step in range(12, 15):
+            version = f"{step:032}.0.5"
+            await threads.put("t", "chat", f"{step:04}", parent_id=f"{step - 1:04}",
+                              state=Payload("json", b'"state"'), step=step, channels={
+                                  "count": ChannelValue(version, Payload(
+                                      "json", f'"{step}"'.encode())),
+                                  "topic": ChannelValue(f"{0:032}.0.0")})
+        head = await log.tree_head("t")
+        read = await MAKE.reads(log)
+        new = [item for item in read if item["thread_id"] == "chat" and item["namespace"] == ""
+               and item["tenant_id"] == "t" and int(item["checkpoint_id"]) >= 12]
+        assert old == [item for item in read if item not in new]
+        assert [(f"{step:04}", f'"{step}"'.encode(), "the topic") for step in range(12, 15)] == [
+            (item["checkpoint_id"], base64.b64decode(item["channels"]["count"]["data"]),
+             json.loads(base64.b64decode(item["channels"]["topic"]["data"])))
+            for item in sorted(new, key=lambda item: item["checkpoint_id"])]
+        events = [event async for event in log.read_stream("t", "thread:chat")
+                  if event.type == "thread_checkpoint_put"]
+        assert [False] * (len(events) - 3) + [True] * 3 == [
+            b'"versions_named":true' in event.data for event in events]
+        assert (await log.verify()).ok
+        assert [] == await compare_views(log)
+        assert [] == await log.check_tree("t", head)
+        await _remove_and_check(log)
