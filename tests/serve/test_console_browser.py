@@ -128,6 +128,14 @@ def test_without_a_token_the_server_answers_401(served: str, logged: Logged) -> 
     assert 401 == refused.value.code
 
 
+def _search(page: Any) -> None:
+    """Submit the search form and wait for its results page to have loaded: read before
+    that, the list can be the page half-replaced (a CI run under load read an empty one)."""
+    with page.expect_navigation(timeout=30_000):
+        page.click("#search button[type=submit]")
+    page.wait_for_selector("#search")
+
+
 def test_search_open_prove_and_follow_a_thread(
         browser: Any, served: str, logged: Logged, keys: Path, screenshots: Path,
         tmp_path: Path) -> None:
@@ -145,16 +153,16 @@ def test_search_open_prove_and_follow_a_thread(
     page.screenshot(path=str(screenshots / "console-list.png"), full_page=True)
 
     page.fill("input[name=actor]", APPROVER)
-    page.click("#search button[type=submit]")
+    _search(page)
     found = page.locator("tr.item td:nth-child(2) a").all_inner_texts()
     assert [logged.trip] == found
     page.fill("input[name=actor]", "")
     page.select_option("select[name=state]", "question")
-    page.click("#search button[type=submit]")
+    _search(page)
     assert [logged.waiting] == page.locator("tr.item td:nth-child(2) a").all_inner_texts()
     page.select_option("select[name=state]", "")
     page.fill("input[name=q]", logged.trip[:2])
-    page.click("#search button[type=submit]")
+    _search(page)
     assert [logged.trip] == page.locator("tr.item td:nth-child(2) a").all_inner_texts()
 
     page.click(f"tr.item a:text-is('{logged.trip}')")
