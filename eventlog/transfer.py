@@ -99,7 +99,11 @@ from projections.views import STREAM_HEADS
 logger = get_logger(__name__)
 
 FORMAT = "checkpoint-eventlog/export"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+"""Version 2 (migration 0032): thread puts may be stored compact, which the code that
+wrote version 1 would misread; it refuses a version it does not know."""
+READ_VERSIONS = (1, 2)
+"""The versions an import reads: a version 1 file holds every put written out."""
 
 Progress = Callable[[str, int, int | None], None]
 """Called as ``(phase, done, total)`` while exporting or importing (total may be None)."""
@@ -613,9 +617,10 @@ def _read_header(source: IO[bytes], limit: int) -> dict[str, Any]:
             raise InvalidInput("file", f"is not a {FORMAT} file (its first line says "
                                        f"{str(record.get('format'))[:60]!r})")
         version = record.get("version")
-        if type(version) is not int or version != FORMAT_VERSION:  # JSON true == 1 in Python
+        if type(version) is not int or version not in READ_VERSIONS:  # JSON true == 1
             raise InvalidInput("file", f"has format version {record.get('version')!r}; "
-                                       f"this code reads version {FORMAT_VERSION}")
+                                       "this code reads versions "
+                                       f"{', '.join(map(str, READ_VERSIONS))}")
         check_id("file tenant", record.get("tenant"))
         return record
     raise InvalidInput("file", "is empty")

@@ -239,3 +239,64 @@ async def test_a_log_written_before_upgrades_and_takes_compact_puts(tmp_path: Pa
         assert [] == await compare_views(log)
         assert [] == await log.check_tree("t", head)
         await _remove_and_check(log)
+
+
+async def _langgraph_puts(log: Any) -> None:
+    for step in range(2):
+        version = f"{step:032}.0.5"
+        await log.checkpoints.threads.put("acme", "t", f"c{step}", state=Payload("json", b"{}"),
+                                          channels={"a": ChannelValue(version, Payload(
+                                              "json", str(step).encode()))})
+
+
+async def test_a_file_store_is_stamped_version_2_and_older_ones_still_open(
+        tmp_path: Path) -> None:
+    """The file store's format is version 2 (its puts may be compact, which the code of
+    version 1 would misread and so must refuse): a version 1 store opens and is stamped 2
+    when opened to write, left as it is by a forensic read; version 3 is refused."""
+    from eventlog.errors import UnknownSchemaRevision
+
+    root = tmp_path / "store"
+    async with open_log(f"file://{root}") as log:
+        await _langgraph_puts(log)
+    manifest = root / "manifest.json"
+    assert 2 == json.loads(manifest.read_bytes())["version"]
+    manifest.write_text(json.dumps({"format": "checkpoint-eventlog/file", "version": 1}))
+    async with open_log(f"file://{root}", upgrade=False) as log:
+        assert (await log.verify()).ok
+    assert 1 == json.loads(manifest.read_bytes())["version"]
+    async with open_log(f"file://{root}") as log:
+        read = await log.checkpoints.threads.get("acme", "t")
+        assert read is not None
+        assert ("c1", {"a": f"{1:032}.0.5"}) == (read.checkpoint_id, read.versions)
+    assert 2 == json.loads(manifest.read_bytes())["version"]
+    manifest.write_text(json.dumps({"format": "checkpoint-eventlog/file", "version": 3}))
+    with pytest.raises(UnknownSchemaRevision):
+        async with open_log(f"file://{root}"):
+            pass
+
+
+async def test_an_export_is_version_2_and_version_1_files_still_import() -> None:
+    """Exports are format version 2 (they may carry compact puts); a version 1 file (every
+    put written out) still imports; version 3 is refused, naming the versions read."""
+    import io
+
+    from eventlog.errors import InvalidInput
+    from eventlog.transfer import export_log, import_log
+
+    async with open_log("memory://") as log:
+        await _langgraph_puts(log)
+        sink = io.BytesIO()
+        await export_log(log, sink, tenant_id="acme")
+    lines = sink.getvalue().splitlines()
+    header = json.loads(lines[0])
+    assert 2 == header["version"]
+    for version, imports in ((1, True), (3, False)):
+        body = b"\n".join([json.dumps({**header, "version": version}).encode(), *lines[1:]])
+        async with open_log("memory://") as target:
+            if imports:
+                await import_log(target, io.BytesIO(body + b"\n"))
+                assert (await target.verify()).ok
+            else:
+                with pytest.raises(InvalidInput, match="reads versions 1, 2"):
+                    await import_log(target, io.BytesIO(body + b"\n"))

@@ -60,7 +60,10 @@ from projections.memory import ViewTables
 from projections.views import STREAM_HEADS
 
 FORMAT = "checkpoint-eventlog/file"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+"""Version 2 (migration 0032's counterpart): thread puts may be stored compact, which the
+code that wrote version 1 would misread; it refuses a version it does not know. A version
+1 store is stamped 2 when it is opened (its lines read the same)."""
 _HEADS = STREAM_HEADS
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -259,9 +262,16 @@ class FileBackend(MemoryBackend, ViewsRebuiltOnOpen):
                                "this is not an intact file store") from None
         if not isinstance(manifest, dict):
             raise StorageError("file", "open", "manifest.json is not a JSON object")
-        if manifest.get("format") != FORMAT or manifest.get("version") != FORMAT_VERSION:
+        version = manifest.get("version")
+        if manifest.get("format") != FORMAT or type(version) is not int or version not in (
+                1, FORMAT_VERSION):
             found = f"{manifest.get('format')}@{manifest.get('version')}"
             raise UnknownSchemaRevision(found, f"{FORMAT}@{FORMAT_VERSION}")
+        if version != FORMAT_VERSION and create:
+            # Opened to write (a forensic read changes nothing): stamped before anything is
+            # appended, so the older code refuses the store from the first compact put on
+            # (the lock is held: no other process writes it).
+            _write_atomically(path, json.dumps({**manifest, "version": FORMAT_VERSION}))
 
     def _load(self) -> int | None:
         """Read the log into memory; the offset a torn last line starts at, if there is one
