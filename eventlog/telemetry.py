@@ -89,7 +89,7 @@ Attributes = Mapping[str, AttributeValue]
 @dataclass(frozen=True)
 class Database:
     """Where a backend keeps the log, in the conventions' words: what its storage calls'
-    spans and durations carry (`eventlog.storage.contracts.StorageLifecycle.database`)."""
+    spans and durations carry (each backend names its own when it opens)."""
 
     system: str
     """``db.system.name``: ``postgresql``, ``sqlite``, or ``eventlog.memory`` /

@@ -102,7 +102,7 @@ FORMAT = "checkpoint-eventlog/export"
 FORMAT_VERSION = 2
 """Version 2 (migration 0032): thread puts may be stored compact, which the code that
 wrote version 1 would misread; it refuses a version it does not know."""
-READ_VERSIONS = (1, 2)
+READ_VERSIONS = (1, FORMAT_VERSION)
 """The versions an import reads: a version 1 file holds every put written out."""
 
 Progress = Callable[[str, int, int | None], None]

@@ -43,8 +43,8 @@ DOMAIN = b"checkpoint-eventlog/event-signature/v1\n"
 """What every signed event message starts with: a writer key signs event hashes, and
 (under `CONSUMER_DOMAIN`) consumers' rows, nothing else."""
 CONSUMER_DOMAIN = b"checkpoint-eventlog/consumer-row/v1\n"
-"""What a consumer row's signed message starts with (`eventlog.storage.contracts.consumers`,
-``row_digest``): no event signature is a consumer row's, and no row's an event's."""
+"""What a consumer row's signed message starts with (the digest of its fields the log
+signs): no event signature is a consumer row's, and no row's an event's."""
 KEY_ID_SIZE = 8
 SIGNATURE_SIZE = KEY_ID_SIZE + 64
 """Bytes of a stored signature: the key id, then the Ed25519 signature."""

@@ -137,7 +137,8 @@ class CheckpointStore:
             {"tenant_id": tenant_id, "session_id": session_id, "checkpoint_id": checkpoint_id},
             # The id in the order too: the session's primary key, ordered by version
             # alone, walked the session newest first filtering by id on PostgreSQL
-            # (`eventlog.storage.sqltext.SqlDialect.ranges_ordered_keys`).
+            # (docs/decisions/storage.md, "Reads that take their index whatever the
+            # statistics say").
             order_by=("checkpoint_id", "version"), descending=True, limit=1,
             columns=("state_digest", "state_encoding"), with_blob="state_digest",
         ))

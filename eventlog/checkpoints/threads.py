@@ -56,8 +56,7 @@ from typing import Any
 import msgspec
 
 from eventlog._logging import get_logger
-from eventlog.checkpoints import element_copies
-from eventlog.checkpoints import elements as element_storage
+from eventlog.checkpoints import element_copies, elements
 from eventlog.checkpoints import thread_decisions as decide
 from eventlog.checkpoints.decisions import normalise_metadata
 from eventlog.checkpoints.holdings import HoldingsCache
@@ -129,8 +128,8 @@ and of a whole tenant: newest first by id, each naming the column its equality f
 just before the id, so the read takes the index of exactly those columns (the primary
 key, ``thread_checkpoints_by_thread``; across namespaces, a merge of the primary key's
 main namespace and that index's other namespaces: `ViewQuery.split`) whatever
-PostgreSQL's statistics say
-(`eventlog.storage.sqltext.SqlDialect.ranges_ordered_keys`). A whole tenant's page has
+PostgreSQL's statistics say (docs/decisions/storage.md, "Reads that take their index
+whatever the statistics say"). A whole tenant's page has
 no index led by the id (migration 0029 dropped the one there was): it sorts the tenant's
 rows."""
 _BY_RUN = ("run_key", "tenant_id")
@@ -166,8 +165,8 @@ class ThreadCheckpoints:
             weakref.WeakValueDictionary()
         )
         self._fence = ThreadFence(log, self._lock)
-        self._elements = element_storage.ElementPlanner()
-        self._manifests = element_storage.ManifestCache()
+        self._elements = elements.ElementPlanner()
+        self._manifests = elements.ManifestCache()
         self._holdings = HoldingsCache(log)
         self._writes = WriteBatches(log, self._lock, decide.thread_stream)
         # What each thread's latest list values held when this store put them: a read of
@@ -209,7 +208,7 @@ class ThreadCheckpoints:
                                           metadata=metadata or {}, fenced=fenced, deltas=True,
                                           head_by=head_by)
         except InvalidInput as error:
-            if not element_storage.is_base_refusal(error):
+            if not elements.is_base_refusal(error):
                 raise
             # A base this store remembered was removed meanwhile: store in full.
             self._elements.forget(tenant_id, thread_id)
@@ -259,7 +258,7 @@ class ThreadCheckpoints:
         return result
 
     async def _addresses(self, tenant_id: str, thread_id: str, values: Iterable[object]
-                         ) -> element_storage.Address:
+                         ) -> elements.Address:
         """What manifests name a thread's blobs by: their sealed addresses on an encrypted
         log (a manifest is sealed whole: `EventLog.blob_addresses`), else their digests."""
         decide.check_thread_id(thread_id)
@@ -333,7 +332,7 @@ class ThreadCheckpoints:
         return found[0] if found else None
 
     def _keep_guess(self, tenant_id: str, thread_id: str, namespace: str,
-                    plan: element_storage.Plan) -> None:
+                    plan: elements.Plan) -> None:
         """Remember the elements of each list value an appended put stored."""
         if not plan.elements or self._log.sealer is not None:
             return
@@ -616,11 +615,11 @@ class ThreadCheckpoints:
         stays (stored as elements, it rests on them: `eventlog.checkpoints.elements`)."""
         going = {(key.namespace, key.channel, key.version) for key in values}
         staying = [row["digest"] for row in stored
-                   if row["encoding"] == element_storage.ELEMENTS_ENCODING
+                   if row["encoding"] == elements.ELEMENTS_ENCODING
                    and (row["namespace"], row["channel"], row["channel_version"]) not in going]
         if not staying or not going:
             return values
-        needed = element_storage.chain_digests(
+        needed = elements.chain_digests(
             (await self._blobs(tenant_id, staying)).values())
         kept = holdings.value_holding(needed)
         return [key for key in values if (key.namespace, key.channel, key.version) not in kept]
@@ -675,12 +674,12 @@ class ThreadCheckpoints:
             if readdressed is None:
                 raise await self._payloads_gone(tenant_id, stream, version, wanted[0])
             values, writes = readdressed
-        copied = await element_storage.copied_values(
+        copied = await elements.copied_values(
             values, blobs, partial(self._blobs, tenant_id))
         if copied is None:
             raise await self._payloads_gone(tenant_id, stream, version, wanted[0])
         values, extra = copied
-        copied_writes = element_storage.copied_writes(writes, blobs)
+        copied_writes = elements.copied_writes(writes, blobs)
         extra += [digest for refs in copied_writes.values() for digest in refs]
         blobs.update(await self._blobs(tenant_id, [d for d in extra if d not in blobs]))
         # What the copy's events reference, each once per reference.
@@ -818,10 +817,10 @@ class ThreadCheckpoints:
         """The values of the manifests among read rows (of ``encoding`` and ``blob``);
         ``read``: element blobs read with the rows (`_guess`)."""
         manifests = [item["blob"] for item in items if item["blob"] is not None
-                     and item["encoding"] == element_storage.ELEMENTS_ENCODING]
+                     and item["encoding"] == elements.ELEMENTS_ENCODING]
         if not manifests:
             return {}
-        return await element_storage.resolve(manifests, partial(self._blobs, tenant_id),
+        return await elements.resolve(manifests, partial(self._blobs, tenant_id),
                                              (self._manifests, tenant_id), read)
 
     async def _blobs(self, tenant_id: str, digests: builtins.list[bytes]) -> dict[bytes, bytes]:
@@ -925,7 +924,7 @@ def _completed(tenant_id: str, row: Mapping[str, Any],
                resolved: Mapping[bytes, Elements | None]) -> ThreadCheckpoint:
     """A checkpoint with its state, the channel values it names (a value whose blob is
     gone is left out) and its writes in LangGraph's order."""
-    values = {value["channel"]: element_storage.stored(value["encoding"], value["blob"],
+    values = {value["channel"]: elements.stored(value["encoding"], value["blob"],
                                                        resolved)
               for value in row["values"]}
     return _checkpoint(
@@ -935,7 +934,7 @@ def _completed(tenant_id: str, row: Mapping[str, Any],
         writes=[
             ThreadWrite(task_id=write["task_id"], idx=write["idx"], channel=write["channel"],
                         task_path=write["task_path"],
-                        value=element_storage.stored(write["encoding"], write["blob"],
+                        value=elements.stored(write["encoding"], write["blob"],
                                                      resolved))
             for write in sorted(row["writes"], key=_write_order)
         ],
@@ -948,14 +947,14 @@ def _histories(channels: Sequence[str], rows: Sequence[HistoryRow],
     seeds: dict[str, Payload | Elements | None] = {}
     for row in rows:
         if row["kind"] == "value":
-            seeds[row["channel"]] = element_storage.stored(row["encoding"], row["blob"],
+            seeds[row["channel"]] = elements.stored(row["encoding"], row["blob"],
                                                            resolved)
-        elif element_storage.stored(row["encoding"], row["blob"], resolved) is not None:
+        elif elements.stored(row["encoding"], row["blob"], resolved) is not None:
             writes[row["channel"]].append(row)
     return {name: ChannelHistory(
         writes=[ThreadWrite(task_id=row["task_id"], idx=row["idx"], channel=name,
                             task_path=row["task_path"],
-                            value=element_storage.stored(row["encoding"], row["blob"],
+                            value=elements.stored(row["encoding"], row["blob"],
                                                          resolved))
                 for row in sorted(writes[name], key=_oldest_first)],
         seed=seeds.get(name),

@@ -67,6 +67,7 @@ from eventlog.storage.sqltext import (
     Statement,
     blob_add_text,
     blob_row,
+    blobs_by_digest,
     change_text,
     event_row,
     place_change,
@@ -624,20 +625,9 @@ class PostgresBackend(SqlBackend[Any], ReplicaStorage, PostgresTree, PostgresKey
 
     def _blobs_sql(self, what: str) -> str:
         """The digest and ``what`` (of ``data``) of each of the tenant's blobs whose
-        digest is in ``$2``."""
-        # One primary-key probe per digest, in a LATERAL subquery the planner cannot
-        # flatten (OFFSET 0): `digest = ANY($2)` let it scan the tenant's blobs by
-        # tenant and filter them by digest on tables never analyzed (1,925 rows removed
-        # for 11 digests); here every plan is a seek of (tenant_id, digest) per digest.
-        # The digests by subscript, not `unnest`: PostgreSQL sizes `unnest($2)` at 10
-        # rows in a generic plan and at the array's length in a custom one, so a read of
-        # a few digests was planned at every call (0.16 ms a read of two, 0.08-0.13 by
-        # subscript; docs/decisions/storage.md, "The latest checkpoint with its elements
-        # in one statement").
-        return (f"SELECT d.digest, {what} FROM (SELECT ($2::bytea[])[i] AS digest "
-                "FROM generate_subscripts($2::bytea[], 1) AS i) AS d "
-                f"CROSS JOIN LATERAL (SELECT data FROM {self.qualified['blobs']} "
-                "WHERE tenant_id = $1 AND digest = d.digest OFFSET 0) AS b")
+        digest is in ``$2`` (`blobs_by_digest`)."""
+        return (f"SELECT d.digest, {what} FROM "
+                f"{blobs_by_digest('$2', self.qualified['blobs'], '$1', 'b')}")
 
     async def blob_sizes(self, tenant_id: str, digests: Sequence[bytes]) -> dict[bytes, int]:
         rows = await self._fetch(
